@@ -1,0 +1,39 @@
+import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+
+/** Service packages: none may import another (the standalone composer excepted), no lib may import one. */
+const SERVICES = ['gateway', 'agent-worker', 'scheduler', 'channel-connector', 'standalone', 'cli', 'web'];
+const serviceImports = (except) =>
+  SERVICES.filter((s) => s !== except).map((s) => ({
+    name: `@agentry/${s}`,
+    message: except === undefined ? 'libs must never import a service' : 'services never import each other (only standalone composes them)',
+  }));
+
+const processEnvRule = {
+  selector: "MemberExpression[object.name='process'][property.name='env']",
+  message: 'Only a main.ts (or a CLI entry) reads process.env; pass values in from there.',
+};
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', 'data/**', 'coverage/**'] },
+  ...tseslint.configs.recommended,
+  {
+    plugins: { 'import-x': importX },
+    rules: {
+      'import-x/no-relative-packages': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      'no-restricted-syntax': ['error', processEnvRule],
+    },
+  },
+  { files: ['libs/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: serviceImports(undefined) }] } },
+  ...SERVICES.filter((s) => s !== 'standalone').map((s) => ({
+    files: [`services/${s}/**/*.ts`],
+    rules: { 'no-restricted-imports': ['error', { paths: serviceImports(s) }] },
+  })),
+  {
+    // Entry points and test code may read the environment.
+    files: ['**/src/main.ts', '**/src/cli.ts', '**/test/**', 'e2e/**', 'bench/**', 'libs/testing/**', '*.config.ts', '*.config.js'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);

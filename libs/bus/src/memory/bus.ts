@@ -1,0 +1,43 @@
+import type { Logger } from 'pino';
+import { Errors } from '@agentry/errors';
+import type { Bus } from '../ports.js';
+import { DEFAULT_CLOSE_DEADLINE_MS } from '../shared.js';
+import { MemoryCronScheduler } from './cron.js';
+import { MemoryJobQueue } from './job-queue.js';
+import { MemoryPubSub } from './pubsub.js';
+
+export interface MemoryBusOptions {
+  logger: Logger;
+  /** How long close() lets running jobs finish before aborting them (default 10 s). */
+  closeDeadlineMs?: number;
+}
+
+/** Embedded mode: queue, pub/sub and cron inside this process; nothing survives a restart. */
+export function createMemoryBus(opts: MemoryBusOptions): Bus {
+  const logger = opts.logger.child({ component: 'bus', adapter: 'memory' });
+  const queue = new MemoryJobQueue(logger);
+  // Fires get their own queue object so that they never mix with the service queues' names.
+  const fires = new MemoryJobQueue(logger);
+  const pubsub = new MemoryPubSub(logger);
+  const scheduler = new MemoryCronScheduler(fires, logger);
+  let closing: Promise<void> | undefined;
+
+  return {
+    kind: 'memory',
+    queue,
+    pubsub,
+    scheduler,
+    async ping() {
+      if (closing) throw new Errors.NOT_READY('the bus is closed');
+    },
+    close() {
+      closing ??= (async () => {
+        const deadline = opts.closeDeadlineMs ?? DEFAULT_CLOSE_DEADLINE_MS;
+        scheduler.close();
+        await Promise.all([queue.close(deadline), fires.close(deadline)]);
+        pubsub.close();
+      })();
+      return closing;
+    },
+  };
+}

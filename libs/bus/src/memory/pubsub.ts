@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import { Errors } from '@agentry/errors';
+import type { PubSub, Unsubscribe } from '../ports.js';
+import { encodeJson, safeCall } from '../shared.js';
+
+type Handler = (message: unknown) => void;
+interface Subscription {
+  handler: Handler;
+}
+
+/**
+ * In-process pub/sub for embedded mode. Delivery is asynchronous and every handler gets its own
+ * decoded copy, as with Redis, so code that works here does not break in cluster mode.
+ */
+export class MemoryPubSub implements PubSub {
+  private readonly channels = new Map<string, Set<Subscription>>();
+  /** One FIFO for all channels keeps per-channel order without a queue per channel. */
+  private readonly outbox: Array<{ channel: string; payload: string; targets: Subscription[] }> = [];
+  private draining = false;
+  private closed = false;
+
+  constructor(private readonly logger: Logger) {}
+
+  async publish(channel: string, message: unknown): Promise<void> {
+    if (this.closed) throw new Errors.NOT_READY('the bus is closed');
+    const payload = encodeJson(message, 'message');
+    // Like Redis: a message reaches the subscribers present when it is published, not later ones.
+    const targets = [...(this.channels.get(channel) ?? [])];
+    if (targets.length === 0) return;
+    this.outbox.push({ channel, payload, targets });
+    if (!this.draining) {
+      this.draining = true;
+      setImmediate(() => this.drain());
+    }
+  }
+
+  async subscribe(channel: string, handler: Handler): Promise<Unsubscribe> {
+    if (this.closed) throw new Errors.NOT_READY('the bus is closed');
+    const sub: Subscription = { handler };
+    let subs = this.channels.get(channel);
+    if (!subs) {
+      subs = new Set();
+      this.channels.set(channel, subs);
+    }
+    subs.add(sub);
+    return async () => {
+      const current = this.channels.get(channel);
+      if (!current) return;
+      current.delete(sub);
+      if (current.size === 0) this.channels.delete(channel);
+    };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.channels.clear();
+    this.outbox.length = 0;
+  }
+
+  private drain(): void {
+    this.draining = false;
+    const batch = this.outbox.splice(0);
+    for (const { channel, payload, targets } of batch) {
+      const live = this.channels.get(channel);
+      for (const sub of targets) {
+        if (!live?.has(sub)) continue;
+        safeCall(
+          () => sub.handler(JSON.parse(payload) as unknown),
+          (err) => this.logger.error({ err, channel }, 'pub/sub handler threw'),
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The three messaging ports every service uses. Each has two adapters: Redis (BullMQ and
+ * ioredis; cluster mode) and in-process (embedded mode). Service code sees only these types
+ * and never knows which adapter it has.
+ */
+
+export interface JobOptions {
+  /** Deduplication id: enqueueing an id that is still waiting or running adds nothing. */
+  jobId?: string;
+  /** Total tries including the first (default 1: no retry). */
+  attempts?: number;
+  /** Base of the exponential backoff between tries, in ms (default 1000). */
+  backoffMs?: number;
+  /** Run no earlier than this many ms from now. */
+  delayMs?: number;
+}
+
+export interface Job<T> {
+  id: string;
+  queue: string;
+  data: T;
+  /** Tries made before this one (0 on the first). */
+  attemptsMade: number;
+  /** Total tries allowed. */
+  attempts: number;
+}
+
+/**
+ * A handler resolves to complete the job, throws to fail this try (retried while tries are
+ * left), or throws UnrecoverableJobError to fail it for good. The signal aborts when the
+ * consumer is closing past its deadline.
+ */
+export type JobHandler<T> = (job: Job<T>, signal: AbortSignal) => Promise<void>;
+
+export interface ConsumerOptions {
+  concurrency: number;
+  /** Called once per try that failed (for logs and metrics). */
+  onFailed?: (job: Job<unknown>, err: Error, willRetry: boolean) => void;
+}
+
+export interface Consumer {
+  /** Stop taking jobs, wait for running ones up to the deadline, then abort them. */
+  close(deadlineMs?: number): Promise<void>;
+}
+
+export interface JobQueue {
+  enqueue<T>(queue: string, data: T, opts?: JobOptions): Promise<string>;
+  consume<T>(queue: string, handler: JobHandler<T>, opts: ConsumerOptions): Consumer;
+  /** Jobs waiting, delayed or running (for health, metrics and tests). */
+  counts(queue: string): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }>;
+}
+
+export type Unsubscribe = () => Promise<void>;
+
+export interface PubSub {
+  /** Publishes a JSON-serialisable message; resolves once the broker has it. */
+  publish(channel: string, message: unknown): Promise<void>;
+  /** Resolves once the subscription is active, so a publish after it is never missed. */
+  subscribe(channel: string, handler: (message: unknown) => void): Promise<Unsubscribe>;
+}
+
+export interface CronSpec {
+  /** Six fields: second minute hour day month weekday. */
+  pattern: string;
+  /** IANA time zone (default UTC). */
+  timezone?: string;
+}
+
+export interface CronFire<T> {
+  id: string;
+  /** The tick this fire belongs to (not when the handler started). */
+  scheduledAt: Date;
+  data: T;
+}
+
+export interface CronScheduler {
+  /** Create or replace schedule `id`. Safe to call from several replicas at once. */
+  upsert<T>(id: string, spec: CronSpec, data: T): Promise<void>;
+  remove(id: string): Promise<void>;
+  list(): Promise<Array<{ id: string; pattern: string; timezone: string; next: Date | null }>>;
+  /** Handles fires; across all replicas, each tick of each schedule reaches one handler once. */
+  consume<T>(handler: (fire: CronFire<T>) => Promise<void>, opts: { concurrency: number }): Consumer;
+}
+
+export interface Bus {
+  readonly kind: 'redis' | 'memory';
+  readonly queue: JobQueue;
+  readonly pubsub: PubSub;
+  readonly scheduler: CronScheduler;
+  /** Throws when the backend is unreachable (readiness checks). */
+  ping(): Promise<void>;
+  /** Closes consumers first, then connections. */
+  close(): Promise<void>;
+}
+
+/** Thrown by a job handler for input that no retry can fix. */
+export class UnrecoverableJobError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UnrecoverableJobError';
+  }
+}

@@ -1,0 +1,56 @@
+import type { Logger } from 'pino';
+import { Errors } from '@agentry/errors';
+import type { Bus } from '../ports.js';
+import { DEFAULT_CLOSE_DEADLINE_MS } from '../shared.js';
+import { RedisContext } from './context.js';
+import { RedisCronScheduler } from './cron.js';
+import { RedisJobQueue, type RedisConsumer } from './job-queue.js';
+import { RedisPubSub } from './pubsub.js';
+
+export interface RedisBusOptions {
+  url: string;
+  /** BullMQ key prefix and pub/sub channel prefix (default `agentry`); tests isolate with it. */
+  prefix?: string;
+  logger: Logger;
+  /**
+   * How long a command may wait for the very first connection (default 5 s); once Redis has
+   * been up, commands fail at once while it is away.
+   */
+  connectTimeoutMs?: number;
+  /** How long close() lets running jobs finish before aborting them (default 10 s). */
+  closeDeadlineMs?: number;
+}
+
+/** Cluster mode: BullMQ queues and job schedulers, ioredis pub/sub. */
+export function createRedisBus(opts: RedisBusOptions): Bus {
+  const prefix = opts.prefix ?? 'agentry';
+  // It becomes part of connection names, which Redis refuses with spaces.
+  if (!/^[^\s]+$/.test(prefix)) throw new Errors.CONFIG(`bus prefix "${prefix}" must be non-empty, without spaces`);
+  const logger = opts.logger.child({ component: 'bus', adapter: 'redis', prefix });
+  const ctx = new RedisContext(opts.url, prefix, logger, opts.connectTimeoutMs);
+  const consumers = new Set<RedisConsumer>();
+  const queue = new RedisJobQueue(ctx, consumers);
+  const pubsub = new RedisPubSub(ctx);
+  const scheduler = new RedisCronScheduler(ctx, consumers);
+  let closing: Promise<void> | undefined;
+
+  return {
+    kind: 'redis',
+    queue,
+    pubsub,
+    scheduler,
+    async ping() {
+      // The subscriber counts too: without it, run events would silently stop reaching this replica.
+      await Promise.all([ctx.ready(ctx.producer), ctx.ready(ctx.subscriber)]);
+      await ctx.producer.ping();
+    },
+    close() {
+      closing ??= (async () => {
+        const deadline = opts.closeDeadlineMs ?? DEFAULT_CLOSE_DEADLINE_MS;
+        await Promise.all([...consumers].map((c) => c.close(deadline)));
+        await ctx.close();
+      })();
+      return closing;
+    },
+  };
+}

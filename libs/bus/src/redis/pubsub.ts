@@ -1,0 +1,82 @@
+import type { PubSub, Unsubscribe } from '../ports.js';
+import { encodeJson, safeCall } from '../shared.js';
+import type { RedisContext } from './context.js';
+
+type Handler = (message: unknown) => void;
+
+interface ChannelEntry {
+  handlers: Set<Handler>;
+  /** The SUBSCRIBE for this channel; every subscriber waits for Redis to confirm it. */
+  confirmed: Promise<void>;
+}
+
+/**
+ * One subscriber connection for the whole bus, whatever the number of subscriptions: a channel
+ * is SUBSCRIBEd when its first handler arrives and UNSUBSCRIBEd when its last one leaves.
+ */
+export class RedisPubSub implements PubSub {
+  private readonly channels = new Map<string, ChannelEntry>();
+
+  constructor(private readonly ctx: RedisContext) {
+    ctx.subscriber.on('message', (channel: string, text: string) => this.deliver(channel, text));
+  }
+
+  async publish(channel: string, message: unknown): Promise<void> {
+    const payload = encodeJson(message, 'message');
+    await this.ctx.ready(this.ctx.producer);
+    await this.ctx.producer.publish(this.ctx.channel(channel), payload);
+  }
+
+  async subscribe(channel: string, handler: Handler): Promise<Unsubscribe> {
+    const full = this.ctx.channel(channel);
+    let entry = this.channels.get(full);
+    if (!entry) {
+      const confirmed = this.ctx.ready(this.ctx.subscriber).then(async () => {
+        await this.ctx.subscriber.subscribe(full);
+      });
+      entry = { handlers: new Set(), confirmed };
+      this.channels.set(full, entry);
+    }
+    // A Set would merge the same function subscribed twice; the wrapper keeps them apart.
+    const own: Handler = (message) => handler(message);
+    entry.handlers.add(own);
+    try {
+      await entry.confirmed;
+    } catch (err) {
+      this.drop(full, entry, own);
+      throw err;
+    }
+    let done = false;
+    return async () => {
+      if (done) return;
+      done = true;
+      if (this.drop(full, entry, own)) {
+        // Commands on one connection run in order, so a SUBSCRIBE issued after this one by a new
+        // first handler still wins.
+        await this.ctx.subscriber.unsubscribe(full).catch((err: unknown) => {
+          this.ctx.logger.warn({ err, channel }, 'unsubscribe failed; messages of the channel are ignored');
+        });
+      }
+    };
+  }
+
+  /** Forgets the handler; true when it was the channel's last one. */
+  private drop(full: string, entry: ChannelEntry, handler: Handler): boolean {
+    entry.handlers.delete(handler);
+    if (entry.handlers.size > 0 || this.channels.get(full) !== entry) return false;
+    this.channels.delete(full);
+    return true;
+  }
+
+  private deliver(channel: string, text: string): void {
+    const entry = this.channels.get(channel);
+    if (!entry) return;
+    for (const handler of [...entry.handlers]) {
+      safeCall(
+        // Decoded per handler so that no handler sees another's mutations.
+        () => handler(JSON.parse(text) as unknown),
+        (err) => this.ctx.logger.error({ err, channel }, 'pub/sub handler threw'),
+      );
+    }
+  }
+}

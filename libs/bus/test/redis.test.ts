@@ -1,0 +1,145 @@
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { describeWithRedis, redisUrl } from '@agentry/testing';
+import { cleanupRedisPrefix, uniqueRedisPrefix } from '@agentry/testing';
+import { createRedisBus, type Bus, type CronFire } from '../src/index.js';
+import { runBusContract } from './contract.js';
+import { captureLogger, sleep, waitFor } from './helpers.js';
+
+describeWithRedis('redis bus', () => {
+  const prefixes: string[] = [];
+  const buses: Bus[] = [];
+
+  /** Every test gets its own prefix; `prefix` lets a test open a second bus on the same one. */
+  function open(prefix = uniqueRedisPrefix()): Bus {
+    prefixes.push(prefix);
+    const bus = createRedisBus({ url: redisUrl(), prefix, logger: captureLogger().logger });
+    buses.push(bus);
+    return bus;
+  }
+
+  afterEach(async () => {
+    await Promise.all(buses.splice(0).map((b) => b.close()));
+    await Promise.all(prefixes.splice(0).map((p) => cleanupRedisPrefix(redisUrl(), p)));
+  });
+
+  runBusContract('redis', async ({ logger }) => {
+    const prefix = uniqueRedisPrefix();
+    prefixes.push(prefix);
+    return createRedisBus({ url: redisUrl(), prefix, logger });
+  });
+
+  describe('redis specifics', () => {
+    it('keeps prefixes apart: channels, queues and schedules', async () => {
+      const a = open();
+      const b = open();
+      const heardA: unknown[] = [];
+      const heardB: unknown[] = [];
+      await a.pubsub.subscribe('ch', (m) => heardA.push(m));
+      await b.pubsub.subscribe('ch', (m) => heardB.push(m));
+      await a.pubsub.publish('ch', 'for a');
+      await waitFor('a', () => heardA.length === 1);
+      await sleep(100);
+      expect(heardB).toEqual([]);
+
+      await a.queue.enqueue('q', { n: 1 });
+      await a.scheduler.upsert('s', { pattern: '0 0 0 1 1 *' }, {});
+      expect((await b.queue.counts('q')).waiting).toBe(0);
+      expect(await b.scheduler.list()).toEqual([]);
+      expect((await a.queue.counts('q')).waiting).toBe(1);
+    });
+
+    it('two buses upserting and consuming one schedule fire once per tick', async () => {
+      const prefix = uniqueRedisPrefix();
+      const a = open(prefix);
+      const b = open(prefix);
+      const fires: Array<CronFire<unknown> & { by: string }> = [];
+      a.scheduler.consume(async (f) => void fires.push({ ...f, by: 'a' }), { concurrency: 2 });
+      b.scheduler.consume(async (f) => void fires.push({ ...f, by: 'b' }), { concurrency: 2 });
+      await Promise.all([
+        a.scheduler.upsert('shared', { pattern: '* * * * * *' }, { from: 'a' }),
+        b.scheduler.upsert('shared', { pattern: '* * * * * *' }, { from: 'b' }),
+      ]);
+      await sleep(3_300);
+      const ticks = fires.map((f) => f.scheduledAt.getTime());
+      expect(ticks.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(ticks).size).toBe(ticks.length);
+      expect(await a.scheduler.list()).toHaveLength(1);
+    });
+
+    it('re-subscribes after the subscriber connection is killed', async () => {
+      const prefix = uniqueRedisPrefix();
+      const bus = open(prefix);
+      const got: unknown[] = [];
+      await bus.pubsub.subscribe('ch', (m) => got.push(m));
+      const admin = new Redis(redisUrl());
+      try {
+        const clients = (await admin.client('LIST')) as string;
+        const line = clients.split('\n').find((l) => l.includes(` name=${prefix}:subscriber `));
+        const id = /\bid=(\d+)/.exec(line ?? '')?.[1];
+        expect(id).toBeDefined();
+        await admin.client('KILL', 'ID', id!);
+        let n = 0;
+        await waitFor('a message after the reconnect', async () => {
+          await bus.pubsub.publish('ch', ++n).catch(() => undefined);
+          await sleep(50);
+          return got.length > 0;
+        });
+        // A killed connection loses what was published while it was down, nothing after.
+        const before = got.length;
+        await bus.pubsub.publish('ch', 'after');
+        await waitFor('next message', () => got.length === before + 1);
+      } finally {
+        admin.disconnect();
+      }
+    });
+
+    it('UNSUBSCRIBEs a channel when its last handler leaves', async () => {
+      const prefix = uniqueRedisPrefix();
+      const bus = open(prefix);
+      const admin = new Redis(redisUrl());
+      try {
+        const numsub = async () => Number(((await admin.pubsub('NUMSUB', `${prefix}:ch`)) as [string, number])[1]);
+        const off1 = await bus.pubsub.subscribe('ch', () => {});
+        const off2 = await bus.pubsub.subscribe('ch', () => {});
+        expect(await numsub()).toBe(1);
+        await off1();
+        expect(await numsub()).toBe(1);
+        await off2();
+        expect(await numsub()).toBe(0);
+      } finally {
+        admin.disconnect();
+      }
+    });
+
+    it('close releases every connection it opened', async () => {
+      const prefix = uniqueRedisPrefix();
+      const bus = open(prefix);
+      const admin = new Redis(redisUrl());
+      const ours = async () =>
+        ((await admin.client('LIST')) as string).split('\n').filter((l) => l.includes(` name=${prefix}:`)).length;
+      try {
+        await bus.pubsub.subscribe('ch', () => {});
+        bus.queue.consume('q', async () => {}, { concurrency: 2 });
+        bus.scheduler.consume(async () => {}, { concurrency: 1 });
+        await bus.queue.enqueue('q', {});
+        await bus.scheduler.upsert('s', { pattern: '0 0 0 1 1 *' }, {});
+        await waitFor('connections up', async () => (await ours()) >= 6);
+        await bus.close();
+        await waitFor('connections gone', async () => (await ours()) === 0);
+      } finally {
+        admin.disconnect();
+      }
+    });
+
+    it('fails fast when Redis cannot be reached', async () => {
+      const bus = createRedisBus({ url: 'redis://127.0.0.1:1', prefix: uniqueRedisPrefix(), logger: captureLogger().logger, connectTimeoutMs: 300 });
+      buses.push(bus);
+      const t0 = Date.now();
+      await expect(bus.queue.enqueue('q', {})).rejects.toThrow(/not connected/);
+      await expect(bus.pubsub.publish('ch', 1)).rejects.toThrow(/not connected/);
+      await expect(bus.ping()).rejects.toThrow();
+      expect(Date.now() - t0).toBeLessThan(3_000);
+    });
+  });
+});

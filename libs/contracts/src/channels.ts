@@ -1,0 +1,16 @@
+/**
+ * Pub/sub channel names. Messages on them are small JSON objects; anything large or durable
+ * lives in Postgres and the message names it by id.
+ */
+export const PubSubChannels = {
+  /** Events of one run. */
+  run: (runId: string) => `run:${runId}`,
+  /** Something cached by every replica changed in Postgres: re-read it. */
+  invalidate: 'invalidate',
+} as const;
+
+/** Payload on `invalidate`: which cached area changed (and optionally which id). */
+export interface InvalidateMessage {
+  area: 'config' | 'agents' | 'users' | 'apiKeys' | 'providers' | 'channels' | 'cron';
+  id?: string;
+}

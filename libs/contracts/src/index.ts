@@ -1,0 +1,3 @@
+export * from './queues.js';
+export * from './events.js';
+export * from './channels.js';

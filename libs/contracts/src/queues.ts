@@ -1,0 +1,41 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * Queue names and job payloads. Payloads carry ids only (the row in Postgres is the truth),
+ * carry a version `v` so that a rolling deploy can tell old jobs from new, and are a union
+ * tagged by `type` so that consumers switch over them exhaustively.
+ */
+export const QueueNames = {
+  agentRun: 'agent-run',
+  channelSend: 'channel-send',
+  cronFire: 'cron-fire',
+} as const;
+export type QueueName = (typeof QueueNames)[keyof typeof QueueNames];
+
+export const AgentRunJob = Type.Object(
+  { type: Type.Literal('agent-run'), v: Type.Literal(1), runId: Type.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
+export type AgentRunJob = Static<typeof AgentRunJob>;
+
+export const ChannelSendJob = Type.Object(
+  { type: Type.Literal('channel-send'), v: Type.Literal(1), messageId: Type.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
+export type ChannelSendJob = Static<typeof ChannelSendJob>;
+
+export const CronFireJob = Type.Object(
+  { type: Type.Literal('cron-fire'), v: Type.Literal(1), cronJobId: Type.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
+export type CronFireJob = Static<typeof CronFireJob>;
+
+export const JobPayload = Type.Union([AgentRunJob, ChannelSendJob, CronFireJob]);
+export type JobPayload = Static<typeof JobPayload>;
+
+/** Which payload type each queue carries. */
+export interface QueuePayloads {
+  'agent-run': AgentRunJob;
+  'channel-send': ChannelSendJob;
+  'cron-fire': CronFireJob;
+}

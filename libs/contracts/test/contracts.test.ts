@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { Value } from 'typebox/value';
+import { AgentRunJob, JobPayload, PubSubChannels, RunEvent, type RunEventType } from '@agentry/contracts';
+
+describe('job payloads', () => {
+  it('accept ids only, with a version', () => {
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 1, runId: 'r1' })).toBe(true);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 2, runId: 'r1' })).toBe(false);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 1, runId: 'r1', prompt: 'hi' })).toBe(false);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 1, runId: '' })).toBe(false);
+  });
+  it('form a union tagged by type', () => {
+    expect(Value.Check(JobPayload, { type: 'cron-fire', v: 1, cronJobId: 'c' })).toBe(true);
+    expect(Value.Check(JobPayload, { type: 'nope', v: 1, runId: 'c' })).toBe(false);
+  });
+});
+
+describe('run events', () => {
+  it('validate each type', () => {
+    const samples: Record<RunEventType, unknown> = {
+      text: { runId: 'r', seq: 0, type: 'text', text: 'hi' },
+      tool_start: { runId: 'r', seq: 1, type: 'tool_start', toolCallId: 'c', toolName: 'read', toolType: 'builtin', arguments: '{}' },
+      tool_result: { runId: 'r', seq: 2, type: 'tool_result', toolCallId: 'c', toolName: 'read', toolType: 'builtin', content: 'x' },
+      done: { runId: 'r', seq: 3, type: 'done', finishReason: 'stop' },
+      error: { runId: 'r', seq: 4, type: 'error', message: 'boom' },
+    };
+    for (const sample of Object.values(samples)) expect(Value.Check(RunEvent, sample)).toBe(true);
+    expect(Value.Check(RunEvent, { runId: 'r', seq: -1, type: 'text', text: 'x' })).toBe(false);
+    expect(Value.Check(RunEvent, { runId: 'r', seq: 0, type: 'tool_start', toolCallId: 'c', toolName: 'x', toolType: 'shell', arguments: '' })).toBe(false);
+  });
+  it('name run channels', () => {
+    expect(PubSubChannels.run('abc')).toBe('run:abc');
+  });
+});

@@ -1,0 +1,52 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { describeError } from './describe-error.js';
+import type { Db } from './handle.js';
+import type { DbLogger } from './logger.js';
+import { migrations } from './migrations/index.js';
+
+export class MigrationError extends Error {
+  /** The migration that failed, when the failure was inside one. */
+  readonly migration: string | undefined;
+
+  constructor(message: string, migration: string | undefined, cause: unknown) {
+    super(message, { cause });
+    this.name = 'MigrationError';
+    this.migration = migration;
+  }
+}
+
+/** Names of all migrations, in the order they run. */
+export function migrationNames(): string[] {
+  return Object.keys(migrations).sort();
+}
+
+/**
+ * Applies every pending migration. Safe to call from several processes at once: kysely's
+ * Migrator takes an advisory lock, and runs the whole batch in one transaction, so a failure
+ * leaves the schema as it was.
+ */
+export async function migrateToLatest(db: Db, logger?: DbLogger): Promise<{ applied: string[] }> {
+  return runMigrations(db, migrations, logger);
+}
+
+/** migrateToLatest over a given set; exists so tests can feed it a failing migration. */
+export async function runMigrations(
+  db: Kysely<unknown> | Db,
+  set: Record<string, Migration>,
+  logger?: DbLogger,
+): Promise<{ applied: string[] }> {
+  const provider: MigrationProvider = { getMigrations: () => Promise.resolve(set) };
+  const migrator = new Migrator({ db: db as Kysely<unknown>, provider });
+  const { error, results = [] } = await migrator.migrateToLatest();
+  if (error !== undefined) {
+    const failed = results.find((r) => r.status === 'Error')?.migrationName;
+    const message = failed
+      ? `migration ${failed} failed, none of this run was applied: ${describeError(error)}`
+      : `migrations failed: ${describeError(error)}`;
+    logger?.error({ err: error, migration: failed }, message);
+    throw new MigrationError(message, failed, error);
+  }
+  const applied = results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  for (const name of applied) logger?.info({ migration: name }, 'migration applied');
+  return { applied };
+}

@@ -1,0 +1,96 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestPglite } from '@agentry/testing';
+import { getSetting, migrateToLatest, migrationNames, openPglite, setSetting, type DbHandle } from '../src/index.js';
+import { defineDbSuite } from './db-suite.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('PGlite (in memory)', () => {
+  let handle: DbHandle;
+  beforeAll(async () => {
+    handle = await createTestPglite();
+    expect(handle.dialect).toBe('pglite');
+  });
+  afterAll(() => handle?.close());
+
+  defineDbSuite(() => handle);
+
+  describe('single connection', () => {
+    it('runs concurrent transactions one after the other', async () => {
+      const events: string[] = [];
+      const run = (name: string) =>
+        handle.db.transaction().execute(async (trx) => {
+          events.push(`${name}:begin`);
+          await setSetting(trx, `${name}.1`, 1);
+          await sleep(20);
+          await setSetting(trx, `${name}.2`, 2);
+          events.push(`${name}:end`);
+        });
+      await Promise.all([run('x'), run('y'), run('z')]);
+      expect(events).toEqual(['x:begin', 'x:end', 'y:begin', 'y:end', 'z:begin', 'z:end']);
+    });
+
+    it('makes a query outside a transaction wait until it ends', async () => {
+      const events: string[] = [];
+      let inside!: () => void;
+      const started = new Promise<void>((r) => (inside = r));
+      const tx = handle.db.transaction().execute(async (trx) => {
+        await setSetting(trx, 'wait.1', 'from tx');
+        inside();
+        await sleep(30);
+        events.push('commit');
+      });
+      await started;
+      const outside = getSetting(handle.db, 'wait.1').then((v) => {
+        events.push('read');
+        return v;
+      });
+      await tx;
+      // Had the read slipped into the open transaction it would have run before the commit.
+      expect(await outside).toBe('from tx');
+      expect(events).toEqual(['commit', 'read']);
+    });
+
+    it('rolls back a transaction a raw connection left open', async () => {
+      await handle.db.connection().execute(async (conn) => {
+        await sql`begin`.execute(conn);
+        await setSetting(conn, 'leak.1', 1);
+      });
+      expect(await getSetting(handle.db, 'leak.1')).toBeUndefined();
+    });
+  });
+});
+
+describe('PGlite (folder)', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), 'agentry-db-'));
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it('creates the folder and keeps data across reopen; a closed handle refuses queries', async () => {
+    const dataDir = path.join(root, 'nested', 'pgdata');
+    const first = await openPglite({ dataDir });
+    try {
+      expect(await migrateToLatest(first.db)).toEqual({ applied: migrationNames() });
+      await setSetting(first.db, 'kept', { across: 'restart' });
+    } finally {
+      await first.close();
+    }
+    expect((await stat(dataDir)).isDirectory()).toBe(true);
+    await expect(first.ping()).rejects.toThrow(/closed|destroyed/i);
+    await first.close();
+
+    const second = await openPglite({ dataDir });
+    try {
+      expect(await migrateToLatest(second.db)).toEqual({ applied: [] });
+      expect(await getSetting(second.db, 'kept')).toEqual({ across: 'restart' });
+    } finally {
+      await second.close();
+    }
+  });
+});

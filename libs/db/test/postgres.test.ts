@@ -1,0 +1,59 @@
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '@agentry/testing';
+import { describeWithPostgres } from '@agentry/testing';
+import { migrateToLatest, migrationNames, openPostgres, type DbLogger } from '../src/index.js';
+import { defineDbSuite } from './db-suite.js';
+
+describeWithPostgres('Postgres (pg pool)', () => {
+  let test: TestDatabase;
+  beforeAll(async () => {
+    test = await createTestDatabase();
+    expect(test.handle.dialect).toBe('postgres');
+  });
+  afterAll(() => test?.drop());
+
+  defineDbSuite(() => test.handle);
+
+  describe('pool', () => {
+    it('leaves the global pg type parsers alone', () => {
+      expect(pg.types.getTypeParser(20, 'text')('5')).toBe('5');
+    });
+
+    it('logs an idle client killed by the server instead of crashing, then reconnects', async () => {
+      const errors: unknown[] = [];
+      const logger = { debug() {}, info() {}, warn() {}, error: (obj: unknown) => errors.push(obj) } as unknown as DbLogger;
+      const handle = openPostgres({ url: test.url, poolMax: 1, logger });
+      try {
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(handle.db);
+        await sql`select pg_terminate_backend(${rows[0]?.pid})`.execute(test.handle.db);
+        for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(errors).toHaveLength(1);
+        await handle.ping();
+      } finally {
+        await handle.close();
+      }
+    });
+  });
+
+  describe('concurrent migrateToLatest', () => {
+    let empty: TestDatabase;
+    beforeAll(async () => {
+      empty = await createTestDatabase({ migrated: false });
+    });
+    afterAll(() => empty?.drop());
+
+    it('applies each migration exactly once across two pools', async () => {
+      const other = openPostgres({ url: empty.url });
+      try {
+        const [a, b] = await Promise.all([migrateToLatest(empty.handle.db), migrateToLatest(other.db)]);
+        expect([...a.applied, ...b.applied]).toEqual(migrationNames());
+        const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(other.db);
+        expect(rows.map((r) => r.name)).toEqual(migrationNames());
+      } finally {
+        await other.close();
+      }
+    });
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * The one registry of errors. Each error is defined once with a code and an HTTP status;
+ * callers throw `new Errors.NOT_FOUND('agent "x"')`, and only the gateway's error handler
+ * turns an AppError into a response. The message is shown to the client, so it must never
+ * contain a secret.
+ */
+export class AppError extends Error {
+  readonly code: string;
+  readonly status: number;
+  constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = status;
+  }
+}
+
+export interface AppErrorClass {
+  new (detail?: string, options?: { cause?: unknown }): AppError;
+  readonly code: string;
+  readonly status: number;
+}
+
+function define(code: string, status: number, prefix: string): AppErrorClass {
+  const cls = class extends AppError {
+    static readonly code = code;
+    static readonly status = status;
+    constructor(detail?: string, options?: { cause?: unknown }) {
+      super(code, status, detail ? `${prefix}: ${detail}` : prefix, options);
+    }
+  };
+  Object.defineProperty(cls, 'name', { value: code });
+  return cls;
+}
+
+export const Errors = {
+  BAD_REQUEST: define('BAD_REQUEST', 400, 'Invalid request'),
+  VALIDATION: define('VALIDATION', 400, 'Invalid input'),
+  INVALID_JSON: define('INVALID_JSON', 400, 'Malformed JSON body'),
+  UNAUTHORIZED: define('UNAUTHORIZED', 401, 'Authentication required'),
+  FORBIDDEN: define('FORBIDDEN', 403, 'Not allowed'),
+  NOT_FOUND: define('NOT_FOUND', 404, 'Not found'),
+  ROUTE_NOT_FOUND: define('ROUTE_NOT_FOUND', 404, 'Route not found'),
+  METHOD_NOT_ALLOWED: define('METHOD_NOT_ALLOWED', 405, 'Method not allowed'),
+  CONFLICT: define('CONFLICT', 409, 'Already exists'),
+  PAYLOAD_TOO_LARGE: define('PAYLOAD_TOO_LARGE', 413, 'Request body too large'),
+  UNSUPPORTED_MEDIA_TYPE: define('UNSUPPORTED_MEDIA_TYPE', 415, 'Unsupported content type'),
+  RATE_LIMITED: define('RATE_LIMITED', 429, 'Too many requests'),
+  INTERNAL: define('INTERNAL', 500, 'Internal server error'),
+  UPSTREAM: define('UPSTREAM', 502, 'Upstream failure'),
+  NOT_READY: define('NOT_READY', 503, 'Service not ready'),
+  /** Start-up configuration problems: reported as one line, never as an HTTP response. */
+  CONFIG: define('CONFIG', 500, 'Configuration error'),
+} as const;
+
+export type ErrorCode = keyof typeof Errors;
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError;
+}
+
+/** Is this error an instance of the given registry entry (works across module copies too)? */
+export function hasCode(err: unknown, cls: AppErrorClass): err is AppError {
+  return isAppError(err) && err.code === cls.code;
+}

@@ -1,0 +1,117 @@
+import path from 'node:path';
+import type { DestinationStream, Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { Errors } from '@agentry/errors';
+import { openPglite, openPostgres, migrateToLatest, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
+import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
+import { loadConfig, type LoadedConfig } from './config.js';
+import { LiveConfig } from './live-config.js';
+import { createLogger } from './logger.js';
+import { Lifecycle } from './lifecycle.js';
+import { HealthRegistry } from './health.js';
+import { createMetricsRegistry } from './metrics.js';
+
+/** Everything a service is built from. Services receive this; they never open resources. */
+export interface Runtime {
+  mode: 'embedded' | 'cluster';
+  loaded: LoadedConfig;
+  config: LiveConfig;
+  logger: Logger;
+  db: DbHandle;
+  bus: Bus;
+  lifecycle: Lifecycle;
+  health: HealthRegistry;
+  metrics: Registry;
+}
+
+export interface BootstrapOptions {
+  /** Names the process in logs and metrics (`gateway`, `standalone`, ...). */
+  service: string;
+  /** embedded: PGlite and in-process bus unless DATABASE_URL / REDIS_URL are given. */
+  mode: 'embedded' | 'cluster';
+  argv: readonly string[];
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+  /** Tests: capture log lines. */
+  logDestination?: DestinationStream;
+  /** Tests: bring an already open database or bus instead of the ones the mode implies. */
+  openDb?: (logger: Logger) => Promise<DbHandle>;
+  openBus?: (logger: Logger) => Bus;
+}
+
+/** Cluster services need both backends: say which variable is missing before opening anything. */
+function requireEnv(opts: BootstrapOptions): { databaseUrl?: string; redisUrl?: string } {
+  const databaseUrl = opts.env.DATABASE_URL || undefined;
+  const redisUrl = opts.env.REDIS_URL || undefined;
+  if (opts.mode === 'cluster') {
+    const missing = [!databaseUrl && 'DATABASE_URL', !redisUrl && 'REDIS_URL'].filter(Boolean);
+    if (missing.length > 0) {
+      throw new Errors.CONFIG(
+        `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: the ${opts.service} service needs Postgres and Redis in cluster mode (run \`npm start\` for embedded mode)`,
+      );
+    }
+  }
+  return { databaseUrl, redisUrl };
+}
+
+export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
+  const { databaseUrl, redisUrl } = requireEnv(opts);
+  const loaded = loadConfig(opts);
+  const { config } = loaded;
+  const logger = createLogger({
+    service: opts.service,
+    level: config.logging.level,
+    file: opts.mode === 'embedded' && !opts.logDestination ? path.join(loaded.paths.logsDir, 'agentry.log') : undefined,
+    destination: opts.logDestination,
+  });
+  const lifecycle = new Lifecycle(logger, config.server.shutdown_timeout_ms);
+  const health = new HealthRegistry();
+  const metrics = createMetricsRegistry({ service: opts.service });
+  lifecycle.add('logger', async () => {
+    logger.flush();
+  });
+
+  try {
+    const db = opts.openDb
+      ? await opts.openDb(logger)
+      : databaseUrl
+        ? openPostgres({ url: databaseUrl, logger })
+        : await openPglite({ dataDir: path.join(loaded.paths.rootDir, 'pgdata'), logger });
+    lifecycle.add('database', () => db.close());
+    health.register('database', () => db.ping());
+    const { applied } = await migrateToLatest(db.db, logger);
+    if (applied.length > 0) logger.info({ applied }, 'database migrated');
+
+    const bus = opts.openBus
+      ? opts.openBus(logger)
+      : redisUrl
+        ? createRedisBus({ url: redisUrl, prefix: opts.env.REDIS_PREFIX || 'agentry', logger })
+      : createMemoryBus({ logger });
+    lifecycle.add('bus', () => bus.close());
+    if (bus.kind === 'redis') health.register('redis', () => bus.ping());
+
+    const live = await LiveConfig.open({
+      loaded,
+      logger,
+      bus: bus.pubsub,
+      settings: {
+        list: (prefix) => listSettings(db.db, prefix),
+        // Config values are plain JSON by construction (validated by the schema).
+        set: async (key, value) => void (await setSetting(db.db, key, value as JsonValue)),
+        delete: async (key) => void (await deleteSetting(db.db, key)),
+      },
+    });
+    lifecycle.add('config', () => live.close());
+    live.onChange((c) => {
+      logger.level = c.logging.level;
+    });
+    logger.info(
+      { mode: opts.mode, config: loaded.source ?? 'built-in defaults', database: db.dialect, bus: bus.kind },
+      `${opts.service} starting`,
+    );
+    return { mode: opts.mode, loaded, config: live, logger, db, bus, lifecycle, health, metrics };
+  } catch (err) {
+    await lifecycle.shutdown('start-up failed');
+    throw err;
+  }
+}

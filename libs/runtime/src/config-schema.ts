@@ -1,0 +1,134 @@
+import Type, { type Static, type TSchema } from 'typebox';
+import { Value } from 'typebox/value';
+
+/**
+ * The one configuration schema. Every field carries a comment (its `description`, which the
+ * README's reference mirrors). Keys follow the spec: snake_case, except under `security`,
+ * where the spec writes `requireAuth`.
+ */
+
+const ModelEntry = Type.Object(
+  {
+    /** Model name as the provider knows it. */
+    name: Type.String({ minLength: 1, description: 'model name at the provider' }),
+    /** `default` marks the provider's default model. */
+    alias: Type.Optional(Type.String({ description: 'alias; `default` marks the default model' })),
+    context_window: Type.Optional(Type.Integer({ minimum: 1, description: 'context window in tokens' })),
+  },
+  { additionalProperties: false },
+);
+
+const Provider = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: 'display name' })),
+    base_url: Type.String({ pattern: '^https?://', description: 'URL of the OpenAI-compatible API' }),
+    api_key: Type.Optional(Type.String({ description: 'secret; write-only, never returned' })),
+    model: Type.Optional(Type.String({ description: 'default model name' })),
+    models: Type.Optional(Type.Array(ModelEntry, { description: 'known models' })),
+  },
+  { additionalProperties: false },
+);
+
+export const ConfigSchema = Type.Object(
+  {
+    server: Type.Object(
+      {
+        host: Type.String({ minLength: 1, default: '0.0.0.0', description: 'listen address (env HOST overrides)' }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, default: 9527, description: 'listen port (env PORT overrides)' }),
+        body_limit: Type.Integer({
+          minimum: 1024,
+          default: 16 * 1024 * 1024,
+          description: 'largest accepted request body in bytes; larger bodies get 413',
+        }),
+        shutdown_timeout_ms: Type.Integer({
+          minimum: 100,
+          default: 10_000,
+          description: 'how long a stopping service waits for running work before it aborts it',
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    data: Type.Object(
+      {
+        root_dir: Type.String({ minLength: 1, default: './data', description: 'embedded database, keys and logs live here' }),
+        logs_dir: Type.Optional(Type.String({ minLength: 1, description: 'log files (embedded mode); default <root_dir>/logs' })),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    logging: Type.Object(
+      {
+        level: Type.Union(
+          [
+            Type.Literal('fatal'),
+            Type.Literal('error'),
+            Type.Literal('warn'),
+            Type.Literal('info'),
+            Type.Literal('debug'),
+            Type.Literal('trace'),
+            Type.Literal('silent'),
+          ],
+          { default: 'info', description: 'pino log level' },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    models: Type.Object(
+      {
+        default_provider: Type.String({ default: '', description: 'provider id used when an agent names none' }),
+        providers: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), Provider, {
+          default: {},
+          description: 'OpenAI-compatible model providers keyed by id',
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    security: Type.Object(
+      {
+        requireAuth: Type.Boolean({ default: false, description: 'management routes need a JWT when true' }),
+        users: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.@-]{1,64}$' }), Type.String(), {
+          default: {},
+          description: 'username -> "<password>" or "<password>:<API_KEY>"',
+        }),
+        jwtSecret: Type.Optional(Type.String({ minLength: 16, description: 'JWT signing secret; generated and shared through Postgres when unset' })),
+        jwtExpireHours: Type.Number({ exclusiveMinimum: 0, default: 24, description: 'JWT lifetime in hours' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    // Sections owned by later capabilities (channels, bindings, agent defaults). Accepted now so
+    // that a complete configuration file does not fail; their own schemas replace these.
+    channels: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'messaging-platform accounts' })),
+    bindings: Type.Optional(Type.Array(Type.Unknown(), { description: 'account -> agent bindings' })),
+    agents: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'agent defaults' })),
+  },
+  { additionalProperties: false },
+);
+
+export type AgentryConfig = Static<typeof ConfigSchema>;
+
+/**
+ * Turns TypeBox errors into short messages that name the key: `server.port: must be integer`,
+ * `unknown key server.foo`. Only the most specific errors are kept.
+ */
+export function describeErrors(schema: TSchema, value: unknown, root = ''): string[] {
+  const out: string[] = [];
+  for (const e of Value.Errors(schema, value)) {
+    const path = pointerToPath(root, e.instancePath);
+    if (e.keyword === 'boolean') continue; // duplicate of the additionalProperties error
+    if (e.keyword === 'additionalProperties') {
+      const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? [];
+      for (const key of extra) out.push(`unknown key ${path ? `${path}.` : ''}${key}`);
+      continue;
+    }
+    if (e.keyword === 'anyOf' && out.some((m) => m.startsWith(`${path}:`))) continue;
+    out.push(`${path || '(root)'}: ${e.message}`);
+  }
+  return [...new Set(out)];
+}
+
+function pointerToPath(root: string, pointer: string): string {
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return [root, ...parts].filter(Boolean).join('.');
+}

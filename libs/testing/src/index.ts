@@ -1,0 +1,5 @@
+export * from './servers.js';
+export * from './require-servers.js';
+export * from './process.js';
+export * from './postgres.js';
+export * from './redis.js';

@@ -1,0 +1,109 @@
+import { createHash, randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { dumpPglite, migrateToLatest, migrationNames, openPglite, openPostgres, type DbHandle } from '@agentry/db';
+import { postgresUrl } from './require-servers.js';
+
+export interface TestDatabase {
+  url: string;
+  handle: DbHandle;
+  /** Closes the handle and drops the database. Idempotent. */
+  drop(): Promise<void>;
+}
+
+// Any constant works; it only has to be the same in every vitest worker process.
+const TEMPLATE_LOCK = 0x61676e74; // "agnt"
+
+function withDatabase(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: postgresUrl() });
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+async function databaseExists(admin: pg.Client, name: string): Promise<boolean> {
+  const { rowCount } = await admin.query('select 1 from pg_database where datname = $1', [name]);
+  return rowCount === 1;
+}
+
+/**
+ * The migrated template, built once per set of migration names: a new migration gives a new
+ * name, hence a rebuild. Built under another name and renamed when complete, so a worker that
+ * died half-way never leaves a broken template behind.
+ */
+async function ensureTemplate(admin: pg.Client): Promise<string> {
+  const hash = createHash('sha256').update(migrationNames().join('\n')).digest('hex').slice(0, 10);
+  const template = `agentry_tpl_${hash}`;
+  // Session-level lock on the admin connection: other workers queue here while one builds.
+  await admin.query('select pg_advisory_lock($1)', [TEMPLATE_LOCK]);
+  try {
+    if (await databaseExists(admin, template)) return template;
+    const building = `${template}_build`;
+    const id = pg.escapeIdentifier(building);
+    await admin.query(`drop database if exists ${id} with (force)`);
+    await admin.query(`create database ${id}`);
+    const handle = openPostgres({ url: withDatabase(postgresUrl(), building), poolMax: 1 });
+    try {
+      await migrateToLatest(handle.db);
+    } finally {
+      await handle.close();
+    }
+    await admin.query(`alter database ${id} rename to ${pg.escapeIdentifier(template)}`);
+    // Cloning fails while anyone is connected to the template; refuse connections outright.
+    await admin.query(`alter database ${pg.escapeIdentifier(template)} with allow_connections false`);
+    return template;
+  } finally {
+    await admin.query('select pg_advisory_unlock($1)', [TEMPLATE_LOCK]);
+  }
+}
+
+/**
+ * A fresh database for one test file, cloned from the migrated template (or empty with
+ * `{ migrated: false }`, for tests of migrating itself). Call `drop()` in afterAll.
+ */
+export async function createTestDatabase(opts: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  const name = `agentry_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await withAdmin(async (admin) => {
+    const template = opts.migrated === false ? 'template0' : await ensureTemplate(admin);
+    await admin.query(`create database ${pg.escapeIdentifier(name)} template ${pg.escapeIdentifier(template)}`);
+  });
+  const url = withDatabase(postgresUrl(), name);
+  const handle = openPostgres({ url, poolMax: 4 });
+  let dropping: Promise<void> | undefined;
+  return {
+    url,
+    handle,
+    drop: () =>
+      (dropping ??= (async () => {
+        await handle.close();
+        await withAdmin((admin) => admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`));
+      })()),
+  };
+}
+
+let snapshot: Promise<Blob> | undefined;
+
+/**
+ * An in-memory PGlite database, migrated. The first call in a test process runs initdb and
+ * the migrations and keeps a snapshot; later calls start from it. Close it in afterAll.
+ */
+export async function createTestPglite(): Promise<DbHandle> {
+  snapshot ??= (async () => {
+    const first = await openPglite({ dataDir: null });
+    try {
+      await migrateToLatest(first.db);
+      return await dumpPglite(first);
+    } finally {
+      await first.close();
+    }
+  })();
+  return openPglite({ dataDir: null, loadDataDir: await snapshot });
+}

@@ -1,0 +1,46 @@
+import { describe, inject, it } from 'vitest';
+
+/**
+ * Integration suites call these instead of `describe`. Without the server the suite is
+ * skipped with a loud reason, except under CI=true, where it fails: CI never skips silently.
+ */
+function guarded(kind: 'postgres' | 'redis' | 'both') {
+  return (name: string, fn: () => void): void => {
+    const s = inject('testServers');
+    const missing: string[] = [];
+    if ((kind === 'postgres' || kind === 'both') && !s.postgresUrl) missing.push(s.postgresReason || 'Postgres unavailable');
+    if ((kind === 'redis' || kind === 'both') && !s.redisUrl) missing.push(s.redisReason || 'Redis unavailable');
+    if (missing.length === 0) {
+      describe(name, fn);
+      return;
+    }
+    const reason = missing.join('; ');
+    if (process.env.CI === 'true') {
+      describe(name, () => {
+        it(`needs its servers: ${reason}`, () => {
+          throw new Error(`${name}: ${reason} (CI=true: integration suites must not be skipped)`);
+        });
+      });
+      return;
+    }
+    console.warn(`\n!!! SKIPPING "${name}": ${reason}\n`);
+    describe.skip(name, fn);
+  };
+}
+
+
+export const describeWithPostgres = guarded('postgres');
+export const describeWithRedis = guarded('redis');
+export const describeWithServers = guarded('both');
+
+export function postgresUrl(): string {
+  const url = inject('testServers').postgresUrl;
+  if (!url) throw new Error('Postgres is not available');
+  return url;
+}
+
+export function redisUrl(): string {
+  const url = inject('testServers').redisUrl;
+  if (!url) throw new Error('Redis is not available');
+  return url;
+}

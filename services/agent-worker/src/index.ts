@@ -1,0 +1,1 @@
+export { startAgentWorker } from './service.js';

@@ -1,0 +1,1 @@
+export { startChannelConnector } from './service.js';

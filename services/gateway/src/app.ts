@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { Histogram } from 'prom-client';
+import { Errors } from '@agentry/errors';
+import { toAppError } from './http-errors.js';
+import { probeRoutes } from './routes/probes.js';
+import { configRoutes } from './routes/config.js';
+import type { GatewayDeps } from './deps.js';
+
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the gateway app. It never listens: `main.ts` (or the standalone composer) does. */
+export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
+  const config = deps.config.current;
+  const app = Fastify({
+    // pino's Logger is fastify's logger; the cast only widens the instance's logger type.
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: config.server.body_limit,
+    // A caller's request id is kept (so logs join across systems) when it looks like one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  });
+
+  // One histogram per registry, however many apps are built on it (tests build several).
+  const httpDuration =
+    (deps.metrics.getSingleMetric('http_request_duration_seconds') as Histogram<'method' | 'route' | 'status'> | undefined) ??
+    new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [deps.metrics],
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    httpDuration.observe(
+      { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const appErr = toAppError(err);
+    if (appErr.status >= 500) req.log.error({ err }, 'request failed');
+    else req.log.info({ code: appErr.code, msg: appErr.message }, 'request rejected');
+    const message = appErr.status >= 500 && appErr.code === 'INTERNAL' ? `${appErr.message} (request id ${req.id})` : appErr.message;
+    return reply.status(appErr.status).send({ error: message });
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const err = new Errors.ROUTE_NOT_FOUND(`${req.method} ${req.url.split('?')[0]}`);
+    return reply.status(err.status).send({ error: err.message });
+  });
+
+  probeRoutes(app, deps);
+  await app.register(
+    async (api) => {
+      configRoutes(api, deps);
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

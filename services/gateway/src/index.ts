@@ -1,0 +1,4 @@
+export { buildGateway } from './app.js';
+export type { GatewayDeps } from './deps.js';
+export { startGateway } from './service.js';
+export { toAppError } from './http-errors.js';

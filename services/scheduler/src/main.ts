@@ -1,0 +1,11 @@
+import { bootstrap, runMain, serveProbes } from '@agentry/runtime';
+import { startScheduler } from './service.js';
+
+await runMain('scheduler', async () => {
+  const runtime = await bootstrap({ service: 'scheduler', mode: 'cluster', argv: process.argv.slice(2), env: process.env, cwd: process.cwd() });
+  await startScheduler(runtime);
+  // Probes bind all interfaces by default so that an orchestrator can reach them.
+  await serveProbes(runtime, { host: process.env.HEALTH_HOST || '0.0.0.0', port: Number(process.env.HEALTH_PORT ?? 9602) });
+  runtime.health.markStarted();
+  return runtime;
+}, { debug: Boolean(process.env.AGENTRY_DEBUG) });

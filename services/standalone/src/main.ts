@@ -1,0 +1,8 @@
+import { bootstrap, runMain } from '@agentry/runtime';
+import { startStandalone } from './standalone.js';
+
+await runMain('standalone', async () => {
+  const runtime = await bootstrap({ service: 'standalone', mode: 'embedded', argv: process.argv.slice(2), env: process.env, cwd: process.cwd() });
+  await startStandalone(runtime);
+  return runtime;
+}, { debug: Boolean(process.env.AGENTRY_DEBUG) });

@@ -1,0 +1,20 @@
+import { defineConfig } from 'vitest/config';
+import { defaultServerConditions } from 'vite';
+
+// Workspace packages export their TypeScript sources under the `@agentry/source` condition,
+// so tests run against src/ without a build step.
+const conditions = ['@agentry/source', ...defaultServerConditions];
+
+export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions, externalConditions: conditions } },
+  test: {
+    include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'e2e/**/*.test.ts'],
+    globalSetup: ['libs/testing/src/global-setup.ts'],
+    reporters: ['default', './libs/testing/src/summary-reporter.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
