@@ -16,7 +16,14 @@ describeWithServers('two gateways in cluster mode', () => {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
       const svc = spawnService('services/gateway/src/main.ts', {
-        env: { DATABASE_URL: db.url, REDIS_URL: redisUrl(), REDIS_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1' },
+        env: {
+          DATABASE_URL: db.url,
+          REDIS_URL: redisUrl(),
+          REDIS_PREFIX: prefix,
+          AGENTRY_SECRET_KEY: 'e2e-master-key-0123456789-abcdefghij',
+          PORT: String(port),
+          HOST: '127.0.0.1',
+        },
       });
       gateways.push({ svc, port });
     }
@@ -29,7 +36,7 @@ describeWithServers('two gateways in cluster mode', () => {
   });
 
   const url = (i: number, p: string) => `http://127.0.0.1:${gateways[i]!.port}${p}`;
-  const view = async (i: number) => (await fetch(url(i, '/api/v1/config'))).json() as Promise<{ security: { requireAuth: boolean }; server: { host: string } }>;
+  const view = async (i: number) => (await fetch(url(i, '/api/v1/config'))).json() as Promise<{ security: { requireAuth: boolean } }>;
 
   it('a PUT on one is visible on the other within one second', async () => {
     expect((await view(1)).security.requireAuth).toBe(false);
@@ -39,19 +46,29 @@ describeWithServers('two gateways in cluster mode', () => {
       body: JSON.stringify({ security: { requireAuth: true } }),
     });
     expect(res.status).toBe(200);
+    expect(((await res.json()) as { security: { requireAuth: boolean } }).security.requireAuth).toBe(true);
+    // The other replica now enforces it: management without a JWT is refused there.
     const started = Date.now();
-    await waitFor(async () => (await view(1)).security.requireAuth === true, 1000, 20);
+    await waitFor(async () => (await fetch(url(1, '/api/v1/config'))).status === 401, 1000, 20);
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('rejects an invalid PUT on either replica without changing anything', async () => {
+    const login = await fetch(url(1, '/api/v1/auth/login'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: 'admin' }),
+    });
+    const { token } = (await login.json()) as { token: string };
+    const auth = { authorization: `Bearer ${token}` };
     const res = await fetch(url(1, '/api/v1/config'), {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify({ server: { port: 'abc' } }),
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: 'Invalid input: server.port: must be integer' });
-    expect((await view(0)).server.host).toBe('127.0.0.1');
+    const view0 = (await (await fetch(url(0, '/api/v1/config'), { headers: auth })).json()) as { server: { host: string } };
+    expect(view0.server.host).toBe('127.0.0.1');
   });
 });

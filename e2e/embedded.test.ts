@@ -83,20 +83,20 @@ describe('embedded mode', () => {
         '      models: [{name: m1, alias: default}]',
         'security:',
         '  users:',
-        '    alice: "pw-alice-123:sk-alice-secret"',
+        '    alice: "pw-alice-123:sk-alice-secret-0123456789"',
       ].join('\n'),
     );
     const env = { FAKE_KEY: 'sk-provider-secret-value' };
     let svc = start(['--config', file], env);
     await svc.waitForLine(/gateway listening/, 30_000);
     const view = await get(first, '/api/v1/config');
-    expect(view.text).not.toMatch(/sk-provider-secret-value|pw-alice|sk-alice-secret/);
+    expect(view.text).not.toMatch(/sk-provider-secret-value|pw-alice|sk-alice-secret-0123456789/);
     expect(JSON.parse(view.text)).toMatchObject({
       data: { root_dir: './custom-data', logs_dir: './custom-data/logs' },
       models: { default_provider: 'fake', providers: { fake: { id: 'fake', base_url: 'http://127.0.0.1:1/v1', model: 'm1' } } },
       security: { users: { alice: true } },
     });
-    expect(svc.output()).not.toMatch(/sk-provider-secret-value|pw-alice|sk-alice-secret/);
+    expect(svc.output()).not.toMatch(/sk-provider-secret-value|pw-alice|sk-alice-secret-0123456789/);
 
     const put = await fetch(`http://127.0.0.1:${first}/api/v1/config`, {
       method: 'PUT',

@@ -14,17 +14,19 @@ for (const name of SERVICES) {
     running.push(svc);
     expect(await svc.exited()).toBe(1);
     expect(svc.output().trim()).toBe(
-      `agentry ${name}: Configuration error: DATABASE_URL and REDIS_URL are not set: the ${name} service needs Postgres and Redis in cluster mode (run \`npm start\` for embedded mode)`,
+      `agentry ${name}: Configuration error: DATABASE_URL, REDIS_URL and AGENTRY_SECRET_KEY are not set: the ${name} service needs Postgres, Redis and the master key in cluster mode (run \`npm start\` for embedded mode)`,
     );
   });
 }
 
 it('names just the one variable that is missing', async () => {
-  const svc = spawnService('services/scheduler/src/main.ts', { env: { DATABASE_URL: 'postgres://x@127.0.0.1:1/x' } });
+  const svc = spawnService('services/scheduler/src/main.ts', {
+    env: { DATABASE_URL: 'postgres://x@127.0.0.1:1/x', AGENTRY_SECRET_KEY: 'k'.repeat(32) },
+  });
   running.push(svc);
   expect(await svc.exited()).toBe(1);
   expect(svc.output()).toMatch(/REDIS_URL is not set/);
-  expect(svc.output()).not.toMatch(/DATABASE_URL/);
+  expect(svc.output()).not.toMatch(/DATABASE_URL|AGENTRY_SECRET_KEY/);
 });
 
 describeWithServers('cluster services against real Postgres and Redis', () => {
@@ -36,6 +38,7 @@ describeWithServers('cluster services against real Postgres and Redis', () => {
         const env = {
           DATABASE_URL: db.url,
           REDIS_URL: redisUrl(),
+          AGENTRY_SECRET_KEY: 'e2e-master-key-0123456789-abcdefghij',
           REDIS_PREFIX: `t-${name}-${Date.now()}`,
           PORT: String(port),
           HOST: '127.0.0.1',

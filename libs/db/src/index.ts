@@ -1,7 +1,16 @@
-export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow } from './tables.js';
+export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable } from './tables.js';
 export type { Db, DbHandle } from './handle.js';
+export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable } from './tables.js';
+export { inTransaction, isUniqueViolation } from './transaction.js';
+export * from './repositories/rule-chains.js';
+export * from './repositories/skills.js';
+export * from './repositories/workspace.js';
 export type { DbLogger } from './logger.js';
 export { openPostgres, type OpenPostgresOptions } from './postgres.js';
 export { openPglite, dumpPglite, type OpenPgliteOptions } from './pglite.js';
 export { migrateToLatest, migrationNames, MigrationError } from './migrate.js';
-export { getSetting, setSetting, deleteSetting, listSettings, type Setting } from './repositories/settings.js';
+export { getSetting, setSetting, setSettingIfAbsent, deleteSetting, listSettings, type Setting } from './repositories/settings.js';
+export * from './repositories/users.js';
+export * from './repositories/channel-accounts.js';
+export * from './repositories/runs.js';
+export * from './repositories/sessions.js';

@@ -1,4 +1,4 @@
-import type { ColumnType } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /**
  * Row shapes as the database sees them, kept apart from the API types (kysely's recommended
@@ -6,6 +6,14 @@ import type { ColumnType } from 'kysely';
  */
 export interface Database {
   settings: SettingsTable;
+  rule_chains: RuleChainsTable;
+  skills: SkillsTable;
+  workspace_entries: WorkspaceEntriesTable;
+  users: UsersTable;
+  channel_accounts: ChannelAccountsTable;
+  sessions: SessionsTable;
+  session_messages: SessionMessagesTable;
+  runs: RunsTable;
 }
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -23,4 +31,108 @@ export interface SettingsTable {
   key: string;
   value: JsonColumn;
   updated_at: TimestampDefaultNow;
+}
+
+export interface UsersTable {
+  username: string;
+  password_hash: string;
+  role: string;
+  api_key_hash: string | null;
+  api_key_sealed: string | null;
+  token_version: ColumnType<number, number | undefined, number>;
+  file_hmac: string | null;
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
+}
+
+export interface ChannelAccountsTable {
+  platform: string;
+  id: string;
+  name: string;
+  enabled: boolean;
+  settings: JsonColumn;
+  secrets_sealed: string | null;
+  api_key_hash: string | null;
+  file_hmac: string | null;
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
+}
+
+/** Agents (kind `agent`) and rule chains (kind `rule`; `agent_id` set for agent-level ones). */
+export interface RuleChainsTable {
+  id: string;
+  kind: 'agent' | 'rule';
+  agent_id: string | null;
+  name: string;
+  category: string | null;
+  /** The DSL as written (a `json` column: key order is kept). */
+  dsl: JsonColumn;
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
+}
+
+export interface SkillsTable {
+  id: Generated<number>;
+  scope: 'global' | 'local';
+  /** Null exactly when scope is global. */
+  agent_id: string | null;
+  name: string;
+  description: string;
+  content: string;
+  status: 'active' | 'draft';
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
+}
+
+export interface WorkspaceEntriesTable {
+  agent_id: string;
+  path: string;
+  parent: string;
+  is_dir: boolean;
+  /** Buffer on pg, Uint8Array on PGlite: repositories hand out Buffers. */
+  content: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
+  size: ColumnType<number, number | undefined, number>;
+  mod_time: TimestampDefaultNow;
+}
+
+export interface SessionsTable {
+  id: string;
+  agent_id: string;
+  session_key: string;
+  channel: ColumnType<string, string | undefined, string>;
+  scope: ColumnType<string, string | undefined, string>;
+  title: ColumnType<string, string | undefined, string>;
+  message_count: ColumnType<number, number | undefined, number>;
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
+}
+
+export interface SessionMessagesTable {
+  id: Generated<number>;
+  session_id: string;
+  role: string;
+  content: string;
+  tool_calls: JsonColumn | null;
+  tool_call_id: string | null;
+  name: string | null;
+  run_id: string | null;
+  created_at: TimestampDefaultNow;
+}
+
+export interface RunsTable {
+  id: string;
+  seq: Generated<number>;
+  agent_id: string;
+  session_id: string | null;
+  source: ColumnType<string, string | undefined, string>;
+  status: ColumnType<string, string | undefined, string>;
+  request: JsonColumn;
+  output: string | null;
+  error: string | null;
+  usage: JsonColumn | null;
+  streamed: ColumnType<boolean, boolean | undefined, boolean>;
+  attempts: ColumnType<number, number | undefined, number>;
+  created_at: TimestampDefaultNow;
+  started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }

@@ -10,6 +10,7 @@ import { createLogger } from './logger.js';
 import { Lifecycle } from './lifecycle.js';
 import { HealthRegistry } from './health.js';
 import { createMetricsRegistry } from './metrics.js';
+import { Sealer, loadMasterKey } from './secrets.js';
 
 /** Everything a service is built from. Services receive this; they never open resources. */
 export interface Runtime {
@@ -22,6 +23,8 @@ export interface Runtime {
   lifecycle: Lifecycle;
   health: HealthRegistry;
   metrics: Registry;
+  /** Seals and opens secrets at rest with the master key. */
+  secrets: Sealer;
 }
 
 export interface BootstrapOptions {
@@ -44,10 +47,13 @@ function requireEnv(opts: BootstrapOptions): { databaseUrl?: string; redisUrl?: 
   const databaseUrl = opts.env.DATABASE_URL || undefined;
   const redisUrl = opts.env.REDIS_URL || undefined;
   if (opts.mode === 'cluster') {
-    const missing = [!databaseUrl && 'DATABASE_URL', !redisUrl && 'REDIS_URL'].filter(Boolean);
+    const missing = [!databaseUrl && 'DATABASE_URL', !redisUrl && 'REDIS_URL', !opts.env.AGENTRY_SECRET_KEY && 'AGENTRY_SECRET_KEY'].filter(
+      (m): m is string => Boolean(m),
+    );
     if (missing.length > 0) {
+      const list = missing.length > 1 ? `${missing.slice(0, -1).join(', ')} and ${missing.at(-1)} are` : `${missing[0]} is`;
       throw new Errors.CONFIG(
-        `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: the ${opts.service} service needs Postgres and Redis in cluster mode (run \`npm start\` for embedded mode)`,
+        `${list} not set: the ${opts.service} service needs Postgres, Redis and the master key in cluster mode (run \`npm start\` for embedded mode)`,
       );
     }
   }
@@ -58,6 +64,7 @@ export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
   const { databaseUrl, redisUrl } = requireEnv(opts);
   const loaded = loadConfig(opts);
   const { config } = loaded;
+  const secrets = new Sealer(loadMasterKey({ envKey: opts.env.AGENTRY_SECRET_KEY, mode: opts.mode, rootDir: loaded.paths.rootDir }));
   const logger = createLogger({
     service: opts.service,
     level: config.logging.level,
@@ -109,7 +116,7 @@ export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
       { mode: opts.mode, config: loaded.source ?? 'built-in defaults', database: db.dialect, bus: bus.kind },
       `${opts.service} starting`,
     );
-    return { mode: opts.mode, loaded, config: live, logger, db, bus, lifecycle, health, metrics };
+    return { mode: opts.mode, loaded, config: live, logger, db, bus, lifecycle, health, metrics, secrets };
   } catch (err) {
     await lifecycle.shutdown('start-up failed');
     throw err;

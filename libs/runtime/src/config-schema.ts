@@ -29,6 +29,49 @@ const Provider = Type.Object(
   { additionalProperties: false },
 );
 
+/** The spec's platform ids: `api` plus neutral stand-ins for six messaging platforms. */
+export const PLATFORMS = ['api', 'chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+/** Account fields that are secrets: sealed at rest, never returned, never logged. */
+export const ACCOUNT_SECRET_FIELDS = [
+  'api_key',
+  'app_secret',
+  'encrypt_key',
+  'verifier',
+  'token',
+  'aes_key',
+  'encoding_aes_key',
+  'bot_token',
+  'secret',
+  'signing_secret',
+] as const;
+
+const ChannelAccount = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: 'display name' })),
+    // Optional rather than defaulted: TypeBox does not fill defaults inside record values.
+    enabled: Type.Optional(Type.Boolean({ description: 'default true; a disabled account neither receives nor sends' })),
+    description: Type.Optional(Type.String()),
+    api_key: Type.Optional(Type.String({ minLength: 16, description: 'platform `api`: the key clients send as Bearer token' })),
+    app_id: Type.Optional(Type.String({ description: 'platform credential id' })),
+    app_secret: Type.Optional(Type.String({ description: 'platform credential secret; write-only' })),
+    dm_policy: Type.Optional(Type.String({ description: 'private chats: allow | allowlist | disabled' })),
+    group_policy: Type.Optional(Type.String({ description: 'group chats: allow | allowlist | disabled' })),
+    allow_from: Type.Optional(Type.Array(Type.String(), { description: 'peers admitted by an allowlist policy' })),
+  },
+  // Platforms have fields of their own (encrypt_key, bot_token, api_base, ...).
+  { additionalProperties: true },
+);
+
+const ChannelPlatform = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean({ description: 'default true; switches every account of the platform' })),
+    accounts: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), ChannelAccount)),
+  },
+  { additionalProperties: true },
+);
+
 export const ConfigSchema = Type.Object(
   {
     server: Type.Object(
@@ -52,6 +95,16 @@ export const ConfigSchema = Type.Object(
       {
         root_dir: Type.String({ minLength: 1, default: './data', description: 'embedded database, keys and logs live here' }),
         logs_dir: Type.Optional(Type.String({ minLength: 1, description: 'log files (embedded mode); default <root_dir>/logs' })),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    workspace: Type.Object(
+      {
+        max_file_bytes: Type.Integer({
+          minimum: 1,
+          default: 10 * 1024 * 1024,
+          description: 'largest file in an agent workspace, in bytes; larger writes get 413',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -94,9 +147,13 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    // Sections owned by later capabilities (channels, bindings, agent defaults). Accepted now so
+    // Sections owned by later capabilities (bindings, agent defaults). Accepted now so
     // that a complete configuration file does not fail; their own schemas replace these.
-    channels: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'messaging-platform accounts' })),
+    channels: Type.Object(Object.fromEntries(PLATFORMS.map((p) => [p, Type.Optional(ChannelPlatform)])) as Record<Platform, ReturnType<typeof Type.Optional<typeof ChannelPlatform>>>, {
+      additionalProperties: false,
+      default: {},
+      description: 'messaging-platform accounts by platform id',
+    }),
     bindings: Type.Optional(Type.Array(Type.Unknown(), { description: 'account -> agent bindings' })),
     agents: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'agent defaults' })),
   },

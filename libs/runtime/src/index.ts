@@ -8,3 +8,4 @@ export * from './health-server.js';
 export * from './metrics.js';
 export * from './bootstrap.js';
 export * from './run-main.js';
+export * from './secrets.js';

@@ -3,3 +3,4 @@ export * from './require-servers.js';
 export * from './process.js';
 export * from './postgres.js';
 export * from './redis.js';
+export * from './fake-model.js';

@@ -6,6 +6,13 @@ import { toAppError } from './http-errors.js';
 import { probeRoutes } from './routes/probes.js';
 import { configRoutes } from './routes/config.js';
 import type { GatewayDeps } from './deps.js';
+import { createAuth, registerAuthHook } from './auth/auth.js';
+import { authRoutes } from './routes/auth.js';
+import multipart from '@fastify/multipart';
+import { chainRoutes } from './routes/chains.js';
+import { skillRoutes, MAX_ARCHIVE_BYTES } from './routes/skills.js';
+import { workspaceRoutes } from './routes/workspace.js';
+import { agentTemplateRoutes } from './routes/agent-template.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -61,10 +68,20 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     return reply.status(err.status).send({ error: err.message });
   });
 
+  const auth = await createAuth(deps);
+  app.addHook('onClose', () => auth.close());
+  registerAuthHook(app, deps, auth);
+
   probeRoutes(app, deps);
   await app.register(
     async (api) => {
+      authRoutes(api, deps, auth);
       configRoutes(api, deps);
+      await api.register(multipart, { limits: { fileSize: MAX_ARCHIVE_BYTES, files: 1 } });
+      await chainRoutes(api, deps);
+      skillRoutes(api, deps);
+      workspaceRoutes(api, deps);
+      agentTemplateRoutes(api, deps);
     },
     { prefix: '/api/v1' },
   );

@@ -27,7 +27,7 @@ beforeAll(async () => {
       '    p1: {name: One, base_url: "http://127.0.0.1:1/v1", api_key: sk-very-secret, models: [{name: m1}, {name: m2, alias: default}]}',
       '    p2: {base_url: "https://example.invalid/v1", model: big}',
       'security:',
-      '  users: {admin: "adminpw:sk-admin-key", bob: bobpassword}',
+      '  users: {admin: "adminpw:sk-admin-key-0123456789", bob: bobpassword}',
     ].join('\n'),
   );
   const sink = new Writable({

@@ -1,5 +1,8 @@
 import type { Migration } from 'kysely';
 import * as settings from './20261122T000000_settings.js';
+import * as agents from './20261122T010000_agents.js';
+import * as auth from './20261122T020000_auth.js';
+import * as runsSessions from './20261122T030000_runs_sessions.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -8,4 +11,7 @@ import * as settings from './20261122T000000_settings.js';
  */
 export const migrations: Record<string, Migration> = {
   '20261122T000000_settings': settings,
+  '20261122T010000_agents': agents,
+  '20261122T020000_auth': auth,
+  '20261122T030000_runs_sessions': runsSessions,
 };

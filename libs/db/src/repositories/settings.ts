@@ -53,3 +53,15 @@ export async function listSettings(db: Db, prefix?: string): Promise<Setting[]> 
   const rows = await query.execute();
   return rows.map((row) => ({ key: row.key, value: row.value, updatedAt: row.updated_at }));
 }
+
+/** Stores `value` only when the key is absent; answers what is stored either way (first writer wins). */
+export async function setSettingIfAbsent(db: Db, key: string, value: JsonValue): Promise<JsonValue> {
+  await db
+    .insertInto('settings')
+    .values({ key, value: toJsonText(value) })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
+  const stored = await getSetting(db, key);
+  if (stored === undefined) throw new Error(`setting ${key} vanished after insert`);
+  return stored;
+}

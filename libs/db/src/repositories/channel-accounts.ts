@@ -1,0 +1,53 @@
+import { sql } from 'kysely';
+import type { Db } from '../handle.js';
+import type { JsonValue } from '../tables.js';
+
+export interface ChannelAccountRecord {
+  platform: string;
+  id: string;
+  name: string;
+  enabled: boolean;
+  /** Non-secret settings (policies, app id, description, platform fields). */
+  settings: Record<string, JsonValue>;
+  /** AES-GCM sealed JSON object of the account's secret fields, or null. */
+  secretsSealed: string | null;
+  /** SHA-256 of the API key (platform `api` only), for lookups. */
+  apiKeyHash: string | null;
+  fileHmac: string | null;
+}
+
+const COLUMNS = ['platform', 'id', 'name', 'enabled', 'settings', 'secrets_sealed', 'api_key_hash', 'file_hmac'] as const;
+
+export async function listChannelAccounts(db: Db, platform?: string): Promise<ChannelAccountRecord[]> {
+  let q = db.selectFrom('channel_accounts').select(COLUMNS).orderBy('platform').orderBy('id');
+  if (platform) q = q.where('platform', '=', platform);
+  const rows = await q.execute();
+  return rows.map((r) => ({
+    platform: r.platform,
+    id: r.id,
+    name: r.name,
+    enabled: r.enabled,
+    settings: (r.settings ?? {}) as Record<string, JsonValue>,
+    secretsSealed: r.secrets_sealed,
+    apiKeyHash: r.api_key_hash,
+    fileHmac: r.file_hmac,
+  }));
+}
+
+export async function upsertChannelAccount(db: Db, account: ChannelAccountRecord): Promise<void> {
+  const values = {
+    platform: account.platform,
+    id: account.id,
+    name: account.name,
+    enabled: account.enabled,
+    settings: JSON.stringify(account.settings),
+    secrets_sealed: account.secretsSealed,
+    api_key_hash: account.apiKeyHash,
+    file_hmac: account.fileHmac,
+  };
+  await db
+    .insertInto('channel_accounts')
+    .values(values)
+    .onConflict((oc) => oc.columns(['platform', 'id']).doUpdateSet({ ...values, updated_at: sql<Date>`now()` }))
+    .execute();
+}

@@ -1,0 +1,134 @@
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../handle.js';
+import type { JsonValue, RunsTable } from '../tables.js';
+
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface RunRecord {
+  id: string;
+  seq: number;
+  agentId: string;
+  sessionId: string | null;
+  source: string;
+  status: RunStatus;
+  request: JsonValue;
+  output: string | null;
+  error: string | null;
+  usage: JsonValue | null;
+  streamed: boolean;
+  attempts: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+const COLUMNS = [
+  'id',
+  'seq',
+  'agent_id',
+  'session_id',
+  'source',
+  'status',
+  'request',
+  'output',
+  'error',
+  'usage',
+  'streamed',
+  'attempts',
+  'created_at',
+  'started_at',
+  'finished_at',
+] as const;
+
+type Row = Selectable<RunsTable>;
+
+function toRecord(r: Row): RunRecord {
+  return {
+    id: r.id,
+    seq: Number(r.seq),
+    agentId: r.agent_id,
+    sessionId: r.session_id,
+    source: r.source,
+    status: r.status as RunStatus,
+    request: r.request,
+    output: r.output,
+    error: r.error,
+    usage: r.usage,
+    streamed: r.streamed,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+export async function insertRun(
+  db: Db,
+  run: { id: string; agentId: string; sessionId: string | null; source: string; request: JsonValue },
+): Promise<RunRecord> {
+  const row = await db
+    .insertInto('runs')
+    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request) })
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow();
+  return toRecord(row);
+}
+
+export async function getRun(db: Db, id: string): Promise<RunRecord | undefined> {
+  const row = await db.selectFrom('runs').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toRecord(row);
+}
+
+/**
+ * Marks the run running and counts the attempt. A run already running is claimed again: that is
+ * a retry after its worker died. Finished or cancelled runs are not claimed (undefined).
+ */
+export async function claimRun(db: Db, id: string): Promise<RunRecord | undefined> {
+  const row = await db
+    .updateTable('runs')
+    .set({ status: 'running', attempts: sql<number>`attempts + 1`, started_at: sql<Date>`coalesce(started_at, now())` })
+    .where('id', '=', id)
+    .where('status', 'in', ['queued', 'running'])
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  return row && toRecord(row);
+}
+
+/** Recorded at the first token: a run that streamed is never retried (the client saw output). */
+export async function markRunStreamed(db: Db, id: string): Promise<void> {
+  await db.updateTable('runs').set({ streamed: true }).where('id', '=', id).where('streamed', '=', false).execute();
+}
+
+/** Sets the final state unless the run already ended (a cancel that raced a finish keeps the first). */
+export async function finishRun(
+  db: Db,
+  id: string,
+  outcome: { status: 'succeeded' | 'failed' | 'cancelled'; output?: string | null; error?: string | null; usage?: JsonValue | null },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('runs')
+    .set({
+      status: outcome.status,
+      output: outcome.output ?? null,
+      error: outcome.error ?? null,
+      usage: outcome.usage === undefined || outcome.usage === null ? null : JSON.stringify(outcome.usage),
+      finished_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .where('status', 'in', ['queued', 'running'])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Is an earlier run of the same session still queued or running? Turns of a session go one at a time. */
+export async function hasEarlierActiveRun(db: Db, sessionId: string, seq: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('runs')
+    .select('id')
+    .where('session_id', '=', sessionId)
+    .where('seq', '<', seq)
+    .where('status', 'in', ['queued', 'running'])
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../handle.js';
+import type { JsonValue } from '../tables.js';
+
+export interface SessionRecord {
+  id: string;
+  agentId: string;
+  sessionKey: string;
+  channel: string;
+  scope: string;
+  title: string;
+  messageCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface SessionMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  toolCalls?: JsonValue | null;
+  toolCallId?: string | null;
+  name?: string | null;
+}
+
+const SESSION_COLUMNS = ['id', 'agent_id', 'session_key', 'channel', 'scope', 'title', 'message_count', 'created_at', 'updated_at'] as const;
+
+function toSession(r: {
+  id: string;
+  agent_id: string;
+  session_key: string;
+  channel: string;
+  scope: string;
+  title: string;
+  message_count: number;
+  created_at: Date;
+  updated_at: Date;
+}): SessionRecord {
+  return {
+    id: r.id,
+    agentId: r.agent_id,
+    sessionKey: r.session_key,
+    channel: r.channel,
+    scope: r.scope,
+    title: r.title,
+    messageCount: r.message_count,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** The session of (agent, channel, key), created on first use. */
+export async function ensureSession(db: Db, s: { agentId: string; sessionKey: string; channel?: string; scope?: string }): Promise<SessionRecord> {
+  const row = await db
+    .insertInto('sessions')
+    .values({ id: randomUUID(), agent_id: s.agentId, session_key: s.sessionKey, channel: s.channel ?? 'api', scope: s.scope ?? '' })
+    .onConflict((oc) => oc.columns(['agent_id', 'channel', 'session_key']).doUpdateSet({ updated_at: sql<Date>`sessions.updated_at` }))
+    .returning(SESSION_COLUMNS)
+    .executeTakeFirstOrThrow();
+  return toSession(row);
+}
+
+export async function getSession(db: Db, id: string): Promise<SessionRecord | undefined> {
+  const row = await db.selectFrom('sessions').select(SESSION_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toSession(row);
+}
+
+/** The last `limit` messages, oldest first. */
+export async function loadHistory(db: Db, sessionId: string, limit: number): Promise<SessionMessage[]> {
+  const rows = await db
+    .selectFrom('session_messages')
+    .select(['id', 'role', 'content', 'tool_calls', 'tool_call_id', 'name'])
+    .where('session_id', '=', sessionId)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.reverse().map((r) => ({
+    role: r.role as SessionMessage['role'],
+    content: r.content,
+    ...(r.tool_calls !== null ? { toolCalls: r.tool_calls } : {}),
+    ...(r.tool_call_id !== null ? { toolCallId: r.tool_call_id } : {}),
+    ...(r.name !== null ? { name: r.name } : {}),
+  }));
+}
+
+/** Appends a completed turn. Call inside the transaction that finishes the run. */
+export async function appendMessages(db: Db, sessionId: string, runId: string, messages: SessionMessage[]): Promise<void> {
+  if (messages.length === 0) return;
+  await db
+    .insertInto('session_messages')
+    .values(
+      messages.map((m) => ({
+        session_id: sessionId,
+        run_id: runId,
+        role: m.role,
+        content: m.content,
+        tool_calls: m.toolCalls === undefined || m.toolCalls === null ? null : JSON.stringify(m.toolCalls),
+        tool_call_id: m.toolCallId ?? null,
+        name: m.name ?? null,
+      })),
+    )
+    .execute();
+  const firstUser = messages.find((m) => m.role === 'user')?.content ?? '';
+  await db
+    .updateTable('sessions')
+    .set({
+      message_count: sql<number>`message_count + ${messages.length}`,
+      updated_at: sql<Date>`now()`,
+      title: sql<string>`case when title = '' then ${firstUser.slice(0, 80)} else title end`,
+    })
+    .where('id', '=', sessionId)
+    .execute();
+}
+
+export async function listSessions(
+  db: Db,
+  q: { agentId?: string; page: number; size: number },
+): Promise<{ data: SessionRecord[]; total: number }> {
+  let base = db.selectFrom('sessions');
+  if (q.agentId) base = base.where('agent_id', '=', q.agentId);
+  const [rows, count] = await Promise.all([
+    base
+      .select(SESSION_COLUMNS)
+      .orderBy('updated_at', 'desc')
+      .orderBy('id')
+      .limit(q.size)
+      .offset((q.page - 1) * q.size)
+      .execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { data: rows.map(toSession), total: Number(count.n) };
+}
+
+export async function listSessionMessages(db: Db, sessionId: string): Promise<Array<SessionMessage & { createdAt: Date; runId: string | null }>> {
+  const rows = await db
+    .selectFrom('session_messages')
+    .select(['role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at'])
+    .where('session_id', '=', sessionId)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({
+    role: r.role as SessionMessage['role'],
+    content: r.content,
+    toolCalls: r.tool_calls,
+    toolCallId: r.tool_call_id,
+    name: r.name,
+    runId: r.run_id,
+    createdAt: r.created_at,
+  }));
+}
+
+/** Forgets the conversation of every session matching the given fields (omitted fields match any). */
+export async function clearSessions(db: Db, q: { agentId?: string; sessionKey?: string; channel?: string; scope?: string }): Promise<number> {
+  let sessions = db.selectFrom('sessions').select('id');
+  if (q.agentId) sessions = sessions.where('agent_id', '=', q.agentId);
+  if (q.sessionKey) sessions = sessions.where('session_key', '=', q.sessionKey);
+  if (q.channel) sessions = sessions.where('channel', '=', q.channel);
+  if (q.scope) sessions = sessions.where('scope', '=', q.scope);
+  const ids = (await sessions.execute()).map((r) => r.id);
+  if (ids.length === 0) return 0;
+  await db.deleteFrom('session_messages').where('session_id', 'in', ids).execute();
+  await db.updateTable('sessions').set({ message_count: 0, title: '', updated_at: sql<Date>`now()` }).where('id', 'in', ids).execute();
+  return ids.length;
+}

@@ -1,0 +1,122 @@
+import { validateRuleChain, type RuleChainDsl, type RuleConnection, type RuleNode } from './dsl.js';
+
+/** A chain as storage hands it over: the DSL plus a version that changes with every write. */
+export interface StoredChain {
+  id: string;
+  dsl: unknown;
+  /** Typically `updated_at` in ms; a differing version makes `admit` parse again. */
+  version?: string | number;
+  /** Agents must keep an `ai/agent` node. */
+  isAgent?: boolean;
+}
+
+/** A chain parsed and checked, ready for the engine to run. */
+export interface ParsedChain {
+  id: string;
+  name: string;
+  dsl: RuleChainDsl;
+  nodes: ReadonlyMap<string, RuleNode>;
+  /** Where a run starts: `firstNodeIndex` (default 0); undefined for a chain without nodes. */
+  firstNodeId: string | undefined;
+  /** Connections leaving each node, in DSL order. */
+  outgoing: ReadonlyMap<string, readonly RuleConnection[]>;
+}
+
+export type LoadResult = { ok: true; chain: ParsedChain } | { ok: false; error: string };
+
+export type ChainStatus = { state: 'loaded' } | { state: 'error'; error: string } | { state: 'unloaded' };
+
+/** Parses and validates one stored chain (no caching). */
+export function parseChain(stored: StoredChain): LoadResult {
+  const result = validateRuleChain(stored.dsl, { requireAgent: stored.isAgent });
+  if (!result.ok) return { ok: false, error: result.errors.join('; ') };
+  const dsl = stored.dsl as RuleChainDsl;
+  if (dsl.ruleChain.id !== stored.id) {
+    return { ok: false, error: `ruleChain.id "${dsl.ruleChain.id}" differs from the stored id "${stored.id}"` };
+  }
+  const nodes = new Map(dsl.metadata.nodes.map((n) => [n.id, n]));
+  const outgoing = new Map<string, RuleConnection[]>();
+  for (const c of dsl.metadata.connections) {
+    const list = outgoing.get(c.fromId) ?? [];
+    list.push(c);
+    outgoing.set(c.fromId, list);
+  }
+  const first = dsl.metadata.nodes[dsl.metadata.firstNodeIndex ?? 0];
+  return { ok: true, chain: { id: stored.id, name: dsl.ruleChain.name, dsl, nodes, firstNodeId: first?.id, outgoing } };
+}
+
+interface Entry {
+  version: string | number | undefined;
+  result: LoadResult;
+}
+
+/**
+ * The chains one replica has parsed, by id. A chain is parsed and validated once and then
+ * served from memory until `invalidate(id)` (called locally after a write and on every
+ * replica by the `invalidate {area:'agents', id}` pub/sub message) or a newer version is
+ * admitted. A chain that fails to load is cached too, with its error, so that status reports
+ * show it and a broken chain is not parsed again on every request.
+ */
+export class ChainCache {
+  readonly #entries = new Map<string, Entry>();
+  /** Bumped by invalidate: a load that started before must not store its now stale result. */
+  readonly #generation = new Map<string, number>();
+  readonly #loading = new Map<string, Promise<LoadResult | undefined>>();
+
+  /** `source` reads a chain from storage (undefined when there is none); needed by `get`. */
+  constructor(private readonly source?: (id: string) => Promise<StoredChain | undefined>) {}
+
+  /**
+   * The cached result for a chain the caller already holds, parsing it when it is not cached
+   * or cached at another version.
+   */
+  admit(stored: StoredChain): LoadResult {
+    const cached = this.#entries.get(stored.id);
+    if (cached && (stored.version === undefined || cached.version === stored.version)) return cached.result;
+    const result = parseChain(stored);
+    this.#entries.set(stored.id, { version: stored.version, result });
+    return result;
+  }
+
+  /** The cached result, else loaded through `source`; undefined when the chain does not exist. */
+  async get(id: string): Promise<LoadResult | undefined> {
+    const cached = this.#entries.get(id);
+    if (cached) return cached.result;
+    const running = this.#loading.get(id);
+    if (running) return running;
+    if (!this.source) throw new Error('ChainCache.get needs a source');
+    const generation = this.#generation.get(id) ?? 0;
+    const load = this.source(id)
+      .then((stored) => {
+        if (!stored) return undefined;
+        const result = parseChain(stored);
+        if ((this.#generation.get(id) ?? 0) === generation) this.#entries.set(id, { version: stored.version, result });
+        return result;
+      })
+      .finally(() => this.#loading.delete(id));
+    this.#loading.set(id, load);
+    return load;
+  }
+
+  /** Drops the cached copy; the next `get` or `admit` parses again. True when one was cached. */
+  invalidate(id: string): boolean {
+    this.#generation.set(id, (this.#generation.get(id) ?? 0) + 1);
+    this.#loading.delete(id);
+    return this.#entries.delete(id);
+  }
+
+  clear(): void {
+    for (const id of this.#entries.keys()) this.invalidate(id);
+  }
+
+  /** loaded (parsed without error), error (with its message) or unloaded (not in this cache). */
+  status(id: string): ChainStatus {
+    const entry = this.#entries.get(id);
+    if (!entry) return { state: 'unloaded' };
+    return entry.result.ok ? { state: 'loaded' } : { state: 'error', error: entry.result.error };
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+}

@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest';
+import JSZip from 'jszip';
+import {
+  ChainCache,
+  agentTemplate,
+  ancestorPaths,
+  defaultWorkspaceFiles,
+  nodeTypes,
+  normaliseWorkspacePath,
+  parseSkillMarkdown,
+  readSkillArchive,
+  readZipDirectory,
+  validateRuleChain,
+  type StoredChain,
+} from '../src/index.js';
+
+const chain = (id: string, nodes: Array<{ id: string; type: string; configuration?: Record<string, unknown> }>, connections: Array<{ fromId: string; toId: string; type: string }> = []) => ({
+  ruleChain: { id, name: `Chain ${id}` },
+  metadata: { nodes, connections },
+});
+
+describe('validateRuleChain', () => {
+  it('accepts a valid chain and the agent template', () => {
+    expect(validateRuleChain(chain('c', [{ id: 'a', type: 'log' }, { id: 'b', type: 'end' }], [{ fromId: 'a', toId: 'b', type: 'Success' }]))).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(agentTemplate({ defaultProvider: '' }), { requireAgent: true }).ok).toBe(true);
+  });
+
+  it('names every problem at once', () => {
+    const result = validateRuleChain({
+      ruleChain: { id: 'c', name: 'n' },
+      metadata: {
+        firstNodeIndex: 9,
+        nodes: [
+          { id: 'a', type: 'log', configuration: { jsScript: 5 } },
+          { id: 'a', type: 'end' },
+          { id: 'z', type: 'nope' },
+        ],
+        connections: [{ fromId: 'a', toId: 'q', type: 'Success' }],
+      },
+    }, { requireAgent: true });
+    expect(result.ok).toBe(false);
+    expect(result.errors).toEqual([
+      'metadata.nodes[0] ("a"), log: configuration.jsScript: must be string',
+      'metadata.nodes[1] ("a"): duplicate node id "a"',
+      expect.stringMatching(/^metadata\.nodes\[2\] \("z"\): unknown node type "nope" \(known: ai\/agent, /),
+      'metadata.connections[0]: toId "q" is not a node of this chain',
+      'metadata.firstNodeIndex: 9 is out of range (the chain has 3 nodes)',
+      'metadata.nodes: an agent needs a node of type "ai/agent"',
+    ]);
+  });
+
+  it('reports shape errors with dotted paths, and unknown top-level fields', () => {
+    expect(validateRuleChain({ ruleChain: { id: 'bad id', name: 'n' }, metadata: { nodes: [], connections: [] }, extra: 1 }).errors).toEqual([
+      'extra: unknown field',
+      'ruleChain.id: must match pattern "^[A-Za-z0-9_-]{1,64}$"',
+    ]);
+    expect(validateRuleChain(null).ok).toBe(false);
+  });
+
+  it('registers the nine node types of the first engine issue', () => {
+    expect(Object.keys(nodeTypes).sort()).toEqual(['ai/agent', 'ai/llm', 'end', 'flow', 'jsFilter', 'jsSwitch', 'jsTransform', 'log', 'restApiCall']);
+  });
+});
+
+describe('ChainCache', () => {
+  const stored = (id: string, version: number, ok = true): StoredChain => ({
+    id,
+    version,
+    dsl: chain(id, [{ id: 'n', type: ok ? 'end' : 'missing' }]),
+  });
+
+  it('parses once per version, keeps failures with their message, and forgets on invalidate', () => {
+    const cache = new ChainCache();
+    expect(cache.status('a')).toEqual({ state: 'unloaded' });
+    const first = cache.admit(stored('a', 1));
+    expect(first.ok).toBe(true);
+    expect(cache.admit(stored('a', 1))).toBe(first);
+    expect(cache.status('a')).toEqual({ state: 'loaded' });
+    expect(cache.admit(stored('a', 2, false))).toEqual({ ok: false, error: expect.stringMatching(/unknown node type "missing"/) });
+    expect(cache.status('a')).toEqual({ state: 'error', error: expect.stringMatching(/missing/) });
+    expect(cache.invalidate('a')).toBe(true);
+    expect(cache.status('a')).toEqual({ state: 'unloaded' });
+  });
+
+  it('loads through its source once, and drops a load that an invalidation overtook', async () => {
+    let calls = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const cache = new ChainCache(async (id) => {
+      calls += 1;
+      await gate;
+      return id === 'missing' ? undefined : stored(id, 1);
+    });
+    const a = cache.get('a');
+    const b = cache.get('a');
+    cache.invalidate('a');
+    release();
+    expect((await a)?.ok).toBe(true);
+    expect((await b)?.ok).toBe(true);
+    expect(calls).toBe(1);
+    expect(cache.status('a')).toEqual({ state: 'unloaded' });
+    expect((await cache.get('a'))?.ok).toBe(true);
+    expect(cache.status('a')).toEqual({ state: 'loaded' });
+    expect(await cache.get('missing')).toBeUndefined();
+  });
+
+  it('gives a parsed chain its nodes, start and outgoing connections', () => {
+    const result = new ChainCache().admit({ id: 'p', dsl: chain('p', [{ id: 'x', type: 'log' }, { id: 'y', type: 'end' }], [{ fromId: 'x', toId: 'y', type: 'Success' }]) });
+    if (!result.ok) throw new Error(result.error);
+    expect(result.chain.firstNodeId).toBe('x');
+    expect(result.chain.outgoing.get('x')?.map((c) => c.toId)).toEqual(['y']);
+    expect(result.chain.nodes.size).toBe(2);
+  });
+});
+
+describe('template', () => {
+  it('uses the default provider when there is one and seeds AGENTS.md', () => {
+    const dsl = agentTemplate({ defaultProvider: 'p1', id: 'helper', name: 'Helper' });
+    expect(dsl.metadata.nodes[0]?.configuration?.provider).toBe('p1');
+    expect(agentTemplate({ defaultProvider: '' }).metadata.nodes[0]?.configuration).not.toHaveProperty('provider');
+    const [file] = defaultWorkspaceFiles(dsl);
+    expect(file?.path).toBe('AGENTS.md');
+    expect(file?.content).toMatch(/^# Helper\n/);
+  });
+});
+
+describe('workspace paths', () => {
+  it.each([
+    ['', ''],
+    ['/', ''],
+    ['a/./b', 'a/b'],
+    ['/a//b/', 'a/b'],
+    ['a/x/../b', 'a/b'],
+    ['./a', 'a'],
+  ])('%j -> %j', (input, output) => {
+    expect(normaliseWorkspacePath(input)).toBe(output);
+  });
+
+  it.each(['..', 'a/../..', '/../x', 'a\\b', 'a\u0000b', `${'x'.repeat(256)}`])('refuses %j', (input) => {
+    expect(() => normaliseWorkspacePath(input)).toThrow(/^(path|Invalid input)/);
+  });
+
+  it('lists ancestors outermost first', () => {
+    expect(ancestorPaths('a/b/c')).toEqual(['a', 'a/b']);
+    expect(ancestorPaths('a')).toEqual([]);
+  });
+});
+
+describe('skills', () => {
+  it('parses front matter (name, description) and keeps the body', () => {
+    expect(parseSkillMarkdown('---\nname: x\ndescription: Does x\nother: 1\n---\n\n# X\nbody')).toEqual({ name: 'x', description: 'Does x', body: '# X\nbody' });
+    expect(parseSkillMarkdown('\uFEFF---\r\nname: y\r\n---\r\nbody')).toEqual({ name: 'y', body: 'body' });
+    expect(parseSkillMarkdown('# No front matter')).toEqual({ body: '# No front matter' });
+    expect(parseSkillMarkdown('---\n---\nempty')).toEqual({ body: 'empty' });
+    expect(() => parseSkillMarkdown('---\n- a list\n---\nx')).toThrow(/not a YAML mapping/);
+    expect(() => parseSkillMarkdown('---\nname: [1, 2]\n---\nx')).toThrow(/"name" is not a string/);
+  });
+
+  it('reads the central directory of a jszip archive', async () => {
+    const zip = new JSZip();
+    zip.file('a/SKILL.md', 'x'.repeat(100));
+    zip.folder('empty');
+    const data = await zip.generateAsync({ type: 'uint8array', compression: 'DEFLATE' });
+    const entries = readZipDirectory(data, 10);
+    expect(entries.map((e) => [e.name, e.isDir, e.uncompressedSize])).toEqual([
+      ['a/', true, 0],
+      ['a/SKILL.md', false, 100],
+      ['empty/', true, 0],
+    ]);
+    expect(() => readZipDirectory(data, 2)).toThrow(/more than 2 entries|3 entries/);
+  });
+
+  it('reads skills from an archive', async () => {
+    const zip = new JSZip();
+    zip.file('one/SKILL.md', '---\ndescription: First\n---\nbody one');
+    zip.file('two.md', 'body two');
+    zip.file('two/SKILL.md', 'dup');
+    const result = await readSkillArchive(await zip.generateAsync({ type: 'uint8array' }));
+    expect(result.skills.map((s) => [s.name, s.description, s.content])).toEqual([
+      ['one', 'First', 'body one'],
+      ['two', '', 'body two'],
+    ]);
+    expect(result.skipped).toEqual([{ entry: 'two/SKILL.md', reason: 'duplicate skill name "two"' }]);
+  });
+});

@@ -1,0 +1,149 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Errors } from '@agentry/errors';
+import { getUser } from '@agentry/db';
+import type { GatewayDeps } from '../deps.js';
+import { CredentialIndex, type Principal } from './credentials.js';
+import { DEFAULT_ADMIN_PASSWORD, verifyPassword } from './passwords.js';
+import { RateLimiter } from './rate-limit.js';
+import { seedFromConfig } from './seed.js';
+import { Tokens } from './tokens.js';
+
+/** How a route is guarded. Management is the default for every `/api/v1` route. */
+export type AuthMode = 'public' | 'management' | 'jwt' | 'chat';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthMode;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+export interface Auth {
+  index: CredentialIndex;
+  tokens: Tokens;
+  /** Login attempts per client address. */
+  loginByIp: RateLimiter;
+  /** Failed logins per username. */
+  loginFailures: RateLimiter;
+  close(): Promise<void>;
+}
+
+/**
+ * Writes that only admins may make when authentication is required: configuration, providers,
+ * channels, bindings and global skills. Matched on the route pattern, in one place, so that a
+ * new route under these prefixes is guarded without anyone remembering to tag it.
+ */
+const ADMIN_WRITE_PREFIXES = ['/api/v1/config', '/api/v1/skills', '/api/v1/channels', '/api/v1/bindings'];
+
+const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/;
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+export async function createAuth(deps: GatewayDeps): Promise<Auth> {
+  const config = deps.config.current;
+  await seedFromConfig({ db: deps.db.db, secrets: deps.secrets, config, logger: deps.logger });
+  const tokens = await Tokens.open({ db: deps.db.db, secrets: deps.secrets, configured: config.security.jwtSecret });
+  const index = new CredentialIndex(deps.db.db, deps.logger, () => deps.config.current.channels.api?.enabled ?? true);
+  await index.start(deps.bus);
+  await startupWarnings(deps);
+  return {
+    index,
+    tokens,
+    loginByIp: new RateLimiter(30, 60_000),
+    loginFailures: new RateLimiter(10, 5 * 60_000),
+    close: () => index.close(),
+  };
+}
+
+/** One warning line each, once per cluster start (the first replica to get here says it). */
+async function startupWarnings(deps: GatewayDeps): Promise<void> {
+  const c = deps.config.current;
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(c.server.host);
+  if (!c.security.requireAuth && !loopback) {
+    deps.logger.warn(
+      { host: c.server.host },
+      'security.requireAuth is false while listening on a non-loopback address: anyone who can reach this port can manage agents',
+    );
+  }
+  if (c.security.requireAuth) {
+    const admin = await getUser(deps.db.db, 'admin');
+    if (admin && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash))) {
+      deps.logger.warn('the admin user still has the default password while security.requireAuth is true: change it (PUT /api/v1/auth/password)');
+    }
+  }
+}
+
+function bearer(req: FastifyRequest): string | undefined {
+  const header = req.headers.authorization;
+  if (header === undefined) return undefined;
+  const m = BEARER.exec(header.trim());
+  if (!m) throw new Errors.UNAUTHORIZED('malformed Authorization header (expected "Bearer <token>")');
+  return m[1]!;
+}
+
+async function fromJwt(auth: Auth, token: string): Promise<Principal> {
+  const claims = await auth.tokens.verify(token);
+  const user = auth.index.user(claims.username);
+  // A deleted user, or a token older than the last password change, is refused.
+  if (!user || user.tokenVersion !== claims.tokenVersion) throw new Errors.UNAUTHORIZED('invalid token');
+  return { kind: 'user', username: claims.username, role: user.role, via: 'jwt' };
+}
+
+async function fromAny(auth: Auth, token: string): Promise<Principal> {
+  if (JWT_SHAPE.test(token)) return fromJwt(auth, token);
+  const principal = auth.index.byApiKey(token);
+  if (!principal) throw new Errors.UNAUTHORIZED('invalid API key');
+  return principal;
+}
+
+/** The one guard of every `/api/v1` route; `/health`, `/ready`, `/metrics` and the UI are open. */
+export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
+  // Starts null on the prototype (fastify forbids shared objects there); set per request below.
+  app.decorateRequest('principal', null as never);
+  app.addHook('onRequest', async (req) => {
+    req.principal = { kind: 'anonymous' };
+    const path = req.url.split('?')[0] ?? '';
+    if (path !== '/api/v1' && !path.startsWith('/api/v1/')) return;
+    const mode: AuthMode = req.routeOptions.config?.auth ?? 'management';
+    const requireAuth = deps.config.current.security.requireAuth;
+    switch (mode) {
+      case 'public':
+        return;
+      case 'jwt': {
+        const token = bearer(req);
+        if (!token) throw new Errors.UNAUTHORIZED('this route needs a JWT from POST /api/v1/auth/login');
+        if (!JWT_SHAPE.test(token)) throw new Errors.UNAUTHORIZED('this route needs a JWT, not an API key');
+        req.principal = await fromJwt(auth, token);
+        return;
+      }
+      case 'chat': {
+        const token = bearer(req);
+        if (token) {
+          req.principal = await fromAny(auth, token);
+          return;
+        }
+        if (requireAuth || auth.index.anyKeyConfigured) throw new Errors.UNAUTHORIZED('send an API key as "Authorization: Bearer <key>"');
+        return;
+      }
+      case 'management': {
+        if (!requireAuth) return;
+        const token = bearer(req);
+        if (!token) throw new Errors.UNAUTHORIZED('log in (POST /api/v1/auth/login) and send the JWT as "Authorization: Bearer <token>"');
+        if (!JWT_SHAPE.test(token)) throw new Errors.UNAUTHORIZED('management routes need a JWT, not an API key');
+        const principal = await fromJwt(auth, token);
+        req.principal = principal;
+        const route = req.routeOptions.url ?? path;
+        const write = req.method !== 'GET' && req.method !== 'HEAD';
+        if (write && principal.kind === 'user' && principal.role !== 'admin' && ADMIN_WRITE_PREFIXES.some((p) => route.startsWith(p))) {
+          throw new Errors.FORBIDDEN(`only an admin may change ${route}`);
+        }
+        return;
+      }
+      default: {
+        const never: never = mode;
+        throw new Errors.INTERNAL(`unknown auth mode ${String(never)}`);
+      }
+    }
+  });
+}

@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+import { listChannelAccounts, listUsers, type Db, type Role } from '@agentry/db';
+import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import type { Bus } from '@agentry/bus';
+import { hashApiKey } from './passwords.js';
+
+/** Who made a request. */
+export type Principal =
+  | { kind: 'user'; username: string; role: Role; via: 'jwt' | 'apiKey' }
+  | { kind: 'account'; platform: 'api'; accountId: string }
+  | { kind: 'anonymous' };
+
+interface UserEntry {
+  role: Role;
+  tokenVersion: number;
+}
+
+/**
+ * Every credential a request may carry, in memory, so that the chat hot path checks a key
+ * without a database round trip. Rebuilt from Postgres at start, on an
+ * `invalidate {area: users|apiKeys|channels}` message from any replica, and periodically as a
+ * safety net against a missed message.
+ */
+export class CredentialIndex {
+  #keys = new Map<string, Principal>();
+  #users = new Map<string, UserEntry>();
+  #unsubscribe: (() => Promise<void>) | null = null;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly logger: Logger,
+    /** Whether the `api` platform as a whole is switched on (live configuration). */
+    private readonly apiPlatformEnabled: () => boolean,
+  ) {}
+
+  async start(bus: Bus, refreshMs = 30_000): Promise<void> {
+    await this.reload();
+    this.#unsubscribe = await bus.pubsub.subscribe(PubSubChannels.invalidate, (msg) => {
+      const area = (msg as InvalidateMessage | null)?.area;
+      if (area === 'users' || area === 'apiKeys' || area === 'channels' || area === 'config') {
+        this.reload().catch((err: unknown) => this.logger.error({ err }, 'credential reload failed'));
+      }
+    });
+    if (refreshMs > 0) {
+      this.#timer = setInterval(() => {
+        this.reload().catch((err: unknown) => this.logger.warn({ err }, 'periodic credential reload failed'));
+      }, refreshMs);
+      this.#timer.unref();
+    }
+  }
+
+  async reload(): Promise<void> {
+    const [users, accounts] = await Promise.all([listUsers(this.db), listChannelAccounts(this.db, 'api')]);
+    const keys = new Map<string, Principal>();
+    const byName = new Map<string, UserEntry>();
+    for (const u of users) {
+      byName.set(u.username, { role: u.role, tokenVersion: u.tokenVersion });
+      if (u.apiKeyHash) keys.set(u.apiKeyHash, { kind: 'user', username: u.username, role: u.role, via: 'apiKey' });
+    }
+    const platformOn = this.apiPlatformEnabled();
+    for (const a of accounts) {
+      if (a.apiKeyHash && a.enabled && platformOn) keys.set(a.apiKeyHash, { kind: 'account', platform: 'api', accountId: a.id });
+    }
+    this.#keys = keys;
+    this.#users = byName;
+  }
+
+  byApiKey(key: string): Principal | undefined {
+    return this.#keys.get(hashApiKey(key));
+  }
+
+  user(username: string): UserEntry | undefined {
+    return this.#users.get(username);
+  }
+
+  /** Chat needs a credential whenever any key exists, whatever requireAuth says. */
+  get anyKeyConfigured(): boolean {
+    return this.#keys.size > 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#unsubscribe?.();
+  }
+}

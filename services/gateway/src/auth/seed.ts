@@ -1,0 +1,109 @@
+import type { Logger } from 'pino';
+import { Errors } from '@agentry/errors';
+import {
+  deleteUsersExcept,
+  getUser,
+  listChannelAccounts,
+  upsertChannelAccount,
+  upsertSeededUser,
+  type Db,
+  type JsonValue,
+} from '@agentry/db';
+import { ACCOUNT_SECRET_FIELDS, PLATFORMS, type AgentryConfig, type Sealer } from '@agentry/runtime';
+import { DEFAULT_ADMIN_PASSWORD, hashApiKey, hashPassword } from './passwords.js';
+
+/**
+ * Imports users and channel accounts from the configuration file. An entry is imported when it
+ * is absent from the database or when the file's entry changed since its last import (compared
+ * by a keyed HMAC, so the database holds nothing that reveals the entry); otherwise what the API
+ * changed (a password, a regenerated key) stays. Users not in the file are removed: there is no
+ * API to create users, so the file is their list. With no user configured, `admin` exists with
+ * the documented default password.
+ */
+export async function seedFromConfig(deps: { db: Db; secrets: Sealer; config: AgentryConfig; logger: Logger }): Promise<void> {
+  const { db, secrets, config, logger } = deps;
+  checkDuplicateKeys(config);
+
+  const entries = Object.entries(config.security.users);
+  const users = entries.length > 0 ? entries : [['admin', DEFAULT_ADMIN_PASSWORD] as [string, string]];
+  for (const [username, entry] of users) {
+    const fileHmac = secrets.hmac(`user:${username}:${entry}`);
+    const existing = await getUser(db, username);
+    if (existing?.fileHmac === fileHmac) continue;
+    const { password, apiKey } = splitUserEntry(username, entry);
+    await upsertSeededUser(db, {
+      username,
+      passwordHash: await hashPassword(password),
+      role: username === 'admin' ? 'admin' : 'user',
+      fileHmac,
+      apiKey: apiKey ? { hash: hashApiKey(apiKey), sealed: secrets.seal(apiKey) } : undefined,
+    });
+    logger.info({ username }, existing ? 'user updated from the configuration file' : 'user created from the configuration file');
+  }
+  const removed = await deleteUsersExcept(
+    db,
+    users.map(([u]) => u),
+  );
+  if (removed.length > 0) logger.info({ removed }, 'users no longer in the configuration file removed');
+
+  const stored = new Map((await listChannelAccounts(db)).map((a) => [`${a.platform}/${a.id}`, a]));
+  for (const platform of PLATFORMS) {
+    for (const [id, account] of Object.entries(config.channels[platform]?.accounts ?? {})) {
+      const fileHmac = secrets.hmac(`account:${platform}:${id}:${stableJson(account)}`);
+      if (stored.get(`${platform}/${id}`)?.fileHmac === fileHmac) continue;
+      const settings: Record<string, JsonValue> = {};
+      const sealed: Record<string, string> = {};
+      for (const [k, v] of Object.entries(account)) {
+        if (k === 'name' || k === 'enabled' || v === undefined) continue;
+        if ((ACCOUNT_SECRET_FIELDS as readonly string[]).includes(k)) sealed[k] = String(v);
+        else settings[k] = v as JsonValue;
+      }
+      await upsertChannelAccount(db, {
+        platform,
+        id,
+        name: account.name ?? id,
+        enabled: account.enabled ?? true,
+        settings,
+        secretsSealed: Object.keys(sealed).length > 0 ? secrets.seal(JSON.stringify(sealed)) : null,
+        apiKeyHash: platform === 'api' && account.api_key ? hashApiKey(account.api_key) : null,
+        fileHmac,
+      });
+      logger.info({ platform, accountId: id }, 'channel account imported from the configuration file');
+    }
+  }
+}
+
+/** `<password>` or `<password>:<API_KEY>`, split at the first colon. */
+export function splitUserEntry(username: string, entry: string): { password: string; apiKey?: string } {
+  const colon = entry.indexOf(':');
+  const password = colon < 0 ? entry : entry.slice(0, colon);
+  const apiKey = colon < 0 ? undefined : entry.slice(colon + 1);
+  if (!password) throw new Errors.CONFIG(`security.users.${username}: the password is empty`);
+  if (apiKey !== undefined && apiKey.length < 16) {
+    throw new Errors.CONFIG(`security.users.${username}: the API key after the colon must be at least 16 characters`);
+  }
+  return apiKey ? { password, apiKey } : { password };
+}
+
+function checkDuplicateKeys(config: AgentryConfig): void {
+  const seen = new Map<string, string>();
+  const add = (key: string | undefined, where: string) => {
+    if (!key) return;
+    const other = seen.get(key);
+    if (other) throw new Errors.CONFIG(`${where}: the same API key is also set at ${other}`);
+    seen.set(key, where);
+  };
+  for (const [username, entry] of Object.entries(config.security.users)) add(splitUserEntry(username, entry).apiKey, `security.users.${username}`);
+  for (const [id, account] of Object.entries(config.channels.api?.accounts ?? {})) add(account.api_key, `channels.api.accounts.${id}.api_key`);
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

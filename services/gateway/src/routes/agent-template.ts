@@ -1,0 +1,15 @@
+import type { FastifyInstance } from 'fastify';
+import { agentTemplate, defaultWorkspaceFiles } from '@agentry/engine';
+import type { GatewayDeps } from '../deps.js';
+
+/**
+ * GET /agent-template: a complete, valid agent DSL (one `ai/agent` node on the default
+ * provider, then `end`), ready to POST to /agents once given an id and name, plus the files its
+ * workspace is seeded with (`workspaceFiles`, ignored by POST /agents).
+ */
+export function agentTemplateRoutes(app: FastifyInstance, deps: GatewayDeps): void {
+  app.get('/agent-template', async () => {
+    const dsl = agentTemplate({ defaultProvider: deps.config.current.models.default_provider });
+    return { ...dsl, workspaceFiles: defaultWorkspaceFiles(dsl) };
+  });
+}

@@ -1,0 +1,100 @@
+import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import { Errors } from '@agentry/errors';
+import { Id, RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles } from '@agentry/engine';
+import {
+  countRuleChains,
+  deleteRuleChain,
+  getRuleChain,
+  inTransaction,
+  insertRuleChain,
+  isUniqueViolation,
+  listRuleChainIdsOfAgent,
+  listRuleChains,
+  updateRuleChain,
+  writeWorkspaceFile,
+  type JsonValue,
+} from '@agentry/db';
+import type { GatewayDeps } from '../deps.js';
+import { assertValidChain, reloadAnswer, withPathId, type ChainContext } from './chain-support.js';
+import { PageQuery, pageOf, requireAgent, typed, type Paged } from './common.js';
+
+const AgentParams = Type.Object({ agentId: Id });
+
+/**
+ * Agents: rule chains with an `ai/agent` node, addressed by their id (the chat `model`). A new
+ * agent gets its workspace seeded; deleting one removes everything it owns (ON DELETE CASCADE).
+ */
+export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: ChainContext): void {
+  const api = typed(app);
+  const db = () => deps.db.db;
+
+  api.get('/agents', { schema: { querystring: Type.Object(PageQuery) } }, async (req): Promise<Paged<{ ruleChain: { id: string; name: string } }>> => {
+    const { page, size, limit, offset } = pageOf(req.query);
+    const [rows, total] = await Promise.all([
+      listRuleChains(db(), { kind: 'agent' }, { limit, offset }),
+      countRuleChains(db(), { kind: 'agent' }),
+    ]);
+    return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name } })), total, page, size };
+  });
+
+  api.get('/agents/:agentId', { schema: { params: AgentParams } }, async (req) => {
+    return (await requireAgent(db(), req.params.agentId)).dsl;
+  });
+
+  api.post('/agents', { schema: { body: RuleChainDsl } }, async (req, reply) => {
+    const dsl = req.body;
+    assertValidChain(dsl, true);
+    const id = dsl.ruleChain.id;
+    const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
+    if (await getRuleChain(db(), id)) throw conflict();
+    try {
+      await inTransaction(db(), async (trx) => {
+        await insertRuleChain(trx, { id, kind: 'agent', agentId: null, name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
+        for (const file of defaultWorkspaceFiles(dsl)) {
+          await writeWorkspaceFile(trx, id, file.path, Buffer.from(file.content, 'utf8'), 'create');
+        }
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict();
+      throw err;
+    }
+    await chains.changed([id]);
+    return reply.status(201).send(dsl);
+  });
+
+  api.put('/agents/:agentId', { schema: { params: AgentParams, body: RuleChainUpdate } }, async (req) => {
+    const { agentId } = req.params;
+    const dsl = withPathId(req.body, agentId);
+    assertValidChain(dsl, true);
+    await requireAgent(db(), agentId);
+    const row = await updateRuleChain(db(), agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
+    if (!row) throw new Errors.NOT_FOUND(`agent "${agentId}"`);
+    await chains.changed([agentId]);
+    return row.dsl;
+  });
+
+  api.delete('/agents/:agentId', { schema: { params: AgentParams } }, async (req) => {
+    const removed = await deleteAgent(deps, req.params.agentId);
+    await chains.changed(removed);
+    return { success: true };
+  });
+
+  api.post('/agents/:agentId/reload', { schema: { params: AgentParams } }, async (req) => {
+    const row = await requireAgent(db(), req.params.agentId);
+    return reloadAnswer(await chains.reload(row));
+  });
+}
+
+/**
+ * Deletes an agent and (by cascade) its rules, skills and workspace; 404 when there is none.
+ * Answers the ids of the chains removed, for cache invalidation.
+ */
+export async function deleteAgent(deps: GatewayDeps, agentId: string): Promise<string[]> {
+  return inTransaction(deps.db.db, async (trx) => {
+    await requireAgent(trx, agentId);
+    const rules = await listRuleChainIdsOfAgent(trx, agentId);
+    await deleteRuleChain(trx, agentId);
+    return [agentId, ...rules];
+  });
+}

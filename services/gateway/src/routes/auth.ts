@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import Type, { type Static } from 'typebox';
+import { Errors } from '@agentry/errors';
+import { getUser, setApiKey, setPassword } from '@agentry/db';
+import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import type { GatewayDeps } from '../deps.js';
+import type { Auth } from '../auth/auth.js';
+import type { Principal } from '../auth/credentials.js';
+import { MIN_PASSWORD_LENGTH, dummyHash, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
+
+const Login = Type.Object(
+  { username: Type.String({ minLength: 1, maxLength: 128 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
+  { additionalProperties: false },
+);
+const ChangePassword = Type.Object(
+  { oldPassword: Type.String({ maxLength: 1024 }), newPassword: Type.String({ maxLength: 1024 }) },
+  { additionalProperties: false },
+);
+
+/** Login, the caller's API key, and password change. */
+export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
+  const announce = async (area: InvalidateMessage['area']) => {
+    await auth.index.reload();
+    await deps.bus.pubsub.publish(PubSubChannels.invalidate, { area } satisfies InvalidateMessage);
+  };
+  const currentUser = async (principal: Principal) => {
+    const user = principal.kind === 'user' ? await getUser(deps.db.db, principal.username) : undefined;
+    if (!user) throw new Errors.UNAUTHORIZED('invalid token');
+    return user;
+  };
+
+  app.post<{ Body: Static<typeof Login> }>('/auth/login', { config: { auth: 'public' }, schema: { body: Login } }, async (req, reply) => {
+    const { username, password } = req.body;
+    const wait = auth.loginByIp.hit(req.ip) || auth.loginFailures.blocked(username);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      throw new Errors.RATE_LIMITED(`too many login attempts; try again in ${wait} s`);
+    }
+    const user = await getUser(deps.db.db, username);
+    // The same work and the same answer whether the user exists or the password is wrong.
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()));
+    if (!user || !ok) {
+      auth.loginFailures.hit(username);
+      req.log.info({ username }, 'login failed');
+      throw new Errors.UNAUTHORIZED('wrong username or password');
+    }
+    auth.loginFailures.reset(username);
+    const hours = deps.config.current.security.jwtExpireHours;
+    return auth.tokens.sign(user, hours);
+  });
+
+  app.get('/auth/api-key', { config: { auth: 'jwt' } }, async (req) => {
+    const user = await currentUser(req.principal);
+    return { apiKey: user.apiKeySealed ? deps.secrets.open(user.apiKeySealed) : null };
+  });
+
+  app.post('/auth/api-key', { config: { auth: 'jwt' } }, async (req) => {
+    const user = await currentUser(req.principal);
+    const apiKey = generateApiKey();
+    await setApiKey(deps.db.db, user.username, { hash: hashApiKey(apiKey), sealed: deps.secrets.seal(apiKey) });
+    await announce('apiKeys');
+    req.log.info({ username: user.username }, 'API key regenerated');
+    return { apiKey };
+  });
+
+  app.put<{ Body: Static<typeof ChangePassword> }>(
+    '/auth/password',
+    { config: { auth: 'jwt' }, schema: { body: ChangePassword } },
+    async (req) => {
+      const user = await currentUser(req.principal);
+      if (!(await verifyPassword(req.body.oldPassword, user.passwordHash))) throw new Errors.FORBIDDEN('the old password is wrong');
+      if (req.body.newPassword.length < MIN_PASSWORD_LENGTH) {
+        throw new Errors.VALIDATION(`newPassword must be at least ${MIN_PASSWORD_LENGTH} characters`);
+      }
+      const tokenVersion = await setPassword(deps.db.db, user.username, await hashPassword(req.body.newPassword));
+      await announce('users');
+      req.log.info({ username: user.username }, 'password changed; older tokens revoked');
+      // Every older token (this one included) stops working; hand back a fresh one.
+      const fresh = await auth.tokens.sign({ username: user.username, tokenVersion }, deps.config.current.security.jwtExpireHours);
+      return { success: true, message: 'password changed; tokens issued before now are no longer valid', ...fresh };
+    },
+  );
+}

@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { ChainCache } from '@agentry/engine';
+import { getRuleChain } from '@agentry/db';
+import type { GatewayDeps } from '../deps.js';
+import { agentRoutes } from './agents.js';
+import { storedChain, type ChainContext } from './chain-support.js';
+import { publishChainChanges } from './common.js';
+import { ruleRoutes } from './rules.js';
+
+/**
+ * `/agents...` and `/rules...`. The chain cache is per replica; an `invalidate {area:'agents',
+ * id}` message, published after every change, drops the chain from every replica's cache.
+ */
+export async function chainRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  const cache = new ChainCache(async (id) => {
+    const row = await getRuleChain(deps.db.db, id);
+    return row && storedChain(row);
+  });
+  const unsubscribe = await deps.bus.pubsub.subscribe(PubSubChannels.invalidate, (message) => {
+    const m = message as InvalidateMessage | null;
+    if (m?.area !== 'agents') return;
+    if (m.id) cache.invalidate(m.id);
+    else cache.clear();
+  });
+  app.addHook('onClose', async () => {
+    await unsubscribe().catch(() => undefined);
+  });
+
+  const ctx: ChainContext = {
+    cache,
+    changed: async (ids) => {
+      for (const id of ids) cache.invalidate(id);
+      await publishChainChanges(deps, ids);
+    },
+    reload: async (row) => {
+      cache.invalidate(row.id);
+      await publishChainChanges(deps, [row.id]);
+      return cache.admit(storedChain(row));
+    },
+  };
+  agentRoutes(app, deps, ctx);
+  ruleRoutes(app, deps, ctx);
+}

@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { Errors } from '@agentry/errors';
+import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { getRuleChain, type Db, type RuleChainRow } from '@agentry/db';
+import type { GatewayDeps } from '../deps.js';
+
+/** Shared pieces of the agent, rule, skill and workspace routes. */
+
+export function typed(app: FastifyInstance) {
+  return app.withTypeProvider<TypeBoxTypeProvider>();
+}
+
+/** `page` (>= 1, default 1) and `size` (1..100, default 20); anything else is a 400. */
+export const PageQuery = {
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+};
+
+export interface Paged<T> {
+  data: T[];
+  total: number;
+  page: number;
+  size: number;
+}
+
+export function pageOf(query: { page?: number; size?: number }): { page: number; size: number; limit: number; offset: number } {
+  const page = query.page ?? 1;
+  const size = query.size ?? 20;
+  return { page, size, limit: size, offset: (page - 1) * size };
+}
+
+/** The agent row, or 404 naming it. */
+export async function requireAgent(db: Db, agentId: string): Promise<RuleChainRow> {
+  const row = await getRuleChain(db, agentId);
+  if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
+  return row;
+}
+
+/**
+ * Tells every replica (this one included) that chains changed, after the change committed.
+ * A failed publish is logged, not thrown: the write stands, and a reload heals the caches.
+ */
+export async function publishChainChanges(deps: GatewayDeps, ids: readonly string[]): Promise<void> {
+  for (const id of ids) {
+    const message: InvalidateMessage = { area: 'agents', id };
+    try {
+      await deps.bus.pubsub.publish(PubSubChannels.invalidate, message);
+    } catch (err) {
+      deps.logger.warn({ err, id }, 'could not publish a rule-chain invalidation');
+    }
+  }
+}
+
+/** Dates as ISO 8601 UTC (`2026-11-22T01:02:03.456Z`). */
+export function iso(date: Date): string {
+  return date.toISOString();
+}

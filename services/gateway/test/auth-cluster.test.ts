@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { bootstrap, type Runtime } from '@agentry/runtime';
+import { createTestDatabase, describeWithServers, redisUrl, uniqueRedisPrefix, waitFor } from '@agentry/testing';
+import { buildGateway } from '@agentry/gateway';
+import { bearer, login, MASTER_KEY } from './auth-harness.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * Two gateway replicas in cluster mode (real Postgres and Redis): a key regenerated on one stops
+ * working on the other within a second, and a JWT from one is accepted by the other.
+ */
+describeWithServers('auth across two replicas', () => {
+  const replicas: Array<{ runtime: Runtime; app: FastifyInstance }> = [];
+  let drop: () => Promise<void> = async () => {};
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-auth-cluster-'));
+  const oldKey = 'sk-dave-original-key-0123456789';
+
+  beforeAll(async () => {
+    const db = await createTestDatabase();
+    await db.handle.close();
+    drop = db.drop;
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), `security:\n  users:\n    admin: admin-password\n    dave: "dave-password:${oldKey}"\n`);
+    const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl(), REDIS_PREFIX: uniqueRedisPrefix(), AGENTRY_SECRET_KEY: MASTER_KEY };
+    for (let i = 0; i < 2; i++) {
+      const runtime = await bootstrap({ service: `gw${i}`, mode: 'cluster', argv: [], env, cwd, logDestination: { write: () => {} } });
+      const app = await buildGateway(runtime);
+      app.post('/api/v1/test-chat', { config: { auth: 'chat' } }, async (req) => ({ principal: req.principal }));
+      await app.ready();
+      replicas.push({ runtime, app });
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const r of replicas) {
+      await r.app.close();
+      await r.runtime.lifecycle.shutdown('test');
+    }
+    await drop();
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  const chat = (i: number, key: string) => replicas[i]!.app.inject({ method: 'POST', url: '/api/v1/test-chat', headers: bearer(key), payload: {} });
+
+  it('a regenerated key revokes the old one on the other replica within a second', async () => {
+    expect((await chat(1, oldKey)).statusCode).toBe(200);
+    const token = await login(replicas[0]!.app, 'dave', 'dave-password');
+    const res = await replicas[0]!.app.inject({ method: 'POST', url: '/api/v1/auth/api-key', headers: bearer(token) });
+    const { apiKey } = res.json() as { apiKey: string };
+    const started = Date.now();
+    await waitFor(async () => (await chat(1, oldKey)).statusCode === 401, 1000, 20);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect((await chat(1, apiKey)).statusCode).toBe(200);
+  });
+
+  it('a JWT signed by one replica is accepted by the other', async () => {
+    const token = await login(replicas[0]!.app, 'admin', 'admin-password');
+    expect((await replicas[1]!.app.inject({ method: 'GET', url: '/api/v1/auth/api-key', headers: bearer(token) })).statusCode).toBe(200);
+  });
+});
