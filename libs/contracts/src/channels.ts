@@ -7,7 +7,14 @@ export const PubSubChannels = {
   run: (runId: string) => `run:${runId}`,
   /** Something cached by every replica changed in Postgres: re-read it. */
   invalidate: 'invalidate',
+  /** A client went away: the worker running this run aborts it. */
+  runCancel: 'run-cancel',
 } as const;
+
+/** Payload on `run-cancel`. */
+export interface RunCancelMessage {
+  runId: string;
+}
 
 /** Payload on `invalidate`: which cached area changed (and optionally which id). */
 export interface InvalidateMessage {

@@ -1,3 +1,4 @@
 export * from './queues.js';
 export * from './events.js';
 export * from './channels.js';
+export * from './runs.js';

@@ -1,4 +1,4 @@
-export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable } from './tables.js';
+export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable, ModelProvidersTable } from './tables.js';
 export type { Db, DbHandle } from './handle.js';
 export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable } from './tables.js';
 export { inTransaction, isUniqueViolation } from './transaction.js';
@@ -14,3 +14,4 @@ export * from './repositories/users.js';
 export * from './repositories/channel-accounts.js';
 export * from './repositories/runs.js';
 export * from './repositories/sessions.js';
+export * from './repositories/providers.js';

@@ -14,6 +14,7 @@ export interface Database {
   sessions: SessionsTable;
   session_messages: SessionMessagesTable;
   runs: RunsTable;
+  model_providers: ModelProvidersTable;
 }
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -135,4 +136,19 @@ export interface RunsTable {
   created_at: TimestampDefaultNow;
   started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** OpenAI-compatible model providers; `api_key_sealed` is AES-GCM sealed, never clear text. */
+export interface ModelProvidersTable {
+  id: string;
+  name: string;
+  base_url: string;
+  /** Default model name as written; empty: the `models` entry with alias `default`, else the first. */
+  model: string;
+  /** `[{name, alias?, context_window?}]`. */
+  models: JsonColumn;
+  api_key_sealed: string | null;
+  file_hmac: string | null;
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
 }

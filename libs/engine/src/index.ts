@@ -6,3 +6,4 @@ export * from './workspace-path.js';
 export * from './skills/markdown.js';
 export * from './skills/archive.js';
 export { readZipDirectory, unsafeEntryName, type ZipEntryInfo } from './skills/zip.js';
+export * from './models/index.js';

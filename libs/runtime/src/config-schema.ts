@@ -147,7 +147,7 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    // Sections owned by later capabilities (bindings, agent defaults). Accepted now so
+    // Sections owned by later capabilities (bindings). Accepted now so
     // that a complete configuration file does not fail; their own schemas replace these.
     channels: Type.Object(Object.fromEntries(PLATFORMS.map((p) => [p, Type.Optional(ChannelPlatform)])) as Record<Platform, ReturnType<typeof Type.Optional<typeof ChannelPlatform>>>, {
       additionalProperties: false,
@@ -155,7 +155,28 @@ export const ConfigSchema = Type.Object(
       description: 'messaging-platform accounts by platform id',
     }),
     bindings: Type.Optional(Type.Array(Type.Unknown(), { description: 'account -> agent bindings' })),
-    agents: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'agent defaults' })),
+    worker: Type.Object(
+      {
+        concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'runs one agent-worker process executes at once' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    agents: Type.Object(
+      {
+        defaults: Type.Object(
+          {
+            session: Type.Object(
+              {
+                max_messages: Type.Integer({ minimum: 1, default: 100, description: 'history window: stored messages sent with each turn' }),
+              },
+              { additionalProperties: true, default: {} },
+            ),
+          },
+          { additionalProperties: true, default: {} },
+        ),
+      },
+      { additionalProperties: true, default: {}, description: 'agent defaults' },
+    ),
   },
   { additionalProperties: false },
 );

@@ -86,11 +86,18 @@ function readFile(file: string): Record<string, unknown> {
   return doc as Record<string, unknown>;
 }
 
-/** Checks that span fields, after the schema passed. */
-function crossCheck(config: AgentryConfig): string[] {
+/**
+ * Checks that span fields, after the schema passed. Providers live in Postgres (the file only
+ * seeds them, the API adds more), so `models.default_provider` is checked against the file's own
+ * providers only when the file itself sets both (the start-up check of the file, `file`: `raw` is
+ * the file's content); `PUT /config` and the provider routes check it against the database.
+ */
+function crossCheck(config: AgentryConfig, raw: Record<string, unknown>, file: boolean): string[] {
   const problems: string[] = [];
   const { default_provider, providers } = config.models;
-  if (default_provider && !(default_provider in providers)) {
+  const fileModels = file ? (raw.models as { default_provider?: unknown; providers?: unknown } | null | undefined) : undefined;
+  const fileSetsBoth = Boolean(fileModels?.default_provider) && fileModels?.providers != null;
+  if (fileSetsBoth && default_provider && !(default_provider in providers)) {
     problems.push(`models.default_provider: "${default_provider}" is not one of models.providers`);
   }
   for (const [id, p] of Object.entries(providers)) {
@@ -128,13 +135,16 @@ export function applyFlat<T extends object>(target: T, flat: Record<string, unkn
   return out as T;
 }
 
-/** Validates a complete configuration object (defaults applied here). Throws CONFIG errors. */
-export function validateConfig(raw: Record<string, unknown>, label: string): AgentryConfig {
+/**
+ * Validates a complete configuration object (defaults applied here). Throws CONFIG errors.
+ * `opts.file`: `raw` is the configuration file itself (see crossCheck).
+ */
+export function validateConfig(raw: Record<string, unknown>, label: string, opts: { file?: boolean } = {}): AgentryConfig {
   const withDefaults = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, structuredClone(raw))) as unknown;
   const problems = describeErrors(ConfigSchema, withDefaults);
   if (problems.length > 0) throw new Errors.CONFIG(`${label}: ${problems.join('; ')}`);
   const config = withDefaults as AgentryConfig;
-  const cross = crossCheck(config);
+  const cross = crossCheck(config, raw, opts.file === true);
   if (cross.length > 0) throw new Errors.CONFIG(`${label}: ${cross.join('; ')}`);
   return config;
 }
@@ -146,7 +156,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const label = source ? path.basename(source) : 'defaults';
   const fileValues = substituteEnv(raw, opts.env) as Record<string, unknown>;
   const patch = envPatch(opts.env);
-  const config = applyFlat(validateConfig(fileValues, label), patch);
+  const config = applyFlat(validateConfig(fileValues, label, { file: true }), patch);
   return { config, source, fileValues, paths: resolvePaths(config, opts.cwd), envPatch: patch };
 }
 

@@ -85,7 +85,7 @@ describe('validation', () => {
   });
 
   it('checks that the default provider exists', () => {
-    write('config.yaml', 'models:\n  default_provider: nope\n');
+    write('config.yaml', 'models:\n  default_provider: nope\n  providers:\n    p: {base_url: "http://x"}\n');
     expect(() => load()).toThrow('models.default_provider: "nope" is not one of models.providers');
   });
 

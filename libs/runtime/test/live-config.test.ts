@@ -96,11 +96,13 @@ describe('LiveConfig: the file seeds, Postgres holds the live state', () => {
     expect(seen).toEqual([2345]);
   });
 
-  it('ignores a stored value that no longer validates instead of failing to start', async () => {
-    const a = await open('models:\n  default_provider: p\n  providers:\n    p: {base_url: "http://x"}\n    q: {base_url: "http://y"}\n');
-    await a.update({ models: { default_provider: 'q' } });
-    const b = await open('models:\n  default_provider: p\n  providers:\n    p: {base_url: "http://x"}\n');
-    expect(b.current.models.default_provider).toBe('p');
+  it('ignores a stored value that no longer validates instead of failing to start, keeping the others', async () => {
+    await open('');
+    await setSetting(handle.db, 'config.live.server.port', 'not-a-port');
+    await setSetting(handle.db, 'config.live.server.host', '127.0.0.9');
+    const b = await open('server: {port: 1234}\n');
+    expect(b.current.server.port).toBe(1234);
+    expect(b.current.server.host).toBe('127.0.0.9');
   });
 
   it('rejects non-editable keys and leaves storage untouched', async () => {

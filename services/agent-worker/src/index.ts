@@ -1,1 +1,2 @@
-export { startAgentWorker } from './service.js';
+export { startAgentWorker, type AgentWorkerOptions } from './service.js';
+export { buildConversation, agentNode, runAgent } from './run-agent.js';

@@ -1,11 +1,115 @@
+import { Value } from 'typebox/value';
+import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
+import { UnrecoverableJobError, type Consumer } from '@agentry/bus';
+import { claimRun, finishRun, getRun, hasEarlierActiveRun } from '@agentry/db';
+import { ModelProviders, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
 import type { Runtime } from '@agentry/runtime';
+import { runAgent } from './run-agent.js';
+
+export interface AgentWorkerOptions {
+  /** Runs at once in this process (default `worker.concurrency`). */
+  concurrency?: number;
+  /** How often a turn waiting for an earlier turn of its session looks again (default 100 ms). */
+  sessionPollMs?: number;
+  /** Tests: a model client instead of the configured providers. */
+  stream?: (req: ModelCallRequest) => AsyncIterable<ModelEvent>;
+}
 
 /**
- * Runs agents: consumes the `agent-run` queue, executes rule chains and the LLM tool loop, publishes run events. The consumer arrives with the chat pipeline; until then the worker connects, reports ready and stops cleanly.
+ * Runs agents: consumes `agent-run`, executes the run, publishes its events on `run:<id>`.
+ * Turns of one session run one at a time in arrival order (the run's `seq`). A client that goes
+ * away cancels its run through `run-cancel`; stopping the worker aborts running runs at the
+ * shutdown deadline. A job whose previous worker died is run again only if that worker had not
+ * streamed a token yet; otherwise the client gets a clean error (the partial answer is lost).
  */
-export async function startAgentWorker(runtime: Runtime): Promise<void> {
-  runtime.lifecycle.add('agent-worker', async () => {
-    runtime.logger.info('agent-worker stopped');
+export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOptions = {}): Promise<void> {
+  const { db, bus, logger } = runtime;
+  const concurrency = opts.concurrency ?? runtime.config.current.worker.concurrency;
+  const running = new Map<string, AbortController>();
+  const finished = new EventTarget();
+
+  let providers: ModelProviders | undefined;
+  if (!opts.stream) {
+    providers = new ModelProviders({ db: db.db, secrets: runtime.secrets, config: () => runtime.config.current, bus, logger });
+    await providers.start();
+  }
+  const stream = opts.stream ?? ((req: ModelCallRequest) => providers!.stream(req));
+
+  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => {
+    const runId = (msg as RunCancelMessage | null)?.runId;
+    const ctl = runId ? running.get(runId) : undefined;
+    if (ctl && !ctl.signal.aborted) ctl.abort(new Error('the client went away'));
   });
-  runtime.logger.info({ bus: runtime.bus.kind, database: runtime.db.dialect }, 'agent-worker started');
+
+  const waitForTurn = async (sessionId: string, seq: number, signal: AbortSignal) => {
+    const pollMs = opts.sessionPollMs ?? 100;
+    while (await hasEarlierActiveRun(db.db, sessionId, seq)) {
+      if (signal.aborted) return;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, pollMs);
+        function done() {
+          clearTimeout(t);
+          finished.removeEventListener('finished', done);
+          resolve();
+        }
+        finished.addEventListener('finished', done);
+      });
+    }
+  };
+
+  const consumer: Consumer = bus.queue.consume<unknown>(
+    QueueNames.agentRun,
+    async (job, shutdownSignal) => {
+      if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
+      const { runId } = job.data;
+      const publish = (event: RunEvent) => bus.pubsub.publish(PubSubChannels.run(runId), event);
+      const queued = await getRun(db.db, runId);
+      if (!queued) throw new UnrecoverableJobError(`run ${runId} does not exist`);
+      if (queued.status !== 'queued' && queued.status !== 'running') return;
+      if (queued.streamed) {
+        const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
+        if (await finishRun(db.db, runId, { status: 'failed', output: queued.output, error: message })) {
+          await publish({ runId, seq: 0, type: 'error', message, status: 503 });
+        }
+        return;
+      }
+      const ctl = new AbortController();
+      running.set(runId, ctl);
+      const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
+      shutdownSignal.addEventListener('abort', onShutdown);
+      try {
+        if (queued.sessionId) await waitForTurn(queued.sessionId, queued.seq, ctl.signal);
+        const run = await claimRun(db.db, runId);
+        if (!run) return;
+        if (ctl.signal.aborted) {
+          await finishRun(db.db, runId, { status: 'cancelled', error: 'cancelled' });
+          return;
+        }
+        await runAgent(
+          { db: db.db, logger, stream, publish, maxMessages: runtime.config.current.agents.defaults.session.max_messages },
+          run,
+          ctl.signal,
+        );
+      } finally {
+        shutdownSignal.removeEventListener('abort', onShutdown);
+        running.delete(runId);
+        finished.dispatchEvent(new Event('finished'));
+      }
+    },
+    {
+      concurrency,
+      onFailed: (job, err, willRetry) => logger.warn({ jobId: job.id, err: err.message, willRetry }, 'agent-run job failed'),
+    },
+  );
+
+  runtime.lifecycle.add('agent-worker', async (remainingMs) => {
+    await consumer.close(Math.max(0, remainingMs - 500));
+    await unsubscribe();
+    await providers?.close();
+    logger.info('agent-worker stopped');
+  });
+  runtime.health.register('agent-worker', async () => {
+    if (runtime.lifecycle.stopping) throw new Error('stopping');
+  });
+  logger.info({ bus: bus.kind, database: db.dialect, concurrency }, 'agent-worker started');
 }

@@ -5,9 +5,13 @@ import { Errors } from '@agentry/errors';
 import { toAppError } from './http-errors.js';
 import { probeRoutes } from './routes/probes.js';
 import { configRoutes } from './routes/config.js';
+import { modelRoutes } from './routes/models.js';
+import { seedProvidersAtStart } from './providers/seed.js';
 import type { GatewayDeps } from './deps.js';
 import { createAuth, registerAuthHook } from './auth/auth.js';
 import { authRoutes } from './routes/auth.js';
+import { chatRoutes } from './routes/chat.js';
+import { sessionRoutes } from './routes/sessions.js';
 import multipart from '@fastify/multipart';
 import { chainRoutes } from './routes/chains.js';
 import { skillRoutes, MAX_ARCHIVE_BYTES } from './routes/skills.js';
@@ -18,7 +22,12 @@ import { agentTemplateRoutes } from './routes/agent-template.js';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the gateway app. It never listens: `main.ts` (or the standalone composer) does. */
-export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
+export interface GatewayOptions {
+  /** Interval of `: ping` comments on idle SSE streams (default 15 s). */
+  heartbeatMs?: number;
+}
+
+export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
   const config = deps.config.current;
   const app = Fastify({
     // pino's Logger is fastify's logger; the cast only widens the instance's logger type.
@@ -68,6 +77,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     return reply.status(err.status).send({ error: err.message });
   });
 
+  await seedProvidersAtStart(deps);
   const auth = await createAuth(deps);
   app.addHook('onClose', () => auth.close());
   registerAuthHook(app, deps, auth);
@@ -77,6 +87,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     async (api) => {
       authRoutes(api, deps, auth);
       configRoutes(api, deps);
+      modelRoutes(api, deps);
+      chatRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });
+      sessionRoutes(api, deps);
       await api.register(multipart, { limits: { fileSize: MAX_ARCHIVE_BYTES, files: 1 } });
       await chainRoutes(api, deps);
       skillRoutes(api, deps);

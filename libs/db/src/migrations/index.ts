@@ -3,6 +3,7 @@ import * as settings from './20261122T000000_settings.js';
 import * as agents from './20261122T010000_agents.js';
 import * as auth from './20261122T020000_auth.js';
 import * as runsSessions from './20261122T030000_runs_sessions.js';
+import * as providers from './20261122T040000_providers.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '20261122T010000_agents': agents,
   '20261122T020000_auth': auth,
   '20261122T030000_runs_sessions': runsSessions,
+  '20261122T040000_providers': providers,
 };

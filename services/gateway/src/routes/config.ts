@@ -1,20 +1,25 @@
 import type { FastifyInstance } from 'fastify';
 import { listUsers } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
+import { assertDefaultProviderExists, providerConfigViews } from '../providers/store.js';
 
 /** GET/PUT /config: the live configuration, secrets hidden; PUT persists and reaches every replica. */
 export function configRoutes(app: FastifyInstance, deps: GatewayDeps): void {
-  // Users live in Postgres (the file only seeds them): list them from there.
+  // Users and model providers live in Postgres (the file only seeds them): list them from there.
   const view = async () => {
     const v = deps.config.view();
     const users = await listUsers(deps.db.db);
     v.security.users = Object.fromEntries(users.map((u) => [u.username, true as const]));
+    v.models.providers = await providerConfigViews(deps.db.db);
     return v;
   };
 
   app.get('/config', view);
 
   app.put('/config', async (req) => {
+    // The default provider must exist among the database's providers (the file's are seeded there).
+    const models = (req.body as { models?: { default_provider?: unknown } } | null)?.models;
+    if (models && typeof models === 'object') await assertDefaultProviderExists(deps.db.db, models.default_provider);
     await deps.config.update(req.body);
     return view();
   });

@@ -1,0 +1,342 @@
+import OpenAI, { APIError } from 'openai';
+import { expect, it } from 'vitest';
+import type { FakeModel } from '@agentry/testing';
+import { waitFor } from '@agentry/testing';
+
+/** What a deployment under test offers the conformance suite. */
+export interface ChatTarget {
+  /** `http://host:port/api/v1` */
+  baseURL: string;
+  /** An `api`-platform account key. */
+  apiKey: string;
+  fake: FakeModel;
+  /** An agent on the fake provider with system prompt SYSTEM_PROMPT. */
+  agentId: string;
+  /** The stored status of a run (`queued`, `running`, `succeeded`, `failed`, `cancelled`). */
+  runStatus(runId: string): Promise<string | undefined>;
+}
+
+export const SYSTEM_PROMPT = 'You are the conformance agent.';
+export const API_KEY = 'sk-conformance-account-0123456789';
+
+/** The provider config every target uses: the fake, with a key the fake insists on. */
+export const PROVIDER_KEY = 'sk-fake-provider-key-0123456789';
+
+export function agentDsl(id: string) {
+  return {
+    ruleChain: { id, name: `Agent ${id}` },
+    metadata: {
+      nodes: [{ id: 'agent', type: 'ai/agent', name: 'agent', configuration: { provider: 'fake', model: 'fake-model', systemPrompt: SYSTEM_PROMPT } }],
+      connections: [],
+    },
+  };
+}
+
+const runIdOf = (completionId: string) => completionId.replace(/^chatcmpl-/, '');
+
+/**
+ * The OpenAI-client conformance suite: the official SDK (and raw fetch for the bytes) against a
+ * deployment, with the fake model scripted per test. Registered inside the caller's describe.
+ */
+export function chatConformance(target: () => ChatTarget): void {
+  const client = () => new OpenAI({ baseURL: target().baseURL, apiKey: target().apiKey, maxRetries: 0, timeout: 20_000 });
+  const user = (content: string) => [{ role: 'user' as const, content }];
+
+  it('answers a non-stream request in the chat.completion shape', async () => {
+    const t = target();
+    t.fake.script({ text: 'Hello there', usage: { prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 } });
+    const res = await client().chat.completions.create({ model: t.agentId, messages: user('hi') });
+    expect(res.id).toMatch(/^chatcmpl-/);
+    expect(res.object).toBe('chat.completion');
+    expect(res.model).toBe(t.agentId);
+    expect(Number.isInteger(res.created)).toBe(true);
+    expect(res.choices).toEqual([{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }]);
+    expect(res.usage).toEqual({ prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 });
+    // The provider saw the agent's system prompt, then the user's message, with its key.
+    const seen = t.fake.requests.at(-1)!;
+    expect(seen.body.messages).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: 'hi' },
+    ]);
+    expect(seen.hasAuthorization).toBe(true);
+    expect(await t.runStatus(runIdOf(res.id))).toBe('succeeded');
+  });
+
+  it('streams with for await: role first, same id on every chunk, stop at the end', async () => {
+    const t = target();
+    t.fake.script({ text: ['Once ', 'upon ', 'a time'] });
+    const stream = await client().chat.completions.create({ model: t.agentId, messages: user('story'), stream: true });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    expect(new Set(chunks.map((c) => c.created)).size).toBe(1);
+    expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === t.agentId)).toBe(true);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('Once upon a time');
+    const last = chunks.at(-1)!;
+    expect(last.choices[0]).toMatchObject({ delta: { content: '' }, finish_reason: 'stop' });
+    expect(chunks.slice(0, -1).every((c) => c.choices[0]!.finish_reason === null)).toBe(true);
+  });
+
+  it('works with the SDK stream helper and finalChatCompletion()', async () => {
+    const t = target();
+    t.fake.script({ text: ['a', 'b', 'c'] });
+    const runner = client().chat.completions.stream({ model: t.agentId, messages: user('abc') });
+    const deltas: string[] = [];
+    runner.on('content', (d) => deltas.push(d));
+    const final = await runner.finalChatCompletion();
+    expect(deltas.join('')).toBe('abc');
+    expect(final.choices[0]!.message.content).toBe('abc');
+    expect(final.choices[0]!.finish_reason).toBe('stop');
+  });
+
+  it('adds a usage chunk with stream_options.include_usage', async () => {
+    const t = target();
+    t.fake.script({ text: ['x', 'y'], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+    const stream = await client().chat.completions.create({
+      model: t.agentId,
+      messages: user('u'),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
+    expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
+  });
+
+  it('maps a provider failure before the first token to 502 (non-stream) and an error event (stream)', async () => {
+    const t = target();
+    const fail = { status: 500, body: { error: { message: 'upstream exploded' } } };
+    t.fake.script(fail, fail, fail, fail, fail, fail);
+    const err = await client()
+      .chat.completions.create({ model: t.agentId, messages: user('x') })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIError);
+    expect((err as APIError).status).toBe(502);
+    t.fake.reset();
+    t.fake.script(fail, fail, fail, fail, fail, fail);
+    const stream = await client().chat.completions.create({ model: t.agentId, messages: user('x'), stream: true });
+    const failed = await (async () => {
+      for await (const _ of stream) void _;
+    })().catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(APIError);
+    t.fake.reset();
+  });
+
+  it('fails the stream cleanly when the provider breaks after the first token', async () => {
+    const t = target();
+    t.fake.script({ text: ['one ', 'two ', 'three ', 'four'], failAfterChunks: 3 });
+    const stream = await client().chat.completions.create({ model: t.agentId, messages: user('x'), stream: true });
+    let content = '';
+    const failed = await (async () => {
+      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    })().catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(Error);
+    expect(content.length).toBeGreaterThan(0);
+    expect(content).not.toBe('one two three four');
+  });
+
+  it('cancels the run when the client aborts, reaching the provider within a second', async () => {
+    const t = target();
+    t.fake.script({ text: Array.from({ length: 50 }, (_, i) => `w${i} `), chunkDelayMs: 100 });
+    const controller = new AbortController();
+    const index = t.fake.requests.length;
+    const stream = await client().chat.completions.create(
+      { model: t.agentId, messages: user('long'), stream: true },
+      { signal: controller.signal },
+    );
+    let id = '';
+    const reading = (async () => {
+      for await (const chunk of stream) {
+        id = chunk.id;
+        if ((chunk.choices[0]?.delta.content ?? '').startsWith('w2')) controller.abort();
+      }
+    })().catch(() => undefined);
+    await reading;
+    const abortedAt = Date.now();
+    const seen = await t.fake.waitForAbort({ index, timeoutMs: 3000 });
+    expect(seen.abortedAt! - abortedAt).toBeLessThan(1000);
+    await waitFor(async () => (await t.runStatus(runIdOf(id))) === 'cancelled', 3000);
+  });
+
+  it('frames SSE exactly: headers, data lines, [DONE]', async () => {
+    const t = target();
+    t.fake.script({ text: ['He', 'llo'] });
+    const res = await fetch(`${t.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+      body: JSON.stringify({ model: t.agentId, messages: user('x'), stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    expect(res.headers.get('cache-control')).toBe('no-cache');
+    expect(res.headers.get('x-accel-buffering')).toBe('no');
+    expect(res.headers.get('content-encoding')).toBeNull();
+    const text = await res.text();
+    const events = text.split('\n\n').filter(Boolean);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    const chunks = events.slice(0, -1).map((e) => {
+      expect(e.startsWith('data: ')).toBe(true);
+      return JSON.parse(e.slice(6)) as { id: string; choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }> };
+    });
+    expect(chunks.map((c) => c.choices[0]!.delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'He' }, { content: 'llo' }, { content: '' }]);
+    expect(chunks.map((c) => c.choices[0]!.finish_reason)).toEqual([null, null, null, 'stop']);
+    expect(text).not.toMatch(/tool_calls/);
+  });
+
+  it('lists agents as models', async () => {
+    const t = target();
+    const page = await client().models.list();
+    expect(page.data.map((m) => m.id)).toContain(t.agentId);
+  });
+
+  it('answers an unknown model with 404 and bad input with 400, as {error}', async () => {
+    const t = target();
+    const notFound = await client()
+      .chat.completions.create({ model: 'no-such-agent', messages: user('x') })
+      .catch((e: unknown) => e);
+    expect((notFound as APIError).status).toBe(404);
+    const post = (body: unknown) =>
+      fetch(`${t.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+        body: JSON.stringify(body),
+      });
+    for (const body of [
+      { model: t.agentId, messages: [] },
+      { model: t.agentId, messages: [{ role: 'wizard', content: 'x' }] },
+      { model: t.agentId, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://x' } }] }] },
+      { model: t.agentId, messages: [{ role: 'user', content: 42 }] },
+    ]) {
+      const res = await post(body);
+      expect(res.status).toBe(400);
+      expect(Object.keys((await res.json()) as object)).toEqual(['error']);
+    }
+    const noKey = await fetch(`${t.baseURL}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(noKey.status).toBe(401);
+  });
+
+  it('accepts text content parts, joined', async () => {
+    const t = target();
+    t.fake.script({ text: 'ok' });
+    await client().chat.completions.create({
+      model: t.agentId,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'part one' }, { type: 'text', text: 'part two' }] }],
+    });
+    expect(t.fake.requests.at(-1)!.body.messages.at(-1)).toEqual({ role: 'user', content: 'part one\npart two' });
+  });
+
+  it('passes temperature, max_tokens and stop through, and adds request system messages to the instructions', async () => {
+    const t = target();
+    t.fake.script({ text: 'ok' });
+    await client().chat.completions.create({
+      model: t.agentId,
+      messages: [
+        { role: 'system', content: 'Answer briefly.' },
+        { role: 'user', content: 'q' },
+      ],
+      temperature: 0.2,
+      max_tokens: 33,
+      stop: ['END'],
+    });
+    const body = t.fake.requests.at(-1)!.body as unknown as Record<string, unknown> & { messages: unknown[] };
+    expect(body).toMatchObject({ temperature: 0.2, max_tokens: 33, stop: ['END'] });
+    expect(body.messages[0]).toEqual({ role: 'system', content: `${SYSTEM_PROMPT}\n\nAnswer briefly.` });
+  });
+}
+
+/** Session behaviour through the chat endpoint. */
+export function sessionConformance(target: () => ChatTarget): void {
+  const client = () => new OpenAI({ baseURL: target().baseURL, apiKey: target().apiKey, maxRetries: 0, timeout: 20_000 });
+  type Body = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming & { sessionId?: string };
+  const ask = (content: string, sessionId?: string) =>
+    client().chat.completions.create({ model: target().agentId, messages: [{ role: 'user', content }], ...(sessionId ? { sessionId } : {}) } as Body);
+
+  it('keeps context with a sessionId and not without', async () => {
+    const t = target();
+    const sid = `s-${Date.now()}`;
+    t.fake.script({ text: 'first answer' }, { text: 'second answer' }, { text: 'stateless' });
+    await ask('first question', sid);
+    await ask('second question', sid);
+    expect(t.fake.requests.at(-1)!.body.messages).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: 'first question' },
+      { role: 'assistant', content: 'first answer' },
+      { role: 'user', content: 'second question' },
+    ]);
+    await ask('no session');
+    expect(t.fake.requests.at(-1)!.body.messages).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: 'no session' },
+    ]);
+  });
+
+  it('runs concurrent turns of one session one after the other, in arrival order', async () => {
+    const t = target();
+    const sid = `c-${Date.now()}`;
+    t.fake.script({ text: 'A', delayMs: 300 }, { text: 'B' });
+    const first = ask('one', sid);
+    await new Promise((r) => setTimeout(r, 100));
+    const second = ask('two', sid);
+    await Promise.all([first, second]);
+    const [r1, r2] = t.fake.requests.slice(-2);
+    expect(r1!.body.messages.at(-1)).toEqual({ role: 'user', content: 'one' });
+    // The second turn started after the first completed: it sees the first answer.
+    expect(r2!.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'A' },
+      { role: 'user', content: 'two' },
+    ]);
+    expect(r2!.receivedAt).toBeGreaterThanOrEqual(r1!.receivedAt + 250);
+  });
+
+  it('clears a session', async () => {
+    const t = target();
+    const sid = `x-${Date.now()}`;
+    t.fake.script({ text: 'remember me' }, { text: 'fresh' });
+    await ask('hello', sid);
+    const res = await fetch(`${t.baseURL}/sessions/clear`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+      body: JSON.stringify({ agentId: t.agentId, sessionKey: sid }),
+    });
+    expect(await res.json()).toEqual({ success: true, message: 'cleared 1 session' });
+    await ask('again', sid);
+    expect(t.fake.requests.at(-1)!.body.messages).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: 'again' },
+    ]);
+  });
+
+  it('leaves the history unchanged when a run is cancelled or fails', async () => {
+    const t = target();
+    const sid = `k-${Date.now()}`;
+    t.fake.script({ text: 'kept' });
+    await ask('keep this', sid);
+    t.fake.script({ text: Array.from({ length: 40 }, () => 'z '), chunkDelayMs: 100 });
+    const controller = new AbortController();
+    const stream = await client().chat.completions.create(
+      { model: t.agentId, messages: [{ role: 'user', content: 'cancel this' }], stream: true, sessionId: sid } as OpenAI.Chat.ChatCompletionCreateParamsStreaming,
+      { signal: controller.signal },
+    );
+    const before = t.fake.requests.length;
+    await (async () => {
+      // Abort once the provider is streaming (the first chunk, the role, comes before it is called).
+      for await (const chunk of stream) if (chunk.choices[0]?.delta.content) controller.abort();
+    })().catch(() => undefined);
+    await t.fake.waitForAbort({ index: before, timeoutMs: 3000 });
+    const fail = { status: 400, body: { error: { message: 'bad' } } };
+    t.fake.script(fail);
+    await ask('fail this', sid).catch(() => undefined);
+    t.fake.script({ text: 'after' });
+    await ask('last', sid);
+    expect(t.fake.requests.at(-1)!.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'keep this' },
+      { role: 'assistant', content: 'kept' },
+      { role: 'user', content: 'last' },
+    ]);
+  });
+}

@@ -1,0 +1,24 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * What a run was asked, as the gateway stores it on the run row (the job carries only the id).
+ * Messages are normalised to text; `system` messages add to the agent's instructions.
+ */
+export const RunMessage = Type.Object({
+  role: Type.Union([Type.Literal('system'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]),
+  content: Type.String(),
+});
+export type RunMessage = Static<typeof RunMessage>;
+
+export const RunRequest = Type.Object({
+  messages: Type.Array(RunMessage),
+  params: Type.Optional(
+    Type.Object({
+      temperature: Type.Optional(Type.Number()),
+      top_p: Type.Optional(Type.Number()),
+      max_tokens: Type.Optional(Type.Integer()),
+      stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+    }),
+  ),
+});
+export type RunRequest = Static<typeof RunRequest>;

@@ -1,0 +1,66 @@
+/** What the agent loop sends to a model provider and what comes back. */
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  /** OpenAI `tool_calls` of an assistant message, passed through as given. */
+  tool_calls?: unknown;
+  tool_call_id?: string;
+  name?: string;
+}
+
+export interface ModelCallRequest {
+  /** Provider id; default `models.default_provider`. */
+  provider?: string;
+  /** Model name or alias; default the provider's default model. */
+  model?: string;
+  /** Tried in order when the provider fails before the first token. */
+  failover?: Array<{ provider: string; model?: string }>;
+  messages: ChatMessage[];
+  params?: { temperature?: number; top_p?: number; max_tokens?: number; stop?: string | string[] };
+  /** OpenAI tool definitions, passed through. */
+  tools?: unknown[];
+  /** Aborts the HTTP request at once. */
+  signal: AbortSignal;
+}
+
+// Type aliases, not interfaces: callers store these as JSON (an alias fits JsonValue's index signature).
+export type ToolCall = {
+  id: string;
+  name: string;
+  /** JSON text, as the model wrote it. */
+  arguments: string;
+};
+
+export type ModelUsage = {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+};
+
+export type ModelEvent =
+  | { type: 'text'; text: string }
+  /** The assembled tool calls of the answer: once, before `done`. */
+  | { type: 'tool_calls'; calls: ToolCall[] }
+  | { type: 'done'; finishReason: string; provider: string; model: string; usage?: ModelUsage };
+
+export interface ModelTimeouts {
+  /** Until the TCP (and TLS) connection stands. */
+  connectMs: number;
+  /** From sending the request until the first token; also the longest silence between two chunks. */
+  firstTokenMs: number;
+  /** The whole call, retries and failover included. */
+  totalMs: number;
+  /** Retries per provider (before the first token only). */
+  retries: number;
+  /** First backoff; doubled for each further retry. */
+  backoffMs: number;
+}
+
+export const DEFAULT_MODEL_TIMEOUTS: ModelTimeouts = {
+  connectMs: 10_000,
+  firstTokenMs: 60_000,
+  totalMs: 600_000,
+  retries: 2,
+  backoffMs: 500,
+};

@@ -1,0 +1,163 @@
+import type { Logger } from 'pino';
+import { Value } from 'typebox/value';
+import { RunRequest, type RunEvent, type RunMessage } from '@agentry/contracts';
+import { AppError, isAppError } from '@agentry/errors';
+import {
+  appendMessages,
+  finishRun,
+  getRuleChain,
+  loadHistory,
+  markRunStreamed,
+  type Db,
+  type JsonValue,
+  type RunRecord,
+  type SessionMessage,
+} from '@agentry/db';
+import type { ChatMessage, ModelCallRequest, ModelEvent } from '@agentry/engine';
+
+/** What running one agent needs; the service wires it, tests may pass their own. */
+export interface RunDeps {
+  db: Db;
+  logger: Logger;
+  /** Streams a model call (the provider client). */
+  stream(req: ModelCallRequest): AsyncIterable<ModelEvent>;
+  /** Publishes one event of the run, in order. */
+  publish(event: RunEvent): Promise<void>;
+  /** History window of a session. */
+  maxMessages: number;
+}
+
+interface AgentNodeConfig {
+  provider?: string;
+  model?: string;
+  systemPrompt?: string;
+  params?: Record<string, unknown>;
+  failover?: Array<{ provider?: string; model?: string }>;
+}
+
+/** Distributes `Omit` over a union (plain `Omit` collapses it). */
+type EventBody = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'runId' | 'seq'> : never) : never;
+
+/** The `ai/agent` node of an agent's DSL (the first one), or undefined. */
+export function agentNode(dsl: JsonValue): AgentNodeConfig | undefined {
+  const nodes = (dsl as { metadata?: { nodes?: Array<{ type?: string; configuration?: unknown }> } } | null)?.metadata?.nodes ?? [];
+  const node = nodes.find((n) => n.type === 'ai/agent');
+  return node ? ((node.configuration ?? {}) as AgentNodeConfig) : undefined;
+}
+
+/**
+ * The conversation sent to the model. System prompt: the agent's, then any `system` messages of
+ * the request. Without a session, the request's messages are the whole context (as in the
+ * OpenAI API). With one, the stored history is the context and only the request's trailing user
+ * messages (after its last assistant message) are new.
+ */
+export function buildConversation(
+  config: AgentNodeConfig,
+  request: RunRequest,
+  history: SessionMessage[] | null,
+): { messages: ChatMessage[]; newTurns: SessionMessage[] } {
+  const system = [config.systemPrompt ?? '', ...request.messages.filter((m) => m.role === 'system').map((m) => m.content)]
+    .filter((s) => s.trim() !== '')
+    .join('\n\n');
+  const rest = request.messages.filter((m) => m.role !== 'system');
+  let body: RunMessage[];
+  let newTurns: SessionMessage[];
+  if (history === null) {
+    body = rest;
+    newTurns = [];
+  } else {
+    const lastAssistant = rest.map((m) => m.role).lastIndexOf('assistant');
+    const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user');
+    newTurns = trailing.map((m) => ({ role: 'user', content: m.content }));
+    body = [...history.filter((m) => m.role === 'user' || m.role === 'assistant').map((m) => ({ role: m.role, content: m.content }) as RunMessage), ...trailing];
+  }
+  const messages: ChatMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...body.map((m) => ({ role: m.role, content: m.content }))];
+  return { messages, newTurns };
+}
+
+function modelParams(config: AgentNodeConfig, request: RunRequest): ModelCallRequest['params'] {
+  const p = config.params ?? {};
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const fromAgent = {
+    temperature: num(p.temperature),
+    top_p: num(p.topP ?? p.top_p),
+    max_tokens: num(p.maxTokens ?? p.max_tokens),
+    stop: typeof p.stop === 'string' || Array.isArray(p.stop) ? (p.stop as string | string[]) : undefined,
+  };
+  const merged = { ...fromAgent, ...Object.fromEntries(Object.entries(request.params ?? {}).filter(([, v]) => v !== undefined)) };
+  return Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)) as ModelCallRequest['params'];
+}
+
+/**
+ * Runs one claimed run to its end: publishes its events in order (seq from 0), and commits the
+ * outcome. A completed turn is appended to the session in the same transaction that marks the
+ * run succeeded, and `done` is published only after that commit, so the next turn of the
+ * session sees it. A failed or cancelled run leaves the session untouched.
+ */
+export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
+  let seq = 0;
+  const emit = (event: EventBody) => deps.publish({ ...event, runId: run.id, seq: seq++ } as RunEvent);
+  const log = deps.logger.child({ runId: run.id, agentId: run.agentId });
+  let output = '';
+  try {
+    if (!Value.Check(RunRequest, run.request)) throw new AppError('VALIDATION', 400, 'the stored run request is malformed');
+    const request = run.request as RunRequest;
+    const agent = await getRuleChain(deps.db, run.agentId);
+    if (!agent || agent.kind !== 'agent') throw new AppError('NOT_FOUND', 404, `Not found: agent "${run.agentId}"`);
+    const config = agentNode(agent.dsl);
+    if (!config) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" has no ai/agent node`);
+    const history = run.sessionId ? await loadHistory(deps.db, run.sessionId, deps.maxMessages) : null;
+    const { messages, newTurns } = buildConversation(config, request, history);
+
+    let usage: JsonValue | null = null;
+    let finishReason = 'stop';
+    const failover = (config.failover ?? []).filter((f): f is { provider: string; model?: string } => typeof f.provider === 'string');
+    for await (const ev of deps.stream({
+      provider: config.provider,
+      model: config.model,
+      failover,
+      messages,
+      params: modelParams(config, request),
+      signal,
+    })) {
+      if (ev.type === 'text') {
+        if (ev.text === '') continue;
+        if (output === '') await markRunStreamed(deps.db, run.id);
+        output += ev.text;
+        await emit({ type: 'text', text: ev.text });
+      } else if (ev.type === 'done') {
+        finishReason = ev.finishReason === 'tool_calls' ? 'stop' : ev.finishReason;
+        if (ev.usage) usage = ev.usage;
+      }
+    }
+    if (signal.aborted) throw signal.reason ?? new Error('cancelled');
+
+    const committed = await deps.db.transaction().execute(async (tx) => {
+      const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
+      if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, [...newTurns, { role: 'assistant', content: output }]);
+      return ok;
+    });
+    if (!committed) {
+      log.info('run ended elsewhere (cancelled) before it could complete');
+      return;
+    }
+    await emit({
+      type: 'done',
+      finishReason,
+      ...(usage ? { usage: usage as { promptTokens: number; completionTokens: number; totalTokens: number } } : {}),
+    });
+    log.info({ chars: output.length }, 'run succeeded');
+  } catch (err) {
+    if (signal.aborted) {
+      await finishRun(deps.db, run.id, { status: 'cancelled', output: output || null, error: 'cancelled' });
+      log.info({ reason: String((signal.reason as Error | undefined)?.message ?? signal.reason) }, 'run cancelled');
+      return;
+    }
+    const message = isAppError(err) ? err.message : 'the agent failed unexpectedly';
+    const status = isAppError(err) ? err.status : 500;
+    if (status >= 500) log.error({ err }, 'run failed');
+    else log.info({ err: message }, 'run failed');
+    await finishRun(deps.db, run.id, { status: 'failed', output: output || null, error: message });
+    await emit({ type: 'error', message, status });
+  }
+}

@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryBus } from '@agentry/bus';
+import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
+import { ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, markRunStreamed, claimRun } from '@agentry/db';
+import type { ModelCallRequest, ModelEvent } from '@agentry/engine';
+import { bootstrap, type Runtime } from '@agentry/runtime';
+import { createTestPglite, waitFor } from '@agentry/testing';
+import { buildConversation, startAgentWorker } from '@agentry/agent-worker';
+
+describe('buildConversation', () => {
+  const request = {
+    messages: [
+      { role: 'system' as const, content: 'Be brief.' },
+      { role: 'user' as const, content: 'old question' },
+      { role: 'assistant' as const, content: 'old answer' },
+      { role: 'user' as const, content: 'new 1' },
+      { role: 'user' as const, content: 'new 2' },
+    ],
+  };
+
+  it('without a session sends the request as it is, after the instructions', () => {
+    const { messages, newTurns } = buildConversation({ systemPrompt: 'You are X.' }, request, null);
+    expect(messages).toEqual([
+      { role: 'system', content: 'You are X.\n\nBe brief.' },
+      { role: 'user', content: 'old question' },
+      { role: 'assistant', content: 'old answer' },
+      { role: 'user', content: 'new 1' },
+      { role: 'user', content: 'new 2' },
+    ]);
+    expect(newTurns).toEqual([]);
+  });
+
+  it('with a session sends the stored history and only the trailing user messages', () => {
+    const history = [
+      { role: 'user' as const, content: 'h1' },
+      { role: 'assistant' as const, content: 'h2' },
+    ];
+    const { messages, newTurns } = buildConversation({}, request, history);
+    expect(messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'h1' },
+      { role: 'assistant', content: 'h2' },
+      { role: 'user', content: 'new 1' },
+      { role: 'user', content: 'new 2' },
+    ]);
+    expect(newTurns).toEqual([
+      { role: 'user', content: 'new 1' },
+      { role: 'user', content: 'new 2' },
+    ]);
+  });
+});
+
+describe('agent-worker', () => {
+  let runtime: Runtime;
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-worker-'));
+  const calls: ModelCallRequest[] = [];
+  async function* fakeStream(req: ModelCallRequest): AsyncIterable<ModelEvent> {
+    calls.push(req);
+    const last = req.messages.at(-1)!.content;
+    if (last === 'boom') throw Object.assign(new Error('x'), {});
+    for (const word of ['echo: ', last]) {
+      if (req.signal.aborted) throw req.signal.reason;
+      yield { type: 'text', text: word };
+    }
+    yield { type: 'done', finishReason: 'stop', provider: 'p', model: 'm', usage: { promptTokens: 1, completionTokens: 2, totalTokens: 3 } };
+  }
+
+  beforeAll(async () => {
+    runtime = await bootstrap({
+      service: 'worker-test',
+      mode: 'embedded',
+      argv: [],
+      env: { AGENTRY_SECRET_KEY: 'worker-master-key-0123456789-abcdef' },
+      cwd,
+      logDestination: { write: () => {} },
+      openDb: () => createTestPglite(),
+      openBus: (logger) => createMemoryBus({ logger }),
+    });
+    await insertRuleChain(runtime.db.db, {
+      id: 'w',
+      kind: 'agent',
+      agentId: null,
+      name: 'W',
+      category: null,
+      dsl: {
+        ruleChain: { id: 'w', name: 'W' },
+        metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p', systemPrompt: 'sys', params: { temperature: 0.5 } } }], connections: [] },
+      },
+    });
+    await startAgentWorker(runtime, { stream: fakeStream, sessionPollMs: 20 });
+  });
+  afterAll(async () => {
+    await runtime.lifecycle.shutdown('test');
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  async function run(content: string, opts: { sessionId?: string; prepare?: (id: string) => Promise<void> } = {}) {
+    const id = `r${Math.random().toString(36).slice(2)}`;
+    const events: RunEvent[] = [];
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e as RunEvent));
+    await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: opts.sessionId ?? null, source: 'api', request: { messages: [{ role: 'user', content }] } });
+    await opts.prepare?.(id);
+    await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'agent-run', v: 1, runId: id });
+    await waitFor(async () => events.some((e) => e.type === 'done' || e.type === 'error'), 5000, 10);
+    await unsub();
+    return { id, events };
+  }
+
+  it('publishes text events with a monotonic seq, then done, and stores the outcome', async () => {
+    const { id, events } = await run('hi');
+    expect(events.map((e) => e.seq)).toEqual([0, 1, 2]);
+    expect(events.map((e) => e.type)).toEqual(['text', 'text', 'done']);
+    expect(events[2]).toMatchObject({ usage: { promptTokens: 1, completionTokens: 2, totalTokens: 3 } });
+    const stored = await getRun(runtime.db.db, id);
+    expect(stored).toMatchObject({ status: 'succeeded', output: 'echo: hi', streamed: true, attempts: 1 });
+    expect(calls.at(-1)).toMatchObject({ provider: 'p', params: { temperature: 0.5 }, messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hi' }] });
+  });
+
+  it('appends the turn to the session only when the run succeeds', async () => {
+    const session = await ensureSession(runtime.db.db, { agentId: 'w', sessionKey: 'sess-1' });
+    await run('first', { sessionId: session.id });
+    await run('boom', { sessionId: session.id });
+    const messages = await listSessionMessages(runtime.db.db, session.id);
+    expect(messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'first'],
+      ['assistant', 'echo: first'],
+    ]);
+  });
+
+  it('turns a model failure into one error event and a failed run', async () => {
+    const { id, events } = await run('boom');
+    expect(events).toEqual([{ runId: id, seq: 0, type: 'error', message: 'the agent failed unexpectedly', status: 500 }]);
+    expect((await getRun(runtime.db.db, id))?.status).toBe('failed');
+  });
+
+  it('fails a retried run that had already streamed instead of running it twice', async () => {
+    const before = calls.length;
+    const { id, events } = await run('again', {
+      prepare: async (runId) => {
+        await claimRun(runtime.db.db, runId);
+        await markRunStreamed(runtime.db.db, runId);
+      },
+    });
+    expect(events).toEqual([expect.objectContaining({ type: 'error', status: 503 })]);
+    expect(calls.length).toBe(before);
+    expect((await getRun(runtime.db.db, id))?.status).toBe('failed');
+  });
+});

@@ -1,0 +1,48 @@
+import type { RunEvent } from '@agentry/contracts';
+
+/** The relay lost an event (a gap in `seq`): the answer cannot be trusted, so the stream fails. */
+export class EventGapError extends Error {}
+
+/**
+ * Events of one run as an async queue, checked for order: each event must carry the next `seq`.
+ * Redis pub/sub delivers in order per channel but may drop messages across a reconnect; a gap
+ * fails the relay cleanly rather than emit a corrupted answer.
+ */
+export class RunEventQueue {
+  #buffer: RunEvent[] = [];
+  #waiter: ((e: RunEvent | EventGapError) => void) | null = null;
+  #expected = 0;
+  #failed: EventGapError | null = null;
+
+  push(raw: unknown): void {
+    const event = raw as RunEvent;
+    if (this.#failed) return;
+    if (event.seq !== this.#expected) {
+      this.#failed = new EventGapError(`run events arrived out of order (expected ${this.#expected}, got ${event.seq})`);
+      this.#deliver(this.#failed);
+      return;
+    }
+    this.#expected++;
+    this.#deliver(event);
+  }
+
+  #deliver(item: RunEvent | EventGapError): void {
+    if (this.#waiter) {
+      const w = this.#waiter;
+      this.#waiter = null;
+      w(item);
+    } else if (!(item instanceof EventGapError)) {
+      this.#buffer.push(item);
+    }
+  }
+
+  /** The next event; rejects with EventGapError after a gap. */
+  next(): Promise<RunEvent> {
+    const item = this.#buffer.shift();
+    if (item) return Promise.resolve(item);
+    if (this.#failed) return Promise.reject(this.#failed);
+    return new Promise((resolve, reject) => {
+      this.#waiter = (e) => (e instanceof EventGapError ? reject(e) : resolve(e));
+    });
+  }
+}

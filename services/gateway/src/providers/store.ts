@@ -1,0 +1,100 @@
+import { Errors } from '@agentry/errors';
+import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { chainsUsingProvider, getProvider, listProviders, type Db, type ProviderModel, type ProviderRecord } from '@agentry/db';
+import { defaultModelOf } from '@agentry/engine';
+import type { GatewayDeps } from '../deps.js';
+
+/** A provider as the API shows it: never the key, only whether one is set. */
+export interface ProviderView {
+  id: string;
+  name: string;
+  base_url: string;
+  /** The default model: `model`, else the `models` entry aliased `default`, else the first. */
+  model: string;
+  models: ProviderModel[];
+  hasApiKey: boolean;
+}
+
+export function providerView(p: ProviderRecord): ProviderView {
+  return { id: p.id, name: p.name || p.id, base_url: p.baseUrl, model: defaultModelOf(p), models: p.models.map(modelEntry), hasApiKey: p.apiKeySealed !== null };
+}
+
+/** The `models.providers.<id>` entry of `GET /config` (the shape it always had). */
+export function providerConfigView(p: ProviderRecord): { id: string; name: string; base_url: string; model: string; models: Array<{ name: string; alias?: string }> } {
+  return {
+    id: p.id,
+    name: p.name || p.id,
+    base_url: p.baseUrl,
+    model: defaultModelOf(p),
+    models: p.models.map((m) => (m.alias ? { name: m.name, alias: m.alias } : { name: m.name })),
+  };
+}
+
+function modelEntry(m: ProviderModel): ProviderModel {
+  return {
+    name: m.name,
+    ...(m.alias ? { alias: m.alias } : {}),
+    ...(m.context_window !== undefined ? { context_window: m.context_window } : {}),
+  };
+}
+
+export async function providerConfigViews(db: Db): Promise<Record<string, ReturnType<typeof providerConfigView>>> {
+  return Object.fromEntries((await listProviders(db)).map((p) => [p.id, providerConfigView(p)]));
+}
+
+/** The provider row, or 404 naming it. */
+export async function requireProvider(db: Db, id: string): Promise<ProviderRecord> {
+  const p = await getProvider(db, id);
+  if (!p) throw new Errors.NOT_FOUND(`model provider "${id}"`);
+  return p;
+}
+
+/** A non-empty `models.default_provider` must name a provider in the database: 400 otherwise. */
+export async function assertDefaultProviderExists(db: Db, value: unknown): Promise<void> {
+  if (typeof value !== 'string' || value === '') return;
+  if (!(await getProvider(db, value))) throw new Errors.VALIDATION(`models.default_provider: "${value}" is not one of models.providers`);
+}
+
+/** 400 when `base_url` is not an http(s) URL, or two models claim alias `default`. */
+export function assertProviderFields(fields: { base_url?: string; models?: ProviderModel[] }): void {
+  if (fields.base_url !== undefined) {
+    let ok = /^https?:\/\//.test(fields.base_url);
+    try {
+      ok &&= new URL(fields.base_url).host !== '';
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw new Errors.VALIDATION(`base_url: "${fields.base_url}" is not an http(s) URL`);
+  }
+  if (fields.models && fields.models.filter((m) => m.alias === 'default').length > 1) {
+    throw new Errors.VALIDATION('models: more than one model has alias "default"');
+  }
+}
+
+/** 409 when the provider is the default one or a chain names it (as provider or failover). */
+export async function assertProviderUnused(deps: GatewayDeps, id: string): Promise<void> {
+  if (deps.config.current.models.default_provider === id) {
+    throw new Errors.CONFLICT(
+      `model provider "${id}" is models.default_provider; make another provider the default (PUT /api/v1/config/models or PUT /api/v1/config) before deleting it`,
+    );
+  }
+  const users = await chainsUsingProvider(deps.db.db, id);
+  if (users.length > 0) {
+    const names = users.map((u) => `${u.kind === 'agent' ? 'agent' : 'rule chain'} "${u.id}"`).join(', ');
+    throw new Errors.CONFLICT(`model provider "${id}" is used by ${names}; change ${users.length > 1 ? 'them' : 'it'} before deleting the provider`);
+  }
+}
+
+/**
+ * Tells every replica (agent-workers included) to drop cached provider rows and clients, after
+ * the change committed. A failed publish is logged, not thrown: the write stands, and caches
+ * expire on their own within 30 s.
+ */
+export async function publishProviderChange(deps: Pick<GatewayDeps, 'bus' | 'logger'>, id?: string): Promise<void> {
+  const message: InvalidateMessage = id === undefined ? { area: 'providers' } : { area: 'providers', id };
+  try {
+    await deps.bus.pubsub.publish(PubSubChannels.invalidate, message);
+  } catch (err) {
+    deps.logger.warn({ err, provider: id }, 'could not publish a provider invalidation');
+  }
+}

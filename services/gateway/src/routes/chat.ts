@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Type, { type Static } from 'typebox';
+import { AppError, Errors } from '@agentry/errors';
+import { PubSubChannels, QueueNames, type AgentRunJob, type RunCancelMessage, type RunEvent, type RunRequest } from '@agentry/contracts';
+import { ensureSession, finishRun, insertRun, listRuleChains, type JsonValue } from '@agentry/db';
+import type { GatewayDeps } from '../deps.js';
+import { requireAgent } from './common.js';
+import { EventGapError, RunEventQueue } from '../chat/run-events.js';
+
+const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
+// `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
+// would turn 42 into "42" or ["END"] into "END" instead of refusing or keeping them.
+const Message = Type.Object({ role: Role, content: Type.Unknown() }, { additionalProperties: true });
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+const ChatBody = Type.Object(
+  {
+    model: Type.String({ minLength: 1 }),
+    messages: Type.Array(Message, { minItems: 1 }),
+    stream: Nullable(Type.Boolean()),
+    stream_options: Nullable(Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
+    sessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    temperature: Nullable(Type.Number({ minimum: 0, maximum: 2 })),
+    top_p: Nullable(Type.Number({ minimum: 0, maximum: 1 })),
+    max_tokens: Nullable(Type.Integer({ minimum: 1 })),
+    max_completion_tokens: Nullable(Type.Integer({ minimum: 1 })),
+    stop: Type.Optional(Type.Unknown()),
+  },
+  // OpenAI clients send many more fields (n, user, tools, ...): accepted and ignored.
+  { additionalProperties: true },
+);
+type ChatBody = Static<typeof ChatBody>;
+type DoneEvent = Extract<RunEvent, { type: 'done' }>;
+
+/** Text of a message: a string, or its text content parts joined; other parts are refused. */
+function textOf(content: unknown, where: string): string {
+  if (content === null || content === undefined) return '';
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw new Errors.VALIDATION(`${where}.content must be a string or an array of content parts`);
+  return (content as Array<{ type?: unknown; text?: unknown } | null>)
+    .map((part, i) => {
+      if (!part || typeof part !== 'object' || part.type !== 'text' || typeof part.text !== 'string') {
+        throw new Errors.VALIDATION(`${where}.content[${i}]: only text content parts are supported (got ${JSON.stringify((part as { type?: unknown } | null)?.type)})`);
+      }
+      return part.text;
+    })
+    .join('\n');
+}
+
+function toRunRequest(body: ChatBody): RunRequest {
+  const messages = body.messages.map((m, i) => ({
+    role: m.role === 'developer' ? ('system' as const) : m.role,
+    content: textOf(m.content, `messages[${i}]`),
+  }));
+  const params: NonNullable<RunRequest['params']> = {};
+  if (typeof body.temperature === 'number') params.temperature = body.temperature;
+  if (typeof body.top_p === 'number') params.top_p = body.top_p;
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens;
+  if (typeof maxTokens === 'number') params.max_tokens = maxTokens;
+  const stop = body.stop;
+  if (typeof stop === 'string' || (Array.isArray(stop) && stop.length <= 4 && stop.every((x) => typeof x === 'string'))) params.stop = stop as string | string[];
+  else if (stop !== undefined && stop !== null) throw new Errors.VALIDATION('stop must be a string or an array of up to 4 strings');
+  return Object.keys(params).length > 0 ? { messages, params } : { messages };
+}
+
+function usageOf(event: DoneEvent) {
+  const u = event.usage;
+  return { prompt_tokens: u?.promptTokens ?? 0, completion_tokens: u?.completionTokens ?? 0, total_tokens: u?.totalTokens ?? 0 };
+}
+
+/**
+ * `POST /chat/completions` (OpenAI-compatible; `model` is the agent id) and `GET /models`.
+ * The run row is committed before its job is enqueued, and the gateway listens on `run:<id>`
+ * before enqueueing, so no event can be missed; it relays them as one body or as SSE chunks.
+ */
+export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
+  app.get('/models', { config: { auth: 'chat' } }, async () => {
+    const agents = await listRuleChains(deps.db.db, { kind: 'agent' });
+    return {
+      object: 'list',
+      data: agents.map((a) => ({ id: a.id, object: 'model', created: Math.floor(a.createdAt.getTime() / 1000), owned_by: 'agentry' })),
+    };
+  });
+
+  app.post<{ Body: ChatBody }>('/chat/completions', { config: { auth: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
+    const body = req.body;
+    const request = toRunRequest(body);
+    const agent = await requireAgent(deps.db.db, body.model);
+    const session = body.sessionId ? await ensureSession(deps.db.db, { agentId: agent.id, sessionKey: body.sessionId, channel: 'api' }) : null;
+
+    const runId = randomUUID().replace(/-/g, '');
+    const queue = new RunEventQueue();
+    const unsubscribe = await deps.bus.pubsub.subscribe(PubSubChannels.run(runId), (m) => queue.push(m));
+    let settled = false;
+    const cancel = async (why: string) => {
+      if (settled) return;
+      settled = true;
+      req.log.info({ runId, why }, 'run cancelled by the gateway');
+      await Promise.allSettled([
+        finishRun(deps.db.db, runId, { status: 'cancelled', error: why }),
+        deps.bus.pubsub.publish(PubSubChannels.runCancel, { runId } satisfies RunCancelMessage),
+      ]);
+    };
+    try {
+      await insertRun(deps.db.db, { id: runId, agentId: agent.id, sessionId: session?.id ?? null, source: 'api', request: request as unknown as JsonValue });
+      try {
+        const job: AgentRunJob = { type: 'agent-run', v: 1, runId };
+        await deps.bus.queue.enqueue(QueueNames.agentRun, job, { attempts: 3, backoffMs: 500 });
+      } catch (err) {
+        await finishRun(deps.db.db, runId, { status: 'failed', error: 'could not enqueue the run' });
+        throw new Errors.NOT_READY('the run queue is unavailable; try again', { cause: err });
+      }
+      req.log.info({ runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'run enqueued');
+
+      // Streaming or not, a client that goes away cancels its run.
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableFinished) void cancel('the client went away');
+      });
+
+      const meta = { id: `chatcmpl-${runId}`, created: Math.floor(Date.now() / 1000), model: body.model };
+      if (body.stream === true) {
+        await relayStream(req, reply, queue, meta, {
+          agui: String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui',
+          includeUsage: body.stream_options?.include_usage === true,
+          heartbeatMs: opts.heartbeatMs,
+          onGap: () => cancel('event stream gap'),
+          onEnd: () => {
+            settled = true;
+          },
+        });
+        return reply;
+      }
+
+      let content = '';
+      for (;;) {
+        let event: RunEvent;
+        try {
+          event = await queue.next();
+        } catch (err) {
+          if (err instanceof EventGapError) {
+            await cancel('event stream gap');
+            throw new Errors.INTERNAL(err.message);
+          }
+          throw err;
+        }
+        if (event.type === 'text') content += event.text;
+        else if (event.type === 'error') {
+          settled = true;
+          throw new AppError('RUN_FAILED', event.status && event.status >= 400 ? event.status : 502, event.message);
+        } else if (event.type === 'done') {
+          settled = true;
+          return {
+            ...meta,
+            object: 'chat.completion',
+            choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: event.finishReason }],
+            usage: usageOf(event),
+          };
+        }
+      }
+    } finally {
+      await unsubscribe().catch((err: unknown) => req.log.warn({ err }, 'unsubscribe failed'));
+    }
+  });
+}
+
+/** Writes the run's events as OpenAI `chat.completion.chunk` SSE lines. */
+async function relayStream(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  queue: RunEventQueue,
+  meta: { id: string; created: number; model: string },
+  opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number; onGap: () => Promise<void>; onEnd: () => void },
+): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': String(req.id),
+  });
+  const send = (data: unknown) => {
+    if (!raw.destroyed) raw.write(`data: ${JSON.stringify(data)}\n\n`);
+  };
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    send({ ...meta, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+  // Comment lines keep idle streams alive through proxies while the agent thinks.
+  const heartbeat = setInterval(() => {
+    if (!raw.destroyed) raw.write(': ping\n\n');
+  }, opts.heartbeatMs);
+  const closed = new Promise<'closed'>((resolve) => raw.once('close', () => resolve('closed')));
+  try {
+    chunk({ role: 'assistant', content: '' });
+    for (;;) {
+      let event: RunEvent;
+      try {
+        const next = await Promise.race([queue.next(), closed]);
+        if (next === 'closed') return;
+        event = next;
+      } catch (err) {
+        if (!(err instanceof EventGapError)) throw err;
+        await opts.onGap();
+        send({ error: { message: err.message, type: 'server_error', code: 500 } });
+        return;
+      }
+      switch (event.type) {
+        case 'text':
+          chunk({ content: event.text });
+          break;
+        case 'tool_start':
+          if (opts.agui) {
+            chunk({
+              tool_calls: [
+                { type: 'TOOL_CALL_START', toolCallId: event.toolCallId, toolCallName: event.toolName, arguments: event.arguments, toolType: event.toolType },
+              ],
+            });
+          }
+          break;
+        case 'tool_result':
+          if (opts.agui) {
+            chunk({
+              tool_calls: [
+                { type: 'TOOL_CALL_RESULT', toolCallId: event.toolCallId, toolCallName: event.toolName, content: event.content, toolType: event.toolType },
+              ],
+            });
+          }
+          break;
+        case 'error':
+          opts.onEnd();
+          // A failure after the stream started: one error event, then the stream closes without [DONE].
+          send({ error: { message: event.message, type: event.status && event.status < 500 ? 'invalid_request_error' : 'server_error', code: event.status ?? 502 } });
+          return;
+        case 'done':
+          opts.onEnd();
+          chunk({ content: '' }, event.finishReason);
+          if (opts.includeUsage) send({ ...meta, object: 'chat.completion.chunk', choices: [], usage: usageOf(event) });
+          if (!raw.destroyed) raw.write('data: [DONE]\n\n');
+          return;
+        default: {
+          const never: never = event;
+          req.log.warn({ event: never }, 'unknown run event');
+        }
+      }
+    }
+  } finally {
+    clearInterval(heartbeat);
+    if (!raw.destroyed) raw.end();
+  }
+}

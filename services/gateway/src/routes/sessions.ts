@@ -1,0 +1,62 @@
+import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import { Errors } from '@agentry/errors';
+import { clearSessions, getSession, listSessionMessages, listSessions } from '@agentry/db';
+import type { GatewayDeps } from '../deps.js';
+import { PageQuery, iso, pageOf, typed } from './common.js';
+
+const ClearBody = Type.Object(
+  {
+    agentId: Type.Optional(Type.String()),
+    sessionKey: Type.Optional(Type.String()),
+    channel: Type.Optional(Type.String()),
+    scope: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+/** Conversations: clear (spec), and list/read for the UI and CLI. */
+export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
+  const api = typed(app);
+
+  api.post('/sessions/clear', { schema: { body: ClearBody } }, async (req) => {
+    const n = await clearSessions(deps.db.db, req.body ?? {});
+    return { success: true, message: n === 1 ? 'cleared 1 session' : `cleared ${n} sessions` };
+  });
+
+  api.get('/sessions', { schema: { querystring: Type.Object({ agentId: Type.Optional(Type.String()), ...PageQuery }) } }, async (req) => {
+    const { page, size } = pageOf(req.query);
+    const { data, total } = await listSessions(deps.db.db, { agentId: req.query.agentId, page, size });
+    return {
+      data: data.map((s) => ({
+        id: s.id,
+        agentId: s.agentId,
+        sessionKey: s.sessionKey,
+        channel: s.channel,
+        scope: s.scope,
+        title: s.title,
+        messageCount: s.messageCount,
+        createdAt: iso(s.createdAt),
+        updatedAt: iso(s.updatedAt),
+      })),
+      total,
+      page,
+      size,
+    };
+  });
+
+  api.get('/sessions/:id/messages', { schema: { params: Type.Object({ id: Type.String() }) } }, async (req) => {
+    const session = await getSession(deps.db.db, req.params.id);
+    if (!session) throw new Errors.NOT_FOUND(`session "${req.params.id}"`);
+    const messages = await listSessionMessages(deps.db.db, session.id);
+    return messages.map((m) => ({
+      role: m.role,
+      content: m.content,
+      ...(m.toolCalls ? { toolCalls: m.toolCalls } : {}),
+      ...(m.toolCallId ? { toolCallId: m.toolCallId } : {}),
+      ...(m.name ? { name: m.name } : {}),
+      runId: m.runId,
+      createdAt: iso(m.createdAt),
+    }));
+  });
+}

@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createMemoryBus } from '@agentry/bus';
+import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
+import { getRun, insertRuleChain } from '@agentry/db';
+import { bootstrap, type Runtime } from '@agentry/runtime';
+import { createTestPglite, waitFor } from '@agentry/testing';
+import { buildGateway } from '@agentry/gateway';
+
+/**
+ * The gateway's relay, with a scripted stand-in for the agent-worker (a "test tool" run): what
+ * reaches the client for each kind of run event, with and without the agui protocol.
+ */
+/** A run event without its envelope (distributed over the union). */
+type Body = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'runId' | 'seq'> : never) : never;
+const SCRIPTS: Record<string, Body[]> = {
+  tools: [
+    { type: 'tool_start', toolCallId: 'call_1', toolName: 'echo', toolType: 'builtin', arguments: '{"text":"hi"}' },
+    { type: 'tool_result', toolCallId: 'call_1', toolName: 'echo', toolType: 'builtin', content: 'hi' },
+    { type: 'text', text: 'The tool said hi.' },
+    { type: 'done', finishReason: 'stop' },
+  ],
+  failing: [{ type: 'text', text: 'partial' }, { type: 'error', message: 'provider fake failed: 500', status: 502 }],
+  early: [{ type: 'error', message: 'Upstream failure: provider fake answered 500', status: 502 }],
+};
+
+let runtime: Runtime;
+let app: FastifyInstance;
+const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-relay-'));
+
+beforeAll(async () => {
+  runtime = await bootstrap({
+    service: 'relay-test',
+    mode: 'embedded',
+    argv: [],
+    env: { AGENTRY_SECRET_KEY: 'relay-master-key-0123456789-abcdef' },
+    cwd,
+    logDestination: { write: () => {} },
+    openDb: () => createTestPglite(),
+    openBus: (logger) => createMemoryBus({ logger }),
+  });
+  await insertRuleChain(runtime.db.db, {
+    id: 'relay',
+    kind: 'agent',
+    agentId: null,
+    name: 'Relay',
+    category: null,
+    dsl: { ruleChain: { id: 'relay', name: 'Relay' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent' }], connections: [] } },
+  });
+  runtime.bus.queue.consume<{ runId: string }>(
+    QueueNames.agentRun,
+    async (job) => {
+      const run = await getRun(runtime.db.db, job.data.runId);
+      const prompt = (run!.request as { messages: Array<{ content: string }> }).messages.at(-1)!.content;
+      const [scenario, option] = prompt.split(':');
+      let seq = 0;
+      const publish = (e: Body) => runtime.bus.pubsub.publish(PubSubChannels.run(job.data.runId), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
+      if (scenario === 'slow') await new Promise((r) => setTimeout(r, 300));
+      if (scenario === 'gap') {
+        await publish({ type: 'text', text: 'a' });
+        seq++; // lose one event
+        await publish({ type: 'text', text: 'c' });
+        await publish({ type: 'done', finishReason: 'stop' });
+        return;
+      }
+      const fallback: Body[] = [
+        { type: 'text', text: option ?? 'ok' },
+        { type: 'done', finishReason: 'stop' },
+      ];
+      for (const e of SCRIPTS[scenario!] ?? fallback) await publish(e);
+    },
+    { concurrency: 4 },
+  );
+  app = await buildGateway(runtime, { heartbeatMs: 50 });
+  await app.ready();
+});
+
+afterAll(async () => {
+  await app.close();
+  await runtime.lifecycle.shutdown('test');
+  fs.rmSync(cwd, { recursive: true, force: true });
+});
+
+function chat(content: string, opts: { stream?: boolean; agui?: boolean } = {}) {
+  return app.inject({
+    method: 'POST',
+    url: '/api/v1/chat/completions',
+    headers: opts.agui ? { 'x-stream-protocol': 'agui' } : {},
+    payload: { model: 'relay', messages: [{ role: 'user', content }], stream: opts.stream ?? true },
+  });
+}
+
+function events(body: string): unknown[] {
+  return body
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => (e === 'data: [DONE]' ? '[DONE]' : JSON.parse(e.slice(6))));
+}
+
+describe('agui tool events', () => {
+  it('are relayed in order at choices[0].delta.tool_calls[0] with X-Stream-Protocol: agui', async () => {
+    const res = await chat('tools', { agui: true });
+    const tools = events(res.body)
+      .map((e) => (e as { choices?: Array<{ delta: { tool_calls?: unknown[] } }> }).choices?.[0]?.delta.tool_calls?.[0])
+      .filter(Boolean);
+    expect(tools).toEqual([
+      { type: 'TOOL_CALL_START', toolCallId: 'call_1', toolCallName: 'echo', arguments: '{"text":"hi"}', toolType: 'builtin' },
+      { type: 'TOOL_CALL_RESULT', toolCallId: 'call_1', toolCallName: 'echo', content: 'hi', toolType: 'builtin' },
+    ]);
+    expect(events(res.body).at(-1)).toBe('[DONE]');
+  });
+
+  it('never appear without the header, in the stream or the non-stream body', async () => {
+    const streamed = await chat('tools');
+    expect(streamed.body).not.toMatch(/tool_calls|TOOL_CALL/);
+    expect(streamed.body).toMatch(/The tool said hi\./);
+    const plain = await chat('tools', { stream: false });
+    expect(plain.json().choices[0].message).toEqual({ role: 'assistant', content: 'The tool said hi.' });
+  });
+});
+
+describe('failures', () => {
+  it('after the first token: one error event, no [DONE]', async () => {
+    const list = events((await chat('failing')).body);
+    expect(list.at(-1)).toEqual({ error: { message: 'provider fake failed: 500', type: 'server_error', code: 502 } });
+    expect(list).not.toContain('[DONE]');
+  });
+
+  it('before the first token, non-stream: the status and {error}', async () => {
+    const res = await chat('early', { stream: false });
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toEqual({ error: 'Upstream failure: provider fake answered 500' });
+  });
+
+  it('a gap in the events fails the stream instead of emitting a corrupted answer', async () => {
+    const res = await chat('gap');
+    const list = events(res.body);
+    expect(list.at(-1)).toMatchObject({ error: { message: expect.stringMatching(/out of order/) } });
+    expect(res.body).not.toMatch(/"content":"c"/);
+  });
+});
+
+describe('keep-alive', () => {
+  it('sends ": ping" comments while the run is silent', async () => {
+    const res = await chat('slow');
+    expect(res.body).toMatch(/^: ping$/m);
+    expect(events(res.body).at(-1)).toBe('[DONE]');
+  });
+
+  it('a run for an unknown agent is 404 and nothing is enqueued', async () => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { model: 'nope', messages: [{ role: 'user', content: 'x' }] } });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ error: 'Not found: agent "nope"' });
+  });
+
+  it('stores the finished run', async () => {
+    const res = await chat('hello:world', { stream: false });
+    const id = (res.json() as { id: string }).id.replace('chatcmpl-', '');
+    await waitFor(async () => (await getRun(runtime.db.db, id)) !== undefined);
+  });
+});
