@@ -7,3 +7,6 @@ export * from './skills/markdown.js';
 export * from './skills/archive.js';
 export { readZipDirectory, unsafeEntryName, type ZipEntryInfo } from './skills/zip.js';
 export * from './models/index.js';
+export * from './tools/types.js';
+export * from './agent/loop.js';
+export * from './agent/tools.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Value } from 'typebox/value';
-import { RunRequest, type RunEvent, type RunMessage } from '@agentry/contracts';
+import { RunRequest, type RunEvent } from '@agentry/contracts';
 import { AppError, isAppError } from '@agentry/errors';
 import {
   appendMessages,
@@ -13,7 +13,16 @@ import {
   type RunRecord,
   type SessionMessage,
 } from '@agentry/db';
-import type { ChatMessage, ModelCallRequest, ModelEvent } from '@agentry/engine';
+import {
+  resolveTools,
+  runAgentLoop,
+  type AgentToolConfig,
+  type ChatMessage,
+  type LoopEvent,
+  type ModelCallRequest,
+  type ModelEvent,
+  type ToolDefinition,
+} from '@agentry/engine';
 
 /** What running one agent needs; the service wires it, tests may pass their own. */
 export interface RunDeps {
@@ -25,14 +34,25 @@ export interface RunDeps {
   publish(event: RunEvent): Promise<void>;
   /** History window of a session. */
   maxMessages: number;
+  /** Built-in tools by name. */
+  builtin: Record<string, ToolDefinition>;
+  /** The agent's instructions from its `systemPrompt` (templates rendered, skills block added). */
+  systemPrompt?(config: AgentNodeConfig, agentId: string): Promise<string>;
 }
 
-interface AgentNodeConfig {
+/** Sub-agents nest at most this deep. */
+const MAX_AGENT_DEPTH = 3;
+
+export interface AgentNodeConfig {
   provider?: string;
   model?: string;
   systemPrompt?: string;
   params?: Record<string, unknown>;
   failover?: Array<{ provider?: string; model?: string }>;
+  maxStep?: number;
+  maxToolOutputLength?: number;
+  tools?: AgentToolConfig[];
+  disabledSkills?: string[];
 }
 
 /** Distributes `Omit` over a union (plain `Omit` collapses it). */
@@ -55,23 +75,36 @@ export function buildConversation(
   config: AgentNodeConfig,
   request: RunRequest,
   history: SessionMessage[] | null,
+  systemPrompt: string = config.systemPrompt ?? '',
 ): { messages: ChatMessage[]; newTurns: SessionMessage[] } {
-  const system = [config.systemPrompt ?? '', ...request.messages.filter((m) => m.role === 'system').map((m) => m.content)]
+  const system = [systemPrompt, ...request.messages.filter((m) => m.role === 'system').map((m) => m.content)]
     .filter((s) => s.trim() !== '')
     .join('\n\n');
   const rest = request.messages.filter((m) => m.role !== 'system');
-  let body: RunMessage[];
+  let body: ChatMessage[];
   let newTurns: SessionMessage[];
   if (history === null) {
-    body = rest;
+    body = rest.map((m) => ({ role: m.role, content: m.content }));
     newTurns = [];
   } else {
     const lastAssistant = rest.map((m) => m.role).lastIndexOf('assistant');
     const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user');
     newTurns = trailing.map((m) => ({ role: 'user', content: m.content }));
-    body = [...history.filter((m) => m.role === 'user' || m.role === 'assistant').map((m) => ({ role: m.role, content: m.content }) as RunMessage), ...trailing];
+    // A window that starts inside a tool exchange would orphan tool results: skip to a clean start.
+    let start = 0;
+    while (start < history.length && history[start]!.role === 'tool') start++;
+    const past: ChatMessage[] = history
+      .slice(start)
+      .filter((m) => m.role !== 'system')
+      .map((m) => ({
+        role: m.role as ChatMessage['role'],
+        content: m.content,
+        ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
+        ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+      }));
+    body = [...past, ...trailing.map((m) => ({ role: 'user' as const, content: m.content }))];
   }
-  const messages: ChatMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...body.map((m) => ({ role: m.role, content: m.content }))];
+  const messages: ChatMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...body];
   return { messages, newTurns };
 }
 
@@ -107,34 +140,33 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
     const config = agentNode(agent.dsl);
     if (!config) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" has no ai/agent node`);
     const history = run.sessionId ? await loadHistory(deps.db, run.sessionId, deps.maxMessages) : null;
-    const { messages, newTurns } = buildConversation(config, request, history);
+    const systemPrompt = deps.systemPrompt ? await deps.systemPrompt(config, run.agentId) : (config.systemPrompt ?? '');
+    const { messages, newTurns } = buildConversation(config, request, history, systemPrompt);
 
-    let usage: JsonValue | null = null;
-    let finishReason = 'stop';
-    const failover = (config.failover ?? []).filter((f): f is { provider: string; model?: string } => typeof f.provider === 'string');
-    for await (const ev of deps.stream({
-      provider: config.provider,
-      model: config.model,
-      failover,
-      messages,
-      params: modelParams(config, request),
-      signal,
-    })) {
+    const onEvent = async (ev: LoopEvent) => {
       if (ev.type === 'text') {
-        if (ev.text === '') continue;
         if (output === '') await markRunStreamed(deps.db, run.id);
         output += ev.text;
-        await emit({ type: 'text', text: ev.text });
-      } else if (ev.type === 'done') {
-        finishReason = ev.finishReason === 'tool_calls' ? 'stop' : ev.finishReason;
-        if (ev.usage) usage = ev.usage;
+      } else if (output === '') {
+        // A tool call is visible progress too: a retry would run the tools twice.
+        await markRunStreamed(deps.db, run.id);
       }
-    }
-    if (signal.aborted) throw signal.reason ?? new Error('cancelled');
+      await emit(ev);
+    };
+    const result = await runAgentWithTools(deps, run, config, messages, request, signal, onEvent, [run.agentId]);
+    const usage: JsonValue | null = result.usage;
+    const finishReason = result.finishReason;
+    output = result.output;
+    const turn: SessionMessage[] = result.added.map((m) => ({
+      role: m.role,
+      content: m.content,
+      ...(m.tool_calls ? { toolCalls: m.tool_calls as JsonValue } : {}),
+      ...(m.tool_call_id ? { toolCallId: m.tool_call_id } : {}),
+    }));
 
     const committed = await deps.db.transaction().execute(async (tx) => {
       const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
-      if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, [...newTurns, { role: 'assistant', content: output }]);
+      if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, [...newTurns, ...turn]);
       return ok;
     });
     if (!committed) {
@@ -159,5 +191,57 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
     else log.info({ err: message }, 'run failed');
     await finishRun(deps.db, run.id, { status: 'failed', output: output || null, error: message });
     await emit({ type: 'error', message, status });
+  }
+}
+
+/**
+ * One agent's tool loop: resolves its tools (built-ins, rule chains, sub-agents, MCP) and runs
+ * the loop. Sub-agents run silently (their answer is the tool result), nest at most
+ * MAX_AGENT_DEPTH deep, and an agent already on the stack cannot be called again (cycle).
+ */
+async function runAgentWithTools(
+  deps: RunDeps,
+  run: RunRecord,
+  config: AgentNodeConfig,
+  messages: ChatMessage[],
+  request: RunRequest | null,
+  signal: AbortSignal,
+  emit: (ev: LoopEvent) => Promise<void>,
+  stack: string[],
+) {
+  const resolved = await resolveTools(config.tools ?? [], {
+    logger: deps.logger,
+    builtin: deps.builtin,
+    context: { db: deps.db, agentId: stack.at(-1)!, runId: run.id, sessionId: run.sessionId, logger: deps.logger },
+    runSubagent: async (agentId, message, subSignal) => {
+      if (stack.includes(agentId)) throw new AppError('VALIDATION', 400, `agent ${agentId} is already running in this chain (${[...stack, agentId].join(' -> ')})`);
+      if (stack.length >= MAX_AGENT_DEPTH) throw new AppError('VALIDATION', 400, `sub-agents nest at most ${MAX_AGENT_DEPTH} deep`);
+      const sub = await getRuleChain(deps.db, agentId);
+      const subConfig = sub?.kind === 'agent' ? agentNode(sub.dsl) : undefined;
+      if (!subConfig) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
+      const subPrompt = deps.systemPrompt ? await deps.systemPrompt(subConfig, agentId) : (subConfig.systemPrompt ?? '');
+      const subMessages: ChatMessage[] = [...(subPrompt ? [{ role: 'system' as const, content: subPrompt }] : []), { role: 'user', content: message }];
+      const result = await runAgentWithTools(deps, run, subConfig, subMessages, null, subSignal, async () => {}, [...stack, agentId]);
+      return result.output;
+    },
+  });
+  try {
+    const failover = (config.failover ?? []).filter((f): f is { provider: string; model?: string } => typeof f.provider === 'string');
+    return await runAgentLoop(
+      { stream: deps.stream, emit, logger: deps.logger },
+      {
+        provider: config.provider,
+        model: config.model,
+        failover,
+        params: request ? modelParams(config, request) : modelParams(config, { messages: [] }),
+        ...(config.maxStep ? { maxStep: config.maxStep } : {}),
+        ...(config.maxToolOutputLength ? { maxToolOutputLength: config.maxToolOutputLength } : {}),
+      },
+      messages,
+      resolved.tools,
+      signal,
+    );
+  } finally {
+    await resolved.close();
   }
 }

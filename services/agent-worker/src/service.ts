@@ -2,7 +2,7 @@ import { Value } from 'typebox/value';
 import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Consumer } from '@agentry/bus';
 import { claimRun, finishRun, getRun, hasEarlierActiveRun } from '@agentry/db';
-import { ModelProviders, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
+import { ModelProviders, type ModelCallRequest, type ModelEvent, type ToolDefinition } from '@agentry/engine';
 import type { Runtime } from '@agentry/runtime';
 import { runAgent } from './run-agent.js';
 
@@ -11,6 +11,8 @@ export interface AgentWorkerOptions {
   concurrency?: number;
   /** How often a turn waiting for an earlier turn of its session looks again (default 100 ms). */
   sessionPollMs?: number;
+  /** Built-in tools by name (default: the engine's built-ins). */
+  builtin?: Record<string, ToolDefinition>;
   /** Tests: a model client instead of the configured providers. */
   stream?: (req: ModelCallRequest) => AsyncIterable<ModelEvent>;
 }
@@ -86,7 +88,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           return;
         }
         await runAgent(
-          { db: db.db, logger, stream, publish, maxMessages: runtime.config.current.agents.defaults.session.max_messages },
+          { db: db.db, logger, stream, publish, maxMessages: runtime.config.current.agents.defaults.session.max_messages, builtin: opts.builtin ?? {} },
           run,
           ctl.signal,
         );

@@ -1,0 +1,239 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createMemoryBus } from '@agentry/bus';
+import { ToolError, type ToolDefinition } from '@agentry/engine';
+import { bootstrap, type Runtime } from '@agentry/runtime';
+import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
+import { startAgentWorker } from '@agentry/agent-worker';
+import { startGateway } from '@agentry/gateway';
+
+/**
+ * Agents doing work through /chat/completions: the fake model scripts tool calls, the worker
+ * runs them (test built-ins, a sub-agent, a real MCP server), and the stream carries the tool
+ * events with X-Stream-Protocol: agui.
+ */
+const API_KEY = 'sk-agent-tools-account-0123456789';
+const TEST_TOOLS: Record<string, ToolDefinition> = {
+  echo: {
+    name: 'echo',
+    description: 'Echoes text.',
+    parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    run: async (args) => `echo: ${String(args.text)}`,
+  },
+  explode: {
+    name: 'explode',
+    description: 'Always fails.',
+    parameters: { type: 'object' },
+    run: async () => {
+      throw new ToolError('the tool exploded');
+    },
+  },
+};
+
+let runtime: Runtime;
+let fake: FakeModel;
+let down: FakeModel;
+let mcp: http.Server;
+let baseURL: string;
+const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-tools-'));
+
+function startMcpServer(): Promise<http.Server> {
+  const server = http.createServer(async (req, res) => {
+    // Stateless: a fresh server and transport per request.
+    const mcpServer = new McpServer({ name: 'calc', version: '1.0.0' });
+    mcpServer.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
+      content: [{ type: 'text', text: String(a + b) }],
+    }));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => {
+      void transport.close();
+      void mcpServer.close();
+    });
+    await mcpServer.connect(transport);
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+async function createAgent(id: string, configuration: Record<string, unknown>) {
+  const res = await fetch(`${baseURL}/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ruleChain: { id, name: id },
+      metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', systemPrompt: `You are ${id}.`, ...configuration } }], connections: [] },
+    }),
+  });
+  if (res.status !== 201) throw new Error(`create ${id}: ${res.status} ${await res.text()}`);
+}
+
+beforeAll(async () => {
+  fake = await startFakeModel();
+  down = await startFakeModel();
+  mcp = await startMcpServer();
+  fs.writeFileSync(
+    path.join(cwd, 'config.yaml'),
+    [
+      'server: {host: 127.0.0.1, port: 0}',
+      'models:',
+      '  default_provider: fake',
+      '  providers:',
+      `    fake: {base_url: "${fake.url}", model: fake-model}`,
+      `    down: {base_url: "${down.url}", model: fake-model}`,
+      `channels: {api: {accounts: {tools: {api_key: "${API_KEY}"}}}}`,
+    ].join('\n'),
+  );
+  runtime = await bootstrap({
+    service: 'tools-test',
+    mode: 'embedded',
+    argv: [],
+    env: { AGENTRY_SECRET_KEY: 'tools-master-key-0123456789-abcdef' },
+    cwd,
+    logDestination: { write: () => {} },
+    openDb: () => createTestPglite(),
+    openBus: (logger) => createMemoryBus({ logger }),
+  });
+  await startAgentWorker(runtime, { builtin: TEST_TOOLS });
+  const { port } = await startGateway(runtime);
+  runtime.health.markStarted();
+  baseURL = `http://127.0.0.1:${port}/api/v1`;
+  const mcpUrl = `http://127.0.0.1:${(mcp.address() as AddressInfo).port}/mcp`;
+  await createAgent('helper', {});
+  await createAgent('main', {
+    tools: [
+      { type: 'builtin', name: 'echo' },
+      { type: 'builtin', name: 'explode' },
+      { type: 'agent', name: 'ask_helper', targetId: 'helper', description: 'Ask the helper agent.' },
+      { type: 'agent', name: 'ask_self', targetId: 'main' },
+      { type: 'mcp', name: 'calc', config: { url: mcpUrl } },
+    ],
+  });
+  await createAgent('resilient', { provider: 'down', failover: [{ provider: 'fake' }] });
+}, 60_000);
+
+afterAll(async () => {
+  await runtime?.lifecycle.shutdown('test');
+  await Promise.all([fake?.close(), down?.close(), new Promise((r) => mcp?.close(r))]);
+  fs.rmSync(cwd, { recursive: true, force: true });
+});
+
+const client = () => new OpenAI({ baseURL, apiKey: API_KEY, maxRetries: 0 });
+
+async function agui(model: string, content: string, extra: Record<string, unknown> = {}) {
+  const res = await fetch(`${baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}`, 'x-stream-protocol': 'agui' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content }], stream: true, ...extra }),
+  });
+  const chunks = (await res.text())
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: {'))
+    .map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string; tool_calls?: Array<Record<string, string>> } }> });
+  return {
+    tools: chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []),
+    text: chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''),
+  };
+}
+
+describe('tools through the chat endpoint', () => {
+  it('runs a built-in tool and streams its events in order with agui', async () => {
+    fake.script({ toolCalls: [{ id: 'c1', name: 'echo', arguments: '{"text":"hi"}' }] }, { text: 'The echo said hi.' });
+    const { tools, text } = await agui('main', 'use echo');
+    expect(tools).toEqual([
+      { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'echo', arguments: '{"text":"hi"}', toolType: 'builtin' },
+      { type: 'TOOL_CALL_RESULT', toolCallId: 'c1', toolCallName: 'echo', content: 'echo: hi', toolType: 'builtin' },
+    ]);
+    expect(text).toBe('The echo said hi.');
+    // The model got the tool definitions and then the tool result.
+    const [first, second] = fake.requests.slice(-2);
+    expect((first!.body as unknown as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name)).toEqual([
+      'echo',
+      'explode',
+      'ask_helper',
+      'ask_self',
+      'calc__add',
+    ]);
+    expect(second!.body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'echo: hi' });
+  });
+
+  it('sends no tool data without the header', async () => {
+    fake.script({ toolCalls: [{ id: 'c2', name: 'echo', arguments: '{"text":"x"}' }] }, { text: 'done' });
+    const stream = await client().chat.completions.create({ model: 'main', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const deltas = [];
+    for await (const chunk of stream) deltas.push(chunk.choices[0]?.delta ?? {});
+    expect(deltas.some((d) => 'tool_calls' in d)).toBe(false);
+    expect(deltas.map((d) => d.content ?? '').join('')).toBe('done');
+  });
+
+  it('runs parallel calls, reports a failing tool as an error result, and continues', async () => {
+    fake.script(
+      {
+        toolCalls: [
+          { id: 'p1', name: 'explode', arguments: '{}' },
+          { id: 'p2', name: 'echo', arguments: '{"text":"still here"}' },
+        ],
+      },
+      { text: 'handled' },
+    );
+    const { tools, text } = await agui('main', 'parallel');
+    expect(tools.map((t) => `${t.type}:${t.toolCallId}`)).toEqual(['TOOL_CALL_START:p1', 'TOOL_CALL_START:p2', 'TOOL_CALL_RESULT:p1', 'TOOL_CALL_RESULT:p2']);
+    expect(tools[2]!.content).toBe('Error: the tool exploded');
+    expect(tools[3]!.content).toBe('echo: still here');
+    expect(text).toBe('handled');
+  });
+
+  it('asks a sub-agent (toolType subagent) and refuses a cycle', async () => {
+    fake.script({ toolCalls: [{ id: 's1', name: 'ask_helper', arguments: '{"message":"what is 2+2?"}' }] }, { text: 'four' }, { text: 'delegated' });
+    const { tools } = await agui('main', 'delegate');
+    expect(tools[1]).toMatchObject({ type: 'TOOL_CALL_RESULT', toolCallName: 'ask_helper', content: 'four', toolType: 'subagent' });
+    const helperCall = fake.requests.find((r) => r.body.messages[0]?.content === 'You are helper.');
+    expect(helperCall?.body.messages).toEqual([
+      { role: 'system', content: 'You are helper.' },
+      { role: 'user', content: 'what is 2+2?' },
+    ]);
+    fake.script({ toolCalls: [{ id: 's2', name: 'ask_self', arguments: '{"message":"loop"}' }] }, { text: 'answered' });
+    const cyc = await agui('main', 'cycle');
+    expect(cyc.tools[1]!.content).toMatch(/^Error: .*already running in this chain \(main -> main\)/);
+  });
+
+  it('calls the tools of a real MCP server as <name>__<tool>', async () => {
+    fake.script({ toolCalls: [{ id: 'm1', name: 'calc__add', arguments: '{"a":2,"b":3}' }] }, { text: 'It is 5.' });
+    const { tools, text } = await agui('main', 'add');
+    expect(tools[1]).toMatchObject({ type: 'TOOL_CALL_RESULT', toolCallName: 'calc__add', content: '5', toolType: 'mcp' });
+    expect(text).toBe('It is 5.');
+  });
+
+  it('keeps tool calls and results in the session for the next turn', async () => {
+    const sessionId = `tools-${Date.now()}`;
+    fake.script({ toolCalls: [{ id: 'k1', name: 'echo', arguments: '{"text":"remember"}' }] }, { text: 'noted' }, { text: 'yes' });
+    await agui('main', 'first', { sessionId });
+    await agui('main', 'second', { sessionId });
+    const last = fake.requests.at(-1)!.body.messages;
+    expect(last.slice(1)).toEqual([
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: '', tool_calls: [{ id: 'k1', type: 'function', function: { name: 'echo', arguments: '{"text":"remember"}' } }] },
+      { role: 'tool', tool_call_id: 'k1', content: 'echo: remember' },
+      { role: 'assistant', content: 'noted' },
+      { role: 'user', content: 'second' },
+    ]);
+  });
+
+  it('fails over to a second provider when the first returns 500', async () => {
+    const fail = { status: 500, body: { error: { message: 'down' } } };
+    down.script(fail, fail, fail, fail);
+    fake.script({ text: 'from the backup' });
+    const res = await client().chat.completions.create({ model: 'resilient', messages: [{ role: 'user', content: 'hi' }] });
+    expect(res.choices[0]!.message.content).toBe('from the backup');
+    expect(down.requests.length).toBeGreaterThanOrEqual(1);
+  });
+});

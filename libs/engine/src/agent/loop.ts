@@ -1,0 +1,195 @@
+import type { Logger } from 'pino';
+import type { ToolType } from '@agentry/contracts';
+import type { ChatMessage, ModelCallRequest, ModelEvent, ModelUsage, ToolCall } from '../models/types.js';
+import { ToolError } from '../tools/types.js';
+
+/** A tool as the loop sees it: a definition for the model plus how to run it. */
+export interface LoopTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  toolType: ToolType;
+  /** Per-call timeout (default the loop's). */
+  timeoutMs?: number;
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+}
+
+/** What the loop reports as it goes; the worker turns these into run events. */
+export type LoopEvent =
+  | { type: 'text'; text: string }
+  | { type: 'tool_start'; toolCallId: string; toolName: string; toolType: ToolType; arguments: string }
+  | { type: 'tool_result'; toolCallId: string; toolName: string; toolType: ToolType; content: string; isError?: boolean };
+
+export interface AgentLoopOptions {
+  provider?: string;
+  model?: string;
+  failover?: Array<{ provider: string; model?: string }>;
+  params?: ModelCallRequest['params'];
+  /** Model calls at most (default 50). */
+  maxStep?: number;
+  /** Longer tool outputs are cut, with a marker (default 50,000 characters). */
+  maxToolOutputLength?: number;
+  /** Default per-tool timeout (120 s). */
+  toolTimeoutMs?: number;
+}
+
+export interface AgentLoopDeps {
+  stream(req: ModelCallRequest): AsyncIterable<ModelEvent>;
+  emit(event: LoopEvent): Promise<void>;
+  logger: Logger;
+}
+
+export interface AgentLoopResult {
+  /** The final answer (text of the last model call, plus any stop explanation). */
+  output: string;
+  /** What this turn added after the input: assistant tool calls, tool results, the final answer. */
+  added: ChatMessage[];
+  usage: ModelUsage | null;
+  finishReason: string;
+  steps: number;
+}
+
+const DOOM_REPEATS = 3;
+
+function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}\n[output truncated: ${text.length - max} more characters]`;
+}
+
+function addUsage(a: ModelUsage | null, b: ModelUsage | undefined): ModelUsage | null {
+  if (!b) return a;
+  if (!a) return { ...b };
+  return { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens, totalTokens: a.totalTokens + b.totalTokens };
+}
+
+/** Runs one tool call with its timeout; failures become results marked as errors. */
+async function runTool(tool: LoopTool | undefined, call: ToolCall, signal: AbortSignal, timeoutMs: number): Promise<{ content: string; isError: boolean }> {
+  if (!tool) return { content: `Error: there is no tool named "${call.name}"`, isError: true };
+  let args: Record<string, unknown>;
+  try {
+    const parsed: unknown = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+    args = parsed as Record<string, unknown>;
+  } catch {
+    return { content: `Error: the arguments of ${call.name} are not a JSON object: ${call.arguments.slice(0, 200)}`, isError: true };
+  }
+  const ctl = new AbortController();
+  const onAbort = () => ctl.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  const timer = setTimeout(() => ctl.abort(new ToolError(`${call.name} timed out after ${timeoutMs} ms`)), timeoutMs);
+  try {
+    const result = await Promise.race([
+      tool.run(args, ctl.signal),
+      new Promise<never>((_, reject) => ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true })),
+    ]);
+    return { content: result, isError: false };
+  } catch (err) {
+    if (signal.aborted) throw signal.reason ?? err;
+    return { content: `Error: ${(err as Error)?.message ?? String(err)}`, isError: true };
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * The agent: call the model with the tool definitions, run the calls it asks for (parallel
+ * calls concurrently, results in call order), feed the results back, and repeat until it
+ * answers without calls or `maxStep` model calls were made. Identical calls three times in a
+ * row stop the loop with an explanation (doom-loop guard). Tool failures go back to the model
+ * as results marked as errors; only a cancel (the signal) ends the loop with an exception.
+ */
+export async function runAgentLoop(
+  deps: AgentLoopDeps,
+  opts: AgentLoopOptions,
+  input: ChatMessage[],
+  tools: LoopTool[],
+  signal: AbortSignal,
+): Promise<AgentLoopResult> {
+  const maxStep = opts.maxStep ?? 50;
+  const maxOut = opts.maxToolOutputLength ?? 50_000;
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const definitions = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  const messages = [...input];
+  const added: ChatMessage[] = [];
+  let usage: ModelUsage | null = null;
+  let lastSignature = '';
+  let repeats = 0;
+
+  for (let step = 1; step <= maxStep; step++) {
+    let text = '';
+    let calls: ToolCall[] = [];
+    let finishReason = 'stop';
+    for await (const ev of deps.stream({
+      provider: opts.provider,
+      model: opts.model,
+      failover: opts.failover,
+      messages,
+      params: opts.params,
+      ...(definitions.length > 0 ? { tools: definitions } : {}),
+      signal,
+    })) {
+      if (ev.type === 'text') {
+        if (ev.text === '') continue;
+        text += ev.text;
+        await deps.emit({ type: 'text', text: ev.text });
+      } else if (ev.type === 'tool_calls') {
+        calls = ev.calls;
+      } else {
+        finishReason = ev.finishReason;
+        usage = addUsage(usage, ev.usage);
+      }
+    }
+    if (signal.aborted) throw signal.reason ?? new Error('cancelled');
+
+    if (calls.length === 0) {
+      const final: ChatMessage = { role: 'assistant', content: text };
+      added.push(final);
+      return { output: text, added, usage, finishReason: finishReason === 'tool_calls' ? 'stop' : finishReason, steps: step };
+    }
+
+    const assistant: ChatMessage = {
+      role: 'assistant',
+      content: text,
+      tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    };
+    messages.push(assistant);
+    added.push(assistant);
+
+    const signature = JSON.stringify(calls.map((c) => [c.name, c.arguments]));
+    repeats = signature === lastSignature ? repeats + 1 : 1;
+    lastSignature = signature;
+    if (repeats >= DOOM_REPEATS) {
+      const note = `\n\n[Stopped: the same tool call (${calls.map((c) => c.name).join(', ')}) was requested ${DOOM_REPEATS} times in a row without progress.]`;
+      // Tool calls need answers in the transcript, or the next turn's model call is invalid.
+      for (const c of calls) {
+        const skipped: ChatMessage = { role: 'tool', tool_call_id: c.id, content: 'Not run: repeated identical call (loop guard).' };
+        added.push(skipped);
+      }
+      added.push({ role: 'assistant', content: note.trim() });
+      await deps.emit({ type: 'text', text: note });
+      deps.logger.warn({ tools: calls.map((c) => c.name) }, 'agent loop stopped by the doom-loop guard');
+      return { output: text + note, added, usage, finishReason: 'stop', steps: step };
+    }
+
+    for (const c of calls) {
+      const tool = byName.get(c.name);
+      await deps.emit({ type: 'tool_start', toolCallId: c.id, toolName: c.name, toolType: tool?.toolType ?? 'builtin', arguments: c.arguments });
+    }
+    const results = await Promise.all(calls.map((c) => runTool(byName.get(c.name), c, signal, byName.get(c.name)?.timeoutMs ?? opts.toolTimeoutMs ?? 120_000)));
+    for (const [i, c] of calls.entries()) {
+      const r = results[i]!;
+      const content = truncate(r.content, maxOut);
+      const toolType = byName.get(c.name)?.toolType ?? 'builtin';
+      await deps.emit({ type: 'tool_result', toolCallId: c.id, toolName: c.name, toolType, content, ...(r.isError ? { isError: true } : {}) });
+      const msg: ChatMessage = { role: 'tool', tool_call_id: c.id, content };
+      messages.push(msg);
+      added.push(msg);
+    }
+  }
+
+  const note = `[Stopped after ${maxStep} model calls (maxStep) without a final answer.]`;
+  await deps.emit({ type: 'text', text: note });
+  added.push({ role: 'assistant', content: note });
+  return { output: note, added, usage, finishReason: 'length', steps: maxStep };
+}

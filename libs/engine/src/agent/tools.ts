@@ -1,0 +1,166 @@
+import type { Logger } from 'pino';
+import { ToolError, type ToolContext, type ToolDefinition } from '../tools/types.js';
+import type { LoopTool } from './loop.js';
+
+/** One entry of an `ai/agent` node's `tools[]`. */
+export interface AgentToolConfig {
+  type?: string;
+  name?: string;
+  description?: string;
+  targetId?: string;
+  config?: Record<string, unknown>;
+  /** Seconds. */
+  timeout?: number;
+}
+
+export interface ResolveToolsDeps {
+  logger: Logger;
+  builtin: Record<string, ToolDefinition>;
+  /** Everything a built-in tool's context needs but the signal and its own config. */
+  context: Omit<ToolContext, 'signal' | 'config'>;
+  /** A nested run of another agent (toolType `subagent`); the caller enforces depth and cycles. */
+  runSubagent(agentId: string, message: string, signal: AbortSignal): Promise<string>;
+  /** Runs a rule chain with the arguments as `msg.data`; its final `msg.data` is the result. */
+  runChain?(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+}
+
+export interface ResolvedTools {
+  tools: LoopTool[];
+  /** Problems met while resolving (unknown names, unreachable MCP servers): logged, not fatal. */
+  warnings: string[];
+  close(): Promise<void>;
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Turns an agent's tool list into tools the loop can offer the model: built-ins by name, rule
+ * chains, other agents (sub-agents) and the tools of MCP servers (`<name>__<tool>`). A tool that
+ * cannot be resolved is left out with a warning; it never stops the agent.
+ */
+export async function resolveTools(configs: AgentToolConfig[], deps: ResolveToolsDeps): Promise<ResolvedTools> {
+  const tools: LoopTool[] = [];
+  const warnings: string[] = [];
+  const closers: Array<() => Promise<void>> = [];
+  const warn = (message: string) => {
+    warnings.push(message);
+    deps.logger.warn(message);
+  };
+  const add = (tool: LoopTool) => {
+    if (!TOOL_NAME.test(tool.name)) return warn(`tool name "${tool.name}" is not [A-Za-z0-9_-]{1,64}; left out`);
+    if (tools.some((t) => t.name === tool.name)) return warn(`tool "${tool.name}" is listed twice; the first one is kept`);
+    tools.push(tool);
+  };
+
+  for (const cfg of configs) {
+    const type = cfg.type ?? 'builtin';
+    const timeoutMs = cfg.timeout ? cfg.timeout * 1000 : undefined;
+    switch (type) {
+      case 'builtin': {
+        const def = cfg.name ? deps.builtin[cfg.name] : undefined;
+        if (!def) {
+          warn(`unknown built-in tool "${cfg.name ?? ''}"; left out`);
+          break;
+        }
+        add({
+          name: def.name,
+          description: cfg.description ?? def.description,
+          parameters: def.parameters,
+          toolType: 'builtin',
+          ...(timeoutMs ? { timeoutMs } : {}),
+          run: (args, signal) => def.run(args, { ...deps.context, signal, config: cfg.config ?? {} }),
+        });
+        break;
+      }
+      case 'rulechain': {
+        const runChain = deps.runChain;
+        if (!cfg.targetId || !runChain) {
+          warn(`rule-chain tool "${cfg.name ?? ''}" has no targetId or rule chains cannot run here; left out`);
+          break;
+        }
+        const chainId = cfg.targetId;
+        add({
+          name: cfg.name ?? chainId,
+          description: cfg.description ?? `Runs the rule chain ${chainId}.`,
+          parameters: (cfg.config?.parameters as Record<string, unknown> | undefined) ?? { type: 'object', additionalProperties: true },
+          toolType: 'rulechain',
+          ...(timeoutMs ? { timeoutMs } : {}),
+          run: (args, signal) => runChain(chainId, args, signal),
+        });
+        break;
+      }
+      case 'agent':
+      case 'subagent': {
+        if (!cfg.targetId) {
+          warn(`agent tool "${cfg.name ?? ''}" has no targetId; left out`);
+          break;
+        }
+        const agentId = cfg.targetId;
+        add({
+          name: cfg.name ?? agentId,
+          description: cfg.description ?? `Asks the agent ${agentId} and returns its answer.`,
+          parameters: {
+            type: 'object',
+            properties: { message: { type: 'string', description: 'what to ask the agent' } },
+            required: ['message'],
+          },
+          toolType: 'subagent',
+          ...(timeoutMs ? { timeoutMs } : {}),
+          run: (args, signal) => {
+            if (typeof args.message !== 'string' || args.message.trim() === '') throw new ToolError('message must be a non-empty string');
+            return deps.runSubagent(agentId, args.message, signal);
+          },
+        });
+        break;
+      }
+      case 'mcp': {
+        const server = await connectMcp(cfg, deps.logger).catch((err: unknown) => {
+          warn(`MCP server "${cfg.name ?? ''}" is unreachable: ${(err as Error).message}; its tools are left out`);
+          return undefined;
+        });
+        if (!server) break;
+        closers.push(server.close);
+        for (const t of server.tools) add({ ...t, ...(timeoutMs ? { timeoutMs } : {}) });
+        break;
+      }
+      default:
+        warn(`unknown tool type "${type}"; left out`);
+    }
+  }
+  return {
+    tools,
+    warnings,
+    close: async () => {
+      await Promise.allSettled(closers.map((c) => c()));
+    },
+  };
+}
+
+/** Connects to an MCP server over Streamable HTTP and lists its tools as `<name>__<tool>`. */
+async function connectMcp(cfg: AgentToolConfig, logger: Logger): Promise<{ tools: LoopTool[]; close: () => Promise<void> }> {
+  const url = cfg.config?.url;
+  if (typeof url !== 'string') throw new Error('config.url is missing');
+  const prefix = cfg.name ?? 'mcp';
+  const headers = (cfg.config?.headers as Record<string, string> | undefined) ?? {};
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const client = new Client({ name: 'agentry', version: '0.1.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  await client.connect(transport);
+  const listed = await client.listTools();
+  logger.debug({ server: prefix, tools: listed.tools.map((t) => t.name) }, 'MCP tools listed');
+  const tools: LoopTool[] = listed.tools.map((t) => ({
+    name: `${prefix}__${t.name}`,
+    description: t.description ?? t.name,
+    parameters: (t.inputSchema as Record<string, unknown>) ?? { type: 'object' },
+    toolType: 'mcp',
+    run: async (args, signal) => {
+      const result = await client.callTool({ name: t.name, arguments: args }, undefined, { signal });
+      const content = (result.content as Array<{ type: string; text?: string }> | undefined) ?? [];
+      const text = content.map((c) => (c.type === 'text' ? (c.text ?? '') : `[${c.type}]`)).join('\n');
+      if (result.isError) throw new ToolError(text || 'the MCP tool failed');
+      return text;
+    },
+  }));
+  return { tools, close: () => client.close() };
+}

@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { Db } from '@agentry/db';
+
+/**
+ * What a tool run gets. Tools work on the agent's Postgres workspace and records, never on the
+ * local disk, and stop when `signal` aborts (cancel, timeout, shutdown).
+ */
+export interface ToolContext {
+  db: Db;
+  agentId: string;
+  runId: string;
+  sessionId: string | null;
+  signal: AbortSignal;
+  logger: Logger;
+  /** Per-agent tool settings from the `ai/agent` node's `tools[].config` for this tool. */
+  config: Record<string, unknown>;
+}
+
+/** A tool the model may call. `parameters` is a JSON schema (TypeBox) of the arguments object. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  /** Off unless an agent lists the tool by name (bash, http_fetch). */
+  optIn?: boolean;
+  /** Answers the tool's output as text; throws ToolError (or any error) to report a failure to the model. */
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<string>;
+}
+
+/** A failure the model should see as the tool's result (marked as an error), not a crash. */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}

@@ -1,0 +1,137 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { runAgentLoop, ToolError, type LoopEvent, type LoopTool, type ModelCallRequest, type ModelEvent, type ToolCall } from '@agentry/engine';
+
+const logger = pino({ level: 'silent' });
+
+type Turn = { text?: string; calls?: Array<Omit<ToolCall, 'id'> & { id?: string }> };
+
+/** A model that answers each call with the next scripted turn and records what it was sent. */
+function scriptedModel(turns: Turn[]) {
+  const requests: ModelCallRequest[] = [];
+  let n = 0;
+  async function* stream(req: ModelCallRequest): AsyncIterable<ModelEvent> {
+    requests.push({ ...req, messages: structuredClone(req.messages) });
+    const turn = turns[Math.min(n++, turns.length - 1)]!;
+    if (turn.text) yield { type: 'text', text: turn.text };
+    if (turn.calls) yield { type: 'tool_calls', calls: turn.calls.map((c, i) => ({ id: c.id ?? `call_${n}_${i}`, name: c.name, arguments: c.arguments })) };
+    yield { type: 'done', finishReason: turn.calls ? 'tool_calls' : 'stop', provider: 'p', model: 'm', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } };
+  }
+  return { stream, requests };
+}
+
+function tool(name: string, run: LoopTool['run'], extra: Partial<LoopTool> = {}): LoopTool {
+  return { name, description: `${name} tool`, parameters: { type: 'object' }, toolType: 'builtin', run, ...extra };
+}
+
+async function loop(turns: Turn[], tools: LoopTool[], opts: Parameters<typeof runAgentLoop>[1] = {}, signal = new AbortController().signal) {
+  const model = scriptedModel(turns);
+  const events: LoopEvent[] = [];
+  const result = await runAgentLoop({ stream: model.stream, emit: async (e) => void events.push(e), logger }, opts, [{ role: 'user', content: 'go' }], tools, signal);
+  return { result, events, requests: model.requests };
+}
+
+describe('agent loop', () => {
+  it('answers directly without tools and offers the tool definitions', async () => {
+    const { result, requests } = await loop([{ text: 'hello' }], [tool('echo', async (a) => String(a.text))]);
+    expect(result).toMatchObject({ output: 'hello', finishReason: 'stop', steps: 1, usage: { totalTokens: 2 } });
+    expect(requests[0]!.tools).toEqual([{ type: 'function', function: { name: 'echo', description: 'echo tool', parameters: { type: 'object' } } }]);
+  });
+
+  it('runs parallel calls concurrently, reports results in call order, and feeds them back', async () => {
+    const started: string[] = [];
+    const slow = tool('slow', async () => {
+      started.push('slow');
+      await new Promise((r) => setTimeout(r, 80));
+      return 'slow done';
+    });
+    const fast = tool('fast', async () => {
+      started.push('fast');
+      return 'fast done';
+    });
+    const t0 = Date.now();
+    const { result, events, requests } = await loop(
+      [{ calls: [{ name: 'slow', arguments: '{}', id: 'a' }, { name: 'fast', arguments: '{}', id: 'b' }] }, { text: 'all done' }],
+      [slow, fast],
+    );
+    expect(Date.now() - t0).toBeLessThan(150);
+    expect(started).toEqual(['slow', 'fast']);
+    expect(events.map((e) => `${e.type}:${'toolCallId' in e ? e.toolCallId : ''}`)).toEqual([
+      'tool_start:a',
+      'tool_start:b',
+      'tool_result:a',
+      'tool_result:b',
+      'text:',
+    ]);
+    expect(requests[1]!.messages.slice(-3)).toEqual([
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [
+          { id: 'a', type: 'function', function: { name: 'slow', arguments: '{}' } },
+          { id: 'b', type: 'function', function: { name: 'fast', arguments: '{}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'a', content: 'slow done' },
+      { role: 'tool', tool_call_id: 'b', content: 'fast done' },
+    ]);
+    expect(result.added.map((m) => m.role)).toEqual(['assistant', 'tool', 'tool', 'assistant']);
+    expect(result.steps).toBe(2);
+  });
+
+  it('returns tool failures, bad arguments and unknown tools to the model as errors', async () => {
+    const failing = tool('failing', async () => {
+      throw new ToolError('disk on fire');
+    });
+    const { events } = await loop(
+      [{ calls: [{ name: 'failing', arguments: '{}' }, { name: 'failing', arguments: 'not json' }, { name: 'ghost', arguments: '{}' }] }, { text: 'sorry' }],
+      [failing],
+    );
+    const results = events.filter((e) => e.type === 'tool_result');
+    expect(results.map((r) => [r.content, r.isError])).toEqual([
+      ['Error: disk on fire', true],
+      ['Error: the arguments of failing are not a JSON object: not json', true],
+      ['Error: there is no tool named "ghost"', true],
+    ]);
+  });
+
+  it('times a tool out', async () => {
+    const hang = tool('hang', () => new Promise(() => {}), { timeoutMs: 50 });
+    const { events } = await loop([{ calls: [{ name: 'hang', arguments: '{}' }] }, { text: 'ok' }], [hang]);
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ content: 'Error: hang timed out after 50 ms', isError: true });
+  });
+
+  it('cuts long outputs with a marker', async () => {
+    const big = tool('big', async () => 'x'.repeat(100));
+    const { events } = await loop([{ calls: [{ name: 'big', arguments: '{}' }] }, { text: 'ok' }], [big], { maxToolOutputLength: 10 });
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ content: 'xxxxxxxxxx\n[output truncated: 90 more characters]' });
+  });
+
+  it('stops identical calls repeated three times in a row (doom-loop guard)', async () => {
+    let runs = 0;
+    const same = tool('same', async () => String(++runs));
+    const { result } = await loop([{ calls: [{ name: 'same', arguments: '{"q":1}' }] }], [same]);
+    expect(runs).toBe(2);
+    expect(result.steps).toBe(3);
+    expect(result.output).toMatch(/the same tool call \(same\) was requested 3 times in a row/);
+    // Every call in the transcript has an answer, so the session stays valid for the next turn.
+    const callIds = result.added.flatMap((m) => ((m.tool_calls as Array<{ id: string }> | undefined) ?? []).map((c) => c.id));
+    const answered = result.added.filter((m) => m.role === 'tool').map((m) => m.tool_call_id);
+    expect(answered).toEqual(callIds);
+  });
+
+  it('stops after maxStep model calls with a clear message', async () => {
+    let k = 0;
+    const step = tool('step', async () => 'ok');
+    const turns: Turn[] = Array.from({ length: 10 }, () => ({ calls: [{ name: 'step', arguments: JSON.stringify({ k: k++ }) }] }));
+    const { result, requests } = await loop(turns, [step], { maxStep: 4 });
+    expect(requests).toHaveLength(4);
+    expect(result).toMatchObject({ output: '[Stopped after 4 model calls (maxStep) without a final answer.]', finishReason: 'length' });
+  });
+
+  it('ends with the cancel reason when the signal aborts during a tool', async () => {
+    const ctl = new AbortController();
+    const wait = tool('wait', () => new Promise(() => setTimeout(() => ctl.abort(new Error('client gone')), 20)));
+    await expect(loop([{ calls: [{ name: 'wait', arguments: '{}' }] }], [wait], {}, ctl.signal)).rejects.toThrow('client gone');
+  });
+});
