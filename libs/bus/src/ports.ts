@@ -34,6 +34,11 @@ export type JobHandler<T> = (job: Job<T>, signal: AbortSignal) => Promise<void>;
 
 export interface ConsumerOptions {
   concurrency: number;
+  /**
+   * How long a job whose process died stays claimed before another consumer takes it over
+   * (Redis: the lock duration and the stalled-check interval; default 30 s). In-process: unused.
+   */
+  stallMs?: number;
   /** Called once per try that failed (for logs and metrics). */
   onFailed?: (job: Job<unknown>, err: Error, willRetry: boolean) => void;
 }

@@ -158,6 +158,11 @@ export const ConfigSchema = Type.Object(
     worker: Type.Object(
       {
         concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'runs one agent-worker process executes at once' }),
+        stall_timeout_ms: Type.Integer({
+          minimum: 1000,
+          default: 30_000,
+          description: 'cluster mode: how long the run of a dead worker stays claimed before another worker takes it over',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),

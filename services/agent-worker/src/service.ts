@@ -100,6 +100,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     },
     {
       concurrency,
+      stallMs: runtime.config.current.worker.stall_timeout_ms,
       onFailed: (job, err, willRetry) => logger.warn({ jobId: job.id, err: err.message, willRetry }, 'agent-run job failed'),
     },
   );

@@ -95,6 +95,7 @@ export class RedisConsumer implements Consumer {
       concurrency: Math.max(1, Math.floor(opts.concurrency)),
       removeOnComplete: KEEP_COMPLETED,
       removeOnFail: KEEP_FAILED,
+      ...(opts.stallMs ? { lockDuration: opts.stallMs, stalledInterval: opts.stallMs } : {}),
     });
     this.worker.on('error', (err) => ctx.logger.error({ err, queue }, 'worker error'));
     registry.add(this);

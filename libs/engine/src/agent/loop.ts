@@ -7,7 +7,7 @@ import { ToolError } from '../tools/types.js';
 export interface LoopTool {
   name: string;
   description: string;
-  parameters: Record<string, unknown>;
+  parameters: object;
   toolType: ToolType;
   /** Per-call timeout (default the loop's). */
   timeoutMs?: number;

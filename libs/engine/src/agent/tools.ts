@@ -82,7 +82,7 @@ export async function resolveTools(configs: AgentToolConfig[], deps: ResolveTool
         add({
           name: cfg.name ?? chainId,
           description: cfg.description ?? `Runs the rule chain ${chainId}.`,
-          parameters: (cfg.config?.parameters as Record<string, unknown> | undefined) ?? { type: 'object', additionalProperties: true },
+          parameters: (cfg.config?.parameters as object | undefined) ?? { type: 'object', additionalProperties: true },
           toolType: 'rulechain',
           ...(timeoutMs ? { timeoutMs } : {}),
           run: (args, signal) => runChain(chainId, args, signal),
@@ -152,7 +152,7 @@ async function connectMcp(cfg: AgentToolConfig, logger: Logger): Promise<{ tools
   const tools: LoopTool[] = listed.tools.map((t) => ({
     name: `${prefix}__${t.name}`,
     description: t.description ?? t.name,
-    parameters: (t.inputSchema as Record<string, unknown>) ?? { type: 'object' },
+    parameters: (t.inputSchema as object | undefined) ?? { type: 'object' },
     toolType: 'mcp',
     run: async (args, signal) => {
       const result = await client.callTool({ name: t.name, arguments: args }, undefined, { signal });

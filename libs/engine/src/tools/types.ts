@@ -20,7 +20,7 @@ export interface ToolContext {
 export interface ToolDefinition {
   name: string;
   description: string;
-  parameters: Record<string, unknown>;
+  parameters: object;
   /** Off unless an agent lists the tool by name (bash, http_fetch). */
   optIn?: boolean;
   /** Answers the tool's output as text; throws ToolError (or any error) to report a failure to the model. */

@@ -17,6 +17,12 @@ export class RunEventQueue {
   push(raw: unknown): void {
     const event = raw as RunEvent;
     if (this.#failed) return;
+    // A terminal error is accepted at any seq: it ends the answer, so nothing can be corrupted,
+    // and a worker that takes over a dead worker's run cannot know how far that one had got.
+    if (event.type === 'error') {
+      this.#deliver(event);
+      return;
+    }
     if (event.seq !== this.#expected) {
       this.#failed = new EventGapError(`run events arrived out of order (expected ${this.#expected}, got ${event.seq})`);
       this.#deliver(this.#failed);
