@@ -15,3 +15,5 @@ export * from './repositories/channel-accounts.js';
 export * from './repositories/runs.js';
 export * from './repositories/sessions.js';
 export * from './repositories/providers.js';
+export type { CronJobsTable, CronRunsTable } from './tables.js';
+export * from './repositories/cron.js';

@@ -15,6 +15,8 @@ export interface Database {
   session_messages: SessionMessagesTable;
   runs: RunsTable;
   model_providers: ModelProvidersTable;
+  cron_jobs: CronJobsTable;
+  cron_runs: CronRunsTable;
 }
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -151,4 +153,36 @@ export interface ModelProvidersTable {
   file_hmac: string | null;
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
+}
+
+/** Cron jobs of agents; `schedule` has six fields (second minute hour day month weekday). */
+export interface CronJobsTable {
+  id: string;
+  agent_id: string;
+  name: string;
+  schedule: string;
+  message: string;
+  timezone: ColumnType<string, string | undefined, string>;
+  disabled: ColumnType<boolean, boolean | undefined, boolean>;
+  /** `{platform, accountId, chatId}` or null. */
+  deliver: JsonColumn | null;
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
+  last_run_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  last_status: string | null;
+}
+
+/** One row per fire; UNIQUE (cron_job_id, scheduled_at) makes a tick fire at most once. */
+export interface CronRunsTable {
+  id: Generated<number>;
+  cron_job_id: string;
+  scheduled_at: ColumnType<Date, Date | string, Date | string>;
+  run_id: string | null;
+  started_at: TimestampDefaultNow;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  status: ColumnType<string, string | undefined, string>;
+  output_excerpt: string | null;
+  error: string | null;
+  delivery_status: string | null;
+  delivery_error: string | null;
 }

@@ -10,3 +10,4 @@ export * from './models/index.js';
 export * from './tools/types.js';
 export * from './agent/loop.js';
 export * from './agent/tools.js';
+export * from './runs/index.js';

@@ -17,6 +17,7 @@ import { chainRoutes } from './routes/chains.js';
 import { skillRoutes, MAX_ARCHIVE_BYTES } from './routes/skills.js';
 import { workspaceRoutes } from './routes/workspace.js';
 import { agentTemplateRoutes } from './routes/agent-template.js';
+import { cronRoutes } from './routes/cron.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -95,6 +96,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
       skillRoutes(api, deps);
       workspaceRoutes(api, deps);
       agentTemplateRoutes(api, deps);
+      cronRoutes(api, deps);
     },
     { prefix: '/api/v1' },
   );

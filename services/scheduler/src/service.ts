@@ -1,11 +1,81 @@
+import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import type { Runtime } from '@agentry/runtime';
+import { Firer } from './fire.js';
+import { Reconciler } from './reconcile.js';
+
+export interface SchedulerOptions {
+  /** Full reconcile of the table against the bus's schedulers (default 60 s). */
+  reconcileMs?: number;
+  /** Settling of fires whose follower died with its process (default 10 s). */
+  sweepMs?: number;
+  /** How long a fire waits for its run before failing it and cancelling the run (default 10 min). */
+  runTimeoutMs?: number;
+  /** How often a fire's follower reads its run row, should the end event be lost (default 2 s). */
+  pollMs?: number;
+  /** Fires handled at once by this process (default 10); a fire only creates and enqueues a run. */
+  concurrency?: number;
+}
+
+/** Coalesces the full reconciles that agent changes trigger (a deleted agent takes its jobs along). */
+const AGENT_CHANGE_DEBOUNCE_MS = 500;
 
 /**
- * Keeps the cron scheduler in step with the `cron_jobs` table and turns fires into runs. The reconcile loop arrives with cron jobs; until then the scheduler connects, reports ready and stops cleanly.
+ * Keeps the cron scheduler in step with the `cron_jobs` table and turns fires into runs.
+ * In step: every change announced on `invalidate` (`{area: 'cron', id}` reconciles that job,
+ * `{area: 'agents'}` everything), plus a full reconcile at start and every `reconcileMs`, so a
+ * lost message heals. Fires: see Firer. Any number of replicas may run; each tick fires once.
  */
-export async function startScheduler(runtime: Runtime): Promise<void> {
-  runtime.lifecycle.add('scheduler', async () => {
-    runtime.logger.info('scheduler stopped');
+export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = {}): Promise<void> {
+  const { db, bus } = runtime;
+  const logger = runtime.logger.child({ component: 'scheduler' });
+  const reconcileMs = opts.reconcileMs ?? 60_000;
+  const sweepMs = opts.sweepMs ?? 10_000;
+  const runTimeoutMs = opts.runTimeoutMs ?? 600_000;
+  const reconciler = new Reconciler(db.db, bus.scheduler, logger);
+  const firer = new Firer(db.db, bus, reconciler, logger, { runTimeoutMs, pollMs: opts.pollMs ?? 2_000 });
+  let stopped = false;
+
+  let agentTimer: NodeJS.Timeout | undefined;
+  const reconcileAll = (why: string) =>
+    reconciler.all().catch((err: unknown) => logger.error({ err, why }, 'cron reconcile failed'));
+
+  // Subscribed before the first reconcile, so that no change made meanwhile is missed.
+  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.invalidate, (msg) => {
+    const m = msg as InvalidateMessage | null;
+    if (stopped || !m) return;
+    if (m.area === 'cron') {
+      if (m.id) void reconciler.one(m.id).catch((err: unknown) => logger.error({ err, cronJobId: m.id }, 'cron reconcile failed'));
+      else void reconcileAll('cron changed');
+    } else if (m.area === 'agents') {
+      clearTimeout(agentTimer);
+      agentTimer = setTimeout(() => void reconcileAll('agents changed'), AGENT_CHANGE_DEBOUNCE_MS);
+    }
   });
-  runtime.logger.info({ bus: runtime.bus.kind, database: runtime.db.dialect }, 'scheduler started');
+
+  await reconciler.all();
+  const consumer = bus.scheduler.consume<unknown>((fire) => firer.fire(fire), { concurrency: opts.concurrency ?? 10 });
+
+  const sweep = () => firer.sweep().catch((err: unknown) => logger.warn({ err }, 'cron sweep failed'));
+  void sweep();
+  const reconcileTimer = setInterval(() => void reconcileAll('periodic'), reconcileMs);
+  const sweepTimer = setInterval(() => void sweep(), sweepMs);
+  reconcileTimer.unref();
+  sweepTimer.unref();
+
+  runtime.lifecycle.add('scheduler', async (remainingMs) => {
+    stopped = true;
+    clearInterval(reconcileTimer);
+    clearInterval(sweepTimer);
+    clearTimeout(agentTimer);
+    await unsubscribe().catch((err: unknown) => logger.warn({ err }, 'unsubscribe failed'));
+    // Fires in hand finish (they only create and enqueue a run); runs still going are followed
+    // to their end by the sweep of another replica, or of this one at its next start.
+    await consumer.close(Math.max(0, remainingMs - 500));
+    await firer.close();
+    logger.info('scheduler stopped');
+  });
+  runtime.health.register('scheduler', async () => {
+    if (runtime.lifecycle.stopping) throw new Error('stopping');
+  });
+  logger.info({ bus: bus.kind, database: db.dialect, reconcileMs, sweepMs, runTimeoutMs }, 'scheduler started');
 }

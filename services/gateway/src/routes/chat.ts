@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { AppError, Errors } from '@agentry/errors';
-import { PubSubChannels, QueueNames, type AgentRunJob, type RunCancelMessage, type RunEvent, type RunRequest } from '@agentry/contracts';
-import { ensureSession, finishRun, insertRun, listRuleChains, type JsonValue } from '@agentry/db';
+import { PubSubChannels, type RunCancelMessage, type RunEvent, type RunRequest } from '@agentry/contracts';
+import { finishRun, listRuleChains } from '@agentry/db';
+import { newRunId, submitRun } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
 import { requireAgent } from './common.js';
 import { EventGapError, RunEventQueue } from '../chat/run-events.js';
@@ -86,9 +86,8 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     const body = req.body;
     const request = toRunRequest(body);
     const agent = await requireAgent(deps.db.db, body.model);
-    const session = body.sessionId ? await ensureSession(deps.db.db, { agentId: agent.id, sessionKey: body.sessionId, channel: 'api' }) : null;
 
-    const runId = randomUUID().replace(/-/g, '');
+    const runId = newRunId();
     const queue = new RunEventQueue();
     const unsubscribe = await deps.bus.pubsub.subscribe(PubSubChannels.run(runId), (m) => queue.push(m));
     let settled = false;
@@ -102,14 +101,10 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
       ]);
     };
     try {
-      await insertRun(deps.db.db, { id: runId, agentId: agent.id, sessionId: session?.id ?? null, source: 'api', request: request as unknown as JsonValue });
-      try {
-        const job: AgentRunJob = { type: 'agent-run', v: 1, runId };
-        await deps.bus.queue.enqueue(QueueNames.agentRun, job, { attempts: 3, backoffMs: 500 });
-      } catch (err) {
-        await finishRun(deps.db.db, runId, { status: 'failed', error: 'could not enqueue the run' });
-        throw new Errors.NOT_READY('the run queue is unavailable; try again', { cause: err });
-      }
+      const { session } = await submitRun(
+        { db: deps.db.db, queue: deps.bus.queue },
+        { agentId: agent.id, session: body.sessionId ? { key: body.sessionId, channel: 'api' } : null, source: 'api', request, runId },
+      );
       req.log.info({ runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'run enqueued');
 
       // Streaming or not, a client that goes away cancels its run.

@@ -1,0 +1,3 @@
+export * from './submit.js';
+export * from './watch.js';
+export * from './schedule.js';

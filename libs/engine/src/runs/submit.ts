@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { Errors } from '@agentry/errors';
+import { QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
+import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonValue, type RunRecord, type SessionRecord } from '@agentry/db';
+
+/** The job-queue side of runtime's `Bus` as this needs it. */
+export interface RunQueue {
+  enqueue(queue: string, data: unknown, opts?: { jobId?: string; attempts?: number; backoffMs?: number }): Promise<string>;
+}
+
+export interface SubmitRunDeps {
+  db: Db;
+  queue: RunQueue;
+}
+
+export interface SubmitRunInput {
+  agentId: string;
+  /** Keeps the conversation in this session (created on first use); none: the request is the whole context. */
+  session?: { key: string; channel: string; scope?: string } | null;
+  /** Who asked: `api`, `cron`, a channel platform. */
+  source: string;
+  request: RunRequest;
+  /** A caller that listens on `run:<id>` before the job exists picks the id (see newRunId). */
+  runId?: string;
+  /**
+   * Runs in the transaction that inserts the run, before the job is enqueued: rows that must
+   * exist exactly when the run does (a cron fire's record). Throwing rolls the run back.
+   */
+  withRun?: (trx: Db, run: RunRecord) => Promise<void>;
+}
+
+export interface SubmittedRun {
+  run: RunRecord;
+  session: SessionRecord | null;
+}
+
+/** A fresh run id (32 hex digits). */
+export function newRunId(): string {
+  return randomUUID().replace(/-/g, '');
+}
+
+/** The `agent-run` job of a run. Its job id is the run id, so enqueueing a run twice adds one job. */
+export async function enqueueRun(queue: RunQueue, runId: string): Promise<void> {
+  const job: AgentRunJob = { type: 'agent-run', v: 1, runId };
+  await queue.enqueue(QueueNames.agentRun, job, { jobId: runId, attempts: 3, backoffMs: 500 });
+}
+
+/**
+ * Creates a run of an agent, the one way every entry point (chat completions, cron fires, later
+ * channels) does it: the session (if any) is ensured, the run row is committed (with whatever
+ * `withRun` adds, in the same transaction), and only then is `agent-run {v:1, runId}` enqueued
+ * (outbox rule: a worker never sees a job without its row). When the queue refuses the job, the
+ * run is marked failed and NOT_READY is thrown. The caller has checked that the agent exists.
+ */
+export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Promise<SubmittedRun> {
+  const session = input.session
+    ? await ensureSession(deps.db, { agentId: input.agentId, sessionKey: input.session.key, channel: input.session.channel, scope: input.session.scope })
+    : null;
+  const runId = input.runId ?? newRunId();
+  const run = await inTransaction(deps.db, async (trx) => {
+    const inserted = await insertRun(trx, {
+      id: runId,
+      agentId: input.agentId,
+      sessionId: session?.id ?? null,
+      source: input.source,
+      request: input.request as unknown as JsonValue,
+    });
+    await input.withRun?.(trx, inserted);
+    return inserted;
+  });
+  try {
+    await enqueueRun(deps.queue, runId);
+  } catch (err) {
+    await finishRun(deps.db, runId, { status: 'failed', error: 'could not enqueue the run' });
+    throw new Errors.NOT_READY('the run queue is unavailable; try again', { cause: err });
+  }
+  return { run, session };
+}

@@ -1,0 +1,242 @@
+import type { Logger } from 'pino';
+import { Value } from 'typebox/value';
+import { CronFireJob, PubSubChannels, type RunCancelMessage } from '@agentry/contracts';
+import type { Bus, CronFire } from '@agentry/bus';
+import {
+  finishCronRun,
+  finishRun,
+  getCronJob,
+  getCronRunByTick,
+  getRun,
+  insertCronRun,
+  listUnfinishedCronRuns,
+  type CronDeliver,
+  type CronRunRecord,
+  type Db,
+  type RunRecord,
+} from '@agentry/db';
+import { enqueueRun, newRunId, submitRun, watchRun, type RunOutcome, type RunWatch } from '@agentry/engine';
+import type { Reconciler } from './reconcile.js';
+
+/** Longest output kept on a `cron_runs` row. */
+export const OUTPUT_EXCERPT_CHARS = 2_000;
+
+export interface FirerOptions {
+  /** How long a fire waits for its run before failing it (and cancelling the run). */
+  runTimeoutMs: number;
+  /** How often a fire's watcher reads the run row, should the end event be lost. */
+  pollMs: number;
+}
+
+/** The tick already has its row: another replica, or an earlier delivery of this fire, made it. */
+class DuplicateFire extends Error {}
+
+type Outcome = Parameters<typeof finishCronRun>[2];
+
+/**
+ * Turns fires into runs and records them in `cron_runs`. A fire inserts its tick's row and the
+ * run in one transaction (UNIQUE (cron_job_id, scheduled_at): a second delivery of the tick, on
+ * any replica, inserts nothing and creates no run), then enqueues the run and follows it to its
+ * end: the run's `done`/`error` event, a poll of the run row, and a bound on the wait. Fires whose
+ * follower died with its process are finished by `sweep()`, which every replica runs.
+ */
+export class Firer {
+  /** cron_runs ids this process follows, with the follower's promise. */
+  private readonly following = new Map<number, Promise<void>>();
+  private readonly stop = new AbortController();
+
+  constructor(
+    private readonly db: Db,
+    private readonly bus: Bus,
+    private readonly reconciler: Reconciler,
+    private readonly logger: Logger,
+    private readonly opts: FirerOptions,
+  ) {}
+
+  /** The fire handler. It never throws for a failed fire: the failure is recorded and logged. */
+  async fire(fire: CronFire<unknown>): Promise<void> {
+    const cronJobId = Value.Check(CronFireJob, fire.data) ? fire.data.cronJobId : fire.id;
+    const scheduledAt = fire.scheduledAt;
+    const log = this.logger.child({ cronJobId, scheduledAt: scheduledAt.toISOString() });
+    const job = await getCronJob(this.db, cronJobId);
+    if (!job) {
+      log.warn('fire of a cron job that no longer exists; removing its scheduler');
+      await this.bus.scheduler.remove(fire.id);
+      return;
+    }
+    if (job.disabled) {
+      log.info('fire of a disabled cron job skipped');
+      await this.reconciler.one(job.id);
+      return;
+    }
+
+    const runId = newRunId();
+    // Listening before the job exists: the run's end event cannot be missed.
+    const watch = await watchRun({ db: this.db, pubsub: this.bus.pubsub }, runId);
+    let cronRun: CronRunRecord | undefined;
+    try {
+      await submitRun(
+        { db: this.db, queue: this.bus.queue },
+        {
+          agentId: job.agentId,
+          session: { key: `cron:${job.id}`, channel: 'cron' },
+          source: 'cron',
+          request: { messages: [{ role: 'user', content: job.message }] },
+          runId,
+          withRun: async (trx) => {
+            cronRun = await insertCronRun(trx, { cronJobId, scheduledAt, runId });
+            if (!cronRun) throw new DuplicateFire();
+          },
+        },
+      );
+    } catch (err) {
+      await watch.close();
+      if (err instanceof DuplicateFire) return this.duplicate(cronJobId, scheduledAt, log);
+      log.error({ err }, 'cron fire failed');
+      const error = `the run could not be started: ${(err as Error).message}`;
+      // The row exists when the run committed but the queue refused it (submitRun then marked
+      // the run failed); otherwise nothing committed and the failure gets a row of its own.
+      const recorded = cronRun && (await finishCronRun(this.db, cronRun.id, { status: 'failed', error, ...deliveryOf(job.deliver, false) }));
+      if (!recorded) await this.recordFailedFire(cronJobId, scheduledAt, error, job.deliver);
+      return;
+    }
+    const started = cronRun!;
+    log.info({ runId, lateMs: started.startedAt.getTime() - scheduledAt.getTime() }, 'cron fired');
+    this.follow(started, watch, job.deliver);
+  }
+
+  /**
+   * Finishes fires still `running` whose run has ended (their follower died with its process),
+   * vanished, or outlived the run timeout. Idempotent, safe on every replica at once.
+   */
+  async sweep(): Promise<void> {
+    const rows = await listUnfinishedCronRuns(this.db, 500);
+    for (const row of rows) {
+      if (this.following.has(row.id)) continue;
+      try {
+        const deliver = (await getCronJob(this.db, row.cronJobId))?.deliver ?? null;
+        if (!row.runId) {
+          if (Date.now() - row.startedAt.getTime() > this.opts.runTimeoutMs) {
+            await this.record(row, { status: 'failed', error: 'the fire was interrupted before its run started', ...deliveryOf(deliver, false) });
+          }
+          continue;
+        }
+        const run = await getRun(this.db, row.runId);
+        if (!run) await this.record(row, outcomeOf({ kind: 'gone' }, deliver, this.opts.runTimeoutMs));
+        else if (run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled') {
+          await this.record(row, outcomeOf({ kind: 'ended', run }, deliver, this.opts.runTimeoutMs));
+        } else if (Date.now() - row.startedAt.getTime() > this.opts.runTimeoutMs) {
+          await this.cancelRun(run.id);
+          await this.record(row, outcomeOf({ kind: 'timeout' }, deliver, this.opts.runTimeoutMs));
+        }
+      } catch (err) {
+        this.logger.warn({ err, cronRunId: row.id }, 'could not settle a cron fire');
+      }
+    }
+  }
+
+  /** Stops following (fires still running are left to the sweep of a live replica or the next start). */
+  async close(): Promise<void> {
+    this.stop.abort();
+    await Promise.allSettled([...this.following.values()]);
+  }
+
+  private follow(cronRun: CronRunRecord, watch: RunWatch, deliver: CronDeliver | null): void {
+    const done = (async () => {
+      try {
+        const outcome = await watch.outcome({ timeoutMs: this.opts.runTimeoutMs, pollMs: this.opts.pollMs, signal: this.stop.signal });
+        if (outcome.kind === 'aborted') return;
+        if (outcome.kind === 'timeout') await this.cancelRun(cronRun.runId!);
+        await this.record(cronRun, outcomeOf(outcome, deliver, this.opts.runTimeoutMs));
+      } catch (err) {
+        this.logger.warn({ err, cronRunId: cronRun.id }, 'could not record a cron fire outcome; the sweep will');
+      } finally {
+        this.following.delete(cronRun.id);
+      }
+    })();
+    this.following.set(cronRun.id, done);
+  }
+
+  private async record(cronRun: CronRunRecord, outcome: Outcome): Promise<void> {
+    const row = await finishCronRun(this.db, cronRun.id, outcome);
+    if (!row) return;
+    const fields = { cronJobId: row.cronJobId, scheduledAt: row.scheduledAt.toISOString(), runId: row.runId, status: row.status };
+    if (row.status === 'failed') this.logger.error({ ...fields, error: row.error }, 'cron run failed');
+    else this.logger.info({ ...fields, ms: (row.finishedAt?.getTime() ?? Date.now()) - row.startedAt.getTime() }, 'cron run finished');
+  }
+
+  /**
+   * The tick was fired already. If that fire's run is still queued, its job may have been lost
+   * with the process that made it: enqueue it again (the job id is the run id, so a job that
+   * still exists is not doubled). Otherwise nothing to do.
+   */
+  private async duplicate(cronJobId: string, scheduledAt: Date, log: Logger): Promise<void> {
+    const existing = await getCronRunByTick(this.db, cronJobId, scheduledAt);
+    if (existing?.status === 'running' && existing.runId) {
+      const run = await getRun(this.db, existing.runId);
+      if (run?.status === 'queued') {
+        await enqueueRun(this.bus.queue, run.id);
+        log.info({ runId: run.id }, 'fire delivered again while its run was queued; run job re-enqueued (deduplicated by id)');
+        return;
+      }
+    }
+    log.info('fire delivered again; this tick already ran, skipped');
+  }
+
+  /** A fire whose run could not even be created still leaves a row, so the history shows it. */
+  private async recordFailedFire(cronJobId: string, scheduledAt: Date, error: string, deliver: CronDeliver | null): Promise<void> {
+    try {
+      const row = await insertCronRun(this.db, { cronJobId, scheduledAt, runId: null });
+      if (row) await finishCronRun(this.db, row.id, { status: 'failed', error, ...deliveryOf(deliver, false) });
+    } catch (err) {
+      this.logger.error({ err, cronJobId }, 'could not record the failed cron fire');
+    }
+  }
+
+  private async cancelRun(runId: string): Promise<void> {
+    await Promise.allSettled([
+      finishRun(this.db, runId, { status: 'cancelled', error: 'cancelled: the cron fire waited too long for it' }),
+      this.bus.pubsub.publish(PubSubChannels.runCancel, { runId } satisfies RunCancelMessage),
+    ]);
+  }
+}
+
+/**
+ * Delivery is recorded honestly: channels do not exist yet, so an answer that should be
+ * delivered is marked `pending-channels` (nothing was sent), and a failed run has nothing to send.
+ */
+function deliveryOf(deliver: CronDeliver | null, answered: boolean): { deliveryStatus: string | null; deliveryError: string | null } {
+  if (!deliver) return { deliveryStatus: null, deliveryError: null };
+  if (!answered) return { deliveryStatus: 'skipped', deliveryError: 'the run produced no answer to deliver' };
+  return { deliveryStatus: 'pending-channels', deliveryError: 'not sent: channel delivery is not available yet' };
+}
+
+function excerpt(text: string | null): string | null {
+  if (text === null || text === '') return null;
+  return text.length <= OUTPUT_EXCERPT_CHARS ? text : `${text.slice(0, OUTPUT_EXCERPT_CHARS - 1)}…`;
+}
+
+function outcomeOf(outcome: Exclude<RunOutcome, { kind: 'aborted' }>, deliver: CronDeliver | null, timeoutMs: number): Outcome {
+  switch (outcome.kind) {
+    case 'ended':
+      return endedOutcome(outcome.run, deliver);
+    case 'gone':
+      return { status: 'failed', error: 'the run was deleted before it finished', ...deliveryOf(deliver, false) };
+    case 'timeout':
+      return { status: 'failed', error: `the run did not finish within ${duration(timeoutMs)}; it was cancelled`, ...deliveryOf(deliver, false) };
+  }
+}
+
+function endedOutcome(run: RunRecord, deliver: CronDeliver | null): Outcome {
+  if (run.status === 'succeeded') return { status: 'succeeded', outputExcerpt: excerpt(run.output), ...deliveryOf(deliver, true) };
+  return {
+    status: 'failed',
+    outputExcerpt: excerpt(run.output),
+    error: run.error ?? `the run was ${run.status}`,
+    ...deliveryOf(deliver, false),
+  };
+}
+
+function duration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
+}
