@@ -108,6 +108,21 @@ beforeAll(async () => {
   runtime.health.markStarted();
   baseURL = `http://127.0.0.1:${port}/api/v1`;
   const mcpUrl = `http://127.0.0.1:${(mcp.address() as AddressInfo).port}/mcp`;
+  const chain = await fetch(`${baseURL}/rules`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ruleChain: { id: 'double', name: 'Double' },
+      metadata: {
+        nodes: [
+          { id: 't', type: 'jsTransform', configuration: { jsScript: 'msg.n = msg.n * 2; return {msg, metadata, msgType};' } },
+          { id: 'e', type: 'end' },
+        ],
+        connections: [{ fromId: 't', toId: 'e', type: 'Success' }],
+      },
+    }),
+  });
+  if (chain.status !== 201) throw new Error(`create chain: ${chain.status} ${await chain.text()}`);
   await createAgent('helper', {});
   await createAgent('main', {
     tools: [
@@ -116,6 +131,7 @@ beforeAll(async () => {
       { type: 'agent', name: 'ask_helper', targetId: 'helper', description: 'Ask the helper agent.' },
       { type: 'agent', name: 'ask_self', targetId: 'main' },
       { type: 'mcp', name: 'calc', config: { url: mcpUrl } },
+      { type: 'rulechain', name: 'double', targetId: 'double', description: 'Doubles n.' },
     ],
   });
   await createAgent('resilient', { provider: 'down', failover: [{ provider: 'fake' }] });
@@ -162,6 +178,7 @@ describe('tools through the chat endpoint', () => {
       'ask_helper',
       'ask_self',
       'calc__add',
+      'double',
     ]);
     expect(second!.body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'echo: hi' });
   });
@@ -211,6 +228,12 @@ describe('tools through the chat endpoint', () => {
     const { tools, text } = await agui('main', 'add');
     expect(tools[1]).toMatchObject({ type: 'TOOL_CALL_RESULT', toolCallName: 'calc__add', content: '5', toolType: 'mcp' });
     expect(text).toBe('It is 5.');
+  });
+
+  it('runs a rule chain as a tool (toolType rulechain): arguments in, final msg.data out', async () => {
+    fake.script({ toolCalls: [{ id: 'r1', name: 'double', arguments: '{"n":21}' }] }, { text: 'It is 42.' });
+    const { tools } = await agui('main', 'double it');
+    expect(tools[1]).toMatchObject({ type: 'TOOL_CALL_RESULT', toolCallName: 'double', content: '{"n":42}', toolType: 'rulechain' });
   });
 
   it('keeps tool calls and results in the session for the next turn', async () => {

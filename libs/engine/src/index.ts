@@ -11,3 +11,6 @@ export * from './tools/types.js';
 export * from './agent/loop.js';
 export * from './agent/tools.js';
 export * from './runs/index.js';
+export * from './tools/net-policy.js';
+export * from './sandbox/index.js';
+export * from './chain/index.js';

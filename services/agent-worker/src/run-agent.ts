@@ -14,8 +14,13 @@ import {
   type SessionMessage,
 } from '@agentry/db';
 import {
+  createRuleMsg,
+  parseChain,
   resolveTools,
   runAgentLoop,
+  type ChainContext,
+  type ChainRunner,
+  type ScriptSandbox,
   type AgentToolConfig,
   type ChatMessage,
   type LoopEvent,
@@ -38,6 +43,8 @@ export interface RunDeps {
   builtin: Record<string, ToolDefinition>;
   /** The agent's instructions from its `systemPrompt` (templates rendered, skills block added). */
   systemPrompt?(config: AgentNodeConfig, agentId: string): Promise<string>;
+  /** Runs rule chains (rule-chain tools); without it such tools are left out. */
+  chains?: { runner: ChainRunner; sandbox: ScriptSandbox };
 }
 
 /** Sub-agents nest at most this deep. */
@@ -224,6 +231,7 @@ async function runAgentWithTools(
       const result = await runAgentWithTools(deps, run, subConfig, subMessages, null, subSignal, async () => {}, [...stack, agentId]);
       return result.output;
     },
+    ...(deps.chains ? { runChain: (chainId: string, args: Record<string, unknown>, chainSignal: AbortSignal) => runChainTool(deps, run, chainId, args, chainSignal, stack) } : {}),
   });
   try {
     const failover = (config.failover ?? []).filter((f): f is { provider: string; model?: string } => typeof f.provider === 'string');
@@ -244,4 +252,54 @@ async function runAgentWithTools(
   } finally {
     await resolved.close();
   }
+}
+
+/**
+ * A rule-chain tool: the arguments become `msg.data` (JSON), the chain runs, and the final
+ * `msg.data` is the tool's result. `ai/llm` nodes call the agent's providers, `ai/agent` nodes
+ * run a silent nested agent loop on behalf of the calling agent, `flow` nodes run sub-chains.
+ */
+async function runChainTool(
+  deps: RunDeps,
+  run: RunRecord,
+  chainId: string,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+  stack: string[],
+): Promise<string> {
+  const { runner, sandbox } = deps.chains!;
+  const load = async (id: string) => {
+    const row = await getRuleChain(deps.db, id);
+    return row ? parseChain({ id: row.id, dsl: row.dsl, isAgent: row.kind === 'agent' }) : undefined;
+  };
+  const ctx: ChainContext = {
+    logger: deps.logger,
+    signal,
+    sandbox,
+    runChain: (id, msg, depth, path) => runner.runById(load, id, msg, ctx, { depth, path }).then((r) => r.msg),
+    complete: async (req) => {
+      let text = '';
+      for await (const ev of deps.stream({
+        provider: req.provider,
+        model: req.model,
+        messages: req.messages,
+        params: req.params as ModelCallRequest['params'],
+        signal: req.signal,
+      })) {
+        if (ev.type === 'text') text += ev.text;
+      }
+      return text;
+    },
+    runAgent: async (config, msg) => {
+      const agentConfig = config as AgentNodeConfig;
+      const messages: ChatMessage[] = [
+        ...(agentConfig.systemPrompt ? [{ role: 'system' as const, content: agentConfig.systemPrompt }] : []),
+        { role: 'user', content: msg.data },
+      ];
+      const result = await runAgentWithTools(deps, run, agentConfig, messages, null, signal, async () => {}, stack);
+      return result.output;
+    },
+  };
+  const result = await runner.runById(load, chainId, createRuleMsg({ data: args }), ctx);
+  return result.msg.data;
 }

@@ -2,7 +2,7 @@ import { Value } from 'typebox/value';
 import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Consumer } from '@agentry/bus';
 import { claimRun, finishRun, getRun, hasEarlierActiveRun } from '@agentry/db';
-import { ModelProviders, type ModelCallRequest, type ModelEvent, type ToolDefinition } from '@agentry/engine';
+import { ChainRunner, ModelProviders, ScriptSandbox, type ModelCallRequest, type ModelEvent, type ToolDefinition } from '@agentry/engine';
 import type { Runtime } from '@agentry/runtime';
 import { runAgent } from './run-agent.js';
 
@@ -36,6 +36,8 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     await providers.start();
   }
   const stream = opts.stream ?? ((req: ModelCallRequest) => providers!.stream(req));
+  // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
+  const chains = { runner: new ChainRunner(), sandbox: new ScriptSandbox({ workers: 2 }) };
 
   const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => {
     const runId = (msg as RunCancelMessage | null)?.runId;
@@ -88,7 +90,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           return;
         }
         await runAgent(
-          { db: db.db, logger, stream, publish, maxMessages: runtime.config.current.agents.defaults.session.max_messages, builtin: opts.builtin ?? {} },
+          { db: db.db, logger, stream, publish, maxMessages: runtime.config.current.agents.defaults.session.max_messages, builtin: opts.builtin ?? {}, chains },
           run,
           ctl.signal,
         );
@@ -109,6 +111,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     await consumer.close(Math.max(0, remainingMs - 500));
     await unsubscribe();
     await providers?.close();
+    await chains.sandbox.close();
     logger.info('agent-worker stopped');
   });
   runtime.health.register('agent-worker', async () => {

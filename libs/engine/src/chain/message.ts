@@ -1,0 +1,43 @@
+import { randomUUID } from 'node:crypto';
+import type { ScriptInput } from '../sandbox/sandbox.js';
+import type { RuleMsg } from './types.js';
+
+/** A new message; `data` that is not a string is stored as JSON text. */
+export function createRuleMsg(init: { data?: unknown; type?: string; metadata?: Record<string, string>; id?: string } = {}): RuleMsg {
+  const data = init.data === undefined ? '' : typeof init.data === 'string' ? init.data : JSON.stringify(init.data);
+  return { id: init.id ?? randomUUID(), type: init.type ?? 'MESSAGE', data, metadata: { ...init.metadata } };
+}
+
+/** A copy whose metadata can be changed without touching the original. */
+export function cloneMsg(msg: RuleMsg): RuleMsg {
+  return { id: msg.id, type: msg.type, data: msg.data, metadata: { ...msg.metadata } };
+}
+
+/** `data` parsed when it is JSON, else the text itself (what scripts see as `msg`). */
+export function parseMsgData(data: string): unknown {
+  const t = data.trimStart();
+  if (t === '' || !'{["-0123456789tfn'.includes(t[0] as string)) return data;
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return data;
+  }
+}
+
+/** A value as message data: strings as they are, anything else as JSON. */
+export function toMsgData(value: unknown): string {
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value) ?? '';
+}
+
+/** A metadata value: strings as they are, anything else as JSON (`5`, `true`, `{"a":1}`). */
+export function toMetadataValue(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === undefined || value === null) return '';
+  return JSON.stringify(value);
+}
+
+/** The arguments of a chain script: `msg` (parsed data), `metadata`, `msgType`. */
+export function scriptInput(msg: RuleMsg): ScriptInput {
+  return { msg: parseMsgData(msg.data), metadata: { ...msg.metadata }, msgType: msg.type };
+}

@@ -1,0 +1,17 @@
+import { flow } from '../../nodes/flow.js';
+import { defineExecutor } from '../types.js';
+
+/**
+ * Runs chain `targetId` with the message (through `ctx.runChain`); its result goes on along
+ * `Success`, its failure along `Failure`. Nesting stops at `maxFlowDepth` (default 5) with an
+ * error that names the chain path, which shows a cycle. `extend` is accepted and has no effect:
+ * the sub-chain's result message always continues.
+ */
+export const flowExecutor = defineExecutor(flow, async (msg, config, ctx) => {
+  const path = [...ctx.path, config.targetId];
+  if (ctx.depth + 1 > ctx.maxFlowDepth) {
+    throw new Error(`sub-chain depth limit ${ctx.maxFlowDepth} exceeded (${path.join(' -> ')}); do the chains call each other in a cycle?`);
+  }
+  const out = await ctx.runChain(config.targetId, msg, ctx.depth + 1, path);
+  return { msg: out, relation: 'Success' };
+});

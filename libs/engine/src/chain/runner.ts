@@ -1,0 +1,195 @@
+import type { LoadResult, ParsedChain } from '../chain-cache.js';
+import { cloneMsg } from './message.js';
+import { nodeExecutors } from './nodes/index.js';
+import { NodeFailure, type ChainContext, type NodeContext, type NodeExecutor, type RuleMsg } from './types.js';
+
+export interface ChainRunnerOptions {
+  /** Node executions per run (sub-chains count their own); more is an error. Default 1000. */
+  maxSteps?: number;
+  /** Nested `flow` levels. Default 5. */
+  maxFlowDepth?: number;
+  /** Executors by node type; default `nodeExecutors`. */
+  executors?: Readonly<Record<string, NodeExecutor>>;
+}
+
+export interface ChainRunOptions {
+  /** 0 for a top-level run; `flow` passes its depth + 1. */
+  depth?: number;
+  /** Chain ids from the outermost run down to this chain; default `[chain.id]`. */
+  path?: readonly string[];
+}
+
+/** One node execution. */
+export interface ChainTraceEntry {
+  nodeId: string;
+  type: string;
+  /** The relations the node chose (`Failure` after an error it was routed by; `[]` for `end`). */
+  relations: string[];
+  ms: number;
+  error?: string;
+}
+
+/** Where a branch stopped: an `end` node (`relation` undefined) or a node with no edge for its relation. */
+export interface ChainEnd {
+  nodeId: string;
+  relation: string | undefined;
+  msg: RuleMsg;
+}
+
+export interface ChainResult {
+  /** The last message that reached an end (the input when the chain has no nodes). */
+  msg: RuleMsg;
+  /** Every branch end, in execution order. */
+  ends: ChainEnd[];
+  trace: ChainTraceEntry[];
+  steps: number;
+}
+
+/** A run that failed: a node error without a `Failure` edge, the step limit, a cancel. */
+export class ChainError extends Error {
+  readonly chainId: string;
+  readonly nodeId: string | undefined;
+  /** The trace up to the failure (empty when the error came from loading). */
+  readonly trace: ChainTraceEntry[];
+  constructor(message: string, info: { chainId: string; nodeId?: string; trace?: ChainTraceEntry[]; cause?: unknown }) {
+    super(message, info.cause === undefined ? undefined : { cause: info.cause });
+    this.name = 'ChainError';
+    this.chainId = info.chainId;
+    this.nodeId = info.nodeId;
+    this.trace = info.trace ?? [];
+  }
+}
+
+const FAILURE = 'Failure';
+
+/**
+ * Runs messages through parsed chains (`parseChain` / `ChainCache`). Execution starts at the
+ * chain's first node (`metadata.firstNodeIndex`, default 0) and follows the connections whose
+ * `type` equals the relation a node returns: `Success`, `Failure`, `True`, `False` or any name
+ * a `jsSwitch` returns (exact, case-sensitive match; every matching connection, in DSL order).
+ * Branches run one after the other, depth first, in relation order. A relation without a
+ * connection ends its branch. A node that throws goes on along `Failure` with its input
+ * message plus `metadata.error`; without a `Failure` connection the whole run fails with a
+ * ChainError naming the chain and node. Stateless: one runner serves any number of runs.
+ */
+export class ChainRunner {
+  readonly maxSteps: number;
+  readonly maxFlowDepth: number;
+  readonly #executors: Readonly<Record<string, NodeExecutor>>;
+
+  constructor(opts: ChainRunnerOptions = {}) {
+    this.maxSteps = opts.maxSteps ?? 1000;
+    this.maxFlowDepth = opts.maxFlowDepth ?? 5;
+    this.#executors = opts.executors ?? nodeExecutors;
+  }
+
+  async run(chain: ParsedChain, input: RuleMsg, ctx: ChainContext, opts: ChainRunOptions = {}): Promise<ChainResult> {
+    const depth = opts.depth ?? 0;
+    const path = opts.path ?? [chain.id];
+    const trace: ChainTraceEntry[] = [];
+    const ends: ChainEnd[] = [];
+    const fail = (message: string, nodeId: string | undefined, cause?: unknown) =>
+      new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause });
+
+    // Built field by field (not spread) so that a context whose functions are class methods works.
+    const base: Omit<NodeContext, 'node'> = {
+      logger: ctx.logger,
+      signal: ctx.signal,
+      sandbox: ctx.sandbox,
+      runChain: (id, msg, d, p) => ctx.runChain(id, msg, d, p),
+      complete: (req) => ctx.complete(req),
+      runAgent: (config, msg) => ctx.runAgent(config, msg),
+      ...(ctx.http ? { http: ctx.http } : {}),
+      chain,
+      depth,
+      path,
+      maxFlowDepth: this.maxFlowDepth,
+    };
+
+    const stack: Array<{ nodeId: string; msg: RuleMsg }> = [];
+    if (chain.firstNodeId !== undefined) stack.push({ nodeId: chain.firstNodeId, msg: cloneMsg(input) });
+    let steps = 0;
+    while (stack.length > 0) {
+      const { nodeId, msg } = stack.pop() as { nodeId: string; msg: RuleMsg };
+      if (ctx.signal.aborted) throw fail(`chain "${chain.id}": cancelled`, nodeId, ctx.signal.reason);
+      if (++steps > this.maxSteps) {
+        throw fail(`chain "${chain.id}": step limit ${this.maxSteps} reached at node "${nodeId}"; does the chain loop?`, nodeId);
+      }
+      const node = chain.nodes.get(nodeId);
+      if (!node) throw fail(`chain "${chain.id}": no node "${nodeId}"`, nodeId);
+      const where = `chain "${chain.id}", node "${node.id}" (${node.type})`;
+      const executor = this.#executors[node.type];
+      if (!executor) throw fail(`${where}: no executor for node type "${node.type}"`, nodeId);
+      const nodeCtx: NodeContext = { ...base, node };
+
+      const started = performance.now();
+      let out: RuleMsg;
+      let relations: readonly string[];
+      try {
+        const result = await executor.execute(msg, node.configuration ?? {}, nodeCtx);
+        out = result.msg;
+        relations = 'relations' in result ? result.relations : [result.relation];
+        trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started) });
+      } catch (err) {
+        const message = errorMessage(err);
+        trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message });
+        if (ctx.signal.aborted) throw fail(`chain "${chain.id}": cancelled`, nodeId, ctx.signal.reason);
+        if (!(chain.outgoing.get(nodeId) ?? []).some((c) => c.type === FAILURE)) {
+          // A sub-chain's error already names its chain and node: keep it as it is.
+          throw err instanceof ChainError ? fail(err.message, nodeId, err) : fail(`${where}: ${message}`, nodeId, err);
+        }
+        const failed = err instanceof NodeFailure && err.msg ? err.msg : msg;
+        out = { ...failed, metadata: { ...failed.metadata, error: message } };
+        relations = [FAILURE];
+      }
+
+      if (relations.length === 0) {
+        ends.push({ nodeId, relation: undefined, msg: out });
+        continue;
+      }
+      const next: Array<{ nodeId: string; msg: RuleMsg }> = [];
+      const edges = chain.outgoing.get(nodeId) ?? [];
+      for (const relation of relations) {
+        for (const c of edges) if (c.type === relation) next.push({ nodeId: c.toId, msg: out });
+      }
+      if (next.length === 0) {
+        ends.push({ nodeId, relation: relations.join(','), msg: out });
+        continue;
+      }
+      // Each branch gets its own copy; the first is run first (depth first).
+      for (let i = next.length - 1; i >= 0; i--) {
+        const item = next[i] as { nodeId: string; msg: RuleMsg };
+        stack.push({ nodeId: item.nodeId, msg: next.length === 1 ? item.msg : cloneMsg(item.msg) });
+      }
+    }
+    const last = ends[ends.length - 1];
+    return { msg: last ? last.msg : cloneMsg(input), ends, trace, steps };
+  }
+
+  /**
+   * Loads chain `id` (`load` is typically `(id) => cache.get(id)`) and runs it: the usual body
+   * of `ChainContext.runChain`. Rejects with a ChainError when the chain does not exist or does
+   * not load.
+   */
+  async runById(
+    load: (id: string) => Promise<LoadResult | undefined> | LoadResult | undefined,
+    id: string,
+    msg: RuleMsg,
+    ctx: ChainContext,
+    opts: ChainRunOptions = {},
+  ): Promise<ChainResult> {
+    const loaded = await load(id);
+    if (!loaded) throw new ChainError(`chain "${id}" does not exist`, { chainId: id });
+    if (!loaded.ok) throw new ChainError(`chain "${id}" does not load: ${loaded.error}`, { chainId: id });
+    return this.run(loaded.chain, msg, ctx, opts);
+  }
+}
+
+function elapsed(started: number): number {
+  return Math.round((performance.now() - started) * 100) / 100;
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+}

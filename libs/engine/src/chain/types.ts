@@ -1,0 +1,100 @@
+import type { Logger } from 'pino';
+import type { Static, TSchema } from 'typebox';
+import type { ParsedChain } from '../chain-cache.js';
+import type { RuleNode } from '../dsl.js';
+import type { ChatMessage } from '../models/types.js';
+import type { aiAgent } from '../nodes/ai-agent.js';
+import type { NodeTypeDef } from '../nodes/types.js';
+import type { ScriptSandbox } from '../sandbox/sandbox.js';
+import type { AddressPolicy } from '../tools/net-policy.js';
+
+/**
+ * A message travelling through a rule chain (RuleGo's shape): `data` is text, usually JSON;
+ * `metadata` holds string values only (`firstNodeIndex`, `status`, ...).
+ */
+export type RuleMsg = {
+  id: string;
+  type: string;
+  data: string;
+  metadata: Record<string, string>;
+};
+
+/** The configuration of an `ai/agent` node, as `runAgent` receives it. */
+export type AiAgentConfig = Static<typeof aiAgent.configuration>;
+
+/** One completion without tools (the `ai/llm` node). */
+export interface CompleteRequest {
+  provider?: string;
+  model?: string;
+  messages: ChatMessage[];
+  params?: Record<string, unknown>;
+  signal: AbortSignal;
+}
+
+/**
+ * What a chain run needs from its caller. The engine opens nothing itself: the sandbox, the
+ * model calls, the agent loop and sub-chain loading come in here.
+ */
+export interface ChainContext {
+  logger: Logger;
+  /** Aborting stops the run between nodes and cancels the running node's script, HTTP call or model call. */
+  signal: AbortSignal;
+  sandbox: ScriptSandbox;
+  /**
+   * Runs chain `id` as a sub-chain (the `flow` node) and resolves with its result message;
+   * rejects when it fails. `depth` and `path` (the chain ids from the outermost run down to
+   * `id`) must be handed on: `(id, msg, depth, path) => runner.runById(load, id, msg, ctx,
+   * {depth, path}).then((r) => r.msg)`.
+   */
+  runChain(id: string, msg: RuleMsg, depth: number, path: readonly string[]): Promise<RuleMsg>;
+  /** One model completion (the `ai/llm` node); resolves with the answer's text. */
+  complete(req: CompleteRequest): Promise<string>;
+  /** Runs the agent tool loop for an `ai/agent` node; resolves with the final answer's text. */
+  runAgent(config: AiAgentConfig, msg: RuleMsg): Promise<string>;
+  /** Outbound-address policy of `restApiCall` (DESIGN section 5): public addresses only unless allowed here. */
+  http?: AddressPolicy;
+}
+
+/** What a node executor gets besides the message: the run's context plus where it runs. */
+export interface NodeContext extends ChainContext {
+  chain: ParsedChain;
+  node: RuleNode;
+  /** 0 for a top-level run, +1 per `flow` level. */
+  depth: number;
+  /** Chain ids from the outermost run down to this one. */
+  path: readonly string[];
+  maxFlowDepth: number;
+}
+
+/**
+ * A node's outcome: the message it passes on and the relation(s) to follow. No relation
+ * (`relations: []`) ends the branch, as `end` does.
+ */
+export type NodeResult = { msg: RuleMsg; relation: string } | { msg: RuleMsg; relations: readonly string[] };
+
+/**
+ * A failure that carries the message to pass along the `Failure` relation (e.g. `restApiCall`
+ * with the response of a non-2xx status). Any other thrown error passes the node's input on.
+ */
+export class NodeFailure extends Error {
+  readonly msg: RuleMsg | undefined;
+  constructor(message: string, msg?: RuleMsg, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'NodeFailure';
+    this.msg = msg;
+  }
+}
+
+/** What a node type does when it runs; `config` is the node's validated configuration. */
+export interface NodeExecutor {
+  type: string;
+  execute(msg: RuleMsg, config: Record<string, unknown>, ctx: NodeContext): Promise<NodeResult>;
+}
+
+/** An executor for a node type of `src/nodes/`, its configuration typed by the type's schema. */
+export function defineExecutor<S extends TSchema>(
+  def: NodeTypeDef<S>,
+  execute: (msg: RuleMsg, config: Static<S>, ctx: NodeContext) => Promise<NodeResult>,
+): NodeExecutor {
+  return { type: def.type, execute: (msg, config, ctx) => execute(msg, config as Static<S>, ctx) };
+}

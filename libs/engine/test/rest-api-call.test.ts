@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import {
+  ChainError,
+  ChainRunner,
+  ScriptSandbox,
+  createRuleMsg,
+  parseChain,
+  type ChainContext,
+  type ParsedChain,
+  type RuleMsg,
+} from '../src/index.js';
+
+/** The restApiCall node against a local HTTP server, and the outbound-address policy. */
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+const seen: Seen[] = [];
+let server: http.Server;
+let port = 0;
+let sandbox: ScriptSandbox;
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      if (req.url?.startsWith('/slow')) {
+        setTimeout(() => res.end('late'), 2000).unref();
+        return;
+      }
+      if (req.url?.startsWith('/broken')) {
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"broken"}');
+        return;
+      }
+      res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true, method: req.method }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+  sandbox = new ScriptSandbox({ workers: 1 });
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await sandbox.close();
+});
+
+const runner = new ChainRunner();
+
+function context(http?: ChainContext['http']): ChainContext {
+  return {
+    logger: pino({ level: 'silent' }),
+    signal: new AbortController().signal,
+    sandbox,
+    runChain: () => Promise.reject(new Error('no sub-chains here')),
+    complete: () => Promise.reject(new Error('no model here')),
+    runAgent: () => Promise.reject(new Error('no agent here')),
+    ...(http ? { http } : {}),
+  };
+}
+
+function restChain(configuration: Record<string, unknown>, failureEdge = false): ParsedChain {
+  const loaded = parseChain({
+    id: 'rest',
+    dsl: {
+      ruleChain: { id: 'rest', name: 'REST' },
+      metadata: {
+        nodes: [{ id: 'call', type: 'restApiCall', configuration }, { id: 'ok', type: 'end' }, { id: 'failed', type: 'end' }],
+        connections: [{ fromId: 'call', toId: 'ok', type: 'Success' }, ...(failureEdge ? [{ fromId: 'call', toId: 'failed', type: 'Failure' }] : [])],
+      },
+    },
+  });
+  if (!loaded.ok) throw new Error(loaded.error);
+  return loaded.chain;
+}
+
+async function call(configuration: Record<string, unknown>, msg: RuleMsg, policy: ChainContext['http'], failureEdge = false) {
+  return runner.run(restChain(configuration, failureEdge), msg, context(policy));
+}
+
+async function refused(url: string, policy?: ChainContext['http']): Promise<string> {
+  const err = await call({ restEndpointUrlPattern: url, requestMethod: 'GET' }, createRuleMsg(), policy).then(
+    () => {
+      throw new Error(`expected ${url} to be refused`);
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ChainError);
+  return (err as Error).message;
+}
+
+const ALLOW = { allowPrivateNetworks: true };
+
+describe('restApiCall against a local server (private networks allowed explicitly)', () => {
+  it('sends templated URL and headers with the data as body; the response becomes the message', async () => {
+    seen.length = 0;
+    const msg = createRuleMsg({ data: { q: 'a b', n: 1 }, metadata: { id: '42', token: 'secret-token' } });
+    const result = await call(
+      {
+        restEndpointUrlPattern: `http://127.0.0.1:${port}/items/\${metadata.id}?n=\${msg.n}`,
+        headers: { Authorization: 'Bearer ${metadata.token}', 'X-Item': '${msg.q}' },
+      },
+      msg,
+      ALLOW,
+    );
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ method: 'POST', url: '/items/42?n=1', body: msg.data });
+    expect(seen[0]?.headers).toMatchObject({ authorization: 'Bearer secret-token', 'x-item': 'a b', 'content-type': 'application/json' });
+    expect(result.ends[0]?.nodeId).toBe('ok');
+    expect(result.msg.data).toBe('{"ok":true,"method":"POST"}');
+    expect(result.msg.metadata).toEqual({ id: '42', token: 'secret-token', status: '201 Created', statusCode: '201' });
+  });
+
+  it('sends no body for GET or withoutRequestBody', async () => {
+    seen.length = 0;
+    await call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/get`, requestMethod: 'GET' }, createRuleMsg({ data: 'ignored' }), ALLOW);
+    await call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/put`, requestMethod: 'PUT', withoutRequestBody: true }, createRuleMsg({ data: 'ignored' }), ALLOW);
+    expect(seen.map((s) => [s.method, s.body, s.headers['content-type']])).toEqual([
+      ['GET', '', undefined],
+      ['PUT', '', undefined],
+    ]);
+  });
+
+  it('allows hosts named in allowHosts, by name or address', async () => {
+    const byAddress = await call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/x`, requestMethod: 'GET' }, createRuleMsg(), { allowHosts: ['127.0.0.1'] });
+    expect(byAddress.msg.metadata.statusCode).toBe('200');
+    const byName = await call({ restEndpointUrlPattern: `http://localhost:${port}/x`, requestMethod: 'GET' }, createRuleMsg(), { allowHosts: ['localhost'] });
+    expect(byName.msg.metadata.statusCode).toBe('200');
+  });
+
+  it('routes a non-2xx answer along Failure with the response, or fails the run', async () => {
+    const url = `http://127.0.0.1:${port}/broken?key=do-not-show`;
+    const result = await call({ restEndpointUrlPattern: url }, createRuleMsg({ data: '{}' }), ALLOW, true);
+    expect(result.ends[0]?.nodeId).toBe('failed');
+    expect(result.msg.data).toBe('{"error":"broken"}');
+    expect(result.msg.metadata).toMatchObject({ status: '500 Internal Server Error', statusCode: '500' });
+    expect(result.msg.metadata.error).toBe(`POST http://127.0.0.1:${port}/broken answered 500 Internal Server Error`);
+
+    const err = await call({ restEndpointUrlPattern: url }, createRuleMsg({ data: '{}' }), ALLOW).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChainError);
+    expect((err as Error).message).toBe(`chain "rest", node "call" (restApiCall): POST http://127.0.0.1:${port}/broken answered 500 Internal Server Error`);
+  });
+
+  it('gives up after readTimeoutMs', async () => {
+    const result = await call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/slow`, readTimeoutMs: 150 }, createRuleMsg(), ALLOW, true);
+    expect(result.ends[0]?.nodeId).toBe('failed');
+    expect(result.msg.metadata.error).toBe(`POST http://127.0.0.1:${port}/slow timed out after 150 ms`);
+  });
+});
+
+describe('restApiCall outbound-address policy (default: public addresses only)', () => {
+  it('refuses loopback, private, link-local, unique-local and unspecified addresses', async () => {
+    seen.length = 0;
+    expect(await refused(`http://127.0.0.1:${port}/`)).toMatch(/127\.0\.0\.1 is a loopback address/);
+    expect(await refused('http://10.1.2.3/')).toMatch(/10\.1\.2\.3 is a private \(10\/8\) address/);
+    expect(await refused('http://169.254.169.254/latest/meta-data/')).toMatch(/169\.254\.169\.254 is a link-local address/);
+    expect(await refused('http://192.168.0.10/')).toMatch(/private/);
+    expect(await refused('http://0.0.0.0/')).toMatch(/unspecified/);
+    expect(await refused(`http://[::1]:${port}/`)).toMatch(/::1 is a loopback address/);
+    expect(await refused('http://[fd00::1]/')).toMatch(/unique-local/);
+    expect(await refused('http://[fe80::1]/')).toMatch(/link-local/);
+    expect(await refused(`http://[::ffff:127.0.0.1]:${port}/`)).toMatch(/IPv4-mapped loopback/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('refuses a host name that resolves to a loopback address', async () => {
+    expect(await refused(`http://localhost:${port}/`)).toMatch(/"localhost" resolves to (127\.0\.0\.1|::1), a loopback address/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('refuses other schemes, and allowHosts does not open other hosts', async () => {
+    expect(await refused('file:///etc/passwd')).toMatch(/only http and https URLs are allowed, not file/);
+    expect(await refused(`http://127.0.0.1:${port}/`, { allowHosts: ['example.com'] })).toMatch(/loopback/);
+  });
+});
