@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMemoryBus } from '@agentry/bus';
-import { ToolError, type ToolDefinition } from '@agentry/engine';
+import { ToolError, builtinTools, type ToolDefinition } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
@@ -103,7 +103,7 @@ beforeAll(async () => {
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
-  await startAgentWorker(runtime, { builtin: TEST_TOOLS });
+  await startAgentWorker(runtime, { builtin: { ...builtinTools, ...TEST_TOOLS } });
   const { port } = await startGateway(runtime);
   runtime.health.markStarted();
   baseURL = `http://127.0.0.1:${port}/api/v1`;
@@ -135,6 +135,22 @@ beforeAll(async () => {
     ],
   });
   await createAgent('resilient', { provider: 'down', failover: [{ provider: 'fake' }] });
+  await createAgent('writer', {
+    systemPrompt: 'Agent ${ruleChain.id}. Notes exist: ${fileExists(notes.md)}.',
+    tools: [
+      { type: 'builtin', name: 'write' },
+      { type: 'builtin', name: 'read' },
+      { type: 'builtin', name: 'skill' },
+    ],
+    disabledSkills: ['secret-skill'],
+  });
+  for (const skill of [
+    { name: 'haiku', description: 'Write haiku.', content: '# Haiku\nFive, seven, five.' },
+    { name: 'secret-skill', description: 'Hidden.', content: 'never shown' },
+  ]) {
+    const res = await fetch(`${baseURL}/agents/writer/skills`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(skill) });
+    if (res.status !== 201) throw new Error(`skill: ${res.status} ${await res.text()}`);
+  }
 }, 60_000);
 
 afterAll(async () => {
@@ -234,6 +250,31 @@ describe('tools through the chat endpoint', () => {
     fake.script({ toolCalls: [{ id: 'r1', name: 'double', arguments: '{"n":21}' }] }, { text: 'It is 42.' });
     const { tools } = await agui('main', 'double it');
     expect(tools[1]).toMatchObject({ type: 'TOOL_CALL_RESULT', toolCallName: 'double', content: '{"n":42}', toolType: 'rulechain' });
+  });
+
+  it('uses the built-in workspace tools, renders the system prompt and injects active skills', async () => {
+    fake.script(
+      { toolCalls: [{ id: 'w1', name: 'write', arguments: JSON.stringify({ path: 'notes.md', content: 'remember the milk' }) }] },
+      { toolCalls: [{ id: 'w2', name: 'read', arguments: JSON.stringify({ path: 'notes.md' }) }] },
+      { toolCalls: [{ id: 'w3', name: 'skill', arguments: JSON.stringify({ skill: 'haiku' }) }] },
+      { toolCalls: [{ id: 'w4', name: 'skill', arguments: JSON.stringify({ skill: 'secret-skill' }) }] },
+      { text: 'done' },
+    );
+    const { tools } = await agui('writer', 'take a note');
+    const results = tools.filter((t) => t.type === 'TOOL_CALL_RESULT');
+    expect(results.map((r) => r.toolCallName)).toEqual(['write', 'read', 'skill', 'skill']);
+    expect(results[1]!.content).toMatch(/remember the milk/);
+    expect(results[2]!.content).toMatch(/Five, seven, five\./);
+    expect(results[3]!.content).toMatch(/^Error: /);
+    const file = await fetch(`${baseURL}/agents/writer/workspace/file?path=notes.md`);
+    expect(((await file.json()) as { content: string }).content).toBe('remember the milk');
+    // The next turn's instructions see the file, list the active skill and hide the disabled one.
+    fake.script({ text: 'ok' });
+    await agui('writer', 'again');
+    const system = fake.requests.at(-1)!.body.messages[0]!.content;
+    expect(system).toMatch(/^Agent writer\. Notes exist: true\./);
+    expect(system).toMatch(/haiku: Write haiku\./);
+    expect(system).not.toMatch(/secret-skill/);
   });
 
   it('keeps tool calls and results in the session for the next turn', async () => {

@@ -1,4 +1,5 @@
 import { AGENT_NODE_TYPE, type RuleChainDsl } from './dsl.js';
+import { defaultBuiltinToolNames } from './tools/builtin/index.js';
 
 /**
  * The agent template (`GET /agent-template`) and the files a new agent's workspace starts
@@ -17,10 +18,16 @@ export interface TemplateOptions {
   name?: string;
 }
 
-export const DEFAULT_SYSTEM_PROMPT =
-  'You are a helpful assistant. Your workspace holds files you can read and write; AGENTS.md there describes you and your task.';
+export const DEFAULT_SYSTEM_PROMPT = [
+  'You are a helpful assistant. Your workspace holds files you can read and write with your tools; AGENTS.md there describes you and your task:',
+  '',
+  '${include(AGENTS.md)}',
+].join('\n');
 
-/** A complete, valid agent: one `ai/agent` node followed by an `end` node. */
+/**
+ * A complete, valid agent: one `ai/agent` node (the default provider, the default built-in
+ * tools, a system prompt that includes AGENTS.md) followed by an `end` node.
+ */
 export function agentTemplate(opts: TemplateOptions): RuleChainDsl {
   return {
     ruleChain: {
@@ -41,7 +48,8 @@ export function agentTemplate(opts: TemplateOptions): RuleChainDsl {
             systemPrompt: DEFAULT_SYSTEM_PROMPT,
             maxStep: 50,
             maxToolOutputLength: 50_000,
-            tools: [],
+            // The built-in tools that are not opt-in (bash and http_fetch are added by choice).
+            tools: defaultBuiltinToolNames().map((name) => ({ type: 'builtin', name })),
           },
         },
         { id: 'node_end', type: 'end', name: 'End' },

@@ -216,7 +216,13 @@ async function runAgentWithTools(
   emit: (ev: LoopEvent) => Promise<void>,
   stack: string[],
 ) {
-  const resolved = await resolveTools(config.tools ?? [], {
+  // The skill tool must not load what the agent disabled: hand it the list through its config.
+  const toolConfigs = (config.tools ?? []).map((t) =>
+    (t.type ?? 'builtin') === 'builtin' && t.name === 'skill' && config.disabledSkills?.length
+      ? { ...t, config: { ...t.config, disabledSkills: config.disabledSkills } }
+      : t,
+  );
+  const resolved = await resolveTools(toolConfigs, {
     logger: deps.logger,
     builtin: deps.builtin,
     context: { db: deps.db, agentId: stack.at(-1)!, runId: run.id, sessionId: run.sessionId, logger: deps.logger },

@@ -2,7 +2,16 @@ import { Value } from 'typebox/value';
 import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Consumer } from '@agentry/bus';
 import { claimRun, finishRun, getRun, hasEarlierActiveRun } from '@agentry/db';
-import { ChainRunner, ModelProviders, ScriptSandbox, type ModelCallRequest, type ModelEvent, type ToolDefinition } from '@agentry/engine';
+import {
+  ChainRunner,
+  ModelProviders,
+  ScriptSandbox,
+  agentSystemPrompt,
+  builtinTools,
+  type ModelCallRequest,
+  type ModelEvent,
+  type ToolDefinition,
+} from '@agentry/engine';
 import type { Runtime } from '@agentry/runtime';
 import { runAgent } from './run-agent.js';
 
@@ -90,7 +99,16 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           return;
         }
         await runAgent(
-          { db: db.db, logger, stream, publish, maxMessages: runtime.config.current.agents.defaults.session.max_messages, builtin: opts.builtin ?? {}, chains },
+          {
+            db: db.db,
+            logger,
+            stream,
+            publish,
+            maxMessages: runtime.config.current.agents.defaults.session.max_messages,
+            builtin: opts.builtin ?? builtinTools,
+            chains,
+            systemPrompt: (config, agentId) => agentSystemPrompt(config, { db: db.db, agentId, logger }),
+          },
           run,
           ctl.signal,
         );

@@ -18,6 +18,7 @@ import { skillRoutes, MAX_ARCHIVE_BYTES } from './routes/skills.js';
 import { workspaceRoutes } from './routes/workspace.js';
 import { agentTemplateRoutes } from './routes/agent-template.js';
 import { cronRoutes } from './routes/cron.js';
+import { toolRoutes } from './routes/tools.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -97,6 +98,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
       workspaceRoutes(api, deps);
       agentTemplateRoutes(api, deps);
       cronRoutes(api, deps);
+      toolRoutes(api, deps);
     },
     { prefix: '/api/v1' },
   );

@@ -4,8 +4,9 @@ import type { GatewayDeps } from '../deps.js';
 
 /**
  * GET /agent-template: a complete, valid agent DSL (one `ai/agent` node on the default
- * provider, then `end`), ready to POST to /agents once given an id and name, plus the files its
- * workspace is seeded with (`workspaceFiles`, ignored by POST /agents).
+ * provider with the default built-in tools as `tools: [{type: 'builtin', name}]` and a system
+ * prompt that includes AGENTS.md, then `end`), ready to POST to /agents once given an id and
+ * name, plus the files its workspace is seeded with (`workspaceFiles`, ignored by POST /agents).
  */
 export function agentTemplateRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   app.get('/agent-template', async () => {

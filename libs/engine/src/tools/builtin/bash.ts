@@ -1,0 +1,339 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import nodePath from 'node:path';
+import Type, { type Static } from 'typebox';
+import { deleteWorkspaceTree, getWorkspaceEntry, inTransaction, makeWorkspaceDir, writeWorkspaceFile, type Db } from '@agentry/db';
+import { normaliseWorkspacePath } from '../../workspace-path.js';
+import { ToolError, type ToolContext } from '../types.js';
+import { DEFAULT_MAX_FILE_SIZE, checkArgs, checkConfig, dbCall, listTree, readContents, type BuiltinTool } from './common.js';
+
+/**
+ * `bash`: runs a command in a scratch directory holding a copy of the agent's workspace, then
+ * writes the files it created, changed or deleted back to the workspace in one transaction.
+ *
+ * NOT A SECURITY BOUNDARY. The command runs as the service's own user on the host: it can read
+ * whatever that user can (including other processes' /proc/<pid>/environ), reach the network and
+ * start processes that escape the process group. The deny list only stops obvious accidents;
+ * the environment is scrubbed (PATH, HOME = the scratch directory, LANG) so secrets are not
+ * handed over by default. Enable the tool only for trusted agents, or run the agent-worker in a
+ * container or VM meant to be disposable.
+ */
+
+const Parameters = Type.Object(
+  {
+    command: Type.String({ minLength: 1, maxLength: 32_000, description: 'the bash command line to run (bash -c); the working directory is a copy of your workspace' }),
+  },
+  { additionalProperties: false },
+);
+type Args = Static<typeof Parameters>;
+
+const Config = Type.Object({
+  timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds before the command is killed (default 30)' })),
+  maxOutputBytes: Type.Optional(Type.Integer({ minimum: 1024, description: 'bytes kept of stdout and of stderr each (default 65536)' })),
+  denyList: Type.Optional(Type.Array(Type.String(), { description: 'extra regular expressions; a command matching one is refused' })),
+  path: Type.Optional(Type.String({ description: 'PATH of the command (default /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)' })),
+  maxWorkspaceBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'largest workspace copied to the scratch directory (default 104857600)' })),
+  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'larger files are not written back (default 10485760)' })),
+  maxSyncBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'most bytes written back per call (default 104857600)' })),
+});
+type Config = Static<typeof Config>;
+
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * Commands refused before they run. A guard against accidents and the obvious, not against
+ * someone determined (`eval`, variables, base64 and a hundred other ways get past any list).
+ */
+export const BASH_DENY_LIST: ReadonlyArray<{ pattern: RegExp; reason: string }> = [
+  { pattern: /\brm\s+(?:-[\w-]*\s+)*(?:\/|\/\*|~\/?|\$HOME\/?|\/\w+\/?)(?:\s|$|;|&|\|)/, reason: 'rm of the root, home or a top-level directory' },
+  { pattern: /--no-preserve-root/, reason: 'rm --no-preserve-root' },
+  { pattern: /(?:^|[\s;&|(`])(?:sudo\s+)?(?:shutdown|reboot|halt|poweroff)\b/, reason: 'shutting the machine down' },
+  { pattern: /(?:^|[\s;&|(`])(?:sudo\s+)?(?:init|telinit)\s+[06]\b/, reason: 'shutting the machine down' },
+  { pattern: /\bsystemctl\s+(?:poweroff|reboot|halt|kexec)\b/, reason: 'shutting the machine down' },
+  { pattern: /\bmkfs(?:\.\w+)?\b|\bmke2fs\b|\bmkswap\b|\bwipefs\b/, reason: 'formatting a file system' },
+  { pattern: /\bdd\b[^;&|]*\bof=\/dev\//, reason: 'dd to a device' },
+  { pattern: />\s*\/dev\/(?:sd|hd|vd|xvd|nvme|mmcblk|disk)\w*/, reason: 'writing to a disk device' },
+  { pattern: /(\w+)\s*\(\)\s*\{[^}]*\b\1\s*\|\s*\1\s*&/, reason: 'a fork bomb' },
+  { pattern: /:\s*\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}/, reason: 'a fork bomb' },
+  { pattern: /\b(?:curl|wget|fetch)\b[^;&]*\|\s*(?:sudo\s+)?(?:env\s+)?(?:ba|z|da|k|fi)?sh\b/, reason: 'piping a download into a shell' },
+  { pattern: /\b(?:ba|z|da|k)?sh\s+(?:-c\s+)?["']?\$\(\s*(?:curl|wget)\b/, reason: 'running a downloaded script' },
+  { pattern: /\bchmod\s+(?:-\w+\s+)*[0-7]*777\s+\/(?:\s|$)/, reason: 'chmod 777 of the root' },
+];
+
+function denied(command: string, extra: readonly string[]): string | undefined {
+  for (const rule of BASH_DENY_LIST) if (rule.pattern.test(command)) return rule.reason;
+  for (const source of extra) {
+    let re: RegExp;
+    try {
+      re = new RegExp(source);
+    } catch {
+      throw new ToolError(`bash: the agent's denyList entry /${source}/ is not a valid regular expression`);
+    }
+    if (re.test(command)) return `the agent's deny list (/${source}/)`;
+  }
+  return undefined;
+}
+
+interface Snapshot {
+  dirs: Set<string>;
+  /** path -> sha256 of the content as materialised */
+  files: Map<string, string>;
+}
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+function onDisk(root: string, path: string): string {
+  const full = nodePath.join(root, ...path.split('/'));
+  if (full !== root && !full.startsWith(`${root}${nodePath.sep}`)) throw new Error(`workspace path "${path}" leaves the scratch directory`);
+  return full;
+}
+
+async function materialise(db: Db, agentId: string, root: string, cfg: Config): Promise<Snapshot> {
+  const tree = await listTree(db, agentId, '');
+  const total = tree.reduce((n, e) => n + e.size, 0);
+  const max = cfg.maxWorkspaceBytes ?? 100 * 1024 * 1024;
+  if (total > max) throw new ToolError(`bash: the workspace holds ${total} bytes, more than the ${max} bytes the bash tool copies`);
+  const snapshot: Snapshot = { dirs: new Set(), files: new Map() };
+  for (const e of tree) {
+    if (e.isDir) {
+      await mkdir(onDisk(root, e.path), { recursive: true });
+      snapshot.dirs.add(e.path);
+    }
+  }
+  const files = tree.filter((e) => !e.isDir).map((e) => e.path);
+  for (let i = 0; i < files.length; i += 50) {
+    const contents = await readContents(db, agentId, files.slice(i, i + 50));
+    for (const [path, bytes] of contents) {
+      const full = onDisk(root, path);
+      await mkdir(nodePath.dirname(full), { recursive: true });
+      await writeFile(full, bytes);
+      snapshot.files.set(path, sha256(bytes));
+    }
+  }
+  return snapshot;
+}
+
+interface RunResult {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  aborted: boolean;
+}
+
+function capture(max: number) {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let total = 0;
+  return {
+    push(chunk: Buffer) {
+      total += chunk.byteLength;
+      if (kept >= max) return;
+      const part = chunk.subarray(0, max - kept);
+      chunks.push(part);
+      kept += part.byteLength;
+    },
+    text() {
+      const text = Buffer.concat(chunks).toString('utf8');
+      return total > kept ? `${text}\n[... output truncated: ${total - kept} more bytes of ${total}]` : text;
+    },
+  };
+}
+
+function runCommand(command: string, cwd: string, cfg: Config, signal: AbortSignal): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const max = cfg.maxOutputBytes ?? 64 * 1024;
+    const out = capture(max);
+    const err = capture(max);
+    const child = spawn('bash', ['-c', command], {
+      cwd,
+      env: { PATH: cfg.path ?? DEFAULT_PATH, HOME: cwd, LANG: 'C.UTF-8', PWD: cwd },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, so the whole tree is killed on timeout or cancel.
+      detached: true,
+    });
+    let timedOut = false;
+    let aborted = false;
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, (cfg.timeout ?? 30) * 1000);
+    const onAbort = () => {
+      aborted = true;
+      killGroup();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    // When bash exits, whatever it left running in the background goes too (and releases the pipes).
+    child.on('exit', () => killGroup());
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      reject(e);
+    });
+    child.on('close', (code, sig) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      resolve({ exitCode: code, signal: sig, stdout: out.text(), stderr: err.text(), timedOut, aborted });
+    });
+  });
+}
+
+interface Changes {
+  written: string[];
+  deleted: string[];
+  notes: string[];
+}
+
+/** Walks the scratch directory: directories, regular files, and what was skipped (links, odd names). */
+async function scan(root: string): Promise<{ dirs: Set<string>; files: Set<string>; skipped: string[]; unreadable: Set<string> }> {
+  const dirs = new Set<string>();
+  const files = new Set<string>();
+  const skipped: string[] = [];
+  const unreadable = new Set<string>();
+  async function walk(rel: string): Promise<void> {
+    let entries;
+    try {
+      entries = await readdir(rel === '' ? root : onDisk(root, rel), { withFileTypes: true });
+    } catch {
+      unreadable.add(rel);
+      skipped.push(`${rel || '.'}/ (unreadable)`);
+      return;
+    }
+    for (const e of entries) {
+      const path = rel === '' ? e.name : `${rel}/${e.name}`;
+      let valid = true;
+      try {
+        valid = normaliseWorkspacePath(path) === path;
+      } catch {
+        valid = false;
+      }
+      if (!valid) {
+        skipped.push(`${path} (name not allowed in the workspace)`);
+        continue;
+      }
+      if (e.isDirectory()) {
+        dirs.add(path);
+        await walk(path);
+      } else if (e.isFile()) files.add(path);
+      else {
+        skipped.push(`${path} (${e.isSymbolicLink() ? 'symbolic link' : 'not a regular file'})`);
+        unreadable.add(path);
+      }
+    }
+  }
+  await walk('');
+  return { dirs, files, skipped, unreadable };
+}
+
+const under = (path: string, set: Set<string>) => [...set].some((d) => d !== '' && (path === d || path.startsWith(`${d}/`)));
+
+/** Writes what the command changed back to the workspace, in one transaction. */
+async function syncBack(ctx: ToolContext, root: string, before: Snapshot, cfg: Config): Promise<Changes> {
+  const after = await scan(root);
+  const changes: Changes = { written: [], deleted: [], notes: after.skipped.map((s) => `not synced: ${s}`) };
+  const maxFile = cfg.maxFileSize ?? DEFAULT_MAX_FILE_SIZE;
+  const maxSync = cfg.maxSyncBytes ?? 100 * 1024 * 1024;
+
+  // What vanished (or changed kind). Anything under an unreadable directory is left alone.
+  const gone: string[] = [];
+  for (const d of before.dirs) if (!after.dirs.has(d) && !after.unreadable.has(d) && !under(d, after.unreadable)) gone.push(d);
+  for (const f of before.files.keys()) if (!after.files.has(f) && !after.unreadable.has(f) && !under(f, after.unreadable)) gone.push(f);
+  gone.sort();
+  const deletions = gone.filter((p) => !gone.some((q) => p.startsWith(`${q}/`)));
+
+  const newDirs = [...after.dirs].filter((d) => !before.dirs.has(d)).sort();
+  const writes: Array<{ path: string; bytes: Buffer }> = [];
+  let syncBytes = 0;
+  for (const path of [...after.files].sort()) {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(onDisk(root, path));
+    } catch {
+      changes.notes.push(`not synced: ${path} (unreadable)`);
+      continue;
+    }
+    if (before.files.get(path) === sha256(bytes)) continue;
+    if (bytes.byteLength > maxFile) {
+      changes.notes.push(`not synced: ${path} (${bytes.byteLength} bytes; the limit is ${maxFile})`);
+      continue;
+    }
+    if (syncBytes + bytes.byteLength > maxSync) {
+      changes.notes.push(`not synced: ${path} (over the ${maxSync} bytes written back per call)`);
+      continue;
+    }
+    syncBytes += bytes.byteLength;
+    writes.push({ path, bytes });
+  }
+  if (deletions.length === 0 && newDirs.length === 0 && writes.length === 0) return changes;
+
+  await dbCall(() =>
+    inTransaction(ctx.db, async (trx) => {
+      for (const path of deletions) await deleteWorkspaceTree(trx, ctx.agentId, path);
+      for (const dir of newDirs) {
+        // The files written below create their own parents; only empty directories need this.
+        if (writes.some((w) => w.path.startsWith(`${dir}/`)) || newDirs.some((d) => d.startsWith(`${dir}/`))) continue;
+        if (!(await getWorkspaceEntry(trx, ctx.agentId, dir))) await makeWorkspaceDir(trx, ctx.agentId, dir);
+      }
+      for (const w of writes) await writeWorkspaceFile(trx, ctx.agentId, w.path, w.bytes, 'overwrite');
+    }),
+  );
+  changes.deleted = deletions;
+  changes.written = writes.map((w) => w.path);
+  return changes;
+}
+
+export const bashTool: BuiltinTool = {
+  name: 'bash',
+  description:
+    'Run a bash command line. The working directory is a fresh copy of your workspace; when the command ends, files it created, ' +
+    'changed or deleted there are saved back to the workspace. Returns JSON {success, exitCode, stdout, stderr, timedOut, written, deleted}. ' +
+    'Commands are killed after a timeout (30 s unless configured) and long output is cut. Destructive system commands are refused.',
+  parameters: Parameters,
+  configSchema: Config,
+  optIn: true,
+  async run(raw, ctx) {
+    const args = checkArgs<Args>('bash', Parameters, raw);
+    const cfg = checkConfig<Config>('bash', Config, ctx.config);
+    const reason = denied(args.command, cfg.denyList ?? []);
+    if (reason) throw new ToolError(`bash: command refused by the deny list (${reason})`);
+
+    const root = await mkdtemp(nodePath.join(os.tmpdir(), 'agentry-bash-'));
+    try {
+      const before = await materialise(ctx.db, ctx.agentId, root, cfg);
+      ctx.signal.throwIfAborted();
+      const result = await runCommand(args.command, root, cfg, ctx.signal);
+      if (result.aborted) ctx.signal.throwIfAborted();
+      // A timed-out command's files are saved too: what it wrote before the kill is real work.
+      const changes = await syncBack(ctx, root, before, cfg);
+      ctx.logger.debug({ exitCode: result.exitCode, timedOut: result.timedOut, written: changes.written.length, deleted: changes.deleted.length }, 'bash tool ran');
+      return JSON.stringify({
+        success: result.exitCode === 0 && !result.timedOut,
+        exitCode: result.exitCode,
+        ...(result.signal ? { signal: result.signal } : {}),
+        ...(result.timedOut ? { timedOut: true, error: `killed after the ${cfg.timeout ?? 30} s timeout` } : {}),
+        stdout: result.stdout,
+        stderr: result.stderr,
+        written: changes.written,
+        deleted: changes.deleted,
+        ...(changes.notes.length > 0 ? { notes: changes.notes } : {}),
+      });
+    } finally {
+      await rm(root, { recursive: true, force: true, maxRetries: 2 }).catch((err: unknown) =>
+        ctx.logger.warn({ err, dir: root }, 'bash tool: could not remove its scratch directory'),
+      );
+    }
+  },
+};

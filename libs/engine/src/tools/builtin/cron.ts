@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import Type, { type Static } from 'typebox';
+import { getCronJob, insertCronJob, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
+import { checkSchedule, nextTick } from '../../runs/schedule.js';
+import { ToolError } from '../types.js';
+import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
+
+/**
+ * `cron`: the agent's own scheduled jobs (`cron_jobs` rows whose target is this agent). A job
+ * sends its `message` to the agent at every tick of its schedule.
+ *
+ * The scheduler learns of a change made here at its periodic reconcile (within a minute): the
+ * gateway's routes also announce each change on pub/sub, which a tool cannot do until
+ * ToolContext carries a way to publish.
+ */
+
+const Parameters = Type.Object(
+  {
+    operation: StringEnum(['list', 'create', 'toggle'], {
+      description: 'list: your cron jobs; create: a new job; toggle: enable or disable a job',
+    }),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'create: a short name for the job' })),
+    schedule: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description: 'create: six cron fields "second minute hour day month weekday", e.g. "0 0 9 * * 1-5" = 09:00 on weekdays',
+      }),
+    ),
+    message: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000, description: 'create: the message you receive when the job fires' })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'create: IANA time zone of the schedule (default UTC)' })),
+    id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'toggle: the job id (from list)' })),
+    disabled: Type.Optional(Type.Boolean({ description: 'toggle: true disables, false enables (default: flip the current state)' })),
+  },
+  { additionalProperties: false },
+);
+type Args = Static<typeof Parameters>;
+
+const Config = Type.Object({
+  maxJobs: Type.Optional(Type.Integer({ minimum: 0, description: 'most jobs the agent may have (default 20)' })),
+  minIntervalSeconds: Type.Optional(Type.Integer({ minimum: 1, description: 'shortest time between two ticks of a schedule created here (default 60)' })),
+});
+type Config = Static<typeof Config>;
+
+function view(job: CronJobRecord) {
+  const next = job.disabled ? null : nextTick(job.schedule, job.timezone);
+  return {
+    id: job.id,
+    name: job.name,
+    schedule: job.schedule,
+    timezone: job.timezone,
+    message: job.message.length > 500 ? `${job.message.slice(0, 500)}…` : job.message,
+    disabled: job.disabled,
+    nextRunAt: next ? next.toISOString() : null,
+    lastRunAt: job.lastRunAt ? job.lastRunAt.toISOString() : null,
+    lastStatus: job.lastStatus,
+  };
+}
+
+/** The shortest gap between the next few ticks, in seconds (Infinity when it fires at most once). */
+function shortestGap(schedule: string, timezone: string): number {
+  let gap = Infinity;
+  let prev = nextTick(schedule, timezone);
+  for (let i = 0; i < 10 && prev; i++) {
+    const next = nextTick(schedule, timezone, prev);
+    if (!next) break;
+    gap = Math.min(gap, (next.getTime() - prev.getTime()) / 1000);
+    prev = next;
+  }
+  return gap;
+}
+
+export const cronTool: BuiltinTool = {
+  name: 'cron',
+  description:
+    'Manage your scheduled (cron) jobs. Each job sends you its message at every tick of its schedule, and you act on it then. ' +
+    'operation "list" shows your jobs; "create" adds one (name, schedule, message, optional timezone); "toggle" enables or disables one by id. ' +
+    'Schedules have six fields: second minute hour day month weekday.',
+  parameters: Parameters,
+  configSchema: Config,
+  async run(raw, ctx) {
+    const args = checkArgs<Args>('cron', Parameters, raw);
+    const cfg = checkConfig<Config>('cron', Config, ctx.config);
+    if (args.operation === 'list') {
+      const jobs = await listCronJobs(ctx.db, { agentId: ctx.agentId });
+      if (jobs.length === 0) return 'You have no cron jobs.';
+      return JSON.stringify(jobs.map(view));
+    }
+
+    if (args.operation === 'create') {
+      const missing = (['name', 'schedule', 'message'] as const).filter((k) => args[k] === undefined);
+      if (missing.length > 0) throw new ToolError(`cron: operation "create" needs ${missing.join(', ')}`);
+      const timezone = args.timezone ?? 'UTC';
+      const checked = checkSchedule(args.schedule as string, timezone);
+      if (!checked.ok) throw new ToolError(`schedule: ${checked.reason}`);
+      const minInterval = cfg.minIntervalSeconds ?? 60;
+      const gap = shortestGap(checked.schedule, timezone);
+      if (gap < minInterval) {
+        throw new ToolError(`schedule: "${checked.schedule}" fires every ${gap} s; jobs created here must be at least ${minInterval} s apart`);
+      }
+      const maxJobs = cfg.maxJobs ?? 20;
+      const existing = await listCronJobs(ctx.db, { agentId: ctx.agentId });
+      if (existing.length >= maxJobs) {
+        throw new ToolError(`cron: you already have ${existing.length} jobs (the limit is ${maxJobs}); disable or ask an operator to remove one`);
+      }
+      const job = await dbCall(() =>
+        insertCronJob(ctx.db, {
+          id: randomUUID(),
+          agentId: ctx.agentId,
+          name: args.name as string,
+          schedule: checked.schedule,
+          message: args.message as string,
+          timezone,
+          disabled: false,
+          deliver: null,
+        }),
+      );
+      ctx.logger.info({ cronJobId: job.id, schedule: job.schedule }, 'cron tool created a job');
+      return JSON.stringify({ created: view(job) });
+    }
+
+    // toggle
+    if (args.id === undefined) throw new ToolError('cron: operation "toggle" needs id (see operation "list")');
+    const job = await getCronJob(ctx.db, args.id);
+    if (!job || job.agentId !== ctx.agentId) throw new ToolError(`cron job "${args.id}" not found among your jobs`);
+    const disabled = args.disabled ?? !job.disabled;
+    const updated = await updateCronJob(ctx.db, job.id, { disabled });
+    if (!updated) throw new ToolError(`cron job "${args.id}" not found among your jobs`);
+    return JSON.stringify({ [disabled ? 'disabled' : 'enabled']: view(updated) });
+  },
+};

@@ -1,0 +1,182 @@
+import Type, { type Static } from 'typebox';
+import { getWorkspaceEntry } from '@agentry/db';
+import { GlobSyntaxError, fileFilter } from '../glob-match.js';
+import { RegexTimeoutError, grepInWorker, type GrepFile } from '../regex-runner.js';
+import { ToolError } from '../types.js';
+import { StringEnum, checkArgs, checkConfig, clipLine, compileRegex, isBinary, listTree, plural, readContents, toolPath, type BuiltinTool } from './common.js';
+
+const Context = (what: string) => Type.Optional(Type.Integer({ minimum: 0, maximum: 50, description: `content mode: lines of context ${what} each match` }));
+
+const Parameters = Type.Object(
+  {
+    pattern: Type.String({ minLength: 1, description: 'JavaScript regular expression, matched against each line (e.g. "TODO|FIXME", "function\\s+\\w+")' }),
+    path: Type.Optional(Type.String({ description: 'file or directory to search, relative to the workspace root (default: the whole workspace)' })),
+    include: Type.Optional(Type.String({ minLength: 1, description: 'only files matching this glob; without "/" it matches file names at any depth (e.g. "*.md", "docs/**/*.txt")' })),
+    exclude: Type.Optional(Type.String({ minLength: 1, description: 'skip files matching this glob (same rules as include)' })),
+    output_mode: Type.Optional(
+      StringEnum(['content', 'files_with_matches', 'count'], {
+        description: 'content (default): matching lines as path:line:text; files_with_matches: only the paths; count: matches per file',
+      }),
+    ),
+    '-A': Context('after'),
+    '-B': Context('before'),
+    '-C': Context('before and after'),
+    '-i': Type.Optional(Type.Boolean({ description: 'case-insensitive (default false)' })),
+    head_limit: Type.Optional(Type.Integer({ minimum: 1, description: 'most results to return: matching lines, files or counts (default 100)' })),
+  },
+  { additionalProperties: false },
+);
+type Args = Static<typeof Parameters>;
+
+const Config = Type.Object({
+  maxResults: Type.Optional(Type.Integer({ minimum: 1, description: 'results when head_limit is not given (default 100)' })),
+  hardMaxLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'largest head_limit honoured (default 1000)' })),
+  maxFiles: Type.Optional(Type.Integer({ minimum: 1, description: 'most files searched in one call (default 5000)' })),
+  maxFileBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'larger files are skipped (default 2097152)' })),
+  maxScanBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'most bytes searched in one call (default 33554432)' })),
+  regexTimeoutMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000, description: 'longest the pattern may run (default 5000)' })),
+});
+type Config = Static<typeof Config>;
+
+const MAX_OUTPUT_CHARS = 100_000;
+
+function filter(glob: string | undefined, argument: string): ((p: string) => boolean) | undefined {
+  if (glob === undefined) return undefined;
+  try {
+    return fileFilter(glob);
+  } catch (err) {
+    if (err instanceof GlobSyntaxError) throw new ToolError(`${argument}: ${err.message}`);
+    throw err;
+  }
+}
+
+export const grepTool: BuiltinTool = {
+  name: 'grep',
+  description:
+    'Search the contents of workspace files with a regular expression, line by line. Returns matching lines as path:line:text ' +
+    '(context lines as path-line-text) with -A/-B/-C for context, or only file paths (output_mode "files_with_matches") or counts ("count"). ' +
+    'Narrow with path, include and exclude. Binary files are skipped.',
+  parameters: Parameters,
+  configSchema: Config,
+  async run(raw, ctx) {
+    const args = checkArgs<Args>('grep', Parameters, raw);
+    const cfg = checkConfig<Config>('grep', Config, ctx.config);
+    const flags = args['-i'] ? 'i' : '';
+    compileRegex(args.pattern, flags, 'pattern');
+    const mode = args.output_mode ?? 'content';
+    const limit = Math.min(args.head_limit ?? cfg.maxResults ?? 100, cfg.hardMaxLimit ?? 1000);
+    const include = filter(args.include, 'include');
+    const exclude = filter(args.exclude, 'exclude');
+
+    const root = toolPath(args.path);
+    let candidates: Array<{ path: string; size: number }>;
+    let base = root;
+    if (root === '') {
+      candidates = (await listTree(ctx.db, ctx.agentId, '')).filter((e) => !e.isDir);
+    } else {
+      const entry = await getWorkspaceEntry(ctx.db, ctx.agentId, root);
+      if (!entry) throw new ToolError(`path "${root}" not found`);
+      if (entry.isDir) candidates = (await listTree(ctx.db, ctx.agentId, root)).filter((e) => !e.isDir);
+      else {
+        candidates = [entry];
+        base = root.includes('/') ? root.slice(0, root.lastIndexOf('/')) : '';
+      }
+    }
+    const rel = (p: string) => (base === '' ? p : p.slice(base.length + 1));
+    candidates = candidates.filter((f) => (!include || include(rel(f.path))) && !(exclude && exclude(rel(f.path))));
+
+    const notes: string[] = [];
+    const maxFileBytes = cfg.maxFileBytes ?? 2 * 1024 * 1024;
+    const large = candidates.filter((f) => f.size > maxFileBytes);
+    if (large.length > 0) notes.push(`${plural(large.length, 'file')} over ${maxFileBytes} bytes skipped (e.g. ${large[0]?.path})`);
+    candidates = candidates.filter((f) => f.size <= maxFileBytes);
+    const maxFiles = cfg.maxFiles ?? 5000;
+    if (candidates.length > maxFiles) {
+      notes.push(`only the first ${maxFiles} of ${candidates.length} files were searched; narrow with path or include`);
+      candidates = candidates.slice(0, maxFiles);
+    }
+    const maxScan = cfg.maxScanBytes ?? 32 * 1024 * 1024;
+    let scanned = 0;
+    const picked: string[] = [];
+    for (const f of candidates) {
+      if (scanned + f.size > maxScan) {
+        notes.push(`stopped after ${scanned} bytes (limit ${maxScan}); ${candidates.length - picked.length} files not searched`);
+        break;
+      }
+      scanned += f.size;
+      picked.push(f.path);
+    }
+
+    const contents = await readContents(ctx.db, ctx.agentId, picked);
+    const files: GrepFile[] = [];
+    let binaries = 0;
+    for (const path of picked) {
+      const bytes = contents.get(path);
+      if (!bytes) continue;
+      if (isBinary(bytes)) binaries++;
+      else files.push({ path, text: bytes.toString('utf8') });
+    }
+    ctx.signal.throwIfAborted();
+
+    let results;
+    try {
+      results = await grepInWorker(files, {
+        source: args.pattern,
+        flags,
+        maxLinesPerFile: mode === 'files_with_matches' ? 1 : mode === 'count' ? Number.MAX_SAFE_INTEGER : limit + 1,
+        timeoutMs: cfg.regexTimeoutMs ?? 5000,
+        signal: ctx.signal,
+      });
+    } catch (err) {
+      if (err instanceof RegexTimeoutError) throw new ToolError(`pattern: ${err.message}`);
+      throw err;
+    }
+    const tail = notes.length > 0 ? `\n[${notes.join('; ')}]` : '';
+    const where = root === '' ? 'the workspace' : `"${root}"`;
+    if (results.length === 0) return `No match for /${args.pattern}/${flags} in ${where} (${plural(files.length, 'file')} searched${binaries > 0 ? `, ${binaries} binary skipped` : ''}).${tail}`;
+
+    const out: string[] = [];
+    let truncated = false;
+    if (mode === 'files_with_matches') {
+      for (const r of results.slice(0, limit)) out.push(r.path);
+      truncated = results.length > limit;
+    } else if (mode === 'count') {
+      for (const r of results.slice(0, limit)) out.push(`${r.path}: ${r.lines.length}`);
+      truncated = results.length > limit;
+    } else {
+      const before = args['-B'] ?? args['-C'] ?? 0;
+      const after = args['-A'] ?? args['-C'] ?? 0;
+      const texts = new Map(files.map((f) => [f.path, f.text]));
+      let shown = 0;
+      let chars = 0;
+      outer: for (const r of results) {
+        const lines = (texts.get(r.path) ?? '').split('\n');
+        if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+        const hits = new Set(r.lines);
+        let lastPrinted = -1;
+        for (const hit of r.lines) {
+          if (hit <= lastPrinted) continue; // shown already, as context of an earlier match
+          if (shown >= limit || chars > MAX_OUTPUT_CHARS) {
+            truncated = true;
+            break outer;
+          }
+          const from = Math.max(0, hit - before, lastPrinted + 1);
+          const to = Math.min(lines.length - 1, hit + after);
+          if ((before > 0 || after > 0) && lastPrinted >= 0 && from > lastPrinted + 1) out.push('--');
+          for (let i = from; i <= to; i++) {
+            const sep = hits.has(i) ? ':' : '-';
+            const line = `${r.path}${sep}${i + 1}${sep}${clipLine((lines[i] ?? '').replace(/\r$/, ''), 500)}`;
+            out.push(line);
+            chars += line.length + 1;
+            if (hits.has(i)) shown++;
+          }
+          lastPrinted = to;
+        }
+        if (before > 0 || after > 0) out.push('--');
+      }
+      if (out[out.length - 1] === '--') out.pop();
+    }
+    const more = truncated ? `\n[... more results not shown (limit ${limit}); narrow the search or raise head_limit]` : '';
+    return `${out.join('\n')}${more}${tail}`;
+  },
+};

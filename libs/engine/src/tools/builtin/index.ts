@@ -1,0 +1,30 @@
+import { bashTool } from './bash.js';
+import type { BuiltinTool } from './common.js';
+import { cronTool } from './cron.js';
+import { editTool } from './edit.js';
+import { globTool } from './glob.js';
+import { grepTool } from './grep.js';
+import { httpFetchTool } from './http-fetch.js';
+import { readTool } from './read.js';
+import { skillTool } from './skill.js';
+import { writeTool } from './write.js';
+
+export type { BuiltinTool } from './common.js';
+export { BASH_DENY_LIST } from './bash.js';
+export { htmlToText } from './http-fetch.js';
+
+/**
+ * The built-in tools, by name. Agents list the ones they use in their `ai/agent` node's
+ * `tools` (`{type: 'builtin', name, config?}`); `optIn` ones (bash, http_fetch) are never part
+ * of the defaults. `send_message` waits for the channels issue (its outbound queue).
+ */
+export const builtinTools: Readonly<Record<string, BuiltinTool>> = Object.freeze(
+  Object.fromEntries([readTool, writeTool, editTool, grepTool, globTool, skillTool, cronTool, httpFetchTool, bashTool].map((t) => [t.name, t])),
+);
+
+/** Names of the built-in tools an agent gets by default (every one that is not opt-in). */
+export function defaultBuiltinToolNames(): string[] {
+  return Object.values(builtinTools)
+    .filter((t) => !t.optIn)
+    .map((t) => t.name);
+}

@@ -1,0 +1,76 @@
+import Type, { type Static } from 'typebox';
+import { writeWorkspaceFile } from '@agentry/db';
+import { ToolError } from '../types.js';
+import { StringEnum, DEFAULT_MAX_FILE_SIZE, checkArgs, checkConfig, dbCall, entryPath, modifyFile, plural, type BuiltinTool } from './common.js';
+
+const Parameters = Type.Object(
+  {
+    operation: Type.Optional(StringEnum(['file'], { description: 'always "file" (may be left out)' })),
+    path: Type.String({ minLength: 1, description: 'the file, relative to the workspace root; missing directories are created' }),
+    content: Type.String({ description: 'the text to write' }),
+    mode: Type.Optional(
+      StringEnum(['create', 'overwrite', 'append'], {
+        description: 'create (default): a new file, fails if it exists; overwrite: replace the file (or create it); append: add to the end (or create it)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+type Args = Static<typeof Parameters>;
+
+const Config = Type.Object({
+  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'largest file in bytes (default 10485760, as workspace.max_file_bytes)' })),
+});
+type Config = Static<typeof Config>;
+
+export const writeTool: BuiltinTool = {
+  name: 'write',
+  description:
+    'Write a text file in the agent workspace. mode "create" (the default) makes a new file and fails when it exists; ' +
+    '"overwrite" replaces the whole file; "append" adds content at its end. Directories above the file are created. ' +
+    'To change part of an existing file use the edit tool instead.',
+  parameters: Parameters,
+  configSchema: Config,
+  async run(raw, ctx) {
+    const args = checkArgs<Args>('write', Parameters, raw);
+    const cfg = checkConfig<Config>('write', Config, ctx.config);
+    const path = entryPath(args.path);
+    const max = cfg.maxFileSize ?? DEFAULT_MAX_FILE_SIZE;
+    const bytes = Buffer.from(args.content, 'utf8');
+    const tooBig = (size: number) =>
+      new ToolError(`the file would be ${plural(size, 'byte')}; workspace files are limited to ${plural(max, 'byte')}`);
+    const mode = args.mode ?? 'create';
+
+    if (mode === 'append') {
+      return modifyFile(
+        ctx.db,
+        ctx.agentId,
+        path,
+        async (current) => {
+          const next = current ? Buffer.concat([current, bytes]) : bytes;
+          if (next.byteLength > max) throw tooBig(next.byteLength);
+          const result = current
+            ? `Appended ${plural(bytes.byteLength, 'byte')} to "${path}" (now ${plural(next.byteLength, 'byte')}).`
+            : `Created "${path}" (${plural(next.byteLength, 'byte')}).`;
+          return { bytes: next, result };
+        },
+        (trx, next) => writeWorkspaceFile(trx, ctx.agentId, path, next, 'overwrite'),
+      );
+    }
+
+    if (bytes.byteLength > max) throw tooBig(bytes.byteLength);
+    if (mode === 'create') {
+      try {
+        await dbCall(() => writeWorkspaceFile(ctx.db, ctx.agentId, path, bytes, 'create'));
+      } catch (err) {
+        if (err instanceof ToolError && /already exists/.test(err.message)) {
+          throw new ToolError(`"${path}" already exists; use mode "overwrite" to replace it, "append" to add to it, or the edit tool to change part of it`);
+        }
+        throw err;
+      }
+      return `Created "${path}" (${plural(bytes.byteLength, 'byte')}).`;
+    }
+    const { created } = await dbCall(() => writeWorkspaceFile(ctx.db, ctx.agentId, path, bytes, 'overwrite'));
+    return `${created ? 'Created' : 'Overwrote'} "${path}" (${plural(bytes.byteLength, 'byte')}).`;
+  },
+};
