@@ -144,6 +144,10 @@ beforeAll(async () => {
     ],
     disabledSkills: ['secret-skill'],
   });
+  await createAgent('handy', {
+    maxStep: 3,
+    tools: ['write', 'edit', 'grep', 'glob', 'cron', 'http_fetch', 'bash', 'echo'].map((name) => ({ type: 'builtin', name })),
+  });
   for (const skill of [
     { name: 'haiku', description: 'Write haiku.', content: '# Haiku\nFive, seven, five.' },
     { name: 'secret-skill', description: 'Hidden.', content: 'never shown' },
@@ -275,6 +279,47 @@ describe('tools through the chat endpoint', () => {
     expect(system).toMatch(/^Agent writer\. Notes exist: true\./);
     expect(system).toMatch(/haiku: Write haiku\./);
     expect(system).not.toMatch(/secret-skill/);
+  });
+
+  it('runs edit, grep, glob, cron, http_fetch (refusing loopback) and bash over the workspace', async () => {
+    const call = (id: string, name: string, args: unknown) => ({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }] });
+    fake.script(
+      call('h1', 'write', { path: 'src/a.txt', content: 'alpha\nbeta\n' }),
+      call('h2', 'edit', { path: 'src/a.txt', search: 'beta', replace: 'gamma' }),
+      { text: 'edited' },
+    );
+    await agui('handy', 'edit');
+    fake.script(call('h3', 'grep', { pattern: 'gam+a' }), call('h4', 'glob', { pattern: '**/*.txt' }), { text: 'searched' });
+    const search = await agui('handy', 'search');
+    const found = search.tools.filter((t) => t.type === 'TOOL_CALL_RESULT');
+    expect(found[0]!.content).toMatch(/src\/a\.txt.*gamma/s);
+    expect(found[1]!.content).toMatch(/src\/a\.txt/);
+    fake.script(
+      call('h5', 'cron', { operation: 'create', name: 'daily', schedule: '0 0 9 * * *', message: 'good morning' }),
+      call('h6', 'http_fetch', { url: 'http://127.0.0.1:9/' }),
+      { text: 'scheduled' },
+    );
+    const other = (await agui('handy', 'schedule')).tools.filter((t) => t.type === 'TOOL_CALL_RESULT');
+    expect(other[0]!.content).toMatch(/daily/);
+    expect(other[1]!.content).toMatch(/^Error: .*(private|loopback|not allowed|refused)/i);
+    const jobs = (await (await fetch(`${baseURL}/agents/handy/cron`)).json()) as Array<{ name: string; schedule: string }>;
+    expect(jobs).toEqual([expect.objectContaining({ name: 'daily', schedule: '0 0 9 * * *' })]);
+    fake.script(call('h7', 'bash', { command: 'cat src/a.txt && echo made > out.txt' }), { text: 'ran' });
+    const bash = (await agui('handy', 'bash')).tools.filter((t) => t.type === 'TOOL_CALL_RESULT');
+    expect(JSON.parse(bash[0]!.content)).toMatchObject({ success: true, exitCode: 0, stdout: expect.stringContaining('gamma') });
+    const out = await fetch(`${baseURL}/agents/handy/workspace/file?path=out.txt`);
+    expect(((await out.json()) as { content: string }).content).toBe('made\n');
+  });
+
+  it('stops at maxStep and on identical repeated calls, with a clear final message', async () => {
+    const same = { toolCalls: [{ id: 'd', name: 'echo', arguments: '{"text":"again"}' }] };
+    fake.script(same, same, same);
+    const doom = await agui('handy', 'loop');
+    expect(doom.text).toMatch(/the same tool call \(echo\) was requested 3 times in a row/);
+    const step = (i: number) => ({ toolCalls: [{ id: `s${i}`, name: 'echo', arguments: JSON.stringify({ text: `step ${i}` }) }] });
+    fake.script(step(1), step(2), step(3));
+    const capped = await agui('handy', 'steps');
+    expect(capped.text).toMatch(/Stopped after 3 model calls \(maxStep\)/);
   });
 
   it('keeps tool calls and results in the session for the next turn', async () => {
