@@ -306,7 +306,7 @@ describe('tools through the chat endpoint', () => {
     expect(jobs).toEqual([expect.objectContaining({ name: 'daily', schedule: '0 0 9 * * *' })]);
     fake.script(call('h7', 'bash', { command: 'cat src/a.txt && echo made > out.txt' }), { text: 'ran' });
     const bash = (await agui('handy', 'bash')).tools.filter((t) => t.type === 'TOOL_CALL_RESULT');
-    expect(JSON.parse(bash[0]!.content)).toMatchObject({ success: true, exitCode: 0, stdout: expect.stringContaining('gamma') });
+    expect(JSON.parse(bash[0]!.content ?? '')).toMatchObject({ success: true, exitCode: 0, stdout: expect.stringContaining('gamma') });
     const out = await fetch(`${baseURL}/agents/handy/workspace/file?path=out.txt`);
     expect(((await out.json()) as { content: string }).content).toBe('made\n');
   });
