@@ -148,6 +148,25 @@ beforeAll(async () => {
     maxStep: 3,
     tools: ['write', 'edit', 'grep', 'glob', 'cron', 'http_fetch', 'bash', 'echo'].map((name) => ({ type: 'builtin', name })),
   });
+  const guarded = await fetch(`${baseURL}/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ruleChain: { id: 'guarded', name: 'Guarded' },
+      metadata: {
+        nodes: [
+          { id: 'filter', type: 'jsFilter', configuration: { jsScript: "return String(msg).indexOf('forbidden') < 0;" } },
+          { id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', systemPrompt: 'You are guarded.' } },
+          { id: 'refuse', type: 'jsTransform', configuration: { jsScript: "return {msg: 'I cannot help with that.'};" } },
+        ],
+        connections: [
+          { fromId: 'filter', toId: 'agent', type: 'True' },
+          { fromId: 'filter', toId: 'refuse', type: 'False' },
+        ],
+      },
+    }),
+  });
+  if (guarded.status !== 201) throw new Error(`guarded: ${guarded.status} ${await guarded.text()}`);
   for (const skill of [
     { name: 'haiku', description: 'Write haiku.', content: '# Haiku\nFive, seven, five.' },
     { name: 'secret-skill', description: 'Hidden.', content: 'never shown' },
@@ -320,6 +339,20 @@ describe('tools through the chat endpoint', () => {
     fake.script(step(1), step(2), step(3));
     const capped = await agui('handy', 'steps');
     expect(capped.text).toMatch(/Stopped after 3 model calls \(maxStep\)/);
+  });
+
+  it("runs an agent's whole chain: a filter in front of the ai/agent node decides", async () => {
+    const before = fake.requests.length;
+    const refused = await client().chat.completions.create({ model: 'guarded', messages: [{ role: 'user', content: 'something forbidden' }] });
+    expect(refused.choices[0]!.message.content).toBe('I cannot help with that.');
+    expect(fake.requests.length).toBe(before);
+    fake.script({ text: 'Happy to help.' });
+    const allowed = await client().chat.completions.create({ model: 'guarded', messages: [{ role: 'user', content: 'something fine' }] });
+    expect(allowed.choices[0]!.message.content).toBe('Happy to help.');
+    expect(fake.requests.at(-1)!.body.messages).toEqual([
+      { role: 'system', content: 'You are guarded.' },
+      { role: 'user', content: 'something fine' },
+    ]);
   });
 
   it('keeps tool calls and results in the session for the next turn', async () => {

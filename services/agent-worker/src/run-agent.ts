@@ -160,7 +160,11 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
       }
       await emit(ev);
     };
-    const result = await runAgentWithTools(deps, run, config, messages, request, signal, onEvent, [run.agentId]);
+    const nodes = (agent.dsl as { metadata?: { nodes?: unknown[] } }).metadata?.nodes ?? [];
+    const result =
+      nodes.length > 1 && deps.chains
+        ? await runAgentChain(deps, run, agent.dsl, messages, request, signal, onEvent)
+        : await runAgentWithTools(deps, run, config, messages, request, signal, onEvent, [run.agentId]);
     const usage: JsonValue | null = result.usage;
     const finishReason = result.finishReason;
     output = result.output;
@@ -308,4 +312,56 @@ async function runChainTool(
   };
   const result = await runner.runById(load, chainId, createRuleMsg({ data: args }), ctx);
   return result.msg.data;
+}
+
+/**
+ * An agent whose chain has more than its `ai/agent` node: the chain runs with the user's last
+ * message as `msg.data`. Nodes before the agent may filter or rewrite it; the `ai/agent` node runs
+ * the streaming tool loop on the conversation with the (possibly rewritten) message in place of
+ * the last user turn. When no agent node ran (a filter ended the chain), the chain's final
+ * `msg.data` is the answer, sent as one text event.
+ */
+async function runAgentChain(
+  deps: RunDeps,
+  run: RunRecord,
+  dsl: JsonValue,
+  messages: ChatMessage[],
+  request: RunRequest,
+  signal: AbortSignal,
+  emit: (ev: LoopEvent) => Promise<void>,
+) {
+  const { runner, sandbox } = deps.chains!;
+  const parsed = parseChain({ id: run.agentId, dsl, isAgent: true });
+  if (!parsed.ok) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" does not load: ${parsed.error}`);
+  const lastUser = messages.map((m) => m.role).lastIndexOf('user');
+  let agentResult: Awaited<ReturnType<typeof runAgentWithTools>> | null = null;
+  const load = async (id: string) => {
+    const row = await getRuleChain(deps.db, id);
+    return row ? parseChain({ id: row.id, dsl: row.dsl, isAgent: row.kind === 'agent' }) : undefined;
+  };
+  const ctx: ChainContext = {
+    logger: deps.logger,
+    signal,
+    sandbox,
+    runChain: (id, msg, depth, path) => runner.runById(load, id, msg, ctx, { depth, path }).then((r) => r.msg),
+    complete: async (req) => {
+      let text = '';
+      for await (const ev of deps.stream({ provider: req.provider, model: req.model, messages: req.messages, params: req.params as ModelCallRequest['params'], signal: req.signal })) {
+        if (ev.type === 'text') text += ev.text;
+      }
+      return text;
+    },
+    runAgent: async (config, msg) => {
+      const turn = messages.map((m, i) => (i === lastUser ? { ...m, content: msg.data } : m));
+      const result = await runAgentWithTools(deps, run, config as AgentNodeConfig, turn, request, signal, emit, [run.agentId]);
+      agentResult = agentResult ? { ...result, added: [...agentResult.added, ...result.added] } : result;
+      return result.output;
+    },
+  };
+  const input = createRuleMsg({ data: lastUser >= 0 ? messages[lastUser]!.content : '', metadata: { agentId: run.agentId, runId: run.id } });
+  const chain = await runner.run(parsed.chain, input, ctx);
+  const ran = agentResult as Awaited<ReturnType<typeof runAgentWithTools>> | null;
+  if (ran) return { ...ran, output: chain.msg.data };
+  await emit({ type: 'text', text: chain.msg.data });
+  return { output: chain.msg.data, added: [{ role: 'assistant' as const, content: chain.msg.data }], usage: null, finishReason: 'stop', steps: 0 };
 }
