@@ -264,29 +264,23 @@ async function runAgentWithTools(
   }
 }
 
+/** Loads a stored chain for the runner (undefined when it does not exist). */
+async function loadChain(deps: RunDeps, id: string) {
+  const row = await getRuleChain(deps.db, id);
+  return row ? parseChain({ id: row.id, dsl: row.dsl, isAgent: row.kind === 'agent' }) : undefined;
+}
+
 /**
- * A rule-chain tool: the arguments become `msg.data` (JSON), the chain runs, and the final
- * `msg.data` is the tool's result. `ai/llm` nodes call the agent's providers, `ai/agent` nodes
- * run a silent nested agent loop on behalf of the calling agent, `flow` nodes run sub-chains.
+ * The context a chain runs in: sub-chains through the same runner, `ai/llm` through the agent's
+ * providers, `ai/agent` through the caller's `runAgent`.
  */
-async function runChainTool(
-  deps: RunDeps,
-  run: RunRecord,
-  chainId: string,
-  args: Record<string, unknown>,
-  signal: AbortSignal,
-  stack: string[],
-): Promise<string> {
+function chainContext(deps: RunDeps, signal: AbortSignal, runAgent: ChainContext['runAgent']): ChainContext {
   const { runner, sandbox } = deps.chains!;
-  const load = async (id: string) => {
-    const row = await getRuleChain(deps.db, id);
-    return row ? parseChain({ id: row.id, dsl: row.dsl, isAgent: row.kind === 'agent' }) : undefined;
-  };
   const ctx: ChainContext = {
     logger: deps.logger,
     signal,
     sandbox,
-    runChain: (id, msg, depth, path) => runner.runById(load, id, msg, ctx, { depth, path }).then((r) => r.msg),
+    runChain: (id, msg, depth, path) => runner.runById((cid) => loadChain(deps, cid), id, msg, ctx, { depth, path }).then((r) => r.msg),
     complete: async (req) => {
       let text = '';
       for await (const ev of deps.stream({
@@ -300,17 +294,34 @@ async function runChainTool(
       }
       return text;
     },
-    runAgent: async (config, msg) => {
-      const agentConfig = config as AgentNodeConfig;
-      const messages: ChatMessage[] = [
-        ...(agentConfig.systemPrompt ? [{ role: 'system' as const, content: agentConfig.systemPrompt }] : []),
-        { role: 'user', content: msg.data },
-      ];
-      const result = await runAgentWithTools(deps, run, agentConfig, messages, null, signal, async () => {}, stack);
-      return result.output;
-    },
+    runAgent,
   };
-  const result = await runner.runById(load, chainId, createRuleMsg({ data: args }), ctx);
+  return ctx;
+}
+
+/**
+ * A rule-chain tool: the arguments become `msg.data` (JSON), the chain runs, and the final
+ * `msg.data` is the tool's result. `ai/llm` nodes call the agent's providers, `ai/agent` nodes
+ * run a silent nested agent loop on behalf of the calling agent, `flow` nodes run sub-chains.
+ */
+async function runChainTool(
+  deps: RunDeps,
+  run: RunRecord,
+  chainId: string,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+  stack: string[],
+): Promise<string> {
+  const ctx = chainContext(deps, signal, async (config, msg) => {
+    const agentConfig = config as AgentNodeConfig;
+    const messages: ChatMessage[] = [
+      ...(agentConfig.systemPrompt ? [{ role: 'system' as const, content: agentConfig.systemPrompt }] : []),
+      { role: 'user', content: msg.data },
+    ];
+    const result = await runAgentWithTools(deps, run, agentConfig, messages, null, signal, async () => {}, stack);
+    return result.output;
+  });
+  const result = await deps.chains!.runner.runById((id) => loadChain(deps, id), chainId, createRuleMsg({ data: args }), ctx);
   return result.msg.data;
 }
 
@@ -330,36 +341,18 @@ async function runAgentChain(
   signal: AbortSignal,
   emit: (ev: LoopEvent) => Promise<void>,
 ) {
-  const { runner, sandbox } = deps.chains!;
   const parsed = parseChain({ id: run.agentId, dsl, isAgent: true });
   if (!parsed.ok) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" does not load: ${parsed.error}`);
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
   let agentResult: Awaited<ReturnType<typeof runAgentWithTools>> | null = null;
-  const load = async (id: string) => {
-    const row = await getRuleChain(deps.db, id);
-    return row ? parseChain({ id: row.id, dsl: row.dsl, isAgent: row.kind === 'agent' }) : undefined;
-  };
-  const ctx: ChainContext = {
-    logger: deps.logger,
-    signal,
-    sandbox,
-    runChain: (id, msg, depth, path) => runner.runById(load, id, msg, ctx, { depth, path }).then((r) => r.msg),
-    complete: async (req) => {
-      let text = '';
-      for await (const ev of deps.stream({ provider: req.provider, model: req.model, messages: req.messages, params: req.params as ModelCallRequest['params'], signal: req.signal })) {
-        if (ev.type === 'text') text += ev.text;
-      }
-      return text;
-    },
-    runAgent: async (config, msg) => {
-      const turn = messages.map((m, i) => (i === lastUser ? { ...m, content: msg.data } : m));
-      const result = await runAgentWithTools(deps, run, config as AgentNodeConfig, turn, request, signal, emit, [run.agentId]);
-      agentResult = agentResult ? { ...result, added: [...agentResult.added, ...result.added] } : result;
-      return result.output;
-    },
-  };
+  const ctx = chainContext(deps, signal, async (config, msg) => {
+    const turn = messages.map((m, i) => (i === lastUser ? { ...m, content: msg.data } : m));
+    const result = await runAgentWithTools(deps, run, config as AgentNodeConfig, turn, request, signal, emit, [run.agentId]);
+    agentResult = agentResult ? { ...result, added: [...agentResult.added, ...result.added] } : result;
+    return result.output;
+  });
   const input = createRuleMsg({ data: lastUser >= 0 ? messages[lastUser]!.content : '', metadata: { agentId: run.agentId, runId: run.id } });
-  const chain = await runner.run(parsed.chain, input, ctx);
+  const chain = await deps.chains!.runner.run(parsed.chain, input, ctx);
   const ran = agentResult as Awaited<ReturnType<typeof runAgentWithTools>> | null;
   if (ran) return { ...ran, output: chain.msg.data };
   await emit({ type: 'text', text: chain.msg.data });
