@@ -1,20 +1,6 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { getRun } from '@agentry/db';
-import {
-  createTestDatabase,
-  describeWithServers,
-  freePort,
-  redisUrl,
-  spawnService,
-  startFakeModel,
-  uniqueRedisPrefix,
-  type FakeModel,
-  type SpawnedService,
-  type TestDatabase,
-} from '@agentry/testing';
+import { describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 import { API_KEY, agentDsl } from './chat-conformance.js';
 
 /**
@@ -23,57 +9,31 @@ import { API_KEY, agentDsl } from './chat-conformance.js';
  * when the client had already seen part of the answer. Never a hung request.
  */
 describeWithServers('a worker dies mid-run (cluster mode)', () => {
-  const processes: SpawnedService[] = [];
   let fake: FakeModel;
-  let db: TestDatabase;
+  let cluster: TestCluster;
   let baseURL = '';
-  let env: Record<string, string> = {};
-  let config = '';
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-recovery-'));
-
-  const startWorker = async () => {
-    const w = spawnService('services/agent-worker/src/main.ts', { args: ['--config', config], env: { ...env, HEALTH_PORT: '0' } });
-    processes.push(w);
-    await w.waitForLine(/agent-worker started/, 40_000);
-    return w;
-  };
+  const startWorker = () => cluster.startWorker();
 
   beforeAll(async () => {
     fake = await startFakeModel();
-    db = await createTestDatabase();
-    config = path.join(cwd, 'config.yaml');
-    fs.writeFileSync(
-      config,
-      [
+    cluster = await startTestCluster({
+      workers: 0,
+      configLines: [
         'worker: {stall_timeout_ms: 2000}',
         'models:',
         '  default_provider: fake',
         `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
         `channels: {api: {accounts: {conformance: {api_key: "${API_KEY}"}}}}`,
-      ].join('\n'),
-    );
-    const port = await freePort();
-    env = {
-      DATABASE_URL: db.url,
-      REDIS_URL: redisUrl(),
-      REDIS_PREFIX: uniqueRedisPrefix(),
-      AGENTRY_SECRET_KEY: 'recovery-master-key-0123456789-abcdef',
-      HOST: '127.0.0.1',
-      HEALTH_HOST: '127.0.0.1',
-    };
-    const gateway = spawnService('services/gateway/src/main.ts', { args: ['--config', config], env: { ...env, PORT: String(port) } });
-    processes.push(gateway);
-    await gateway.waitForLine(/gateway listening/, 40_000);
-    baseURL = `http://127.0.0.1:${port}/api/v1`;
+      ],
+    });
+    baseURL = cluster.baseURL;
     const created = await fetch(`${baseURL}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl('conformance')) });
     expect(created.status).toBe(201);
   }, 90_000);
 
   afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await cluster?.stop();
     await fake?.close();
-    await db?.drop();
-    fs.rmSync(cwd, { recursive: true, force: true });
   });
 
   const post = (stream: boolean) =>
@@ -95,11 +55,11 @@ describeWithServers('a worker dies mid-run (cluster mode)', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { id: string; choices: Array<{ message: { content: string } }> };
     expect(body.choices[0]!.message.content).toBe('answered by the second worker');
-    expect(await getRun(db.handle.db, body.id.replace('chatcmpl-', ''))).toMatchObject({ status: 'succeeded', attempts: 2 });
+    expect(await getRun(cluster.db.handle.db, body.id.replace('chatcmpl-', ''))).toMatchObject({ status: 'succeeded', attempts: 2 });
   }, 60_000);
 
   it('fails cleanly when the dead worker had already streamed part of the answer', async () => {
-    const worker = processes.at(-1)!;
+    const worker = cluster.processes.at(-1)!;
     fake.script({ text: Array.from({ length: 40 }, (_, i) => `t${i} `), chunkDelayMs: 200 });
     const res = await post(true);
     const reader = res.body!.getReader();

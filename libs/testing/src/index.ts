@@ -4,3 +4,4 @@ export * from './process.js';
 export * from './postgres.js';
 export * from './redis.js';
 export * from './fake-model.js';
+export * from './cluster.js';
