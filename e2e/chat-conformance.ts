@@ -272,6 +272,25 @@ export function sessionConformance(target: () => ChatTarget): void {
       { role: 'system', content: SYSTEM_PROMPT },
       { role: 'user', content: 'no session' },
     ]);
+
+    // The stored conversation, as the UI and the CLI read it.
+    const list = (await (await fetch(`${t.baseURL}/sessions?agentId=${t.agentId}&size=100`)).json()) as {
+      data: Array<{ id: string; sessionKey: string; channel: string; messageCount: number; title: string }>;
+      page: number;
+      size: number;
+    };
+    expect(list).toMatchObject({ page: 1, size: 100 });
+    const stored = list.data.find((x) => x.sessionKey === sid)!;
+    expect(stored).toMatchObject({ channel: 'api', messageCount: 4, title: 'first question' });
+    const messages = (await (await fetch(`${t.baseURL}/sessions/${stored.id}/messages`)).json()) as Array<{ role: string; content: string }>;
+    expect(messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'first question'],
+      ['assistant', 'first answer'],
+      ['user', 'second question'],
+      ['assistant', 'second answer'],
+    ]);
+    expect((await fetch(`${t.baseURL}/sessions/no-such-session/messages`)).status).toBe(404);
+    expect((await fetch(`${t.baseURL}/sessions?size=0`)).status).toBe(400);
   });
 
   it('runs concurrent turns of one session one after the other, in arrival order', async () => {
