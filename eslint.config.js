@@ -16,7 +16,8 @@ const processEnvRule = {
 };
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'data/**', 'coverage/**'] },
+  // services/web/build: the web UI as Vite bundles it (generated, minified).
+  { ignores: ['**/dist/**', '**/node_modules/**', 'data/**', 'coverage/**', 'services/web/build/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -30,6 +31,12 @@ export default tseslint.config(
     files: [`services/${s}/**/*.ts`],
     rules: { 'no-restricted-imports': ['error', { paths: serviceImports(s) }] },
   })),
+  {
+    // The one named exception: @agentry/web is an asset package (it exports only the path of the
+    // built UI), so the gateway's entry point may import it to pass that directory to buildGateway.
+    files: ['services/gateway/src/main.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: serviceImports('gateway').filter((p) => p.name !== '@agentry/web') }] },
+  },
   {
     // Entry points and test code may read the environment.
     files: ['**/src/main.ts', '**/src/cli.ts', '**/test/**', 'e2e/**', 'bench/**', 'libs/testing/**', '*.config.ts', '*.config.js'],

@@ -167,6 +167,26 @@ beforeAll(async () => {
     }),
   });
   if (guarded.status !== 201) throw new Error(`guarded: ${guarded.status} ${await guarded.text()}`);
+  // Nodes after the ai/agent node: one rewrites msg.data, the next one throws.
+  const postscript = await fetch(`${baseURL}/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ruleChain: { id: 'postscript', name: 'Postscript' },
+      metadata: {
+        nodes: [
+          { id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', systemPrompt: 'You are postscript.' } },
+          { id: 'rewrite', type: 'jsTransform', configuration: { jsScript: "return {msg: 'REWRITTEN AFTER THE FACT'};" } },
+          { id: 'explode', type: 'jsTransform', configuration: { jsScript: "throw new Error('post-node exploded');" } },
+        ],
+        connections: [
+          { fromId: 'agent', toId: 'rewrite', type: 'Success' },
+          { fromId: 'rewrite', toId: 'explode', type: 'Success' },
+        ],
+      },
+    }),
+  });
+  if (postscript.status !== 201) throw new Error(`postscript: ${postscript.status} ${await postscript.text()}`);
   for (const skill of [
     { name: 'haiku', description: 'Write haiku.', content: '# Haiku\nFive, seven, five.' },
     { name: 'secret-skill', description: 'Hidden.', content: 'never shown' },
@@ -243,8 +263,9 @@ describe('tools through the chat endpoint', () => {
     );
     const { tools, text } = await agui('main', 'parallel');
     expect(tools.map((t) => `${t.type}:${t.toolCallId}`)).toEqual(['TOOL_CALL_START:p1', 'TOOL_CALL_START:p2', 'TOOL_CALL_RESULT:p1', 'TOOL_CALL_RESULT:p2']);
-    expect(tools[2]!.content).toBe('Error: the tool exploded');
+    expect(tools[2]).toMatchObject({ content: 'Error: the tool exploded', isError: true });
     expect(tools[3]!.content).toBe('echo: still here');
+    expect(tools[3]).not.toHaveProperty('isError');
     expect(text).toBe('handled');
   });
 
@@ -352,6 +373,41 @@ describe('tools through the chat endpoint', () => {
     expect(fake.requests.at(-1)!.body.messages).toEqual([
       { role: 'system', content: 'You are guarded.' },
       { role: 'user', content: 'something fine' },
+    ]);
+  });
+
+  it('stores what the client saw: nodes after the ai/agent node change neither the answer nor the session, and a throwing one fails nothing', async () => {
+    const sessionId = `postscript-${Date.now()}`;
+    fake.script({ text: 'The real answer.' });
+    const streamed = await agui('postscript', 'question', { sessionId });
+    expect(streamed.text).toBe('The real answer.');
+    fake.script({ text: 'Second answer.' });
+    const plain = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+      body: JSON.stringify({ model: 'postscript', messages: [{ role: 'user', content: 'again' }], sessionId }),
+    });
+    expect(plain.status).toBe(200);
+    expect(((await plain.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('Second answer.');
+    // The second turn's context is the answer as delivered, not the rewritten one.
+    expect(fake.requests.at(-1)!.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'question' },
+      { role: 'assistant', content: 'The real answer.' },
+      { role: 'user', content: 'again' },
+    ]);
+    const sessions = (await (await fetch(`${baseURL}/sessions?agentId=postscript`)).json()) as { data: Array<{ id: string; sessionKey: string }> };
+    const session = sessions.data.find((x) => x.sessionKey === sessionId)!;
+    const messages = (await (await fetch(`${baseURL}/sessions/${session.id}/messages`)).json()) as Array<{ role: string; content: string }>;
+    expect(messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'question'],
+      ['assistant', 'The real answer.'],
+      ['user', 'again'],
+      ['assistant', 'Second answer.'],
+    ]);
+    const runs = await runtime.db.db.selectFrom('runs').select(['status', 'output', 'error']).where('agent_id', '=', 'postscript').orderBy('created_at').execute();
+    expect(runs).toEqual([
+      { status: 'succeeded', output: 'The real answer.', error: null },
+      { status: 'succeeded', output: 'Second answer.', error: null },
     ]);
   });
 

@@ -28,6 +28,15 @@ describe('architecture rules', () => {
     expect(await errors('services/gateway/src/x.ts', "import { Errors } from '@agentry/errors';\nexport const x = Errors;\n")).toEqual([]);
   });
 
+  it('lets only the gateway entry point (and standalone) import the @agentry/web asset package', async () => {
+    const code = "import { webBuildDir } from '@agentry/web';\nexport const x = webBuildDir;\n";
+    expect(await errors('services/gateway/src/main.ts', code)).toEqual([]);
+    expect(await errors('services/standalone/src/main.ts', code)).toEqual([]);
+    expect(await errors('services/gateway/src/app.ts', code)).toEqual([expect.stringMatching(/^no-restricted-imports: .*services never import each other/)]);
+    expect(await errors('services/scheduler/src/main.ts', code)).toEqual([expect.stringMatching(/^no-restricted-imports: .*services never import each other/)]);
+    expect(await errors('libs/db/src/x.ts', code)).toEqual([expect.stringMatching(/^no-restricted-imports: .*libs must never import a service/)]);
+  });
+
   it('keeps process.env in main files', async () => {
     const code = 'export const port = process.env.PORT;\n';
     expect(await errors('services/gateway/src/app2.ts', code)).toEqual([expect.stringMatching(/^no-restricted-syntax: Only a main.ts/)]);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { getRun } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
@@ -57,4 +57,16 @@ describe('chat completions, embedded mode', () => {
 
   chatConformance(() => target);
   sessionConformance(() => target);
+
+  it('/metrics reports the runs, model calls, queues and HTTP latency the conformance suite caused', async () => {
+    const text = await (await fetch(target.baseURL.replace('/api/v1', '/metrics'))).text();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+    expect(value(/^agentry_runs_total\{[^}]*status="succeeded"[^}]*source="api"[^}]*\} (\d+)/m)).toBeGreaterThan(5);
+    expect(value(/^agentry_provider_calls_total\{[^}]*provider="fake"[^}]*outcome="ok"[^}]*\} (\d+)/m)).toBeGreaterThan(5);
+    expect(value(/^agentry_run_ttft_seconds_count\{[^}]*source="api"[^}]*\} (\d+)/m)).toBeGreaterThan(0);
+    expect(value(/^agentry_job_duration_seconds_count\{[^}]*queue="agent-run"[^}]*\} (\d+)/m)).toBeGreaterThan(5);
+    expect(text).toMatch(/^agentry_queue_jobs\{[^}]*queue="agent-run"[^}]*state="waiting"[^}]*\} \d+/m);
+    expect(text).toMatch(/^agentry_chat_active_streams\{[^}]*\} 0$/m);
+    expect(value(/^http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/chat\/completions"[^}]*\} (\d+)/m)).toBeGreaterThan(5);
+  });
 });

@@ -159,6 +159,32 @@ describe('cron jobs, embedded mode (PGlite, croner, the real worker)', () => {
     expect((await api(baseURL, 'DELETE', `/cron/${id}`)).json).toEqual({ success: true });
     await waitFor(async () => !(await runtime.bus.scheduler.list()).some((s) => s.id === id), 2_000);
   }, 40_000);
+
+  it("a job the agent makes with its cron tool is scheduled at once (the tool announces it), not at the minute's reconcile", async () => {
+    const planner = {
+      ruleChain: { id: 'planner', name: 'Planner' },
+      metadata: {
+        nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', tools: [{ type: 'builtin', name: 'cron' }] } }],
+        connections: [],
+      },
+    };
+    expect((await api(baseURL, 'POST', '/agents', planner)).status).toBe(201);
+    const chat = async (content: string, toolArgs: unknown) => {
+      fake.script({ toolCalls: [{ id: `c-${content}`, name: 'cron', arguments: JSON.stringify(toolArgs) }] }, { text: 'done' });
+      const res = await api(baseURL, 'POST', '/chat/completions', { model: 'planner', messages: [{ role: 'user', content }] });
+      expect(res.status).toBe(200);
+    };
+    const scheduled = async (id: string) => (await runtime.bus.scheduler.list()).some((s) => s.id === id);
+
+    // The scheduler's periodic reconcile runs every 60 s: within 2 s, only the announcement explains it.
+    await chat('schedule', { operation: 'create', name: 'hourly', schedule: '0 0 * * * *', message: 'report' });
+    const [job] = (await api(baseURL, 'GET', '/agents/planner/cron')).json as Array<{ id: string; name: string }>;
+    expect(job).toMatchObject({ name: 'hourly' });
+    await waitFor(() => scheduled(job!.id), 2_000);
+    await chat('pause', { operation: 'toggle', id: job!.id, disabled: true });
+    await waitFor(async () => !(await scheduled(job!.id)), 2_000);
+    expect((await api(baseURL, 'DELETE', '/agents/planner')).status).toBe(200);
+  }, 20_000);
 });
 
 describeWithServers('cron jobs, cluster mode (3 schedulers, 2 workers, 1 gateway; Postgres, Redis)', () => {

@@ -10,8 +10,17 @@ export const RunMessage = Type.Object({
 });
 export type RunMessage = Static<typeof RunMessage>;
 
+/** Where a run's answer goes besides the run row: a channel chat (inbound messages, cron deliveries). */
+export const RunReply = Type.Object({
+  platform: Type.String({ minLength: 1 }),
+  accountId: Type.String({ minLength: 1 }),
+  chatId: Type.String({ minLength: 1 }),
+});
+export type RunReply = Static<typeof RunReply>;
+
 export const RunRequest = Type.Object({
   messages: Type.Array(RunMessage),
+  reply: Type.Optional(RunReply),
   params: Type.Optional(
     Type.Object({
       temperature: Type.Optional(Type.Number()),

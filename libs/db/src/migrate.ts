@@ -29,6 +29,17 @@ export async function migrateToLatest(db: Db, logger?: DbLogger): Promise<{ appl
   return runMigrations(db, migrations, logger);
 }
 
+/**
+ * Migrations this database has not applied yet, in order (all of them on an empty database).
+ * Reads only: creates nothing, takes no lock.
+ */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };
+  const migrator = new Migrator({ db: db as unknown as Kysely<unknown>, provider });
+  const known = await migrator.getMigrations();
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
+
 /** migrateToLatest over a given set; exists so tests can feed it a failing migration. */
 export async function runMigrations(
   db: Kysely<unknown> | Db,

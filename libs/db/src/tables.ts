@@ -17,6 +17,9 @@ export interface Database {
   model_providers: ModelProvidersTable;
   cron_jobs: CronJobsTable;
   cron_runs: CronRunsTable;
+  bindings: BindingsTable;
+  outbound_messages: OutboundMessagesTable;
+  inbound_events: InboundEventsTable;
 }
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -185,4 +188,41 @@ export interface CronRunsTable {
   error: string | null;
   delivery_status: string | null;
   delivery_error: string | null;
+}
+
+export interface BindingsTable {
+  position: number;
+  agent_id: string;
+  match_default: ColumnType<boolean, boolean | undefined, boolean>;
+  match_channel: string | null;
+  match_account_id: string | null;
+}
+
+export interface OutboundMessagesTable {
+  id: string;
+  platform: string;
+  account_id: string;
+  chat_id: string;
+  kind: string;
+  payload: JsonColumn;
+  source: string;
+  run_id: string | null;
+  status: ColumnType<string, string | undefined, string>;
+  attempts: ColumnType<number, number | undefined, number>;
+  parts_sent: ColumnType<number, number | undefined, number>;
+  platform_message_id: string | null;
+  error: string | null;
+  next_attempt_at: TimestampDefaultNow;
+  claimed_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  created_at: TimestampDefaultNow;
+  updated_at: TimestampDefaultNow;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface InboundEventsTable {
+  platform: string;
+  account_id: string;
+  event_id: string;
+  run_id: string | null;
+  received_at: TimestampDefaultNow;
 }

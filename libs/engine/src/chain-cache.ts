@@ -1,4 +1,6 @@
-import { validateRuleChain, type RuleChainDsl, type RuleConnection, type RuleNode } from './dsl.js';
+import type { LoadResult } from './chain/types.js';
+import type { RuleChainDsl, RuleConnection } from './dsl.js';
+import { validateRuleChain } from './validate.js';
 
 /** A chain as storage hands it over: the DSL plus a version that changes with every write. */
 export interface StoredChain {
@@ -9,20 +11,6 @@ export interface StoredChain {
   /** Agents must keep an `ai/agent` node. */
   isAgent?: boolean;
 }
-
-/** A chain parsed and checked, ready for the engine to run. */
-export interface ParsedChain {
-  id: string;
-  name: string;
-  dsl: RuleChainDsl;
-  nodes: ReadonlyMap<string, RuleNode>;
-  /** Where a run starts: `firstNodeIndex` (default 0); undefined for a chain without nodes. */
-  firstNodeId: string | undefined;
-  /** Connections leaving each node, in DSL order. */
-  outgoing: ReadonlyMap<string, readonly RuleConnection[]>;
-}
-
-export type LoadResult = { ok: true; chain: ParsedChain } | { ok: false; error: string };
 
 export type ChainStatus = { state: 'loaded' } | { state: 'error'; error: string } | { state: 'unloaded' };
 

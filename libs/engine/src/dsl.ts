@@ -1,6 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { nodeTypes } from './nodes/index.js';
 
 /**
  * The rule-chain DSL (RuleGo's shape, as TpClaw uses it): `ruleChain` names the chain,
@@ -8,7 +7,9 @@ import { nodeTypes } from './nodes/index.js';
  * `ai/agent` node; its id is the chat `model`.
  *
  * Objects inside the DSL accept fields beyond the ones listed (RuleGo editors add layout data
- * and the like) and keep them; only the top level is closed.
+ * and the like) and keep them; only the top level is closed. Checking a chain against the node
+ * types (`validateRuleChain`) is in `validate.ts`: this module stays free of the node registry,
+ * so that node types can use its types.
  */
 
 /** Ids of chains and nodes, skill names: letters, digits, `_` and `-`, 1 to 64 of them. */
@@ -69,60 +70,7 @@ export const RuleChainUpdate = Type.Object(
 );
 export type RuleChainUpdate = Static<typeof RuleChainUpdate>;
 
-export interface ValidationResult {
-  ok: boolean;
-  /** One line per problem, naming the node or connection: `metadata.nodes[2] ("n1"): ...`. */
-  errors: string[];
-}
-
-export interface ValidateOptions {
-  /** Agents need at least one `ai/agent` node. */
-  requireAgent?: boolean;
-}
-
 export const AGENT_NODE_TYPE = 'ai/agent';
-
-/**
- * Checks a chain completely: its shape, then what a schema cannot say (unique node ids,
- * connections between existing nodes, known node types, each node's configuration against its
- * type's schema, firstNodeIndex in range).
- */
-export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): ValidationResult {
-  const shape = schemaErrors(RuleChainDsl, dsl);
-  if (shape.length > 0) return { ok: false, errors: shape };
-  const chain = dsl as RuleChainDsl;
-  const errors: string[] = [];
-  const { nodes, connections, firstNodeIndex } = chain.metadata;
-
-  const seen = new Set<string>();
-  nodes.forEach((node, i) => {
-    const where = `metadata.nodes[${i}] ("${node.id}")`;
-    if (seen.has(node.id)) errors.push(`${where}: duplicate node id "${node.id}"`);
-    seen.add(node.id);
-    const def = nodeTypes[node.type];
-    if (!def) {
-      errors.push(`${where}: unknown node type "${node.type}" (known: ${Object.keys(nodeTypes).join(', ')})`);
-      return;
-    }
-    for (const e of schemaErrors(def.configuration, node.configuration ?? {}, 'configuration')) {
-      errors.push(`${where}, ${node.type}: ${e}`);
-    }
-  });
-
-  connections.forEach((c, i) => {
-    for (const end of ['fromId', 'toId'] as const) {
-      if (!seen.has(c[end])) errors.push(`metadata.connections[${i}]: ${end} "${c[end]}" is not a node of this chain`);
-    }
-  });
-
-  if (firstNodeIndex !== undefined && nodes.length > 0 && firstNodeIndex >= nodes.length) {
-    errors.push(`metadata.firstNodeIndex: ${firstNodeIndex} is out of range (the chain has ${nodes.length} nodes)`);
-  }
-  if (opts.requireAgent && !isAgentChain(chain)) {
-    errors.push(`metadata.nodes: an agent needs a node of type "${AGENT_NODE_TYPE}"`);
-  }
-  return { ok: errors.length === 0, errors };
-}
 
 /** Does the chain have an `ai/agent` node? */
 export function isAgentChain(dsl: RuleChainDsl): boolean {

@@ -1,5 +1,8 @@
 export * from './dsl.js';
-export { nodeTypes, defineNodeType, type NodeTypeDef } from './nodes/index.js';
+export * from './validate.js';
+export { nodeTypes, defineNodeType, type NodeType, type NodeTypeDef } from './nodes/index.js';
+export { REST_DEFAULT_TIMEOUT_MS } from './nodes/rest-api-call.js';
+export { AiAgentConfiguration, DEFAULT_TOOL_TIMEOUT_MS, MIN_TOOL_TIMEOUT_MS, agentConfigProblems, toolTimeoutProblem } from './agent/config.js';
 export * from './chain-cache.js';
 export * from './template.js';
 export * from './workspace-path.js';

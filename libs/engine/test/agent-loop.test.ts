@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { runAgentLoop, ToolError, type LoopEvent, type LoopTool, type ModelCallRequest, type ModelEvent, type ToolCall } from '@agentry/engine';
+import { resolveTools, runAgentLoop, ToolError, type LoopEvent, type LoopTool, type ModelCallRequest, type ModelEvent, type ToolCall, type ToolDefinition } from '@agentry/engine';
 
 const logger = pino({ level: 'silent' });
 
@@ -133,5 +133,27 @@ describe('agent loop', () => {
     const ctl = new AbortController();
     const wait = tool('wait', () => new Promise(() => setTimeout(() => ctl.abort(new Error('client gone')), 20)));
     await expect(loop([{ calls: [{ name: 'wait', arguments: '{}' }] }], [wait], {}, ctl.signal)).rejects.toThrow('client gone');
+  });
+});
+
+describe('resolveTools', () => {
+  const echo: ToolDefinition = { name: 'echo', description: 'Echoes.', parameters: { type: 'object' }, run: async (a) => String(a.text) };
+  const deps = {
+    logger,
+    builtin: { echo },
+    context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger },
+    runSubagent: async () => '',
+  };
+
+  it('takes tools[].timeout as milliseconds, and ignores (with a warning) one under 1000 that was meant as seconds', async () => {
+    const ms = await resolveTools([{ type: 'builtin', name: 'echo', timeout: 2500 }, { type: 'agent', name: 'helper', targetId: 'helper' }], deps);
+    expect(ms.tools.map((t) => [t.name, t.timeoutMs])).toEqual([
+      ['echo', 2500],
+      ['helper', undefined],
+    ]);
+    expect(ms.warnings).toEqual([]);
+    const seconds = await resolveTools([{ type: 'builtin', name: 'echo', timeout: 30 }], deps);
+    expect(seconds.tools[0]!.timeoutMs).toBeUndefined();
+    expect(seconds.warnings).toEqual(['tools[0].timeout is in milliseconds; 30 ms is too short — did you mean 30000? The default (120000 ms) is used.']);
   });
 });

@@ -57,6 +57,18 @@ describe('validateRuleChain', () => {
     expect(validateRuleChain(null).ok).toBe(false);
   });
 
+  it('refuses a tools[].timeout under 1000: it is milliseconds, and a small number is seconds by mistake', () => {
+    const agent = (tools: unknown[]) => chain('a', [{ id: 'agent', type: 'ai/agent', configuration: { tools } }]);
+    expect(validateRuleChain(agent([{ name: 'read', timeout: 1000 }, { name: 'bash', timeout: 120000 }, { name: 'grep' }]))).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(agent([{ name: 'read', timeout: 5000 }, { name: 'bash', timeout: 30 }])).errors).toEqual([
+      'metadata.nodes[0] ("agent"), ai/agent: configuration.tools[1].timeout is in milliseconds; 30 ms is too short — did you mean 30000?',
+    ]);
+    // Zero, negative or fractional values are the schema's to refuse.
+    expect(validateRuleChain(agent([{ name: 'read', timeout: 0 }])).errors).toEqual([
+      'metadata.nodes[0] ("agent"), ai/agent: configuration.tools[0].timeout: must be >= 1',
+    ]);
+  });
+
   it('registers the nine node types of the first engine issue', () => {
     expect(Object.keys(nodeTypes).sort()).toEqual(['ai/agent', 'ai/llm', 'end', 'flow', 'jsFilter', 'jsSwitch', 'jsTransform', 'log', 'restApiCall']);
   });

@@ -14,6 +14,7 @@ import {
   writeWorkspaceFile,
   type DbHandle,
 } from '@agentry/db';
+import type { InvalidateMessage } from '@agentry/contracts';
 import { createTestPglite } from '@agentry/testing';
 import {
   AddressNotAllowedError,
@@ -77,8 +78,8 @@ async function fileText(agentId: string, path: string): Promise<string | undefin
 }
 
 describe('the registry', () => {
-  it('has the tools with JSON-schema parameters; bash and http_fetch are opt-in and not in the template', () => {
-    expect(Object.keys(builtinTools).sort()).toEqual(['bash', 'cron', 'edit', 'glob', 'grep', 'http_fetch', 'read', 'skill', 'write']);
+  it('has the tools with JSON-schema parameters; bash, http_fetch and send_message are opt-in and not in the template', () => {
+    expect(Object.keys(builtinTools).sort()).toEqual(['bash', 'cron', 'edit', 'glob', 'grep', 'http_fetch', 'read', 'send_message', 'skill', 'write']);
     for (const t of Object.values(builtinTools)) {
       expect(t.parameters).toMatchObject({ type: 'object', properties: expect.any(Object) });
       expect(t.description.length).toBeGreaterThan(40);
@@ -347,6 +348,32 @@ describe('cron', () => {
     expect(JSON.parse(await call('cron', a, { operation: 'toggle', id, disabled: false })).enabled).toMatchObject({ disabled: false });
   });
 
+  it('announces each change as {area: cron, id} through publishInvalidate; a failed publish keeps the change', async () => {
+    const a = await newAgent();
+    const published: InvalidateMessage[] = [];
+    const warnings: string[] = [];
+    const warnLogger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
+    const run = (args: Record<string, unknown>, publishInvalidate: ToolContext['publishInvalidate'] = async (m) => void published.push(m)) =>
+      builtinTools.cron!.run(args, { ...ctx(a), logger: warnLogger, publishInvalidate });
+
+    await run({ operation: 'list' });
+    expect(published).toEqual([]);
+    const id = JSON.parse(await run({ operation: 'create', name: 'hourly', schedule: '0 0 * * * *', message: 'm' })).created.id as string;
+    expect(published).toEqual([{ area: 'cron', id }]);
+    await run({ operation: 'toggle', id });
+    expect(published).toEqual([{ area: 'cron', id }, { area: 'cron', id }]);
+    await fails(run({ operation: 'toggle', id: 'nobody' }), /not found among your jobs/);
+    await fails(run({ operation: 'create', name: 'x', schedule: '*/5 * * * * *', message: 'm' }), /at least 60 s apart/);
+    expect(published).toHaveLength(2);
+
+    const out = JSON.parse(await run({ operation: 'toggle', id }, async () => Promise.reject(new Error('bus down'))));
+    expect(out.enabled).toMatchObject({ id, disabled: false });
+    expect((await getCronJob(handle.db, id))?.disabled).toBe(false);
+    expect(warnings.some((l) => l.includes('could not publish a cron invalidation') && l.includes(id))).toBe(true);
+    // Without the hook (no bus here) the tool works as before.
+    expect(JSON.parse(await builtinTools.cron!.run({ operation: 'toggle', id }, ctx(a))).disabled).toMatchObject({ id });
+  });
+
   it('refuses bad schedules, too frequent ones, too many jobs and other agents\' jobs', async () => {
     const a = await newAgent();
     const b = await newAgent();
@@ -533,5 +560,30 @@ describe('bash', () => {
     await fails(call('bash', a, { command: 'echo hi; git push' }, { denyList: ['\\bgit\\s+push\\b'] }), /deny list \(the agent's deny list/);
     expect(JSON.parse(await call('bash', a, { command: 'rm -rf ./x.txt && echo ok' })).stdout).toBe('ok\n');
     expect(await readWorkspaceFile(handle.db, a, 'x.txt')).toBeUndefined();
+  });
+});
+
+describe('send_message', () => {
+  const tool = () => builtinTools.send_message!;
+  it('sends through the context hook and answers the platform message id', async () => {
+    const sent: unknown[] = [];
+    const c: ToolContext = { ...ctx('sender'), sendMessage: async (input) => (sent.push(input), { messageId: 'pm_7' }) };
+    expect(JSON.parse(await tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, c))).toEqual({ success: true, messageId: 'pm_7' });
+    expect(sent).toEqual([{ platform: 'chat_d', chatId: '42', text: 'hi' }]);
+  });
+
+  it('reports a refused send, a missing hook, and targets outside its config as tool errors', async () => {
+    const refusing: ToolContext = {
+      ...ctx('sender'),
+      sendMessage: async () => {
+        throw new Error('chat_d refused the message: chat not found');
+      },
+    };
+    await fails(tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, refusing), /chat not found/);
+    await fails(tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, ctx('sender')), /channels are not available/);
+    const pinned: ToolContext = { ...ctx('sender', { platforms: ['chat_e'], chatIds: ['C1'] }), sendMessage: async () => ({ messageId: 'x' }) };
+    await fails(tool().run({ platform: 'chat_d', chatId: 'C1', message: 'hi' }, pinned), /may send to chat_e, not chat_d/);
+    await fails(tool().run({ platform: 'chat_e', chatId: 'C2', message: 'hi' }, pinned), /may not send to chat C2/);
+    await fails(tool().run({ platform: 'chat_e', chatId: 'C1' }, pinned), /message/);
   });
 });

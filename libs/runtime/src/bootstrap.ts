@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Errors } from '@agentry/errors';
-import { openPglite, openPostgres, migrateToLatest, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
+import { openPglite, openPostgres, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
 import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
 import { loadConfig, type LoadedConfig } from './config.js';
 import { LiveConfig } from './live-config.js';
@@ -86,8 +86,14 @@ export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
         : await openPglite({ dataDir: path.join(loaded.paths.rootDir, 'pgdata'), logger });
     lifecycle.add('database', () => db.close());
     health.register('database', () => db.ping());
-    const { applied } = await migrateToLatest(db.db, logger);
-    if (applied.length > 0) logger.info({ applied }, 'database migrated');
+    // Embedded mode owns its database. In cluster mode migrations run once per rollout (the
+    // `migrate` command or job), never on every replica's start: a replica waits for them.
+    if (opts.mode === 'embedded' || opts.env.AGENTRY_MIGRATE_ON_START === 'true') {
+      const { applied } = await migrateToLatest(db.db, logger);
+      if (applied.length > 0) logger.info({ applied }, 'database migrated');
+    } else {
+      await waitForSchema(db.db, logger, Number(opts.env.AGENTRY_MIGRATION_WAIT_MS ?? 120_000));
+    }
 
     const bus = opts.openBus
       ? opts.openBus(logger)
@@ -120,5 +126,27 @@ export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
   } catch (err) {
     await lifecycle.shutdown('start-up failed');
     throw err;
+  }
+}
+
+/**
+ * Waits until the database has every migration this build knows (the migrate job may be running
+ * right now during a rollout), polling every 2 s; fails with what to do after `timeoutMs`.
+ */
+async function waitForSchema(db: DbHandle['db'], logger: Logger, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let said = false;
+  for (;;) {
+    const pending = await pendingMigrations(db);
+    if (pending.length === 0) return;
+    if (Date.now() >= deadline) {
+      throw new Errors.CONFIG(
+        `the database schema is behind this build: ${pending.length} migration(s) pending (first: ${pending[0]}). ` +
+          'Run the migrations once (`npm run migrate`, or the image command `migrate`), or set AGENTRY_MIGRATE_ON_START=true',
+      );
+    }
+    if (!said) logger.info({ pending }, 'waiting for database migrations (run `npm run migrate`)');
+    said = true;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(2000, Math.max(0, deadline - Date.now()))));
   }
 }

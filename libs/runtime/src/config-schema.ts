@@ -1,5 +1,8 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import { PLATFORMS, type Platform } from '@agentry/contracts';
+
+export { PLATFORMS, type Platform };
 
 /**
  * The one configuration schema. Every field carries a comment (its `description`, which the
@@ -29,9 +32,6 @@ const Provider = Type.Object(
   { additionalProperties: false },
 );
 
-/** The spec's platform ids: `api` plus neutral stand-ins for six messaging platforms. */
-export const PLATFORMS = ['api', 'chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'] as const;
-export type Platform = (typeof PLATFORMS)[number];
 
 /** Account fields that are secrets: sealed at rest, never returned, never logged. */
 export const ACCOUNT_SECRET_FIELDS = [
@@ -87,6 +87,11 @@ export const ConfigSchema = Type.Object(
           minimum: 100,
           default: 10_000,
           description: 'how long a stopping service waits for running work before it aborts it',
+        }),
+        trust_proxy: Type.Union([Type.Boolean(), Type.Integer({ minimum: 1 }), Type.String({ minLength: 1 })], {
+          default: false,
+          description:
+            'behind an ingress or load balancer: true, the number of proxy hops, or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed (client addresses for rate limits and logs)',
         }),
       },
       { additionalProperties: false, default: {} },
@@ -147,14 +152,30 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    // Sections owned by later capabilities (bindings). Accepted now so
-    // that a complete configuration file does not fail; their own schemas replace these.
     channels: Type.Object(Object.fromEntries(PLATFORMS.map((p) => [p, Type.Optional(ChannelPlatform)])) as Record<Platform, ReturnType<typeof Type.Optional<typeof ChannelPlatform>>>, {
       additionalProperties: false,
       default: {},
       description: 'messaging-platform accounts by platform id',
     }),
-    bindings: Type.Optional(Type.Array(Type.Unknown(), { description: 'account -> agent bindings' })),
+    bindings: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            agent_id: Type.String({ minLength: 1, description: 'the agent that answers' }),
+            match: Type.Object(
+              {
+                default: Type.Optional(Type.Boolean({ description: 'the binding for accounts no other binding matches' })),
+                channel: Type.Optional(Type.String({ description: 'platform id' })),
+                account_id: Type.Optional(Type.String({ description: 'account id on that platform' })),
+              },
+              { additionalProperties: false },
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        { description: 'account -> agent bindings, most specific first wins (account, then platform, then default)' },
+      ),
+    ),
     worker: Type.Object(
       {
         concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'runs one agent-worker process executes at once' }),

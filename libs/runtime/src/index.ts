@@ -9,3 +9,4 @@ export * from './metrics.js';
 export * from './bootstrap.js';
 export * from './run-main.js';
 export * from './secrets.js';
+export * from './service-metrics.js';

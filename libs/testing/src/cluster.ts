@@ -5,17 +5,131 @@ import { createTestDatabase, type TestDatabase } from './postgres.js';
 import { freePort, spawnService, type SpawnedService } from './process.js';
 import { uniqueRedisPrefix } from './redis.js';
 import { redisUrl } from './require-servers.js';
+import { startRoundRobinProxy, type RoundRobinProxy } from './round-robin-proxy.js';
 
-/** A cluster-mode deployment for a test: a fresh database, a Redis prefix, a gateway, workers. */
+export type ClusterRole = 'gateway' | 'worker' | 'scheduler' | 'connector';
+
+const ENTRY: Record<ClusterRole, { entry: string; ready: RegExp }> = {
+  gateway: { entry: 'services/gateway/src/main.ts', ready: /gateway listening/ },
+  worker: { entry: 'services/agent-worker/src/main.ts', ready: /agent-worker started/ },
+  scheduler: { entry: 'services/scheduler/src/main.ts', ready: /scheduler started/ },
+  connector: { entry: 'services/channel-connector/src/main.ts', ready: /channel-connector started/ },
+};
+
+export interface LocalClusterOptions {
+  configPath: string;
+  databaseUrl: string;
+  redisUrl: string;
+  redisPrefix: string;
+  secretKey: string;
+  gateways?: number;
+  workers?: number;
+  schedulers?: number;
+  connectors?: number;
+  /** A round-robin proxy in front of the gateways (the ingress); off by default. */
+  proxy?: { host?: string; port?: number } | false;
+  /** More environment for every process. */
+  env?: Record<string, string>;
+  /** Each process's output also goes here, prefixed with its name (the `npm run cluster` console). */
+  echo?: (name: string, line: string) => void;
+}
+
+export interface LocalCluster {
+  /** The proxy's URL, else the first gateway's (no `/api/v1`). */
+  url: string;
+  gatewayUrls: string[];
+  proxy: RoundRobinProxy | undefined;
+  /** Every process, in start order. */
+  processes: SpawnedService[];
+  byRole: Record<ClusterRole, SpawnedService[]>;
+  /** Starts one more process of a role and waits until it is ready. */
+  start(role: ClusterRole): Promise<SpawnedService>;
+  /** Stops every process (SIGTERM, or the given signal) and the proxy. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * Starts the services of a cluster-mode deployment as separate processes on loopback: gateways
+ * (each on its own free port), agent-workers, schedulers and channel-connectors, all on the same
+ * Postgres, Redis prefix, master key and configuration file, optionally behind a round-robin
+ * proxy. The database must be migrated (services wait for migrations in cluster mode).
+ */
+export async function startLocalCluster(opts: LocalClusterOptions): Promise<LocalCluster> {
+  const env: Record<string, string> = {
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: opts.redisUrl,
+    REDIS_PREFIX: opts.redisPrefix,
+    AGENTRY_SECRET_KEY: opts.secretKey,
+    HOST: '127.0.0.1',
+    HEALTH_HOST: '127.0.0.1',
+    HEALTH_PORT: '0',
+    ...opts.env,
+  };
+  const processes: SpawnedService[] = [];
+  const byRole: Record<ClusterRole, SpawnedService[]> = { gateway: [], worker: [], scheduler: [], connector: [] };
+  const gatewayUrls: string[] = [];
+
+  const start = async (role: ClusterRole): Promise<SpawnedService> => {
+    const port = role === 'gateway' ? await freePort() : undefined;
+    const name = `${role}-${byRole[role].length + 1}`;
+    let partial = '';
+    const onOutput = opts.echo
+      ? (chunk: string) => {
+          const lines = (partial + chunk).split('\n');
+          partial = lines.pop() ?? '';
+          for (const l of lines) opts.echo!(name, l);
+        }
+      : undefined;
+    const svc = spawnService(ENTRY[role].entry, {
+      args: ['--config', opts.configPath],
+      env: { ...env, ...(port ? { PORT: String(port) } : {}) },
+      ...(onOutput ? { onOutput } : {}),
+    });
+    processes.push(svc);
+    byRole[role].push(svc);
+    await svc.waitForLine(ENTRY[role].ready, 60_000);
+    if (port) gatewayUrls.push(`http://127.0.0.1:${port}`);
+    return svc;
+  };
+
+  const counts: Array<[ClusterRole, number]> = [
+    ['gateway', opts.gateways ?? 1],
+    ['worker', opts.workers ?? 1],
+    ['scheduler', opts.schedulers ?? 0],
+    ['connector', opts.connectors ?? 0],
+  ];
+  try {
+    await Promise.all(counts.flatMap(([role, n]) => Array.from({ length: n }, () => start(role))));
+  } catch (err) {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    throw err;
+  }
+  const proxy = opts.proxy ? await startRoundRobinProxy(gatewayUrls, opts.proxy) : undefined;
+  return {
+    url: proxy?.url ?? gatewayUrls[0]!,
+    gatewayUrls,
+    proxy,
+    processes,
+    byRole,
+    start,
+    stop: async (signal = 'SIGTERM') => {
+      await proxy?.close();
+      await Promise.all(processes.map((p) => p.stop(signal)));
+    },
+  };
+}
+
+/** A cluster-mode deployment for a test: a fresh database, a Redis prefix, the services as processes. */
 export interface TestCluster {
   db: TestDatabase;
   /** The environment every service of this cluster gets. */
   env: Record<string, string>;
   /** The configuration file every service reads. */
   configPath: string;
-  /** `http://127.0.0.1:<port>/api/v1` of the gateway. */
+  /** `<proxy or first gateway>/api/v1`. */
   baseURL: string;
   processes: SpawnedService[];
+  local: LocalCluster;
   /** Starts one more agent-worker and waits until it consumes. */
   startWorker(): Promise<SpawnedService>;
   /** Stops every process (SIGKILL), drops the database and removes the folder. */
@@ -23,42 +137,65 @@ export interface TestCluster {
 }
 
 /**
- * Starts a gateway and `workers` agent-workers as separate processes on real Postgres and Redis,
- * all reading one configuration file made of `configLines`.
+ * Starts a cluster-mode deployment on a fresh (migrated) database and its own Redis prefix:
+ * `gateways` (default 1), `workers` (default 1), `schedulers` and `connectors` (default 0) as
+ * separate processes, all reading one configuration file made of `configLines`; `proxy` puts a
+ * round-robin proxy in front of the gateways (then `baseURL` points at it).
  */
-export async function startTestCluster(opts: { configLines: string[]; workers?: number }): Promise<TestCluster> {
+export async function startTestCluster(opts: {
+  configLines: string[];
+  gateways?: number;
+  workers?: number;
+  schedulers?: number;
+  connectors?: number;
+  proxy?: boolean;
+  env?: Record<string, string>;
+}): Promise<TestCluster> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-cluster-'));
   const configPath = path.join(dir, 'config.yaml');
   fs.writeFileSync(configPath, opts.configLines.join('\n'));
   const db = await createTestDatabase();
-  const port = await freePort();
-  const env = {
-    DATABASE_URL: db.url,
-    REDIS_URL: redisUrl(),
-    REDIS_PREFIX: uniqueRedisPrefix(),
-    AGENTRY_SECRET_KEY: 'test-cluster-master-key-0123456789',
-    HOST: '127.0.0.1',
-    HEALTH_HOST: '127.0.0.1',
+  const base = {
+    databaseUrl: db.url,
+    redisUrl: redisUrl(),
+    redisPrefix: uniqueRedisPrefix(),
+    secretKey: 'test-cluster-master-key-0123456789',
   };
-  const processes: SpawnedService[] = [];
-  const startWorker = async () => {
-    const worker = spawnService('services/agent-worker/src/main.ts', { args: ['--config', configPath], env: { ...env, HEALTH_PORT: '0' } });
-    processes.push(worker);
-    await worker.waitForLine(/agent-worker started/, 40_000);
-    return worker;
-  };
-  const gateway = spawnService('services/gateway/src/main.ts', { args: ['--config', configPath], env: { ...env, PORT: String(port) } });
-  processes.push(gateway);
-  await Promise.all([gateway.waitForLine(/gateway listening/, 40_000), ...Array.from({ length: opts.workers ?? 1 }, () => startWorker())]);
+  let local: LocalCluster;
+  try {
+    local = await startLocalCluster({
+      configPath,
+      ...base,
+      gateways: opts.gateways ?? 1,
+      workers: opts.workers ?? 1,
+      schedulers: opts.schedulers ?? 0,
+      connectors: opts.connectors ?? 0,
+      proxy: opts.proxy ? {} : false,
+      ...(opts.env ? { env: opts.env } : {}),
+    });
+  } catch (err) {
+    await db.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     db,
-    env,
+    env: {
+      DATABASE_URL: base.databaseUrl,
+      REDIS_URL: base.redisUrl,
+      REDIS_PREFIX: base.redisPrefix,
+      AGENTRY_SECRET_KEY: base.secretKey,
+      HOST: '127.0.0.1',
+      HEALTH_HOST: '127.0.0.1',
+      ...opts.env,
+    },
     configPath,
-    baseURL: `http://127.0.0.1:${port}/api/v1`,
-    processes,
-    startWorker,
+    baseURL: `${local.url}/api/v1`,
+    processes: local.processes,
+    local,
+    startWorker: () => local.start('worker'),
     stop: async () => {
-      await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+      await local.stop('SIGKILL');
       await db.drop();
       fs.rmSync(dir, { recursive: true, force: true });
     },

@@ -5,3 +5,5 @@ export * from './postgres.js';
 export * from './redis.js';
 export * from './fake-model.js';
 export * from './cluster.js';
+export * from './fake-platforms/index.js';
+export * from './round-robin-proxy.js';

@@ -22,7 +22,10 @@ export interface SpawnedService {
  * Starts a service's main.ts the way `npm run start:*` does (tsx, source condition), from any
  * working directory, with a controlled environment.
  */
-export function spawnService(entry: string, opts: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string } = {}): SpawnedService {
+export function spawnService(
+  entry: string,
+  opts: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; onOutput?: (chunk: string) => void } = {},
+): SpawnedService {
   const tsx = import.meta.resolve('tsx');
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env })) if (v !== undefined) env[k] = v;
@@ -35,6 +38,7 @@ export function spawnService(entry: string, opts: { args?: string[]; env?: Recor
   const waiters = new Set<() => void>();
   const onData = (chunk: Buffer) => {
     out += chunk.toString();
+    opts.onOutput?.(chunk.toString());
     for (const w of waiters) w();
   };
   proc.stdout!.on('data', onData);

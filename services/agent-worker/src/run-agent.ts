@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
 import { Value } from 'typebox/value';
-import { RunRequest, type RunEvent } from '@agentry/contracts';
+import { RunRequest, type InvalidateMessage, type RunEvent } from '@agentry/contracts';
 import { AppError, isAppError } from '@agentry/errors';
+import type { OutboxQueue } from '@agentry/channels';
+import { serviceMetrics, type Registry } from '@agentry/runtime';
 import {
   appendMessages,
   finishRun,
@@ -14,6 +16,7 @@ import {
   type SessionMessage,
 } from '@agentry/db';
 import {
+  ChainError,
   createRuleMsg,
   parseChain,
   resolveTools,
@@ -26,8 +29,10 @@ import {
   type LoopEvent,
   type ModelCallRequest,
   type ModelEvent,
+  type ToolContext,
   type ToolDefinition,
 } from '@agentry/engine';
+import { enqueueReply, failureNotice, queueReply } from './reply.js';
 
 /** What running one agent needs; the service wires it, tests may pass their own. */
 export interface RunDeps {
@@ -45,6 +50,14 @@ export interface RunDeps {
   systemPrompt?(config: AgentNodeConfig, agentId: string): Promise<string>;
   /** Runs rule chains (rule-chain tools); without it such tools are left out. */
   chains?: { runner: ChainRunner; sandbox: ScriptSandbox };
+  /** Publishes on `invalidate` (the bus's pub/sub): tools that change cached state announce it. */
+  publishInvalidate?(message: InvalidateMessage): Promise<void>;
+  /** Enqueues outbound messages (the answer of a run that came from a channel); without it such answers are not sent. */
+  outboundQueue?: OutboxQueue;
+  /** Sends through a channel and waits for the platform (the `send_message` tool). */
+  sendMessage?: ToolContext['sendMessage'];
+  /** Where run counts and latencies go (the process's registry). */
+  metrics?: Registry;
 }
 
 /** Sub-agents nest at most this deep. */
@@ -128,6 +141,11 @@ function modelParams(config: AgentNodeConfig, request: RunRequest): ModelCallReq
   return Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)) as ModelCallRequest['params'];
 }
 
+/** What an agent's tool loop answered (`runAgentLoop`'s result). */
+type AgentResult = Awaited<ReturnType<typeof runAgentWithTools>>;
+/** What a run delivers: its output and the assistant/tool messages added to the session. */
+type Answer = Pick<AgentResult, 'output' | 'added' | 'usage' | 'finishReason'>;
+
 /**
  * Runs one claimed run to its end: publishes its events in order (seq from 0), and commits the
  * outcome. A completed turn is appended to the session in the same transaction that marks the
@@ -137,8 +155,18 @@ function modelParams(config: AgentNodeConfig, request: RunRequest): ModelCallReq
 export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
   let seq = 0;
   const emit = (event: EventBody) => deps.publish({ ...event, runId: run.id, seq: seq++ } as RunEvent);
-  const log = deps.logger.child({ runId: run.id, agentId: run.agentId });
+  const log = deps.logger.child({ runId: run.id, agentId: run.agentId, ...(run.sessionId ? { sessionId: run.sessionId } : {}) });
   let output = '';
+  const started = Date.now();
+  let ttftMs: number | undefined;
+  const timing = () => ({ durationMs: Date.now() - started, ...(ttftMs !== undefined ? { ttftMs } : {}) });
+  const count = (status: 'succeeded' | 'failed' | 'cancelled') => {
+    if (!deps.metrics) return;
+    serviceMetrics.runs(deps.metrics).inc({ status, source: run.source });
+    serviceMetrics.runDuration(deps.metrics).observe({ status }, (Date.now() - started) / 1000);
+    if (ttftMs !== undefined) serviceMetrics.runTtft(deps.metrics).observe({ source: run.source }, ttftMs / 1000);
+  };
+  log.info({ source: run.source, attempt: run.attempts, queuedMs: started - run.createdAt.getTime() }, 'run started');
   try {
     if (!Value.Check(RunRequest, run.request)) throw new AppError('VALIDATION', 400, 'the stored run request is malformed');
     const request = run.request as RunRequest;
@@ -152,6 +180,7 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
 
     const onEvent = async (ev: LoopEvent) => {
       if (ev.type === 'text') {
+        ttftMs ??= Date.now() - started;
         if (output === '') await markRunStreamed(deps.db, run.id);
         output += ev.text;
       } else if (output === '') {
@@ -160,47 +189,69 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
       }
       await emit(ev);
     };
-    const nodes = (agent.dsl as { metadata?: { nodes?: unknown[] } }).metadata?.nodes ?? [];
-    const result =
-      nodes.length > 1 && deps.chains
-        ? await runAgentChain(deps, run, agent.dsl, messages, request, signal, onEvent)
-        : await runAgentWithTools(deps, run, config, messages, request, signal, onEvent, [run.agentId]);
-    const usage: JsonValue | null = result.usage;
-    const finishReason = result.finishReason;
-    output = result.output;
-    const turn: SessionMessage[] = result.added.map((m) => ({
-      role: m.role,
-      content: m.content,
-      ...(m.tool_calls ? { toolCalls: m.tool_calls as JsonValue } : {}),
-      ...(m.tool_call_id ? { toolCallId: m.tool_call_id } : {}),
-    }));
 
-    const committed = await deps.db.transaction().execute(async (tx) => {
-      const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
-      if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, [...newTurns, ...turn]);
-      return ok;
-    });
-    if (!committed) {
-      log.info('run ended elsewhere (cancelled) before it could complete');
-      return;
+    /**
+     * Commits the answer (the run's output, the turn appended to the session) and then sends
+     * `done`. False when the run had already ended elsewhere (the gateway cancelled it).
+     */
+    const deliver = async (answer: Answer): Promise<boolean> => {
+      output = answer.output;
+      const usage: JsonValue | null = answer.usage;
+      const turn: SessionMessage[] = answer.added.map((m) => ({
+        role: m.role,
+        content: m.content,
+        ...(m.tool_calls ? { toolCalls: m.tool_calls as JsonValue } : {}),
+        ...(m.tool_call_id ? { toolCallId: m.tool_call_id } : {}),
+      }));
+      let replyId: string | undefined;
+      const committed = await deps.db.transaction().execute(async (tx) => {
+        const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
+        if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, [...newTurns, ...turn]);
+        if (ok && request.reply && deps.outboundQueue) replyId = await queueReply(tx, run.id, request.reply, output);
+        return ok;
+      });
+      if (deps.outboundQueue) await enqueueReply(deps.outboundQueue, replyId, log);
+      if (!committed) {
+        log.info('run ended elsewhere (cancelled) before it could complete');
+        return false;
+      }
+      await emit({
+        type: 'done',
+        finishReason: answer.finishReason,
+        ...(usage ? { usage: usage as { promptTokens: number; completionTokens: number; totalTokens: number } } : {}),
+      });
+      const tokens = usage as { promptTokens?: number; completionTokens?: number; totalTokens?: number } | null;
+      count('succeeded');
+      log.info({ chars: output.length, ...timing(), ...(tokens ? { promptTokens: tokens.promptTokens, completionTokens: tokens.completionTokens } : {}) }, 'run succeeded');
+      return true;
+    };
+
+    const nodes = (agent.dsl as { metadata?: { nodes?: unknown[] } }).metadata?.nodes ?? [];
+    if (nodes.length > 1 && deps.chains) {
+      await runAgentChain(deps, run, agent.dsl, messages, request, signal, onEvent, deliver, log);
+    } else {
+      await deliver(await runAgentWithTools(deps, run, config, messages, request, signal, onEvent, [run.agentId]));
     }
-    await emit({
-      type: 'done',
-      finishReason,
-      ...(usage ? { usage: usage as { promptTokens: number; completionTokens: number; totalTokens: number } } : {}),
-    });
-    log.info({ chars: output.length }, 'run succeeded');
   } catch (err) {
     if (signal.aborted) {
       await finishRun(deps.db, run.id, { status: 'cancelled', output: output || null, error: 'cancelled' });
-      log.info({ reason: String((signal.reason as Error | undefined)?.message ?? signal.reason) }, 'run cancelled');
+      count('cancelled');
+      log.info({ reason: String((signal.reason as Error | undefined)?.message ?? signal.reason), ...timing() }, 'run cancelled');
       return;
     }
     const message = isAppError(err) ? err.message : 'the agent failed unexpectedly';
     const status = isAppError(err) ? err.status : 500;
-    if (status >= 500) log.error({ err }, 'run failed');
-    else log.info({ err: message }, 'run failed');
-    await finishRun(deps.db, run.id, { status: 'failed', output: output || null, error: message });
+    count('failed');
+    if (status >= 500) log.error({ err, ...timing() }, 'run failed');
+    else log.info({ err: message, ...timing() }, 'run failed');
+    let noticeId: string | undefined;
+    const reply = (run.request as Partial<RunRequest> | null)?.reply;
+    await deps.db.transaction().execute(async (tx) => {
+      const ok = await finishRun(tx, run.id, { status: 'failed', output: output || null, error: message });
+      // A chat user would otherwise wait for an answer that never comes (cron deliveries stay silent).
+      if (ok && reply && deps.outboundQueue && run.source !== 'cron') noticeId = await queueReply(tx, run.id, reply, failureNotice(message));
+    });
+    if (deps.outboundQueue) await enqueueReply(deps.outboundQueue, noticeId, log);
     await emit({ type: 'error', message, status });
   }
 }
@@ -229,7 +280,15 @@ async function runAgentWithTools(
   const resolved = await resolveTools(toolConfigs, {
     logger: deps.logger,
     builtin: deps.builtin,
-    context: { db: deps.db, agentId: stack.at(-1)!, runId: run.id, sessionId: run.sessionId, logger: deps.logger },
+    context: {
+      db: deps.db,
+      agentId: stack.at(-1)!,
+      runId: run.id,
+      sessionId: run.sessionId,
+      logger: deps.logger,
+      ...(deps.publishInvalidate ? { publishInvalidate: (message: InvalidateMessage) => deps.publishInvalidate!(message) } : {}),
+      ...(deps.sendMessage ? { sendMessage: deps.sendMessage } : {}),
+    },
     runSubagent: async (agentId, message, subSignal) => {
       if (stack.includes(agentId)) throw new AppError('VALIDATION', 400, `agent ${agentId} is already running in this chain (${[...stack, agentId].join(' -> ')})`);
       if (stack.length >= MAX_AGENT_DEPTH) throw new AppError('VALIDATION', 400, `sub-agents nest at most ${MAX_AGENT_DEPTH} deep`);
@@ -312,25 +371,28 @@ async function runChainTool(
   signal: AbortSignal,
   stack: string[],
 ): Promise<string> {
-  const ctx = chainContext(deps, signal, async (config, msg) => {
-    const agentConfig = config as AgentNodeConfig;
-    const messages: ChatMessage[] = [
-      ...(agentConfig.systemPrompt ? [{ role: 'system' as const, content: agentConfig.systemPrompt }] : []),
-      { role: 'user', content: msg.data },
-    ];
-    const result = await runAgentWithTools(deps, run, agentConfig, messages, null, signal, async () => {}, stack);
-    return result.output;
-  });
+  const ctx = chainContext(deps, signal, (config, msg) => runSilentAgent(deps, run, config as AgentNodeConfig, msg.data, signal, stack));
   const result = await deps.chains!.runner.runById((id) => loadChain(deps, id), chainId, createRuleMsg({ data: args }), ctx);
   return result.msg.data;
 }
 
+/** An `ai/agent` node that does not answer the client: its system prompt and `text` as the user turn, nothing streamed. */
+async function runSilentAgent(deps: RunDeps, run: RunRecord, config: AgentNodeConfig, text: string, signal: AbortSignal, stack: string[]): Promise<string> {
+  const messages: ChatMessage[] = [...(config.systemPrompt ? [{ role: 'system' as const, content: config.systemPrompt }] : []), { role: 'user', content: text }];
+  const result = await runAgentWithTools(deps, run, config, messages, null, signal, async () => {}, stack);
+  return result.output;
+}
+
 /**
  * An agent whose chain has more than its `ai/agent` node: the chain runs with the user's last
- * message as `msg.data`. Nodes before the agent may filter or rewrite it; the `ai/agent` node runs
- * the streaming tool loop on the conversation with the (possibly rewritten) message in place of
- * the last user turn. When no agent node ran (a filter ended the chain), the chain's final
- * `msg.data` is the answer, sent as one text event.
+ * message as `msg.data`. Nodes before the agent may filter or rewrite it; the first `ai/agent`
+ * node to run streams the tool loop on the conversation with the (possibly rewritten) message in
+ * place of the last user turn, and its answer is delivered at once (committed as the run's
+ * output and the session's assistant message, then `done`): what the client saw is what is
+ * stored. Nodes after it run for their side effects with the answer in `msg.data`; what they do
+ * to `msg.data` changes nothing delivered, a later `ai/agent` node runs silently, and a failure
+ * among them is a warning on the run, which stays succeeded. When no agent node answered (a
+ * filter ended the chain), the chain's final `msg.data` is the answer, sent as one text event.
  */
 async function runAgentChain(
   deps: RunDeps,
@@ -340,21 +402,49 @@ async function runAgentChain(
   request: RunRequest,
   signal: AbortSignal,
   emit: (ev: LoopEvent) => Promise<void>,
-) {
+  deliver: (answer: Answer) => Promise<boolean>,
+  log: Logger,
+): Promise<void> {
   const parsed = parseChain({ id: run.agentId, dsl, isAgent: true });
   if (!parsed.ok) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" does not load: ${parsed.error}`);
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
-  let agentResult: Awaited<ReturnType<typeof runAgentWithTools>> | null = null;
-  const ctx = chainContext(deps, signal, async (config, msg) => {
+  // Stops the rest of the chain when the answer could not be delivered (the run ended
+  // elsewhere, or the commit failed: that error then fails the run as usual).
+  const stop = new AbortController();
+  const chainSignal = AbortSignal.any([signal, stop.signal]);
+  let answered = false;
+  let deliveryError: { err: unknown } | undefined;
+  const ctx = chainContext(deps, chainSignal, async (config, msg) => {
+    if (answered) return runSilentAgent(deps, run, config as AgentNodeConfig, msg.data, chainSignal, [run.agentId]);
     const turn = messages.map((m, i) => (i === lastUser ? { ...m, content: msg.data } : m));
-    const result = await runAgentWithTools(deps, run, config as AgentNodeConfig, turn, request, signal, emit, [run.agentId]);
-    agentResult = agentResult ? { ...result, added: [...agentResult.added, ...result.added] } : result;
+    const result = await runAgentWithTools(deps, run, config as AgentNodeConfig, turn, request, chainSignal, emit, [run.agentId]);
+    answered = true;
+    try {
+      if (!(await deliver(result))) stop.abort(new Error('the run ended elsewhere'));
+    } catch (err) {
+      deliveryError = { err };
+      stop.abort(err);
+    }
     return result.output;
   });
   const input = createRuleMsg({ data: lastUser >= 0 ? messages[lastUser]!.content : '', metadata: { agentId: run.agentId, runId: run.id } });
-  const chain = await deps.chains!.runner.run(parsed.chain, input, ctx);
-  const ran = agentResult as Awaited<ReturnType<typeof runAgentWithTools>> | null;
-  if (ran) return { ...ran, output: chain.msg.data };
-  await emit({ type: 'text', text: chain.msg.data });
-  return { output: chain.msg.data, added: [{ role: 'assistant' as const, content: chain.msg.data }], usage: null, finishReason: 'stop', steps: 0 };
+  let final: string;
+  try {
+    final = (await deps.chains!.runner.run(parsed.chain, input, ctx)).msg.data;
+  } catch (err) {
+    if (deliveryError) throw deliveryError.err;
+    if (!answered) throw err;
+    if (!stop.signal.aborted) {
+      const where = err instanceof ChainError ? { chainId: err.chainId, nodeId: err.nodeId } : {};
+      const detail = { ...where, err: err instanceof Error ? err.message : String(err) };
+      if (signal.aborted) log.info(detail, 'the nodes after the ai/agent node were cancelled; the answer was already delivered');
+      else log.warn(detail, 'a node after the ai/agent node failed; the answer was already delivered and the run stays succeeded');
+    }
+    return;
+  }
+  if (deliveryError) throw deliveryError.err;
+  // Post-agent nodes' changes to msg.data do not change what was delivered.
+  if (answered) return;
+  await emit({ type: 'text', text: final });
+  await deliver({ output: final, added: [{ role: 'assistant', content: final }], usage: null, finishReason: 'stop' });
 }

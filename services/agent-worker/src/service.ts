@@ -1,6 +1,6 @@
 import { Value } from 'typebox/value';
 import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
-import { UnrecoverableJobError, type Consumer } from '@agentry/bus';
+import { UnrecoverableJobError, type Consumer, type Job } from '@agentry/bus';
 import { claimRun, finishRun, getRun, hasEarlierActiveRun } from '@agentry/db';
 import {
   ChainRunner,
@@ -12,8 +12,9 @@ import {
   type ModelEvent,
   type ToolDefinition,
 } from '@agentry/engine';
-import type { Runtime } from '@agentry/runtime';
+import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { runAgent } from './run-agent.js';
+import { channelSender } from './reply.js';
 
 export interface AgentWorkerOptions {
   /** Runs at once in this process (default `worker.concurrency`). */
@@ -44,7 +45,9 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     providers = new ModelProviders({ db: db.db, secrets: runtime.secrets, config: () => runtime.config.current, bus, logger });
     await providers.start();
   }
-  const stream = opts.stream ?? ((req: ModelCallRequest) => providers!.stream(req));
+  const stream = measuredStream(opts.stream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, () => runtime.config.current.models.default_provider);
+  const jobDuration = serviceMetrics.jobDuration(runtime.metrics);
+  registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
   // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
   const chains = { runner: new ChainRunner(), sandbox: new ScriptSandbox({ workers: 2 }) };
 
@@ -70,52 +73,70 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     }
   };
 
+  const sendMessage = channelSender({ db: db.db, queue: bus.queue, events: bus.pubsub });
+  const handleRun = async (job: Job<unknown>, shutdownSignal: AbortSignal): Promise<void> => {
+    if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
+    const { runId } = job.data;
+    const publish = (event: RunEvent) => bus.pubsub.publish(PubSubChannels.run(runId), event);
+    const queued = await getRun(db.db, runId);
+    if (!queued) throw new UnrecoverableJobError(`run ${runId} does not exist`);
+    if (queued.status !== 'queued' && queued.status !== 'running') return;
+    if (queued.streamed) {
+      const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
+      if (await finishRun(db.db, runId, { status: 'failed', output: queued.output, error: message })) {
+        await publish({ runId, seq: 0, type: 'error', message, status: 503 });
+      }
+      return;
+    }
+    const ctl = new AbortController();
+    running.set(runId, ctl);
+    const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
+    shutdownSignal.addEventListener('abort', onShutdown);
+    try {
+      if (queued.sessionId) await waitForTurn(queued.sessionId, queued.seq, ctl.signal);
+      const run = await claimRun(db.db, runId);
+      if (!run) return;
+      if (ctl.signal.aborted) {
+        await finishRun(db.db, runId, { status: 'cancelled', error: 'cancelled' });
+        return;
+      }
+      await runAgent(
+        {
+          db: db.db,
+          logger,
+          stream,
+          publish,
+          maxMessages: runtime.config.current.agents.defaults.session.max_messages,
+          builtin: opts.builtin ?? builtinTools,
+          chains,
+          publishInvalidate: (message) => bus.pubsub.publish(PubSubChannels.invalidate, message),
+          outboundQueue: bus.queue,
+          sendMessage,
+          metrics: runtime.metrics,
+          systemPrompt: (config, agentId) => agentSystemPrompt(config, { db: db.db, agentId, logger }),
+        },
+        run,
+        ctl.signal,
+      );
+    } finally {
+      shutdownSignal.removeEventListener('abort', onShutdown);
+      running.delete(runId);
+      finished.dispatchEvent(new Event('finished'));
+    }
+  };
+
   const consumer: Consumer = bus.queue.consume<unknown>(
     QueueNames.agentRun,
     async (job, shutdownSignal) => {
-      if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
-      const { runId } = job.data;
-      const publish = (event: RunEvent) => bus.pubsub.publish(PubSubChannels.run(runId), event);
-      const queued = await getRun(db.db, runId);
-      if (!queued) throw new UnrecoverableJobError(`run ${runId} does not exist`);
-      if (queued.status !== 'queued' && queued.status !== 'running') return;
-      if (queued.streamed) {
-        const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
-        if (await finishRun(db.db, runId, { status: 'failed', output: queued.output, error: message })) {
-          await publish({ runId, seq: 0, type: 'error', message, status: 503 });
-        }
-        return;
-      }
-      const ctl = new AbortController();
-      running.set(runId, ctl);
-      const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
-      shutdownSignal.addEventListener('abort', onShutdown);
+      const jobStarted = Date.now();
+      let outcome = 'ok';
       try {
-        if (queued.sessionId) await waitForTurn(queued.sessionId, queued.seq, ctl.signal);
-        const run = await claimRun(db.db, runId);
-        if (!run) return;
-        if (ctl.signal.aborted) {
-          await finishRun(db.db, runId, { status: 'cancelled', error: 'cancelled' });
-          return;
-        }
-        await runAgent(
-          {
-            db: db.db,
-            logger,
-            stream,
-            publish,
-            maxMessages: runtime.config.current.agents.defaults.session.max_messages,
-            builtin: opts.builtin ?? builtinTools,
-            chains,
-            systemPrompt: (config, agentId) => agentSystemPrompt(config, { db: db.db, agentId, logger }),
-          },
-          run,
-          ctl.signal,
-        );
+        await handleRun(job, shutdownSignal);
+      } catch (err) {
+        outcome = 'error';
+        throw err;
       } finally {
-        shutdownSignal.removeEventListener('abort', onShutdown);
-        running.delete(runId);
-        finished.dispatchEvent(new Event('finished'));
+        jobDuration.observe({ queue: QueueNames.agentRun, outcome }, (Date.now() - jobStarted) / 1000);
       }
     },
     {
@@ -136,4 +157,35 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     if (runtime.lifecycle.stopping) throw new Error('stopping');
   });
   logger.info({ bus: bus.kind, database: db.dialect, concurrency }, 'agent-worker started');
+}
+
+/**
+ * The model client with provider metrics: calls by outcome and time to the first event, labelled
+ * with the provider asked for (failover inside the call is the provider layer's business).
+ */
+function measuredStream(
+  inner: (req: ModelCallRequest) => AsyncIterable<ModelEvent>,
+  metrics: Registry,
+  defaultProvider: () => string,
+): (req: ModelCallRequest) => AsyncIterable<ModelEvent> {
+  const calls = serviceMetrics.providerCalls(metrics);
+  const ttft = serviceMetrics.providerTtft(metrics);
+  return async function* (req) {
+    const provider = req.provider || defaultProvider() || 'default';
+    const started = Date.now();
+    let first = true;
+    try {
+      for await (const event of inner(req)) {
+        if (first) {
+          first = false;
+          ttft.observe({ provider }, (Date.now() - started) / 1000);
+        }
+        yield event;
+      }
+      calls.inc({ provider, outcome: 'ok' });
+    } catch (err) {
+      calls.inc({ provider, outcome: 'error' });
+      throw err;
+    }
+  };
 }

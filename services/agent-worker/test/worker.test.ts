@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
-import { ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, markRunStreamed, claimRun } from '@agentry/db';
+import { ensureSession, getRun, insertRuleChain, insertRun, listCronJobs, listSessionMessages, markRunStreamed, claimRun, type JsonValue } from '@agentry/db';
 import type { ModelCallRequest, ModelEvent } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
@@ -57,10 +57,23 @@ describe('agent-worker', () => {
   let runtime: Runtime;
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-worker-'));
   const calls: ModelCallRequest[] = [];
+  const logs: string[] = [];
   async function* fakeStream(req: ModelCallRequest): AsyncIterable<ModelEvent> {
     calls.push(req);
-    const last = req.messages.at(-1)!.content;
+    const lastMessage = req.messages.at(-1)!;
+    const last = lastMessage.content;
     if (last === 'boom') throw Object.assign(new Error('x'), {});
+    if (last === 'schedule it') {
+      const args = { operation: 'create', name: 'hourly', schedule: '0 0 * * * *', message: 'report' };
+      yield { type: 'tool_calls', calls: [{ id: 'c1', name: 'cron', arguments: JSON.stringify(args) }] };
+      yield { type: 'done', finishReason: 'tool_calls', provider: 'p', model: 'm', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } };
+      return;
+    }
+    if (lastMessage.role === 'tool') {
+      yield { type: 'text', text: 'scheduled' };
+      yield { type: 'done', finishReason: 'stop', provider: 'p', model: 'm', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } };
+      return;
+    }
     for (const word of ['echo: ', last]) {
       if (req.signal.aborted) throw req.signal.reason;
       yield { type: 'text', text: word };
@@ -75,10 +88,31 @@ describe('agent-worker', () => {
       argv: [],
       env: { AGENTRY_SECRET_KEY: 'worker-master-key-0123456789-abcdef' },
       cwd,
-      logDestination: { write: () => {} },
+      logDestination: { write: (line: string) => void logs.push(line) },
       openDb: () => createTestPglite(),
       openBus: (logger) => createMemoryBus({ logger }),
     });
+    const agent = (id: string, nodes: JsonValue[], connections: Array<[string, string, string]> = []) =>
+      insertRuleChain(runtime.db.db, {
+        id,
+        kind: 'agent',
+        agentId: null,
+        name: id,
+        category: null,
+        dsl: { ruleChain: { id, name: id }, metadata: { nodes, connections: connections.map(([fromId, toId, type]) => ({ fromId, toId, type })) } },
+      });
+    const agentNode = { id: 'a', type: 'ai/agent', configuration: { provider: 'p' } };
+    // Nodes after the agent: a transform that rewrites msg.data, then a log line showing it ran.
+    await agent('post', [
+      agentNode,
+      { id: 'rewrite', type: 'jsTransform', configuration: { jsScript: "return {msg: 'REWRITTEN ' + msg};" } },
+      { id: 'note', type: 'log', configuration: { jsScript: "return 'post-agent saw: ' + msg;" } },
+    ], [['a', 'rewrite', 'Success'], ['rewrite', 'note', 'Success']]);
+    await agent('post-fails', [
+      agentNode,
+      { id: 'explode', type: 'jsTransform', configuration: { jsScript: "throw new Error('post-node exploded');" } },
+    ], [['a', 'explode', 'Success']]);
+    await agent('planner', [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p', tools: [{ type: 'builtin', name: 'cron' }] } }]);
     await insertRuleChain(runtime.db.db, {
       id: 'w',
       kind: 'agent',
@@ -97,11 +131,11 @@ describe('agent-worker', () => {
     fs.rmSync(cwd, { recursive: true, force: true });
   });
 
-  async function run(content: string, opts: { sessionId?: string; prepare?: (id: string) => Promise<void> } = {}) {
+  async function run(content: string, opts: { sessionId?: string; agentId?: string; prepare?: (id: string) => Promise<void> } = {}) {
     const id = `r${Math.random().toString(36).slice(2)}`;
     const events: RunEvent[] = [];
     const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e as RunEvent));
-    await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: opts.sessionId ?? null, source: 'api', request: { messages: [{ role: 'user', content }] } });
+    await insertRun(runtime.db.db, { id, agentId: opts.agentId ?? 'w', sessionId: opts.sessionId ?? null, source: 'api', request: { messages: [{ role: 'user', content }] } });
     await opts.prepare?.(id);
     await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'agent-run', v: 1, runId: id });
     await waitFor(async () => events.some((e) => e.type === 'done' || e.type === 'error'), 5000, 10);
@@ -147,5 +181,43 @@ describe('agent-worker', () => {
     expect(events).toEqual([expect.objectContaining({ type: 'error', status: 503 })]);
     expect(calls.length).toBe(before);
     expect((await getRun(runtime.db.db, id))?.status).toBe('failed');
+  });
+
+  it('delivers the ai/agent answer: nodes after it run, but their changes to msg.data touch neither the stream nor what is stored', async () => {
+    const session = await ensureSession(runtime.db.db, { agentId: 'post', sessionKey: 'post-1' });
+    const { id, events } = await run('hello', { agentId: 'post', sessionId: session.id });
+    expect(events.map((e) => e.type)).toEqual(['text', 'text', 'done']);
+    expect(events.filter((e) => e.type === 'text').map((e) => (e as { text: string }).text).join('')).toBe('echo: hello');
+    expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: 'echo: hello' });
+    expect((await listSessionMessages(runtime.db.db, session.id)).map((m) => [m.role, m.content])).toEqual([
+      ['user', 'hello'],
+      ['assistant', 'echo: hello'],
+    ]);
+    // The nodes after the agent ran, with the answer in msg.data (after `done`: wait for them).
+    await waitFor(async () => logs.some((l) => l.includes('post-agent saw: REWRITTEN echo: hello')), 5000, 10);
+    expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: 'echo: hello' });
+  });
+
+  it('keeps a run succeeded when a node after the ai/agent node throws, and warns naming the run and node', async () => {
+    const { id, events } = await run('hi', { agentId: 'post-fails' });
+    expect(events.map((e) => e.type)).toEqual(['text', 'text', 'done']);
+    const warning = await waitFor(async () => logs.find((l) => l.includes('a node after the ai/agent node failed')), 5000, 10);
+    expect(JSON.parse(warning)).toMatchObject({ level: 40, runId: id, agentId: 'post-fails', chainId: 'post-fails', nodeId: 'explode', err: expect.stringMatching(/post-node exploded/) });
+    expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: 'echo: hi' });
+  });
+
+  it('lets the cron tool announce its change on invalidate, so the scheduler need not wait for its reconcile', async () => {
+    const invalidations: unknown[] = [];
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.invalidate, (m) => invalidations.push(m));
+    try {
+      const { id, events } = await run('schedule it', { agentId: 'planner' });
+      expect(events.at(-1)?.type).toBe('done');
+      expect((await getRun(runtime.db.db, id))?.output).toBe('scheduled');
+      const [job] = await listCronJobs(runtime.db.db, { agentId: 'planner' });
+      expect(job).toMatchObject({ name: 'hourly', schedule: '0 0 * * * *' });
+      expect(invalidations).toEqual([{ area: 'cron', id: job!.id }]);
+    } finally {
+      await unsub();
+    }
   });
 });

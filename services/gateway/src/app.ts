@@ -19,6 +19,8 @@ import { workspaceRoutes } from './routes/workspace.js';
 import { agentTemplateRoutes } from './routes/agent-template.js';
 import { cronRoutes } from './routes/cron.js';
 import { toolRoutes } from './routes/tools.js';
+import { channelRoutes } from './routes/channels.js';
+import { uiRoutes } from './ui.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -27,6 +29,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface GatewayOptions {
   /** Interval of `: ping` comments on idle SSE streams (default 15 s). */
   heartbeatMs?: number;
+  /** How long POST /channels/{platform}/send* waits for the platform (default 30 s). */
+  sendWaitMs?: number;
+  /** The built web UI (`@agentry/web`'s build directory), served at `/`; without it `/` is a 404. */
+  uiDir?: string;
 }
 
 export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
@@ -35,6 +41,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
     // pino's Logger is fastify's logger; the cast only widens the instance's logger type.
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.server.body_limit,
+    trustProxy: trustProxyOption(config.server.trust_proxy),
     // A caller's request id is kept (so logs join across systems) when it looks like one.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -99,8 +106,16 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
       agentTemplateRoutes(api, deps);
       cronRoutes(api, deps);
       toolRoutes(api, deps);
+      channelRoutes(api, deps, { sendWaitMs: opts.sendWaitMs ?? 30_000, reloadCredentials: () => auth.index.reload() });
     },
     { prefix: '/api/v1' },
   );
+  if (opts.uiDir !== undefined) await uiRoutes(app, deps, opts.uiDir);
   return app;
+}
+
+/** `server.trust_proxy` as fastify takes it: a hop count becomes "trust the nearest N hops". */
+function trustProxyOption(value: boolean | number | string): boolean | string | ((address: string, hop: number) => boolean) {
+  if (typeof value === 'number') return (_address, hop) => hop < value;
+  return value;
 }

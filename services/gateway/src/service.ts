@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Runtime } from '@agentry/runtime';
-import { buildGateway } from './app.js';
+import { buildGateway, type GatewayOptions } from './app.js';
 
 /** Builds the gateway on a runtime and listens on the configured address. */
-export async function startGateway(runtime: Runtime): Promise<{ app: FastifyInstance; port: number }> {
-  const app = await buildGateway(runtime);
+export async function startGateway(runtime: Runtime, opts: GatewayOptions = {}): Promise<{ app: FastifyInstance; port: number }> {
+  const app = await buildGateway(runtime, opts);
   const { host, port } = runtime.config.current.server;
   await app.listen({ host, port });
   const address = app.server.address();

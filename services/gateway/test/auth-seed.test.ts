@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DbHandle } from '@agentry/db';
+import { insertRuleChain, type DbHandle } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
 import { bearer, login, startHarness, type Harness } from './auth-harness.js';
 
@@ -89,5 +89,60 @@ describe('seeding users from the file', () => {
     const h = await start('server: {host: 127.0.0.1}\n');
     const res = await h.app.inject({ method: 'POST', url: '/api/v1/test-chat', payload: {} });
     expect(res.json()).toEqual({ principal: { kind: 'anonymous' } });
+  });
+});
+
+describe('seeding channel accounts and bindings from the file', () => {
+  const file = (bindings: string) =>
+    [
+      'channels:',
+      '  chat_d:',
+      '    accounts:',
+      '      tg: {name: Team, app_secret: file-bot-token-123, secret: file-hook-secret, dm_policy: allow}',
+      `bindings: ${bindings}`,
+      '',
+    ].join('\n');
+
+  it('imports accounts (secrets sealed, never shown) and bindings; API changes survive an unchanged file, a changed list replaces them', async () => {
+    const db = await sharedDb();
+    await insertRuleChain(db.db, { id: 'helper', kind: 'agent', agentId: null, name: 'helper', category: null, dsl: { ruleChain: { id: 'helper', name: 'helper' }, metadata: { nodes: [], connections: [] } } });
+    const listed = '[{agent_id: helper, match: {channel: chat_d, account_id: tg}}, {agent_id: nobody, match: {default: true}}]';
+    let h = await start(file(listed), db);
+    const get = async (url: string) => (await h.app.inject({ method: 'GET', url })).body;
+    expect(JSON.parse(await get('/api/v1/channels/chat_d/accounts/tg'))).toMatchObject({ id: 'tg', name: 'Team', hasSecret: true, dmPolicy: 'allow' });
+    expect(await get('/api/v1/channels')).not.toContain('file-bot-token-123');
+    // The binding naming an unknown agent is skipped with a warning, not a failed start.
+    expect(JSON.parse(await get('/api/v1/bindings'))).toEqual({ bindings: [{ agentId: 'helper', match: { channel: 'chat_d', accountId: 'tg' } }] });
+    expect(h.logs.some((l) => l.includes('no such agent'))).toBe(true);
+    expect(h.logs.join('')).not.toContain('file-bot-token-123');
+    await h.close();
+    open.length = 0;
+
+    const valid = '[{agent_id: helper, match: {channel: chat_d, account_id: tg}}]';
+    h = await start(file(valid), db);
+    expect((await h.app.inject({ method: 'PUT', url: '/api/v1/bindings', payload: { bindings: [{ agentId: 'helper', match: { default: true } }] } })).statusCode).toBe(200);
+    await h.close();
+    open.length = 0;
+
+    h = await start(file(valid), db);
+    expect(JSON.parse(await get('/api/v1/bindings'))).toEqual({ bindings: [{ agentId: 'helper', match: { default: true } }] });
+    await h.close();
+    open.length = 0;
+
+    h = await start(file('[{agent_id: helper, match: {channel: chat_d}}]'), db);
+    expect(JSON.parse(await get('/api/v1/bindings'))).toEqual({ bindings: [{ agentId: 'helper', match: { channel: 'chat_d' } }] });
+  });
+});
+
+describe('server.trust_proxy', () => {
+  const ipLogged = async (yaml: string) => {
+    const h = await start(yaml);
+    await h.app.inject({ method: 'GET', url: '/api/v1/channels', headers: { 'x-forwarded-for': '203.0.113.9' } });
+    return h.logs.some((l) => l.includes('"remoteAddress":"203.0.113.9"'));
+  };
+  it('believes X-Forwarded-For from one proxy hop when set, and never by default', async () => {
+    expect(await ipLogged('server: {trust_proxy: 1}\n')).toBe(true);
+    expect(await ipLogged('server: {trust_proxy: "127.0.0.1"}\n')).toBe(true);
+    expect(await ipLogged('{}\n')).toBe(false);
   });
 });

@@ -23,6 +23,8 @@ export interface Env {
   /** A second gateway on the same database and bus: another replica with its own caches. */
   replica(): Promise<FastifyInstance>;
   req(method: InjectOptions['method'], url: string, payload?: unknown): Promise<LightMyRequestResponse>;
+  /** Every log line written so far (JSON lines). */
+  logs(): string;
 }
 
 const CONFIG = [
@@ -36,6 +38,7 @@ function harness(open: () => Promise<DbHandle>, cleanup: () => Promise<void> = a
   let env: Env | undefined;
   let cwd = '';
   const replicas: FastifyInstance[] = [];
+  const logLines: string[] = [];
   beforeAll(async () => {
     cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-res-'));
     fs.writeFileSync(path.join(cwd, 'config.yaml'), CONFIG);
@@ -45,7 +48,7 @@ function harness(open: () => Promise<DbHandle>, cleanup: () => Promise<void> = a
       argv: [],
       env: { AGENTRY_SECRET_KEY: 'test-master-key-0123456789-abcdefghij' },
       cwd,
-      logDestination: { write: () => undefined },
+      logDestination: { write: (line: string) => void logLines.push(line) },
       openDb: open,
       openBus: (logger) => createMemoryBus({ logger }),
     });
@@ -63,6 +66,7 @@ function harness(open: () => Promise<DbHandle>, cleanup: () => Promise<void> = a
         replicas.push(other);
         return other;
       },
+      logs: () => logLines.join(''),
       req: (method, url, payload) =>
         app.inject({ method, url, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) }),
     };

@@ -48,12 +48,12 @@ describe('GET /tools', () => {
     const res = await get('/tools');
     expect(res.statusCode).toBe(200);
     const tools = res.json() as Array<{ name: string; description: string; parameters: Record<string, unknown>; optIn: boolean }>;
-    expect(tools.map((t) => t.name)).toEqual(['read', 'write', 'edit', 'grep', 'glob', 'skill', 'cron', 'http_fetch', 'bash']);
+    expect(tools.map((t) => t.name)).toEqual(['read', 'write', 'edit', 'grep', 'glob', 'skill', 'cron', 'send_message', 'http_fetch', 'bash']);
     for (const t of tools) {
       expect(Object.keys(t).sort()).toEqual(['description', 'name', 'optIn', 'parameters']);
       expect(t.parameters).toMatchObject({ type: 'object', properties: expect.any(Object), additionalProperties: false });
     }
-    expect(tools.filter((t) => t.optIn).map((t) => t.name)).toEqual(['http_fetch', 'bash']);
+    expect(tools.filter((t) => t.optIn).map((t) => t.name)).toEqual(['send_message', 'http_fetch', 'bash']);
     const read = tools.find((t) => t.name === 'read');
     expect(read?.parameters).toMatchObject({
       properties: { operation: { type: 'string', enum: ['file', 'list', 'search'] }, line_from: { type: 'integer', minimum: 1 } },

@@ -7,6 +7,7 @@ import {
   finishRun,
   getCronJob,
   getCronRunByTick,
+  getOutboundByRun,
   getRun,
   insertCronRun,
   listUnfinishedCronRuns,
@@ -26,6 +27,10 @@ export interface FirerOptions {
   runTimeoutMs: number;
   /** How often a fire's watcher reads the run row, should the end event be lost. */
   pollMs: number;
+  /** How long a finished fire follows its answer's delivery before recording it as still `queued`. */
+  deliveryWaitMs: number;
+  /** Counts fires by outcome (`started`, `duplicate`, `skipped`, `failed`) for the metrics. */
+  count?: (outcome: 'started' | 'duplicate' | 'skipped' | 'failed') => void;
 }
 
 /** The tick already has its row: another replica, or an earlier delivery of this fire, made it. */
@@ -60,11 +65,13 @@ export class Firer {
     const log = this.logger.child({ cronJobId, scheduledAt: scheduledAt.toISOString() });
     const job = await getCronJob(this.db, cronJobId);
     if (!job) {
+      this.opts.count?.('skipped');
       log.warn('fire of a cron job that no longer exists; removing its scheduler');
       await this.bus.scheduler.remove(fire.id);
       return;
     }
     if (job.disabled) {
+      this.opts.count?.('skipped');
       log.info('fire of a disabled cron job skipped');
       await this.reconciler.one(job.id);
       return;
@@ -81,7 +88,8 @@ export class Firer {
           agentId: job.agentId,
           session: { key: `cron:${job.id}`, channel: 'cron' },
           source: 'cron',
-          request: { messages: [{ role: 'user', content: job.message }] },
+          // The worker sends the answer to `deliver` (an outbound message committed with the run's end).
+          request: { messages: [{ role: 'user', content: job.message }], ...(job.deliver ? { reply: job.deliver } : {}) },
           runId,
           withRun: async (trx) => {
             cronRun = await insertCronRun(trx, { cronJobId, scheduledAt, runId });
@@ -91,7 +99,11 @@ export class Firer {
       );
     } catch (err) {
       await watch.close();
-      if (err instanceof DuplicateFire) return this.duplicate(cronJobId, scheduledAt, log);
+      if (err instanceof DuplicateFire) {
+        this.opts.count?.('duplicate');
+        return this.duplicate(cronJobId, scheduledAt, log);
+      }
+      this.opts.count?.('failed');
       log.error({ err }, 'cron fire failed');
       const error = `the run could not be started: ${(err as Error).message}`;
       // The row exists when the run committed but the queue refused it (submitRun then marked
@@ -101,6 +113,7 @@ export class Firer {
       return;
     }
     const started = cronRun!;
+    this.opts.count?.('started');
     log.info({ runId, lateMs: started.startedAt.getTime() - scheduledAt.getTime() }, 'cron fired');
     this.follow(started, watch, job.deliver);
   }
@@ -135,6 +148,24 @@ export class Firer {
     }
   }
 
+  /**
+   * What became of the answer's delivery: the reply's outbound message, followed for at most
+   * `deliveryWaitMs` (it may be retrying); `queued` when it has not ended by then.
+   */
+  private async delivery(runId: string): Promise<{ deliveryStatus: string; deliveryError: string | null }> {
+    const deadline = Date.now() + this.opts.deliveryWaitMs;
+    for (;;) {
+      const message = await getOutboundByRun(this.db, runId);
+      if (!message) return { deliveryStatus: 'skipped', deliveryError: 'the answer was empty; nothing was sent' };
+      if (message.status === 'sent') return { deliveryStatus: 'sent', deliveryError: null };
+      if (message.status === 'failed') return { deliveryStatus: 'failed', deliveryError: message.error };
+      if (Date.now() >= deadline || this.stop.signal.aborted) {
+        return { deliveryStatus: 'queued', deliveryError: message.error ? `not sent yet (last error: ${message.error})` : 'not sent yet' };
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(500, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
   /** Stops following (fires still running are left to the sweep of a live replica or the next start). */
   async close(): Promise<void> {
     this.stop.abort();
@@ -158,6 +189,7 @@ export class Firer {
   }
 
   private async record(cronRun: CronRunRecord, outcome: Outcome): Promise<void> {
+    if (outcome.deliveryStatus === 'queued' && cronRun.runId) outcome = { ...outcome, ...(await this.delivery(cronRun.runId)) };
     const row = await finishCronRun(this.db, cronRun.id, outcome);
     if (!row) return;
     const fields = { cronJobId: row.cronJobId, scheduledAt: row.scheduledAt.toISOString(), runId: row.runId, status: row.status };
@@ -202,13 +234,13 @@ export class Firer {
 }
 
 /**
- * Delivery is recorded honestly: channels do not exist yet, so an answer that should be
- * delivered is marked `pending-channels` (nothing was sent), and a failed run has nothing to send.
+ * An answered fire's delivery starts `queued` (the worker committed the reply with the run) and
+ * `record` follows it to `sent` or `failed`; a failed run has nothing to send.
  */
 function deliveryOf(deliver: CronDeliver | null, answered: boolean): { deliveryStatus: string | null; deliveryError: string | null } {
   if (!deliver) return { deliveryStatus: null, deliveryError: null };
   if (!answered) return { deliveryStatus: 'skipped', deliveryError: 'the run produced no answer to deliver' };
-  return { deliveryStatus: 'pending-channels', deliveryError: 'not sent: channel delivery is not available yet' };
+  return { deliveryStatus: 'queued', deliveryError: null };
 }
 
 function excerpt(text: string | null): string | null {

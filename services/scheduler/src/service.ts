@@ -1,5 +1,5 @@
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
-import type { Runtime } from '@agentry/runtime';
+import { PubSubChannels, QueueNames, type InvalidateMessage } from '@agentry/contracts';
+import { registerQueueDepth, serviceMetrics, type Runtime } from '@agentry/runtime';
 import { Firer } from './fire.js';
 import { Reconciler } from './reconcile.js';
 
@@ -12,6 +12,8 @@ export interface SchedulerOptions {
   runTimeoutMs?: number;
   /** How often a fire's follower reads its run row, should the end event be lost (default 2 s). */
   pollMs?: number;
+  /** How long a finished fire follows the delivery of its answer before recording it `queued` (default 30 s). */
+  deliveryWaitMs?: number;
   /** Fires handled at once by this process (default 10); a fire only creates and enqueues a run. */
   concurrency?: number;
 }
@@ -32,7 +34,14 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
   const sweepMs = opts.sweepMs ?? 10_000;
   const runTimeoutMs = opts.runTimeoutMs ?? 600_000;
   const reconciler = new Reconciler(db.db, bus.scheduler, logger);
-  const firer = new Firer(db.db, bus, reconciler, logger, { runTimeoutMs, pollMs: opts.pollMs ?? 2_000 });
+  const fires = serviceMetrics.cronFires(runtime.metrics);
+  registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
+  const firer = new Firer(db.db, bus, reconciler, logger, {
+    runTimeoutMs,
+    pollMs: opts.pollMs ?? 2_000,
+    deliveryWaitMs: opts.deliveryWaitMs ?? 30_000,
+    count: (outcome) => fires.inc({ outcome }),
+  });
   let stopped = false;
 
   let agentTimer: NodeJS.Timeout | undefined;

@@ -20,8 +20,12 @@ import {
   type CronDeliver,
   type CronRunRecord,
   type Db,
+  finishOutboundMessage,
+  getOutboundByRun,
+  inTransaction,
 } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
+import { queueOutbound } from '@agentry/channels';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { Firer, Reconciler, fireData, startScheduler } from '@agentry/scheduler';
 
@@ -74,7 +78,12 @@ function harness(): () => Harness {
           await publish({ type: 'error', message: 'the model said no', status: 502 });
           return;
         }
-        await finishRun(db, run.id, { status: 'succeeded', output: `answer to ${message}` });
+        const reply = (run.request as unknown as RunRequest).reply;
+        await inTransaction(db, async (tx) => {
+          await finishRun(tx, run.id, { status: 'succeeded', output: `answer to ${message}` });
+          // As the agent worker does: the reply is committed with the run's end.
+          if (reply) await queueOutbound(tx, { ...reply, kind: 'text', payload: { text: `answer to ${message}` }, source: 'agent', runId: run.id });
+        });
         await publish({ type: 'done', finishReason: 'stop' });
       },
       { concurrency: 5 },
@@ -119,10 +128,10 @@ const settled = (db: Db, cronJobId: string, n = 1) =>
 
 describe('Firer: fires become runs, once per tick', () => {
   const env = harness();
-  const firer = (bus?: Bus, opts: { runTimeoutMs?: number } = {}) => {
+  const firer = (bus?: Bus, opts: { runTimeoutMs?: number; deliveryWaitMs?: number } = {}) => {
     const { runtime, db } = env();
     const b = bus ?? runtime.bus;
-    return new Firer(db, b, new Reconciler(db, b.scheduler, runtime.logger), runtime.logger, { runTimeoutMs: opts.runTimeoutMs ?? 5_000, pollMs: 100 });
+    return new Firer(db, b, new Reconciler(db, b.scheduler, runtime.logger), runtime.logger, { runTimeoutMs: opts.runTimeoutMs ?? 5_000, pollMs: 100, deliveryWaitMs: opts.deliveryWaitMs ?? 300 });
   };
 
   it('a fire creates a run of the target agent in session cron:<jobId> and records its outcome', async () => {
@@ -253,7 +262,7 @@ describe('Firer: fires become runs, once per tick', () => {
     await f.close();
   });
 
-  it('delivery is recorded honestly: pending-channels when answered (nothing is sent), skipped on failure', async () => {
+  it('delivery follows the reply: queued while no connector sends it, sent or failed once it ends, skipped on failure', async () => {
     const { db } = env();
     const deliver = { platform: 'chat_a', accountId: 'team', chatId: 'room' };
     const ok = await agentWithJob(db, { deliver });
@@ -262,9 +271,30 @@ describe('Firer: fires become runs, once per tick', () => {
     const tick = new Date('2026-03-01T17:00:00Z');
     await f.fire({ id: ok.job.id, scheduledAt: tick, data: fireData(ok.job.id) });
     await f.fire({ id: bad.job.id, scheduledAt: tick, data: fireData(bad.job.id) });
-    expect((await settled(db, ok.job.id))[0]).toMatchObject({ status: 'succeeded', deliveryStatus: 'pending-channels', deliveryError: expect.stringMatching(/not sent/) });
+    expect((await settled(db, ok.job.id))[0]).toMatchObject({ status: 'succeeded', deliveryStatus: 'queued', deliveryError: expect.stringMatching(/not sent yet/) });
     expect((await settled(db, bad.job.id))[0]).toMatchObject({ status: 'failed', deliveryStatus: 'skipped' });
+    const reply = await getOutboundByRun(db, (await settled(db, ok.job.id))[0]!.runId!);
+    expect(reply).toMatchObject({ platform: 'chat_a', accountId: 'team', chatId: 'room', kind: 'text', payload: { text: expect.stringContaining('answer to') } });
+
+    // A connector that finishes the message while the fire follows it: recorded as sent.
+    const later = await agentWithJob(db, { deliver });
+    const g = firer(undefined, { deliveryWaitMs: 10_000 });
+    const sender = setInterval(() => {
+      void db
+        .selectFrom('outbound_messages')
+        .select('id')
+        .where('status', '=', 'queued')
+        .execute()
+        .then((rows) => Promise.all(rows.map((r) => finishOutboundMessage(db, r.id, { status: 'sent', platformMessageId: 'pm1' }))));
+    }, 100);
+    try {
+      await g.fire({ id: later.job.id, scheduledAt: tick, data: fireData(later.job.id) });
+      expect((await settled(db, later.job.id))[0]).toMatchObject({ status: 'succeeded', deliveryStatus: 'sent', deliveryError: null });
+    } finally {
+      clearInterval(sender);
+    }
     await f.close();
+    await g.close();
   });
 
   it('a fire of a deleted job removes its scheduler; a fire of a disabled job runs nothing and removes it', async () => {

@@ -51,3 +51,33 @@ export async function upsertChannelAccount(db: Db, account: ChannelAccountRecord
     .onConflict((oc) => oc.columns(['platform', 'id']).doUpdateSet({ ...values, updated_at: sql<Date>`now()` }))
     .execute();
 }
+
+export async function getChannelAccount(db: Db, platform: string, id: string): Promise<ChannelAccountRecord | undefined> {
+  return (await listChannelAccounts(db, platform)).find((a) => a.id === id);
+}
+
+/** Inserts a new account; false when one with this id exists on the platform already. */
+export async function insertChannelAccount(db: Db, account: ChannelAccountRecord): Promise<boolean> {
+  const rows = await db
+    .insertInto('channel_accounts')
+    .values({
+      platform: account.platform,
+      id: account.id,
+      name: account.name,
+      enabled: account.enabled,
+      settings: JSON.stringify(account.settings),
+      secrets_sealed: account.secretsSealed,
+      api_key_hash: account.apiKeyHash,
+      file_hmac: account.fileHmac,
+    })
+    .onConflict((oc) => oc.columns(['platform', 'id']).doNothing())
+    .returning('id')
+    .execute();
+  return rows.length > 0;
+}
+
+/** Deletes an account; false when it did not exist. */
+export async function deleteChannelAccount(db: Db, platform: string, id: string): Promise<boolean> {
+  const rows = await db.deleteFrom('channel_accounts').where('platform', '=', platform).where('id', '=', id).returning('id').execute();
+  return rows.length > 0;
+}

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ToolType } from '@agentry/contracts';
 import type { ChatMessage, ModelCallRequest, ModelEvent, ModelUsage, ToolCall } from '../models/types.js';
 import { ToolError } from '../tools/types.js';
+import { DEFAULT_TOOL_TIMEOUT_MS } from './config.js';
 
 /** A tool as the loop sees it: a definition for the model plus how to run it. */
 export interface LoopTool {
@@ -176,7 +177,7 @@ export async function runAgentLoop(
       const tool = byName.get(c.name);
       await deps.emit({ type: 'tool_start', toolCallId: c.id, toolName: c.name, toolType: tool?.toolType ?? 'builtin', arguments: c.arguments });
     }
-    const results = await Promise.all(calls.map((c) => runTool(byName.get(c.name), c, signal, byName.get(c.name)?.timeoutMs ?? opts.toolTimeoutMs ?? 120_000)));
+    const results = await Promise.all(calls.map((c) => runTool(byName.get(c.name), c, signal, byName.get(c.name)?.timeoutMs ?? opts.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS)));
     for (const [i, c] of calls.entries()) {
       const r = results[i]!;
       const content = truncate(r.content, maxOut);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { ToolError, type ToolContext, type ToolDefinition } from '../tools/types.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem } from './config.js';
 import type { LoopTool } from './loop.js';
 
 /** One entry of an `ai/agent` node's `tools[]`. */
@@ -9,7 +10,7 @@ export interface AgentToolConfig {
   description?: string;
   targetId?: string;
   config?: Record<string, unknown>;
-  /** Seconds. */
+  /** Milliseconds one call may take (default 120000, the loop's); at least 1000. */
   timeout?: number;
 }
 
@@ -52,9 +53,12 @@ export async function resolveTools(configs: AgentToolConfig[], deps: ResolveTool
     tools.push(tool);
   };
 
-  for (const cfg of configs) {
+  for (const [index, cfg] of configs.entries()) {
     const type = cfg.type ?? 'builtin';
-    const timeoutMs = cfg.timeout ? cfg.timeout * 1000 : undefined;
+    // Validation refuses a timeout under 1000 ms; one stored before that rule was seconds.
+    const tooShort = toolTimeoutProblem(cfg.timeout, index);
+    if (tooShort) warn(`${tooShort} The default (${DEFAULT_TOOL_TIMEOUT_MS} ms) is used.`);
+    const timeoutMs = cfg.timeout && !tooShort ? cfg.timeout : undefined;
     switch (type) {
       case 'builtin': {
         const def = cfg.name ? deps.builtin[cfg.name] : undefined;

@@ -41,3 +41,10 @@ export function toMetadataValue(value: unknown): string {
 export function scriptInput(msg: RuleMsg): ScriptInput {
   return { msg: parseMsgData(msg.data), metadata: { ...msg.metadata }, msgType: msg.type };
 }
+
+/** A script result for an error message: JSON, cut at 60 characters. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'undefined';
+  const text = JSON.stringify(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}

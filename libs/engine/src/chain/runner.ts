@@ -1,14 +1,13 @@
-import type { LoadResult, ParsedChain } from '../chain-cache.js';
+import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
-import { nodeExecutors } from './nodes/index.js';
-import { NodeFailure, type ChainContext, type NodeContext, type NodeExecutor, type RuleMsg } from './types.js';
+import { NodeFailure, type ChainContext, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
 
 export interface ChainRunnerOptions {
   /** Node executions per run (sub-chains count their own); more is an error. Default 1000. */
   maxSteps?: number;
   /** Nested `flow` levels. Default 5. */
   maxFlowDepth?: number;
-  /** Executors by node type; default `nodeExecutors`. */
+  /** What runs each node type, by type; default the registry `nodeTypes` (tests may pass their own). */
   executors?: Readonly<Record<string, NodeExecutor>>;
 }
 
@@ -80,7 +79,7 @@ export class ChainRunner {
   constructor(opts: ChainRunnerOptions = {}) {
     this.maxSteps = opts.maxSteps ?? 1000;
     this.maxFlowDepth = opts.maxFlowDepth ?? 5;
-    this.#executors = opts.executors ?? nodeExecutors;
+    this.#executors = opts.executors ?? nodeTypes;
   }
 
   async run(chain: ParsedChain, input: RuleMsg, ctx: ChainContext, opts: ChainRunOptions = {}): Promise<ChainResult> {

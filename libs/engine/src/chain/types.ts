@@ -1,12 +1,29 @@
 import type { Logger } from 'pino';
-import type { Static, TSchema } from 'typebox';
-import type { ParsedChain } from '../chain-cache.js';
-import type { RuleNode } from '../dsl.js';
+import type { AiAgentConfig } from '../agent/config.js';
+import type { RuleChainDsl, RuleConnection, RuleNode } from '../dsl.js';
 import type { ChatMessage } from '../models/types.js';
-import type { aiAgent } from '../nodes/ai-agent.js';
-import type { NodeTypeDef } from '../nodes/types.js';
 import type { ScriptSandbox } from '../sandbox/sandbox.js';
 import type { AddressPolicy } from '../tools/net-policy.js';
+
+export type { AiAgentConfig };
+
+/**
+ * A chain parsed and checked, ready for the engine to run (`parseChain`, `ChainCache`). Kept
+ * here rather than next to `parseChain` so that node types can name it without an import
+ * cycle (the parser validates against the node-type registry).
+ */
+export interface ParsedChain {
+  id: string;
+  name: string;
+  dsl: RuleChainDsl;
+  nodes: ReadonlyMap<string, RuleNode>;
+  /** Where a run starts: `firstNodeIndex` (default 0); undefined for a chain without nodes. */
+  firstNodeId: string | undefined;
+  /** Connections leaving each node, in DSL order. */
+  outgoing: ReadonlyMap<string, readonly RuleConnection[]>;
+}
+
+export type LoadResult = { ok: true; chain: ParsedChain } | { ok: false; error: string };
 
 /**
  * A message travelling through a rule chain (RuleGo's shape): `data` is text, usually JSON;
@@ -18,9 +35,6 @@ export type RuleMsg = {
   data: string;
   metadata: Record<string, string>;
 };
-
-/** The configuration of an `ai/agent` node, as `runAgent` receives it. */
-export type AiAgentConfig = Static<typeof aiAgent.configuration>;
 
 /** One completion without tools (the `ai/llm` node). */
 export interface CompleteRequest {
@@ -85,16 +99,11 @@ export class NodeFailure extends Error {
   }
 }
 
-/** What a node type does when it runs; `config` is the node's validated configuration. */
+/**
+ * What the runner calls for a node: `execute` of its node type (`src/nodes/`, registered in
+ * `nodeTypes`); `config` is the node's configuration, already checked against the type's schema.
+ */
 export interface NodeExecutor {
   type: string;
   execute(msg: RuleMsg, config: Record<string, unknown>, ctx: NodeContext): Promise<NodeResult>;
-}
-
-/** An executor for a node type of `src/nodes/`, its configuration typed by the type's schema. */
-export function defineExecutor<S extends TSchema>(
-  def: NodeTypeDef<S>,
-  execute: (msg: RuleMsg, config: Static<S>, ctx: NodeContext) => Promise<NodeResult>,
-): NodeExecutor {
-  return { type: def.type, execute: (msg, config, ctx) => execute(msg, config as Static<S>, ctx) };
 }

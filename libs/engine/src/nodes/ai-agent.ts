@@ -1,38 +1,18 @@
-import Type from 'typebox';
+import { AiAgentConfiguration, agentConfigProblems } from '../agent/config.js';
 import { defineNodeType } from './types.js';
 
-const Params = Type.Record(Type.String(), Type.Unknown(), {
-  description: 'temperature, topP, maxTokens, stop, responseFormat, ... passed to the provider',
-});
-
-const Tool = Type.Object({
-  /** builtin | rulechain | agent | mcp (the engine issue decides the exact set). */
-  type: Type.Optional(Type.String()),
-  name: Type.Optional(Type.String()),
-  description: Type.Optional(Type.String()),
-  targetId: Type.Optional(Type.String()),
-  timeout: Type.Optional(Type.Integer({ minimum: 1 })),
-});
-
-const Failover = Type.Object({
-  provider: Type.Optional(Type.String()),
-  model: Type.Optional(Type.String()),
-  params: Type.Optional(Params),
-});
-
-/** The agent: an LLM tool loop against a configured provider. Permissive until the engine issue. */
+/**
+ * The agent: runs the LLM tool loop (`ctx.runAgent`) against a configured provider; its final
+ * text becomes the data. Success. The configuration schema lives with the agent code
+ * (`agent/config.ts`), which the worker's loop and the chain context share.
+ */
 export const aiAgent = defineNodeType({
   type: 'ai/agent',
   description: 'runs an LLM tool loop (the agent)',
-  configuration: Type.Object({
-    provider: Type.Optional(Type.String({ description: 'provider id; models.default_provider when absent' })),
-    model: Type.Optional(Type.String()),
-    systemPrompt: Type.Optional(Type.String()),
-    params: Type.Optional(Params),
-    maxStep: Type.Optional(Type.Integer({ minimum: 1 })),
-    maxToolOutputLength: Type.Optional(Type.Integer({ minimum: 1 })),
-    tools: Type.Optional(Type.Array(Tool)),
-    failover: Type.Optional(Type.Array(Failover)),
-    disabledSkills: Type.Optional(Type.Array(Type.String())),
-  }),
+  configuration: AiAgentConfiguration,
+  validate: agentConfigProblems,
+  async execute(msg, config, ctx) {
+    const text = await ctx.runAgent(config, msg);
+    return { msg: { ...msg, data: text }, relation: 'Success' };
+  },
 });

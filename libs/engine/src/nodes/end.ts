@@ -1,9 +1,12 @@
 import Type from 'typebox';
 import { defineNodeType } from './types.js';
 
-/** Ends the chain; the message at this point is the chain's result. */
+/** Ends the branch; the message at this point is a result of the run. */
 export const end = defineNodeType({
   type: 'end',
   description: 'ends the chain',
   configuration: Type.Object({}),
+  async execute(msg) {
+    return { msg, relations: [] };
+  },
 });

@@ -7,13 +7,25 @@ import { jsSwitch } from './js-switch.js';
 import { jsTransform } from './js-transform.js';
 import { log } from './log.js';
 import { restApiCall } from './rest-api-call.js';
-import type { NodeTypeDef } from './types.js';
+import type { NodeType } from './types.js';
 
-export { defineNodeType, type NodeTypeDef } from './types.js';
+export { defineNodeType, type NodeType, type NodeTypeDef } from './types.js';
 
-/** Every node type the DSL accepts, by `type`. One line per type. */
-export const nodeTypes: Readonly<Record<string, NodeTypeDef>> = Object.freeze(
-  Object.fromEntries(
-    [aiAgent, aiLlm, end, jsFilter, jsTransform, jsSwitch, restApiCall, log, flow].map((def) => [def.type, def]),
-  ),
-);
+/**
+ * Every node type, one line each: what the DSL accepts (`validateRuleChain`), what
+ * `GET /tools/forms` lists, and what the chain runner executes.
+ */
+const NODE_TYPES: readonly NodeType[] = [
+  aiAgent,
+  aiLlm,
+  end,
+  jsFilter,
+  jsTransform,
+  jsSwitch,
+  restApiCall,
+  log,
+  flow,
+];
+
+/** The node types by `type`. */
+export const nodeTypes: Readonly<Record<string, NodeType>> = Object.freeze(Object.fromEntries(NODE_TYPES.map((def) => [def.type, def])));

@@ -1,17 +1,31 @@
-import type { TSchema } from 'typebox';
+import type { Static, TSchema } from 'typebox';
+import type { NodeContext, NodeResult, RuleMsg } from '../chain/types.js';
 
 /**
- * A node type of the rule-chain DSL. Adding one is a file in this folder exporting its
- * definition plus one line in `index.ts`; the engine issue adds what a node does when it runs.
+ * A node type of the rule-chain DSL: everything about it in one definition. Adding one is a
+ * file in this folder exporting `defineNodeType({...})` plus one line in `index.ts`; the DSL
+ * validation, `GET /tools/forms` and the chain runner all read that registry.
  */
-export interface NodeTypeDef<S extends TSchema = TSchema> {
+export interface NodeType<S extends TSchema = TSchema> {
   /** The `type` written in the DSL (`ai/agent`, `jsFilter`, ...). */
   type: string;
+  /** One line for forms (`GET /tools/forms`). */
   description: string;
   /** Schema of the node's `configuration` (an absent configuration is checked as `{}`). */
   configuration: S;
+  /**
+   * Checks the schema cannot express, run on a configuration the schema accepted: one line per
+   * problem, starting with the path below `configuration` (`tools[0].timeout is ...`).
+   */
+  validate?(config: Static<S>): string[];
+  /** What the node does when it runs: the message it passes on and the relation(s) to follow. */
+  execute(msg: RuleMsg, config: Static<S>, ctx: NodeContext): Promise<NodeResult>;
 }
 
-export function defineNodeType<S extends TSchema>(def: NodeTypeDef<S>): NodeTypeDef<S> {
+/** The former name of `NodeType`. */
+export type NodeTypeDef<S extends TSchema = TSchema> = NodeType<S>;
+
+/** Types `execute`'s and `validate`'s `config` from the schema; returns the definition as it is. */
+export function defineNodeType<S extends TSchema>(def: NodeType<S>): NodeType<S> {
   return def;
 }

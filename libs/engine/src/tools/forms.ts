@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { DEFAULT_TOOL_TIMEOUT_MS, MIN_TOOL_TIMEOUT_MS } from '../agent/config.js';
 import { nodeTypes } from '../nodes/index.js';
 import { builtinTools } from './builtin/index.js';
 
@@ -18,7 +19,9 @@ export const AgentToolEntry = Type.Object({
   description: Type.Optional(Type.String({ description: 'overrides the description the model sees' })),
   targetId: Type.Optional(Type.String({ description: 'rulechain: the rule chain id; agent: the agent id' })),
   config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'builtin: the tool\'s settings (see its config schema); rulechain: {parameters}; mcp: {url, headers}' })),
-  timeout: Type.Optional(Type.Integer({ minimum: 1, description: 'seconds one call may take' })),
+  timeout: Type.Optional(
+    Type.Integer({ minimum: MIN_TOOL_TIMEOUT_MS, description: `milliseconds one call may take (default ${DEFAULT_TOOL_TIMEOUT_MS})` }),
+  ),
 });
 
 /** The `config` of each tool kind other than builtin (whose config is per tool). */

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '@agentry/db';
+import type { InvalidateMessage } from '@agentry/contracts';
 
 /**
  * What a tool run gets. Tools work on the agent's Postgres workspace and records, never on the
@@ -14,6 +15,16 @@ export interface ToolContext {
   logger: Logger;
   /** Per-agent tool settings from the `ai/agent` node's `tools[].config` for this tool. */
   config: Record<string, unknown>;
+  /**
+   * Tells every replica that something it caches changed (the cron tool's edits reach the
+   * scheduler at once instead of at its next reconcile). Absent in contexts without a bus.
+   */
+  publishInvalidate?: (message: InvalidateMessage) => Promise<void>;
+  /**
+   * Sends a text through a channel account and resolves when the platform accepted it (or
+   * rejects with the platform's error). Absent where channels are not wired.
+   */
+  sendMessage?: (input: { platform: string; accountId?: string; chatId: string; text: string }) => Promise<{ messageId: string }>;
 }
 
 /** A tool the model may call. `parameters` is a JSON schema (TypeBox) of the arguments object. */

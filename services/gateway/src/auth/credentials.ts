@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { listChannelAccounts, listUsers, type Db, type Role } from '@agentry/db';
+import { listBindings, listChannelAccounts, listUsers, type Db, type Role } from '@agentry/db';
 import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import type { Bus } from '@agentry/bus';
 import { hashApiKey } from './passwords.js';
@@ -7,7 +7,8 @@ import { hashApiKey } from './passwords.js';
 /** Who made a request. */
 export type Principal =
   | { kind: 'user'; username: string; role: Role; via: 'jwt' | 'apiKey' }
-  | { kind: 'account'; platform: 'api'; accountId: string }
+  /** `agents`: the agents the account is bound to; absent when it has no binding (it may chat with any). */
+  | { kind: 'account'; platform: 'api'; accountId: string; agents?: readonly string[] }
   | { kind: 'anonymous' };
 
 interface UserEntry {
@@ -51,7 +52,7 @@ export class CredentialIndex {
   }
 
   async reload(): Promise<void> {
-    const [users, accounts] = await Promise.all([listUsers(this.db), listChannelAccounts(this.db, 'api')]);
+    const [users, accounts, bindings] = await Promise.all([listUsers(this.db), listChannelAccounts(this.db, 'api'), listBindings(this.db)]);
     const keys = new Map<string, Principal>();
     const byName = new Map<string, UserEntry>();
     for (const u of users) {
@@ -60,7 +61,10 @@ export class CredentialIndex {
     }
     const platformOn = this.apiPlatformEnabled();
     for (const a of accounts) {
-      if (a.apiKeyHash && a.enabled && platformOn) keys.set(a.apiKeyHash, { kind: 'account', platform: 'api', accountId: a.id });
+      if (!a.apiKeyHash || !a.enabled || !platformOn) continue;
+      // Bindings of this account, or of every api account: the agents it may chat with.
+      const agents = bindings.filter((b) => b.match.channel === 'api' && (b.match.accountId === undefined || b.match.accountId === a.id)).map((b) => b.agentId);
+      keys.set(a.apiKeyHash, { kind: 'account', platform: 'api', accountId: a.id, ...(agents.length > 0 ? { agents } : {}) });
     }
     this.#keys = keys;
     this.#users = byName;

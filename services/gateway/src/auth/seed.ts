@@ -2,10 +2,16 @@ import type { Logger } from 'pino';
 import { Errors } from '@agentry/errors';
 import {
   deleteUsersExcept,
+  getRuleChain,
+  getSetting,
   getUser,
+  inTransaction,
+  replaceBindings,
+  setSetting,
   listChannelAccounts,
   upsertChannelAccount,
   upsertSeededUser,
+  type BindingRecord,
   type Db,
   type JsonValue,
 } from '@agentry/db';
@@ -71,6 +77,62 @@ export async function seedFromConfig(deps: { db: Db; secrets: Sealer; config: Ag
       logger.info({ platform, accountId: id }, 'channel account imported from the configuration file');
     }
   }
+  await seedBindings(deps);
+}
+
+/** Settings row remembering which `bindings` list of the file was imported last. */
+const BINDINGS_HMAC_KEY = 'bindings.file_hmac';
+
+/**
+ * The file's `bindings` replace the stored list when the file's list changed since it was last
+ * imported (so bindings edited through the API survive restarts with an unchanged file). An
+ * entry naming an unknown agent, platform or account is skipped with a warning rather than
+ * failing the start.
+ */
+async function seedBindings(deps: { db: Db; secrets: Sealer; config: AgentryConfig; logger: Logger }): Promise<void> {
+  const { db, secrets, config, logger } = deps;
+  const entries = config.bindings;
+  if (entries === undefined) return;
+  const fileHmac = secrets.hmac(`bindings:${stableJson(entries)}`);
+  if ((await getSetting(db, BINDINGS_HMAC_KEY)) === fileHmac) return;
+  const accounts = new Set((await listChannelAccounts(db)).map((a) => `${a.platform}/${a.id}`));
+  const bindings: BindingRecord[] = [];
+  for (const [i, e] of entries.entries()) {
+    const where = `bindings[${i}]`;
+    const agent = await getRuleChain(db, e.agent_id);
+    if (!agent || agent.kind !== 'agent') {
+      logger.warn({ binding: where, agentId: e.agent_id }, 'binding from the configuration file skipped: no such agent');
+      continue;
+    }
+    const { channel, account_id: accountId } = e.match;
+    if (channel !== undefined && !(PLATFORMS as readonly string[]).includes(channel)) {
+      logger.warn({ binding: where, channel }, 'binding from the configuration file skipped: unknown platform');
+      continue;
+    }
+    if (accountId !== undefined && (channel === undefined || !accounts.has(`${channel}/${accountId}`))) {
+      logger.warn({ binding: where, channel, accountId }, 'binding from the configuration file skipped: no such account');
+      continue;
+    }
+    if (channel === undefined && e.match.default !== true) {
+      logger.warn({ binding: where }, 'binding from the configuration file skipped: match needs channel or default');
+      continue;
+    }
+    bindings.push({
+      agentId: e.agent_id,
+      match: {
+        ...(e.match.default ? { default: true } : {}),
+        ...(channel !== undefined ? { channel } : {}),
+        ...(accountId !== undefined ? { accountId } : {}),
+      },
+    });
+  }
+  const skipped = entries.length - bindings.length;
+  await inTransaction(db, async (trx) => {
+    await replaceBindings(trx, bindings);
+    // With entries skipped (an agent not created yet), the next start imports the list again.
+    if (skipped === 0) await setSetting(trx, BINDINGS_HMAC_KEY, fileHmac);
+  });
+  logger.info({ count: bindings.length, skipped }, 'bindings imported from the configuration file');
 }
 
 /** `<password>` or `<password>:<API_KEY>`, split at the first colon. */

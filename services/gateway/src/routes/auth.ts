@@ -6,7 +6,7 @@ import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import type { Principal } from '../auth/credentials.js';
-import { MIN_PASSWORD_LENGTH, dummyHash, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
+import { DEFAULT_ADMIN_PASSWORD, MIN_PASSWORD_LENGTH, dummyHash, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
 
 const Login = Type.Object(
   { username: Type.String({ minLength: 1, maxLength: 128 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
@@ -17,7 +17,7 @@ const ChangePassword = Type.Object(
   { additionalProperties: false },
 );
 
-/** Login, the caller's API key, and password change. */
+/** Login, the login status, the caller's API key, and password change. */
 export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
   const announce = async (area: InvalidateMessage['area']) => {
     await auth.index.reload();
@@ -47,6 +47,27 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     auth.loginFailures.reset(username);
     const hours = deps.config.current.security.jwtExpireHours;
     return auth.tokens.sign(user, hours);
+  });
+
+  /**
+   * What a login screen needs before anyone logs in (public): whether management needs a login,
+   * and who the Bearer JWT sent (if any, and still valid) belongs to. `defaultPassword` (admin
+   * still has the documented default password) is told only to the admin: an anonymous caller
+   * must not learn, without even a logged failed login, that admin/admin opens the service.
+   */
+  app.get('/auth/status', { config: { auth: 'public' } }, async (req) => {
+    const requireAuth = deps.config.current.security.requireAuth;
+    const header = /^Bearer (\S+)$/.exec(req.headers.authorization?.trim() ?? '');
+    let user: { username: string; role: string } | null = null;
+    if (header) {
+      const claims = await auth.tokens.verify(header[1]!).catch(() => undefined);
+      const known = claims ? auth.index.user(claims.username) : undefined;
+      if (claims && known && known.tokenVersion === claims.tokenVersion) user = { username: claims.username, role: known.role };
+    }
+    if (user?.role !== 'admin') return { requireAuth, user };
+    const admin = await getUser(deps.db.db, user.username);
+    const defaultPassword = admin ? await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash) : false;
+    return { requireAuth, user, defaultPassword };
   });
 
   app.get('/auth/api-key', { config: { auth: 'jwt' } }, async (req) => {

@@ -4,6 +4,7 @@ import { AppError, Errors } from '@agentry/errors';
 import { PubSubChannels, type RunCancelMessage, type RunEvent, type RunRequest } from '@agentry/contracts';
 import { finishRun, listRuleChains } from '@agentry/db';
 import { newRunId, submitRun } from '@agentry/engine';
+import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { requireAgent } from './common.js';
 import { EventGapError, RunEventQueue } from '../chat/run-events.js';
@@ -74,8 +75,10 @@ function usageOf(event: DoneEvent) {
  * before enqueueing, so no event can be missed; it relays them as one body or as SSE chunks.
  */
 export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
-  app.get('/models', { config: { auth: 'chat' } }, async () => {
-    const agents = await listRuleChains(deps.db.db, { kind: 'agent' });
+  app.get('/models', { config: { auth: 'chat' } }, async (req) => {
+    const principal = req.principal;
+    const bound = principal.kind === 'account' ? principal.agents : undefined;
+    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => !bound || bound.includes(a.id));
     return {
       object: 'list',
       data: agents.map((a) => ({ id: a.id, object: 'model', created: Math.floor(a.createdAt.getTime() / 1000), owned_by: 'agentry' })),
@@ -86,6 +89,10 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     const body = req.body;
     const request = toRunRequest(body);
     const agent = await requireAgent(deps.db.db, body.model);
+    const principal = req.principal;
+    if (principal.kind === 'account' && principal.agents && !principal.agents.includes(agent.id)) {
+      throw new Errors.FORBIDDEN(`api account "${principal.accountId}" is bound to ${principal.agents.map((a) => `"${a}"`).join(', ')}, not to agent "${agent.id}"`);
+    }
 
     const runId = newRunId();
     const queue = new RunEventQueue();
@@ -114,6 +121,9 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
 
       const meta = { id: `chatcmpl-${runId}`, created: Math.floor(Date.now() / 1000), model: body.model };
       if (body.stream === true) {
+        const streams = serviceMetrics.activeStreams(deps.metrics);
+        streams.inc();
+        reply.raw.once('close', () => streams.dec());
         await relayStream(req, reply, queue, meta, {
           agui: String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui',
           includeUsage: body.stream_options?.include_usage === true,
@@ -216,7 +226,14 @@ async function relayStream(
           if (opts.agui) {
             chunk({
               tool_calls: [
-                { type: 'TOOL_CALL_RESULT', toolCallId: event.toolCallId, toolCallName: event.toolName, content: event.content, toolType: event.toolType },
+                {
+                  type: 'TOOL_CALL_RESULT',
+                  toolCallId: event.toolCallId,
+                  toolCallName: event.toolName,
+                  content: event.content,
+                  toolType: event.toolType,
+                  ...(event.isError ? { isError: true } : {}),
+                },
               ],
             });
           }

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id } from '@agentry/engine';
-import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderModel } from '@agentry/db';
+import { Id, defaultModelOf } from '@agentry/engine';
+import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderModel, type ProviderRecord } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { seedProviders } from '../providers/seed.js';
 import {
@@ -185,6 +185,16 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return { success: true };
   });
 
+  // Test connection (for the web UI): lists the provider's models, or makes a one-token call when
+  // it has no model list. Always 200 with {ok, latencyMs, error?}: a failing provider is an answer.
+  api.post('/config/models/providers/:name/test', { schema: { params: NameParams } }, async (req) => {
+    const provider = await requireProvider(db(), req.params.name);
+    const apiKey = provider.apiKeySealed ? deps.secrets.open(provider.apiKeySealed) : null;
+    const result = await testProvider(provider, apiKey);
+    req.log.info({ provider: provider.id, ok: result.ok, latencyMs: result.latencyMs }, 'model provider tested');
+    return result;
+  });
+
   api.post('/config/models/reload', async () => {
     const imported = await seedProviders({ db: db(), secrets: deps.secrets, config: deps.config.current, logger: deps.logger }, { force: true });
     await publishProviderChange(deps);
@@ -202,4 +212,69 @@ function normaliseModels(models: ProviderModel[] | undefined): ProviderModel[] {
     ...(m.alias ? { alias: m.alias } : {}),
     ...(m.context_window !== undefined ? { context_window: m.context_window } : {}),
   }));
+}
+
+/** How long a connection test waits for the provider. */
+const TEST_TIMEOUT_MS = 10_000;
+
+export interface ProviderTestResult {
+  ok: boolean;
+  latencyMs: number;
+  /** `models`: GET /models answered; `chat`: a one-token chat completion answered. */
+  method: 'models' | 'chat';
+  /** Model ids the provider listed (first 100), when it lists them. */
+  models?: string[];
+  error?: string;
+}
+
+/**
+ * Asks the provider `GET {base_url}/models`; a provider without that route (404, 405, 501) gets a
+ * one-token chat completion on its default model instead. The key never appears in the answer:
+ * it is cut out of any message the provider sends back.
+ */
+async function testProvider(p: ProviderRecord, apiKey: string | null): Promise<ProviderTestResult> {
+  const base = p.baseUrl.replace(/\/+$/, '');
+  const headers = { authorization: `Bearer ${apiKey ?? 'no-key'}`, accept: 'application/json' };
+  const started = performance.now();
+  const latencyMs = () => Math.round(performance.now() - started);
+  const clean = (text: string) => (apiKey ? text.split(apiKey).join('***') : text).slice(0, 500);
+  const failure = async (method: ProviderTestResult['method'], what: string, res: Response): Promise<ProviderTestResult> => {
+    const text = await res.text().catch(() => '');
+    let message = text;
+    try {
+      const body = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+      const m = typeof body.error === 'string' ? body.error : (body.error?.message ?? body.message);
+      if (typeof m === 'string') message = m;
+    } catch {
+      // not JSON: the text as it is
+    }
+    return { ok: false, latencyMs: latencyMs(), method, error: clean(`${what} answered HTTP ${res.status}${message ? `: ${message}` : ''}`) };
+  };
+  let method: ProviderTestResult['method'] = 'models';
+  try {
+    const res = await fetch(`${base}/models`, { headers, signal: AbortSignal.timeout(TEST_TIMEOUT_MS) });
+    if (res.ok) {
+      const body = (await res.json().catch(() => null)) as { data?: Array<{ id?: unknown }> } | null;
+      const models = Array.isArray(body?.data) ? body.data.map((m) => m?.id).filter((id): id is string => typeof id === 'string') : [];
+      return { ok: true, latencyMs: latencyMs(), method, models: models.slice(0, 100) };
+    }
+    if (![404, 405, 501].includes(res.status)) return await failure(method, 'GET /models', res);
+    await res.body?.cancel();
+    method = 'chat';
+    const model = defaultModelOf(p);
+    if (!model) return { ok: false, latencyMs: latencyMs(), method, error: 'the provider has no GET /models and no default model to try a chat completion with' };
+    const chat = await fetch(`${base}/chat/completions`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'ping' }], max_tokens: 1, stream: false }),
+      signal: AbortSignal.timeout(TEST_TIMEOUT_MS),
+    });
+    if (!chat.ok) return await failure(method, `POST /chat/completions (model "${model}")`, chat);
+    await chat.body?.cancel();
+    return { ok: true, latencyMs: latencyMs(), method };
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    const why = e.name === 'TimeoutError' ? `no answer within ${TEST_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.cause?.message ?? e.message);
+    return { ok: false, latencyMs: latencyMs(), method, error: clean(`cannot reach ${base}: ${why}`) };
+  }
 }

@@ -2,16 +2,17 @@ import { randomUUID } from 'node:crypto';
 import Type, { type Static } from 'typebox';
 import { getCronJob, insertCronJob, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
 import { checkSchedule, nextTick } from '../../runs/schedule.js';
-import { ToolError } from '../types.js';
+import { ToolError, type ToolContext } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
 
 /**
  * `cron`: the agent's own scheduled jobs (`cron_jobs` rows whose target is this agent). A job
  * sends its `message` to the agent at every tick of its schedule.
  *
- * The scheduler learns of a change made here at its periodic reconcile (within a minute): the
- * gateway's routes also announce each change on pub/sub, which a tool cannot do until
- * ToolContext carries a way to publish.
+ * Like the gateway's cron routes, every change is committed, then announced as `{area: 'cron',
+ * id}` through `ctx.publishInvalidate` (the `invalidate` channel), so the schedulers bring that
+ * job in step at once. Without the hook (no bus), or when the publish fails, the change reaches
+ * them at their periodic reconcile (within a minute); the write stands either way.
  */
 
 const Parameters = Type.Object(
@@ -70,6 +71,16 @@ function shortestGap(schedule: string, timezone: string): number {
   return gap;
 }
 
+/** Tells every scheduler that job `id` changed; a failed publish is only logged (the write stands). */
+async function announce(ctx: ToolContext, id: string): Promise<void> {
+  if (!ctx.publishInvalidate) return;
+  try {
+    await ctx.publishInvalidate({ area: 'cron', id });
+  } catch (err) {
+    ctx.logger.warn({ err, cronJobId: id }, 'could not publish a cron invalidation');
+  }
+}
+
 export const cronTool: BuiltinTool = {
   name: 'cron',
   description:
@@ -116,6 +127,7 @@ export const cronTool: BuiltinTool = {
         }),
       );
       ctx.logger.info({ cronJobId: job.id, schedule: job.schedule }, 'cron tool created a job');
+      await announce(ctx, job.id);
       return JSON.stringify({ created: view(job) });
     }
 
@@ -126,6 +138,7 @@ export const cronTool: BuiltinTool = {
     const disabled = args.disabled ?? !job.disabled;
     const updated = await updateCronJob(ctx.db, job.id, { disabled });
     if (!updated) throw new ToolError(`cron job "${args.id}" not found among your jobs`);
+    await announce(ctx, updated.id);
     return JSON.stringify({ [disabled ? 'disabled' : 'enabled']: view(updated) });
   },
 };

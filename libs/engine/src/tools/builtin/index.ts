@@ -6,6 +6,7 @@ import { globTool } from './glob.js';
 import { grepTool } from './grep.js';
 import { httpFetchTool } from './http-fetch.js';
 import { readTool } from './read.js';
+import { sendMessageTool } from './send-message.js';
 import { skillTool } from './skill.js';
 import { writeTool } from './write.js';
 
@@ -15,11 +16,11 @@ export { htmlToText } from './http-fetch.js';
 
 /**
  * The built-in tools, by name. Agents list the ones they use in their `ai/agent` node's
- * `tools` (`{type: 'builtin', name, config?}`); `optIn` ones (bash, http_fetch) are never part
- * of the defaults. `send_message` waits for the channels issue (its outbound queue).
+ * `tools` (`{type: 'builtin', name, config?}`); `optIn` ones (bash, http_fetch, send_message) are never part
+ * of the defaults.
  */
 export const builtinTools: Readonly<Record<string, BuiltinTool>> = Object.freeze(
-  Object.fromEntries([readTool, writeTool, editTool, grepTool, globTool, skillTool, cronTool, httpFetchTool, bashTool].map((t) => [t.name, t])),
+  Object.fromEntries([readTool, writeTool, editTool, grepTool, globTool, skillTool, cronTool, sendMessageTool, httpFetchTool, bashTool].map((t) => [t.name, t])),
 );
 
 /** Names of the built-in tools an agent gets by default (every one that is not opt-in). */

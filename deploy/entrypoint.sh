@@ -1,0 +1,43 @@
+#!/bin/sh
+# Entry point of the Agentry image: the first argument picks what the container runs; the
+# remaining arguments go to it (for example `gateway --config /etc/agentry/config.yaml`).
+# Node runs the compiled JavaScript (dist/) directly: no tsx, no npm at run time.
+set -eu
+
+root="${AGENTRY_HOME:-/app}"
+names="gateway agent-worker scheduler channel-connector migrate standalone"
+
+usage() {
+  echo "usage: <image> <service> [options]   services: $names" >&2
+}
+
+if [ "$#" -eq 0 ]; then
+  echo "agentry: no service given" >&2
+  usage
+  exit 64
+fi
+
+service="$1"
+shift
+
+case "$service" in
+  gateway) entry=services/gateway/dist/src/main.js ;;
+  agent-worker) entry=services/agent-worker/dist/src/main.js ;;
+  scheduler) entry=services/scheduler/dist/src/main.js ;;
+  channel-connector) entry=services/channel-connector/dist/src/main.js ;;
+  migrate) entry=libs/db/dist/src/cli.js ;;
+  standalone) entry=services/standalone/dist/src/main.js ;;
+  -h | --help | help)
+    usage
+    exit 0
+    ;;
+  *)
+    echo "agentry: unknown service \"$service\"" >&2
+    usage
+    exit 64
+    ;;
+esac
+
+# exec: node becomes the process the container's init (tini) signals, so SIGTERM reaches the
+# service's own graceful shutdown.
+exec node "$root/$entry" "$@"

@@ -1,0 +1,212 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { getOutboundByRun, type Db } from '@agentry/db';
+import {
+  describeWithServers,
+  startFakeModel,
+  startFakeTelegram,
+  startTestCluster,
+  waitFor,
+  type FakeInboundEvent,
+  type FakeModel,
+  type FakePlatform,
+  type TestCluster,
+} from '@agentry/testing';
+
+const PROVIDER_KEY = 'sk-channels-provider-key-0123456789';
+
+/**
+ * Channels end to end in cluster mode: gateway, agent-worker and channel-connector as separate
+ * processes on real Postgres and Redis, a fake Telegram (chat_d) as the platform. Inbound events
+ * are posted the way Telegram posts them (signed with the webhook secret); answers come back to
+ * the fake through the connector.
+ */
+describeWithServers('channels end to end (cluster mode)', () => {
+  let model: FakeModel;
+  let tg: FakePlatform;
+  let cluster: TestCluster;
+  let db: Db;
+  let base: string;
+  let updateSeq = 0;
+
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, text };
+  };
+
+  const post = async (accountId: string, event: FakeInboundEvent) => {
+    const { headers, body } = tg.inbound(event);
+    const res = await fetch(`${base}/channels/chat_d/accounts/${accountId}/events`, { method: 'POST', headers, body });
+    return { status: res.status, text: await res.text(), raw: { headers, body } };
+  };
+
+  const dm = (senderId: string, text: string): FakeInboundEvent => ({ eventId: `e${++updateSeq}`, chatId: senderId, chatType: 'dm', senderId, text });
+  const answersTo = (chatId: string) => tg.sent.filter((m) => m.chatId === chatId).map((m) => m.text);
+
+  beforeAll(async () => {
+    model = await startFakeModel({ apiKey: PROVIDER_KEY, defaultReply: (req) => ({ text: `answer: ${lastUser(req.body.messages)}` }) });
+    tg = await startFakeTelegram();
+    cluster = await startTestCluster({
+      workers: 1,
+      connectors: 1,
+      configLines: ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${model.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`],
+    });
+    base = cluster.baseURL;
+    db = cluster.db.handle.db;
+    const agent = await api('POST', '/agents', {
+      ruleChain: { id: 'helper', name: 'Helper' },
+      metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', systemPrompt: 'Be brief.' } }], connections: [] },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    const open = await api('POST', '/channels/chat_d/accounts', {
+      id: 'tg',
+      name: 'Team bot',
+      dm_policy: 'allow',
+      group_policy: 'disabled',
+      ...tg.account,
+      binding: { agentId: 'helper' },
+    });
+    expect(open.status, open.text).toBe(201);
+    const listed = await api('POST', '/channels/chat_d/accounts', {
+      id: 'tg_vip',
+      dm_policy: 'allowlist',
+      allow_from: ['4242'],
+      ...tg.account,
+      binding: { agentId: 'helper' },
+    });
+    expect(listed.status, listed.text).toBe(201);
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await tg?.close();
+    await model?.close();
+  });
+
+  it('an inbound DM on a bound account is answered through the same account', async () => {
+    const res = await post('tg', dm('1001', 'hello there'));
+    expect(res.status).toBe(200);
+    await waitFor(async () => answersTo('1001').length > 0, 20_000);
+    expect(answersTo('1001')).toEqual(['answer: hello there']);
+    // The conversation is kept per peer: the second turn sees the first.
+    await post('tg', dm('1001', 'and again'));
+    await waitFor(async () => answersTo('1001').length > 1, 20_000);
+    const second = model.requests.at(-1)!.body.messages.map((m) => m.content);
+    expect(second).toEqual(expect.arrayContaining(['hello there', 'answer: hello there', 'and again']));
+  });
+
+  it('group messages are blocked by group_policy disabled; an allowlist admits only allow_from', async () => {
+    const before = model.requests.length;
+    const group = await post('tg', { eventId: `e${++updateSeq}`, chatId: '-500', chatType: 'group', senderId: '1001', text: 'group hello' });
+    expect(group.status).toBe(200);
+    const stranger = await post('tg_vip', dm('4343', 'let me in'));
+    expect(stranger.status).toBe(200);
+    const vip = await post('tg_vip', dm('4242', 'vip here'));
+    expect(vip.status).toBe(200);
+    // Events are handled in order: once the admitted one is answered, the blocked ones had their chance.
+    await waitFor(async () => answersTo('4242').length > 0, 20_000);
+    expect(answersTo('4242')).toEqual(['answer: vip here']);
+    expect(answersTo('-500')).toEqual([]);
+    expect(answersTo('4343')).toEqual([]);
+    expect(model.requests.slice(before).map((r) => lastUser(r.body.messages))).toEqual(['vip here']);
+  });
+
+  it('the same inbound event delivered twice produces one answer', async () => {
+    const event = dm('2002', 'only once please');
+    const first = await post('tg', event);
+    // Telegram redelivers the identical request (same update, same message id).
+    const again = await fetch(`${base}/channels/chat_d/accounts/tg/events`, { method: 'POST', headers: first.raw.headers, body: first.raw.body });
+    expect([first.status, again.status]).toEqual([200, 200]);
+    await waitFor(async () => answersTo('2002').length > 0, 20_000);
+    await post('tg', dm('2002', 'second message'));
+    await waitFor(async () => answersTo('2002').length > 1, 20_000);
+    expect(answersTo('2002')).toEqual(['answer: only once please', 'answer: second message']);
+  });
+
+  it('a platform 500 is retried and then succeeds; a 4xx is not retried', async () => {
+    tg.failNext(1, { status: 500 });
+    await post('tg', dm('3003', 'flaky platform'));
+    await waitFor(async () => answersTo('3003').length > 0, 20_000);
+    expect(answersTo('3003')).toEqual(['answer: flaky platform']);
+    const retried = await replyOf('flaky platform');
+    expect(retried).toMatchObject({ status: 'sent', attempts: 2 });
+
+    tg.failNext(1, { status: 403, body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' } });
+    const sendsBefore = tg.calls.filter((c) => c.path.endsWith('/sendMessage')).length;
+    await post('tg', dm('3004', 'blocked user'));
+    const refused = await waitFor(async () => {
+      const m = await replyOf('blocked user');
+      return m?.status === 'failed' ? m : undefined;
+    }, 20_000);
+    expect(refused).toMatchObject({ status: 'failed', attempts: 1, error: expect.stringContaining('bot was blocked by the user') });
+    expect(tg.calls.filter((c) => c.path.endsWith('/sendMessage')).length).toBe(sendsBefore + 1);
+  });
+
+  it('POST /channels/{platform}/send answers with the platform message id, or 502 with the platform message', async () => {
+    const ok = await api('POST', '/channels/chat_d/send', { chatId: '777', message: 'operator says hi', accountId: 'tg' });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body).toEqual({ success: true, messageId: tg.sent.at(-1)!.messageId });
+    expect(tg.sent.at(-1)).toMatchObject({ chatId: '777', text: 'operator says hi' });
+
+    tg.failNext(1, { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: chat not found' } });
+    const bad = await api('POST', '/channels/chat_d/send', { chatId: '778', message: 'nobody home' });
+    expect(bad.status).toBe(502);
+    expect(bad.body.error).toEqual(expect.stringContaining('chat not found'));
+  });
+
+  it('a failed run tells the chat so instead of staying silent', async () => {
+    model.script({ status: 400, body: { error: { message: 'context too long', type: 'invalid_request_error', param: null, code: null } } });
+    await post('tg', dm('5005', 'this will fail'));
+    await waitFor(async () => answersTo('5005').length > 0, 20_000);
+    expect(answersTo('5005')[0]).toMatch(/^Sorry, I could not answer that: .*HTTP 400: context too long/);
+  });
+
+  it('an agent sends through a channel with the send_message tool', async () => {
+    const notifier = await api('POST', '/agents', {
+      ruleChain: { id: 'notifier', name: 'Notifier' },
+      metadata: {
+        nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', tools: [{ type: 'builtin', name: 'send_message' }] } }],
+        connections: [],
+      },
+    });
+    expect(notifier.status, notifier.text).toBe(201);
+    model.script(
+      { toolCalls: [{ name: 'send_message', arguments: JSON.stringify({ platform: 'chat_d', chatId: '9009', message: 'ping from the agent', accountId: 'tg' }) }] },
+      { text: 'I sent it.' },
+    );
+    const chat = await api('POST', '/chat/completions', { model: 'notifier', messages: [{ role: 'user', content: 'tell 9009 ping' }] });
+    expect(chat.status, chat.text).toBe(200);
+    expect(answersTo('9009')).toEqual(['ping from the agent']);
+    const toolResult = model.requests.at(-1)!.body.messages.find((m) => m.role === 'tool');
+    expect(JSON.parse(String(toolResult?.content))).toEqual({ success: true, messageId: tg.sent.find((m) => m.chatId === '9009')!.messageId });
+  });
+
+  it('no response and no log line carries an account secret', async () => {
+    const secrets = Object.entries(tg.account).filter(([k]) => k !== 'api_base').map(([, v]) => v);
+    expect(secrets.length).toBeGreaterThan(0);
+    const read = await api('GET', '/channels');
+    const one = await api('GET', '/channels/chat_d/accounts/tg');
+    expect(one.body).toMatchObject({ id: 'tg', hasSecret: true, dmPolicy: 'allow', groupPolicy: 'disabled' });
+    const logs = cluster.processes.map((p) => p.output()).join('\n');
+    for (const secret of secrets) {
+      expect(read.text).not.toContain(secret);
+      expect(one.text).not.toContain(secret);
+      expect(logs).not.toContain(secret);
+    }
+  });
+
+  async function replyOf(userText: string) {
+    const rows = await db.selectFrom('runs').select(['id', 'request']).where('source', '=', 'chat_d').execute();
+    const match = rows.find((r) => JSON.stringify(r.request).includes(JSON.stringify(userText)));
+    return match ? getOutboundByRun(db, match.id) : undefined;
+  }
+});
+
+function lastUser(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  return typeof last?.content === 'string' ? last.content : '';
+}

@@ -1,0 +1,7 @@
+export * from './adapter.js';
+export { callPlatform, httpError, retryAfterMs, type PlatformResponse } from './http.js';
+export { MemoryTokenCache } from './token-cache.js';
+export { splitText } from './split.js';
+export { adapterFor, ADAPTERS } from './registry.js';
+export * from './outbox.js';
+export * from './routing.js';

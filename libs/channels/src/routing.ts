@@ -1,0 +1,93 @@
+import type { AccountContext, InboundMessage } from './adapter.js';
+
+/** The values `dm_policy` and `group_policy` take. */
+export const POLICIES = ['allow', 'allowlist', 'disabled'] as const;
+export type Policy = (typeof POLICIES)[number];
+
+/** How inbound conversations map to sessions (the account's `session_scope`, default `per_peer`). */
+export const SESSION_SCOPES = ['per_peer', 'main', 'per_channel_peer', 'per_account_channel_peer'] as const;
+export type SessionScope = (typeof SESSION_SCOPES)[number];
+
+export function isPolicy(value: unknown): value is Policy {
+  return typeof value === 'string' && (POLICIES as readonly string[]).includes(value);
+}
+
+export function isSessionScope(value: unknown): value is SessionScope {
+  return typeof value === 'string' && (SESSION_SCOPES as readonly string[]).includes(value);
+}
+
+export type PolicyDecision = { admitted: true } | { admitted: false; reason: string };
+
+/**
+ * Applies the account's policy for the kind of chat the message came from. Unset means `allow`.
+ * An allowlist admits a sender listed in `allow_from`, or (for groups) the group's chat id.
+ */
+export function applyPolicy(account: Pick<AccountContext, 'settings'>, message: Pick<InboundMessage, 'chatType' | 'senderId' | 'chatId'>): PolicyDecision {
+  const field = message.chatType === 'dm' ? 'dm_policy' : 'group_policy';
+  const raw = account.settings[field];
+  const policy: Policy = isPolicy(raw) ? raw : 'allow';
+  switch (policy) {
+    case 'allow':
+      return { admitted: true };
+    case 'disabled':
+      return { admitted: false, reason: `${field} is disabled` };
+    case 'allowlist': {
+      const allow = Array.isArray(account.settings.allow_from) ? (account.settings.allow_from as unknown[]).map(String) : [];
+      const listed = allow.includes(message.senderId) || (message.chatType === 'group' && allow.includes(message.chatId));
+      return listed ? { admitted: true } : { admitted: false, reason: `${message.senderId} is not in allow_from (${field} is allowlist)` };
+    }
+    default: {
+      const never: never = policy;
+      return { admitted: false, reason: `unknown policy ${String(never)}` };
+    }
+  }
+}
+
+export interface BindingLike {
+  agentId: string;
+  match: { default?: boolean; channel?: string; accountId?: string };
+}
+
+/**
+ * The binding for messages of an account: the most specific wins (this account, then any
+ * account of this platform, then the default binding); among equals, the first listed.
+ */
+export function resolveBinding<B extends BindingLike>(bindings: readonly B[], platform: string, accountId: string): B | undefined {
+  return (
+    bindings.find((b) => b.match.channel === platform && b.match.accountId === accountId) ??
+    bindings.find((b) => b.match.channel === platform && b.match.accountId === undefined) ??
+    bindings.find((b) => b.match.default === true)
+  );
+}
+
+/**
+ * The session a message belongs to. The peer is the sender in a DM and the group in a group
+ * chat (a group shares one conversation). `main` puts every chat of the agent on this platform
+ * in one session; the longer scopes keep two accounts (or platforms) apart.
+ */
+export function sessionKeyFor(scope: SessionScope, platform: string, accountId: string, message: Pick<InboundMessage, 'chatType' | 'senderId' | 'chatId'>): string {
+  const peer = message.chatType === 'dm' ? `dm:${message.senderId}` : `group:${message.chatId}`;
+  switch (scope) {
+    case 'main':
+      return 'main';
+    case 'per_peer':
+      return peer;
+    case 'per_channel_peer':
+      return `${platform}:${peer}`;
+    case 'per_account_channel_peer':
+      return `${platform}:${accountId}:${peer}`;
+    default: {
+      const never: never = scope;
+      return String(never);
+    }
+  }
+}
+
+/** Builds the adapter's view of an account from its stored settings and sealed secrets. */
+export function accountContext(
+  record: { platform: string; id: string; settings: Record<string, unknown>; secretsSealed: string | null },
+  sealer: { open(sealed: string): string },
+): AccountContext {
+  const secrets = record.secretsSealed ? (JSON.parse(sealer.open(record.secretsSealed)) as Record<string, string>) : {};
+  return { platform: record.platform as AccountContext['platform'], accountId: record.id, settings: record.settings, secrets };
+}

@@ -1,0 +1,225 @@
+import { readChatStream, type ChatChunk, type ChatCompletion, type ChatRequest } from './chat.js';
+import { StreamError } from './errors.js';
+import { Http, type ClientOptions, type QueryValue } from './http.js';
+import type {
+  AgentListItem,
+  AgentTemplate,
+  ChannelPlatformView,
+  ChannelsView,
+  ConfigView,
+  CronJob,
+  CronRun,
+  LoginResult,
+  ModelList,
+  NewCronJob,
+  Page,
+  PageQuery,
+  PasswordChanged,
+  RuleChainDsl,
+  RuleListItem,
+  SendMessage,
+  Session,
+  SessionFilter,
+  SessionMessage,
+  Skill,
+  SkillScope,
+  SkillUploadResult,
+  Success,
+  ToolInfo,
+  WorkspaceEntry,
+  WorkspaceFile,
+  WorkspaceWritten,
+} from './types.js';
+
+const seg = encodeURIComponent;
+
+/** Base64 of bytes with what every platform has (btoa), 32 KiB at a time. */
+function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** Every page of a paged list, 100 at a time. */
+async function allPages<T>(fetchPage: (q: PageQuery) => Promise<Page<T>>): Promise<T[]> {
+  const out: T[] = [];
+  for (let page = 1; ; page++) {
+    const p = await fetchPage({ page, size: 100 });
+    out.push(...p.data);
+    if (p.data.length === 0 || out.length >= p.total) return out;
+  }
+}
+
+export interface SkillSelector {
+  scope?: SkillScope;
+  /** The agent of a local skill. */
+  agentId?: string;
+}
+
+export interface StreamOptions {
+  /** Ask for tool-call events (`X-Stream-Protocol: agui`). */
+  agui?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * A typed client of Agentry's REST API (`/api/v1`) and chat endpoint. One method per route;
+ * answers are the server's JSON as it is. Errors: ApiError (status >= 400, the server's
+ * `{error}` message), ConnectionError (unreachable), StreamError (a chat stream that failed).
+ */
+export class AgentryClient {
+  readonly http: Http;
+
+  constructor(opts: ClientOptions) {
+    this.http = new Http(opts);
+  }
+
+  /** The server root (`http://localhost:9527`). */
+  get url(): string {
+    return this.http.root;
+  }
+
+  /** `GET /health` (plain text `OK`). */
+  health(signal?: AbortSignal): Promise<string> {
+    return this.http.request('GET', '/health', { purpose: 'public', root: true, signal });
+  }
+
+  readonly auth = {
+    login: (username: string, password: string) =>
+      this.http.request<LoginResult>('POST', '/auth/login', { purpose: 'public', json: { username, password } }),
+    apiKey: () => this.http.request<{ apiKey: string | null }>('GET', '/auth/api-key', { purpose: 'account' }),
+    regenerateApiKey: () => this.http.request<{ apiKey: string }>('POST', '/auth/api-key', { purpose: 'account' }),
+    changePassword: (oldPassword: string, newPassword: string) =>
+      this.http.request<PasswordChanged>('PUT', '/auth/password', { purpose: 'account', json: { oldPassword, newPassword } }),
+  };
+
+  readonly agents = {
+    list: (q: PageQuery = {}) => this.http.request<Page<AgentListItem>>('GET', '/agents', { query: { ...q } }),
+    listAll: () => allPages((q) => this.agents.list(q)),
+    get: (id: string) => this.http.request<RuleChainDsl>('GET', `/agents/${seg(id)}`),
+    create: (dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('POST', '/agents', { json: dsl }),
+    update: (id: string, dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('PUT', `/agents/${seg(id)}`, { json: dsl }),
+    delete: (id: string) => this.http.request<Success>('DELETE', `/agents/${seg(id)}`),
+    reload: (id: string) => this.http.request<Success>('POST', `/agents/${seg(id)}/reload`),
+    template: () => this.http.request<AgentTemplate>('GET', '/agent-template'),
+  };
+
+  readonly rules = {
+    list: (q: { agentId?: string; category?: string; loaded?: boolean } = {}) => this.http.request<RuleListItem[]>('GET', '/rules', { query: { ...q } }),
+    get: (id: string) => this.http.request<RuleChainDsl>('GET', `/rules/${seg(id)}`),
+    create: (dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('POST', '/rules', { json: dsl }),
+    update: (id: string, dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('PUT', `/rules/${seg(id)}`, { json: dsl }),
+    delete: (id: string) => this.http.request<Success>('DELETE', `/rules/${seg(id)}`),
+    reload: (id: string) => this.http.request<Success>('POST', `/rules/${seg(id)}/reload`),
+  };
+
+  readonly skills = {
+    list: (q: PageQuery & { scope?: SkillScope | 'all'; agentId?: string } = {}) => this.http.request<Page<Skill>>('GET', '/skills', { query: { ...q } }),
+    listAll: (q: { scope?: SkillScope | 'all'; agentId?: string } = {}) => allPages((p) => this.skills.list({ ...q, ...p })),
+    get: (name: string, sel: SkillSelector = {}) => this.http.request<Skill>('GET', `/skills/${seg(name)}`, { query: { ...sel } }),
+    create: (skill: { name: string; content: string; description?: string; status?: 'active' | 'draft' } & SkillSelector) =>
+      this.http.request<Skill>('POST', '/skills', { json: skill }),
+    update: (name: string, change: { content?: string; description?: string; status?: 'active' | 'draft' } & SkillSelector) =>
+      this.http.request<Skill>('PUT', `/skills/${seg(name)}`, { json: change }),
+    delete: (name: string, sel: SkillSelector = {}) => this.http.request<Success>('DELETE', `/skills/${seg(name)}`, { query: { ...sel } }),
+    /** A zip of `<name>/SKILL.md` (or `<name>.md`) entries; written all or nothing. */
+    upload: (archive: Uint8Array, opts: SkillSelector & { filename?: string } = {}) => {
+      const form = new FormData();
+      if (opts.scope) form.set('scope', opts.scope);
+      if (opts.agentId) form.set('agentId', opts.agentId);
+      form.set('file', new Blob([archive], { type: 'application/zip' }), opts.filename ?? 'skills.zip');
+      return this.http.request<SkillUploadResult>('POST', '/skills/upload', { form });
+    },
+    copy: (body: { name: string; targetScope: SkillScope; agentId: string; newName?: string }) =>
+      this.http.request<Skill>('POST', '/skills/copy', { json: body }),
+  };
+
+  readonly workspace = {
+    list: (agentId: string, path = '') =>
+      this.http.request<WorkspaceEntry[]>('GET', `/agents/${seg(agentId)}/workspace/entries`, { query: { path } }),
+    read: (agentId: string, path: string) => this.http.request<WorkspaceFile>('GET', `/agents/${seg(agentId)}/workspace/file`, { query: { path } }),
+    /** The file's bytes, whatever they are. */
+    download: async (agentId: string, path: string): Promise<Uint8Array> => {
+      const res = await this.http.send('GET', `/agents/${seg(agentId)}/workspace/download`, { query: { path } });
+      return new Uint8Array(await res.arrayBuffer());
+    },
+    /** Creates or overwrites a file (directories above are created); bytes travel as base64. */
+    write: (agentId: string, path: string, content: string | Uint8Array) =>
+      this.http.request<WorkspaceWritten>('PUT', `/agents/${seg(agentId)}/workspace/file`, {
+        query: { path },
+        json: typeof content === 'string' ? { content } : { content: toBase64(content), encoding: 'base64' },
+      }),
+    /** Creates a file; 409 when the path exists. */
+    create: (agentId: string, path: string, content: string) =>
+      this.http.request<WorkspaceWritten>('POST', `/agents/${seg(agentId)}/workspace/files`, { json: { path, content } }),
+    mkdir: (agentId: string, path: string) => this.http.request<WorkspaceWritten>('POST', `/agents/${seg(agentId)}/workspace/dirs`, { json: { path } }),
+    /** Removes a file or a directory with its content. */
+    delete: (agentId: string, path: string) => this.http.request<Success>('DELETE', `/agents/${seg(agentId)}/workspace/entry`, { query: { path } }),
+    /** `newName` without a slash renames in place; with one it is a path from the root (a move). */
+    rename: (agentId: string, path: string, newName: string) =>
+      this.http.request<WorkspaceWritten>('PATCH', `/agents/${seg(agentId)}/workspace/rename`, { query: { path }, json: { newName } }),
+  };
+
+  readonly cron = {
+    list: (q: { agentId?: string } = {}) => this.http.request<CronJob[]>('GET', '/cron', { query: { ...q } }),
+    get: (id: string) => this.http.request<CronJob>('GET', `/cron/${seg(id)}`),
+    create: (job: NewCronJob) => this.http.request<CronJob>('POST', '/cron', { json: job }),
+    update: (id: string, change: Partial<NewCronJob>) => this.http.request<CronJob>('PUT', `/cron/${seg(id)}`, { json: change }),
+    toggle: (id: string, disabled: boolean) => this.http.request<CronJob>('PUT', `/cron/${seg(id)}/toggle`, { json: { disabled } }),
+    delete: (id: string) => this.http.request<Success>('DELETE', `/cron/${seg(id)}`),
+    runs: (id: string, q: PageQuery = {}) => this.http.request<Page<CronRun>>('GET', `/cron/${seg(id)}/runs`, { query: { ...q } }),
+  };
+
+  readonly sessions = {
+    list: (q: PageQuery & { agentId?: string } = {}) => this.http.request<Page<Session>>('GET', '/sessions', { query: { ...q } }),
+    listAll: (q: { agentId?: string } = {}) => allPages((p) => this.sessions.list({ ...q, ...p })),
+    messages: (id: string) => this.http.request<SessionMessage[]>('GET', `/sessions/${seg(id)}/messages`),
+    clear: (filter: SessionFilter) => this.http.request<Success>('POST', '/sessions/clear', { json: filter }),
+  };
+
+  readonly channels = {
+    list: () => this.http.request<ChannelsView>('GET', '/channels'),
+    get: (platform: string) => this.http.request<ChannelPlatformView>('GET', `/channels/${seg(platform)}`),
+    send: (platform: string, msg: SendMessage) => this.http.request<unknown>('POST', `/channels/${seg(platform)}/send`, { json: msg }),
+  };
+
+  readonly config = {
+    get: () => this.http.request<ConfigView>('GET', '/config'),
+    /** A partial configuration of the editable keys (`{server: {port: 9600}}`); answers the new view. */
+    update: (partial: Record<string, unknown>) => this.http.request<ConfigView>('PUT', '/config', { json: partial }),
+  };
+
+  readonly tools = {
+    list: () => this.http.request<ToolInfo[]>('GET', '/tools'),
+  };
+
+  /** `GET /models`: the agents in the OpenAI format (chat credentials). */
+  models(): Promise<ModelList> {
+    return this.http.request('GET', '/models', { purpose: 'chat' });
+  }
+
+  readonly chat = {
+    /** One `chat.completion` (no streaming). */
+    complete: (req: ChatRequest, opts: { signal?: AbortSignal } = {}) =>
+      this.http.request<ChatCompletion>('POST', '/chat/completions', { purpose: 'chat', json: { ...req, stream: false }, signal: opts.signal }),
+    /**
+     * The completion's chunks as they arrive. The request is sent (and an HTTP error thrown)
+     * before the first chunk is awaited; failures after the start are StreamErrors.
+     */
+    stream: async (req: ChatRequest, opts: StreamOptions = {}): Promise<AsyncGenerator<ChatChunk>> => {
+      const res = await this.http.send('POST', '/chat/completions', {
+        purpose: 'chat',
+        json: { ...req, stream: true },
+        headers: { accept: 'text/event-stream', ...(opts.agui ? { 'x-stream-protocol': 'agui' } : {}) },
+        signal: opts.signal,
+      });
+      if (!res.body) throw new StreamError('the server answered without a body');
+      return readChatStream(res.body as unknown as AsyncIterable<Uint8Array>);
+    },
+  };
+
+  /** Any other route, for what this client does not cover yet. */
+  raw<T>(method: string, path: string, opts: { json?: unknown; query?: Record<string, QueryValue> } = {}): Promise<T> {
+    return this.http.request<T>(method, path, opts);
+  }
+}

@@ -1,0 +1,16 @@
+export { AgentryClient, type SkillSelector, type StreamOptions } from './client.js';
+export { Http, normaliseUrl, type ClientOptions, type Purpose, type QueryValue, type RequestOptions, type TokenSource } from './http.js';
+export { ApiError, ConnectionError, StreamError } from './errors.js';
+export { parseSse, type SseEvent } from './sse.js';
+export {
+  chunkText,
+  chunkToolEvent,
+  readChatStream,
+  type AguiToolEvent,
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatUsage,
+} from './chat.js';
+export type * from './types.js';

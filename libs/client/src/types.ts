@@ -1,0 +1,225 @@
+/**
+ * Shapes of the REST API as the gateway answers them (the spec's names; fields the spec leaves
+ * open follow the gateway). Unknown extra fields are kept: the client never strips a response.
+ */
+
+/** A paged list (`page` >= 1, `size` 1..100). */
+export interface Page<T> {
+  data: T[];
+  total: number;
+  page: number;
+  size: number;
+}
+
+export interface PageQuery {
+  page?: number;
+  size?: number;
+}
+
+export interface Success {
+  success: boolean;
+  message?: string;
+}
+
+/** An agent or rule chain in RuleGo's DSL. */
+export interface RuleChainDsl {
+  ruleChain: { id: string; name: string; root?: boolean; debugMode?: boolean; additionalInfo?: Record<string, unknown>; configuration?: Record<string, unknown> };
+  metadata: {
+    firstNodeIndex?: number;
+    nodes: Array<{ id: string; type: string; name?: string; configuration?: Record<string, unknown> }>;
+    connections: Array<{ fromId: string; toId: string; type: string }>;
+  };
+  [extra: string]: unknown;
+}
+
+export interface AgentListItem {
+  ruleChain: { id: string; name: string };
+}
+
+export interface AgentTemplate extends RuleChainDsl {
+  workspaceFiles: Array<{ path: string; content: string }>;
+}
+
+/** A rule chain as `GET /rules` lists it: the DSL plus where it belongs and whether it loads. */
+export interface RuleListItem {
+  ruleChain: RuleChainDsl['ruleChain'];
+  metadata: RuleChainDsl['metadata'];
+  kind: 'agent' | 'rule';
+  agentId?: string;
+  loaded: boolean;
+  error?: string;
+}
+
+export type SkillScope = 'global' | 'local';
+
+export interface Skill {
+  name: string;
+  description: string;
+  /** Left out of lists. */
+  content?: string;
+  scope: SkillScope;
+  agentId?: string;
+  status: 'active' | 'draft';
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SkillUploadResult {
+  created: string[];
+  updated: string[];
+  skipped: Array<{ entry: string; reason: string }>;
+}
+
+export interface WorkspaceEntry {
+  name: string;
+  isDir: boolean;
+  size?: number;
+  modTime?: string;
+}
+
+/** A written entry: the listed fields plus its normalised path. */
+export interface WorkspaceWritten extends WorkspaceEntry {
+  path: string;
+}
+
+/** A file's content: text as it is, bytes that are not UTF-8 as base64. */
+export interface WorkspaceFile {
+  content: string;
+  encoding?: 'base64';
+}
+
+export interface CronDeliver {
+  platform: string;
+  accountId: string;
+  chatId: string;
+}
+
+export interface CronJob {
+  id: string;
+  name: string;
+  schedule: string;
+  message: string;
+  target: string;
+  disabled: boolean;
+  timezone: string;
+  deliver: CronDeliver | null;
+  nextRunAt: string | null;
+  lastRunAt: string | null;
+  lastStatus: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewCronJob {
+  name: string;
+  schedule: string;
+  message: string;
+  target: string;
+  timezone?: string;
+  disabled?: boolean;
+  deliver?: CronDeliver | null;
+}
+
+export interface CronRun {
+  id: string;
+  cronJobId: string;
+  scheduledAt: string;
+  runId: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  status: string;
+  outputExcerpt: string | null;
+  error: string | null;
+  deliveryStatus: string | null;
+  deliveryError: string | null;
+}
+
+export interface Session {
+  id: string;
+  agentId: string;
+  sessionKey: string;
+  channel: string;
+  scope: string;
+  title: string | null;
+  messageCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SessionMessage {
+  role: string;
+  content: string | null;
+  toolCalls?: unknown;
+  toolCallId?: string;
+  name?: string;
+  runId: string | null;
+  createdAt: string;
+}
+
+/** `POST /sessions/clear`: omitted fields match any session. */
+export interface SessionFilter {
+  agentId?: string;
+  sessionKey?: string;
+  channel?: string;
+  scope?: string;
+}
+
+/** A channel account as read (camelCase; secrets only as `hasSecret`). */
+export interface ChannelAccount {
+  id: string;
+  name?: string;
+  enabled?: boolean;
+  dmPolicy?: string;
+  groupPolicy?: string;
+  appId?: string;
+  hasSecret?: boolean;
+  [extra: string]: unknown;
+}
+
+export interface ChannelPlatformView {
+  enabled: boolean;
+  accounts: Record<string, ChannelAccount>;
+}
+
+export interface ChannelsView {
+  platforms: Record<string, ChannelPlatformView>;
+}
+
+/** `POST /channels/{platform}/send`: all strings; `accountId` picks the sending account. */
+export interface SendMessage {
+  chatId: string;
+  message: string;
+  accountId?: string;
+}
+
+/** `GET /config`: the live configuration, secrets hidden. */
+export interface ConfigView {
+  server: { host: string; port: number };
+  data: { root_dir: string; logs_dir: string };
+  models: { default_provider: string; providers: Record<string, unknown> };
+  security: { requireAuth: boolean; users: Record<string, boolean> };
+  [extra: string]: unknown;
+}
+
+export interface LoginResult {
+  token: string;
+  /** ISO 8601. */
+  expireAt: string;
+}
+
+export interface PasswordChanged extends LoginResult {
+  success: boolean;
+  message: string;
+}
+
+export interface ModelList {
+  object: 'list';
+  data: Array<{ id: string; object: 'model'; created: number; owned_by: string }>;
+}
+
+export interface ToolInfo {
+  name: string;
+  description: string;
+  parameters: unknown;
+  optIn: boolean;
+}

@@ -1,0 +1,180 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AgentryClient, ApiError, ConnectionError, chunkText, chunkToolEvent, normaliseUrl, type Purpose } from '@agentry/client';
+import { freePort } from '@agentry/testing';
+
+/**
+ * The client against a small HTTP server that records what it gets and answers what each test
+ * sets: request shapes, credentials per purpose, error mapping, the 401 retry, and streaming.
+ */
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void | Promise<void>;
+
+let server: http.Server;
+let url: string;
+let seen: Seen[] = [];
+let handler: Handler;
+
+const json = (res: http.ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}) => {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+  res.end(JSON.stringify(value));
+};
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      void handler(req, res, body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+beforeEach(() => {
+  seen = [];
+  handler = (_req, res) => json(res, 200, { ok: true });
+});
+
+describe('requests', () => {
+  it('builds paths, queries and bodies under /api/v1 (a base URL ending in /api/v1 works too)', async () => {
+    expect(normaliseUrl('http://h:1/api/v1/')).toBe('http://h:1');
+    expect(normaliseUrl('https://h/prefix/')).toBe('https://h/prefix');
+    expect(() => normaliseUrl('ftp://h')).toThrow(/not an http/);
+
+    const c = new AgentryClient({ url: `${url}/api/v1` });
+    await c.workspace.rename('my agent', 'a b.md', '/c.md');
+    await c.skills.list({ scope: 'local', agentId: 'x', page: 2 });
+    await c.cron.toggle('job/1', true);
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'PATCH /api/v1/agents/my%20agent/workspace/rename?path=a+b.md',
+      'GET /api/v1/skills?scope=local&agentId=x&page=2',
+      'PUT /api/v1/cron/job%2F1/toggle',
+    ]);
+    expect(JSON.parse(seen[0]!.body.toString())).toEqual({ newName: '/c.md' });
+    expect(seen[0]!.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(seen[2]!.body.toString())).toEqual({ disabled: true });
+  });
+
+  it('sends bytes as base64 and uploads archives as multipart with their fields', async () => {
+    const c = new AgentryClient({ url });
+    await c.workspace.write('a', 'f.bin', new Uint8Array([0, 255, 1]));
+    expect(JSON.parse(seen[0]!.body.toString())).toEqual({ content: 'AP8B', encoding: 'base64' });
+    await c.skills.upload(new Uint8Array([80, 75, 3, 4]), { scope: 'local', agentId: 'a', filename: 's.zip' });
+    const upload = seen[1]!;
+    expect(upload.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    const text = upload.body.toString('latin1');
+    expect(text).toMatch(/name="scope"\r\n\r\nlocal\r\n/);
+    expect(text).toMatch(/name="agentId"\r\n\r\na\r\n/);
+    expect(text).toMatch(/name="file"; filename="s.zip"\r\nContent-Type: application\/zip\r\n\r\nPK\x03\x04\r\n/);
+  });
+
+  it('picks the token by purpose', async () => {
+    const purposes: Purpose[] = [];
+    const c = new AgentryClient({
+      url,
+      token: (p) => {
+        purposes.push(p);
+        return p === 'chat' ? 'sk-key' : p === 'public' ? 'never' : 'jwt.token.x';
+      },
+    });
+    await c.models();
+    await c.agents.list();
+    await c.auth.apiKey();
+    await c.auth.login('u', 'p');
+    await c.health();
+    expect(seen.map((s) => s.headers.authorization)).toEqual(['Bearer sk-key', 'Bearer jwt.token.x', 'Bearer jwt.token.x', undefined, undefined]);
+    expect(purposes).toEqual(['chat', 'management', 'account']);
+    expect(seen[4]!.url).toBe('/health');
+  });
+});
+
+describe('errors', () => {
+  it('turns {error} answers into ApiError with status, message and request id', async () => {
+    handler = (_req, res) => json(res, 404, { error: 'Not found: agent "x"' }, { 'x-request-id': 'req-9' });
+    const err = await new AgentryClient({ url }).agents.get('x').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ status: 404, message: 'Not found: agent "x"', requestId: 'req-9', body: { error: 'Not found: agent "x"' } });
+
+    handler = (_req, res) => {
+      res.writeHead(502, { 'content-type': 'text/html' });
+      res.end('<h1>Bad Gateway</h1>');
+    };
+    await expect(new AgentryClient({ url }).agents.list()).rejects.toMatchObject({ status: 502, message: 'HTTP 502 Bad Gateway: <h1>Bad Gateway</h1>' });
+  });
+
+  it('reports an unreachable server as ConnectionError', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const err = await new AgentryClient({ url: closed }).agents.list().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as Error).message).toBe(`cannot reach ${closed} (connection refused)`);
+  });
+
+  it('retries once with the token onUnauthorized answers, and not again', async () => {
+    handler = (req, res) => (req.headers.authorization === 'Bearer fresh' ? json(res, 200, { data: [], total: 0, page: 1, size: 20 }) : json(res, 401, { error: 'token expired' }));
+    const calls: string[] = [];
+    const c = new AgentryClient({
+      url,
+      token: 'stale',
+      onUnauthorized: async (purpose, error, token) => {
+        calls.push(`${purpose}:${error.message}:${token}`);
+        return 'fresh';
+      },
+    });
+    expect(await c.agents.list()).toEqual({ data: [], total: 0, page: 1, size: 20 });
+    expect(calls).toEqual(['management:token expired:stale']);
+    expect(seen.map((s) => s.headers.authorization)).toEqual(['Bearer stale', 'Bearer fresh']);
+
+    handler = (_req, res) => json(res, 401, { error: 'nope' });
+    await expect(c.agents.list()).rejects.toMatchObject({ status: 401, message: 'nope' });
+    const giveUp = new AgentryClient({ url, token: 't', onUnauthorized: async () => undefined });
+    await expect(giveUp.agents.list()).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe('chat', () => {
+  it('streams chunks as the server writes them, with agui tool events', async () => {
+    let sendNext!: () => void;
+    handler = async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const write = (delta: unknown) => res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'a', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`);
+      write({ role: 'assistant', content: '' });
+      write({ tool_calls: [{ type: 'TOOL_CALL_START', toolCallId: 't1', toolCallName: 'read', arguments: '{}', toolType: 'builtin' }] });
+      write({ content: 'first' });
+      // The rest only once the client has seen "first": proof that it reads incrementally.
+      await new Promise<void>((r) => (sendNext = r));
+      write({ content: ' second' });
+      res.end('data: [DONE]\n\n');
+    };
+    const c = new AgentryClient({ url });
+    const stream = await c.chat.stream({ model: 'a', messages: [{ role: 'user', content: 'hi' }], sessionId: 's' }, { agui: true });
+    const texts: string[] = [];
+    const tools: string[] = [];
+    for await (const chunk of stream) {
+      const tool = chunkToolEvent(chunk);
+      if (tool) tools.push(`${tool.type}:${tool.toolCallName}`);
+      const t = chunkText(chunk);
+      if (t) texts.push(t);
+      if (t === 'first') sendNext();
+    }
+    expect(texts).toEqual(['first', ' second']);
+    expect(tools).toEqual(['TOOL_CALL_START:read']);
+    expect(seen[0]!.headers['x-stream-protocol']).toBe('agui');
+    expect(JSON.parse(seen[0]!.body.toString())).toEqual({ model: 'a', messages: [{ role: 'user', content: 'hi' }], sessionId: 's', stream: true });
+  });
+
+  it('throws the HTTP error before any chunk', async () => {
+    handler = (_req, res) => json(res, 404, { error: 'Not found: agent "ghost"' });
+    await expect(new AgentryClient({ url }).chat.stream({ model: 'ghost', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404 });
+  });
+});

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { parseSse, readChatStream, type SseEvent } from '@agentry/client';
+
+const enc = new TextEncoder();
+
+async function* chunks(...parts: string[]): AsyncGenerator<Uint8Array> {
+  for (const p of parts) yield enc.encode(p);
+}
+
+async function all(body: AsyncIterable<Uint8Array>): Promise<SseEvent[]> {
+  const out: SseEvent[] = [];
+  for await (const e of parseSse(body)) out.push(e);
+  return out;
+}
+
+describe('parseSse', () => {
+  it('joins data lines, skips comments, keeps event and (last event) id, and accepts LF, CRLF and CR', async () => {
+    const events = await all(chunks(': ping\n\n', 'event: note\nid: 7\ndata: a\ndata:b\n\n', 'data: crlf\r\n\r\n', 'data: cr\r\r', 'id\ndata: {"x":1}\n\n'));
+    expect(events).toEqual([{ event: 'note', id: '7', data: 'a\nb' }, { id: '7', data: 'crlf' }, { id: '7', data: 'cr' }, { id: '', data: '{"x":1}' }]);
+  });
+
+  it('handles any split: inside a line, between CR and LF, inside a UTF-8 character', async () => {
+    const text = 'data: héllo wörld\r\n\r\ndata: second\r\n\r\n';
+    const bytes = enc.encode(text);
+    for (let cut = 1; cut < bytes.length; cut++) {
+      async function* split() {
+        yield bytes.slice(0, cut);
+        yield bytes.slice(cut);
+      }
+      expect(await all(split())).toEqual([{ data: 'héllo wörld' }, { data: 'second' }]);
+    }
+  });
+
+  it('drops an event that the stream ended before its blank line', async () => {
+    expect(await all(chunks('data: complete\n\n', 'data: cut off'))).toEqual([{ data: 'complete' }]);
+  });
+
+  it('yields each event as soon as its blank line arrives', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    async function* slow() {
+      yield enc.encode('data: first\n\n');
+      await gate;
+      yield enc.encode('data: second\n\n');
+    }
+    const it = parseSse(slow());
+    expect((await it.next()).value).toEqual({ data: 'first' });
+    release();
+    expect((await it.next()).value).toEqual({ data: 'second' });
+  });
+});
+
+describe('readChatStream', () => {
+  const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+
+  it('yields chunks until [DONE]', async () => {
+    const got: string[] = [];
+    for await (const c of readChatStream(chunks(chunk('Hel'), ': ping\n\n', chunk('lo'), 'data: [DONE]\n\n'))) got.push(c.choices[0]!.delta.content!);
+    expect(got).toEqual(['Hel', 'lo']);
+  });
+
+  it('throws StreamError for an error event and for an end without [DONE]', async () => {
+    const failing = readChatStream(chunks(chunk('a'), `data: ${JSON.stringify({ error: { message: 'provider broke', type: 'server_error', code: 502 } })}\n\n`));
+    await expect((async () => {
+      for await (const _ of failing) void _;
+    })()).rejects.toMatchObject({ name: 'StreamError', message: 'provider broke', status: 502 });
+
+    const cut = readChatStream(chunks(chunk('a')));
+    await expect((async () => {
+      for await (const _ of cut) void _;
+    })()).rejects.toThrow(/ended before it was complete/);
+  });
+});

@@ -1,0 +1,63 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * The configuration of an agent (its `ai/agent` node): what the DSL accepts, what the worker's
+ * agent loop reads and what the `ai/agent` node type hands to `ChainContext.runAgent`. It lives
+ * here, with the agent code, so that the chain types can name it without importing the node
+ * registry.
+ */
+
+/** Shortest `tools[].timeout` accepted (ms): anything below is almost surely seconds by mistake. */
+export const MIN_TOOL_TIMEOUT_MS = 1000;
+/** Per-call tool timeout when `tools[].timeout` is absent (ms). */
+export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
+
+const Params = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'temperature, topP, maxTokens, stop, responseFormat, ... passed to the provider',
+});
+
+const Tool = Type.Object({
+  /** builtin | rulechain | agent | mcp; anything else is left out with a warning when the agent runs. */
+  type: Type.Optional(Type.String()),
+  name: Type.Optional(Type.String()),
+  description: Type.Optional(Type.String()),
+  targetId: Type.Optional(Type.String()),
+  timeout: Type.Optional(Type.Integer({ minimum: 1, description: `milliseconds one call may take (default ${DEFAULT_TOOL_TIMEOUT_MS}, at least ${MIN_TOOL_TIMEOUT_MS})` })),
+});
+
+const Failover = Type.Object({
+  provider: Type.Optional(Type.String()),
+  model: Type.Optional(Type.String()),
+  params: Type.Optional(Params),
+});
+
+export const AiAgentConfiguration = Type.Object({
+  provider: Type.Optional(Type.String({ description: 'provider id; models.default_provider when absent' })),
+  model: Type.Optional(Type.String()),
+  systemPrompt: Type.Optional(Type.String()),
+  params: Type.Optional(Params),
+  maxStep: Type.Optional(Type.Integer({ minimum: 1 })),
+  maxToolOutputLength: Type.Optional(Type.Integer({ minimum: 1 })),
+  tools: Type.Optional(Type.Array(Tool)),
+  failover: Type.Optional(Type.Array(Failover)),
+  disabledSkills: Type.Optional(Type.Array(Type.String())),
+});
+
+/** The configuration of an `ai/agent` node, as `runAgent` receives it. */
+export type AiAgentConfig = Static<typeof AiAgentConfiguration>;
+
+/** Why `tools[index].timeout` is refused, or undefined when it is fine (absent or >= 1000 ms). */
+export function toolTimeoutProblem(timeout: number | undefined, index: number): string | undefined {
+  if (timeout === undefined || timeout >= MIN_TOOL_TIMEOUT_MS) return undefined;
+  return `tools[${index}].timeout is in milliseconds; ${timeout} ms is too short — did you mean ${timeout * 1000}?`;
+}
+
+/** What the schema cannot say about an agent's configuration, as `path message` lines. */
+export function agentConfigProblems(config: AiAgentConfig): string[] {
+  const problems: string[] = [];
+  (config.tools ?? []).forEach((tool, i) => {
+    const problem = toolTimeoutProblem(tool.timeout, i);
+    if (problem) problems.push(problem);
+  });
+  return problems;
+}

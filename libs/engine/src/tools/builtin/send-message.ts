@@ -1,0 +1,56 @@
+import Type, { type Static } from 'typebox';
+import { ToolError } from '../types.js';
+import { checkArgs, checkConfig, type BuiltinTool } from './common.js';
+
+/**
+ * `send_message`: sends a text to a chat through a channel account (the outbound queue: the
+ * connector sends it, with retries) and waits for the platform's answer. Off by default: an agent
+ * that can message arbitrary chats is a spam and leak risk, so an operator opts in per agent and
+ * may pin the platforms and chats it may reach in the tool's config.
+ */
+const Parameters = Type.Object(
+  {
+    platform: Type.String({ minLength: 1, maxLength: 64, description: 'channel platform id, e.g. chat_d' }),
+    chatId: Type.String({ minLength: 1, maxLength: 512, description: 'the chat (or user:<id>) to send to' }),
+    message: Type.String({ minLength: 1, maxLength: 20_000, description: 'the text to send' }),
+    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "the account to send through (default: the platform's first enabled account)" })),
+  },
+  { additionalProperties: false },
+);
+type Args = Static<typeof Parameters>;
+
+const Config = Type.Object({
+  platforms: Type.Optional(Type.Array(Type.String(), { description: 'platforms the agent may send to (default: all)' })),
+  chatIds: Type.Optional(Type.Array(Type.String(), { description: 'chats the agent may send to (default: any)' })),
+});
+type Config = Static<typeof Config>;
+
+export const sendMessageTool: BuiltinTool = {
+  name: 'send_message',
+  description: 'Send a text message to a chat on a messaging platform through one of the configured channel accounts. Answers with the platform message id.',
+  parameters: Parameters,
+  configSchema: Config,
+  optIn: true,
+  async run(raw, ctx) {
+    const args = checkArgs<Args>('send_message', Parameters, raw);
+    const cfg = checkConfig<Config>('send_message', Config, ctx.config);
+    if (cfg.platforms && !cfg.platforms.includes(args.platform)) {
+      throw new ToolError(`send_message: this agent may send to ${cfg.platforms.join(', ') || 'no platform'}, not ${args.platform}`);
+    }
+    if (cfg.chatIds && !cfg.chatIds.includes(args.chatId)) throw new ToolError(`send_message: this agent may not send to chat ${args.chatId}`);
+    if (!ctx.sendMessage) throw new ToolError('send_message: channels are not available in this process');
+    try {
+      const sent = await ctx.sendMessage({
+        platform: args.platform,
+        chatId: args.chatId,
+        text: args.message,
+        ...(args.accountId !== undefined ? { accountId: args.accountId } : {}),
+      });
+      ctx.logger.info({ platform: args.platform, chatId: args.chatId, messageId: sent.messageId }, 'send_message sent a message');
+      return JSON.stringify({ success: true, messageId: sent.messageId });
+    } catch (err) {
+      if (err instanceof ToolError) throw err;
+      throw new ToolError(`send_message: ${(err as Error).message}`);
+    }
+  },
+};

@@ -1,0 +1,68 @@
+import { isPlatform, type RunReply } from '@agentry/contracts';
+import { enqueueOutbound, queueOutbound, sendAndWait, sendingAccount, type OutboxEvents, type OutboxQueue } from '@agentry/channels';
+import type { Db } from '@agentry/db';
+import type { Logger } from 'pino';
+
+/**
+ * Answers of runs that came from a channel go back to the chat they came from. The outbound row
+ * is written in the transaction that completes the run (an answer is never stored without its
+ * reply, nor sent for a run that did not complete); its job is enqueued after the commit, and
+ * the connector's sweep covers an enqueue that fails.
+ */
+export async function queueReply(tx: Db, runId: string, reply: RunReply, text: string): Promise<string | undefined> {
+  if (text.trim() === '') return undefined;
+  return queueOutbound(tx, {
+    platform: reply.platform,
+    accountId: reply.accountId,
+    chatId: reply.chatId,
+    kind: 'text',
+    payload: { text },
+    source: 'agent',
+    runId,
+  });
+}
+
+/** A failed run tells the chat so, briefly: silence would look like a lost message. */
+export function failureNotice(error: string): string {
+  return `Sorry, I could not answer that: ${error}`;
+}
+
+export async function enqueueReply(queue: OutboxQueue, id: string | undefined, logger: Logger): Promise<void> {
+  if (!id) return;
+  try {
+    await enqueueOutbound(queue, id);
+  } catch (err) {
+    logger.warn({ err, outboundId: id }, 'could not enqueue the reply; the connector sweep will send it');
+  }
+}
+
+/** How long the send_message tool waits for the platform. */
+const TOOL_SEND_WAIT_MS = 30_000;
+
+/**
+ * The `send_message` tool's way out: the same outbox as the REST send (row, job, connector,
+ * retries), waiting for the platform's answer so the model learns whether it worked.
+ */
+export function channelSender(deps: { db: Db; queue: OutboxQueue; events: OutboxEvents }) {
+  return async (input: { platform: string; accountId?: string; chatId: string; text: string }): Promise<{ messageId: string }> => {
+    if (!isPlatform(input.platform) || input.platform === 'api') throw new Error(`"${input.platform}" is not a messaging platform`);
+    const account = await sendingAccount(deps.db, input.platform, input.accountId);
+    const outcome = await sendAndWait(
+      deps,
+      { platform: input.platform, accountId: account.id, chatId: input.chatId, kind: 'text', payload: { text: input.text }, source: 'tool' },
+      { timeoutMs: TOOL_SEND_WAIT_MS },
+    );
+    switch (outcome.kind) {
+      case 'sent':
+        return { messageId: outcome.message.platformMessageId ?? '' };
+      case 'failed':
+        throw new Error(`${input.platform} refused the message: ${outcome.message.error ?? 'unknown error'}`);
+      case 'pending':
+        throw new Error(`${input.platform} did not confirm the message within ${TOOL_SEND_WAIT_MS / 1000} s; it stays queued and may still be delivered`);
+      default: {
+        const never: never = outcome;
+        throw new Error(`unknown send outcome ${String(never)}`);
+      }
+    }
+  };
+}

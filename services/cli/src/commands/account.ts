@@ -1,0 +1,191 @@
+import type { Command } from 'commander';
+import { AgentryClient, ApiError } from '@agentry/client';
+import type { Context } from '../context.js';
+import { describeSource, isExpired, maskSecret, type Credential } from '../credentials.js';
+import { CliError, UsageError } from '../errors.js';
+import { shortTime } from '../output.js';
+import { examples, type Cli } from '../command-kit.js';
+
+/** A credential as whoami shows it: never the secret, only enough of it to recognise it. */
+function credentialView(ctx: Context, c: Credential): Record<string, unknown> {
+  const described = describeSource(c, ctx.setup.home);
+  if (c.kind === 'jwt') {
+    return { kind: 'jwt', source: 'login', username: c.username, expireAt: c.expireAt, expired: isExpired(c, ctx.credentials.now), file: c.file, described };
+  }
+  if (c.source === 'env') return { kind: 'apiKey', source: 'env', variable: c.variable, key: maskSecret(c.token), described };
+  return { kind: 'apiKey', source: 'config', file: c.file, via: c.via, accountId: c.accountId, key: maskSecret(c.token), described };
+}
+
+async function probe(fn: () => Promise<unknown>): Promise<string> {
+  try {
+    await fn();
+    return 'ok';
+  } catch (err) {
+    return err instanceof ApiError ? `refused: ${err.message}` : (err as Error).message;
+  }
+}
+
+async function askPassword(ctx: Context, question: string): Promise<string> {
+  const answer = await ctx.prompter.secret(question);
+  if (!answer) throw new UsageError('no password given');
+  return answer;
+}
+
+export function accountCommands(program: Command, cli: Cli): void {
+  const login = program
+    .command('login')
+    .summary('log in and keep the token for this server')
+    .description(
+      'Log in with a username and password; the JWT is kept in ~/.config/agentry/credentials.json\n' +
+        '(mode 0600) for this server, and renewed by asking for the password when it expires.\n' +
+        'When stdin is not a terminal, the username (without -u) and the password are read from it, a line each.',
+    )
+    .option('-u, --username <name>', 'the user (default: asked, or the user of the last login here)')
+    .action(
+      cli.action(async (ctx, opts: { username?: string }) => {
+        const previous = ctx.credentials.login()?.username;
+        let username = opts.username;
+        if (username === undefined) {
+          const answer = (await ctx.prompter.ask(previous ? `username (${previous}): ` : 'username: '))?.trim();
+          username = answer || previous;
+        }
+        if (!username) throw new UsageError('a username is needed (-u <name>)');
+        const password = await askPassword(ctx, `password for ${username}: `);
+        const result = await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, password));
+        ctx.credentials.save(username, result);
+        ctx.printer.done(`logged in to ${ctx.url} as ${username} until ${shortTime(result.expireAt)} UTC`, {
+          url: ctx.url,
+          username,
+          expireAt: result.expireAt,
+          file: ctx.credentials.store.file,
+        });
+        const key = ctx.credentials.apiKey();
+        if (key) ctx.printer.note(`note: chat requests keep using the API key from ${describeSource(key, ctx.setup.home)}, which comes first; the login signs management and account commands`);
+      }),
+    );
+  examples(login, 'agentry login', 'agentry login -u admin', 'printf "%s\\n" "$ADMIN_PASSWORD" | agentry login -u admin');
+
+  const logout = program
+    .command('logout')
+    .summary('forget the login for this server')
+    .description('Remove the cached login for this server (--all: for every server). The token itself stays valid until it expires.')
+    .option('--all', 'forget every cached login')
+    .action(
+      cli.action(async (ctx, opts: { all?: boolean }) => {
+        const removed = opts.all ? ctx.credentials.store.clear() : ctx.credentials.store.delete(ctx.url);
+        const what = opts.all ? 'every server' : ctx.url;
+        ctx.printer.done(removed ? `logged out of ${what}` : `no login was kept for ${what}`, { success: true, removed, url: opts.all ? null : ctx.url });
+      }),
+    );
+  examples(logout, 'agentry logout', 'agentry logout --all');
+
+  const whoami = program
+    .command('whoami')
+    .summary('show which credential is in use and where it came from')
+    .description(
+      'Show the credential in use and where it came from. Sources, first found wins:\n' +
+        '  1. env AGENTRY_API_KEY (or SERVICE_API_KEY)\n' +
+        '  2. the api_key of the first enabled account under channels.api.accounts of the\n' +
+        '     config file (--config, AGENTRY_CONFIG, ./config.yaml)\n' +
+        '  3. the login cached by "agentry login"\n' +
+        'A cached login also signs management and account commands (they need a JWT).',
+    )
+    .option('--check', 'also ask the server whether it accepts the credentials')
+    .action(
+      cli.action(async (ctx, opts: { check?: boolean }) => {
+        const inUse = ctx.credentials.inUse();
+        const login = ctx.credentials.login();
+        const info: Record<string, unknown> = {
+          url: ctx.url,
+          credential: inUse ? credentialView(ctx, inUse) : null,
+          login: login ? credentialView(ctx, login) : null,
+        };
+        if (opts.check) {
+          const check: Record<string, string> = {};
+          check.chat = await ctx.spin('checking', () => probe(() => new AgentryClient({ url: ctx.url, token: inUse?.token }).models()));
+          if (login) check.login = await ctx.spin('checking', () => probe(() => new AgentryClient({ url: ctx.url, token: login.token }).auth.apiKey()));
+          info.check = check;
+        }
+        if (ctx.json) return ctx.printer.json(info);
+        const lines = [`server      ${ctx.url}`];
+        if (!inUse) lines.push('credential  none (set AGENTRY_API_KEY, add an api account to the config file, or run "agentry login")');
+        else if (inUse.kind === 'apiKey') lines.push(`credential  API key ${maskSecret(inUse.token)} from ${describeSource(inUse, ctx.setup.home)}`);
+        else lines.push(`credential  JWT of ${inUse.username} from ${describeSource(inUse, ctx.setup.home)}`);
+        if (login) {
+          const state = isExpired(login, ctx.credentials.now) ? 'expired' : 'expires';
+          lines.push(`login       ${login.username}, ${state} ${shortTime(login.expireAt)} UTC${inUse !== undefined && inUse.kind === 'apiKey' ? ' (signs management and account commands)' : ''}`);
+        } else lines.push('login       none');
+        const check = info.check as Record<string, string> | undefined;
+        if (check) {
+          lines.push(`check       chat: ${check.chat}`);
+          if (check.login) lines.push(`            login: ${check.login}`);
+        }
+        ctx.printer.text(`${lines.join('\n')}\n`);
+      }),
+    );
+  examples(whoami, 'agentry whoami', 'agentry whoami --check', 'AGENTRY_API_KEY=sk-... agentry whoami --json');
+
+  const apikey = program.command('apikey').summary("show or regenerate your user API key").description('Your user API key (sk-...), for chat completions. Needs a login (a JWT).');
+  examples(apikey, 'agentry apikey show', 'agentry apikey regenerate');
+
+  const show = apikey
+    .command('show')
+    .description('Print your API key (bare; {apiKey} with --json).')
+    .action(
+      cli.action(async (ctx) => {
+        const answer = await ctx.spin('loading', () => ctx.client.auth.apiKey());
+        // The key is content: printed bare (for $(agentry apikey show)) unless --json asks.
+        if (ctx.options.json) return ctx.printer.json(answer);
+        if (!answer.apiKey) throw new CliError('you have no API key yet: "agentry apikey regenerate" makes one');
+        ctx.printer.text(`${answer.apiKey}\n`);
+      }),
+    );
+  examples(show, 'agentry apikey show', 'export AGENTRY_API_KEY=$(agentry apikey show)');
+
+  const regenerate = apikey
+    .command('regenerate')
+    .description('Make a new API key and print it (bare; {apiKey} with --json); the old one stops working at once.')
+    .action(
+      cli.action(async (ctx) => {
+        const answer = await ctx.spin('regenerating', () => ctx.client.auth.regenerateApiKey());
+        if (ctx.options.json) return ctx.printer.json(answer);
+        ctx.printer.text(`${answer.apiKey}\n`);
+        ctx.printer.note('the previous key no longer works');
+      }),
+    );
+  examples(regenerate, 'agentry apikey regenerate');
+
+  const passwd = program
+    .command('passwd')
+    .summary('change your password')
+    .description(
+      'Change a password (asked without echo; new one twice on a terminal; from stdin, a line each).\n' +
+        'Tokens issued before the change stop working; the cached login is renewed.',
+    )
+    .option('-u, --username <name>', 'whose password (default: the logged-in user)')
+    .action(
+      cli.action(async (ctx, opts: { username?: string }) => {
+        const cached = ctx.credentials.login();
+        const username = opts.username ?? cached?.username;
+        if (!username) throw new UsageError('log in first ("agentry login") or name the user with -u');
+        const oldPassword = await askPassword(ctx, `current password for ${username}: `);
+        const newPassword = await askPassword(ctx, 'new password: ');
+        if (ctx.prompter.terminal && (await askPassword(ctx, 'new password again: ')) !== newPassword) throw new CliError('the new passwords differ; nothing changed');
+        const change = (token: string) => ctx.spin('changing the password', () => new AgentryClient({ url: ctx.url, token }).auth.changePassword(oldPassword, newPassword));
+        const fresh = async () => (await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, oldPassword))).token;
+        let result;
+        if (cached?.username === username && !isExpired(cached, ctx.credentials.now)) {
+          try {
+            result = await change(cached.token);
+          } catch (err) {
+            if (!(err instanceof ApiError) || err.status !== 401) throw err;
+            result = await change(await fresh());
+          }
+        } else result = await change(await fresh());
+        // Older tokens died with the change: keep the fresh one (unless another user is logged in here).
+        if (!cached || cached.username === username) ctx.credentials.save(username, result);
+        ctx.printer.done(`changed the password of ${username}; tokens issued before now no longer work`, { success: result.success, message: result.message, username, expireAt: result.expireAt });
+      }),
+    );
+  examples(passwd, 'agentry passwd', 'agentry passwd -u alice');
+}

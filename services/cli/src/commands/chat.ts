@@ -1,0 +1,208 @@
+import { randomBytes } from 'node:crypto';
+import readline from 'node:readline';
+import type { Command } from 'commander';
+import { chunkText, chunkToolEvent, type AguiToolEvent, type ChatRequest } from '@agentry/client';
+import type { Context } from '../context.js';
+import { Interrupted, UsageError } from '../errors.js';
+import { Spinner } from '../output.js';
+import { examples, type Cli } from '../command-kit.js';
+
+interface ChatOptions {
+  agent?: string;
+  session?: string;
+  tools?: boolean;
+}
+
+interface Turn {
+  agent: string;
+  session: string | undefined;
+  tools: boolean;
+  message: string;
+}
+
+function oneLine(s: string, max: number): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+function describeTool(e: AguiToolEvent): string {
+  if (e.type === 'TOOL_CALL_START') return `→ ${e.toolCallName} (${e.toolType}) ${oneLine(e.arguments ?? '', 200)}`;
+  return `← ${e.toolCallName}: ${oneLine(e.content ?? '', 200)}`;
+}
+
+/**
+ * One turn: the answer streamed to stdout as its tokens arrive (tool calls on stderr with
+ * --tools), or with --json the raw completion (with --json --tools: every stream chunk, one
+ * JSON object a line, since only a stream carries tool calls). Ctrl-C aborts the turn (the
+ * server cancels the run when the connection closes) and throws Interrupted.
+ */
+async function runTurn(ctx: Context, turn: Turn): Promise<void> {
+  const { stdout, stderr } = ctx.setup.io;
+  const request: ChatRequest = {
+    model: turn.agent,
+    messages: [{ role: 'user', content: turn.message }],
+    ...(turn.session ? { sessionId: turn.session } : {}),
+  };
+  const abort = new AbortController();
+  const release = ctx.setup.onInterrupt?.(() => abort.abort());
+  const spinner = new Spinner(stderr);
+  const raw = ctx.options.json === true;
+  /** The last text written to stdout (for the final newline). */
+  let lastText = '';
+  let screenAtLineStart = true;
+  try {
+    if (raw && !turn.tools) {
+      spinner.start('waiting for the answer');
+      const completion = await ctx.client.chat.complete(request, { signal: abort.signal });
+      spinner.stop();
+      ctx.printer.json(completion);
+      return;
+    }
+    spinner.start('thinking');
+    const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal });
+    for await (const chunk of stream) {
+      if (raw) {
+        spinner.stop();
+        stdout.write(`${JSON.stringify(chunk)}\n`);
+        continue;
+      }
+      const tool = chunkToolEvent(chunk);
+      if (tool) {
+        spinner.stop();
+        // On a terminal both streams share the screen: a tool line starts on a line of its own.
+        if (!screenAtLineStart && stdout.isTTY && stderr.isTTY) stderr.write('\n');
+        screenAtLineStart = true;
+        stderr.write(`${describeTool(tool)}\n`);
+        continue;
+      }
+      const text = chunkText(chunk);
+      if (text === '') continue;
+      spinner.stop();
+      stdout.write(text);
+      lastText = text;
+      screenAtLineStart = text.endsWith('\n');
+    }
+    if (lastText !== '' && !lastText.endsWith('\n')) stdout.write('\n');
+  } catch (err) {
+    if (abort.signal.aborted) {
+      if (lastText !== '' && !lastText.endsWith('\n')) stdout.write('\n');
+      throw new Interrupted();
+    }
+    // On a terminal the error line should not continue the half answer.
+    if (stdout.isTTY && lastText !== '' && !lastText.endsWith('\n')) stdout.write('\n');
+    throw err;
+  } finally {
+    spinner.stop();
+    release?.();
+  }
+}
+
+function newSession(): string {
+  return `cli-${randomBytes(4).toString('hex')}`;
+}
+
+/** What a typed line means: a command of the loop, or a message. */
+function loopCommand(line: string): 'exit' | 'new' | 'session' | 'help' | undefined {
+  const t = line.trim();
+  if (t === '/exit' || t === '/quit') return 'exit';
+  if (t === '/new') return 'new';
+  if (t === '/session') return 'session';
+  if (t === '/help') return 'help';
+  return undefined;
+}
+
+const LOOP_HELP = '/new starts a new session, /session shows it, /exit or Ctrl-D leaves';
+
+/** A line typed at the terminal (history kept across turns); null on Ctrl-D; Interrupted on Ctrl-C. */
+function askLine(ctx: Context, prompt: string, history: string[]): Promise<string | null> {
+  const { stdin, stderr } = ctx.setup.io;
+  const rl = readline.createInterface({ input: stdin, output: stderr, terminal: true, history, historySize: 200, removeHistoryDuplicates: true });
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const finish = (value: string | null | Interrupted) => {
+      if (answered) return;
+      answered = true;
+      rl.close();
+      if (value instanceof Interrupted) reject(value);
+      else resolve(value);
+    };
+    rl.once('close', () => finish(null));
+    rl.once('SIGINT', () => {
+      stderr.write('\n');
+      finish(new Interrupted());
+    });
+    rl.question(prompt, (answer) => finish(answer));
+  });
+}
+
+async function conversation(ctx: Context, agent: string, opts: ChatOptions): Promise<void> {
+  const { stderr } = ctx.setup.io;
+  let session = opts.session ?? newSession();
+  const terminal = ctx.prompter.terminal;
+  if (!terminal) ctx.prompter.claimStdin();
+  const history: string[] = [];
+  if (terminal) stderr.write(`chatting with ${agent} in session ${session} (${LOOP_HELP})\n`);
+  for (;;) {
+    const line = terminal ? await askLine(ctx, 'you> ', history) : await ctx.prompter.lines().next();
+    if (line === null) return;
+    if (line.trim() === '') continue;
+    const command = loopCommand(line);
+    if (command === 'exit') return;
+    if (command === 'new') {
+      session = newSession();
+      stderr.write(`new session ${session}\n`);
+      continue;
+    }
+    if (command === 'session') {
+      stderr.write(`session ${session}\n`);
+      continue;
+    }
+    if (command === 'help') {
+      stderr.write(`${LOOP_HELP}\n`);
+      continue;
+    }
+    try {
+      await runTurn(ctx, { agent, session, tools: opts.tools === true, message: line });
+    } catch (err) {
+      // Ctrl-C during an answer stops that answer, not the conversation.
+      if (!(err instanceof Interrupted) || !terminal) throw err;
+      stderr.write('(interrupted)\n');
+    }
+  }
+}
+
+export function chatCommand(program: Command, cli: Cli): void {
+  const cmd = program
+    .command('chat')
+    .summary('talk to an agent (streams the answer)')
+    .description(
+      'Sends a message to an agent and streams the answer to stdout as it arrives.\n' +
+        'Without a message: a conversation in one session, a turn per line you type\n' +
+        `(${LOOP_HELP}); when stdin is not a terminal, every line of it is a turn.\n` +
+        'A message of "-" is read from stdin. With --json: the raw chat.completion.',
+    )
+    .argument('[message...]', 'the message (words are joined with spaces; "-" reads stdin)')
+    .option('-a, --agent <id>', 'the agent (env AGENTRY_AGENT; default: the only agent there is)')
+    .option('-s, --session <id>', 'session id: the server keeps the conversation under it')
+    .option('--tools', 'show the tool calls the agent makes on the server (agui protocol), on stderr')
+    .action(
+      cli.action(async (ctx, opts: ChatOptions, words: string[]) => {
+        let message: string | undefined;
+        if (words.length === 1 && words[0] === '-') message = (await ctx.readInput('-')).toString('utf8').replace(/\r?\n$/, '');
+        else if (words.length > 0) message = words.join(' ');
+        if (message !== undefined && message.trim() === '') throw new UsageError('the message is empty');
+        const agent = await ctx.agent(opts.agent);
+        if (message === undefined) return conversation(ctx, agent, opts);
+        await runTurn(ctx, { agent, session: opts.session, tools: opts.tools === true, message });
+      }),
+    );
+  examples(
+    cmd,
+    'agentry chat -a support "How do I reset my password?"',
+    'agentry chat -a support -s ticket-42 "And for the admin account?"',
+    'agentry chat -a support                       # a conversation',
+    'agentry chat -a coder --tools "List the files in your workspace"',
+    'git diff | agentry chat -a reviewer -',
+    'agentry chat -a support --json "Hi" | jq -r ".choices[0].message.content"',
+  );
+}

@@ -1,0 +1,146 @@
+import type { Command } from 'commander';
+import type { CronDeliver, CronJob, CronRun } from '@agentry/client';
+import { UsageError } from '../errors.js';
+import { shortTime } from '../output.js';
+import { examples, intOption, type Cli } from '../command-kit.js';
+
+/** `platform:accountId:chatId` (the chat id may itself contain colons). */
+function parseDeliver(value: string): CronDeliver {
+  const [platform, accountId, ...rest] = value.split(':');
+  const chatId = rest.join(':');
+  if (!platform || !accountId || !chatId) throw new UsageError(`--deliver takes platform:accountId:chatId (got "${value}")`);
+  return { platform, accountId, chatId };
+}
+
+interface CreateOpts {
+  agent: string;
+  name: string;
+  schedule: string;
+  message: string;
+  timezone?: string;
+  disabled?: boolean;
+  deliver?: string;
+}
+
+export function cronCommands(program: Command, cli: Cli): void {
+  const cron = program
+    .command('cron')
+    .summary('list, create, enable, disable and delete cron jobs; show their runs')
+    .description(
+      'Cron jobs send a message to an agent on a schedule of six fields:\n' +
+        'second minute hour day month weekday (0 30 2 * * * is 02:30:00 every day).',
+    );
+  examples(cron, 'agentry cron list', 'agentry cron create -a support --name digest --schedule "0 0 9 * * MON-FRI" --message "Send the digest"');
+
+  const list = cron
+    .command('list')
+    .alias('ls')
+    .description('List cron jobs, oldest first.')
+    .option('-a, --agent <id>', "only this agent's jobs")
+    .action(
+      cli.action(async (ctx, opts: { agent?: string }) => {
+        const jobs = await ctx.spin('loading cron jobs', () => ctx.client.cron.list(opts.agent ? { agentId: opts.agent } : {}));
+        ctx.printer.list<CronJob>(
+          jobs,
+          [
+            { header: 'id', value: (j) => j.id },
+            { header: 'name', value: (j) => j.name, max: 30 },
+            { header: 'schedule', value: (j) => j.schedule },
+            { header: 'timezone', value: (j) => j.timezone },
+            { header: 'agent', value: (j) => j.target },
+            { header: 'state', value: (j) => (j.disabled ? 'disabled' : 'enabled') },
+            { header: 'next run', value: (j) => shortTime(j.nextRunAt) },
+            { header: 'last', value: (j) => j.lastStatus },
+          ],
+          'no cron jobs',
+        );
+      }),
+    );
+  examples(list, 'agentry cron list', 'agentry cron list -a support --json');
+
+  const create = cron
+    .command('create')
+    .description('Create a cron job.')
+    .requiredOption('-a, --agent <id>', 'the agent the message goes to (the target)')
+    .requiredOption('--name <name>', 'a name for the job')
+    .requiredOption('--schedule <fields>', 'six fields: second minute hour day month weekday')
+    .requiredOption('-m, --message <text>', 'the message sent on every fire')
+    .option('--timezone <tz>', 'IANA time zone of the schedule (default UTC)')
+    .option('--disabled', 'create it disabled')
+    .option('--deliver <platform:account:chat>', "send each answer to this channel chat")
+    .action(
+      cli.action(async (ctx, opts: CreateOpts) => {
+        const job = await ctx.spin('creating the job', () =>
+          ctx.client.cron.create({
+            name: opts.name,
+            schedule: opts.schedule,
+            message: opts.message,
+            target: opts.agent,
+            ...(opts.timezone ? { timezone: opts.timezone } : {}),
+            ...(opts.disabled ? { disabled: true } : {}),
+            ...(opts.deliver ? { deliver: parseDeliver(opts.deliver) } : {}),
+          }),
+        );
+        ctx.printer.done(`created cron job ${job.id} (${job.disabled ? 'disabled' : `next run ${shortTime(job.nextRunAt) ?? '-'}`})`, job);
+      }),
+    );
+  examples(
+    create,
+    'agentry cron create -a support --name digest --schedule "0 0 9 * * MON-FRI" -m "Send the digest" --timezone Europe/Berlin',
+    'agentry cron create -a ops --name ping --schedule "0 */5 * * * *" -m "Check the queue" --deliver chat_d:bot:12345',
+  );
+
+  for (const [name, disabled] of [
+    ['enable', false],
+    ['disable', true],
+  ] as const) {
+    const cmd = cron
+      .command(name)
+      .description(`${name === 'enable' ? 'Enable' : 'Disable'} a cron job (from the next tick).`)
+      .argument('<id>', 'job id')
+      .action(
+        cli.action(async (ctx, _opts, id: string) => {
+          const job = await ctx.spin(`${name.replace(/e$/, '')}ing`, () => ctx.client.cron.toggle(id, disabled));
+          ctx.printer.done(`${name}d cron job ${job.id}`, job);
+        }),
+      );
+    examples(cmd, `agentry cron ${name} 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b`);
+  }
+
+  const del = cron
+    .command('delete')
+    .alias('rm')
+    .description('Delete a cron job and its history.')
+    .argument('<id>', 'job id')
+    .action(
+      cli.action(async (ctx, _opts, id: string) => {
+        const answer = await ctx.spin('deleting the job', () => ctx.client.cron.delete(id));
+        ctx.printer.done(`deleted cron job ${id}`, answer);
+      }),
+    );
+  examples(del, 'agentry cron delete 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b');
+
+  const runs = cron
+    .command('runs')
+    .description("A job's fires, newest first (one page: --page, --size; default the latest 20).")
+    .argument('<id>', 'job id')
+    .addOption(intOption('--page <n>', 'page (default 1)'))
+    .addOption(intOption('--size <n>', 'fires per page (1..100, default 20)'))
+    .action(
+      cli.action(async (ctx, opts: { page?: number; size?: number }, id: string) => {
+        const page = await ctx.spin('loading runs', () => ctx.client.cron.runs(id, { page: opts.page, size: opts.size }));
+        ctx.printer.list<CronRun>(
+          page.data,
+          [
+            { header: 'scheduled', value: (r) => shortTime(r.scheduledAt) },
+            { header: 'status', value: (r) => r.status },
+            { header: 'finished', value: (r) => shortTime(r.finishedAt) },
+            { header: 'delivery', value: (r) => r.deliveryStatus },
+            { header: 'output / error', value: (r) => r.error ?? r.outputExcerpt, max: 70 },
+          ],
+          'no runs yet',
+        );
+      }),
+    );
+  examples(runs, 'agentry cron runs 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b', 'agentry cron runs 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b --size 100 --json');
+}

@@ -1,0 +1,71 @@
+import type { Command } from 'commander';
+import type { Session, SessionFilter } from '@agentry/client';
+import { UsageError } from '../errors.js';
+import { shortTime } from '../output.js';
+import { examples, intOption, type Cli } from '../command-kit.js';
+
+interface ClearOpts {
+  agent?: string;
+  session?: string;
+  channel?: string;
+  scope?: string;
+  all?: boolean;
+}
+
+export function sessionCommands(program: Command, cli: Cli): void {
+  const sessions = program.command('sessions').summary('list and clear conversations').description('Sessions: the conversations the server keeps (chat sessionId, channel chats, cron jobs).');
+  examples(sessions, 'agentry sessions list -a support', 'agentry sessions clear -a support -s ticket-42');
+
+  const list = sessions
+    .command('list')
+    .alias('ls')
+    .description('List sessions, most recent first (all of them, or one page with --page/--size).')
+    .option('-a, --agent <id>', "only this agent's sessions")
+    .addOption(intOption('--page <n>', 'only this page'))
+    .addOption(intOption('--size <n>', 'page size (1..100) with --page'))
+    .action(
+      cli.action(async (ctx, opts: { agent?: string; page?: number; size?: number }) => {
+        const filter = opts.agent ? { agentId: opts.agent } : {};
+        const items =
+          opts.page !== undefined || opts.size !== undefined
+            ? (await ctx.spin('loading sessions', () => ctx.client.sessions.list({ ...filter, page: opts.page ?? 1, size: opts.size }))).data
+            : await ctx.spin('loading sessions', () => ctx.client.sessions.listAll(filter));
+        ctx.printer.list<Session>(
+          items,
+          [
+            { header: 'agent', value: (s) => s.agentId },
+            { header: 'session', value: (s) => s.sessionKey, max: 40 },
+            { header: 'channel', value: (s) => s.channel },
+            { header: 'messages', value: (s) => s.messageCount, align: 'right' },
+            { header: 'updated', value: (s) => shortTime(s.updatedAt) },
+            { header: 'title', value: (s) => s.title, max: 50 },
+          ],
+          'no sessions',
+        );
+      }),
+    );
+  examples(list, 'agentry sessions list', 'agentry sessions list -a support --json');
+
+  const clear = sessions
+    .command('clear')
+    .description('Clear the sessions that match every filter given (--all: every session).')
+    .option('-a, --agent <id>', 'sessions of this agent')
+    .option('-s, --session <key>', 'the session key (the chat sessionId)')
+    .option('--channel <channel>', 'sessions of this channel (api, cron, chat_a, ...)')
+    .option('--scope <scope>', 'sessions of this scope (per_peer, ...)')
+    .option('--all', 'every session, when no filter is given')
+    .action(
+      cli.action(async (ctx, opts: ClearOpts) => {
+        const filter: SessionFilter = {
+          ...(opts.agent ? { agentId: opts.agent } : {}),
+          ...(opts.session ? { sessionKey: opts.session } : {}),
+          ...(opts.channel ? { channel: opts.channel } : {}),
+          ...(opts.scope ? { scope: opts.scope } : {}),
+        };
+        if (Object.keys(filter).length === 0 && !opts.all) throw new UsageError('give a filter (-a, -s, --channel, --scope) or --all to clear every session');
+        const answer = await ctx.spin('clearing', () => ctx.client.sessions.clear(filter));
+        ctx.printer.done(answer.message ?? 'cleared', answer);
+      }),
+    );
+  examples(clear, 'agentry sessions clear -a support -s ticket-42', 'agentry sessions clear -a support', 'agentry sessions clear --all');
+}

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import { Errors } from '@agentry/errors';
+import { isPlatform, PubSubChannels, type InvalidateMessage, type Platform } from '@agentry/contracts';
+import { isPolicy, isSessionScope, POLICIES, SESSION_SCOPES } from '@agentry/channels';
+import { listChannelAccounts, type ChannelAccountRecord, type JsonValue } from '@agentry/db';
+import { ACCOUNT_SECRET_FIELDS } from '@agentry/runtime';
+import type { GatewayDeps } from '../deps.js';
+
+/** An account as read (camelCase): the spec's fields, then its other non-secret settings. */
+export interface AccountView {
+  id: string;
+  name: string;
+  enabled: boolean;
+  dmPolicy: string;
+  groupPolicy: string;
+  appId: string;
+  hasSecret: boolean;
+  [field: string]: unknown;
+}
+
+const SECRET_FIELDS: ReadonlySet<string> = new Set(ACCOUNT_SECRET_FIELDS);
+
+/** Fields of the written form that are not settings (or are handled apart). */
+const STRUCTURAL = new Set(['id', 'name', 'enabled', 'binding']);
+
+/** The platform from a path parameter, or 404. */
+export function requirePlatform(platform: string): Platform {
+  if (!isPlatform(platform)) throw new Errors.NOT_FOUND(`channel platform "${platform}"`);
+  return platform;
+}
+
+export function accountView(a: ChannelAccountRecord): AccountView {
+  const s = a.settings;
+  const str = (v: JsonValue | undefined) => (typeof v === 'string' ? v : '');
+  const extra: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(s)) {
+    if (k === 'dm_policy' || k === 'group_policy' || k === 'app_id') continue;
+    extra[camel(k)] = v;
+  }
+  return {
+    id: a.id,
+    name: a.name,
+    enabled: a.enabled,
+    dmPolicy: str(s.dm_policy) || 'allow',
+    groupPolicy: str(s.group_policy) || 'allow',
+    appId: str(s.app_id),
+    hasSecret: a.secretsSealed !== null || a.apiKeyHash !== null,
+    ...extra,
+  };
+}
+
+/** `{enabled, accounts}` of one platform; the platform switch comes from the configuration file. */
+export async function platformView(deps: GatewayDeps, platform: Platform): Promise<{ enabled: boolean; accounts: Record<string, AccountView> }> {
+  const accounts = await listChannelAccounts(deps.db.db, platform);
+  return {
+    enabled: deps.config.current.channels[platform]?.enabled ?? true,
+    accounts: Object.fromEntries(accounts.map((a) => [a.id, accountView(a)])),
+  };
+}
+
+/**
+ * Checks the written fields shared by every platform: policies, allow_from, session_scope,
+ * field values (strings, numbers, booleans; arrays of strings for allow_from). Values null mean
+ * "remove" on update.
+ */
+export function checkWrittenFields(body: Record<string, unknown>): void {
+  for (const field of ['dm_policy', 'group_policy'] as const) {
+    const v = body[field];
+    if (v !== undefined && v !== null && !isPolicy(v)) throw new Errors.VALIDATION(`${field}: must be one of ${POLICIES.join(', ')} (got ${JSON.stringify(v)})`);
+  }
+  const scope = body.session_scope;
+  if (scope !== undefined && scope !== null && !isSessionScope(scope)) {
+    throw new Errors.VALIDATION(`session_scope: must be one of ${SESSION_SCOPES.join(', ')} (got ${JSON.stringify(scope)})`);
+  }
+  for (const [k, v] of Object.entries(body)) {
+    if (STRUCTURAL.has(k) || v === null || v === undefined) continue;
+    if (!/^[a-z][a-z0-9_]{0,63}$/.test(k)) throw new Errors.VALIDATION(`${k}: field names are snake_case (letters, digits, _)`);
+    if (k === 'allow_from') {
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x.length === 0 || x.length > 256) || v.length > 10_000) {
+        throw new Errors.VALIDATION('allow_from: must be an array of non-empty ids');
+      }
+      continue;
+    }
+    if (SECRET_FIELDS.has(k)) {
+      if (typeof v !== 'string' || v.length === 0 || v.length > 8192) throw new Errors.VALIDATION(`${k}: must be a non-empty string`);
+      continue;
+    }
+    const ok = (typeof v === 'string' && v.length <= 8192) || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+    if (!ok) throw new Errors.VALIDATION(`${k}: must be a string, number or boolean`);
+  }
+  if (typeof body.api_base === 'string' && !/^https?:\/\/[^\s]+$/.test(body.api_base)) {
+    throw new Errors.VALIDATION('api_base: must be an http(s) URL');
+  }
+}
+
+/**
+ * Merges written fields into an account's settings and secrets (null removes a field). An `api`
+ * account's `api_key` is kept only as its lookup hash plus the sealed copy.
+ */
+export function mergeAccount(
+  base: { settings: Record<string, JsonValue>; secrets: Record<string, string> },
+  body: Record<string, unknown>,
+): { settings: Record<string, JsonValue>; secrets: Record<string, string> } {
+  const settings = { ...base.settings };
+  const secrets = { ...base.secrets };
+  for (const [k, v] of Object.entries(body)) {
+    if (STRUCTURAL.has(k) || v === undefined) continue;
+    const target: Record<string, unknown> = SECRET_FIELDS.has(k) ? secrets : settings;
+    if (v === null) delete target[k];
+    else target[k] = v;
+  }
+  return { settings, secrets };
+}
+
+/** A fresh API key for an `api` account (same shape as user keys). */
+export function newAccountApiKey(): string {
+  return `sk-${randomBytes(32).toString('base64url')}`;
+}
+
+export async function publishChannelsChange(deps: GatewayDeps, id?: string): Promise<void> {
+  const message: InvalidateMessage = id ? { area: 'channels', id } : { area: 'channels' };
+  try {
+    await deps.bus.pubsub.publish(PubSubChannels.invalidate, message);
+  } catch (err) {
+    deps.logger.warn({ err }, 'could not publish a channels invalidation');
+  }
+}
+
+function camel(snake: string): string {
+  return snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}

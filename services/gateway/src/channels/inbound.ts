@@ -1,0 +1,146 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Errors, isAppError } from '@agentry/errors';
+import {
+  accountContext,
+  adapterFor,
+  applyPolicy,
+  InboundAuthError,
+  InboundParseError,
+  isSessionScope,
+  MemoryTokenCache,
+  resolveBinding,
+  sessionKeyFor,
+  UnsupportedOperationError,
+  type AdapterIo,
+  type InboundRequest,
+} from '@agentry/channels';
+import { forgetInboundEvent, getChannelAccount, getRuleChain, listBindings, recordInboundEvent, setInboundEventRun } from '@agentry/db';
+import { submitRun } from '@agentry/engine';
+import { serviceMetrics } from '@agentry/runtime';
+import type { GatewayDeps } from '../deps.js';
+import { requirePlatform } from './accounts.js';
+
+/** Largest inbound event body accepted (platform events are a few KB). */
+const MAX_EVENT_BYTES = 1024 * 1024;
+
+type Params = { platform: string; accountId: string };
+
+/**
+ * `POST /api/v1/channels/{platform}/accounts/{accountId}/events` (and GET, for platforms whose
+ * URL check is a GET). Platforms call it without our credentials, so it is public and the
+ * adapter verifies the platform's own signature, token or secret over the raw body. The answer
+ * comes fast: the message becomes a run (queued) whose answer the worker sends back through the
+ * same account; nothing here waits for the agent.
+ */
+export function inboundRoutes(app: FastifyInstance, deps: GatewayDeps): void {
+  const io: AdapterIo = { fetch: globalThis.fetch, tokens: new MemoryTokenCache(), now: Date.now, timeoutMs: 10_000 };
+
+  void app.register(async (scope) => {
+    // Signatures are computed over the exact bytes: keep the body raw, whatever its type.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_EVENT_BYTES }, (_req, body, done) => done(null, body));
+    const handler = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => handle(deps, io, req, reply);
+    const route = '/channels/:platform/accounts/:accountId/events';
+    scope.post<{ Params: Params }>(route, { config: { auth: 'public' }, bodyLimit: MAX_EVENT_BYTES }, handler);
+    scope.get<{ Params: Params }>(route, { config: { auth: 'public' } }, handler);
+  });
+}
+
+async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Params: Params }>, reply: FastifyReply): Promise<unknown> {
+  const platform = requirePlatform(req.params.platform);
+  const accountId = req.params.accountId;
+  const log = req.log.child({ platform, accountId });
+  const adapter = adapterFor(platform);
+  if (!adapter) throw new Errors.VALIDATION('the api platform receives no events (its clients call /chat/completions)');
+  if (!adapter.supports.inbound) throw new Errors.VALIDATION(`${platform} accounts receive no events (webhook-only)`);
+  const record = await getChannelAccount(deps.db.db, platform, accountId);
+  if (!record) throw new Errors.NOT_FOUND(`${platform} account "${accountId}"`);
+  const account = accountContext(record, deps.secrets);
+
+  const request: InboundRequest = {
+    method: req.method,
+    headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v])),
+    query: Object.fromEntries(Object.entries((req.query ?? {}) as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
+    rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+  };
+  let result;
+  try {
+    result = await adapter.parseInbound(account, io, request);
+  } catch (err) {
+    if (err instanceof InboundAuthError) {
+      log.warn({ reason: err.message }, 'inbound event refused: verification failed');
+      throw new Errors.UNAUTHORIZED(err.message);
+    }
+    if (err instanceof InboundParseError || err instanceof UnsupportedOperationError) throw new Errors.VALIDATION(err.message);
+    if (isAppError(err)) throw err;
+    log.error({ err }, 'inbound event could not be parsed');
+    throw new Errors.VALIDATION('the event could not be read');
+  }
+
+  const inbound = serviceMetrics.inboundEvents(deps.metrics);
+  const ack = (outcome: string) => {
+    inbound.inc({ platform, outcome });
+    const a = adapter.ack ?? { contentType: 'application/json', body: '{"success":true}' };
+    return reply.status(200).type(a.contentType).send(a.body);
+  };
+  switch (result.kind) {
+    case 'challenge':
+      log.info('platform URL verification answered');
+      return reply.status(200).type(result.contentType).send(result.body);
+    case 'ignored':
+      log.debug({ reason: result.reason }, 'inbound event ignored');
+      return ack('ignored');
+    case 'message':
+      break;
+    default: {
+      const never: never = result;
+      throw new Errors.INTERNAL(`unknown inbound result ${String(never)}`);
+    }
+  }
+
+  const message = result.message;
+  const mlog = log.child({ eventId: message.eventId, chatType: message.chatType });
+  // Verified but switched off: acknowledged so the platform stops redelivering, and logged.
+  if (!record.enabled || deps.config.current.channels[platform]?.enabled === false) {
+    mlog.info('inbound message on a disabled account dropped');
+    return ack('disabled');
+  }
+  const event = { platform, accountId, eventId: message.eventId };
+  if (!(await recordInboundEvent(deps.db.db, event))) {
+    mlog.info('duplicate inbound event dropped');
+    return ack('duplicate');
+  }
+  const decision = applyPolicy(account, message);
+  if (!decision.admitted) {
+    mlog.info({ reason: decision.reason }, 'inbound message blocked by policy');
+    return ack('blocked');
+  }
+  const binding = resolveBinding(await listBindings(deps.db.db), platform, accountId);
+  const agent = binding ? await getRuleChain(deps.db.db, binding.agentId) : undefined;
+  if (!binding || !agent || agent.kind !== 'agent') {
+    mlog.warn('inbound message with no agent bound to this account (PUT /api/v1/bindings)');
+    return ack('unbound');
+  }
+  const scope = isSessionScope(record.settings.session_scope) ? record.settings.session_scope : 'per_peer';
+  try {
+    const { run } = await submitRun(
+      { db: deps.db.db, queue: deps.bus.queue },
+      {
+        agentId: binding.agentId,
+        session: { key: sessionKeyFor(scope, platform, accountId, message), channel: platform, scope },
+        source: platform,
+        request: {
+          messages: [{ role: 'user', content: message.text }],
+          reply: { platform, accountId, chatId: message.chatId },
+        },
+      },
+    );
+    await setInboundEventRun(deps.db.db, event, run.id);
+    mlog.info({ runId: run.id, agentId: binding.agentId }, 'inbound message accepted');
+  } catch (err) {
+    // Not seen after all: the platform's redelivery gets another chance.
+    await forgetInboundEvent(deps.db.db, event).catch(() => undefined);
+    throw err;
+  }
+  return ack('accepted');
+}

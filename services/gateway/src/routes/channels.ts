@@ -1,0 +1,329 @@
+import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import { Errors } from '@agentry/errors';
+import { PLATFORMS, type Platform } from '@agentry/contracts';
+import { accountContext, adapterFor, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
+import {
+  appendBinding,
+  deleteChannelAccount,
+  getChannelAccount,
+  getRuleChain,
+  getWorkspaceEntry,
+  inTransaction,
+  insertChannelAccount,
+  listBindings,
+  listChannelAccounts,
+  replaceBindings,
+  upsertChannelAccount,
+  type BindingRecord,
+  type Db,
+  type JsonValue,
+} from '@agentry/db';
+import { normaliseWorkspacePath } from '@agentry/engine';
+import { hashApiKey } from '../auth/passwords.js';
+import type { GatewayDeps } from '../deps.js';
+import {
+  accountView,
+  checkWrittenFields,
+  mergeAccount,
+  newAccountApiKey,
+  platformView,
+  publishChannelsChange,
+  requirePlatform,
+} from '../channels/accounts.js';
+import { inboundRoutes } from '../channels/inbound.js';
+import { typed } from './common.js';
+
+const AccountId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'letters, digits, _ and -' });
+const PlatformParams = Type.Object({ platform: Type.String({ maxLength: 64 }) });
+const AccountParams = Type.Object({ platform: Type.String({ maxLength: 64 }), accountId: Type.String({ maxLength: 128 }) });
+
+const Match = Type.Object(
+  {
+    default: Type.Optional(Type.Boolean()),
+    channel: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  },
+  { additionalProperties: false },
+);
+const Binding = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 128 }), match: Match }, { additionalProperties: false });
+/** The binding written with an account: its match defaults to that account. */
+const AccountBinding = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 128 }), match: Type.Optional(Match) }, { additionalProperties: false });
+const BindingsBody = Type.Object({ bindings: Type.Array(Binding, { maxItems: 10_000 }) }, { additionalProperties: false });
+
+// Platforms have fields of their own, so the written form is open; checkWrittenFields vets them.
+const Common = {
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+  enabled: Type.Optional(Type.Boolean()),
+};
+const CreateBody = Type.Object({ id: AccountId, ...Common, binding: Type.Optional(AccountBinding) }, { additionalProperties: true });
+const UpdateBody = Type.Object({ id: Type.Optional(Type.String()), ...Common }, { additionalProperties: true });
+
+const ChatId = Type.String({ minLength: 1, maxLength: 512 });
+const SendAccount = Type.Optional(Type.String({ minLength: 1, maxLength: 128 }));
+const SendBody = Type.Object({ chatId: ChatId, message: Type.String({ minLength: 1, maxLength: 100_000 }), accountId: SendAccount }, { additionalProperties: false });
+const WorkspacePath = Type.String({ minLength: 1, maxLength: 1024 });
+const SendImageBody = Type.Object(
+  {
+    chatId: ChatId,
+    imagePath: Type.Optional(WorkspacePath),
+    imageKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds imagePath' })),
+    accountId: SendAccount,
+  },
+  { additionalProperties: false },
+);
+const SendFileBody = Type.Object(
+  {
+    chatId: ChatId,
+    filePath: Type.Optional(WorkspacePath),
+    fileName: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    fileKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds filePath' })),
+    accountId: SendAccount,
+  },
+  { additionalProperties: false },
+);
+
+export interface ChannelRouteOptions {
+  /** How long a send request waits for the platform's answer before giving up (the message stays queued). */
+  sendWaitMs: number;
+  /** Rebuilds this replica's key index at once, so a key created or replaced here works (or stops) on the next request. */
+  reloadCredentials: () => Promise<void>;
+}
+
+/**
+ * Channels: accounts per platform, bindings, outbound sends and the inbound events URL.
+ * Accounts are written in snake_case and read in camelCase; secret fields are sealed at rest and
+ * never returned (`hasSecret`). Every change tells every replica (credential index, connector).
+ */
+export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: ChannelRouteOptions): void {
+  const api = typed(app);
+  const db = (): Db => deps.db.db;
+  // Other replicas hear the invalidation; this one must not answer before its own index knows.
+  const changed = async (id?: string) => {
+    await opts.reloadCredentials().catch((err: unknown) => deps.logger.warn({ err }, 'credential reload after a channels change failed'));
+    await publishChannelsChange(deps, id);
+  };
+
+  api.get('/channels', async () => {
+    const platforms: Record<string, Awaited<ReturnType<typeof platformView>>> = {};
+    for (const p of PLATFORMS) platforms[p] = await platformView(deps, p);
+    return { platforms };
+  });
+
+  api.get('/channels/:platform', { schema: { params: PlatformParams } }, async (req) => platformView(deps, requirePlatform(req.params.platform)));
+
+  api.get('/channels/:platform/accounts/:accountId', { schema: { params: AccountParams } }, async (req) => {
+    const platform = requirePlatform(req.params.platform);
+    const account = await getChannelAccount(db(), platform, req.params.accountId);
+    if (!account) throw new Errors.NOT_FOUND(`${platform} account "${req.params.accountId}"`);
+    return accountView(account);
+  });
+
+  api.post('/channels/:platform/accounts', { schema: { params: PlatformParams, body: CreateBody } }, async (req, reply) => {
+    const platform = requirePlatform(req.params.platform);
+    const body = req.body as Record<string, unknown> & { id: string; name?: string; enabled?: boolean; binding?: { agentId: string; match?: BindingRecord['match'] } };
+    checkWrittenFields(body);
+    checkPlatformFields(platform, body);
+    const binding = body.binding ? { agentId: body.binding.agentId, match: body.binding.match ?? { channel: platform, accountId: body.id } } : undefined;
+    if (binding) await checkBinding(db(), binding, new Map([[`${platform}/${body.id}`, true]]));
+
+    let generatedKey: string | undefined;
+    if (platform === 'api' && body.api_key === undefined) body.api_key = generatedKey = newAccountApiKey();
+    const merged = mergeAccount({ settings: {}, secrets: {} }, body);
+    const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
+    const created = await inTransaction(db(), async (trx) => {
+      const ok = await insertChannelAccount(trx, {
+        platform,
+        id: body.id,
+        name: body.name ?? body.id,
+        enabled: body.enabled ?? true,
+        settings: merged.settings,
+        secretsSealed: Object.keys(merged.secrets).length > 0 ? deps.secrets.seal(JSON.stringify(merged.secrets)) : null,
+        apiKeyHash: apiKey ? hashApiKey(apiKey) : null,
+        fileHmac: null,
+      });
+      if (!ok) return false;
+      if (binding) await appendBinding(trx, binding);
+      return true;
+    }).catch((err: unknown) => {
+      // Two accounts cannot share an api key (unique hash).
+      if ((err as { code?: string }).code === '23505') throw new Errors.CONFLICT('an account with this api_key');
+      throw err;
+    });
+    if (!created) throw new Errors.CONFLICT(`${platform} account "${body.id}"`);
+    await changed(`${platform}/${body.id}`);
+    req.log.info({ platform, accountId: body.id, binding: binding?.agentId }, 'channel account created');
+    const account = await getChannelAccount(db(), platform, body.id);
+    // The generated key is shown this once; it can be replaced later with PUT {api_key}.
+    return reply.status(201).send({ ...accountView(account!), ...(generatedKey ? { apiKey: generatedKey } : {}) });
+  });
+
+  api.put('/channels/:platform/accounts/:accountId', { schema: { params: AccountParams, body: UpdateBody } }, async (req) => {
+    const platform = requirePlatform(req.params.platform);
+    const id = req.params.accountId;
+    const body = req.body as Record<string, unknown> & { name?: string; enabled?: boolean };
+    if (body.id !== undefined && body.id !== id) throw new Errors.VALIDATION(`id: the account id cannot change ("${id}" in the path)`);
+    if ('binding' in body) throw new Errors.VALIDATION('binding: change bindings with PUT /api/v1/bindings');
+    checkWrittenFields(body);
+    checkPlatformFields(platform, body);
+    if (platform === 'api' && body.api_key === null) throw new Errors.VALIDATION('api_key: an api account needs a key; send a new one to replace it');
+    const existing = await getChannelAccount(db(), platform, id);
+    if (!existing) throw new Errors.NOT_FOUND(`${platform} account "${id}"`);
+    const secrets = existing.secretsSealed ? (JSON.parse(deps.secrets.open(existing.secretsSealed)) as Record<string, string>) : {};
+    const merged = mergeAccount({ settings: existing.settings, secrets }, body);
+    const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
+    try {
+      await upsertChannelAccount(db(), {
+        platform,
+        id,
+        name: body.name ?? existing.name,
+        enabled: body.enabled ?? existing.enabled,
+        settings: merged.settings,
+        secretsSealed: Object.keys(merged.secrets).length > 0 ? deps.secrets.seal(JSON.stringify(merged.secrets)) : null,
+        apiKeyHash: apiKey ? hashApiKey(apiKey) : null,
+        fileHmac: existing.fileHmac,
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw new Errors.CONFLICT('an account with this api_key');
+      throw err;
+    }
+    await changed(`${platform}/${id}`);
+    req.log.info({ platform, accountId: id, fields: Object.keys(body) }, 'channel account updated');
+    return accountView((await getChannelAccount(db(), platform, id))!);
+  });
+
+  api.delete('/channels/:platform/accounts/:accountId', { schema: { params: AccountParams } }, async (req) => {
+    const platform = requirePlatform(req.params.platform);
+    const id = req.params.accountId;
+    const removed = await inTransaction(db(), async (trx) => {
+      const ok = await deleteChannelAccount(trx, platform, id);
+      if (!ok) return false;
+      // Bindings naming the account would match nothing: they go with it.
+      const left = (await listBindings(trx)).filter((b) => !(b.match.channel === platform && b.match.accountId === id));
+      await replaceBindings(trx, left);
+      return true;
+    });
+    if (!removed) throw new Errors.NOT_FOUND(`${platform} account "${id}"`);
+    await changed(`${platform}/${id}`);
+    req.log.info({ platform, accountId: id }, 'channel account deleted');
+    return { success: true };
+  });
+
+  api.get('/bindings', async () => ({ bindings: await listBindings(db()) }));
+
+  api.put('/bindings', { schema: { body: BindingsBody } }, async (req) => {
+    const bindings = req.body.bindings.map((b) => ({ agentId: b.agentId, match: dropUndefined(b.match) }));
+    for (const [i, b] of bindings.entries()) await checkBinding(db(), b, undefined, `bindings[${i}]`);
+    await inTransaction(db(), (trx) => replaceBindings(trx, bindings));
+    await changed();
+    req.log.info({ count: bindings.length }, 'bindings replaced');
+    return { bindings: await listBindings(db()) };
+  });
+
+  const send = async (platformParam: string, accountId: string | undefined, chatId: string, build: (platform: Platform) => Promise<Pick<OutboundInput, 'kind' | 'payload'>>) => {
+    const platform = requirePlatform(platformParam);
+    if (platform === 'api') throw new Errors.VALIDATION('the api platform has no chats to send to (its clients call /chat/completions)');
+    const account = await sendingAccount(db(), platform, accountId);
+    if (deps.config.current.channels[platform]?.enabled === false) throw new Errors.VALIDATION(`the ${platform} platform is disabled in the configuration file`);
+    const adapter = adapterFor(platform)!;
+    const content = await build(platform);
+    if (content.kind === 'image' && !adapter.supports.image) throw new Errors.VALIDATION(`${platform} accounts cannot send images`);
+    if (content.kind === 'file' && !adapter.supports.file) throw new Errors.VALIDATION(`${platform} accounts cannot send files`);
+    // Fails early on an account the platform could never accept (a secret that cannot be opened).
+    accountContext(account, deps.secrets);
+    const outcome = await sendAndWait(
+      { db: db(), queue: deps.bus.queue, events: deps.bus.pubsub },
+      { platform, accountId: account.id, chatId, source: 'api', ...content },
+      { timeoutMs: opts.sendWaitMs },
+    );
+    switch (outcome.kind) {
+      case 'sent':
+        return { success: true, messageId: outcome.message.platformMessageId ?? '' };
+      case 'failed':
+        throw new Errors.UPSTREAM(`${platform} refused the message: ${outcome.message.error ?? 'unknown error'}`);
+      case 'pending':
+        throw new Errors.UPSTREAM(
+          `${platform} did not confirm the message within ${Math.round(opts.sendWaitMs / 1000)} s; it stays queued as ${outcome.message.id} and may still be delivered` +
+            (outcome.message.error ? ` (last error: ${outcome.message.error})` : ''),
+        );
+      default: {
+        const never: never = outcome;
+        throw new Errors.INTERNAL(`unknown send outcome ${String(never)}`);
+      }
+    }
+  };
+
+  api.post('/channels/:platform/send', { schema: { params: PlatformParams, body: SendBody } }, async (req) =>
+    send(req.params.platform, req.body.accountId, req.body.chatId, async () => ({ kind: 'text', payload: { text: req.body.message } })),
+  );
+
+  api.post('/channels/:platform/send-image', { schema: { params: PlatformParams, body: SendImageBody } }, async (req) => {
+    const b = req.body;
+    return send(req.params.platform, b.accountId, b.chatId, async () => ({
+      kind: 'image',
+      payload: await mediaPayload(db(), { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
+    }));
+  });
+
+  api.post('/channels/:platform/send-file', { schema: { params: PlatformParams, body: SendFileBody } }, async (req) => {
+    const b = req.body;
+    return send(req.params.platform, b.accountId, b.chatId, async () => ({
+      kind: 'file',
+      payload: {
+        ...(await mediaPayload(db(), { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
+        ...(b.fileName ? { fileName: b.fileName } : {}),
+      },
+    }));
+  });
+
+  inboundRoutes(app, deps);
+}
+
+/** Platform rules the shared checks do not cover. */
+function checkPlatformFields(platform: Platform, body: Record<string, unknown>): void {
+  if (platform === 'api' && body.api_key !== undefined && body.api_key !== null && (typeof body.api_key !== 'string' || body.api_key.length < 16)) {
+    throw new Errors.VALIDATION('api_key: at least 16 characters');
+  }
+  if (platform !== 'api' && body.api_key !== undefined) throw new Errors.VALIDATION(`api_key: only api accounts have one (this is ${platform})`);
+}
+
+/** A binding's agent exists, its channel is a platform, its account exists there. */
+async function checkBinding(db: Db, b: BindingRecord, pending?: Map<string, boolean>, where = 'binding'): Promise<void> {
+  const agent = await getRuleChain(db, b.agentId);
+  if (!agent || agent.kind !== 'agent') throw new Errors.VALIDATION(`${where}.agentId: no agent "${b.agentId}"`);
+  const { channel, accountId } = b.match;
+  if (channel === undefined && accountId === undefined && b.match.default !== true) {
+    throw new Errors.VALIDATION(`${where}.match: give channel (and optionally accountId), or default: true`);
+  }
+  if (accountId !== undefined && channel === undefined) throw new Errors.VALIDATION(`${where}.match.accountId needs match.channel`);
+  if (channel !== undefined) {
+    if (!(PLATFORMS as readonly string[]).includes(channel)) throw new Errors.VALIDATION(`${where}.match.channel: "${channel}" is not a platform (one of ${PLATFORMS.join(', ')})`);
+    if (accountId !== undefined && !pending?.has(`${channel}/${accountId}`)) {
+      const accounts = await listChannelAccounts(db, channel);
+      if (!accounts.some((a) => a.id === accountId)) throw new Errors.VALIDATION(`${where}.match.accountId: no ${channel} account "${accountId}"`);
+    }
+  }
+}
+
+/** Exactly one of a workspace path (of `agentId`'s workspace, which must hold the file) or a platform key. */
+async function mediaPayload(
+  db: Db,
+  m: { path: string | undefined; key: string | undefined; agentId: string | undefined; pathField: string; keyField: string },
+): Promise<Record<string, JsonValue>> {
+  if ((m.path === undefined) === (m.key === undefined)) throw new Errors.VALIDATION(`give exactly one of ${m.pathField} or ${m.keyField}`);
+  if (m.key !== undefined) return { key: m.key };
+  if (m.agentId === undefined) throw new Errors.VALIDATION(`agentId: required with ${m.pathField} (the agent whose workspace holds the file)`);
+  const agent = await getRuleChain(db, m.agentId);
+  if (!agent || agent.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${m.agentId}"`);
+  const path = normaliseWorkspacePath(m.path);
+  if (path === '') throw new Errors.VALIDATION(`${m.pathField}: name a file, not the workspace root`);
+  const entry = await getWorkspaceEntry(db, m.agentId, path);
+  if (!entry || entry.isDir) throw new Errors.VALIDATION(`${m.pathField}: no file "${path}" in the workspace of agent "${m.agentId}"`);
+  return { agentId: m.agentId, path };
+}
+
+function dropUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,272 @@
+import { expect, it } from 'vitest';
+import { startFakeSlack, startFakeTelegram } from '@agentry/testing';
+import { createAgent, describeOnBothEngines, uid, type Env } from './resources-harness.js';
+
+const PLATFORMS = ['api', 'chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'];
+
+/**
+ * Channel accounts, bindings, the send routes' validation and the inbound events URL's
+ * verification, through the gateway alone (no connector: sends that pass validation are covered
+ * end to end in e2e/channels.test.ts).
+ */
+describeOnBothEngines('channels REST', (env: () => Env) => {
+  const json = (body: string) => JSON.parse(body) as Record<string, unknown>;
+
+  it('GET /channels lists all seven platforms; unknown platforms are 404 on every route', async () => {
+    const res = await env().req('GET', '/api/v1/channels');
+    expect(res.statusCode).toBe(200);
+    const platforms = json(res.body).platforms as Record<string, { enabled: boolean; accounts: object }>;
+    expect(Object.keys(platforms).sort()).toEqual(PLATFORMS);
+    for (const p of PLATFORMS) expect(platforms[p]).toMatchObject({ enabled: true, accounts: expect.any(Object) });
+
+    for (const [method, url, body] of [
+      ['GET', '/api/v1/channels/nope'],
+      ['GET', '/api/v1/channels/nope/accounts/a'],
+      ['POST', '/api/v1/channels/nope/accounts', { id: 'a' }],
+      ['PUT', '/api/v1/channels/nope/accounts/a', { name: 'x' }],
+      ['DELETE', '/api/v1/channels/nope/accounts/a'],
+      ['POST', '/api/v1/channels/nope/send', { chatId: '1', message: 'hi' }],
+      ['POST', '/api/v1/channels/nope/accounts/a/events', {}],
+    ] as const) {
+      const r = await env().req(method, url, body);
+      expect(r.statusCode, `${method} ${url}`).toBe(404);
+      expect(json(r.body).error).toEqual(expect.stringContaining('nope'));
+    }
+  });
+
+  it('creates an account from the snake_case form and reads it back in camelCase without the secret', async () => {
+    const id = uid('lark');
+    const secret = `lark-app-secret-${id}-0123456789`;
+    const created = await env().req('POST', '/api/v1/channels/chat_a/accounts', {
+      id,
+      name: 'Team Lark',
+      enabled: true,
+      dm_policy: 'allow',
+      group_policy: 'allowlist',
+      allow_from: ['oc_1'],
+      app_id: 'cli_123',
+      app_secret: secret,
+      encrypt_key: `enc-${secret}`,
+      api_base: 'http://127.0.0.1:1/open-apis',
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const view = json(created.body);
+    expect(view).toEqual({
+      id,
+      name: 'Team Lark',
+      enabled: true,
+      dmPolicy: 'allow',
+      groupPolicy: 'allowlist',
+      appId: 'cli_123',
+      hasSecret: true,
+      allowFrom: ['oc_1'],
+      apiBase: 'http://127.0.0.1:1/open-apis',
+    });
+    const one = await env().req('GET', `/api/v1/channels/chat_a/accounts/${id}`);
+    expect(json(one.body)).toEqual(view);
+    const platform = await env().req('GET', '/api/v1/channels/chat_a');
+    expect(json(platform.body)).toMatchObject({ enabled: true, accounts: { [id]: view } });
+    for (const body of [created.body, one.body, platform.body, (await env().req('GET', '/api/v1/channels')).body]) expect(body).not.toContain(secret);
+    expect(env().logs()).not.toContain(secret);
+
+    const dup = await env().req('POST', '/api/v1/channels/chat_a/accounts', { id, app_secret: 'x' });
+    expect(dup.statusCode).toBe(409);
+  });
+
+  it('refuses bad input with 400 {error}', async () => {
+    const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+      ['chat_d', { id: uid('a'), dm_policy: 'open' }, /dm_policy.*allow, allowlist, disabled/],
+      ['chat_d', { id: uid('a'), group_policy: 'sometimes' }, /group_policy/],
+      ['chat_d', { id: uid('a'), session_scope: 'per_moon' }, /session_scope/],
+      ['chat_d', { id: uid('a'), allow_from: 'everyone' }, /allow_from/],
+      ['chat_d', { id: uid('a'), api_base: 'ftp://x' }, /api_base/],
+      ['chat_d', { id: uid('a'), nested: { a: 1 } }, /nested/],
+      ['chat_d', { id: 'bad id!' }, /id/],
+      ['chat_d', { name: 'no id' }, /id/],
+      ['chat_d', { id: uid('a'), api_key: 'sk-0123456789abcdef' }, /only api accounts/],
+      ['api', { id: uid('a'), api_key: 'short' }, /16 characters/],
+      ['chat_d', { id: uid('a'), binding: { agentId: 'no_such_agent' } }, /no agent "no_such_agent"/],
+    ];
+    for (const [platform, body, message] of cases) {
+      const res = await env().req('POST', `/api/v1/channels/${platform}/accounts`, body);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(json(res.body).error).toMatch(message);
+    }
+  });
+
+  it('updates fields, replaces and removes secrets, and deletes (taking its bindings along)', async () => {
+    const agent = uid('agent');
+    await createAgent(env, agent);
+    const id = uid('tg');
+    const first = await env().req('POST', '/api/v1/channels/chat_d/accounts', { id, app_secret: 'first-bot-token', binding: { agentId: agent } });
+    expect(first.statusCode, first.body).toBe(201);
+    let bindings = json((await env().req('GET', '/api/v1/bindings')).body).bindings as unknown[];
+    expect(bindings).toContainEqual({ agentId: agent, match: { channel: 'chat_d', accountId: id } });
+
+    const updated = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { name: 'Renamed', enabled: false, group_policy: 'disabled', app_secret: 'second-bot-token' });
+    expect(updated.statusCode, updated.body).toBe(200);
+    expect(json(updated.body)).toMatchObject({ id, name: 'Renamed', enabled: false, groupPolicy: 'disabled', dmPolicy: 'allow', hasSecret: true });
+    expect(updated.body).not.toContain('second-bot-token');
+
+    const cleared = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { app_secret: null, group_policy: null });
+    expect(json(cleared.body)).toMatchObject({ hasSecret: false, groupPolicy: 'allow' });
+
+    expect((await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { id: 'other' })).statusCode).toBe(400);
+    expect((await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { dm_policy: 'maybe' })).statusCode).toBe(400);
+    expect((await env().req('PUT', `/api/v1/channels/chat_d/accounts/${uid('ghost')}`, { name: 'x' })).statusCode).toBe(404);
+
+    const deleted = await env().req('DELETE', `/api/v1/channels/chat_d/accounts/${id}`);
+    expect(deleted.statusCode).toBe(200);
+    expect(json(deleted.body)).toEqual({ success: true });
+    bindings = json((await env().req('GET', '/api/v1/bindings')).body).bindings as unknown[];
+    expect(bindings).not.toContainEqual({ agentId: agent, match: { channel: 'chat_d', accountId: id } });
+    expect((await env().req('DELETE', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
+    expect((await env().req('GET', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
+  });
+
+  it('PUT /bindings replaces the list after checking agents, platforms and accounts', async () => {
+    const agent = uid('agent');
+    await createAgent(env, agent);
+    const account = uid('sl');
+    expect((await env().req('POST', '/api/v1/channels/chat_e/accounts', { id: account, app_secret: 'xoxb-1' })).statusCode).toBe(201);
+    const bad: Array<[unknown, RegExp]> = [
+      [{ agentId: 'nobody', match: { default: true } }, /no agent "nobody"/],
+      [{ agentId: agent, match: { channel: 'chat_z' } }, /not a platform/],
+      [{ agentId: agent, match: { channel: 'chat_e', accountId: 'missing' } }, /no chat_e account "missing"/],
+      [{ agentId: agent, match: { accountId: account } }, /needs match.channel/],
+      [{ agentId: agent, match: {} }, /give channel/],
+      [{ agentId: agent }, /match/],
+    ];
+    for (const [binding, message] of bad) {
+      const res = await env().req('PUT', '/api/v1/bindings', { bindings: [binding] });
+      expect(res.statusCode, JSON.stringify(binding)).toBe(400);
+      expect(json(res.body).error).toMatch(message);
+    }
+    expect((await env().req('PUT', '/api/v1/bindings', { nope: [] })).statusCode).toBe(400);
+
+    const list = [
+      { agentId: agent, match: { channel: 'chat_e', accountId: account } },
+      { agentId: agent, match: { channel: 'chat_d' } },
+      { agentId: agent, match: { default: true } },
+    ];
+    const put = await env().req('PUT', '/api/v1/bindings', { bindings: list });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(json(put.body)).toEqual({ bindings: list });
+    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual({ bindings: list });
+    expect(json((await env().req('PUT', '/api/v1/bindings', { bindings: [] })).body)).toEqual({ bindings: [] });
+  });
+
+  it('an api account gets a generated key shown once; bound to one agent, it may chat with that agent only', async () => {
+    const mine = uid('agent');
+    const other = uid('agent');
+    await createAgent(env, mine);
+    await createAgent(env, other);
+    const id = uid('client');
+    const created = await env().req('POST', '/api/v1/channels/api/accounts', { id, description: 'CI bot', binding: { agentId: mine } });
+    expect(created.statusCode, created.body).toBe(201);
+    const key = json(created.body).apiKey as string;
+    expect(key).toMatch(/^sk-/);
+    expect(json(created.body)).toMatchObject({ id, hasSecret: true, description: 'CI bot' });
+    const read = await env().req('GET', `/api/v1/channels/api/accounts/${id}`);
+    expect(read.body).not.toContain(key);
+    expect(env().logs()).not.toContain(key);
+
+    const auth = { authorization: `Bearer ${key}` };
+    const models = await env().app.inject({ method: 'GET', url: '/api/v1/models', headers: auth });
+    expect(models.statusCode).toBe(200);
+    expect((json(models.body).data as Array<{ id: string }>).map((m) => m.id)).toEqual([mine]);
+    const refused = await env().app.inject({
+      method: 'POST',
+      url: '/api/v1/chat/completions',
+      headers: auth,
+      payload: { model: other, messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(json(refused.body).error).toMatch(new RegExp(`bound to "${mine}", not to agent "${other}"`));
+
+    // A replaced key stops working at once.
+    const rotated = await env().req('PUT', `/api/v1/channels/api/accounts/${id}`, { api_key: 'sk-replacement-key-0123456789' });
+    expect(rotated.statusCode).toBe(200);
+    expect((await env().app.inject({ method: 'GET', url: '/api/v1/models', headers: auth })).statusCode).toBe(401);
+    expect((await env().req('PUT', `/api/v1/channels/api/accounts/${id}`, { api_key: null })).statusCode).toBe(400);
+    await env().req('DELETE', `/api/v1/channels/api/accounts/${id}`);
+  });
+
+  it('send routes validate before queueing', async () => {
+    const agent = uid('agent');
+    await createAgent(env, agent);
+    const hook = uid('hook');
+    expect((await env().req('POST', '/api/v1/channels/chat_a_webhook/accounts', { id: hook, app_secret: 'hook-token' })).statusCode).toBe(201);
+    const off = uid('off');
+    expect((await env().req('POST', '/api/v1/channels/chat_b/accounts', { id: off, enabled: false, app_id: 'k', app_secret: 's' })).statusCode).toBe(201);
+    const cases: Array<[string, string, unknown, number, RegExp]> = [
+      ['api', 'send', { chatId: '1', message: 'hi' }, 400, /api platform has no chats/],
+      ['chat_c', 'send', { chatId: '1', message: 'hi' }, 400, /no enabled chat_c account/],
+      ['chat_b', 'send', { chatId: '1', message: 'hi', accountId: off }, 400, /disabled/],
+      ['chat_b', 'send', { chatId: '1', message: 'hi', accountId: 'ghost' }, 404, /ghost/],
+      ['chat_a_webhook', 'send', { chatId: '1', message: '' }, 400, /message/],
+      ['chat_a_webhook', 'send', { message: 'hi' }, 400, /chatId/],
+      ['chat_a_webhook', 'send-image', { chatId: '1', imageKey: 'k' }, 400, /cannot send images/],
+      ['chat_a_webhook', 'send-file', { chatId: '1', fileKey: 'k' }, 400, /cannot send files/],
+      ['chat_d', 'send-image', { chatId: '1' }, 400, /./],
+    ];
+    const tgId = uid('tg');
+    expect((await env().req('POST', '/api/v1/channels/chat_d/accounts', { id: tgId, app_secret: 'bot-token' })).statusCode).toBe(201);
+    cases.push(
+      ['chat_d', 'send-image', { chatId: '1', accountId: tgId }, 400, /exactly one of imagePath or imageKey/],
+      ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'a.png', imageKey: 'k' }, 400, /exactly one/],
+      ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'a.png' }, 400, /agentId: required/],
+      ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'a.png', agentId: 'nobody' }, 404, /nobody/],
+      ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'missing.png', agentId: agent }, 400, /no file "missing.png"/],
+      ['chat_d', 'send-file', { chatId: '1', accountId: tgId, filePath: '../../etc/passwd', agentId: agent }, 400, /leaves the workspace/],
+    );
+    for (const [platform, route, body, status, message] of cases) {
+      const res = await env().req('POST', `/api/v1/channels/${platform}/${route}`, body);
+      expect(res.statusCode, `${platform}/${route} ${JSON.stringify(body)}: ${res.body}`).toBe(status);
+      expect(json(res.body).error).toMatch(message);
+    }
+  });
+
+  it('the events URL verifies the platform signature and answers handshakes', async () => {
+    const tg = await startFakeTelegram();
+    const slack = await startFakeSlack();
+    try {
+      const tgId = uid('tg');
+      expect((await env().req('POST', '/api/v1/channels/chat_d/accounts', { id: tgId, ...tg.account })).statusCode).toBe(201);
+      const event = tg.inbound({ eventId: '1', chatId: '5', chatType: 'dm', senderId: '5', text: 'hi' });
+      const forged = await env().app.inject({
+        method: 'POST',
+        url: `/api/v1/channels/chat_d/accounts/${tgId}/events`,
+        headers: { ...event.headers, 'x-telegram-bot-api-secret-token': 'wrong' },
+        payload: event.body,
+      });
+      expect(forged.statusCode).toBe(401);
+      expect(json(forged.body)).toEqual({ error: expect.any(String) });
+      const unknown = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_d/accounts/${uid('x')}/events`, headers: event.headers, payload: event.body });
+      expect(unknown.statusCode).toBe(404);
+      const garbage = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_d/accounts/${tgId}/events`, headers: event.headers, payload: 'not json' });
+      expect(garbage.statusCode).toBe(400);
+      // A verified message with no agent bound: acknowledged (so the platform stops retrying), nothing runs.
+      const unbound = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_d/accounts/${tgId}/events`, headers: event.headers, payload: event.body });
+      expect(unbound.statusCode).toBe(200);
+
+      const slId = uid('sl');
+      expect((await env().req('POST', '/api/v1/channels/chat_e/accounts', { id: slId, ...slack.account })).statusCode).toBe(201);
+      const hs = slack.handshake!();
+      const answered = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_e/accounts/${slId}/events`, headers: hs.headers, payload: hs.body });
+      expect(answered.statusCode).toBe(200);
+      expect(answered.body).toBe(hs.expect);
+
+      const api = await env().app.inject({ method: 'POST', url: '/api/v1/channels/api/accounts/x/events', payload: '{}', headers: { 'content-type': 'application/json' } });
+      expect(api.statusCode).toBe(400);
+      const hookId = uid('hook');
+      await env().req('POST', '/api/v1/channels/chat_a_webhook/accounts', { id: hookId, app_secret: 'hook' });
+      const hook = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_a_webhook/accounts/${hookId}/events`, payload: '{}', headers: { 'content-type': 'application/json' } });
+      expect(hook.statusCode).toBe(400);
+      expect(json(hook.body).error).toMatch(/webhook-only/);
+    } finally {
+      await tg.close();
+      await slack.close();
+    }
+  });
+});

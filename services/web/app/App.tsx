@@ -1,0 +1,205 @@
+import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
+import { authStatus, messageOf, setToken, setUnauthorizedHandler } from './lib/api';
+import { Link, matchPath, navigate, useLocation } from './lib/router';
+import type { AuthStatus } from './lib/types';
+import { AppContext, type AppState } from './context';
+import { LoginPage } from './pages/Login';
+import { ChatPage } from './pages/Chat';
+import { AgentsPage, AgentEditPage, AgentNewPage } from './pages/Agents';
+import { SkillsPage } from './pages/Skills';
+import { WorkspacePage } from './pages/Workspace';
+import { CronPage } from './pages/Cron';
+import { ChannelsPage } from './pages/Channels';
+import { ProvidersPage } from './pages/Providers';
+import { SettingsPage } from './pages/Settings';
+
+const NAV: Array<{ to: string; label: string }> = [
+  { to: '/chat', label: 'Chat' },
+  { to: '/agents', label: 'Agents' },
+  { to: '/skills', label: 'Skills' },
+  { to: '/workspace', label: 'Workspace' },
+  { to: '/cron', label: 'Cron jobs' },
+  { to: '/channels', label: 'Channels' },
+  { to: '/providers', label: 'Model providers' },
+  { to: '/settings', label: 'Settings' },
+];
+
+function route(path: string): { title: string; page: ReactNode } {
+  let p: Record<string, string> | null;
+  if ((p = matchPath('/chat', path))) return { title: 'Chat', page: <ChatPage /> };
+  if ((p = matchPath('/chat/:agentId', path))) return { title: 'Chat', page: <ChatPage agentId={p.agentId} /> };
+  if ((p = matchPath('/chat/:agentId/:sessionKey', path))) return { title: 'Chat', page: <ChatPage agentId={p.agentId} sessionKey={p.sessionKey} /> };
+  if (matchPath('/agents', path)) return { title: 'Agents', page: <AgentsPage /> };
+  if (matchPath('/agents/new', path)) return { title: 'New agent', page: <AgentNewPage /> };
+  if ((p = matchPath('/agents/:agentId', path))) return { title: `Agent ${p.agentId}`, page: <AgentEditPage key={p.agentId} agentId={p.agentId!} /> };
+  if (matchPath('/skills', path)) return { title: 'Skills', page: <SkillsPage /> };
+  if (matchPath('/workspace', path)) return { title: 'Workspace', page: <WorkspacePage /> };
+  if ((p = matchPath('/workspace/:agentId', path))) return { title: 'Workspace', page: <WorkspacePage key={p.agentId} agentId={p.agentId} /> };
+  if (matchPath('/cron', path)) return { title: 'Cron jobs', page: <CronPage /> };
+  if (matchPath('/channels', path)) return { title: 'Channels', page: <ChannelsPage /> };
+  if (matchPath('/providers', path)) return { title: 'Model providers', page: <ProvidersPage /> };
+  if (matchPath('/settings', path)) return { title: 'Settings', page: <SettingsPage /> };
+  return {
+    title: 'Not found',
+    page: (
+      <div className="page">
+        <h1>Not found</h1>
+        <p>
+          Nothing lives at <code>{path}</code>. <Link to="/chat">Go to the chat</Link>.
+        </p>
+      </div>
+    ),
+  };
+}
+
+export function App() {
+  const { path, query } = useLocation();
+  const [status, setStatus] = useState<AuthStatus | null>(null);
+  const [bootError, setBootError] = useState<string | null>(null);
+  const [menuOpen, setMenuOpen] = useState(false);
+  const [toasts, setToasts] = useState<Array<{ id: number; text: string; kind: 'ok' | 'error' }>>([]);
+  const toastId = useRef(0);
+
+  const refresh = useCallback(async () => {
+    try {
+      const s = await authStatus();
+      // A stored token the gateway no longer accepts is dropped.
+      if (!s.user) setToken(null);
+      setStatus(s);
+      setBootError(null);
+    } catch (err) {
+      setBootError(messageOf(err));
+    }
+  }, []);
+
+  useEffect(() => {
+    void refresh();
+  }, [refresh]);
+
+  useEffect(() => {
+    setUnauthorizedHandler(() => {
+      setStatus((s) => (s ? { requireAuth: s.requireAuth, user: null } : s));
+      const here = window.location.pathname + window.location.search;
+      if (!here.startsWith('/login')) navigate(`/login?next=${encodeURIComponent(here)}`, { replace: true });
+    });
+    return () => setUnauthorizedHandler(null);
+  }, []);
+
+  const notify = useCallback((text: string, kind: 'ok' | 'error' = 'ok') => {
+    const id = ++toastId.current;
+    setToasts((t) => [...t, { id, text, kind }]);
+    setTimeout(() => setToasts((t) => t.filter((x) => x.id !== id)), 4000);
+  }, []);
+
+  const logout = useCallback(() => {
+    setToken(null);
+    setStatus((s) => (s ? { requireAuth: s.requireAuth, user: null } : s));
+    navigate(status?.requireAuth ? '/login' : '/chat');
+  }, [status?.requireAuth]);
+
+  const state = useMemo<AppState | null>(() => (status ? { status, refresh, logout, notify } : null), [status, refresh, logout, notify]);
+
+  const mustLogin = status !== null && status.requireAuth && !status.user && path !== '/login';
+  useEffect(() => {
+    if (mustLogin) navigate(`/login?next=${encodeURIComponent(path + (query.toString() ? `?${query.toString()}` : ''))}`, { replace: true });
+  }, [mustLogin, path, query]);
+  useEffect(() => {
+    if (path === '/') navigate('/chat', { replace: true });
+  }, [path]);
+
+  const current = route(path);
+  useEffect(() => {
+    document.title = `${current.title} · Agentry`;
+    setMenuOpen(false);
+  }, [current.title, path]);
+
+  if (!state) {
+    return (
+      <div className="boot">
+        {bootError ? (
+          <div className="notice notice-error" role="alert">
+            The gateway did not answer: {bootError}.{' '}
+            <button type="button" onClick={() => void refresh()}>
+              Try again
+            </button>
+          </div>
+        ) : (
+          <p role="status">Loading…</p>
+        )}
+      </div>
+    );
+  }
+
+  if (path === '/login') {
+    return (
+      <AppContext.Provider value={state}>
+        <LoginPage next={query.get('next') ?? '/chat'} />
+      </AppContext.Provider>
+    );
+  }
+  if (mustLogin) return null;
+  const { status: auth } = state;
+
+  return (
+    <AppContext.Provider value={state}>
+      <div className={`app${menuOpen ? ' menu-open' : ''}`}>
+        <a className="skip-link" href="#main">
+          Skip to content
+        </a>
+        <header className="topbar">
+          <button type="button" className="menu-button" aria-expanded={menuOpen} aria-controls="main-nav" onClick={() => setMenuOpen((o) => !o)}>
+            <span aria-hidden="true">☰</span>
+            <span className="sr-only">Menu</span>
+          </button>
+          <Link to="/chat" className="brand">
+            Agentry
+          </Link>
+          <div className="topbar-right">
+            {auth.user ? (
+              <>
+                <span className="user" aria-label="Signed in as">
+                  {auth.user.username}
+                </span>
+                <button type="button" className="secondary" onClick={logout}>
+                  Log out
+                </button>
+              </>
+            ) : (
+              <Link to={`/login?next=${encodeURIComponent(path)}`} className="button secondary">
+                Log in
+              </Link>
+            )}
+          </div>
+        </header>
+        {auth.defaultPassword ? (
+          <div className="banner" role="alert">
+            The <strong>admin</strong> user still has the default password. <Link to="/settings#account">Change it now</Link>.
+          </div>
+        ) : null}
+        <div className="shell">
+          <nav id="main-nav" className="sidebar" aria-label="Main">
+            <ul>
+              {NAV.map((n) => (
+                <li key={n.to}>
+                  <Link to={n.to} aria-current={path === n.to || path.startsWith(`${n.to}/`) ? 'page' : undefined}>
+                    {n.label}
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <main id="main" tabIndex={-1}>
+            {current.page}
+          </main>
+        </div>
+        <div className="toasts" aria-live="polite">
+          {toasts.map((t) => (
+            <div key={t.id} className={`toast toast-${t.kind}`}>
+              {t.text}
+            </div>
+          ))}
+        </div>
+      </div>
+    </AppContext.Provider>
+  );
+}

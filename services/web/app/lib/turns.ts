@@ -1,0 +1,119 @@
+/**
+ * A conversation as the chat page shows it: user turns, and assistant turns made of text parts
+ * and tool cards in the order they happened. Built from the live agui stream (`applyToolStart`,
+ * `applyToolResult`, `applyText`) or from a session's stored messages (`turnsFromHistory`).
+ * Self-contained (no imports): unit-tested under Node.
+ */
+
+export interface TextPart {
+  kind: 'text';
+  text: string;
+}
+
+export interface ToolPart {
+  kind: 'tool';
+  id: string;
+  name: string;
+  toolType?: string;
+  arguments: string;
+  result?: string;
+  error: boolean;
+  startedAt?: number;
+  durationMs?: number;
+}
+
+export type Part = TextPart | ToolPart;
+
+export interface UserTurn {
+  role: 'user';
+  key: string;
+  text: string;
+}
+
+export interface AssistantTurn {
+  role: 'assistant';
+  key: string;
+  parts: Part[];
+  status: 'streaming' | 'done' | 'stopped' | 'error';
+  error?: string;
+}
+
+export type Turn = UserTurn | AssistantTurn;
+
+/** A tool result that reports a failure: the agent loop's results start with `Error:`. */
+export function isToolError(content: string, flagged?: boolean): boolean {
+  return flagged === true || /^Error\b/.test(content);
+}
+
+export function applyText(parts: Part[], text: string): Part[] {
+  if (!text) return parts;
+  const last = parts[parts.length - 1];
+  if (last?.kind === 'text') return [...parts.slice(0, -1), { kind: 'text', text: last.text + text }];
+  return [...parts, { kind: 'text', text }];
+}
+
+export function applyToolStart(parts: Part[], e: { toolCallId: string; toolCallName: string; arguments?: string; toolType?: string }, now: number): Part[] {
+  return [
+    ...parts,
+    { kind: 'tool', id: e.toolCallId, name: e.toolCallName, arguments: e.arguments ?? '', error: false, startedAt: now, ...(e.toolType ? { toolType: e.toolType } : {}) },
+  ];
+}
+
+export function applyToolResult(
+  parts: Part[],
+  e: { toolCallId: string; toolCallName: string; content?: string; toolType?: string; isError?: boolean },
+  now: number,
+): Part[] {
+  const content = e.content ?? '';
+  const i = parts.findIndex((p) => p.kind === 'tool' && p.id === e.toolCallId);
+  if (i < 0) {
+    return [...parts, { kind: 'tool', id: e.toolCallId, name: e.toolCallName, arguments: '', result: content, error: isToolError(content, e.isError) }];
+  }
+  const p = parts[i] as ToolPart;
+  const done: ToolPart = { ...p, result: content, error: isToolError(content, e.isError), ...(p.startedAt !== undefined ? { durationMs: now - p.startedAt } : {}) };
+  return [...parts.slice(0, i), done, ...parts.slice(i + 1)];
+}
+
+interface StoredMessage {
+  role: string;
+  content: string;
+  toolCalls?: Array<{ id: string; function?: { name?: string; arguments?: string } }>;
+  toolCallId?: string;
+}
+
+/** Turns of a stored session: everything between two user messages is one assistant turn. */
+export function turnsFromHistory(messages: StoredMessage[]): Turn[] {
+  const turns: Turn[] = [];
+  let assistant: AssistantTurn | null = null;
+  for (const [i, m] of messages.entries()) {
+    if (m.role === 'user') {
+      assistant = null;
+      turns.push({ role: 'user', key: `h${i}`, text: m.content });
+      continue;
+    }
+    if (m.role !== 'assistant' && m.role !== 'tool') continue;
+    if (!assistant) {
+      assistant = { role: 'assistant', key: `h${i}`, parts: [], status: 'done' };
+      turns.push(assistant);
+    }
+    if (m.role === 'assistant') {
+      const last = assistant.parts[assistant.parts.length - 1];
+      assistant.parts = applyText(assistant.parts, last?.kind === 'text' && m.content ? `\n\n${m.content}` : m.content);
+      for (const call of m.toolCalls ?? []) {
+        assistant.parts = [...assistant.parts, { kind: 'tool', id: call.id, name: call.function?.name ?? '?', arguments: call.function?.arguments ?? '', error: false }];
+      }
+    } else if (m.toolCallId) {
+      assistant.parts = applyToolResult(assistant.parts, { toolCallId: m.toolCallId, toolCallName: '?', content: m.content }, 0);
+    }
+  }
+  return turns;
+}
+
+/** The JSON arguments pretty-printed, or as sent when they are not JSON. */
+export function prettyJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}

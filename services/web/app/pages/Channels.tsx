@@ -1,0 +1,394 @@
+import { useState, type FormEvent } from 'react';
+import { ApiError, api } from '../lib/api';
+import { useAction, useLoad } from '../lib/hooks';
+import type { AgentListItem, Binding, ChannelAccount, Paged, PlatformView } from '../lib/types';
+import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
+import { useApp } from '../context';
+
+interface FieldDef {
+  key: string;
+  label: string;
+  secret?: boolean;
+  hint?: string;
+}
+
+/** The platforms (README "Channels") and the fields of their accounts; secrets are write-only. */
+export const PLATFORMS: Array<{ id: string; title: string; fields: FieldDef[] }> = [
+  {
+    id: 'api',
+    title: 'API (OpenAI-compatible clients)',
+    fields: [
+      { key: 'description', label: 'Description' },
+      { key: 'api_key', label: 'API key', secret: true, hint: 'Leave empty to have one generated (shown once). At least 16 characters.' },
+    ],
+  },
+  {
+    id: 'chat_a',
+    title: 'Lark / Feishu app bot',
+    fields: [
+      { key: 'app_id', label: 'App id' },
+      { key: 'app_secret', label: 'App secret', secret: true },
+      { key: 'token', label: 'Verification token', secret: true },
+      { key: 'encrypt_key', label: 'Encrypt key', secret: true },
+    ],
+  },
+  {
+    id: 'chat_a_webhook',
+    title: 'Lark / Feishu custom-bot webhook (send only)',
+    fields: [
+      { key: 'app_secret', label: 'Hook token', secret: true },
+      { key: 'secret', label: 'Signing key', secret: true },
+    ],
+  },
+  {
+    id: 'chat_b',
+    title: 'DingTalk robot',
+    fields: [
+      { key: 'app_id', label: 'AppKey' },
+      { key: 'app_secret', label: 'AppSecret', secret: true },
+      { key: 'robot_code', label: 'Robot code' },
+    ],
+  },
+  {
+    id: 'chat_c',
+    title: 'WeCom app',
+    fields: [
+      { key: 'app_id', label: 'Corp id' },
+      { key: 'app_secret', label: 'App secret', secret: true },
+      { key: 'agent_id', label: 'Agent id (WeCom)' },
+      { key: 'token', label: 'Callback token', secret: true },
+      { key: 'encoding_aes_key', label: 'EncodingAESKey', secret: true },
+    ],
+  },
+  {
+    id: 'chat_d',
+    title: 'Telegram bot',
+    fields: [
+      { key: 'app_secret', label: 'Bot token', secret: true },
+      { key: 'secret', label: 'Webhook secret token', secret: true },
+    ],
+  },
+  {
+    id: 'chat_e',
+    title: 'Slack app',
+    fields: [
+      { key: 'app_secret', label: 'Bot token', secret: true },
+      { key: 'signing_secret', label: 'Signing secret', secret: true },
+    ],
+  },
+];
+
+const POLICY_OPTIONS = [
+  { value: 'allow', label: 'allow: everyone' },
+  { value: 'allowlist', label: 'allowlist: only the ids below' },
+  { value: 'disabled', label: 'disabled' },
+];
+const SCOPE_OPTIONS = ['per_peer', 'main', 'per_channel_peer', 'per_account_channel_peer'].map((s) => ({ value: s, label: s }));
+
+const camel = (snake: string) => snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+export function ChannelsPage() {
+  const { notify } = useApp();
+  const channels = useLoad(() => api.get<{ platforms: Record<string, PlatformView> }>('/channels'), []);
+  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const [editing, setEditing] = useState<{ platform: string; account?: ChannelAccount } | null>(null);
+  const [createdKey, setCreatedKey] = useState<{ account: string; key: string } | null>(null);
+  const action = useAction();
+
+  const remove = async (platform: string, account: ChannelAccount) => {
+    if (!window.confirm(`Delete ${platform} account "${account.id}" and its bindings?`)) return;
+    if (await action.run(() => api.delete(`/channels/${platform}/accounts/${encodeURIComponent(account.id)}`))) {
+      channels.reload();
+      notify(`Account ${account.id} deleted`);
+    }
+  };
+
+  return (
+    <div className="page">
+      <PageHeader title="Channels" />
+      <p className="muted">Messaging platforms reach agents through accounts; bindings say which agent answers an account.</p>
+      {createdKey ? (
+        <Notice kind="ok">
+          API key of <strong>{createdKey.account}</strong> (shown this once): <code className="secret-once">{createdKey.key}</code>{' '}
+          <button type="button" className="link-button" onClick={() => setCreatedKey(null)}>
+            Dismiss
+          </button>
+        </Notice>
+      ) : null}
+      <ErrorText error={channels.error ?? action.error} />
+      {!channels.data ? (
+        <Loading />
+      ) : (
+        PLATFORMS.map((p) => {
+          const view = channels.data!.platforms[p.id];
+          const accounts = Object.values(view?.accounts ?? {});
+          const open = editing?.platform === p.id;
+          return (
+            <section key={p.id} className="card platform" aria-labelledby={`platform-${p.id}`} data-platform={p.id}>
+              <div className="card-header">
+                <h2 id={`platform-${p.id}`}>
+                  {p.title} <code className="muted">{p.id}</code>
+                </h2>
+                {view && !view.enabled ? <span className="badge warn">disabled in the configuration file</span> : null}
+                <button type="button" className="secondary" onClick={() => setEditing(open && !editing?.account ? null : { platform: p.id })} aria-expanded={open && !editing?.account}>
+                  Add account
+                </button>
+              </div>
+              {accounts.length ? (
+                <ul className="account-list">
+                  {accounts.map((a) => (
+                    <li key={a.id} data-account={a.id}>
+                      <div>
+                        <strong>{a.name || a.id}</strong> <code>{a.id}</code> {a.enabled ? null : <span className="badge">disabled</span>}
+                        <div className="hint">
+                          private chats: {a.dmPolicy} · groups: {a.groupPolicy}
+                          {a.hasSecret ? ' · secrets set' : ' · no secrets'}
+                        </div>
+                      </div>
+                      <div className="row-actions">
+                        <button type="button" className="link-button" onClick={() => setEditing({ platform: p.id, account: a })}>
+                          Edit
+                        </button>
+                        <button type="button" className="link-button danger-text" onClick={() => void remove(p.id, a)}>
+                          Delete
+                        </button>
+                      </div>
+                    </li>
+                  ))}
+                </ul>
+              ) : (
+                <p className="muted">No accounts.</p>
+              )}
+              {open ? (
+                <AccountForm
+                  key={editing?.account?.id ?? 'new'}
+                  platform={p}
+                  account={editing?.account}
+                  agents={agents.data?.data ?? []}
+                  onDone={(saved, apiKey) => {
+                    setEditing(null);
+                    channels.reload();
+                    if (apiKey) setCreatedKey({ account: saved.id, key: apiKey });
+                    notify(`Account ${saved.id} saved`);
+                  }}
+                  onCancel={() => setEditing(null)}
+                />
+              ) : null}
+            </section>
+          );
+        })
+      )}
+      <Bindings agents={agents.data?.data ?? []} platforms={channels.data?.platforms} />
+    </div>
+  );
+}
+
+function AccountForm({
+  platform,
+  account,
+  agents,
+  onDone,
+  onCancel,
+}: {
+  platform: (typeof PLATFORMS)[number];
+  account: ChannelAccount | undefined;
+  agents: AgentListItem[];
+  onDone: (account: ChannelAccount, apiKey?: string) => void;
+  onCancel: () => void;
+}) {
+  const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  const [id, setId] = useState(account?.id ?? '');
+  const [name, setName] = useState(account?.name ?? '');
+  const [enabled, setEnabled] = useState(account?.enabled ?? true);
+  const [dmPolicy, setDmPolicy] = useState(account?.dmPolicy ?? 'allow');
+  const [groupPolicy, setGroupPolicy] = useState(account?.groupPolicy ?? 'allow');
+  const [allowFrom, setAllowFrom] = useState(Array.isArray(account?.allowFrom) ? (account.allowFrom as string[]).join(', ') : '');
+  const [scope, setScope] = useState(str(account?.sessionScope) || 'per_peer');
+  const [apiBase, setApiBase] = useState(str(account?.apiBase));
+  const [fields, setFields] = useState<Record<string, string>>(() =>
+    Object.fromEntries(platform.fields.map((f) => [f.key, f.secret ? '' : f.key === 'app_id' ? (account?.appId ?? '') : str(account?.[camel(f.key)])])),
+  );
+  const [clearSecrets, setClearSecrets] = useState(false);
+  const [bindTo, setBindTo] = useState('');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const action = useAction();
+  const isNew = !account;
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const idError = isNew ? idProblem(id, 'Account id') : null;
+    setErrors(idError ? { id: idError } : {});
+    if (idError) return;
+    const body: Record<string, unknown> = {
+      name: name || id,
+      enabled,
+      dm_policy: dmPolicy,
+      group_policy: groupPolicy,
+      session_scope: scope,
+    };
+    const ids = allowFrom
+      .split(/[\s,]+/)
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (ids.length || !isNew) body.allow_from = ids.length ? ids : null;
+    if (apiBase || !isNew) body.api_base = apiBase || null;
+    for (const f of platform.fields) {
+      const v = fields[f.key] ?? '';
+      // Secrets: sent only when typed (blank keeps the stored one), or removed on request.
+      if (f.secret) {
+        if (v) body[f.key] = v;
+        else if (clearSecrets && !isNew && !(platform.id === 'api' && f.key === 'api_key')) body[f.key] = null;
+      } else if (v || !isNew) body[f.key] = v || null;
+    }
+    if (isNew) {
+      body.id = id;
+      if (bindTo) body.binding = { agentId: bindTo };
+    }
+    const saved = await action.run(async () => {
+      try {
+        return isNew
+          ? await api.post<ChannelAccount & { apiKey?: string }>(`/channels/${platform.id}/accounts`, body)
+          : await api.put<ChannelAccount>(`/channels/${platform.id}/accounts/${encodeURIComponent(account.id)}`, body);
+      } catch (err) {
+        if (err instanceof ApiError) {
+          if (err.status === 409) setErrors({ id: err.message });
+          const m = /^([a-z_]+):\s*(.*)$/.exec(err.message);
+          if (m && err.status === 400) setErrors({ [m[1]!]: m[2]! });
+        }
+        throw err;
+      }
+    });
+    if (saved) onDone(saved, (saved as { apiKey?: string }).apiKey);
+  };
+
+  const anyError = Object.values(errors).some(Boolean);
+  return (
+    <form className="form account-form" onSubmit={(e) => void submit(e)} aria-label={isNew ? `New ${platform.id} account` : `Edit ${platform.id} account ${account.id}`}>
+      <h3>{isNew ? 'New account' : `Edit ${account.id}`}</h3>
+      <div className="grid-2">
+        {isNew ? <TextField label="Account id" value={id} onValue={setId} error={errors.id} required autoFocus hint="Letters, digits, _ and -." /> : null}
+        <TextField label="Name" value={name} onValue={setName} error={errors.name} />
+      </div>
+      <div className="grid-2">
+        {platform.fields.map((f) => (
+          <TextField
+            key={f.key}
+            label={f.label}
+            type={f.secret ? 'password' : 'text'}
+            autoComplete={f.secret ? 'new-password' : 'off'}
+            value={fields[f.key] ?? ''}
+            onValue={(v) => setFields((x) => ({ ...x, [f.key]: v }))}
+            error={errors[f.key]}
+            placeholder={f.secret && account?.hasSecret ? 'unchanged (write-only)' : ''}
+            hint={f.hint ?? (f.secret ? 'Write-only: never shown again.' : undefined)}
+          />
+        ))}
+      </div>
+      {platform.id !== 'api' && platform.id !== 'chat_a_webhook' ? (
+        <div className="grid-3">
+          <SelectField label="Private chats" value={dmPolicy} onValue={setDmPolicy} options={POLICY_OPTIONS} error={errors.dm_policy} />
+          <SelectField label="Group chats" value={groupPolicy} onValue={setGroupPolicy} options={POLICY_OPTIONS} error={errors.group_policy} />
+          <SelectField label="Session scope" value={scope} onValue={setScope} options={SCOPE_OPTIONS} error={errors.session_scope} />
+        </div>
+      ) : null}
+      {dmPolicy === 'allowlist' || groupPolicy === 'allowlist' ? (
+        <TextField label="Allowed ids" value={allowFrom} onValue={setAllowFrom} error={errors.allow_from} hint="User or chat ids, separated by commas." />
+      ) : null}
+      {platform.id !== 'api' ? <TextField label="API base URL (optional)" value={apiBase} onValue={setApiBase} error={errors.api_base} hint="A private deployment of the platform; empty for the public API." /> : null}
+      <CheckboxField label="Enabled" checked={enabled} onChecked={setEnabled} />
+      {!isNew && account.hasSecret && platform.id !== 'api' ? (
+        <CheckboxField label="Remove the secrets left empty above" checked={clearSecrets} onChecked={setClearSecrets} />
+      ) : null}
+      {isNew ? (
+        <SelectField
+          label="Answer with agent"
+          value={bindTo}
+          onValue={setBindTo}
+          options={[{ value: '', label: 'No binding yet' }, ...agents.map((a) => ({ value: a.ruleChain.id, label: a.ruleChain.name || a.ruleChain.id }))]}
+          hint="Creates a binding of this account to the agent."
+        />
+      ) : null}
+      {!anyError ? <ErrorText error={action.error} /> : null}
+      <div className="form-actions">
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? 'Saving…' : isNew ? 'Add account' : 'Save account'}
+        </button>
+        <button type="button" className="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: Record<string, PlatformView> | undefined }) {
+  const { notify } = useApp();
+  const loaded = useLoad(() => api.get<{ bindings: Binding[] }>('/bindings'), [platforms]);
+  const [rows, setRows] = useState<Binding[] | null>(null);
+  const action = useAction();
+  const list = rows ?? loaded.data?.bindings ?? [];
+  const setRow = (i: number, b: Binding) => setRows(list.map((x, j) => (j === i ? b : x)));
+
+  const save = async () => {
+    const saved = await action.run(() => api.put<{ bindings: Binding[] }>('/bindings', { bindings: list }));
+    if (saved) {
+      loaded.set(saved);
+      setRows(null);
+      notify('Bindings saved');
+    }
+  };
+
+  return (
+    <section className="card" aria-labelledby="bindings-title">
+      <div className="card-header">
+        <h2 id="bindings-title">Bindings</h2>
+        <button type="button" className="secondary" onClick={() => setRows([...list, { agentId: agents[0]?.ruleChain.id ?? '', match: { channel: 'chat_d' } }])}>
+          Add binding
+        </button>
+      </div>
+      <p className="hint">The most specific binding wins: this account, then this platform, then the default.</p>
+      <ErrorText error={loaded.error} />
+      {list.length === 0 ? <p className="muted">No bindings.</p> : null}
+      {list.map((b, i) => {
+        const accounts = b.match.channel ? Object.keys(platforms?.[b.match.channel]?.accounts ?? {}) : [];
+        return (
+          <div key={i} className="binding-row">
+            <SelectField
+              label="Agent"
+              value={b.agentId}
+              onValue={(v) => setRow(i, { ...b, agentId: v })}
+              options={[...(agents.some((a) => a.ruleChain.id === b.agentId) ? [] : [{ value: b.agentId, label: b.agentId || '(choose)' }]), ...agents.map((a) => ({ value: a.ruleChain.id, label: a.ruleChain.name || a.ruleChain.id }))]}
+            />
+            <SelectField
+              label="Platform"
+              value={b.match.default ? '*' : (b.match.channel ?? '')}
+              onValue={(v) => setRow(i, { ...b, match: v === '*' ? { default: true } : { channel: v } })}
+              options={[{ value: '*', label: 'any (default)' }, ...PLATFORMS.map((p) => ({ value: p.id, label: p.id }))]}
+            />
+            <SelectField
+              label="Account"
+              value={b.match.accountId ?? ''}
+              onValue={(v) => setRow(i, { ...b, match: { ...b.match, ...(v ? { accountId: v } : { accountId: undefined }) } })}
+              options={[{ value: '', label: 'every account' }, ...accounts.map((a) => ({ value: a, label: a }))]}
+              disabled={!b.match.channel}
+            />
+            <button type="button" className="link-button danger-text" onClick={() => setRows(list.filter((_, j) => j !== i))}>
+              Remove
+            </button>
+          </div>
+        );
+      })}
+      <ErrorText error={action.error} />
+      {rows ? (
+        <div className="form-actions">
+          <button type="button" onClick={() => void save()} disabled={action.busy}>
+            Save bindings
+          </button>
+          <button type="button" className="secondary" onClick={() => setRows(null)}>
+            Discard
+          </button>
+        </div>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,342 @@
+import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { api, messageOf, qs } from '../lib/api';
+import { streamChat, type AguiToolEvent } from '../lib/chat-stream';
+import { useLoad } from '../lib/hooks';
+import { Link, navigate } from '../lib/router';
+import { applyText, applyToolResult, applyToolStart, prettyJson, turnsFromHistory, type AssistantTurn, type ToolPart, type Turn } from '../lib/turns';
+import type { AgentListItem, Paged, SessionItem, SessionMessage } from '../lib/types';
+import { Markdown } from '../components/Markdown';
+import { ErrorText, Loading, fmtTime } from '../components/ui';
+import { useApp } from '../context';
+
+let keySeq = 0;
+const uid = () => `t${Date.now().toString(36)}${(keySeq++).toString(36)}`;
+
+/** A fresh session key for a new conversation (the chat request's `sessionId`). */
+function newSessionKey(): string {
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, '0')).join('');
+  return `web-${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${random}`;
+}
+
+export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined; sessionKey?: string | undefined }) {
+  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  // Tagged with the agent it belongs to: after a switch, the previous agent's list is not this one's.
+  const sessions = useLoad(
+    async () => (agentId ? { agentId, ...(await api.get<Paged<SessionItem>>(`/sessions${qs({ agentId, size: 50 })}`)) } : undefined),
+    [agentId],
+  );
+  const sessionList = sessions.data?.agentId === agentId ? sessions.data : undefined;
+  const [showSessions, setShowSessions] = useState(false);
+
+  // /chat: the first agent. /chat/<agent>: its latest web conversation, or a new one.
+  useEffect(() => {
+    if (!agentId && agents.data?.data[0]) navigate(`/chat/${encodeURIComponent(agents.data.data[0].ruleChain.id)}`, { replace: true });
+  }, [agentId, agents.data]);
+  useEffect(() => {
+    if (!agentId || sessionKey || !sessionList) return;
+    const latest = sessionList.data.find((s) => s.channel === 'api');
+    navigate(`/chat/${encodeURIComponent(agentId)}/${encodeURIComponent(latest?.sessionKey ?? newSessionKey())}`, { replace: true });
+  }, [agentId, sessionKey, sessionList]);
+
+  if (agents.error) return <ErrorText error={agents.error} />;
+  if (!agents.data) return <Loading />;
+  if (agents.data.data.length === 0) {
+    return (
+      <div className="page">
+        <h1>Chat</h1>
+        <p>
+          There is no agent to talk to yet. <Link to="/agents/new">Create one from the template</Link>.
+        </p>
+      </div>
+    );
+  }
+  const agentKnown = agentId && agents.data.data.some((a) => a.ruleChain.id === agentId);
+  const session = sessionList?.data.find((s) => s.sessionKey === sessionKey && s.channel === 'api') ?? sessionList?.data.find((s) => s.sessionKey === sessionKey);
+
+  return (
+    <div className={`chat-layout${showSessions ? ' sessions-open' : ''}`}>
+      <aside className="chat-sessions" aria-label="Conversations">
+        <label className="field">
+          <span>Agent</span>
+          <select value={agentId ?? ''} onChange={(e) => navigate(`/chat/${encodeURIComponent(e.target.value)}`)}>
+            {!agentKnown ? <option value={agentId ?? ''}>{agentId ?? 'Choose an agent'}</option> : null}
+            {agents.data.data.map((a) => (
+              <option key={a.ruleChain.id} value={a.ruleChain.id}>
+                {a.ruleChain.name || a.ruleChain.id}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" onClick={() => agentId && navigate(`/chat/${encodeURIComponent(agentId)}/${newSessionKey()}`)} disabled={!agentId}>
+          New conversation
+        </button>
+        <h2 className="sessions-title">Conversations</h2>
+        <ErrorText error={sessions.error} />
+        <ul className="session-list">
+          {sessionList?.data.map((s) => (
+            <li key={s.id}>
+              <Link
+                to={`/chat/${encodeURIComponent(s.agentId)}/${encodeURIComponent(s.sessionKey)}`}
+                aria-current={s.sessionKey === sessionKey && s.id === session?.id ? 'page' : undefined}
+                onClick={() => setShowSessions(false)}
+              >
+                <span className="session-name">{s.title || s.sessionKey}</span>
+                <span className="session-meta">
+                  {s.channel !== 'api' ? <span className="badge">{s.channel}</span> : null} {s.messageCount} msgs · {fmtTime(s.updatedAt)}
+                </span>
+              </Link>
+            </li>
+          ))}
+          {sessionList && sessionList.data.length === 0 ? <li className="muted">No conversations yet.</li> : null}
+        </ul>
+      </aside>
+      {agentId && sessionKey ? (
+        <Conversation
+          key={`${agentId}/${sessionKey}`}
+          agentId={agentId}
+          sessionKey={sessionKey}
+          session={session}
+          sessionsLoaded={sessionList !== undefined}
+          onChanged={sessions.reload}
+          onToggleSessions={() => setShowSessions((v) => !v)}
+          sessionsOpen={showSessions}
+        />
+      ) : (
+        <section className="conversation">
+          <Loading />
+        </section>
+      )}
+    </div>
+  );
+}
+
+function Conversation({
+  agentId,
+  sessionKey,
+  session,
+  sessionsLoaded,
+  onChanged,
+  onToggleSessions,
+  sessionsOpen,
+}: {
+  agentId: string;
+  sessionKey: string;
+  session: SessionItem | undefined;
+  sessionsLoaded: boolean;
+  onChanged: () => void;
+  onToggleSessions: () => void;
+  sessionsOpen: boolean;
+}) {
+  const { notify } = useApp();
+  const [turns, setTurns] = useState<Turn[]>([]);
+  const [historyError, setHistoryError] = useState<string | null>(null);
+  const [loadingHistory, setLoadingHistory] = useState(false);
+  const [input, setInput] = useState('');
+  const [streaming, setStreaming] = useState(false);
+  const abortRef = useRef<AbortController | null>(null);
+  const loadedRef = useRef(false);
+  const listRef = useRef<HTMLDivElement>(null);
+  const stickRef = useRef(true);
+  const inputRef = useRef<HTMLTextAreaElement>(null);
+  const readOnly = session !== undefined && session.channel !== 'api';
+
+  // The stored history, once the session list says whether this key exists.
+  useEffect(() => {
+    if (loadedRef.current || !sessionsLoaded) return;
+    loadedRef.current = true;
+    if (!session) return;
+    setLoadingHistory(true);
+    api.get<SessionMessage[]>(`/sessions/${encodeURIComponent(session.id)}/messages`).then(
+      (messages) => {
+        setTurns((now) => (now.length === 0 ? turnsFromHistory(messages) : now));
+        setLoadingHistory(false);
+      },
+      (err: unknown) => {
+        setHistoryError(messageOf(err));
+        setLoadingHistory(false);
+      },
+    );
+  }, [session, sessionsLoaded]);
+
+  // Leaving the page stops the answer (the gateway cancels the run).
+  useEffect(() => () => abortRef.current?.abort(), []);
+
+  useEffect(() => {
+    const el = listRef.current;
+    if (el && stickRef.current) el.scrollTop = el.scrollHeight;
+  }, [turns]);
+
+  const onScroll = () => {
+    const el = listRef.current;
+    if (el) stickRef.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+  };
+
+  const send = useCallback(async () => {
+    const text = input.trim();
+    if (!text || streaming) return;
+    setInput('');
+    setStreaming(true);
+    stickRef.current = true;
+    const controller = new AbortController();
+    abortRef.current = controller;
+    const key = uid();
+    setTurns((t) => [...t, { role: 'user', key: uid(), text }, { role: 'assistant', key, parts: [], status: 'streaming' }]);
+    const update = (fn: (a: AssistantTurn) => AssistantTurn) => setTurns((ts) => ts.map((t) => (t.key === key && t.role === 'assistant' ? fn(t) : t)));
+
+    // Text is applied once per frame; a tool event first flushes the text before it (order kept).
+    let pending = '';
+    let frame = 0;
+    const flush = () => {
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+      if (!pending) return;
+      const chunk = pending;
+      pending = '';
+      update((a) => ({ ...a, parts: applyText(a.parts, chunk) }));
+    };
+    const onTool = (e: AguiToolEvent) => {
+      flush();
+      const now = performance.now();
+      update((a) => ({ ...a, parts: e.type === 'TOOL_CALL_START' ? applyToolStart(a.parts, e, now) : applyToolResult(a.parts, e, now) }));
+    };
+    try {
+      await streamChat(
+        { agentId, sessionId: sessionKey, content: text },
+        {
+          onText: (t) => {
+            pending += t;
+            if (!frame) frame = requestAnimationFrame(flush);
+          },
+          onTool,
+        },
+        controller.signal,
+      );
+      flush();
+      update((a) => ({ ...a, status: 'done' }));
+    } catch (err) {
+      flush();
+      if (controller.signal.aborted) update((a) => ({ ...a, status: 'stopped' }));
+      else update((a) => ({ ...a, status: 'error', error: messageOf(err) }));
+    } finally {
+      abortRef.current = null;
+      setStreaming(false);
+      onChanged();
+      inputRef.current?.focus();
+    }
+  }, [agentId, sessionKey, input, streaming, onChanged]);
+
+  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+      e.preventDefault();
+      void send();
+    }
+  };
+
+  const clear = async () => {
+    if (!window.confirm('Clear this conversation? Its stored messages are deleted.')) return;
+    try {
+      await api.post('/sessions/clear', { agentId, sessionKey, channel: session?.channel ?? 'api' });
+      setTurns([]);
+      onChanged();
+      notify('Conversation cleared');
+    } catch (err) {
+      notify(messageOf(err), 'error');
+    }
+  };
+
+  return (
+    <section className="conversation" aria-label="Conversation">
+      <div className="conversation-bar">
+        <button type="button" className="secondary sessions-toggle" aria-expanded={sessionsOpen} onClick={onToggleSessions}>
+          Conversations
+        </button>
+        <h1 className="conversation-title">{session?.title || 'New conversation'}</h1>
+        <button type="button" className="secondary" onClick={() => void clear()} disabled={streaming || (!session && turns.length === 0)}>
+          Clear
+        </button>
+      </div>
+      <div className="messages" ref={listRef} onScroll={onScroll} aria-live="polite" aria-busy={streaming}>
+        {loadingHistory ? <Loading what="Loading the conversation" /> : null}
+        <ErrorText error={historyError} />
+        {turns.length === 0 && !loadingHistory ? <p className="muted empty-chat">Send a message to start. Answers stream in as the agent writes them; tool calls show as cards.</p> : null}
+        {turns.map((t) => (t.role === 'user' ? <UserBubble key={t.key} text={t.text} /> : <AssistantBubble key={t.key} turn={t} />))}
+      </div>
+      <form
+        className="composer"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void send();
+        }}
+      >
+        <label htmlFor="chat-input" className="sr-only">
+          Message
+        </label>
+        <textarea
+          id="chat-input"
+          ref={inputRef}
+          value={input}
+          onChange={(e) => setInput(e.target.value)}
+          onKeyDown={onKeyDown}
+          placeholder={readOnly ? `This conversation came in over ${session?.channel}; it is shown read-only.` : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
+          rows={2}
+          disabled={readOnly}
+        />
+        {streaming ? (
+          <button type="button" className="danger" onClick={() => abortRef.current?.abort()}>
+            Stop
+          </button>
+        ) : (
+          <button type="submit" disabled={!input.trim() || readOnly}>
+            Send
+          </button>
+        )}
+      </form>
+    </section>
+  );
+}
+
+function UserBubble({ text }: { text: string }) {
+  return (
+    <div className="turn turn-user">
+      <div className="bubble">{text}</div>
+    </div>
+  );
+}
+
+function AssistantBubble({ turn }: { turn: AssistantTurn }) {
+  return (
+    <div className="turn turn-assistant" data-status={turn.status}>
+      <div className="bubble">
+        {turn.parts.map((p, i) => (p.kind === 'text' ? <Markdown key={i} text={p.text} /> : <ToolCard key={p.id || i} part={p} />))}
+        {turn.status === 'streaming' && turn.parts.length === 0 ? <p className="thinking">Thinking…</p> : null}
+        {turn.status === 'stopped' ? <p className="muted stopped">Stopped.</p> : null}
+        {turn.status === 'error' ? (
+          <p className="turn-error" role="alert">
+            {turn.error}
+          </p>
+        ) : null}
+      </div>
+    </div>
+  );
+}
+
+function ToolCard({ part }: { part: ToolPart }) {
+  const running = part.result === undefined;
+  const state = running ? 'running' : part.error ? 'error' : 'ok';
+  return (
+    <details className={`tool-card tool-${state}`} data-tool={part.name}>
+      <summary>
+        <span className="tool-name">{part.name}</span>
+        {part.toolType && part.toolType !== 'builtin' ? <span className="badge">{part.toolType}</span> : null}
+        <span className="tool-state">{running ? 'running…' : part.error ? 'failed' : 'done'}</span>
+        {part.durationMs !== undefined ? <span className="tool-duration">{part.durationMs < 1000 ? `${Math.round(part.durationMs)} ms` : `${(part.durationMs / 1000).toFixed(1)} s`}</span> : null}
+      </summary>
+      <div className="tool-body">
+        <h3>Arguments</h3>
+        <pre>{prettyJson(part.arguments) || '(none)'}</pre>
+        <h3>Result</h3>
+        {running ? <p className="muted">Waiting for the tool…</p> : <pre className={part.error ? 'tool-result error' : 'tool-result'}>{part.result || '(empty)'}</pre>}
+      </div>
+    </details>
+  );
+}

@@ -1,0 +1,260 @@
+import { useState, type FormEvent } from 'react';
+import { ApiError, api, qs } from '../lib/api';
+import { useAction, useLoad } from '../lib/hooks';
+import type { AgentListItem, Paged, Skill } from '../lib/types';
+import { Markdown } from '../components/Markdown';
+import { ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField, fmtTime, idProblem } from '../components/ui';
+import { useApp } from '../context';
+
+type Scope = { kind: 'global' } | { kind: 'local'; agentId: string };
+
+const listPath = (s: Scope) => (s.kind === 'global' ? `/skills${qs({ scope: 'global', size: 100 })}` : `/agents/${encodeURIComponent(s.agentId)}/skills${qs({ size: 100 })}`);
+const skillPath = (s: Scope, name: string) =>
+  s.kind === 'global' ? `/skills/${encodeURIComponent(name)}${qs({ scope: 'global' })}` : `/agents/${encodeURIComponent(s.agentId)}/skills/${encodeURIComponent(name)}`;
+
+export function SkillsPage() {
+  const { notify } = useApp();
+  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const [scopeValue, setScopeValue] = useState('global');
+  const scope: Scope = scopeValue === 'global' ? { kind: 'global' } : { kind: 'local', agentId: scopeValue };
+  const skills = useLoad(() => api.get<Paged<Skill>>(listPath(scope)), [scopeValue]);
+  const [editing, setEditing] = useState<string | 'new' | null>(null);
+  const [copying, setCopying] = useState<string | null>(null);
+  const [uploadResult, setUploadResult] = useState<string | null>(null);
+  const action = useAction();
+
+  const remove = async (name: string) => {
+    if (!window.confirm(`Delete skill "${name}"?`)) return;
+    if (await action.run(() => api.delete(skillPath(scope, name)))) {
+      skills.reload();
+      notify(`Skill ${name} deleted`);
+    }
+  };
+
+  const upload = async (files: FileList | null) => {
+    const file = files?.[0];
+    if (!file) return;
+    const form = new FormData();
+    form.append('scope', scope.kind);
+    if (scope.kind === 'local') form.append('agentId', scope.agentId);
+    form.append('file', file);
+    const answer = await action.run(() =>
+      api.post<{ created: string[]; updated: string[]; skipped: Array<{ entry: string; reason: string }> }>('/skills/upload', form),
+    );
+    if (answer) {
+      skills.reload();
+      setUploadResult(
+        [
+          answer.created.length ? `created ${answer.created.join(', ')}` : '',
+          answer.updated.length ? `updated ${answer.updated.join(', ')}` : '',
+          answer.skipped.length ? `skipped ${answer.skipped.map((s) => `${s.entry} (${s.reason})`).join(', ')}` : '',
+        ]
+          .filter(Boolean)
+          .join('; ') || 'the archive held no skills',
+      );
+    }
+  };
+
+  return (
+    <div className="page">
+      <PageHeader title="Skills">
+        <label className="inline-field">
+          <span>Scope</span>
+          <select
+            value={scopeValue}
+            onChange={(e) => {
+              setScopeValue(e.target.value);
+              setEditing(null);
+              setCopying(null);
+            }}
+          >
+            <option value="global">Global (every agent)</option>
+            {agents.data?.data.map((a) => (
+              <option key={a.ruleChain.id} value={a.ruleChain.id}>
+                Agent {a.ruleChain.name || a.ruleChain.id}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="button secondary file-button">
+          Upload zip
+          <input type="file" accept=".zip,application/zip" className="sr-only" onChange={(e) => void upload(e.target.files).finally(() => (e.target.value = ''))} />
+        </label>
+        <button type="button" onClick={() => setEditing(editing === 'new' ? null : 'new')} aria-expanded={editing === 'new'}>
+          New skill
+        </button>
+      </PageHeader>
+      <p className="muted">Skills are Markdown instructions the agent can load by name. An agent's own skills override global ones of the same name.</p>
+      {uploadResult ? <Notice kind="ok">Upload: {uploadResult}.</Notice> : null}
+      <ErrorText error={skills.error ?? action.error} />
+      {editing === 'new' ? (
+        <SkillEditor
+          scope={scope}
+          onDone={(s) => {
+            setEditing(null);
+            skills.reload();
+            notify(`Skill ${s.name} created`);
+          }}
+          onCancel={() => setEditing(null)}
+        />
+      ) : null}
+      {!skills.data ? (
+        <Loading />
+      ) : skills.data.data.length === 0 ? (
+        <p className="muted">No skills here yet.</p>
+      ) : (
+        <ul className="skill-list">
+          {skills.data.data.map((s) => (
+            <li key={s.name} className="card">
+              <div className="card-header">
+                <h2>
+                  {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
+                </h2>
+                <div className="row-actions">
+                  <button type="button" className="link-button" onClick={() => setEditing(editing === s.name ? null : s.name)} aria-expanded={editing === s.name}>
+                    Edit
+                  </button>
+                  <button type="button" className="link-button" onClick={() => setCopying(copying === s.name ? null : s.name)} aria-expanded={copying === s.name}>
+                    Copy to…
+                  </button>
+                  <button type="button" className="link-button danger-text" onClick={() => void remove(s.name)}>
+                    Delete
+                  </button>
+                </div>
+              </div>
+              <p>{s.description || <span className="muted">No description.</span>}</p>
+              <p className="hint">Updated {fmtTime(s.updatedAt)}</p>
+              {copying === s.name ? (
+                <CopyForm
+                  skill={s}
+                  scope={scope}
+                  agents={agents.data?.data ?? []}
+                  onDone={(msg) => {
+                    setCopying(null);
+                    notify(msg);
+                  }}
+                />
+              ) : null}
+              {editing === s.name ? (
+                <SkillEditor
+                  scope={scope}
+                  name={s.name}
+                  onDone={() => {
+                    setEditing(null);
+                    skills.reload();
+                    notify(`Skill ${s.name} saved`);
+                  }}
+                  onCancel={() => setEditing(null)}
+                />
+              ) : null}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+function SkillEditor({ scope, name, onDone, onCancel }: { scope: Scope; name?: string; onDone: (s: Skill) => void; onCancel: () => void }) {
+  const existing = useLoad(() => (name ? api.get<Skill>(skillPath(scope, name)) : Promise.resolve(undefined)), [name]);
+  const [newName, setNewName] = useState('');
+  const [description, setDescription] = useState<string | null>(null);
+  const [content, setContent] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+  const [nameError, setNameError] = useState<string | null>(null);
+  const action = useAction();
+  const d = description ?? existing.data?.description ?? '';
+  const c = content ?? existing.data?.content ?? '';
+  const st = status ?? existing.data?.status ?? 'active';
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!name) {
+      const problem = idProblem(newName, 'Name');
+      setNameError(problem);
+      if (problem) return;
+    }
+    const saved = await action.run(async () => {
+      if (name) return api.put<Skill>(name && scope.kind === 'global' ? `/skills/${encodeURIComponent(name)}` : skillPath(scope, name), { description: d, content: c, status: st, ...(scope.kind === 'global' ? { scope: 'global' } : {}) });
+      try {
+        return scope.kind === 'global'
+          ? await api.post<Skill>('/skills', { name: newName, description: d, content: c, status: st, scope: 'global' })
+          : await api.post<Skill>(`/agents/${encodeURIComponent(scope.agentId)}/skills`, { name: newName, description: d, content: c, status: st });
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 409) setNameError(err.message);
+        throw err;
+      }
+    });
+    if (saved) onDone(saved);
+  };
+
+  if (name && !existing.data) return existing.error ? <ErrorText error={existing.error} /> : <Loading />;
+  return (
+    <form className="form skill-editor" onSubmit={(e) => void submit(e)} aria-label={name ? `Edit skill ${name}` : 'New skill'}>
+      <div className="grid-2">
+        {!name ? <TextField label="Name" value={newName} onValue={setNewName} error={nameError} required autoFocus /> : null}
+        <TextField label="Description" value={d} onValue={setDescription} hint="One line the agent sees in its list of skills." />
+        <SelectField
+          label="Status"
+          value={st}
+          onValue={setStatus}
+          options={[
+            { value: 'active', label: 'active' },
+            { value: 'draft', label: 'draft (not offered to agents)' },
+          ]}
+        />
+      </div>
+      <div className="editor-preview">
+        <TextArea label="Content (Markdown)" value={c} onValue={setContent} rows={16} spellCheck={false} />
+        <div className="preview" aria-label="Preview">
+          <div className="preview-label">Preview</div>
+          <Markdown text={c || '*Nothing yet.*'} />
+        </div>
+      </div>
+      <ErrorText error={nameError ? null : action.error} />
+      <div className="form-actions">
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? 'Saving…' : name ? 'Save skill' : 'Create skill'}
+        </button>
+        <button type="button" className="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** Global -> an agent's own skills, or an agent's -> global (POST /skills/copy). */
+function CopyForm({ skill, scope, agents, onDone }: { skill: Skill; scope: Scope; agents: AgentListItem[]; onDone: (msg: string) => void }) {
+  const [agentId, setAgentId] = useState(scope.kind === 'local' ? scope.agentId : (agents[0]?.ruleChain.id ?? ''));
+  const [newName, setNewName] = useState('');
+  const action = useAction();
+  const toLocal = scope.kind === 'global';
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const done = await action.run(() =>
+      api.post<Skill>('/skills/copy', { name: skill.name, targetScope: toLocal ? 'local' : 'global', agentId, ...(newName ? { newName } : {}) }),
+    );
+    if (done) onDone(`Copied ${skill.name} to ${toLocal ? `agent ${agentId}` : 'the global skills'}${newName ? ` as ${newName}` : ''}`);
+  };
+
+  return (
+    <form className="form inline-form" onSubmit={(e) => void submit(e)} aria-label={`Copy skill ${skill.name}`}>
+      <div className="grid-2">
+        {toLocal ? (
+          <SelectField label="To agent" value={agentId} onValue={setAgentId} options={agents.map((a) => ({ value: a.ruleChain.id, label: a.ruleChain.name || a.ruleChain.id }))} />
+        ) : (
+          <p>To the global skills (every agent).</p>
+        )}
+        <TextField label="New name (optional)" value={newName} onValue={setNewName} placeholder={skill.name} />
+      </div>
+      <ErrorText error={action.error} />
+      <div className="form-actions">
+        <button type="submit" disabled={action.busy || !agentId}>
+          Copy
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,366 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import JSZip from 'jszip';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
+
+/**
+ * The web UI in Debian's Chromium (playwright-core, headless) against a real embedded gateway
+ * (`services/standalone` as `npm start` runs it, requireAuth on, default admin password) and the
+ * fake model: log in, create an agent from the template, chat with streamed text and a tool
+ * card, edit a workspace file, create and toggle a cron job, add a channel account, use it on a
+ * phone, and never talk to another host. The steps share one browser and build on each other.
+ * A failing step leaves a screenshot in test-output/web/web-ui-<step>.png.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+const ci = process.env.CI === 'true';
+if (!haveChromium && !ci) console.warn(`[web-ui] SKIPPED: ${CHROMIUM} is missing (apt-get install chromium); under CI=true this fails.`);
+
+const outDir = path.join(repoRoot, 'test-output', 'web');
+const PROVIDER_KEY = 'sk-fake-provider-key-for-web-ui';
+
+let fake: FakeModel;
+let service: SpawnedService | undefined;
+let browser: Browser | undefined;
+let context: BrowserContext;
+let page: Page;
+let base: string;
+const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-web-ui-'));
+const requested: string[] = [];
+/** Script errors and console errors (a CSP violation is one); failed requests are expected (401, 400). */
+const consoleErrors: string[] = [];
+let failed = false;
+
+/** Runs a step; on failure saves a screenshot named after it, then fails as it would have. */
+async function step(name: string, fn: () => Promise<void>, on: () => Page = () => page): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    failed = true;
+    fs.mkdirSync(outDir, { recursive: true });
+    const file = path.join(outDir, `web-ui-${name.replace(/[^A-Za-z0-9_-]+/g, '-')}.png`);
+    await on()
+      .screenshot({ path: file, fullPage: true })
+      .then(() => console.error(`[web-ui] screenshot of the failure: ${path.relative(repoRoot, file)}`))
+      .catch(() => {});
+    throw err;
+  }
+}
+
+async function apiAs(method: string, url: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'admin' }) });
+  const { token } = (await login.json()) as { token: string };
+  const res = await fetch(`${base}/api/v1${url}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+const nav = (name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
+
+describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
+  beforeAll(async () => {
+    if (!haveChromium) throw new Error(`CI=true: ${CHROMIUM} is required for the browser tests (apt-get install chromium)`);
+    // Screenshots of an earlier run's failures would mislead.
+    for (const f of fs.existsSync(outDir) ? fs.readdirSync(outDir) : []) if (f.startsWith('web-ui-')) fs.rmSync(path.join(outDir, f));
+    // The UI the gateway serves: built now when missing or older than its sources.
+    execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
+
+    fake = await startFakeModel({ apiKey: PROVIDER_KEY });
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    fs.writeFileSync(
+      path.join(cwd, 'config.yaml'),
+      [
+        'models:',
+        '  default_provider: fake',
+        `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
+        'security: {requireAuth: true}',
+      ].join('\n'),
+    );
+    service = spawnService('services/standalone/src/main.ts', {
+      cwd,
+      env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-ui-test-master-key-0123456789abcdef' },
+    });
+    const [launched] = await Promise.all([
+      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
+      service.waitForLine(/gateway listening/, 60_000),
+    ]);
+    browser = launched;
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    context.on('request', (r) => requested.push(r.url()));
+    context.setDefaultTimeout(10_000);
+    page = await context.newPage();
+    page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) consoleErrors.push(m.text());
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    if (failed) console.error(`[web-ui] the gateway's last output:\n${service?.output().slice(-6000)}`);
+    await browser?.close();
+    await service?.stop();
+    await fake?.close();
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  it('logs in with the keyboard and warns about the default password', () =>
+    step('login', async () => {
+      await page.goto(`${base}/`);
+      await page.waitForURL(/\/login\?next=/);
+      // Username is focused and prefilled: Tab to the password, type, Enter submits.
+      await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('autocomplete'))).toBe('username');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('wrong');
+      await page.keyboard.press('Enter');
+      await page.getByRole('alert').filter({ hasText: 'wrong username or password' }).waitFor();
+      await page.getByLabel('Password').fill('admin');
+      await page.keyboard.press('Enter');
+      await page.waitForURL(`${base}/chat`);
+      await page.getByRole('alert').filter({ hasText: 'default password' }).waitFor();
+      await page.getByText('There is no agent to talk to yet').waitFor();
+      // The token survives a reload of the tab (sessionStorage).
+      await page.reload();
+      await page.getByText('There is no agent to talk to yet').waitFor();
+    }));
+
+  it('creates an agent from the template and shows validation errors at the field', () =>
+    step('create-agent', async () => {
+      await nav('Agents').click();
+      await page.getByRole('link', { name: 'New agent' }).click();
+      await page.getByLabel('Id', { exact: true }).fill('helper');
+      await page.getByLabel('Name', { exact: true }).fill('Helper');
+      await page.getByRole('button', { name: 'Create agent' }).click();
+      await page.waitForURL(`${base}/agents/helper`);
+      await page.getByRole('heading', { name: 'Helper', level: 1 }).waitFor();
+      // The template names the default provider.
+      expect(await page.getByLabel('Provider').inputValue()).toBe('fake');
+      expect(await page.getByRole('checkbox', { name: /^read/ }).isChecked()).toBe(true);
+      expect(await page.getByRole('checkbox', { name: /^bash/ }).isChecked()).toBe(false);
+
+      // A bad limit: flagged at the field, and the server's 400 lands at the same field.
+      const maxStep = page.getByLabel('Max steps (model calls per answer)');
+      await maxStep.fill('0');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expect.poll(() => maxStep.getAttribute('aria-invalid')).toBe('true');
+      await page.locator('.field.has-error').filter({ hasText: 'must be >= 1' }).waitFor();
+      await maxStep.fill('20');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Agent saved').waitFor();
+      const saved = await apiAs('GET', '/agents/helper');
+      expect(JSON.stringify(saved.json)).toContain('"maxStep":20');
+    }));
+
+  it('chats: streams the answer token by token and shows the tool call as a card', () =>
+    step('chat', async () => {
+      fake.script(
+        { toolCalls: [{ name: 'read', arguments: JSON.stringify({ operation: 'file', path: 'AGENTS.md' }) }] },
+        { text: ['The ', 'workspace ', 'file ', 'says ', 'hello ', 'from ', '**AGENTS.md**.'], chunkDelayMs: 200 },
+      );
+      await nav('Chat').click();
+      await page.waitForURL(/\/chat\/helper\/web-/);
+      const input = page.getByLabel('Message');
+      await input.fill('What is in AGENTS.md?');
+      await input.press('Enter');
+
+      const card = page.locator('details.tool-card[data-tool="read"]');
+      await card.waitFor();
+      const answer = page.locator('.turn-assistant .md').last();
+      // Partial text while the turn still streams (the Stop button is up), then the whole answer.
+      await page.locator('.turn-assistant[data-status="streaming"] .md').filter({ hasText: 'The workspace' }).waitFor();
+      await page.getByRole('button', { name: 'Stop' }).waitFor();
+      await page.locator('.turn-assistant[data-status="done"]').waitFor();
+      expect(await answer.innerText()).toBe('The workspace file says hello from AGENTS.md.');
+      expect(await answer.locator('strong').innerText()).toBe('AGENTS.md');
+
+      await expect.poll(() => card.getAttribute('class')).toContain('tool-ok');
+      await card.locator('summary').click();
+      expect(await card.locator('pre').first().innerText()).toContain('"path": "AGENTS.md"');
+      expect(await card.locator('.tool-result').innerText()).toContain('# Helper');
+      expect(await card.locator('.tool-duration').innerText()).toMatch(/\d+ (ms|s)$/);
+
+      // The gateway got the agui header and the session id; the fake got the tool loop.
+      expect(fake.requests.length).toBe(2);
+      expect(fake.requests[1]!.body.messages.some((m) => m.role === 'tool')).toBe(true);
+
+      // A reload shows the stored conversation: the question, the card and the answer.
+      await page.reload();
+      await page.locator('.turn-user').filter({ hasText: 'What is in AGENTS.md?' }).waitFor();
+      await page.locator('details.tool-card[data-tool="read"].tool-ok').waitFor();
+      await page.locator('.turn-assistant .md').filter({ hasText: 'hello from AGENTS.md' }).waitFor();
+    }));
+
+  it('stops an answer and shows a failed run inline', () =>
+    step('chat-stop-error', async () => {
+      fake.script({ text: Array.from({ length: 40 }, (_, i) => `w${i} `), chunkDelayMs: 150 });
+      const input = page.getByLabel('Message');
+      await input.fill('Talk for a while');
+      await input.press('Enter');
+      await page.locator('.turn-assistant[data-status="streaming"] .md').filter({ hasText: 'w1' }).waitFor();
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await page.locator('.turn-assistant[data-status="stopped"]').waitFor();
+      await fake.waitForAbort({ timeoutMs: 5_000 });
+
+      fake.script({ status: 400, body: { error: { message: 'model refuses', type: 'invalid_request_error' } } });
+      await input.fill('Fail please');
+      await input.press('Enter');
+      await page.locator('.turn-assistant[data-status="error"] [role="alert"]').waitFor();
+      expect((await page.locator('.turn-assistant[data-status="error"] [role="alert"]').innerText()).length).toBeGreaterThan(0);
+    }));
+
+  it('edits a workspace file', () =>
+    step('workspace', async () => {
+      await nav('Workspace').click();
+      await page.waitForURL(`${base}/workspace/helper`);
+      await page.getByRole('navigation', { name: 'Files' }).getByRole('button', { name: 'AGENTS.md' }).click();
+      const editor = page.getByLabel('Content');
+      await expect.poll(() => editor.inputValue()).toContain('# Helper');
+      await editor.fill('# Helper\n\nEdited in the browser.\n');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByText('Saved AGENTS.md').waitFor();
+      const file = await apiAs('GET', '/agents/helper/workspace/file?path=AGENTS.md');
+      expect(file.json).toEqual({ content: '# Helper\n\nEdited in the browser.\n' });
+
+      // Download sends the stored bytes; upload adds a file to the selected folder (the root).
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download' }).click()]);
+      expect(download.suggestedFilename()).toBe('AGENTS.md');
+      expect(fs.readFileSync(await download.path(), 'utf8')).toBe('# Helper\n\nEdited in the browser.\n');
+      await page.getByRole('button', { name: '/ (root)' }).click();
+      await page.getByLabel('Upload file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('uploaded\n') });
+      await page.getByRole('navigation', { name: 'Files' }).getByRole('button', { name: 'notes.txt' }).waitFor();
+      expect((await apiAs('GET', '/agents/helper/workspace/file?path=notes.txt')).json).toEqual({ content: 'uploaded\n' });
+    }));
+
+  it('creates a cron job with a readable schedule and toggles it', () =>
+    step('cron', async () => {
+      await nav('Cron jobs').click();
+      await page.getByRole('button', { name: 'New cron job' }).click();
+      const form = page.getByRole('form', { name: 'New cron job' });
+      await form.getByLabel('Name', { exact: true }).fill('morning');
+      await form.getByLabel(/^Schedule/).fill('0 30 8 * * MON-FRI');
+      await form.getByText('at 08:30, on weekdays (Monday to Friday)').waitFor();
+      await form.getByLabel('Time zone').fill('UTC');
+      await form.getByLabel('Message').fill('Good morning');
+      await form.getByRole('button', { name: 'Create cron job' }).click();
+      const row = page.locator('tr[data-job="morning"]');
+      await row.waitFor();
+      expect(await row.locator('.next-run').innerText()).not.toBe('disabled');
+
+      const toggle = row.getByRole('checkbox', { name: 'Enable morning' });
+      expect(await toggle.isChecked()).toBe(true);
+      await toggle.click();
+      await expect.poll(() => row.locator('.next-run').innerText()).toBe('disabled');
+      expect(await toggle.isChecked()).toBe(false);
+      const jobs = (await apiAs('GET', '/cron')).json as Array<{ name: string; disabled: boolean; schedule: string }>;
+      expect(jobs).toEqual([expect.objectContaining({ name: 'morning', disabled: true, schedule: '0 30 8 * * MON-FRI' })]);
+
+      await row.getByRole('button', { name: 'History' }).click();
+      await page.getByText('morning has not fired yet.').waitFor();
+    }));
+
+  it('adds a channel account with write-only secrets and a binding', () =>
+    step('channels', async () => {
+      await nav('Channels').click();
+      const telegram = page.locator('section[data-platform="chat_d"]');
+      await telegram.getByRole('button', { name: 'Add account' }).click();
+      const form = page.getByRole('form', { name: 'New chat_d account' });
+      await form.getByLabel('Account id').fill('team');
+      await form.getByLabel('Name', { exact: true }).fill('Team bot');
+      await form.getByLabel('Bot token').fill('123:very-secret-bot-token');
+      expect(await form.getByLabel('Bot token').getAttribute('type')).toBe('password');
+      await form.getByLabel('Group chats').selectOption('disabled');
+      await form.getByLabel('Answer with agent').selectOption('helper');
+      await form.getByRole('button', { name: 'Add account' }).click();
+      await telegram.locator('li[data-account="team"]').filter({ hasText: 'secrets set' }).waitFor();
+      expect(await page.content()).not.toContain('very-secret-bot-token');
+
+      const view = (await apiAs('GET', '/channels/chat_d')).json as { accounts: Record<string, Record<string, unknown>> };
+      expect(view.accounts.team).toMatchObject({ id: 'team', name: 'Team bot', groupPolicy: 'disabled', hasSecret: true });
+      expect(JSON.stringify(view)).not.toContain('very-secret');
+      const bindings = (await apiAs('GET', '/bindings')).json as { bindings: unknown[] };
+      expect(bindings.bindings).toEqual([{ agentId: 'helper', match: { channel: 'chat_d', accountId: 'team' } }]);
+      // The binding shows in the bindings section.
+      await expect.poll(() => page.locator('.binding-row').count()).toBe(1);
+    }));
+
+  it('manages skills (Markdown preview, zip upload, copy to an agent) and tests a provider', () =>
+    step('skills-providers', async () => {
+      await nav('Skills').click();
+      await page.getByRole('button', { name: 'New skill' }).click();
+      const editor = page.getByRole('form', { name: 'New skill' });
+      await editor.getByLabel('Name', { exact: true }).fill('greet');
+      await editor.getByLabel('Description').fill('How to greet');
+      await editor.getByLabel('Content (Markdown)').fill('# Greeting\n\nSay **hello**.');
+      await editor.getByLabel('Preview').getByRole('heading', { name: 'Greeting' }).waitFor();
+      await editor.getByRole('button', { name: 'Create skill' }).click();
+      await page.getByRole('heading', { name: 'greet', level: 2 }).waitFor();
+
+      const zip = new JSZip();
+      zip.file('wave/SKILL.md', '---\nname: wave\ndescription: Wave back\n---\nWave.\n');
+      await page.getByLabel('Upload zip').setInputFiles({ name: 'skills.zip', mimeType: 'application/zip', buffer: await zip.generateAsync({ type: 'nodebuffer' }) });
+      await page.getByText('Upload: created wave.').waitFor();
+
+      await page.getByRole('button', { name: 'Copy to…' }).first().click();
+      await page.getByRole('form', { name: 'Copy skill greet' }).getByRole('button', { name: 'Copy' }).click();
+      await page.getByText('Copied greet to agent helper').waitFor();
+      await page.getByLabel('Scope').selectOption('helper');
+      await page.getByRole('heading', { name: 'greet', level: 2 }).waitFor();
+
+      await nav('Model providers').click();
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      await page.getByText(/Connected in \d+ ms; models: fake-model/).waitFor();
+      await nav('Settings').click();
+      await page.getByRole('heading', { name: 'Server configuration' }).waitFor();
+      expect(await page.getByLabel('Default model provider').inputValue()).toBe('fake');
+    }));
+
+  it('is usable on a 390-pixel phone screen', async () => {
+    const phone = await browser!.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    phone.on('request', (r) => requested.push(r.url()));
+    const small = await phone.newPage();
+    try {
+      await step(
+        'phone',
+        async () => {
+          // A fresh tab: log in again (the token lives in this tab's sessionStorage).
+          await small.goto(`${base}/agents`);
+          await small.getByLabel('Password').fill('admin');
+          await small.getByRole('button', { name: 'Sign in' }).click();
+          await small.waitForURL(`${base}/agents`);
+          await small.getByRole('link', { name: 'Helper' }).waitFor();
+          const overflow = () => small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+          expect(await overflow()).toBeLessThanOrEqual(0);
+          // The menu is a drawer behind a button.
+          const chatLink = small.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Chat', exact: true });
+          expect(await chatLink.isVisible()).toBe(false);
+          await small.getByRole('button', { name: 'Menu' }).click();
+          await chatLink.click();
+          await small.waitForURL(/\/chat\/helper\/web-/);
+          await small.locator('.turn-assistant .md').filter({ hasText: 'hello from AGENTS.md' }).waitFor();
+          expect(await small.getByLabel('Message').isVisible()).toBe(true);
+          expect(await overflow()).toBeLessThanOrEqual(0);
+          await small.getByRole('button', { name: 'Conversations' }).click();
+          await small.getByRole('button', { name: 'New conversation' }).waitFor();
+        },
+        () => small,
+      );
+    } finally {
+      await phone.close();
+    }
+  });
+
+  it('never sends a request to a host other than the gateway, and logs no script or CSP error', async () => {
+    expect(consoleErrors).toEqual([]);
+    expect(requested.length).toBeGreaterThan(10);
+    const elsewhere = requested.filter((u) => !u.startsWith(`${base}/`) && !u.startsWith('data:') && !u.startsWith('blob:'));
+    expect(elsewhere).toEqual([]);
+  });
+});

@@ -1,0 +1,25 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vite';
+import react from '@vitejs/plugin-react';
+
+const root = path.dirname(fileURLToPath(import.meta.url));
+
+/** The web UI: `app/` (entry `app/main.tsx` via index.html) built into `build/` (not `dist/`, which tsc owns). */
+export default defineConfig({
+  root,
+  base: '/',
+  plugins: [react()],
+  publicDir: path.join(root, 'public'),
+  build: {
+    outDir: path.join(root, 'build'),
+    emptyOutDir: true,
+    assetsDir: 'assets',
+    // Everything as files: the Content-Security-Policy allows no inline scripts.
+    assetsInlineLimit: 0,
+    sourcemap: false,
+    reportCompressedSize: false,
+  },
+  // `npm run dev -w @agentry/web`: Vite's dev server with the API of a gateway on the default port.
+  server: { proxy: { '/api': 'http://127.0.0.1:9527' } },
+});
