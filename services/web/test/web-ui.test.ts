@@ -146,6 +146,17 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       expect(await page.getByRole('checkbox', { name: /^read/ }).isChecked()).toBe(true);
       expect(await page.getByRole('checkbox', { name: /^bash/ }).isChecked()).toBe(false);
 
+      // The settings are generated from the ai/agent schema of GET /tools/forms: the prompt is a
+      // long text, params a fieldset, and what has no control (failover) JSON checked as typed.
+      expect(await page.getByLabel('System prompt').evaluate((e) => e.tagName)).toBe('TEXTAREA');
+      await page.getByRole('group', { name: 'Model parameters' }).getByLabel('Temperature').fill('0.5');
+      const failover = page.getByLabel('Failover');
+      await failover.fill('[{"provider": ');
+      await page.locator('.field.has-error').filter({ hasText: 'not valid JSON' }).waitFor();
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('alert').filter({ hasText: 'does not parse yet' }).waitFor();
+      await failover.fill('');
+
       // A bad limit: flagged at the field, and the server's 400 lands at the same field.
       const maxStep = page.getByLabel('Max steps (model calls per answer)');
       await maxStep.fill('0');
@@ -157,6 +168,8 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await page.getByText('Agent saved').waitFor();
       const saved = await apiAs('GET', '/agents/helper');
       expect(JSON.stringify(saved.json)).toContain('"maxStep":20');
+      expect(JSON.stringify(saved.json)).toContain('"params":{"temperature":0.5}');
+      expect(JSON.stringify(saved.json)).not.toContain('failover');
     }));
 
   it('chats: streams the answer token by token and shows the tool call as a card', () =>
@@ -349,6 +362,10 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
           expect(await overflow()).toBeLessThanOrEqual(0);
           await small.getByRole('button', { name: 'Conversations' }).click();
           await small.getByRole('button', { name: 'New conversation' }).waitFor();
+          // The generated agent settings fit too (one column).
+          await small.goto(`${base}/agents/helper`);
+          await small.getByRole('group', { name: 'Model parameters' }).waitFor();
+          expect(await overflow()).toBeLessThanOrEqual(0);
         },
         () => small,
       );

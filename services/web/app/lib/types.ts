@@ -71,9 +71,12 @@ export interface ToolForm {
 }
 
 export interface ToolForms {
+  /** Each node type with the JSON schema of its `configuration`. */
   nodes: Array<{ type: string; description: string; configuration: unknown }>;
   tools: ToolForm[];
   toolKinds: string[];
+  /** The JSON schema of one entry of an `ai/agent` node's `tools` (absent from older servers). */
+  toolEntry?: unknown;
 }
 
 export interface Skill {

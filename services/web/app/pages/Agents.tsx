@@ -1,9 +1,12 @@
-import { useEffect, useMemo, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useMemo, useState, type FormEvent } from 'react';
+import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf, isCheckboxTool, splitProblems, toggleBuiltin, withOtherTools, type FieldErrors, type ToolEntry } from '../lib/agent-form';
 import { ApiError, api, messageOf } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
+import { clearProblemsAt, clientProblems, fieldIds, fieldsOf, type FieldHint, type JsonSchema } from '../lib/schema-form';
 import type { AgentListItem, AgentTemplate, Paged, Provider, RuleChainDsl, ToolForms } from '../lib/types';
-import { ErrorText, Loading, Notice, PageHeader, SelectField, Tabs, TextArea, TextField, idProblem } from '../components/ui';
+import { JsonField, SchemaForm, type CustomFieldProps } from '../components/SchemaForm';
+import { ErrorText, Loading, Notice, PageHeader, Tabs, TextArea, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
 export function AgentsPage() {
@@ -120,25 +123,7 @@ export function AgentNewPage() {
   );
 }
 
-type AgentConfig = Record<string, unknown> & { tools?: Array<Record<string, unknown>>; params?: Record<string, unknown> };
-
-/** The agent node's configuration fields the form edits, with the DSL path problems map to. */
-const FORM_FIELDS = ['provider', 'model', 'systemPrompt', 'tools', 'maxStep', 'maxToolOutputLength', 'params'] as const;
-
-/** Field errors from a 400's message: `metadata.nodes[0] ("a"), ai/agent: configuration.maxStep: must be >= 1; ...`. */
-export function fieldErrorsOf(message: string, agentNodeId: string | undefined): { fields: Record<string, string>; other: string[] } {
-  const fields: Record<string, string> = {};
-  const other: string[] = [];
-  for (const problem of message.split('; ')) {
-    const inNode = agentNodeId !== undefined && problem.includes(`("${agentNodeId}")`);
-    const m = /configuration\.([A-Za-z]+)[^:]*:\s*(.*)$/.exec(problem);
-    const key = m?.[1];
-    if (inNode && key && (FORM_FIELDS as readonly string[]).includes(key)) fields[key] = fields[key] ? `${fields[key]}; ${m[2]}` : m[2]!;
-    else if (/^ruleChain\.name/.test(problem)) fields.name = problem.replace(/^ruleChain\.name:\s*/, '');
-    else other.push(problem);
-  }
-  return { fields, other };
-}
+type AgentConfig = Record<string, unknown>;
 
 /** The first sentence of a tool's description (the whole one is the label's title). */
 function firstSentence(text: string): string {
@@ -146,15 +131,7 @@ function firstSentence(text: string): string {
   return (m ? m[0] : text).replace(/\s+/g, ' ');
 }
 
-function numberOrText(v: string): number | string | undefined {
-  if (v.trim() === '') return undefined;
-  return /^-?\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : v;
-}
-
-function intProblem(v: unknown): string | null {
-  if (v === undefined) return null;
-  return typeof v === 'number' && Number.isInteger(v) && v >= 1 ? null : 'a whole number, at least 1';
-}
+const NO_ERRORS: FieldErrors = { fields: {}, name: null, other: [] };
 
 export function AgentEditPage({ agentId }: { agentId: string }) {
   const { notify } = useApp();
@@ -163,7 +140,8 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
       Promise.all([
         api.get<RuleChainDsl>(`/agents/${encodeURIComponent(agentId)}`),
         api.get<ToolForms>('/tools/forms'),
-        api.get<{ default_provider: string; providers: Provider[] }>('/config/models'),
+        // The providers for the provider select, with the default's id; without them the field is the schema's text.
+        api.get<{ default_provider: string; providers: Provider[] }>('/config/models').catch(() => null),
       ]),
     [agentId],
   );
@@ -171,7 +149,10 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
   const [tab, setTab] = useState<'settings' | 'json'>('settings');
   const [jsonText, setJsonText] = useState('');
   const [jsonError, setJsonError] = useState<string | null>(null);
-  const [errors, setErrors] = useState<{ fields: Record<string, string>; other: string[] }>({ fields: {}, other: [] });
+  const [errors, setErrors] = useState<FieldErrors>(NO_ERRORS);
+  /** JSON or list text of the settings form that does not parse (so it is not in the draft), by field id. */
+  const [textProblems, setTextProblems] = useState<Record<string, string>>({});
+  const [formError, setFormError] = useState<string | null>(null);
   const [dirty, setDirty] = useState(false);
   const action = useAction();
 
@@ -179,52 +160,105 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
     if (loaded.data) setDraft(loaded.data[0]);
   }, [loaded.data]);
 
+  const forms = loaded.data?.[1];
+  const providers = loaded.data?.[2] ?? null;
   const nodeIndex = draft ? draft.metadata.nodes.findIndex((n) => n.type === 'ai/agent') : -1;
   const node = draft && nodeIndex >= 0 ? draft.metadata.nodes[nodeIndex] : undefined;
   const config = (node?.configuration ?? {}) as AgentConfig;
+  const provider = typeof config.provider === 'string' ? config.provider : '';
+  const providerView = providers?.providers.find((p) => p.id === (provider || providers.default_provider));
+
+  // The form: the ai/agent configuration schema of GET /tools/forms, with what the page knows besides.
+  const agentSchema = forms?.nodes.find((n) => n.type === 'ai/agent')?.configuration as JsonSchema | undefined;
+  const hints = useMemo<Record<string, FieldHint>>(
+    () => ({
+      ...AGENT_FIELD_HINTS,
+      ...(providers
+        ? {
+            provider: {
+              options: providers.providers.map((p) => ({ value: p.id, label: p.name && p.name !== p.id ? `${p.name} (${p.id})` : p.id })),
+              emptyLabel: `Default${providers.default_provider ? ` (${providers.default_provider})` : ' (none set)'}`,
+            },
+          }
+        : {}),
+      model: {
+        placeholder: providerView?.model ? `provider default (${providerView.model})` : 'provider default',
+        suggestions: providerView?.models.map((m) => ({ value: m.alias ?? m.name, label: m.name })) ?? [],
+      },
+    }),
+    [providers, providerView],
+  );
+  const fields = useMemo(() => (agentSchema ? fieldsOf(agentConfigSchema(agentSchema), hints) : []), [agentSchema, hints]);
+  const ids = useMemo(() => fieldIds(fields), [fields]);
+  const checks = useMemo(() => clientProblems(fields, config), [fields, config]);
+  const fieldErrors = useMemo(() => {
+    const out: Record<string, string> = { ...checks };
+    for (const [id, text] of Object.entries(errors.fields)) if (text) out[id] = text;
+    return out;
+  }, [checks, errors.fields]);
 
   const change = (next: RuleChainDsl) => {
     setDraft(next);
     setDirty(true);
+    setFormError(null);
   };
-  const setConfig = (key: string, value: unknown) => {
+  const setConfig = (next: AgentConfig, id: string) => {
     if (!draft || nodeIndex < 0) return;
-    const nodes = draft.metadata.nodes.map((n, i) => {
-      if (i !== nodeIndex) return n;
-      const c: Record<string, unknown> = { ...(n.configuration ?? {}) };
-      if (value === undefined) delete c[key];
-      else c[key] = value;
-      return { ...n, configuration: c };
-    });
+    const nodes = draft.metadata.nodes.map((n, i) => (i === nodeIndex ? { ...n, configuration: next } : n));
     change({ ...draft, metadata: { ...draft.metadata, nodes } });
-    setErrors((e) => ({ ...e, fields: { ...e.fields, [key]: '' } }));
+    setErrors((e) => ({ ...e, fields: clearProblemsAt(e.fields, id) }));
   };
-  const setParam = (key: string, value: unknown) => {
-    const params: Record<string, unknown> = { ...(config.params ?? {}) };
-    if (value === undefined) delete params[key];
-    else params[key] = value;
-    setConfig('params', Object.keys(params).length ? params : undefined);
-  };
-
-  const providers = loaded.data?.[2];
-  const forms = loaded.data?.[1];
-  const provider = typeof config.provider === 'string' ? config.provider : '';
-  const providerView = providers?.providers.find((p) => p.id === (provider || providers.default_provider));
-  const tools = Array.isArray(config.tools) ? config.tools : [];
-  const builtinOn = (name: string) => tools.some((t) => (t.type ?? 'builtin') === 'builtin' && t.name === name);
-  const otherTools = tools.filter((t) => (t.type ?? 'builtin') !== 'builtin');
-  const toggleTool = (name: string, on: boolean) =>
-    setConfig('tools', on ? [...tools, { type: 'builtin', name }] : tools.filter((t) => !((t.type ?? 'builtin') === 'builtin' && t.name === name)));
-
-  const clientErrors = useMemo(
-    () => ({ maxStep: intProblem(config.maxStep), maxToolOutputLength: intProblem(config.maxToolOutputLength) }),
-    [config.maxStep, config.maxToolOutputLength],
+  const onTextProblem = useCallback(
+    (id: string, problem: string | null) =>
+      setTextProblems((all) => {
+        if ((all[id] ?? null) === problem) return all;
+        const { [id]: _gone, ...rest } = all;
+        return problem ? { ...rest, [id]: problem } : rest;
+      }),
+    [],
   );
-  const fieldError = (key: string) => errors.fields[key] || (clientErrors as Record<string, string | null>)[key] || null;
+  const unparsed = Object.keys(textProblems).length > 0 ? 'Some JSON or list text above does not parse yet; fix it (or empty it) first.' : null;
+
+  const builtinNames = useMemo(() => forms?.tools.map((t) => t.name) ?? [], [forms]);
+  const renderTools = ({ field, value, error, onValue }: CustomFieldProps) => {
+    if (!forms) return undefined;
+    const tools = Array.isArray(value) ? (value as ToolEntry[]) : [];
+    const others = tools.filter((t) => !isCheckboxTool(t, builtinNames));
+    const set = (next: ToolEntry[]) => onValue(next.length > 0 ? next : undefined);
+    return (
+      <fieldset className={`field wide${error ? ' has-error' : ''}`}>
+        <legend>{field.label}</legend>
+        <div className="tool-grid">
+          {forms.tools.map((t) => (
+            <label key={t.name} className="tool-option" title={t.description}>
+              <input type="checkbox" checked={tools.some((e) => isCheckboxTool(e, [t.name]))} onChange={(e) => set(toggleBuiltin(tools, t.name, e.target.checked))} />
+              <span>
+                <strong>{t.name}</strong>
+                {t.optIn ? <span className="badge warn">opt-in</span> : null}
+                <span className="hint">{firstSentence(t.description)}</span>
+              </span>
+            </label>
+          ))}
+        </div>
+        <JsonField
+          label="Other tools (JSON)"
+          schema={forms.toolEntry ? { type: 'array', items: forms.toolEntry as JsonSchema } : field.schema}
+          value={others.length > 0 ? others : undefined}
+          error={null}
+          help={`Entries of kind ${forms.toolKinds.filter((k) => k !== 'builtin').join(', ')}, and built-in tools this server does not list.`}
+          className="wide"
+          onValue={(next) => set(withOtherTools(tools, builtinNames, Array.isArray(next) ? (next as ToolEntry[]) : []))}
+          onProblem={(p) => onTextProblem('tools.*', p)}
+        />
+        <ErrorText error={error} />
+      </fieldset>
+    );
+  };
 
   const switchTab = (next: 'settings' | 'json') => {
     if (next === tab || !draft) return;
     if (next === 'json') {
+      if (unparsed) return setFormError(unparsed);
       setJsonText(JSON.stringify(draft, null, 2));
       setJsonError(null);
     } else {
@@ -232,6 +266,7 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
       if (!parsed.ok) return setJsonError(parsed.error);
       setDraft(parsed.value);
     }
+    setFormError(null);
     setTab(next);
   };
 
@@ -242,18 +277,18 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
       const parsed = parseJson(jsonText);
       if (!parsed.ok) return setJsonError(parsed.error);
       body = parsed.value;
-    }
-    setErrors({ fields: {}, other: [] });
+    } else if (unparsed) return setFormError(unparsed);
+    setErrors(NO_ERRORS);
     setJsonError(null);
+    setFormError(null);
     const saved = await action.run(async () => {
       try {
         return await api.put<RuleChainDsl>(`/agents/${encodeURIComponent(agentId)}`, body);
       } catch (err) {
         if (err instanceof ApiError && err.status === 400) {
           const agentNode = body.metadata?.nodes?.find((n) => n.type === 'ai/agent');
-          const mapped = fieldErrorsOf(err.message, agentNode?.id);
-          if (tab === 'json') setJsonError(err.message.split('; ').join('\n'));
-          setErrors(mapped);
+          if (tab === 'json') setJsonError(splitProblems(err.message).join('\n'));
+          setErrors(fieldErrorsOf(err.message, agentNode?.id, ids));
         }
         throw err;
       }
@@ -288,7 +323,7 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
       </div>
     );
   }
-  if (!draft || !forms || !providers) return <Loading />;
+  if (!draft || !forms) return <Loading />;
 
   return (
     <div className="page">
@@ -320,107 +355,20 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
       />
       <form
         className="form"
+        // The checks are ours (at the field, in words) and the server's; the browser's bubbles would hide the server's.
+        noValidate
         onSubmit={(e) => {
           e.preventDefault();
           void save();
         }}
       >
         {tab === 'settings' ? (
-          nodeIndex < 0 ? (
-            <Notice kind="warn">This chain has no ai/agent node; edit it as JSON.</Notice>
+          nodeIndex < 0 || !agentSchema ? (
+            <Notice kind="warn">{nodeIndex < 0 ? 'This chain has no ai/agent node' : 'The server describes no ai/agent configuration'}; edit it as JSON.</Notice>
           ) : (
             <>
-              <TextField label="Name" value={draft.ruleChain.name} onValue={(v) => change({ ...draft, ruleChain: { ...draft.ruleChain, name: v } })} error={errors.fields.name} />
-              <div className="grid-2">
-                <SelectField
-                  label="Provider"
-                  value={provider}
-                  onValue={(v) => setConfig('provider', v || undefined)}
-                  error={fieldError('provider')}
-                  options={[
-                    { value: '', label: `Default${providers.default_provider ? ` (${providers.default_provider})` : ' (none set)'}` },
-                    ...providers.providers.map((p) => ({ value: p.id, label: p.name && p.name !== p.id ? `${p.name} (${p.id})` : p.id })),
-                    ...(provider && !providers.providers.some((p) => p.id === provider) ? [{ value: provider, label: `${provider} (unknown)` }] : []),
-                  ]}
-                />
-                <TextField
-                  label="Model"
-                  value={typeof config.model === 'string' ? config.model : ''}
-                  onValue={(v) => setConfig('model', v || undefined)}
-                  error={fieldError('model')}
-                  placeholder={providerView?.model ? `provider default (${providerView.model})` : 'provider default'}
-                  list="agent-models"
-                />
-                <datalist id="agent-models">
-                  {providerView?.models.map((m) => (
-                    <option key={m.name} value={m.alias ?? m.name}>
-                      {m.name}
-                    </option>
-                  ))}
-                </datalist>
-              </div>
-              <TextArea
-                label="System prompt"
-                value={typeof config.systemPrompt === 'string' ? config.systemPrompt : ''}
-                onValue={(v) => setConfig('systemPrompt', v || undefined)}
-                error={fieldError('systemPrompt')}
-                rows={8}
-                hint={
-                  <>
-                    <code>{'${include(path)}'}</code> inserts a workspace file, <code>{'${now()}'}</code> the time.
-                  </>
-                }
-              />
-              <fieldset className="field">
-                <legend>Tools</legend>
-                <div className="tool-grid">
-                  {forms.tools.map((t) => (
-                    <label key={t.name} className="tool-option" title={t.description}>
-                      <input type="checkbox" checked={builtinOn(t.name)} onChange={(e) => toggleTool(t.name, e.target.checked)} />
-                      <span>
-                        <strong>{t.name}</strong>
-                        {t.optIn ? <span className="badge warn">opt-in</span> : null}
-                        <span className="hint">{firstSentence(t.description)}</span>
-                      </span>
-                    </label>
-                  ))}
-                </div>
-                {otherTools.length ? (
-                  <p className="hint">
-                    Also: {otherTools.map((t) => `${String(t.type)} ${String(t.name ?? t.targetId ?? '')}`).join(', ')} (edit these in the DSL tab).
-                  </p>
-                ) : null}
-                <ErrorText error={fieldError('tools')} />
-              </fieldset>
-              <div className="grid-2">
-                <TextField
-                  label="Max steps (model calls per answer)"
-                  inputMode="numeric"
-                  value={config.maxStep === undefined ? '' : String(config.maxStep)}
-                  onValue={(v) => setConfig('maxStep', numberOrText(v))}
-                  error={fieldError('maxStep')}
-                />
-                <TextField
-                  label="Max tool output (characters)"
-                  inputMode="numeric"
-                  value={config.maxToolOutputLength === undefined ? '' : String(config.maxToolOutputLength)}
-                  onValue={(v) => setConfig('maxToolOutputLength', numberOrText(v))}
-                  error={fieldError('maxToolOutputLength')}
-                />
-                <TextField
-                  label="Temperature"
-                  inputMode="decimal"
-                  value={config.params?.temperature === undefined ? '' : String(config.params.temperature)}
-                  onValue={(v) => setParam('temperature', numberOrText(v))}
-                  error={fieldError('params')}
-                />
-                <TextField
-                  label="Max tokens per model call"
-                  inputMode="numeric"
-                  value={config.params?.maxTokens === undefined ? '' : String(config.params.maxTokens)}
-                  onValue={(v) => setParam('maxTokens', numberOrText(v))}
-                />
-              </div>
+              <TextField label="Name" value={draft.ruleChain.name} onValue={(v) => change({ ...draft, ruleChain: { ...draft.ruleChain, name: v } })} error={errors.name} />
+              <SchemaForm fields={fields} value={config} onChange={setConfig} errors={fieldErrors} custom={{ tools: renderTools }} onTextProblem={onTextProblem} />
             </>
           )
         ) : (
@@ -448,7 +396,8 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
             </ul>
           </div>
         ) : null}
-        {action.error && !errors.other.length && !Object.values(errors.fields).some(Boolean) && !jsonError ? <ErrorText error={action.error} /> : null}
+        <ErrorText error={formError} />
+        {action.error && !errors.other.length && !errors.name && !Object.values(errors.fields).some(Boolean) && !jsonError ? <ErrorText error={action.error} /> : null}
         <div className="form-actions sticky">
           <button type="submit" disabled={action.busy}>
             {action.busy ? 'Saving…' : 'Save'}
