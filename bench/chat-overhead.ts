@@ -31,6 +31,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { migrateToLatest, openPostgres } from '@agentry/db';
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -68,7 +69,7 @@ const SYSTEM_PROMPT = 'You are the benchmark agent.';
 const USER_MESSAGE = 'Say fifty tokens.';
 const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
 const PROVIDER_KEY = `sk-bench-provider-${randomBytes(8).toString('hex')}`;
-const SHIPPED_CONCURRENCY = 20;
+const SHIPPED_CONCURRENCY = 100;
 const RAISED_CONCURRENCY = 200;
 
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -248,7 +249,10 @@ function spawnEntry(name: string, entry: string, opts: { args?: string[]; env: R
   const log = path.join(opts.logDir, `${name}.log`);
   const fd = fs.openSync(log, 'a');
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...opts.env };
-  const proc = spawn(process.execPath, ['--conditions=@agentry/source', '--import', tsxImport, path.resolve(ROOT, entry), ...(opts.args ?? [])], {
+  // BENCH_CPU_PROF=<dir>: every Agentry and fake process writes V8 CPU profiles (one per thread)
+  // into <dir>/<name>/ when it exits.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, name)}`] : [];
+  const proc = spawn(process.execPath, [...prof, '--conditions=@agentry/source', '--import', tsxImport, path.resolve(ROOT, entry), ...(opts.args ?? [])], {
     cwd: opts.cwd,
     env,
     stdio: ['ignore', fd, fd],
@@ -437,8 +441,9 @@ interface Sample {
   error?: string;
   /** Request start to the first non-empty `delta.content`, ms. */
   ttftMs: number;
+  /** Tokens received, counted in the text (the fake's deltas are one word each; Agentry may join deltas). */
   tokens: number;
-  /** Tokens after the first per second of (last token - first token); Infinity when they came in one read. */
+  /** Tokens after the first delta per second of (last delta - first delta); Infinity when they came in one read. */
   tokensPerSecond: number;
   /** Gaps between successive content deltas, ms. */
   gaps: number[];
@@ -458,6 +463,8 @@ function streamOnce(ep: Endpoint): Promise<Sample> {
     let firstAt = -1;
     let lastAt = -1;
     let tokens = 0;
+    let deltas = 0;
+    let firstTokens = 0;
     let text = '';
     let done = false;
     let settled = false;
@@ -467,14 +474,14 @@ function streamOnce(ep: Endpoint): Promise<Sample> {
       settled = true;
       clearTimeout(timer);
       if (!error && !done) error = 'the stream ended without data: [DONE]';
-      if (!error && text !== EXPECTED_TEXT) error = `content differs from the fake's reply (${tokens} deltas, ${text.length} chars)`;
+      if (!error && text !== EXPECTED_TEXT) error = `content differs from the fake's reply (${deltas} deltas, ${text.length} chars)`;
       const span = lastAt - firstAt;
       resolve({
         ok: !error,
         error,
         ttftMs: firstAt < 0 ? NaN : firstAt - t0,
         tokens,
-        tokensPerSecond: tokens > 1 ? (span > 0.05 ? ((tokens - 1) * 1000) / span : Infinity) : NaN,
+        tokensPerSecond: tokens > firstTokens ? (span > 0.05 ? ((tokens - firstTokens) * 1000) / span : Infinity) : NaN,
         gaps,
       });
     };
@@ -512,10 +519,14 @@ function streamOnce(ep: Endpoint): Promise<Sample> {
             if (parsed.error !== undefined) return finish(`error event: ${JSON.stringify(parsed.error).slice(0, 200)}`);
             const content = parsed.choices?.[0]?.delta?.content;
             if (typeof content === 'string' && content.length > 0) {
-              if (tokens === 0) firstAt = now;
-              else gaps.push(now - lastAt);
+              const words = content.split(' ').filter((w) => w !== '').length;
+              if (deltas === 0) {
+                firstAt = now;
+                firstTokens = words;
+              } else gaps.push(now - lastAt);
               lastAt = now;
-              tokens++;
+              deltas++;
+              tokens += words;
               text += content;
             }
           }
@@ -541,7 +552,7 @@ interface LevelResult {
   ttft: { p50: number; p95: number; p99: number };
   /** Per-stream tokens/s after the first token: median and 5th percentile (the slow end). */
   tps: { p50: number; p5: number };
-  /** All content deltas received in the level divided by its wall time. */
+  /** All tokens received in the level divided by its wall time. */
   aggregateTps: number;
   gapP99: number;
   wallS: number;
@@ -664,6 +675,13 @@ async function createDatabase(): Promise<{ url: string; drop: () => Promise<void
   }
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
+  // Cluster services wait for the migrate job (they no longer migrate on start): be that job.
+  const handle = openPostgres({ url: url.toString() });
+  try {
+    await migrateToLatest(handle.db);
+  } finally {
+    await handle.close();
+  }
   return {
     url: url.toString(),
     drop: async () => {
@@ -917,7 +935,7 @@ function section(rows: Row[], meta: { date: string; command: string; seconds: nu
     '**Method.** Three kinds of process, none sharing an event loop: the load generator (the bench process: node:http with keep-alive, SSE parsed by hand, `performance.now()`), the fake model (`libs/testing/src/fake-model-cli.ts`, one process per reply pace) and Agentry. Targets:',
     ...TARGETS.map((t) => `- \`${t.id}\`: ${t.describe}; \`worker.concurrency: ${t.concurrency}\`${t.concurrency === SHIPPED_CONCURRENCY ? ' (the default)' : ''}.`),
     '',
-    `Every request is \`POST /chat/completions\` with \`stream: true\`, one user message, through an \`api\` account key, to an agent whose \`ai/agent\` node calls the fake; the fake answers ${TOKENS} content deltas (\`tok0 \` .. \`tok${TOKENS - 1} \`). "Direct" is the same load, same client, straight to the fake (system + user message), measured right before each Agentry level. N virtual users each send requests back to back (closed loop); each one's first request(s) are warm-up and not recorded. TTFT runs from the request's start to the first non-empty \`delta.content\` (Agentry's empty role chunk does not count). Tokens/s per stream is (deltas - 1) / (last delta - first delta); "burst" means all deltas arrived in one socket read. Added TTFT is Agentry's percentile minus the direct percentile (unpaired). An error is any non-200, error event, missing \`[DONE]\`, timeout (${REQUEST_TIMEOUT_MS / 1000} s) or a reply text that differs from the fake's. RSS is the peak VmRSS of each Agentry process during the level (sampled every 250 ms; the services run from source under tsx, as \`npm start\` does). CPU is from /proc over the level, in % of one core (the box has ${os.availableParallelism()}); Postgres+Redis counts every Postgres and Redis process on the machine, whoever they serve, and **other** is the rest of the machine's busy time (kernel loopback work, about 10-20 % here, plus other people's work on a shared box, which distorts any level where it is large). Before each level the bench waits up to ${QUIET_WAIT_PER_LEVEL_MS / 1000} s (${QUIET_WAIT_TOTAL_MS / 1000} s per run) for the box to be under ${QUIET_BUSY_PCT} % busy; "just before" is how busy it was when the level started. Agentry CPU ms per request is its CPU time over the level divided by the requests sent (warm-up included).`,
+    `Every request is \`POST /chat/completions\` with \`stream: true\`, one user message, through an \`api\` account key, to an agent whose \`ai/agent\` node calls the fake; the fake answers ${TOKENS} content deltas (\`tok0 \` .. \`tok${TOKENS - 1} \`). "Direct" is the same load, same client, straight to the fake (system + user message), measured right before each Agentry level. N virtual users each send requests back to back (closed loop); each one's first request(s) are warm-up and not recorded. TTFT runs from the request's start to the first non-empty \`delta.content\` (Agentry's empty role chunk does not count). Tokens are counted in the text (one per word: each fake delta is one word, and Agentry may join deltas that arrive together into one chunk); tokens/s per stream is (tokens after the first delta) / (last delta - first delta); "burst" means all deltas arrived in one socket read. Added TTFT is Agentry's percentile minus the direct percentile (unpaired). An error is any non-200, error event, missing \`[DONE]\`, timeout (${REQUEST_TIMEOUT_MS / 1000} s) or a reply text that differs from the fake's. RSS is the peak VmRSS of each Agentry process during the level (sampled every 250 ms; the services run from source under tsx, as \`npm start\` does). CPU is from /proc over the level, in % of one core (the box has ${os.availableParallelism()}); Postgres+Redis counts every Postgres and Redis process on the machine, whoever they serve, and **other** is the rest of the machine's busy time (kernel loopback work, about 10-20 % here, plus other people's work on a shared box, which distorts any level where it is large). Before each level the bench waits up to ${QUIET_WAIT_PER_LEVEL_MS / 1000} s (${QUIET_WAIT_TOTAL_MS / 1000} s per run) for the box to be under ${QUIET_BUSY_PCT} % busy; "just before" is how busy it was when the level started. Agentry CPU ms per request is its CPU time over the level divided by the requests sent (warm-up included).`,
     '',
   ];
   for (const s of SCENARIOS) {

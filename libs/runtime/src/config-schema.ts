@@ -178,7 +178,7 @@ export const ConfigSchema = Type.Object(
     ),
     worker: Type.Object(
       {
-        concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'runs one agent-worker process executes at once' }),
+        concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'runs one agent-worker process executes at once' }),
         stall_timeout_ms: Type.Integer({
           minimum: 1000,
           default: 30_000,

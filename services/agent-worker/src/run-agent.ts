@@ -12,6 +12,7 @@ import {
   markRunStreamed,
   type Db,
   type JsonValue,
+  type RuleChainRow,
   type RunRecord,
   type SessionMessage,
 } from '@agentry/db';
@@ -33,6 +34,7 @@ import {
   type ToolDefinition,
 } from '@agentry/engine';
 import { enqueueReply, failureNotice, queueReply } from './reply.js';
+import { RunEventPublisher, type EventBody } from './run-events.js';
 
 /** What running one agent needs; the service wires it, tests may pass their own. */
 export interface RunDeps {
@@ -42,6 +44,8 @@ export interface RunDeps {
   stream(req: ModelCallRequest): AsyncIterable<ModelEvent>;
   /** Publishes one event of the run, in order. */
   publish(event: RunEvent): Promise<void>;
+  /** An agent's row (default: read from the database each time; the service passes its cache). */
+  agent?(agentId: string): Promise<RuleChainRow | undefined>;
   /** History window of a session. */
   maxMessages: number;
   /** Built-in tools by name. */
@@ -74,9 +78,6 @@ export interface AgentNodeConfig {
   tools?: AgentToolConfig[];
   disabledSkills?: string[];
 }
-
-/** Distributes `Omit` over a union (plain `Omit` collapses it). */
-type EventBody = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'runId' | 'seq'> : never) : never;
 
 /** The `ai/agent` node of an agent's DSL (the first one), or undefined. */
 export function agentNode(dsl: JsonValue): AgentNodeConfig | undefined {
@@ -153,8 +154,9 @@ type Answer = Pick<AgentResult, 'output' | 'added' | 'usage' | 'finishReason'>;
  * session sees it. A failed or cancelled run leaves the session untouched.
  */
 export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
-  let seq = 0;
-  const emit = (event: EventBody) => deps.publish({ ...event, runId: run.id, seq: seq++ } as RunEvent);
+  const events = new RunEventPublisher(run.id, deps.publish);
+  const emit = (event: EventBody) => events.event(event);
+  const readAgent = deps.agent ?? ((id: string) => getRuleChain(deps.db, id));
   const log = deps.logger.child({ runId: run.id, agentId: run.agentId, ...(run.sessionId ? { sessionId: run.sessionId } : {}) });
   let output = '';
   const started = Date.now();
@@ -170,21 +172,45 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
   try {
     if (!Value.Check(RunRequest, run.request)) throw new AppError('VALIDATION', 400, 'the stored run request is malformed');
     const request = run.request as RunRequest;
-    const agent = await getRuleChain(deps.db, run.agentId);
+    const agent = await readAgent(run.agentId);
     if (!agent || agent.kind !== 'agent') throw new AppError('NOT_FOUND', 404, `Not found: agent "${run.agentId}"`);
     const config = agentNode(agent.dsl);
     if (!config) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" has no ai/agent node`);
-    const history = run.sessionId ? await loadHistory(deps.db, run.sessionId, deps.maxMessages) : null;
-    const systemPrompt = deps.systemPrompt ? await deps.systemPrompt(config, run.agentId) : (config.systemPrompt ?? '');
+    const [history, systemPrompt] = await Promise.all([
+      run.sessionId ? loadHistory(deps.db, run.sessionId, deps.maxMessages) : null,
+      deps.systemPrompt ? deps.systemPrompt(config, run.agentId) : (config.systemPrompt ?? ''),
+    ]);
     const { messages, newTurns } = buildConversation(config, request, history, systemPrompt);
 
+    /**
+     * `streamed` is what keeps a takeover (after this worker died) from running the run again
+     * once the client has seen output. The first text is published while the mark is being
+     * written, and the loop goes on (next delta, any tool) only once the mark is committed. A
+     * death between the two leaves at most that one event seen with `streamed` unset: the
+     * takeover then runs again and its first event (seq 0) is a gap to the relay, which fails
+     * the stream cleanly and cancels the run; no tool of this attempt can have run by then. A
+     * tool event is still published only after the mark (a retry would run the tool twice).
+     */
+    let marked = false;
     const onEvent = async (ev: LoopEvent) => {
       if (ev.type === 'text') {
         ttftMs ??= Date.now() - started;
-        if (output === '') await markRunStreamed(deps.db, run.id);
         output += ev.text;
-      } else if (output === '') {
-        // A tool call is visible progress too: a retry would run the tools twice.
+        if (!marked) {
+          marked = true;
+          const mark = markRunStreamed(deps.db, run.id);
+          try {
+            events.text(ev.text);
+          } finally {
+            await mark;
+          }
+        } else {
+          events.text(ev.text);
+        }
+        return;
+      }
+      if (!marked) {
+        marked = true;
         await markRunStreamed(deps.db, run.id);
       }
       await emit(ev);
@@ -292,7 +318,7 @@ async function runAgentWithTools(
     runSubagent: async (agentId, message, subSignal) => {
       if (stack.includes(agentId)) throw new AppError('VALIDATION', 400, `agent ${agentId} is already running in this chain (${[...stack, agentId].join(' -> ')})`);
       if (stack.length >= MAX_AGENT_DEPTH) throw new AppError('VALIDATION', 400, `sub-agents nest at most ${MAX_AGENT_DEPTH} deep`);
-      const sub = await getRuleChain(deps.db, agentId);
+      const sub = await (deps.agent ?? ((id: string) => getRuleChain(deps.db, id)))(agentId);
       const subConfig = sub?.kind === 'agent' ? agentNode(sub.dsl) : undefined;
       if (!subConfig) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
       const subPrompt = deps.systemPrompt ? await deps.systemPrompt(subConfig, agentId) : (subConfig.systemPrompt ?? '');

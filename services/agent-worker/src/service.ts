@@ -1,8 +1,9 @@
 import { Value } from 'typebox/value';
 import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Consumer, type Job } from '@agentry/bus';
-import { claimRun, finishRun, getRun, hasEarlierActiveRun } from '@agentry/db';
+import { claimRun, claimRunOutsideSession, finishRun, hasEarlierActiveRun } from '@agentry/db';
 import {
+  AgentCache,
   ChainRunner,
   ModelProviders,
   ScriptSandbox,
@@ -51,6 +52,10 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
   const chains = { runner: new ChainRunner(), sandbox: new ScriptSandbox({ workers: 2 }) };
 
+  // Agent rows, kept until the gateway announces a change (`invalidate {area:'agents', id}`) or 5 s.
+  const agents = new AgentCache(db.db);
+  const unfollow = await agents.follow(bus.pubsub);
+
   const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => {
     const runId = (msg as RunCancelMessage | null)?.runId;
     const ctl = runId ? running.get(runId) : undefined;
@@ -78,8 +83,11 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
     const { runId } = job.data;
     const publish = (event: RunEvent) => bus.pubsub.publish(PubSubChannels.run(runId), event);
-    const queued = await getRun(db.db, runId);
-    if (!queued) throw new UnrecoverableJobError(`run ${runId} does not exist`);
+    // Outside a session the run is claimed at once (one round trip); a session's turn is only
+    // read here and claimed once the earlier turns have ended.
+    const first = await claimRunOutsideSession(db.db, runId);
+    if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
+    const queued = first.run;
     if (queued.status !== 'queued' && queued.status !== 'running') return;
     if (queued.streamed) {
       const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
@@ -94,7 +102,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     shutdownSignal.addEventListener('abort', onShutdown);
     try {
       if (queued.sessionId) await waitForTurn(queued.sessionId, queued.seq, ctl.signal);
-      const run = await claimRun(db.db, runId);
+      const run = first.claimed ? queued : await claimRun(db.db, runId);
       if (!run) return;
       if (ctl.signal.aborted) {
         await finishRun(db.db, runId, { status: 'cancelled', error: 'cancelled' });
@@ -106,6 +114,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           logger,
           stream,
           publish,
+          agent: (agentId) => agents.get(agentId),
           maxMessages: runtime.config.current.agents.defaults.session.max_messages,
           builtin: opts.builtin ?? builtinTools,
           chains,
@@ -149,6 +158,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   runtime.lifecycle.add('agent-worker', async (remainingMs) => {
     await consumer.close(Math.max(0, remainingMs - 500));
     await unsubscribe();
+    await unfollow();
     await providers?.close();
     await chains.sandbox.close();
     logger.info('agent-worker stopped');

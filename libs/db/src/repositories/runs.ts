@@ -94,6 +94,27 @@ export async function claimRun(db: Db, id: string): Promise<RunRecord | undefine
   return row && toRecord(row);
 }
 
+/**
+ * The worker's first step in one round trip: a run outside a session (nothing to wait for) is
+ * claimed as `claimRun` would; a run of a session, or one that has ended, is only read
+ * (`claimed: false`; claim it with `claimRun` once its turn has come). Undefined: no such run.
+ */
+export async function claimRunOutsideSession(db: Db, id: string): Promise<{ run: RunRecord; claimed: boolean } | undefined> {
+  const cols = sql.join(COLUMNS.map((c) => sql.ref(c)));
+  const { rows } = await sql<Row & { claimed: boolean }>`
+    with claimed as (
+      update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
+      where id = ${id} and status in ('queued', 'running') and session_id is null
+      returning ${cols}
+    )
+    select ${cols}, true as claimed from claimed
+    union all
+    select ${cols}, false as claimed from runs where id = ${id} and not exists (select 1 from claimed)
+  `.execute(db);
+  const row = rows[0];
+  return row && { run: toRecord(row), claimed: row.claimed === true };
+}
+
 /** Recorded at the first token: a run that streamed is never retried (the client saw output). */
 export async function markRunStreamed(db: Db, id: string): Promise<void> {
   await db.updateTable('runs').set({ streamed: true }).where('id', '=', id).where('streamed', '=', false).execute();

@@ -27,6 +27,12 @@ export interface SubmitRunInput {
    * exist exactly when the run does (a cron fire's record). Throwing rolls the run back.
    */
   withRun?: (trx: Db, run: RunRecord) => Promise<void>;
+  /**
+   * Awaited after the run row is committed and before the job is enqueued (the caller's
+   * subscription to `run:<id>`, started in parallel with the insert). Rejecting fails the run
+   * (nothing is enqueued) and rethrows.
+   */
+  beforeEnqueue?: Promise<unknown>;
 }
 
 export interface SubmittedRun {
@@ -57,17 +63,30 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
     ? await ensureSession(deps.db, { agentId: input.agentId, sessionKey: input.session.key, channel: input.session.channel, scope: input.session.scope })
     : null;
   const runId = input.runId ?? newRunId();
-  const run = await inTransaction(deps.db, async (trx) => {
-    const inserted = await insertRun(trx, {
-      id: runId,
-      agentId: input.agentId,
-      sessionId: session?.id ?? null,
-      source: input.source,
-      request: input.request as unknown as JsonValue,
-    });
-    await input.withRun?.(trx, inserted);
-    return inserted;
-  });
+  const row = {
+    id: runId,
+    agentId: input.agentId,
+    sessionId: session?.id ?? null,
+    source: input.source,
+    request: input.request as unknown as JsonValue,
+  };
+  const withRun = input.withRun;
+  // One INSERT is atomic on its own: the transaction (three round trips) only when rows go with it.
+  const run = withRun
+    ? await inTransaction(deps.db, async (trx) => {
+        const inserted = await insertRun(trx, row);
+        await withRun(trx, inserted);
+        return inserted;
+      })
+    : await insertRun(deps.db, row);
+  if (input.beforeEnqueue) {
+    try {
+      await input.beforeEnqueue;
+    } catch (err) {
+      await finishRun(deps.db, runId, { status: 'failed', error: 'could not start the run' }).catch(() => undefined);
+      throw err;
+    }
+  }
   try {
     await enqueueRun(deps.queue, runId);
   } catch (err) {

@@ -2,11 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { AppError, Errors } from '@agentry/errors';
 import { PubSubChannels, type RunCancelMessage, type RunEvent, type RunRequest } from '@agentry/contracts';
-import { finishRun, listRuleChains } from '@agentry/db';
-import { newRunId, submitRun } from '@agentry/engine';
+import { finishRun, getRuleChain, listRuleChains } from '@agentry/db';
+import { AgentCache, newRunId, submitRun } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
-import { requireAgent } from './common.js';
 import { EventGapError, RunEventQueue } from '../chat/run-events.js';
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
@@ -75,6 +74,30 @@ function usageOf(event: DoneEvent) {
  * before enqueueing, so no event can be missed; it relays them as one body or as SSE chunks.
  */
 export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
+  // Agent rows for the chat path, kept until `invalidate {area:'agents', id}` (or 5 s). Until the
+  // subscription is in place the cache is not used, so no invalidation can be missed.
+  const agents = new AgentCache(deps.db.db, { load: (id) => getRuleChain(deps.db.db, id) });
+  let following = false;
+  const follow = agents.follow(deps.bus.pubsub).then(
+    (unsubscribe) => {
+      following = true;
+      return unsubscribe;
+    },
+    (err: unknown) => {
+      deps.logger.warn({ err }, 'chat: no agent invalidations; agents are read on every request');
+      return undefined;
+    },
+  );
+  app.addHook('onClose', async () => {
+    following = false;
+    await (await follow)?.().catch(() => undefined);
+  });
+  const requireAgent = async (agentId: string) => {
+    const row = following ? await agents.get(agentId) : await getRuleChain(deps.db.db, agentId);
+    if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
+    return row;
+  };
+
   app.get('/models', { config: { auth: 'chat' } }, async (req) => {
     const principal = req.principal;
     const bound = principal.kind === 'account' ? principal.agents : undefined;
@@ -88,7 +111,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   app.post<{ Body: ChatBody }>('/chat/completions', { config: { auth: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
     const body = req.body;
     const request = toRunRequest(body);
-    const agent = await requireAgent(deps.db.db, body.model);
+    const agent = await requireAgent(body.model);
     const principal = req.principal;
     if (principal.kind === 'account' && principal.agents && !principal.agents.includes(agent.id)) {
       throw new Errors.FORBIDDEN(`api account "${principal.accountId}" is bound to ${principal.agents.map((a) => `"${a}"`).join(', ')}, not to agent "${agent.id}"`);
@@ -96,7 +119,10 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
 
     const runId = newRunId();
     const queue = new RunEventQueue();
-    const unsubscribe = await deps.bus.pubsub.subscribe(PubSubChannels.run(runId), (m) => queue.push(m));
+    // Listening on run:<id> must be in place before the job is enqueued; it runs alongside the insert.
+    const subscribed = deps.bus.pubsub.subscribe(PubSubChannels.run(runId), (m) => queue.push(m));
+    subscribed.catch(() => undefined);
+    const unsubscribe = async () => (await subscribed.catch(() => undefined as undefined | (() => Promise<void>)))?.();
     let settled = false;
     const cancel = async (why: string) => {
       if (settled) return;
@@ -110,7 +136,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     try {
       const { session } = await submitRun(
         { db: deps.db.db, queue: deps.bus.queue },
-        { agentId: agent.id, session: body.sessionId ? { key: body.sessionId, channel: 'api' } : null, source: 'api', request, runId },
+        { agentId: agent.id, session: body.sessionId ? { key: body.sessionId, channel: 'api' } : null, source: 'api', request, runId, beforeEnqueue: subscribed },
       );
       req.log.info({ runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'run enqueued');
 
