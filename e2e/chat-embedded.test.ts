@@ -58,6 +58,18 @@ describe('chat completions, embedded mode', () => {
   chatConformance(() => target);
   sessionConformance(() => target);
 
+  it('a provider 4xx reaches the client as 502 naming the provider and its message', async () => {
+    target.fake.reset();
+    target.fake.script({ status: 400, body: { error: { message: 'context too long', type: 'invalid_request_error', param: null, code: null } } });
+    const res = await fetch(`${target.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${target.apiKey}` },
+      body: JSON.stringify({ model: target.agentId, messages: [{ role: 'user', content: 'too much' }] }),
+    });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { error: string }).error).toMatch(/HTTP 400.*context too long/);
+  });
+
   it('/metrics reports the runs, model calls, queues and HTTP latency the conformance suite caused', async () => {
     const text = await (await fetch(target.baseURL.replace('/api/v1', '/metrics'))).text();
     const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
