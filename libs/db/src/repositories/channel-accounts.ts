@@ -18,11 +18,10 @@ export interface ChannelAccountRecord {
 
 const COLUMNS = ['platform', 'id', 'name', 'enabled', 'settings', 'secrets_sealed', 'api_key_hash', 'file_hmac'] as const;
 
-export async function listChannelAccounts(db: Db, platform?: string): Promise<ChannelAccountRecord[]> {
-  let q = db.selectFrom('channel_accounts').select(COLUMNS).orderBy('platform').orderBy('id');
-  if (platform) q = q.where('platform', '=', platform);
-  const rows = await q.execute();
-  return rows.map((r) => ({
+type AccountRow = { platform: string; id: string; name: string; enabled: boolean; settings: JsonValue; secrets_sealed: string | null; api_key_hash: string | null; file_hmac: string | null };
+
+function toRecord(r: AccountRow): ChannelAccountRecord {
+  return {
     platform: r.platform,
     id: r.id,
     name: r.name,
@@ -31,11 +30,11 @@ export async function listChannelAccounts(db: Db, platform?: string): Promise<Ch
     secretsSealed: r.secrets_sealed,
     apiKeyHash: r.api_key_hash,
     fileHmac: r.file_hmac,
-  }));
+  };
 }
 
-export async function upsertChannelAccount(db: Db, account: ChannelAccountRecord): Promise<void> {
-  const values = {
+function toRow(account: ChannelAccountRecord) {
+  return {
     platform: account.platform,
     id: account.id,
     name: account.name,
@@ -45,6 +44,16 @@ export async function upsertChannelAccount(db: Db, account: ChannelAccountRecord
     api_key_hash: account.apiKeyHash,
     file_hmac: account.fileHmac,
   };
+}
+
+export async function listChannelAccounts(db: Db, platform?: string): Promise<ChannelAccountRecord[]> {
+  let q = db.selectFrom('channel_accounts').select(COLUMNS).orderBy('platform').orderBy('id');
+  if (platform) q = q.where('platform', '=', platform);
+  return (await q.execute()).map(toRecord);
+}
+
+export async function upsertChannelAccount(db: Db, account: ChannelAccountRecord): Promise<void> {
+  const values = toRow(account);
   await db
     .insertInto('channel_accounts')
     .values(values)
@@ -53,23 +62,15 @@ export async function upsertChannelAccount(db: Db, account: ChannelAccountRecord
 }
 
 export async function getChannelAccount(db: Db, platform: string, id: string): Promise<ChannelAccountRecord | undefined> {
-  return (await listChannelAccounts(db, platform)).find((a) => a.id === id);
+  const row = await db.selectFrom('channel_accounts').select(COLUMNS).where('platform', '=', platform).where('id', '=', id).executeTakeFirst();
+  return row ? toRecord(row) : undefined;
 }
 
 /** Inserts a new account; false when one with this id exists on the platform already. */
 export async function insertChannelAccount(db: Db, account: ChannelAccountRecord): Promise<boolean> {
   const rows = await db
     .insertInto('channel_accounts')
-    .values({
-      platform: account.platform,
-      id: account.id,
-      name: account.name,
-      enabled: account.enabled,
-      settings: JSON.stringify(account.settings),
-      secrets_sealed: account.secretsSealed,
-      api_key_hash: account.apiKeyHash,
-      file_hmac: account.fileHmac,
-    })
+    .values(toRow(account))
     .onConflict((oc) => oc.columns(['platform', 'id']).doNothing())
     .returning('id')
     .execute();

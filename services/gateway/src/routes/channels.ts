@@ -127,7 +127,7 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     checkWrittenFields(body);
     checkPlatformFields(platform, body);
     const binding = body.binding ? { agentId: body.binding.agentId, match: body.binding.match ?? { channel: platform, accountId: body.id } } : undefined;
-    if (binding) await checkBinding(db(), binding, new Map([[`${platform}/${body.id}`, true]]));
+    if (binding) await checkBinding(db(), binding, new Set([...(await accountKeys(db())), `${platform}/${body.id}`]));
 
     let generatedKey: string | undefined;
     if (platform === 'api' && body.api_key === undefined) body.api_key = generatedKey = newAccountApiKey();
@@ -215,7 +215,8 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
 
   api.put('/bindings', { schema: { body: BindingsBody } }, async (req) => {
     const bindings = req.body.bindings.map((b) => ({ agentId: b.agentId, match: dropUndefined(b.match) }));
-    for (const [i, b] of bindings.entries()) await checkBinding(db(), b, undefined, `bindings[${i}]`);
+    const accounts = await accountKeys(db());
+    for (const [i, b] of bindings.entries()) await checkBinding(db(), b, accounts, `bindings[${i}]`);
     await inTransaction(db(), (trx) => replaceBindings(trx, bindings));
     await changed();
     req.log.info({ count: bindings.length }, 'bindings replaced');
@@ -289,8 +290,13 @@ function checkPlatformFields(platform: Platform, body: Record<string, unknown>):
   if (platform !== 'api' && body.api_key !== undefined) throw new Errors.VALIDATION(`api_key: only api accounts have one (this is ${platform})`);
 }
 
-/** A binding's agent exists, its channel is a platform, its account exists there. */
-async function checkBinding(db: Db, b: BindingRecord, pending?: Map<string, boolean>, where = 'binding'): Promise<void> {
+/** `platform/id` of every account, read once per request for the binding checks. */
+async function accountKeys(db: Db): Promise<Set<string>> {
+  return new Set((await listChannelAccounts(db)).map((a) => `${a.platform}/${a.id}`));
+}
+
+/** A binding's agent exists, its channel is a platform, its account is among `accounts`. */
+async function checkBinding(db: Db, b: BindingRecord, accounts: ReadonlySet<string>, where = 'binding'): Promise<void> {
   const agent = await getRuleChain(db, b.agentId);
   if (!agent || agent.kind !== 'agent') throw new Errors.VALIDATION(`${where}.agentId: no agent "${b.agentId}"`);
   const { channel, accountId } = b.match;
@@ -300,10 +306,7 @@ async function checkBinding(db: Db, b: BindingRecord, pending?: Map<string, bool
   if (accountId !== undefined && channel === undefined) throw new Errors.VALIDATION(`${where}.match.accountId needs match.channel`);
   if (channel !== undefined) {
     if (!(PLATFORMS as readonly string[]).includes(channel)) throw new Errors.VALIDATION(`${where}.match.channel: "${channel}" is not a platform (one of ${PLATFORMS.join(', ')})`);
-    if (accountId !== undefined && !pending?.has(`${channel}/${accountId}`)) {
-      const accounts = await listChannelAccounts(db, channel);
-      if (!accounts.some((a) => a.id === accountId)) throw new Errors.VALIDATION(`${where}.match.accountId: no ${channel} account "${accountId}"`);
-    }
+    if (accountId !== undefined && !accounts.has(`${channel}/${accountId}`)) throw new Errors.VALIDATION(`${where}.match.accountId: no ${channel} account "${accountId}"`);
   }
 }
 

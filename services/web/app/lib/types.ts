@@ -1,3 +1,5 @@
+import type { ChannelAccount } from '@agentry/client';
+
 /** Shapes of the gateway's API as the UI reads them (README, "Agents" and after). */
 
 export interface Paged<T> {
@@ -79,70 +81,6 @@ export interface ToolForms {
   toolEntry?: unknown;
 }
 
-export interface Skill {
-  name: string;
-  description: string;
-  content?: string;
-  scope: 'global' | 'local';
-  agentId?: string;
-  status: 'active' | 'draft';
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface WorkspaceEntry {
-  name: string;
-  isDir: boolean;
-  size?: number;
-  modTime?: string;
-}
-
-export interface CronDeliver {
-  platform: string;
-  accountId: string;
-  chatId: string;
-}
-
-export interface CronJob {
-  id: string;
-  name: string;
-  schedule: string;
-  message: string;
-  target: string;
-  disabled: boolean;
-  timezone: string;
-  deliver: CronDeliver | null;
-  nextRunAt: string | null;
-  lastRunAt: string | null;
-  lastStatus: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface CronRun {
-  id: string;
-  scheduledAt: string;
-  runId: string | null;
-  startedAt: string;
-  finishedAt: string | null;
-  status: string;
-  outputExcerpt: string | null;
-  error: string | null;
-  deliveryStatus: string | null;
-  deliveryError: string | null;
-}
-
-export interface ChannelAccount {
-  id: string;
-  name: string;
-  enabled: boolean;
-  dmPolicy: string;
-  groupPolicy: string;
-  appId: string;
-  hasSecret: boolean;
-  [field: string]: unknown;
-}
-
 export interface PlatformView {
   enabled: boolean;
   accounts: Record<string, ChannelAccount>;
@@ -182,3 +120,6 @@ export interface ServerConfig {
   models: { default_provider: string; providers: Record<string, unknown> };
   security: { requireAuth: boolean; users: Record<string, boolean> };
 }
+
+// Shapes the typed REST client already defines (the same API), not written twice.
+export type { ChannelAccount, CronDeliver, CronJob, CronRun, Skill, WorkspaceEntry } from '@agentry/client';
