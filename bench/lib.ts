@@ -1,20 +1,245 @@
 /**
- * Small pieces the bench scripts share: a throwaway migrated database, /proc readings, a scrape
- * of a service's /metrics, and the marked section of docs/benchmarks.md. Not for tests (those have
- * libs/testing, whose database helper needs vitest's injected server URLs).
+ * What the bench scripts share: child processes of Agentry's entry points (under tsx as `npm
+ * start` runs them, or compiled as the image runs them) with their output in log files, a cleanup
+ * stack run on every exit path, /proc readings, percentiles, a throwaway migrated database, a
+ * scrape of a service's /metrics, the machine line and the marked section of docs/benchmarks.md.
+ * Not for tests (those have libs/testing, whose database helper needs vitest's injected server
+ * URLs).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { migrateToLatest, openPostgres } from '@agentry/db';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The Postgres server (its `postgres` database; benches make their own) and Redis the benches
+ * use: BENCH_POSTGRES_URL / BENCH_REDIS_URL, else the loopback defaults. Loopback only: a bench
+ * creates and drops databases and deletes keys by prefix.
+ */
+export const BENCH_POSTGRES_URL = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+export const BENCH_REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
+for (const u of [BENCH_POSTGRES_URL, BENCH_REDIS_URL]) {
+  if (new URL(u).hostname !== '127.0.0.1') {
+    console.error(`the benches only talk to 127.0.0.1 (got ${u})`);
+    process.exit(2);
+  }
+}
 export const BENCH_DOC = path.join(ROOT, 'docs/benchmarks.md');
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+/** Nearest-rank percentile of an ascending array (NaN when empty). */
+export function pct(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const sortNum = (xs: readonly number[]) => [...xs].sort((a, b) => a - b);
+
+// ---------------------------------------------------------------------------------------------
+// Cleanup on every exit path
+
+const cleanups: { name: string; fn: () => Promise<void> }[] = [];
+const children = new Set<ChildProcess>();
+let cleaningUp: Promise<void> | undefined;
+let exiting = false;
+
+/** Registers a cleanup; they run last-in first-out, once, on success, error, signal or watchdog. */
+export function onCleanup(name: string, fn: () => Promise<void>): void {
+  cleanups.push({ name, fn });
+}
+
+export function runCleanups(): Promise<void> {
+  cleaningUp ??= (async () => {
+    while (cleanups.length > 0) {
+      const { name, fn } = cleanups.pop()!;
+      try {
+        await withTimeout(fn(), 30_000, `cleanup ${name}`);
+      } catch (err) {
+        console.error(`cleanup ${name} failed: ${errorText(err)}`);
+      }
+    }
+  })();
+  return cleaningUp;
+}
+
+function bail(code: number, why: string): void {
+  if (exiting) return;
+  exiting = true;
+  console.error(`\n${why}: cleaning up`);
+  void runCleanups().finally(() => process.exit(code));
+}
+
+/**
+ * Runs a bench's main with the cleanups on every exit path, Ctrl-C and a watchdog included; no
+ * child process outlives the bench. Exits with main's code (1 when it threw).
+ */
+export function runBench(main: () => Promise<number | void>, watchdogMs: number): void {
+  process.once('SIGINT', () => bail(130, 'interrupted'));
+  process.once('SIGTERM', () => bail(143, 'terminated'));
+  const watchdog = setTimeout(() => bail(1, `watchdog: the bench ran longer than ${Math.round(watchdogMs / 60_000)} minutes`), watchdogMs);
+  process.on('exit', () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  });
+  void (async () => {
+    let code = 0;
+    try {
+      code = (await main()) ?? 0;
+    } catch (err) {
+      code = 1;
+      console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    } finally {
+      clearTimeout(watchdog);
+    }
+    if (exiting) return;
+    exiting = true;
+    await runCleanups();
+    process.exit(code);
+  })();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  pid: number;
+  /** The file its stdout and stderr go to. */
+  log: string;
+  alive(): boolean;
+  /** The last lines of its log. */
+  tail(lines?: number): string;
+  waitForLog(pattern: RegExp, timeoutMs: number): Promise<void>;
+  /** SIGTERM (or the signal), then SIGKILL after 15 s. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface SpawnOptions {
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Where `<name>.log` goes (default: a temporary folder removed at the end). */
+  logDir?: string;
+  /**
+   * `tsx` (default): the TypeScript source as `npm start` / `npm run start:*` run it.
+   * `node`: the compiled `dist/src/*.js` beside it, as the image runs it (`npm run build` first).
+   */
+  runtime?: 'tsx' | 'node';
+  /** Extra node flags (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+}
+
+let defaultLogDir: string | undefined;
+
+/**
+ * The compiled file of a source entry: `services/x/src/main.ts` -> `services/x/dist/src/main.js`;
+ * a JavaScript file (a dependency's own build) is itself.
+ */
+export function compiledEntry(entry: string): string {
+  if (/\.m?js$/.test(entry)) return entry;
+  const m = /^(.*)\/src\/(.+)\.ts$/.exec(entry);
+  if (!m) throw new Error(`${entry} is not a src/*.ts entry`);
+  return `${m[1]}/dist/src/${m[2]}.js`;
+}
+
+/**
+ * Starts a TypeScript entry of the repository (path relative to the root) with a controlled
+ * environment (PATH and HOME plus `env`); its output goes to a log file, not to this process's
+ * memory, so a long or chatty run costs the bench nothing. BENCH_CPU_PROF=<dir> makes every child
+ * write V8 CPU profiles into <dir>/<name>/ when it exits.
+ */
+export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {}): Child {
+  if (!opts.logDir && !defaultLogDir) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-bench-logs-'));
+    defaultLogDir = dir;
+    onCleanup('bench logs', async () => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+  const log = path.join(opts.logDir ?? defaultLogDir!, `${name}.log`);
+  const fd = fs.openSync(log, 'a');
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...opts.env };
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, name)}`] : [];
+  const compiled = opts.runtime === 'node';
+  const file = path.resolve(ROOT, compiled ? compiledEntry(entry) : entry);
+  if (compiled && !fs.existsSync(file)) throw new Error(`${path.relative(ROOT, file)} is missing: run \`npm run build\` first`);
+  const args = compiled ? [...prof, ...(opts.nodeArgs ?? []), file] : [...prof, ...(opts.nodeArgs ?? []), '--conditions=@agentry/source', '--import', import.meta.resolve('tsx'), file];
+  const proc = spawn(process.execPath, [...args, ...(opts.args ?? [])], { cwd: opts.cwd ?? ROOT, env, stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  if (proc.pid === undefined) throw new Error(`${name}: could not start ${entry}`);
+  children.add(proc);
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  void exited.then(() => children.delete(proc));
+  const alive = () => proc.exitCode === null && proc.signalCode === null;
+  const tail = (lines = 15) => fs.readFileSync(log, 'utf8').split('\n').slice(-lines).join('\n');
+  return {
+    name,
+    proc,
+    pid: proc.pid,
+    log,
+    alive,
+    tail,
+    async waitForLog(pattern, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        if (pattern.test(fs.readFileSync(log, 'utf8'))) return;
+        if (!alive()) throw new Error(`${name} exited (code ${proc.exitCode}) before ${pattern}:\n${tail()}`);
+        await sleep(50);
+      }
+      throw new Error(`${name}: no ${pattern} within ${timeoutMs} ms:\n${tail()}`);
+    },
+    async stop(signal = 'SIGTERM') {
+      if (!alive()) return;
+      proc.kill(signal);
+      const late = await Promise.race([exited.then(() => false), sleep(15_000).then(() => true)]);
+      if (late && alive()) {
+        proc.kill('SIGKILL');
+        await Promise.race([exited, sleep(5_000)]);
+      }
+    },
+  };
+}
+
+/** Polls `url` until it answers 2xx; fails early when `child` exits. */
+export async function waitForHttp(url: string, timeoutMs: number, child?: Child, intervalMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (child && !child.alive()) throw new Error(`${child.name} exited before ${url} answered:\n${child.tail()}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      if (res.ok) return;
+      last = `HTTP ${res.status}`;
+    } catch (err) {
+      last = errorText(err);
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc readings
 
 /** Resident set size of a process in MB (VmRSS), NaN when it is gone. */
 export function rssMb(pid: number | undefined): number {
@@ -26,6 +251,60 @@ export function rssMb(pid: number | undefined): number {
     return NaN;
   }
 }
+
+export const CLK_TCK = 100;
+
+/** CPU time (user + system) of a process in clock ticks; 0 when it is gone. */
+export function cpuTicks(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat; fields[0] here is field 3 (state).
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** The whole machine's busy and total clock ticks so far (first line of /proc/stat). */
+export function boxTicks(): { busy: number; total: number } {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  const idle = (v[3] ?? 0) + (v[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/** Pids of the local Postgres and Redis servers (for their CPU share; they may serve others too). */
+export function backendPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const comm = fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      if (comm === 'redis-server' || comm.startsWith('postgres')) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** CPU use of some processes over an interval, in % of one core. */
+export function cpuMeter(pids: readonly number[]): { stop(): number } {
+  const t0 = performance.now();
+  const start = pids.map(cpuTicks);
+  return {
+    stop() {
+      const seconds = (performance.now() - t0) / 1000;
+      const ticks = pids.reduce((sum, pid, i) => sum + Math.max(0, cpuTicks(pid) - start[i]!), 0);
+      return (100 * ticks) / CLK_TCK / seconds;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends
 
 export interface BenchDatabase {
   url: string;
@@ -104,12 +383,58 @@ export function parseMetrics(text: string): MetricsSample {
   return { first, sums };
 }
 
+/** Server versions for the machine line. */
+export async function backendVersions(postgresUrl: string, redisUrl: string): Promise<{ pg: string; redis: string }> {
+  let pgV = 'unknown';
+  let redisV = 'unknown';
+  try {
+    const c = new pg.Client({ connectionString: postgresUrl });
+    await c.connect();
+    try {
+      pgV = String((await c.query<{ server_version: string }>('show server_version')).rows[0]?.server_version ?? 'unknown');
+    } finally {
+      await c.end();
+    }
+  } catch (err) {
+    pgV = `unavailable (${errorText(err)})`;
+  }
+  const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    redisV = /redis_version:(\S+)/.exec(await r.info('server'))?.[1] ?? 'unknown';
+  } catch (err) {
+    redisV = `unavailable (${errorText(err)})`;
+  } finally {
+    r.disconnect();
+  }
+  return { pg: pgV, redis: redisV };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+/** The short commit, with " plus uncommitted changes" when the tree is dirty. */
 export function gitCommit(): string {
   try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT }).toString().trim() !== '';
+    return dirty ? `${commit} plus uncommitted changes` : commit;
   } catch {
     return 'unknown';
   }
+}
+
+/** One line on where a run ran: cores, CPU model, memory, kernel, Node, commit. */
+export function machineLine(): string {
+  const cpuModel = /model name\s*:\s*(.+)/.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? 'unknown CPU';
+  return `${os.availableParallelism()} cores (${cpuModel}), ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB, Linux ${os.release()}, Node ${process.version}; commit ${gitCommit()}`;
+}
+
+/** The command a user types to repeat this run. */
+export function commandLine(script: string): string {
+  const args = process.argv.slice(2);
+  return `npm run ${script}${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
 }
 
 /**

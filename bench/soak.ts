@@ -53,7 +53,7 @@ import {
   type LocalCluster,
   type SpawnedService,
 } from '@agentry/testing';
-import { createBenchDatabase, gitCommit, linearFit, rssMb, scrapeMetrics, sleep, writeDocSection, type BenchDatabase } from './lib.js';
+import { BENCH_POSTGRES_URL, BENCH_REDIS_URL, createBenchDatabase, gitCommit, linearFit, rssMb, scrapeMetrics, sleep, writeDocSection, type BenchDatabase } from './lib.js';
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -81,14 +81,8 @@ if (MINUTES < 1 || WARMUP >= MINUTES || RATE <= 0 || RATE > 200 || CRON_EVERY < 
   process.exit(2);
 }
 
-const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
-for (const u of [POSTGRES_URL, REDIS_URL]) {
-  if (new URL(u).hostname !== '127.0.0.1') {
-    console.error(`the soak only talks to 127.0.0.1 (got ${u})`);
-    process.exit(2);
-  }
-}
+const POSTGRES_URL = BENCH_POSTGRES_URL;
+const REDIS_URL = BENCH_REDIS_URL;
 
 const SECTION = 'soak';
 const ACCOUNT_KEY = `sk-soak-${randomBytes(16).toString('hex')}`;

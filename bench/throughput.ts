@@ -1,0 +1,424 @@
+/**
+ * Issue 12, item 2: non-streaming requests per second at saturation, through the full path, with
+ * a zero-latency fake model; the same load against the fake alone and through Portkey's
+ * open-source gateway (`@portkey-ai/gateway` from npm, on loopback, non-streaming: its streaming
+ * path fails on Node 20, see shared/reference/ecosystem-trials.md section 10), in the same run,
+ * reported as ratios to the fake alone.
+ *
+ *   npm run bench:throughput                        # writes docs/benchmarks.md
+ *   npm run bench:throughput -- --quick --no-write  # shorter, print only
+ *   npm run bench:throughput -- --runtime=node      # Agentry compiled (npm run build first), as the image runs it
+ *
+ * Targets, one at a time, each on its own processes: `fake` (bench/fake-model.ts alone), `portkey`
+ * (Portkey -> fake), `agentry-cluster` (gateway + one agent-worker on the local Postgres and Redis
+ * -> fake) and `agentry-embedded` (the standalone on PGlite -> fake). The fake alone runs first
+ * and again last, so drift on the shared box shows. Load: C keep-alive connections, each sending
+ * the next request when the last answered (closed loop), for a fixed time after a warm-up; the
+ * highest rate over the concurrency levels is the target's saturation rate. An error is a
+ * non-200 or a body without the fake's text. Everything on 127.0.0.1.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fakeAnswer } from './fake-model.js';
+import { cleanupRedisPrefix, freePort } from '@agentry/testing';
+import {
+  BENCH_POSTGRES_URL,
+  BENCH_REDIS_URL,
+  backendPids,
+  backendVersions,
+  boxTicks,
+  commandLine,
+  cpuMeter,
+  createBenchDatabase,
+  machineLine,
+  onCleanup,
+  pct,
+  rssMb,
+  runBench,
+  sleep,
+  sortNum,
+  spawnEntry,
+  waitForHttp,
+  writeDocSection,
+  type Child,
+} from './lib.js';
+
+const argv = process.argv.slice(2);
+for (const a of argv) {
+  if (!/^--(quick|no-write|runtime=(tsx|node))$/.test(a)) {
+    console.error(`unknown argument ${a}; use --quick --no-write --runtime=tsx|node`);
+    process.exit(2);
+  }
+}
+const QUICK = argv.includes('--quick');
+const WRITE = !argv.includes('--no-write');
+const RUNTIME = argv.includes('--runtime=node') ? 'node' : 'tsx';
+const POSTGRES_URL = BENCH_POSTGRES_URL;
+const REDIS_URL = BENCH_REDIS_URL;
+
+const TOKENS = 50;
+const ANSWER = fakeAnswer(TOKENS);
+const LEVELS = QUICK ? [32] : [16, 64];
+const WARMUP_S = QUICK ? 2 : 3;
+const MEASURE_S = QUICK ? 4 : 10;
+const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
+const PROVIDER_KEY = `sk-bench-provider-${randomBytes(8).toString('hex')}`;
+const START_TIMEOUT_MS = 90_000;
+
+interface Target {
+  id: string;
+  describe: string;
+  /** Starts the target's processes; resolves with the request to send and the processes to measure. */
+  start(fakePort: number, work: string): Promise<{ request: RequestSpec; processes: Child[]; stop(): Promise<void> }>;
+}
+
+interface RequestSpec {
+  port: number;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+interface Level {
+  connections: number;
+  requests: number;
+  errors: number;
+  errorSample?: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU of the target's processes (fake excluded) in % of one core. */
+  cpu: number;
+  /** CPU of the fake in % of one core. */
+  fakeCpu: number;
+  /** CPU of every Postgres and Redis process on the machine, in % of one core. */
+  backendCpu: number;
+  box: number;
+  rss: Record<string, number>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+async function runLevel(spec: RequestSpec, connections: number, measured: Child[], fake: Child): Promise<Level> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  let phase: 'warmup' | 'measure' | 'stop' = 'warmup';
+  const latencies: number[] = [];
+  let errors = 0;
+  let errorSample: string | undefined;
+  const once = () =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const req = http.request({ host: '127.0.0.1', port: spec.port, path: spec.path, method: 'POST', agent, headers: spec.headers }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          if (phase === 'measure') {
+            if (res.statusCode === 200 && body.includes(ANSWER)) latencies.push(performance.now() - t0);
+            else {
+              errors++;
+              errorSample ??= `HTTP ${res.statusCode}: ${body.slice(0, 200)}`;
+            }
+          }
+          resolve();
+        });
+        res.on('error', () => resolve());
+      });
+      req.on('error', (err) => {
+        if (phase === 'measure') {
+          errors++;
+          errorSample ??= err.message;
+        }
+        resolve();
+      });
+      req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
+      req.end(spec.body);
+    });
+  const loop = async () => {
+    while (phase !== 'stop') await once();
+  };
+  const loops = Array.from({ length: connections }, loop);
+  await sleep(WARMUP_S * 1000);
+  phase = 'measure';
+  const cpu = cpuMeter(measured.map((c) => c.pid));
+  const fakeCpu = cpuMeter([fake.pid]);
+  const backendCpu = cpuMeter(backendPids());
+  const box0 = boxTicks();
+  const peak: Record<string, number> = {};
+  const sample = () => {
+    for (const c of measured) peak[c.name] = Math.max(peak[c.name] ?? 0, rssMb(c.pid));
+  };
+  const sampler = setInterval(sample, 500);
+  const t0 = performance.now();
+  await sleep(MEASURE_S * 1000);
+  const seconds = (performance.now() - t0) / 1000;
+  phase = 'stop';
+  clearInterval(sampler);
+  sample();
+  const cpuPct = cpu.stop();
+  const fakePct = fakeCpu.stop();
+  const backendPct = backendCpu.stop();
+  const box1 = boxTicks();
+  await Promise.all(loops);
+  agent.destroy();
+  const sorted = sortNum(latencies);
+  return {
+    connections,
+    requests: latencies.length,
+    errors,
+    ...(errorSample ? { errorSample } : {}),
+    rps: latencies.length / seconds,
+    p50: pct(sorted, 50),
+    p99: pct(sorted, 99),
+    cpu: cpuPct,
+    fakeCpu: fakePct,
+    backendCpu: backendPct,
+    box: (100 * (box1.busy - box0.busy)) / Math.max(1, box1.total - box0.total),
+    rss: peak,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets
+
+const fakeBody = JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'Say fifty tokens.' }], stream: false });
+
+const TARGETS: Target[] = [
+  {
+    id: 'fake',
+    describe: 'bench/fake-model.ts alone (no gateway)',
+    async start(fakePort) {
+      return {
+        request: { port: fakePort, path: '/v1/chat/completions', headers: { 'content-type': 'application/json', authorization: `Bearer ${PROVIDER_KEY}` }, body: fakeBody },
+        processes: [],
+        stop: async () => {},
+      };
+    },
+  },
+  {
+    id: 'portkey',
+    describe: '`@portkey-ai/gateway` 1.15.2 (`build/start-server.js --headless`, plain node, listen pinned to 127.0.0.1) -> fake, headers `x-portkey-provider: openai`, `x-portkey-custom-host`',
+    async start(fakePort, work) {
+      const port = await freePort();
+      const preload = path.join(work, 'loopback.mjs');
+      // Portkey listens on every interface and has no host flag: pin listen() to loopback.
+      fs.writeFileSync(
+        preload,
+        [
+          "import net from 'node:net';",
+          'const listen = net.Server.prototype.listen;',
+          'net.Server.prototype.listen = function (...args) {',
+          "  if (typeof args[0] === 'object' && args[0] !== null) args[0] = { ...args[0], host: '127.0.0.1' };",
+          "  else if (typeof args[0] === 'number') args.splice(1, typeof args[1] === 'string' ? 1 : 0, '127.0.0.1');",
+          '  return listen.apply(this, args);',
+          '};',
+          '',
+        ].join('\n'),
+      );
+      const child = spawnEntry('portkey', 'node_modules/@portkey-ai/gateway/build/start-server.js', {
+        runtime: 'node',
+        nodeArgs: ['--import', preload],
+        args: [`--port=${port}`, '--headless'],
+        cwd: work,
+      });
+      await waitForHttp(`http://127.0.0.1:${port}/`, START_TIMEOUT_MS, child);
+      return {
+        request: {
+          port,
+          path: '/v1/chat/completions',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${PROVIDER_KEY}`,
+            'x-portkey-provider': 'openai',
+            'x-portkey-custom-host': `http://127.0.0.1:${fakePort}/v1`,
+          },
+          body: fakeBody,
+        },
+        processes: [child],
+        stop: () => child.stop(),
+      };
+    },
+  },
+  {
+    id: 'agentry-cluster',
+    describe: `gateway + one agent-worker (${RUNTIME === 'node' ? 'compiled, `node dist`' : 'under tsx, as `npm run start:*`'}), Postgres and Redis on 127.0.0.1 -> fake`,
+    async start(fakePort, work) {
+      const dir = fs.mkdtempSync(path.join(work, 'cluster-'));
+      const config = writeConfig(dir, fakePort);
+      const db = await createBenchDatabase(POSTGRES_URL);
+      const prefix = `agentry-bench-${randomBytes(5).toString('hex')}`;
+      const [port, workerHealth] = [await freePort(), await freePort()];
+      const env = { DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: prefix, AGENTRY_SECRET_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', HEALTH_HOST: '127.0.0.1' };
+      const gateway = spawnEntry('cluster-gateway', 'services/gateway/src/main.ts', { args: ['--config', config], env: { ...env, PORT: String(port) }, cwd: dir, runtime: RUNTIME });
+      const worker = spawnEntry('cluster-worker', 'services/agent-worker/src/main.ts', {
+        args: ['--config', config],
+        env: { ...env, HEALTH_PORT: String(workerHealth) },
+        cwd: dir,
+        runtime: RUNTIME,
+      });
+      const stop = async () => {
+        await Promise.all([gateway.stop(), worker.stop()]);
+        await cleanupRedisPrefix(REDIS_URL, prefix);
+        await db.drop();
+      };
+      try {
+        await Promise.all([waitForHttp(`http://127.0.0.1:${port}/ready`, START_TIMEOUT_MS, gateway), waitForHttp(`http://127.0.0.1:${workerHealth}/ready`, START_TIMEOUT_MS, worker)]);
+        await createAgent(port);
+      } catch (err) {
+        await stop();
+        throw err;
+      }
+      return { request: agentryRequest(port), processes: [gateway, worker], stop };
+    },
+  },
+  {
+    id: 'agentry-embedded',
+    describe: `the standalone (${RUNTIME === 'node' ? 'compiled' : 'under tsx, as `npm start`'}): one process, PGlite, in-process bus -> fake`,
+    async start(fakePort, work) {
+      const dir = fs.mkdtempSync(path.join(work, 'embedded-'));
+      const config = writeConfig(dir, fakePort);
+      const port = await freePort();
+      const child = spawnEntry('standalone', 'services/standalone/src/main.ts', {
+        args: ['--config', config],
+        env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: randomBytes(32).toString('base64') },
+        cwd: dir,
+        runtime: RUNTIME,
+      });
+      try {
+        await waitForHttp(`http://127.0.0.1:${port}/ready`, START_TIMEOUT_MS, child);
+        await createAgent(port);
+      } catch (err) {
+        await child.stop();
+        throw err;
+      }
+      return { request: agentryRequest(port), processes: [child], stop: () => child.stop() };
+    },
+  },
+];
+
+function writeConfig(dir: string, fakePort: number): string {
+  const config = path.join(dir, 'config.yaml');
+  fs.writeFileSync(
+    config,
+    [
+      // warn: a log line per request would measure pino, not the path.
+      'logging: {level: warn}',
+      `server: {host: 127.0.0.1}`,
+      `data: {root_dir: "${path.join(dir, 'data')}"}`,
+      'models:',
+      '  default_provider: fake',
+      `  providers: {fake: {base_url: "http://127.0.0.1:${fakePort}/v1", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
+      `channels: {api: {accounts: {bench: {name: Bench, api_key: "${ACCOUNT_KEY}"}}}}`,
+      '',
+    ].join('\n'),
+  );
+  return config;
+}
+
+async function createAgent(port: number): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ruleChain: { id: 'bench', name: 'Bench' },
+      metadata: { nodes: [{ id: 'agent', type: 'ai/agent', name: 'agent', configuration: { provider: 'fake', model: 'fake-model' } }], connections: [] },
+    }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (res.status !== 201) throw new Error(`creating the agent: HTTP ${res.status} ${await res.text()}`);
+}
+
+function agentryRequest(port: number): RequestSpec {
+  return {
+    port,
+    path: '/api/v1/chat/completions',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ACCOUNT_KEY}` },
+    body: JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say fifty tokens.' }], stream: false }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+interface Result {
+  target: Target;
+  label: string;
+  levels: Level[];
+  best: Level;
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-throughput-'));
+  onCleanup('work directory', async () => fs.rmSync(work, { recursive: true, force: true }));
+  const versions = await backendVersions(POSTGRES_URL, REDIS_URL);
+  const fakePort = await freePort();
+  const fake = spawnEntry('fake', 'bench/fake-model.ts', { args: [`--port=${fakePort}`, '--ttft-ms=0', '--tokens-per-second=0', `--tokens=${TOKENS}`], cwd: work });
+  onCleanup('fake', () => fake.stop());
+  await fake.waitForLog(/fake model listening/, START_TIMEOUT_MS);
+
+  const results: Result[] = [];
+  const order = [...TARGETS, TARGETS[0]!];
+  for (const [i, target] of order.entries()) {
+    const label = i === order.length - 1 ? `${target.id} (again)` : target.id;
+    console.log(`\n== ${label}: starting`);
+    const sys = await target.start(fakePort, work);
+    const levels: Level[] = [];
+    try {
+      for (const c of LEVELS) {
+        const level = await runLevel(sys.request, c, sys.processes, fake);
+        levels.push(level);
+        console.log(
+          `${label.padEnd(18)} C=${String(c).padEnd(4)} ${Math.round(level.rps)} req/s, ${level.errors} errors, p50 ${level.p50.toFixed(2)} ms, p99 ${level.p99.toFixed(2)} ms, ` +
+            `cpu ${Math.round(level.cpu)}% fake ${Math.round(level.fakeCpu)}% box ${Math.round(level.box)}%${level.errorSample ? ` (${level.errorSample})` : ''}`,
+        );
+      }
+    } finally {
+      await sys.stop();
+    }
+    const best = levels.reduce((a, b) => (b.rps > a.rps ? b : a));
+    results.push({ target, label, levels, best });
+  }
+
+  const fakeRps = Math.max(...results.filter((r) => r.target.id === 'fake').map((r) => r.best.rps));
+  const rows = results.flatMap((r) =>
+    r.levels.map((l) => {
+      const rss = Object.entries(l.rss)
+        .map(([n, mb]) => `${n} ${Math.round(mb)}`)
+        .join(', ');
+      const perReq = l.rps > 0 ? ((l.cpu / 100) * 1000) / l.rps : NaN;
+      const backendPerReq = l.rps > 0 ? ((l.backendCpu / 100) * 1000) / l.rps : NaN;
+      return (
+        `| ${r.label} | ${l.connections} | ${l.requests} (${l.errors}) | ${Math.round(l.rps).toLocaleString('en-US')} | ${l.p50.toFixed(2)} / ${l.p99.toFixed(2)} | ${l === r.best ? `**${(r.best.rps / fakeRps).toFixed(3)}**` : ''} |` +
+        ` ${r.target.id === 'fake' ? '-' : `${Math.round(l.cpu)} (${Number.isNaN(perReq) ? 'n/a' : perReq.toFixed(2)})`} | ${Math.round(l.fakeCpu)} | ${Math.round(l.backendCpu)} (${Number.isNaN(backendPerReq) ? 'n/a' : backendPerReq.toFixed(2)}) | ${Math.round(l.box)} | ${rss || '-'} |`
+      );
+    }),
+  );
+  const agentryBest = Math.max(...results.filter((r) => r.target.id.startsWith('agentry-cluster')).map((r) => r.best.rps));
+  const portkeyBest = Math.max(...results.filter((r) => r.target.id === 'portkey').map((r) => r.best.rps));
+  const body = [
+    '<!-- bench:throughput:start -->',
+    '## Non-streaming throughput at saturation: Agentry, Portkey and the fake alone',
+    '',
+    `Run ${date} with \`${commandLine('bench:throughput')}\` (bench/throughput.ts; ${Math.round((Date.now() - started) / 1000)} s). Machine: ${machineLine()}. Postgres ${versions.pg}, Redis ${versions.redis}, on 127.0.0.1. Written by the script; re-running replaces it.`,
+    '',
+    `**Method.** The fake (\`bench/fake-model.ts\`, no delay, a ${TOKENS}-word answer) runs in its own process and serves every target. Targets: ${TARGETS.map((t) => `\`${t.id}\`: ${t.describe}`).join('; ')}. The fake alone is measured first and again last. Load: the bench process, C keep-alive connections in a closed loop, ${WARMUP_S} s warm-up then ${MEASURE_S} s measured, \`stream: false\`; an error is a non-200 or a body without the fake's text. Ratio = the target's best req/s over the fake alone's best. CPU in % of one core (the box has ${os.availableParallelism()}; the load generator and the fake share them), with CPU ms per request in brackets; Postgres+Redis counts every such process on the machine, whoever it serves; box = the whole machine busy %. RSS is the peak of each measured process.`,
+    '',
+    '| target | C | requests (errors) | req/s | latency p50 / p99 ms | ratio to the fake alone | target CPU % (ms per request) | fake CPU % | Postgres+Redis CPU % (ms per request) | box busy % | peak RSS MB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    ...rows,
+    '',
+    `**Against the target** (full path >= 50 % of the fake alone): Agentry cluster ${(agentryBest / fakeRps).toFixed(3)} of the fake alone (${agentryBest >= 0.5 * fakeRps ? 'meets' : 'misses'} it); Portkey, a proxy with no queue, no database and no run record, ${(portkeyBest / fakeRps).toFixed(3)}.`,
+    '<!-- bench:throughput:end -->',
+  ].join('\n');
+  console.log(`\n${body}`);
+  if (WRITE) writeDocSection('throughput', body);
+  return 0;
+}
+
+runBench(main, 20 * 60_000);
