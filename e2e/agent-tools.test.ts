@@ -6,12 +6,10 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMemoryBus } from '@agentry/bus';
 import { ToolError, builtinTools, type ToolDefinition } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
+import { answerMcp, createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';
 
@@ -46,22 +44,13 @@ let baseURL: string;
 const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-tools-'));
 
 function startMcpServer(): Promise<http.Server> {
-  const server = http.createServer(async (req, res) => {
-    // Stateless: a fresh server and transport per request.
-    const mcpServer = new McpServer({ name: 'calc', version: '1.0.0' });
-    mcpServer.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
-      content: [{ type: 'text', text: String(a + b) }],
-    }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => {
-      void transport.close();
-      void mcpServer.close();
-    });
-    await mcpServer.connect(transport);
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
-  });
+  const server = http.createServer((req, res) =>
+    answerMcp(req, res, 'calc', (mcp) =>
+      mcp.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
+        content: [{ type: 'text', text: String(a + b) }],
+      })),
+    ),
+  );
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
@@ -130,7 +119,8 @@ beforeAll(async () => {
       { type: 'builtin', name: 'explode' },
       { type: 'agent', name: 'ask_helper', targetId: 'helper', description: 'Ask the helper agent.' },
       { type: 'agent', name: 'ask_self', targetId: 'main' },
-      { type: 'mcp', name: 'calc', config: { url: mcpUrl } },
+      // The test server is on loopback, which the outbound-address policy opens only when told to.
+      { type: 'mcp', name: 'calc', config: { url: mcpUrl, allowHosts: ['127.0.0.1'] } },
       { type: 'rulechain', name: 'double', targetId: 'double', description: 'Doubles n.' },
     ],
   });

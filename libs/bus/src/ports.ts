@@ -62,6 +62,12 @@ export interface PubSub {
   publish(channel: string, message: unknown): Promise<void>;
   /** Resolves once the subscription is active, so a publish after it is never missed. */
   subscribe(channel: string, handler: (message: unknown) => void): Promise<Unsubscribe>;
+  /**
+   * How many subscriptions each channel has right now, across every process on the broker
+   * (Redis: `PUBSUB NUMSUB`, one per subscribed connection; in-process: the handlers), in the
+   * order asked. Throws when the broker is unreachable: no answer is not "nobody listens".
+   */
+  listeners(channels: readonly string[]): Promise<number[]>;
 }
 
 export interface CronSpec {
@@ -87,6 +93,21 @@ export interface CronScheduler {
   consume<T>(handler: (fire: CronFire<T>) => Promise<void>, opts: { concurrency: number }): Consumer;
 }
 
+/** At most `limit` hits per `windowMs`, of which up to `burst` (default `limit`) may come at once. */
+export interface RateLimitRule {
+  limit: number;
+  windowMs: number;
+  burst?: number;
+}
+
+export interface RateLimitResult {
+  allowed: boolean;
+  /** Hits still allowed right now after this one. */
+  remaining: number;
+  /** When refused: milliseconds until a hit would be allowed again (0 when allowed). */
+  retryAfterMs: number;
+}
+
 export interface Bus {
   readonly kind: 'redis' | 'memory';
   readonly queue: JobQueue;
@@ -94,6 +115,13 @@ export interface Bus {
   readonly scheduler: CronScheduler;
   /** Throws when the backend is unreachable (readiness checks). */
   ping(): Promise<void>;
+  /**
+   * Counts one hit of `key` against `rule` (a token bucket: `burst` tokens, refilled at
+   * `limit` per `windowMs`) and says whether it is allowed. A refused hit costs nothing. Every
+   * bus on the same backend and prefix shares the count (Redis: one script on the server's clock),
+   * so a limit holds across replicas. Throws when the backend is unreachable.
+   */
+  rateLimit(key: string, rule: RateLimitRule): Promise<RateLimitResult>;
   /** Closes consumers first, then connections. */
   close(): Promise<void>;
 }

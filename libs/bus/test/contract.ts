@@ -284,6 +284,15 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
         expect(logs.filter((l) => l.level >= 50 && JSON.stringify(l).includes('handler bug'))).toHaveLength(2);
       });
 
+      it('counts the listeners of channels, in the order asked', async () => {
+        expect(await bus.pubsub.listeners([])).toEqual([]);
+        expect(await bus.pubsub.listeners(['heard', 'silent'])).toEqual([0, 0]);
+        const off = await bus.pubsub.subscribe('heard', () => {});
+        expect(await bus.pubsub.listeners(['silent', 'heard'])).toEqual([0, 1]);
+        await off();
+        expect(await bus.pubsub.listeners(['heard'])).toEqual([0]);
+      });
+
       it('keeps channels apart and rejects what JSON cannot carry', async () => {
         const got: unknown[] = [];
         await bus.pubsub.subscribe('one', (m) => got.push(m));
@@ -371,6 +380,36 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
       });
     });
 
+    describe('rate limit', () => {
+      it('allows a burst, refuses the next hit with the wait, and refills at limit per window', async () => {
+        const rule = { limit: 10, windowMs: 1_000, burst: 3 };
+        const hits = [];
+        for (let i = 0; i < 4; i++) hits.push(await bus.rateLimit('k', rule));
+        expect(hits.map((h) => h.allowed)).toEqual([true, true, true, false]);
+        expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
+        expect(hits.slice(0, 3).every((h) => h.retryAfterMs === 0)).toBe(true);
+        // One token comes back every 100 ms (10 per second).
+        expect(hits[3]!.retryAfterMs).toBeGreaterThan(0);
+        expect(hits[3]!.retryAfterMs).toBeLessThanOrEqual(100);
+        // A refused hit costs nothing: waiting for the token is enough.
+        await sleep(hits[3]!.retryAfterMs + 30);
+        expect((await bus.rateLimit('k', rule)).allowed).toBe(true);
+        expect((await bus.rateLimit('k', rule)).allowed).toBe(false);
+      });
+
+      it('keeps keys apart, and burst defaults to the limit', async () => {
+        const rule = { limit: 2, windowMs: 60_000 };
+        expect((await bus.rateLimit('a', rule)).allowed).toBe(true);
+        expect((await bus.rateLimit('a', rule)).allowed).toBe(true);
+        const refused = await bus.rateLimit('a', rule);
+        expect(refused.allowed).toBe(false);
+        expect(refused.retryAfterMs).toBeGreaterThan(29_000);
+        expect(refused.retryAfterMs).toBeLessThanOrEqual(30_000);
+        expect((await bus.rateLimit('b', rule)).allowed).toBe(true);
+        await expect(bus.rateLimit('c', { limit: 0, windowMs: 1_000 })).rejects.toThrow(RangeError);
+      });
+    });
+
     describe('lifecycle', () => {
       it('pings while open and refuses work once closed', async () => {
         await expect(bus.ping()).resolves.toBeUndefined();
@@ -379,6 +418,7 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
         await bus.close();
         await expect(bus.ping()).rejects.toThrow();
         await expect(bus.queue.enqueue('q', {})).rejects.toThrow();
+        await expect(bus.rateLimit('k', { limit: 1, windowMs: 1_000 })).rejects.toThrow();
       });
     });
   });

@@ -132,6 +132,27 @@ describeWithRedis('redis bus', () => {
       }
     });
 
+    it('shares a rate limit between buses on one prefix, and only there', async () => {
+      const prefix = uniqueRedisPrefix();
+      const a = open(prefix);
+      const b = open(prefix);
+      const other = open();
+      const rule = { limit: 3, windowMs: 60_000 };
+      const seen = [];
+      for (const bus of [a, b, a, b]) seen.push((await bus.rateLimit('chat:k', rule)).allowed);
+      expect(seen).toEqual([true, true, true, false]);
+      expect((await other.rateLimit('chat:k', rule)).allowed).toBe(true);
+      // The bucket expires once it would be full again: no key is left behind for ever.
+      const admin = new Redis(redisUrl());
+      try {
+        const ttl = await admin.pttl(`${prefix}:ratelimit:chat:k`);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(60_001);
+      } finally {
+        admin.disconnect();
+      }
+    });
+
     it('fails fast when Redis cannot be reached', async () => {
       const bus = createRedisBus({ url: 'redis://127.0.0.1:1', prefix: uniqueRedisPrefix(), logger: captureLogger().logger, connectTimeoutMs: 300 });
       buses.push(bus);
@@ -139,6 +160,7 @@ describeWithRedis('redis bus', () => {
       await expect(bus.queue.enqueue('q', {})).rejects.toThrow(/not connected/);
       await expect(bus.pubsub.publish('ch', 1)).rejects.toThrow(/not connected/);
       await expect(bus.ping()).rejects.toThrow();
+      await expect(bus.rateLimit('k', { limit: 1, windowMs: 1_000 })).rejects.toThrow(/not connected/);
       expect(Date.now() - t0).toBeLessThan(3_000);
     });
   });

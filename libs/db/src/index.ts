@@ -2,6 +2,7 @@ export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNo
 export type { Db, DbHandle } from './handle.js';
 export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable } from './tables.js';
 export { inTransaction, isUniqueViolation } from './transaction.js';
+export { isDatabaseUnavailable } from './describe-error.js';
 export * from './repositories/rule-chains.js';
 export * from './repositories/skills.js';
 export * from './repositories/workspace.js';

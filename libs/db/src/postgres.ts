@@ -26,12 +26,18 @@ const types: pg.CustomTypesConfig = {
 export interface OpenPostgresOptions {
   url: string;
   poolMax?: number;
+  /**
+   * Longest wait for a connection (a new one, or a free one of a full pool); default 10 s. Past
+   * it the query fails (a 503 at the gateway) instead of holding the request while the server
+   * is unreachable.
+   */
+  connectTimeoutMs?: number;
   logger?: DbLogger;
 }
 
 /** Opens a pooled connection; nothing connects until the first query (or `ping`). */
 export function openPostgres(opts: OpenPostgresOptions): DbHandle {
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolMax ?? 10, types });
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolMax ?? 10, connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000, types });
   // An idle client losing its server (restart, failover, admin kill) emits 'error' on the pool;
   // unhandled, that event would crash the process although the pool simply replaces the client.
   pool.on('error', (err) => {

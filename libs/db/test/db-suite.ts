@@ -3,6 +3,10 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import {
   MigrationError,
   deleteSetting,
+  finishRun,
+  insertRuleChain,
+  insertRun,
+  listUnfinishedRuns,
   getSetting,
   listSettings,
   migrateToLatest,
@@ -194,6 +198,25 @@ export function defineDbSuite(get: () => DbHandle): void {
 
     it('rejects a value JSON cannot represent', async () => {
       await expect(setSetting(get().db, 'bad', undefined as unknown as JsonValue)).rejects.toThrow(/JSON/);
+    });
+  });
+
+  describe('runs repository', () => {
+    it('lists runs still queued or running past an age, oldest first, for the sweep', async () => {
+      const { db } = get();
+      const agent = `sweep-${Math.random().toString(36).slice(2, 8)}`;
+      await insertRuleChain(db, { id: agent, kind: 'agent', agentId: null, name: agent, category: null, dsl: {} });
+      const run = (id: string) => insertRun(db, { id: `${agent}-${id}`, agentId: agent, sessionId: null, source: 'api', request: {} });
+      for (const id of ['old-queued', 'older-running', 'old-done', 'new-queued']) await run(id);
+      await sql`update runs set created_at = now() - interval '10 minutes' where id in (${`${agent}-old-queued`}, ${`${agent}-old-done`})`.execute(db);
+      await sql`update runs set created_at = now() - interval '20 minutes', status = 'running' where id = ${`${agent}-older-running`}`.execute(db);
+      await finishRun(db, `${agent}-old-done`, { status: 'succeeded' });
+      const listed = (await listUnfinishedRuns(db, { olderThanMs: 60_000, limit: 10 })).filter((r) => r.id.startsWith(agent));
+      expect(listed.map((r) => [r.id, r.status])).toEqual([
+        [`${agent}-older-running`, 'running'],
+        [`${agent}-old-queued`, 'queued'],
+      ]);
+      expect((await listUnfinishedRuns(db, { olderThanMs: 60_000, limit: 1 })).length).toBe(1);
     });
   });
 }

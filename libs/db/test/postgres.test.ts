@@ -3,7 +3,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@agentry/testing';
 import { describeWithPostgres } from '@agentry/testing';
-import { migrateToLatest, migrationNames, openPostgres, type DbLogger } from '../src/index.js';
+import { freePort } from '@agentry/testing';
+import { isDatabaseUnavailable, migrateToLatest, migrationNames, openPostgres, type DbLogger } from '../src/index.js';
 import { defineDbSuite } from './db-suite.js';
 
 describeWithPostgres('Postgres (pg pool)', () => {
@@ -34,6 +35,32 @@ describeWithPostgres('Postgres (pg pool)', () => {
       } finally {
         await handle.close();
       }
+    });
+  });
+
+  describe('an unreachable database', () => {
+    it('is told apart from a failing query: refused, terminated and shutting-down connections, not bad SQL', async () => {
+      const nowhere = openPostgres({ url: `postgres://postgres@127.0.0.1:${await freePort()}/x`, connectTimeoutMs: 1_000 });
+      try {
+        const refused = await nowhere.ping().then(() => undefined, (err: unknown) => err);
+        expect(isDatabaseUnavailable(refused)).toBe(true);
+      } finally {
+        await nowhere.close();
+      }
+      const victim = openPostgres({ url: test.url, poolMax: 1 });
+      try {
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(victim.db);
+        const slow = sql`select pg_sleep(5)`.execute(victim.db).then(() => undefined, (err: unknown) => err);
+        await new Promise((r) => setTimeout(r, 100));
+        await sql`select pg_terminate_backend(${rows[0]?.pid})`.execute(test.handle.db);
+        expect(isDatabaseUnavailable(await slow)).toBe(true);
+      } finally {
+        await victim.close();
+      }
+      expect(isDatabaseUnavailable(Object.assign(new Error('the database system is shutting down'), { code: '57P03' }))).toBe(true);
+      const bad = await sql`select * from no_such_table`.execute(test.handle.db).then(() => undefined, (err: unknown) => err);
+      expect(isDatabaseUnavailable(bad)).toBe(false);
+      expect(isDatabaseUnavailable(new Error('duplicate key'))).toBe(false);
     });
   });
 

@@ -16,6 +16,7 @@ export * from './agent/tools.js';
 export * from './runs/index.js';
 export { builtinTools, defaultBuiltinToolNames, BASH_DENY_LIST, htmlToText, type BuiltinTool } from './tools/builtin/index.js';
 export * from './tools/net-policy.js';
+export { policyFetch, type PolicyFetch } from './tools/policy-fetch.js';
 export { compileGlob, fileFilter, GlobSyntaxError } from './tools/glob-match.js';
 export { toolList, toolForms, TOOL_KINDS, AgentToolEntry, type ToolKind, type ToolListItem } from './tools/forms.js';
 export * from './skills/inject.js';

@@ -183,4 +183,18 @@ describe('restApiCall outbound-address policy (default: public addresses only)',
     expect(await refused('file:///etc/passwd')).toMatch(/only http and https URLs are allowed, not file/);
     expect(await refused(`http://127.0.0.1:${port}/`, { allowHosts: ['example.com'] })).toMatch(/loopback/);
   });
+
+  it("opens through the node's own allowPrivateNetworks / allowHosts, as http_fetch's config does", async () => {
+    const get = { restEndpointUrlPattern: `http://127.0.0.1:${port}/own`, requestMethod: 'GET' };
+    for (const own of [{ allowHosts: ['127.0.0.1'] }, { allowPrivateNetworks: true }]) {
+      const out = await call({ ...get, ...own }, createRuleMsg(), undefined);
+      expect(out.msg.metadata.statusCode).toBe('200');
+    }
+    expect(await refused(`http://localhost:${port}/`, undefined)).toMatch(/loopback/);
+    const other = await call({ ...get, allowHosts: ['example.com'] }, createRuleMsg(), undefined).then(
+      () => 'reached',
+      (e: unknown) => (e as Error).message,
+    );
+    expect(other).toMatch(/loopback/);
+  });
 });

@@ -186,6 +186,18 @@ describe('write', () => {
     expect(await fileText(a, 'f.txt')).toBe('12345');
     await fails(call('write', a, { path: 'f.txt', content: 'x', mode: 'truncate' }), /invalid arguments: mode: must be one of "create", "overwrite", "append"/);
   });
+
+  it("keeps under the deployment's workspace.max_file_bytes, which an agent's maxFileSize cannot raise", async () => {
+    const a = await newAgent({ 'f.txt': '12345' });
+    const capped = (config: Record<string, unknown>) => ({ ...ctx(a, config), maxFileBytes: 8 });
+    await fails(builtinTools.write!.run({ path: 'big.txt', content: 'x'.repeat(9) }, capped({})), /would be 9 bytes; workspace files are limited to 8 bytes/);
+    await fails(builtinTools.write!.run({ path: 'big.txt', content: 'x'.repeat(9) }, capped({ maxFileSize: 1000 })), /limited to 8 bytes/);
+    await fails(builtinTools.edit!.run({ path: 'f.txt', search: '5', replace: '56789' }, capped({ maxFileSize: 1000 })), /limited to 8 bytes/);
+    await fails(builtinTools.write!.run({ path: 'big.txt', content: 'x'.repeat(5) }, capped({ maxFileSize: 4 })), /limited to 4 bytes/);
+    expect(await builtinTools.write!.run({ path: 'ok.txt', content: 'x'.repeat(8) }, capped({}))).toMatch(/8 bytes/);
+    expect(await fileText(a, 'f.txt')).toBe('12345');
+    expect(await fileText(a, 'big.txt')).toBeUndefined();
+  });
 });
 
 describe('edit', () => {

@@ -93,6 +93,11 @@ export const ConfigSchema = Type.Object(
           description:
             'behind an ingress or load balancer: true, the number of proxy hops, or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed (client addresses for rate limits and logs)',
         }),
+        cors_origins: Type.Array(Type.String({ pattern: '^(\\*|https?://[^/\\s]+)$' }), {
+          default: [],
+          description:
+            'origins (scheme://host[:port]) whose browser pages may call the API cross-origin; empty (default): none, "*": any (no cookies are involved: credentials are Bearer tokens)',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -149,6 +154,27 @@ export const ConfigSchema = Type.Object(
         }),
         jwtSecret: Type.Optional(Type.String({ minLength: 16, description: 'JWT signing secret; generated and shared through Postgres when unset' })),
         jwtExpireHours: Type.Number({ exclusiveMinimum: 0, default: 24, description: 'JWT lifetime in hours' }),
+        rateLimit: Type.Object(
+          {
+            chat: Type.Object(
+              {
+                requests: Type.Integer({
+                  minimum: 0,
+                  default: 600,
+                  description: 'chat requests per window and credential (API key, account or user; anonymous callers by address); 0 disables the limit',
+                }),
+                windowSeconds: Type.Integer({ minimum: 1, default: 60, description: 'the window `requests` is counted over, in seconds' }),
+                burst: Type.Integer({
+                  minimum: 0,
+                  default: 0,
+                  description: 'requests a credential may send at once before the window rate applies; 0 (default): as many as `requests`',
+                }),
+              },
+              { additionalProperties: false, default: {}, description: 'POST /chat/completions; over the limit: 429 with Retry-After; shared by every gateway replica (Redis)' },
+            ),
+          },
+          { additionalProperties: false, default: {}, description: 'per-credential request limits' },
+        ),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -186,6 +212,37 @@ export const ConfigSchema = Type.Object(
         }),
       },
       { additionalProperties: false, default: {} },
+    ),
+    // Everything that bounds how long a failure can hold a run or a client (docs/reliability.md).
+    reliability: Type.Object(
+      {
+        provider_connect_ms: Type.Integer({ minimum: 100, default: 10_000, description: 'model provider: longest wait for the TCP/TLS connection' }),
+        provider_first_token_ms: Type.Integer({
+          minimum: 100,
+          default: 60_000,
+          description: 'model provider: longest wait for the first token, and longest silence between two chunks; then the call is retried or fails over',
+        }),
+        provider_total_ms: Type.Integer({ minimum: 1000, default: 600_000, description: 'model provider: longest model call, retries and failover included' }),
+        provider_retries: Type.Integer({ minimum: 0, maximum: 10, default: 2, description: 'model provider: retries of a failed call before its first token (then failover)' }),
+        provider_backoff_ms: Type.Integer({ minimum: 0, default: 500, description: 'model provider: first backoff between retries, doubled each time' }),
+        listener_check_ms: Type.Integer({
+          minimum: 0,
+          default: 1000,
+          description:
+            'agent-worker: how often a chat run checks that a gateway still listens for it; 3 checks in a row without one cancel it (gateway died); 0 turns the check off (Redis Cluster, where PUBSUB NUMSUB sees one node only)',
+        }),
+        run_sweep_ms: Type.Integer({
+          minimum: 500,
+          default: 30_000,
+          description: 'agent-worker: how often runs still queued or running (older than worker.stall_timeout_ms) are enqueued again; a run whose job exists is left alone',
+        }),
+        relay_check_ms: Type.Integer({
+          minimum: 100,
+          default: 10_000,
+          description: 'gateway: after this long without an event, a chat relay reads its run and ends with the stored outcome if the run has ended',
+        }),
+      },
+      { additionalProperties: false, default: {}, description: 'timeouts and checks that bound how long a failure holds a run or a client' },
     ),
     agents: Type.Object(
       {

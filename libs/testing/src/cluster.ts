@@ -44,6 +44,10 @@ export interface LocalCluster {
   byRole: Record<ClusterRole, SpawnedService[]>;
   /** Starts one more process of a role and waits until it is ready. */
   start(role: ClusterRole): Promise<SpawnedService>;
+  /** Where a process answers `/ready`: a gateway on its port, the others on their probe port. */
+  readyUrl(svc: SpawnedService): string;
+  /** The `/ready` URLs of the processes that have not exited. */
+  readyUrls(): string[];
   /** Stops every process (SIGTERM, or the given signal) and the proxy. */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -68,6 +72,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
   const processes: SpawnedService[] = [];
   const byRole: Record<ClusterRole, SpawnedService[]> = { gateway: [], worker: [], scheduler: [], connector: [] };
   const gatewayUrls: string[] = [];
+  const readyUrls = new Map<SpawnedService, string>();
 
   const start = async (role: ClusterRole): Promise<SpawnedService> => {
     const port = role === 'gateway' ? await freePort() : undefined;
@@ -88,7 +93,13 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
     processes.push(svc);
     byRole[role].push(svc);
     await svc.waitForLine(ENTRY[role].ready, 60_000);
-    if (port) gatewayUrls.push(`http://127.0.0.1:${port}`);
+    if (port) {
+      gatewayUrls.push(`http://127.0.0.1:${port}`);
+      readyUrls.set(svc, `http://127.0.0.1:${port}/ready`);
+    } else {
+      const probes = JSON.parse(await svc.waitForLine(/"msg":"probes listening"/, 30_000)) as { port: number };
+      readyUrls.set(svc, `http://127.0.0.1:${probes.port}/ready`);
+    }
     return svc;
   };
 
@@ -112,6 +123,12 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
     processes,
     byRole,
     start,
+    readyUrl: (svc) => {
+      const url = readyUrls.get(svc);
+      if (!url) throw new Error('not a process of this cluster');
+      return url;
+    },
+    readyUrls: () => processes.filter((p) => p.proc.exitCode === null && p.proc.signalCode === null).map((p) => readyUrls.get(p)!),
     stop: async (signal = 'SIGTERM') => {
       await proxy?.close();
       await Promise.all(processes.map((p) => p.stop(signal)));
@@ -132,7 +149,7 @@ export interface TestCluster {
   local: LocalCluster;
   /** Starts one more agent-worker and waits until it consumes. */
   startWorker(): Promise<SpawnedService>;
-  /** Stops every process (SIGKILL), drops the database and removes the folder. */
+  /** Stops every process (SIGKILL), drops the database (unless the caller's) and removes the folder. */
   stop(): Promise<void>;
 }
 
@@ -150,14 +167,19 @@ export async function startTestCluster(opts: {
   connectors?: number;
   proxy?: boolean;
   env?: Record<string, string>;
+  /** A database of the caller's (migrated; the caller drops it) instead of a fresh one on the shared server. */
+  db?: TestDatabase;
+  /** Another Redis than the shared one (its own prefix is still used). */
+  redisUrl?: string;
 }): Promise<TestCluster> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-cluster-'));
   const configPath = path.join(dir, 'config.yaml');
   fs.writeFileSync(configPath, opts.configLines.join('\n'));
-  const db = await createTestDatabase();
+  const ownDb = !opts.db;
+  const db = opts.db ?? (await createTestDatabase());
   const base = {
     databaseUrl: db.url,
-    redisUrl: redisUrl(),
+    redisUrl: opts.redisUrl ?? redisUrl(),
     redisPrefix: uniqueRedisPrefix(),
     secretKey: 'test-cluster-master-key-0123456789',
   };
@@ -174,7 +196,7 @@ export async function startTestCluster(opts: {
       ...(opts.env ? { env: opts.env } : {}),
     });
   } catch (err) {
-    await db.drop();
+    if (ownDb) await db.drop();
     fs.rmSync(dir, { recursive: true, force: true });
     throw err;
   }
@@ -196,7 +218,7 @@ export async function startTestCluster(opts: {
     startWorker: () => local.start('worker'),
     stop: async () => {
       await local.stop('SIGKILL');
-      await db.drop();
+      if (ownDb) await db.drop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

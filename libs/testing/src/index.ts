@@ -5,5 +5,8 @@ export * from './postgres.js';
 export * from './redis.js';
 export * from './fake-model.js';
 export * from './cluster.js';
+export * from './private-servers.js';
 export * from './fake-platforms/index.js';
 export * from './round-robin-proxy.js';
+export * from './archives.js';
+export * from './mcp.js';

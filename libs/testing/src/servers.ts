@@ -11,7 +11,8 @@ export interface TestServers {
 const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const DEFAULT_REDIS = 'redis://127.0.0.1:6379';
 
-function reachable(url: string, defaultPort: number): Promise<boolean> {
+/** Whether something accepts TCP connections at the URL's host and port (1 s at most). */
+export function reachable(url: string, defaultPort: number): Promise<boolean> {
   const u = new URL(url);
   return new Promise((resolve) => {
     const socket = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || defaultPort) });

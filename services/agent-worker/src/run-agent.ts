@@ -8,6 +8,7 @@ import {
   appendMessages,
   finishRun,
   getRuleChain,
+  isDatabaseUnavailable,
   loadHistory,
   markRunStreamed,
   type Db,
@@ -35,6 +36,7 @@ import {
 } from '@agentry/engine';
 import { enqueueReply, failureNotice, queueReply } from './reply.js';
 import { RunEventPublisher, type EventBody } from './run-events.js';
+import { retryWhileDbDown } from './db-retry.js';
 
 /** What running one agent needs; the service wires it, tests may pass their own. */
 export interface RunDeps {
@@ -48,6 +50,8 @@ export interface RunDeps {
   agent?(agentId: string): Promise<RuleChainRow | undefined>;
   /** History window of a session. */
   maxMessages: number;
+  /** `workspace.max_file_bytes`: the workspace tools write no larger file (as the workspace routes). */
+  maxFileBytes?: number;
   /** Built-in tools by name. */
   builtin: Record<string, ToolDefinition>;
   /** The agent's instructions from its `systemPrompt` (templates rendered, skills block added). */
@@ -62,6 +66,8 @@ export interface RunDeps {
   sendMessage?: ToolContext['sendMessage'];
   /** Where run counts and latencies go (the process's registry). */
   metrics?: Registry;
+  /** Called once the answer is committed and `done` published (nodes after the ai/agent node may still run). */
+  delivered?(): void;
 }
 
 /** Sub-agents nest at most this deep. */
@@ -198,7 +204,7 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
         output += ev.text;
         if (!marked) {
           marked = true;
-          const mark = markRunStreamed(deps.db, run.id);
+          const mark = retryWhileDbDown(log, 'mark run streamed', () => markRunStreamed(deps.db, run.id));
           try {
             events.text(ev.text);
           } finally {
@@ -211,7 +217,7 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
       }
       if (!marked) {
         marked = true;
-        await markRunStreamed(deps.db, run.id);
+        await retryWhileDbDown(log, 'mark run streamed', () => markRunStreamed(deps.db, run.id));
       }
       await emit(ev);
     };
@@ -230,12 +236,17 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
         ...(m.tool_call_id ? { toolCallId: m.tool_call_id } : {}),
       }));
       let replyId: string | undefined;
-      const committed = await deps.db.transaction().execute(async (tx) => {
-        const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
-        if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, [...newTurns, ...turn]);
-        if (ok && request.reply && deps.outboundQueue) replyId = await queueReply(tx, run.id, request.reply, output);
-        return ok;
-      });
+      // All or nothing, retried while the database is away: a repeat after a lost commit finds
+      // the run ended and writes nothing (the relay then reads the stored answer).
+      const committed = await retryWhileDbDown(log, 'commit the answer', () =>
+        deps.db.transaction().execute(async (tx) => {
+          replyId = undefined;
+          const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
+          if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, [...newTurns, ...turn]);
+          if (ok && request.reply && deps.outboundQueue) replyId = await queueReply(tx, run.id, request.reply, output);
+          return ok;
+        }),
+      );
       if (deps.outboundQueue) await enqueueReply(deps.outboundQueue, replyId, log);
       if (!committed) {
         log.info('run ended elsewhere (cancelled) before it could complete');
@@ -246,6 +257,7 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
         finishReason: answer.finishReason,
         ...(usage ? { usage: usage as { promptTokens: number; completionTokens: number; totalTokens: number } } : {}),
       });
+      deps.delivered?.();
       const tokens = usage as { promptTokens?: number; completionTokens?: number; totalTokens?: number } | null;
       count('succeeded');
       log.info({ chars: output.length, ...timing(), ...(tokens ? { promptTokens: tokens.promptTokens, completionTokens: tokens.completionTokens } : {}) }, 'run succeeded');
@@ -260,23 +272,30 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
     }
   } catch (err) {
     if (signal.aborted) {
-      await finishRun(deps.db, run.id, { status: 'cancelled', output: output || null, error: 'cancelled' });
+      await retryWhileDbDown(log, 'cancel run', () => finishRun(deps.db, run.id, { status: 'cancelled', output: output || null, error: 'cancelled' }));
       count('cancelled');
       log.info({ reason: String((signal.reason as Error | undefined)?.message ?? signal.reason), ...timing() }, 'run cancelled');
       return;
     }
-    const message = isAppError(err) ? err.message : 'the agent failed unexpectedly';
-    const status = isAppError(err) ? err.status : 500;
+    // A rule chain wraps a node's failure (ChainError, cause = the provider's AppError): the
+    // registered error inside decides the status, the wrapper's message says where it happened.
+    const known = registeredCause(err);
+    const dbDown = !known && isDatabaseUnavailable(err);
+    const message = known ? (err as Error).message : dbDown ? 'the database was unavailable; please retry' : 'the agent failed unexpectedly';
+    const status = known ? known.status : dbDown ? 503 : 500;
     count('failed');
     if (status >= 500) log.error({ err, ...timing() }, 'run failed');
     else log.info({ err: message, ...timing() }, 'run failed');
     let noticeId: string | undefined;
     const reply = (run.request as Partial<RunRequest> | null)?.reply;
-    await deps.db.transaction().execute(async (tx) => {
-      const ok = await finishRun(tx, run.id, { status: 'failed', output: output || null, error: message });
-      // A chat user would otherwise wait for an answer that never comes (cron deliveries stay silent).
-      if (ok && reply && deps.outboundQueue && run.source !== 'cron') noticeId = await queueReply(tx, run.id, reply, failureNotice(message));
-    });
+    await retryWhileDbDown(log, 'fail run', () =>
+      deps.db.transaction().execute(async (tx) => {
+        noticeId = undefined;
+        const ok = await finishRun(tx, run.id, { status: 'failed', output: output || null, error: message });
+        // A chat user would otherwise wait for an answer that never comes (cron deliveries stay silent).
+        if (ok && reply && deps.outboundQueue && run.source !== 'cron') noticeId = await queueReply(tx, run.id, reply, failureNotice(message));
+      }),
+    );
     if (deps.outboundQueue) await enqueueReply(deps.outboundQueue, noticeId, log);
     await emit({ type: 'error', message, status });
   }
@@ -312,6 +331,7 @@ async function runAgentWithTools(
       runId: run.id,
       sessionId: run.sessionId,
       logger: deps.logger,
+      ...(deps.maxFileBytes ? { maxFileBytes: deps.maxFileBytes } : {}),
       ...(deps.publishInvalidate ? { publishInvalidate: (message: InvalidateMessage) => deps.publishInvalidate!(message) } : {}),
       ...(deps.sendMessage ? { sendMessage: deps.sendMessage } : {}),
     },
@@ -473,4 +493,11 @@ async function runAgentChain(
   if (answered) return;
   await emit({ type: 'text', text: final });
   await deliver({ output: final, added: [{ role: 'assistant', content: final }], usage: null, finishReason: 'stop' });
+}
+
+/** The registered error a failure is or wraps (through `cause`, a few levels at most), if any. */
+function registeredCause(err: unknown): AppError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e instanceof Error; depth++, e = e.cause) if (isAppError(e)) return e;
+  return undefined;
 }

@@ -1,7 +1,8 @@
 import { Value } from 'typebox/value';
 import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Consumer, type Job } from '@agentry/bus';
-import { claimRun, claimRunOutsideSession, finishRun, hasEarlierActiveRun } from '@agentry/db';
+import { Errors, hasCode } from '@agentry/errors';
+import { claimRun, claimRunOutsideSession, finishRun, hasEarlierActiveRun, listUnfinishedRuns } from '@agentry/db';
 import {
   AgentCache,
   ChainRunner,
@@ -9,6 +10,7 @@ import {
   ScriptSandbox,
   agentSystemPrompt,
   builtinTools,
+  enqueueRun,
   type ModelCallRequest,
   type ModelEvent,
   type ToolDefinition,
@@ -16,6 +18,22 @@ import {
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { runAgent } from './run-agent.js';
 import { channelSender } from './reply.js';
+import { retryWhileDbDown } from './db-retry.js';
+
+/**
+ * Checks in a row that find nobody listening on a chat run's channel before it is cancelled. More
+ * than one, so that a gateway re-subscribing after a Redis blip (ioredis reconnects within 2 s)
+ * does not lose its run; a failed check resets the count and never cancels.
+ */
+const LISTENER_MISSES = 3;
+/** Runs the sweep enqueues again per pass at most. */
+const SWEEP_BATCH = 100;
+/**
+ * How long a run event's publish is retried while Redis is not connected. The job that started
+ * the run came over another connection, which may be back a moment before the publishing one
+ * (ioredis retries every 2 s at most); past this the run fails (Redis is really away).
+ */
+const PUBLISH_RETRY_MS = 3_000;
 
 export interface AgentWorkerOptions {
   /** Runs at once in this process (default `worker.concurrency`). */
@@ -28,12 +46,24 @@ export interface AgentWorkerOptions {
   stream?: (req: ModelCallRequest) => AsyncIterable<ModelEvent>;
 }
 
+/** A running chat run whose client's gateway is checked for (see LISTENER_MISSES). */
+interface Watched {
+  ctl: AbortController;
+  misses: number;
+}
+
 /**
  * Runs agents: consumes `agent-run`, executes the run, publishes its events on `run:<id>`.
  * Turns of one session run one at a time in arrival order (the run's `seq`). A client that goes
  * away cancels its run through `run-cancel`; stopping the worker aborts running runs at the
  * shutdown deadline. A job whose previous worker died is run again only if that worker had not
  * streamed a token yet; otherwise the client gets a clean error (the partial answer is lost).
+ *
+ * Failures it bounds: a chat run nobody listens for any more (its gateway died, so no cancel
+ * can come) is cancelled after LISTENER_MISSES checks; statements that decide a run's fate are
+ * retried while the database is unreachable; and a sweep enqueues again runs still queued or
+ * running long after they were created (a job lost or given up while a backend was away); the
+ * job id is the run id, so a run whose job still exists is left alone.
  */
 export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOptions = {}): Promise<void> {
   const { db, bus, logger } = runtime;
@@ -43,7 +73,21 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
 
   let providers: ModelProviders | undefined;
   if (!opts.stream) {
-    providers = new ModelProviders({ db: db.db, secrets: runtime.secrets, config: () => runtime.config.current, bus, logger });
+    const r = runtime.config.current.reliability;
+    providers = new ModelProviders({
+      db: db.db,
+      secrets: runtime.secrets,
+      config: () => runtime.config.current,
+      bus,
+      logger,
+      timeouts: {
+        connectMs: r.provider_connect_ms,
+        firstTokenMs: r.provider_first_token_ms,
+        totalMs: r.provider_total_ms,
+        retries: r.provider_retries,
+        backoffMs: r.provider_backoff_ms,
+      },
+    });
     await providers.start();
   }
   const stream = measuredStream(opts.stream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, () => runtime.config.current.models.default_provider);
@@ -62,9 +106,69 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     if (ctl && !ctl.signal.aborted) ctl.abort(new Error('the client went away'));
   });
 
+  // Chat runs in hand, checked for a listening gateway every `reliability.listener_check_ms`.
+  const watched = new Map<string, Watched>();
+  const checkListeners = async () => {
+    const entries = [...watched];
+    if (entries.length === 0) return;
+    let counts: number[];
+    try {
+      counts = await bus.pubsub.listeners(entries.map(([runId]) => PubSubChannels.run(runId)));
+    } catch (err) {
+      // Unknown is not "nobody": start counting again once the broker answers.
+      for (const [, w] of entries) w.misses = 0;
+      logger.debug({ err: (err as Error).message }, 'listener check failed');
+      return;
+    }
+    entries.forEach(([runId, w], i) => {
+      if ((counts[i] ?? 0) > 0) {
+        w.misses = 0;
+        return;
+      }
+      w.misses += 1;
+      if (w.misses >= LISTENER_MISSES && !w.ctl.signal.aborted) {
+        logger.info({ runId, checks: w.misses }, 'no gateway listens for this chat run any more (its client is gone); cancelling it');
+        w.ctl.abort(new Error('nobody is waiting for this run any more'));
+      }
+    });
+  };
+  let stopped = false;
+  const timers: { listeners?: NodeJS.Timeout; sweep?: NodeJS.Timeout } = {};
+  const scheduleListenerCheck = () => {
+    if (stopped) return;
+    const everyMs = runtime.config.current.reliability.listener_check_ms;
+    // 0: off, but looked at again each second, should the configuration change.
+    timers.listeners = setTimeout(() => void (everyMs > 0 ? checkListeners() : Promise.resolve()).finally(scheduleListenerCheck), everyMs || 1000);
+    timers.listeners.unref();
+  };
+  scheduleListenerCheck();
+
+  const sweep = async () => {
+    const { worker, reliability } = runtime.config.current;
+    // Older than a stall period: a run whose job is merely waiting for a stall check is not touched.
+    const olderThanMs = Math.max(worker.stall_timeout_ms, reliability.run_sweep_ms);
+    const stale = await listUnfinishedRuns(db.db, { olderThanMs, limit: SWEEP_BATCH });
+    let enqueued = 0;
+    for (const run of stale) {
+      if (running.has(run.id)) continue;
+      await enqueueRun(bus.queue, run.id);
+      enqueued += 1;
+    }
+    if (enqueued > 0) logger.debug({ runs: enqueued }, 'sweep: unfinished runs enqueued again (a run whose job exists is left alone)');
+  };
+  const scheduleSweep = () => {
+    if (stopped) return;
+    timers.sweep = setTimeout(
+      () => void sweep().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'run sweep failed')).finally(scheduleSweep),
+      runtime.config.current.reliability.run_sweep_ms,
+    );
+    timers.sweep.unref();
+  };
+  scheduleSweep();
+
   const waitForTurn = async (sessionId: string, seq: number, signal: AbortSignal) => {
     const pollMs = opts.sessionPollMs ?? 100;
-    while (await hasEarlierActiveRun(db.db, sessionId, seq)) {
+    while (await retryWhileDbDown(logger, 'session turn check', () => hasEarlierActiveRun(db.db, sessionId, seq))) {
       if (signal.aborted) return;
       await new Promise<void>((resolve) => {
         const t = setTimeout(done, pollMs);
@@ -82,30 +186,41 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const handleRun = async (job: Job<unknown>, shutdownSignal: AbortSignal): Promise<void> => {
     if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
     const { runId } = job.data;
-    const publish = (event: RunEvent) => bus.pubsub.publish(PubSubChannels.run(runId), event);
+    const publish = async (event: RunEvent) => {
+      const deadline = Date.now() + PUBLISH_RETRY_MS;
+      for (;;) {
+        try {
+          return await bus.pubsub.publish(PubSubChannels.run(runId), event);
+        } catch (err) {
+          if (!hasCode(err, Errors.NOT_READY) || Date.now() >= deadline) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    };
     // Outside a session the run is claimed at once (one round trip); a session's turn is only
     // read here and claimed once the earlier turns have ended.
-    const first = await claimRunOutsideSession(db.db, runId);
+    const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db.db, runId));
     if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
     const queued = first.run;
     if (queued.status !== 'queued' && queued.status !== 'running') return;
     if (queued.streamed) {
       const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
-      if (await finishRun(db.db, runId, { status: 'failed', output: queued.output, error: message })) {
+      if (await retryWhileDbDown(logger, 'fail a taken-over run', () => finishRun(db.db, runId, { status: 'failed', output: queued.output, error: message }))) {
         await publish({ runId, seq: 0, type: 'error', message, status: 503 });
       }
       return;
     }
     const ctl = new AbortController();
     running.set(runId, ctl);
+    if (queued.source === 'api') watched.set(runId, { ctl, misses: 0 });
     const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
     shutdownSignal.addEventListener('abort', onShutdown);
     try {
       if (queued.sessionId) await waitForTurn(queued.sessionId, queued.seq, ctl.signal);
-      const run = first.claimed ? queued : await claimRun(db.db, runId);
+      const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db.db, runId));
       if (!run) return;
       if (ctl.signal.aborted) {
-        await finishRun(db.db, runId, { status: 'cancelled', error: 'cancelled' });
+        await retryWhileDbDown(logger, 'cancel run', () => finishRun(db.db, runId, { status: 'cancelled', error: 'cancelled' }));
         return;
       }
       await runAgent(
@@ -116,6 +231,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           publish,
           agent: (agentId) => agents.get(agentId),
           maxMessages: runtime.config.current.agents.defaults.session.max_messages,
+          maxFileBytes: runtime.config.current.workspace.max_file_bytes,
           builtin: opts.builtin ?? builtinTools,
           chains,
           publishInvalidate: (message) => bus.pubsub.publish(PubSubChannels.invalidate, message),
@@ -123,6 +239,8 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           sendMessage,
           metrics: runtime.metrics,
           systemPrompt: (config, agentId) => agentSystemPrompt(config, { db: db.db, agentId, logger }),
+          // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
+          delivered: () => watched.delete(runId),
         },
         run,
         ctl.signal,
@@ -130,6 +248,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     } finally {
       shutdownSignal.removeEventListener('abort', onShutdown);
       running.delete(runId);
+      watched.delete(runId);
       finished.dispatchEvent(new Event('finished'));
     }
   };
@@ -156,6 +275,9 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   );
 
   runtime.lifecycle.add('agent-worker', async (remainingMs) => {
+    stopped = true;
+    clearTimeout(timers.listeners);
+    clearTimeout(timers.sweep);
     await consumer.close(Math.max(0, remainingMs - 500));
     await unsubscribe();
     await unfollow();

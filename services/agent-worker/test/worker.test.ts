@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
+import { Errors } from '@agentry/errors';
 import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
+import { sql } from 'kysely';
 import { ensureSession, getRun, insertRuleChain, insertRun, listCronJobs, listSessionMessages, markRunStreamed, claimRun, type JsonValue } from '@agentry/db';
 import type { ModelCallRequest, ModelEvent } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
@@ -63,6 +65,13 @@ describe('agent-worker', () => {
     const lastMessage = req.messages.at(-1)!;
     const last = lastMessage.content;
     if (last === 'boom') throw Object.assign(new Error('x'), {});
+    if (last === 'refused') throw new Errors.UPSTREAM('provider p: HTTP 401 invalid api key');
+    if (last === 'slow') {
+      yield { type: 'text', text: 'thinking' };
+      // Until cancelled (10 s at most): only a cancel ends this answer.
+      for (let i = 0; i < 200 && !req.signal.aborted; i++) await new Promise((r) => setTimeout(r, 50));
+      throw req.signal.reason ?? new Error('not cancelled');
+    }
     if (last === 'schedule it') {
       const args = { operation: 'create', name: 'hourly', schedule: '0 0 * * * *', message: 'report' };
       yield { type: 'tool_calls', calls: [{ id: 'c1', name: 'cron', arguments: JSON.stringify(args) }] };
@@ -82,6 +91,8 @@ describe('agent-worker', () => {
   }
 
   beforeAll(async () => {
+    // Short checks, so that the tests of the listener check and the sweep are quick.
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), 'worker: {stall_timeout_ms: 1000}\nreliability: {listener_check_ms: 100, run_sweep_ms: 500}\n');
     runtime = await bootstrap({
       service: 'worker-test',
       mode: 'embedded',
@@ -170,6 +181,14 @@ describe('agent-worker', () => {
     expect((await getRun(runtime.db.db, id))?.status).toBe('failed');
   });
 
+  it("keeps a provider's status and message when the agent runs as a chain of several nodes", async () => {
+    const single = await run('refused');
+    expect(single.events).toEqual([expect.objectContaining({ type: 'error', status: 502, message: expect.stringContaining('provider p: HTTP 401 invalid api key') })]);
+    const chained = await run('refused', { agentId: 'post' });
+    expect(chained.events).toEqual([expect.objectContaining({ type: 'error', status: 502, message: expect.stringContaining('provider p: HTTP 401 invalid api key') })]);
+    expect((await getRun(runtime.db.db, chained.id))?.status).toBe('failed');
+  });
+
   it('fails a retried run that had already streamed instead of running it twice', async () => {
     const before = calls.length;
     const { id, events } = await run('again', {
@@ -216,6 +235,36 @@ describe('agent-worker', () => {
       const [job] = await listCronJobs(runtime.db.db, { agentId: 'planner' });
       expect(job).toMatchObject({ name: 'hourly', schedule: '0 0 * * * *' });
       expect(invalidations).toEqual([{ area: 'cron', id: job!.id }]);
+    } finally {
+      await unsub();
+    }
+  });
+
+  it('cancels a chat run once nobody listens on its channel (its gateway died), and only then', async () => {
+    const id = `r${Math.random().toString(36).slice(2)}`;
+    const events: RunEvent[] = [];
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e as RunEvent));
+    await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'slow' }] } });
+    await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'agent-run', v: 1, runId: id });
+    await waitFor(async () => events.some((e) => e.type === 'text'), 5000, 10);
+    // Listened to: several checks pass and the run goes on.
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await getRun(runtime.db.db, id))?.status).toBe('running');
+    await unsub();
+    await waitFor(async () => (await getRun(runtime.db.db, id))?.status === 'cancelled', 3000, 20);
+    expect(calls.at(-1)!.signal.aborted).toBe(true);
+  });
+
+  it('sweeps a run whose job was lost: enqueued again, it runs to its end', async () => {
+    const id = `r${Math.random().toString(36).slice(2)}`;
+    const events: RunEvent[] = [];
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e as RunEvent));
+    try {
+      // A run committed long ago whose job never made it (or was lost with a Redis without AOF).
+      await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'lost job' }] } });
+      await sql`update runs set created_at = now() - interval '1 hour' where id = ${id}`.execute(runtime.db.db);
+      await waitFor(async () => events.some((e) => e.type === 'done'), 5000, 20);
+      expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: 'echo: lost job', attempts: 1 });
     } finally {
       await unsub();
     }

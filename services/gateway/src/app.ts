@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Histogram } from 'prom-client';
 import { Errors } from '@agentry/errors';
-import { toAppError } from './http-errors.js';
+import { onClientError, sendFrameworkError, toAppError } from './http-errors.js';
 import { probeRoutes } from './routes/probes.js';
 import { configRoutes } from './routes/config.js';
 import { modelRoutes } from './routes/models.js';
@@ -21,6 +21,11 @@ import { cronRoutes } from './routes/cron.js';
 import { toolRoutes } from './routes/tools.js';
 import { channelRoutes } from './routes/channels.js';
 import { uiRoutes } from './ui.js';
+import { registerCors } from './auth/cors.js';
+import { registerSecurityHeaders } from './auth/security-headers.js';
+import { registerChatRateLimit } from './auth/chat-rate-limit.js';
+import { registerOpenApi } from './openapi.js';
+import { registerJsonBodyParser } from './json-body.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -48,6 +53,9 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
+    // What the router and Node's parser refuse is answered as {error} too.
+    frameworkErrors: sendFrameworkError,
+    clientErrorHandler: onClientError,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   });
@@ -89,8 +97,15 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
   await seedProvidersAtStart(deps);
   const auth = await createAuth(deps);
   app.addHook('onClose', () => auth.close());
+  // Headers and CORS first: a preflight carries no credentials and is answered before the auth hook.
+  registerSecurityHeaders(app);
+  await registerCors(app, config.server.cors_origins);
   registerAuthHook(app, deps, auth);
+  registerChatRateLimit(app, deps);
 
+  registerJsonBodyParser(app);
+  // Before every route: the document generator learns the routes as they are added.
+  await registerOpenApi(app);
   probeRoutes(app, deps);
   await app.register(
     async (api) => {

@@ -1,4 +1,8 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, Errors, isAppError } from '@agentry/errors';
+import { isDatabaseUnavailable } from '@agentry/db';
 
 interface FastifyLikeError {
   code?: string;
@@ -10,8 +14,9 @@ interface FastifyLikeError {
 
 /**
  * Maps anything thrown inside a request to an AppError from the registry: our own errors as
- * they are, fastify's client errors to the matching entry, everything else to INTERNAL (whose
- * message never carries the original text, which may hold internals).
+ * they are, fastify's client errors to the matching entry, an unreachable database to NOT_READY,
+ * everything else to INTERNAL (whose message never carries the original text, which may hold
+ * internals).
  */
 export function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
@@ -34,14 +39,80 @@ export function toAppError(err: unknown): AppError {
       return new Errors.INVALID_JSON('the body is empty');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new Errors.INVALID_JSON();
+    case 'FST_ERR_BAD_URL':
+      return new Errors.BAD_REQUEST('the URL is not valid (a malformed percent-encoding)');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new Errors.URI_TOO_LONG('a path segment is longer than 100 characters');
     default:
       break;
   }
+  const refused = databaseRefusal(err);
+  if (refused) return refused;
   if (err instanceof SyntaxError && e.statusCode === 400) return new Errors.INVALID_JSON();
+  // A database restart or failover: the client may retry (503), it is no server bug (500).
+  if (isDatabaseUnavailable(err)) return new Errors.NOT_READY('the database is unavailable; try again shortly', { cause: err });
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     if (e.statusCode === 413) return new Errors.PAYLOAD_TOO_LARGE();
     if (e.statusCode === 415) return new Errors.UNSUPPORTED_MEDIA_TYPE();
     return new AppError('BAD_REQUEST', e.statusCode, e.message);
   }
   return new Errors.INTERNAL(undefined, { cause: err });
+}
+
+/**
+ * Postgres (and PGlite) refusing a value the client sent: every query is parameterised, so a
+ * data exception (SQLSTATE class 22: a NUL character, invalid UTF-8, a number out of range), a
+ * check constraint or a value nested too deeply for the server's stack is bad input, a 400,
+ * not a server failure; a foreign key whose target a concurrent request deleted is a 404. The
+ * database's own text stays in the log (it may quote the value).
+ */
+function databaseRefusal(err: unknown): AppError | undefined {
+  const e = err as { code?: unknown; severity?: unknown } | null;
+  if (!e || typeof e.code !== 'string' || typeof e.severity !== 'string' || !/^[0-9A-Z]{5}$/.test(e.code)) return undefined;
+  const code = e.code;
+  const options = { cause: err };
+  if (code === '22021' || code === '22P05') return new Errors.VALIDATION('text may not contain NUL (\\u0000) characters or invalid UTF-8', options);
+  if (code === '22003') return new Errors.VALIDATION('a number is out of range', options);
+  if (code === '22001') return new Errors.VALIDATION('a value is too long', options);
+  if (code === '54001') return new Errors.VALIDATION('a value is nested too deeply', options);
+  if (code === '23514') return new Errors.VALIDATION('a value is not allowed here', options);
+  // Checked to exist, then gone before the write: deleted by a concurrent request.
+  if (code === '23503') return new Errors.NOT_FOUND('a resource this request refers to (it was deleted meanwhile)', options);
+  if (code.startsWith('22')) return new Errors.VALIDATION('a value cannot be stored', options);
+  return undefined;
+}
+
+/**
+ * fastify's `frameworkErrors`: what its router refuses before any route or error handler runs
+ * (a malformed percent-encoding, an over-long path parameter). Its own answer would carry
+ * `code`, `message` and `statusCode` beside `error`; ours is `{error}` like every other.
+ */
+export function sendFrameworkError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
+  const appErr = toAppError(err);
+  req.log.info({ code: appErr.code, msg: appErr.message }, 'request rejected');
+  reply.header('x-request-id', req.id);
+  void reply.status(appErr.status).send({ error: appErr.message });
+}
+
+/**
+ * The HTTP server's `clientError`: a request Node's parser refused (headers too large, a broken
+ * request line) or one that timed out. There is no request to reply to, so the answer is written
+ * on the socket, as `{error}`, and the connection closed.
+ */
+export function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const appErr =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new Errors.REQUEST_TIMEOUT()
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? new Errors.HEADERS_TOO_LARGE()
+        : new Errors.BAD_REQUEST('the HTTP request could not be parsed');
+  const body = JSON.stringify({ error: appErr.message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${appErr.status} ${STATUS_CODES[appErr.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
 import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
-import { getRun, insertRuleChain } from '@agentry/db';
+import { finishRun, getRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
@@ -32,6 +32,8 @@ let app: FastifyInstance;
 const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-relay-'));
 
 beforeAll(async () => {
+  // A short silence before the relay reads the run row (the lost-events tests).
+  fs.writeFileSync(path.join(cwd, 'config.yaml'), 'reliability: {relay_check_ms: 200}\n');
   runtime = await bootstrap({
     service: 'relay-test',
     mode: 'embedded',
@@ -59,6 +61,16 @@ beforeAll(async () => {
       let seq = 0;
       const publish = (e: Body) => runtime.bus.pubsub.publish(PubSubChannels.run(job.data.runId), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
       if (scenario === 'slow') await new Promise((r) => setTimeout(r, 300));
+      // Events lost on the way (Redis away), the outcome committed all the same.
+      if (scenario === 'lost') {
+        await publish({ type: 'text', text: 'par' });
+        await finishRun(runtime.db.db, job.data.runId, { status: 'succeeded', output: option ?? 'partial answer', usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } });
+        return;
+      }
+      if (scenario === 'lostfail') {
+        await finishRun(runtime.db.db, job.data.runId, { status: 'failed', error: 'the provider broke' });
+        return;
+      }
       if (scenario === 'gap') {
         await publish({ type: 'text', text: 'a' });
         seq++; // lose one event
@@ -140,6 +152,34 @@ describe('failures', () => {
     const list = events(res.body);
     expect(list.at(-1)).toMatchObject({ error: { message: expect.stringMatching(/out of order/) } });
     expect(res.body).not.toMatch(/"content":"c"/);
+  });
+});
+
+describe('lost events', () => {
+  it('a stream whose last events were lost ends with the rest of the stored answer', async () => {
+    const list = events((await chat('lost')).body);
+    const text = list.map((e) => (e as { choices?: Array<{ delta: { content?: string } }> }).choices?.[0]?.delta.content ?? '').join('');
+    expect(text).toBe('partial answer');
+    expect(list.at(-2)).toMatchObject({ choices: [{ delta: { content: '' }, finish_reason: 'stop' }] });
+    expect(list.at(-1)).toBe('[DONE]');
+  });
+
+  it('a stream whose relayed text is not the start of the stored answer fails instead of mixing them', async () => {
+    const list = events((await chat('lost:something else')).body);
+    expect(list.at(-1)).toEqual({ error: { message: 'part of the answer was lost on its way from the worker; please retry', type: 'server_error', code: 503 } });
+  });
+
+  it('a non-stream request gets the stored answer and usage', async () => {
+    const res = await chat('lost', { stream: false });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ choices: [{ message: { role: 'assistant', content: 'partial answer' }, finish_reason: 'stop' }], usage: { total_tokens: 5 } });
+  });
+
+  it('a failed run whose error event was lost: its stored error, as an event or as 502 {error}', async () => {
+    expect(events((await chat('lostfail')).body).at(-1)).toEqual({ error: { message: 'the provider broke', type: 'server_error', code: 502 } });
+    const res = await chat('lostfail', { stream: false });
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toEqual({ error: 'the provider broke' });
   });
 });
 

@@ -1,26 +1,8 @@
-import { createDeflateRaw } from 'node:zlib';
 import JSZip from 'jszip';
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
+import { deflatedZeros } from '@agentry/testing';
 import { createAgent, describeOnBothEngines, multipart, rawZip, uid, type Env } from './resources-harness.js';
-
-/** Deflated zeros, produced in 1 MiB steps: the test never holds the expanded bytes. */
-async function deflatedZeros(bytes: number): Promise<Buffer> {
-  const deflate = createDeflateRaw({ level: 9 });
-  const out: Buffer[] = [];
-  deflate.on('data', (c: Buffer) => out.push(c));
-  const done = new Promise<void>((resolve, reject) => {
-    deflate.on('end', resolve);
-    deflate.on('error', reject);
-  });
-  const chunk = Buffer.alloc(1024 * 1024);
-  for (let left = bytes; left > 0; left -= chunk.length) {
-    if (!deflate.write(left >= chunk.length ? chunk : chunk.subarray(0, left))) await new Promise((r) => deflate.once('drain', r));
-  }
-  deflate.end();
-  await done;
-  return Buffer.concat(out);
-}
 
 async function zipOf(files: Record<string, string>): Promise<Buffer> {
   const zip = new JSZip();

@@ -5,6 +5,7 @@ import { DEFAULT_CLOSE_DEADLINE_MS } from '../shared.js';
 import { MemoryCronScheduler } from './cron.js';
 import { MemoryJobQueue } from './job-queue.js';
 import { MemoryPubSub } from './pubsub.js';
+import { MemoryRateLimiter } from './rate-limit.js';
 
 export interface MemoryBusOptions {
   logger: Logger;
@@ -20,6 +21,7 @@ export function createMemoryBus(opts: MemoryBusOptions): Bus {
   const fires = new MemoryJobQueue(logger);
   const pubsub = new MemoryPubSub(logger);
   const scheduler = new MemoryCronScheduler(fires, logger);
+  const limiter = new MemoryRateLimiter();
   let closing: Promise<void> | undefined;
 
   return {
@@ -29,6 +31,10 @@ export function createMemoryBus(opts: MemoryBusOptions): Bus {
     scheduler,
     async ping() {
       if (closing) throw new Errors.NOT_READY('the bus is closed');
+    },
+    async rateLimit(key, rule) {
+      if (closing) throw new Errors.NOT_READY('the bus is closed');
+      return limiter.hit(key, rule);
     },
     close() {
       closing ??= (async () => {

@@ -51,6 +51,11 @@ export class MemoryPubSub implements PubSub {
     };
   }
 
+  async listeners(channels: readonly string[]): Promise<number[]> {
+    if (this.closed) throw new Errors.NOT_READY('the bus is closed');
+    return channels.map((c) => this.channels.get(c)?.size ?? 0);
+  }
+
   close(): void {
     this.closed = true;
     this.channels.clear();

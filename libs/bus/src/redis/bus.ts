@@ -6,6 +6,7 @@ import { RedisContext } from './context.js';
 import { RedisCronScheduler } from './cron.js';
 import { RedisJobQueue, type RedisConsumer } from './job-queue.js';
 import { RedisPubSub } from './pubsub.js';
+import { RedisRateLimiter } from './rate-limit.js';
 
 export interface RedisBusOptions {
   url: string;
@@ -32,6 +33,7 @@ export function createRedisBus(opts: RedisBusOptions): Bus {
   const queue = new RedisJobQueue(ctx, consumers);
   const pubsub = new RedisPubSub(ctx);
   const scheduler = new RedisCronScheduler(ctx, consumers);
+  const limiter = new RedisRateLimiter(ctx);
   let closing: Promise<void> | undefined;
 
   return {
@@ -44,6 +46,7 @@ export function createRedisBus(opts: RedisBusOptions): Bus {
       await Promise.all([ctx.ready(ctx.producer), ctx.ready(ctx.subscriber)]);
       await ctx.producer.ping();
     },
+    rateLimit: (key, rule) => limiter.hit(key, rule),
     close() {
       closing ??= (async () => {
         const deadline = opts.closeDeadlineMs ?? DEFAULT_CLOSE_DEADLINE_MS;

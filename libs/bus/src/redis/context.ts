@@ -77,6 +77,20 @@ export class RedisContext {
     });
   }
 
+  /**
+   * Runs a command on a connection that must be up; a command cut off by the connection going
+   * away fails as NOT_READY (callers answer 503 rather than 500), other errors stay as they are.
+   */
+  async command<T>(conn: Redis, fn: () => Promise<T>): Promise<T> {
+    await this.ready(conn);
+    try {
+      return await fn();
+    } catch (err) {
+      if (conn.status !== 'ready' || isConnectionLoss(err)) throw new Errors.NOT_READY('Redis is not connected', { cause: err });
+      throw err;
+    }
+  }
+
   async queue(name: string): Promise<Queue<unknown>> {
     // Checked before a Queue exists: BullMQ's first use of a shared connection would otherwise
     // wait for it to come up, however long that takes.
@@ -118,6 +132,14 @@ export class RedisContext {
     conn.on('error', (err: Error) => this.logger.warn({ err, role }, 'redis connection error'));
     return conn;
   }
+}
+
+/** ioredis's errors for a command whose connection dropped (no reply will come). */
+function isConnectionLoss(err: unknown): boolean {
+  const e = err as { name?: unknown; message?: unknown; code?: unknown } | null;
+  if (e?.name === 'MaxRetriesPerRequestError') return true;
+  if (typeof e?.code === 'string' && ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(e.code)) return true;
+  return typeof e?.message === 'string' && /Connection is closed|Stream isn't writeable|enableOfflineQueue/.test(e.message);
 }
 
 function notConnected(): Error {

@@ -23,14 +23,14 @@ export class RedisJobQueue implements JobQueue {
 
   async enqueue<T>(queue: string, data: T, opts: JobOptions = {}): Promise<string> {
     const q = await this.ctx.queue(queue);
-    const job = await q.add(queue, data, {
+    const job = await this.ctx.command(this.ctx.producer, () => q.add(queue, data, {
       attempts: normaliseAttempts(opts.attempts),
       backoff: { type: 'exponential', delay: opts.backoffMs ?? DEFAULT_BACKOFF_MS },
       ...(opts.delayMs ? { delay: opts.delayMs } : {}),
       // Deduplication rather than a custom BullMQ job id: a job id stays taken for as long as the
       // finished job is kept, while the port promises dedup only while waiting or running.
       ...(opts.jobId !== undefined ? { deduplication: { id: opts.jobId } } : {}),
-    });
+    }));
     if (!job.id) throw new Error(`BullMQ returned no id for a job of ${queue}`);
     return job.id;
   }
@@ -47,7 +47,7 @@ export class RedisJobQueue implements JobQueue {
 
   async counts(queue: string): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }> {
     const q = await this.ctx.queue(queue);
-    const c = await q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed');
+    const c = await this.ctx.command(this.ctx.producer, () => q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed'));
     return {
       waiting: c.waiting ?? 0,
       active: c.active ?? 0,

@@ -23,15 +23,22 @@ export class RedisPubSub implements PubSub {
 
   async publish(channel: string, message: unknown): Promise<void> {
     const payload = encodeJson(message, 'message');
-    await this.ctx.ready(this.ctx.producer);
-    await this.ctx.producer.publish(this.ctx.channel(channel), payload);
+    await this.ctx.command(this.ctx.producer, () => this.ctx.producer.publish(this.ctx.channel(channel), payload));
+  }
+
+  async listeners(channels: readonly string[]): Promise<number[]> {
+    if (channels.length === 0) return [];
+    const full = channels.map((c) => this.ctx.channel(c));
+    // The reply alternates channel and count, in the order asked.
+    const reply = (await this.ctx.command(this.ctx.producer, () => this.ctx.producer.call('PUBSUB', 'NUMSUB', ...full))) as Array<string | number>;
+    return full.map((_, i) => Number(reply[i * 2 + 1] ?? 0));
   }
 
   async subscribe(channel: string, handler: Handler): Promise<Unsubscribe> {
     const full = this.ctx.channel(channel);
     let entry = this.channels.get(full);
     if (!entry) {
-      const confirmed = this.ctx.ready(this.ctx.subscriber).then(async () => {
+      const confirmed = this.ctx.command(this.ctx.subscriber, async () => {
         await this.ctx.subscriber.subscribe(full);
       });
       entry = { handlers: new Set(), confirmed };

@@ -6,6 +6,7 @@ import * as runsSessions from './20261122T030000_runs_sessions.js';
 import * as providers from './20261122T040000_providers.js';
 import * as cron from './20261122T050000_cron.js';
 import * as channels from './20261122T060000_channels.js';
+import * as runsUnfinished from './20261123T000000_runs_unfinished.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '20261122T040000_providers': providers,
   '20261122T050000_cron': cron,
   '20261122T060000_channels': channels,
+  '20261123T000000_runs_unfinished': runsUnfinished,
 };

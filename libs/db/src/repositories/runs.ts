@@ -79,6 +79,14 @@ export async function getRun(db: Db, id: string): Promise<RunRecord | undefined>
   return row && toRecord(row);
 }
 
+/** How a run stands or ended, without its request (a relay reads this while its events are silent). */
+export type RunOutcome = Pick<RunRecord, 'status' | 'output' | 'error' | 'usage'>;
+
+export async function getRunOutcome(db: Db, id: string): Promise<RunOutcome | undefined> {
+  const row = await db.selectFrom('runs').select(['status', 'output', 'error', 'usage']).where('id', '=', id).executeTakeFirst();
+  return row && { status: row.status as RunStatus, output: row.output, error: row.error, usage: row.usage };
+}
+
 /**
  * Marks the run running and counts the attempt. A run already running is claimed again: that is
  * a retry after its worker died. Finished or cancelled runs are not claimed (undefined).
@@ -152,4 +160,20 @@ export async function hasEarlierActiveRun(db: Db, sessionId: string, seq: number
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/**
+ * Runs still queued or running that were created more than `olderThanMs` ago, oldest first (at
+ * most `limit`): candidates for the sweep that enqueues a run again when its job was lost.
+ */
+export async function listUnfinishedRuns(db: Db, q: { olderThanMs: number; limit: number }): Promise<Array<{ id: string; status: RunStatus; createdAt: Date }>> {
+  const rows = await db
+    .selectFrom('runs')
+    .select(['id', 'status', 'created_at'])
+    .where('status', 'in', ['queued', 'running'])
+    .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${q.olderThanMs / 1000})`)
+    .orderBy('created_at')
+    .limit(q.limit)
+    .execute();
+  return rows.map((r) => ({ id: r.id, status: r.status as RunStatus, createdAt: r.created_at }));
 }

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import { ToolError, type ToolContext, type ToolDefinition } from '../tools/types.js';
+import { AddressNotAllowedError, assertPublicAddress, type AddressPolicy } from '../tools/net-policy.js';
+import { policyFetch } from '../tools/policy-fetch.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem } from './config.js';
 import type { LoopTool } from './loop.js';
 
@@ -140,16 +142,34 @@ export async function resolveTools(configs: AgentToolConfig[], deps: ResolveTool
   };
 }
 
-/** Connects to an MCP server over Streamable HTTP and lists its tools as `<name>__<tool>`. */
+/** `allowPrivateNetworks` and `allowHosts` of an MCP entry's config, as http_fetch reads them. */
+function mcpAddressPolicy(config: Record<string, unknown> | undefined): AddressPolicy {
+  const hosts = config?.allowHosts;
+  return {
+    allowPrivateNetworks: config?.allowPrivateNetworks === true,
+    allowHosts: Array.isArray(hosts) ? hosts.filter((h): h is string => typeof h === 'string') : [],
+  };
+}
+
+/**
+ * Connects to an MCP server over Streamable HTTP and lists its tools as `<name>__<tool>`. The URL
+ * follows the outbound-address policy of http_fetch (public addresses only unless the entry's
+ * config allows more): checked before connecting, and every request of the session goes through
+ * `policyFetch`, which checks the address it connects to (DNS rebinding, redirects).
+ */
 async function connectMcp(cfg: AgentToolConfig, logger: Logger): Promise<{ tools: LoopTool[]; close: () => Promise<void> }> {
   const url = cfg.config?.url;
   if (typeof url !== 'string') throw new Error('config.url is missing');
   const prefix = cfg.name ?? 'mcp';
   const headers = (cfg.config?.headers as Record<string, string> | undefined) ?? {};
+  const policy = mcpAddressPolicy(cfg.config);
+  const target = await assertPublicAddress(url, policy).catch((err: unknown) => {
+    throw err instanceof AddressNotAllowedError ? new Error(`refused by the outbound-address policy: ${err.message}`) : err;
+  });
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   const client = new Client({ name: 'agentry', version: '0.1.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const transport = new StreamableHTTPClientTransport(target, { requestInit: { headers }, fetch: policyFetch(policy) });
   await client.connect(transport);
   const listed = await client.listTools();
   logger.debug({ server: prefix, tools: listed.tools.map((t) => t.name) }, 'MCP tools listed');

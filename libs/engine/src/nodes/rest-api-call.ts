@@ -13,7 +13,8 @@ export const REST_DEFAULT_TIMEOUT_MS = 30_000;
  * GET, HEAD or `withoutRequestBody`); `requestMethod` defaults to POST, `readTimeoutMs` to 30 s.
  * The response body becomes the data, `metadata.status` the status line (`200 OK`) and
  * `metadata.statusCode` the code. 2xx: Success; anything else: Failure with that message.
- * Outbound addresses follow `ctx.http` (public only by default).
+ * Outbound addresses are public only unless the node's `allowPrivateNetworks`/`allowHosts`
+ * (the switches of http_fetch) or `ctx.http` open more.
  */
 export const restApiCall = defineNodeType({
   type: 'restApiCall',
@@ -26,6 +27,8 @@ export const restApiCall = defineNodeType({
     headers: Type.Optional(Type.Record(Type.String(), Type.String())),
     withoutRequestBody: Type.Optional(Type.Boolean()),
     readTimeoutMs: Type.Optional(Type.Integer({ minimum: 0 })),
+    allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow loopback, private and link-local addresses (default false), as for http_fetch' })),
+    allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains' })),
   }),
   async execute(msg, config, ctx) {
     const method: string = config.requestMethod ?? 'POST';
@@ -41,7 +44,10 @@ export const restApiCall = defineNodeType({
       ...(withBody ? { body: msg.data } : {}),
       timeoutMs: config.readTimeoutMs || REST_DEFAULT_TIMEOUT_MS,
       signal: ctx.signal,
-      policy: ctx.http ?? {},
+      policy: {
+        allowPrivateNetworks: config.allowPrivateNetworks ?? ctx.http?.allowPrivateNetworks ?? false,
+        allowHosts: [...(ctx.http?.allowHosts ?? []), ...(config.allowHosts ?? [])],
+      },
     });
     const out = {
       ...msg,

@@ -18,7 +18,7 @@ export const AgentToolEntry = Type.Object({
   name: Type.Optional(Type.String({ description: 'builtin: the tool\'s name; rulechain and agent: the name the model sees; mcp: the prefix of the server\'s tools' })),
   description: Type.Optional(Type.String({ description: 'overrides the description the model sees' })),
   targetId: Type.Optional(Type.String({ description: 'rulechain: the rule chain id; agent: the agent id' })),
-  config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'builtin: the tool\'s settings (see its config schema); rulechain: {parameters}; mcp: {url, headers}' })),
+  config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'builtin: the tool\'s settings (see its config schema); rulechain: {parameters}; mcp: {url, headers, allowPrivateNetworks, allowHosts}' })),
   timeout: Type.Optional(
     Type.Integer({ minimum: MIN_TOOL_TIMEOUT_MS, description: `milliseconds one call may take (default ${DEFAULT_TOOL_TIMEOUT_MS})` }),
   ),
@@ -42,6 +42,8 @@ const KIND_FORMS: Record<Exclude<ToolKind, 'builtin'>, { description: string; re
     config: Type.Object({
       url: Type.String({ description: 'the server\'s Streamable HTTP URL' }),
       headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+      allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow a loopback, private or link-local server address (default false), as for http_fetch' })),
+      allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains' })),
     }),
   },
 };

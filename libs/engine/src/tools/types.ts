@@ -15,6 +15,8 @@ export interface ToolContext {
   logger: Logger;
   /** Per-agent tool settings from the `ai/agent` node's `tools[].config` for this tool. */
   config: Record<string, unknown>;
+  /** The deployment's largest workspace file (`workspace.max_file_bytes`); a tool's own limit may only be lower. */
+  maxFileBytes?: number;
   /**
    * Tells every replica that something it caches changed (the cron tool's edits reach the
    * scheduler at once instead of at its next reconcile). Absent in contexts without a bus.

@@ -23,6 +23,12 @@ const SECRET_FIELDS: ReadonlySet<string> = new Set(ACCOUNT_SECRET_FIELDS);
 /** Fields of the written form that are not settings (or are handled apart). */
 const STRUCTURAL = new Set(['id', 'name', 'enabled', 'binding']);
 
+/**
+ * Names a client may not write: what the read form derives (`hasSecret`) and the record's own
+ * columns. Stored as settings they would show up in the read form (mass assignment).
+ */
+const READ_ONLY = new Set(['has_secret', 'api_key_hash', 'secrets_sealed', 'file_hmac', 'platform', 'created_at', 'updated_at']);
+
 /** The platform from a path parameter, or 404. */
 export function requirePlatform(platform: string): Platform {
   if (!isPlatform(platform)) throw new Errors.NOT_FOUND(`channel platform "${platform}"`);
@@ -37,7 +43,9 @@ export function accountView(a: ChannelAccountRecord): AccountView {
     if (k === 'dm_policy' || k === 'group_policy' || k === 'app_id') continue;
     extra[camel(k)] = v;
   }
+  // The settings first: a stored field can never stand in for one the server decides.
   return {
+    ...extra,
     id: a.id,
     name: a.name,
     enabled: a.enabled,
@@ -45,7 +53,6 @@ export function accountView(a: ChannelAccountRecord): AccountView {
     groupPolicy: str(s.group_policy) || 'allow',
     appId: str(s.app_id),
     hasSecret: a.secretsSealed !== null || a.apiKeyHash !== null,
-    ...extra,
   };
 }
 
@@ -73,6 +80,7 @@ export function checkWrittenFields(body: Record<string, unknown>): void {
     throw new Errors.VALIDATION(`session_scope: must be one of ${SESSION_SCOPES.join(', ')} (got ${JSON.stringify(scope)})`);
   }
   for (const [k, v] of Object.entries(body)) {
+    if (READ_ONLY.has(k)) throw new Errors.VALIDATION(`${k}: read-only; it cannot be written`);
     if (STRUCTURAL.has(k) || v === null || v === undefined) continue;
     if (!/^[a-z][a-z0-9_]{0,63}$/.test(k)) throw new Errors.VALIDATION(`${k}: field names are snake_case (letters, digits, _)`);
     if (k === 'allow_from') {

@@ -18,6 +18,7 @@ import { forgetInboundEvent, getChannelAccount, getRuleChain, listBindings, reco
 import { submitRun } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
+import { documentBody } from '../openapi.js';
 import { requirePlatform } from './accounts.js';
 
 /** Largest inbound event body accepted (platform events are a few KB). */
@@ -41,7 +42,11 @@ export function inboundRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_EVENT_BYTES }, (_req, body, done) => done(null, body));
     const handler = (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => handle(deps, io, req, reply);
     const route = '/channels/:platform/accounts/:accountId/events';
-    scope.post<{ Params: Params }>(route, { config: { auth: 'public' }, bodyLimit: MAX_EVENT_BYTES }, handler);
+    const rawEvent = documentBody(
+      { type: 'string', format: 'binary', description: "the platform's event as it sent it (verified over these bytes); at most 1 MB" },
+      ['*/*'],
+    );
+    scope.post<{ Params: Params }>(route, { config: { auth: 'public', swaggerTransform: rawEvent }, bodyLimit: MAX_EVENT_BYTES }, handler);
     scope.get<{ Params: Params }>(route, { config: { auth: 'public' } }, handler);
   });
 }

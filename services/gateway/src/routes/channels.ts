@@ -287,6 +287,10 @@ function checkPlatformFields(platform: Platform, body: Record<string, unknown>):
   if (platform === 'api' && body.api_key !== undefined && body.api_key !== null && (typeof body.api_key !== 'string' || body.api_key.length < 16)) {
     throw new Errors.VALIDATION('api_key: at least 16 characters');
   }
+  // Clients send the key as "Authorization: Bearer <key>", whose token allows only these characters.
+  if (platform === 'api' && typeof body.api_key === 'string' && !/^[A-Za-z0-9._~+/=-]+$/.test(body.api_key)) {
+    throw new Errors.VALIDATION('api_key: letters, digits and . _ ~ + / = - only (it travels as a Bearer token)');
+  }
   if (platform !== 'api' && body.api_key !== undefined) throw new Errors.VALIDATION(`api_key: only api accounts have one (this is ${platform})`);
 }
 

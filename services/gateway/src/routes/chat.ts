@@ -2,11 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { AppError, Errors } from '@agentry/errors';
 import { PubSubChannels, type RunCancelMessage, type RunEvent, type RunRequest } from '@agentry/contracts';
-import { finishRun, getRuleChain, listRuleChains } from '@agentry/db';
+import { finishRun, getRuleChain, getRunOutcome, listRuleChains, type RunOutcome } from '@agentry/db';
 import { AgentCache, newRunId, submitRun } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { EventGapError, RunEventQueue } from '../chat/run-events.js';
+import { RunRelay, storedEnding } from '../chat/run-relay.js';
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
 // `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
@@ -63,7 +64,7 @@ function toRunRequest(body: ChatBody): RunRequest {
   return Object.keys(params).length > 0 ? { messages, params } : { messages };
 }
 
-function usageOf(event: DoneEvent) {
+function usageOf(event: Pick<DoneEvent, 'usage'>) {
   const u = event.usage;
   return { prompt_tokens: u?.promptTokens ?? 0, completion_tokens: u?.completionTokens ?? 0, total_tokens: u?.totalTokens ?? 0 };
 }
@@ -108,7 +109,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     };
   });
 
-  app.post<{ Body: ChatBody }>('/chat/completions', { config: { auth: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
+  app.post<{ Body: ChatBody }>('/chat/completions', { config: { auth: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
     const body = req.body;
     const request = toRunRequest(body);
     const agent = await requireAgent(body.model);
@@ -146,11 +147,18 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
       });
 
       const meta = { id: `chatcmpl-${runId}`, created: Math.floor(Date.now() / 1000), model: body.model };
+      const clientGone = new AbortController();
+      reply.raw.once('close', () => clientGone.abort());
+      const relay = new RunRelay(queue, {
+        readRun: () => getRunOutcome(deps.db.db, runId),
+        checkMs: () => deps.config.current.reliability.relay_check_ms,
+        closed: clientGone.signal,
+      });
       if (body.stream === true) {
         const streams = serviceMetrics.activeStreams(deps.metrics);
         streams.inc();
         reply.raw.once('close', () => streams.dec());
-        await relayStream(req, reply, queue, meta, {
+        await relayStream(req, reply, relay, meta, {
           agui: String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui',
           includeUsage: body.stream_options?.include_usage === true,
           heartbeatMs: opts.heartbeatMs,
@@ -164,9 +172,9 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
 
       let content = '';
       for (;;) {
-        let event: RunEvent;
+        let next: Awaited<ReturnType<RunRelay['next']>>;
         try {
-          event = await queue.next();
+          next = await relay.next();
         } catch (err) {
           if (err instanceof EventGapError) {
             await cancel('event stream gap');
@@ -174,6 +182,16 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
           }
           throw err;
         }
+        // Nobody reads the answer any more (the close handler has cancelled the run): send nothing.
+        if (next.type === 'closed') {
+          reply.hijack();
+          return reply;
+        }
+        if (next.type === 'ended') {
+          settled = true;
+          return storedCompletion(next.run, meta);
+        }
+        const event = next.event;
         if (event.type === 'text') content += event.text;
         else if (event.type === 'error') {
           settled = true;
@@ -194,11 +212,27 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   });
 }
 
+/**
+ * The non-stream answer of a run whose events were lost but whose outcome is stored: its output,
+ * or its stored error with the status the event would have carried.
+ */
+function storedCompletion(run: RunOutcome, meta: { id: string; created: number; model: string }) {
+  const ending = storedEnding(run, '');
+  if ('error' in ending) throw new AppError('RUN_FAILED', ending.status, ending.error);
+  const usage = run.usage as DoneEvent['usage'] | null;
+  return {
+    ...meta,
+    object: 'chat.completion',
+    choices: [{ index: 0, message: { role: 'assistant', content: run.output ?? '' }, finish_reason: 'stop' }],
+    usage: usageOf({ usage: usage ?? undefined }),
+  };
+}
+
 /** Writes the run's events as OpenAI `chat.completion.chunk` SSE lines. */
 async function relayStream(
   req: FastifyRequest,
   reply: FastifyReply,
-  queue: RunEventQueue,
+  relay: RunRelay,
   meta: { id: string; created: number; model: string },
   opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number; onGap: () => Promise<void>; onEnd: () => void },
 ): Promise<void> {
@@ -220,23 +254,44 @@ async function relayStream(
   const heartbeat = setInterval(() => {
     if (!raw.destroyed) raw.write(': ping\n\n');
   }, opts.heartbeatMs);
-  const closed = new Promise<'closed'>((resolve) => raw.once('close', () => resolve('closed')));
+  // The text since the last tool event: what a stored answer must start with to be completed.
+  let sinceTool = '';
+  const finish = (finishReason: string, usage: DoneEvent['usage'] | null) => {
+    opts.onEnd();
+    chunk({ content: '' }, finishReason);
+    if (opts.includeUsage) send({ ...meta, object: 'chat.completion.chunk', choices: [], usage: usageOf({ usage: usage ?? undefined }) });
+    if (!raw.destroyed) raw.write('data: [DONE]\n\n');
+  };
   try {
     chunk({ role: 'assistant', content: '' });
     for (;;) {
       let event: RunEvent;
       try {
-        const next = await Promise.race([queue.next(), closed]);
-        if (next === 'closed') return;
-        event = next;
+        const next = await relay.next();
+        if (next.type === 'closed') return;
+        if (next.type === 'ended') {
+          // Its last events were lost (see RunRelay): end from what is stored.
+          const ending = storedEnding(next.run, sinceTool);
+          if ('error' in ending) {
+            opts.onEnd();
+            send({ error: { message: ending.error, type: 'server_error', code: ending.status } });
+            return;
+          }
+          if (ending.rest) chunk({ content: ending.rest });
+          finish('stop', next.run.usage as DoneEvent['usage'] | null);
+          return;
+        }
+        event = next.event;
       } catch (err) {
         if (!(err instanceof EventGapError)) throw err;
         await opts.onGap();
         send({ error: { message: err.message, type: 'server_error', code: 500 } });
         return;
       }
+      if (event.type === 'tool_start' || event.type === 'tool_result') sinceTool = '';
       switch (event.type) {
         case 'text':
+          sinceTool += event.text;
           chunk({ content: event.text });
           break;
         case 'tool_start':
@@ -270,10 +325,7 @@ async function relayStream(
           send({ error: { message: event.message, type: event.status && event.status < 500 ? 'invalid_request_error' : 'server_error', code: event.status ?? 502 } });
           return;
         case 'done':
-          opts.onEnd();
-          chunk({ content: '' }, event.finishReason);
-          if (opts.includeUsage) send({ ...meta, object: 'chat.completion.chunk', choices: [], usage: usageOf(event) });
-          if (!raw.destroyed) raw.write('data: [DONE]\n\n');
+          finish(event.finishReason, event.usage ?? null);
           return;
         default: {
           const never: never = event;

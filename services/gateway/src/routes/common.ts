@@ -12,9 +12,12 @@ export function typed(app: FastifyInstance) {
   return app.withTypeProvider<TypeBoxTypeProvider>();
 }
 
-/** `page` (>= 1, default 1) and `size` (1..100, default 20); anything else is a 400. */
+/**
+ * `page` (1..1,000,000, default 1) and `size` (1..100, default 20); anything else is a 400. The
+ * bound on page keeps the row offset a number the database takes (page 1e20 would overflow it).
+ */
 export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
   size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
 };
 

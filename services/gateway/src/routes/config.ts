@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { listUsers } from '@agentry/db';
+import { ConfigPatch } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { assertDefaultProviderExists, providerConfigViews } from '../providers/store.js';
+import { documentBody } from '../openapi.js';
 
 /** GET/PUT /config: the live configuration, secrets hidden; PUT persists and reaches every replica. */
 export function configRoutes(app: FastifyInstance, deps: GatewayDeps): void {
@@ -16,7 +18,9 @@ export function configRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   app.get('/config', view);
 
-  app.put('/config', async (req) => {
+  // The patch is checked by LiveConfig.update (its messages name the key), not by fastify: a
+  // body schema here would coerce types and word those messages differently.
+  app.put('/config', { config: { swaggerTransform: documentBody(ConfigPatch) } }, async (req) => {
     // The default provider must exist among the database's providers (the file's are seeded there).
     const models = (req.body as { models?: { default_provider?: unknown } } | null)?.models;
     if (models && typeof models === 'object') await assertDefaultProviderExists(deps.db.db, models.default_provider);

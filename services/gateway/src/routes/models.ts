@@ -27,7 +27,8 @@ const ModelEntry = Type.Object(
 );
 
 const BaseUrl = Type.String({ pattern: '^https?://', maxLength: 2048, description: 'http(s) URL of the OpenAI-compatible API' });
-const ApiKey = Type.String({ minLength: 1, maxLength: 4096, description: 'write-only: sealed at rest, never returned' });
+// Sent as an HTTP header: anything beyond visible ASCII could never reach the provider.
+const ApiKey = Type.String({ minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$', description: 'write-only: sealed at rest, never returned; visible ASCII' });
 
 const Fields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),

@@ -17,6 +17,7 @@ import {
   type SkillStatus,
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
+import { documentBody } from '../openapi.js';
 import { PageQuery, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
 
 /** Largest skill archive accepted, before anything is read from it. */
@@ -35,6 +36,19 @@ const SkillFields = {
 };
 const NewSkill = { name: SkillName, description: Type.Optional(Description), content: Content, status: Type.Optional(Status) };
 const Selector = { scope: Type.Optional(Scope), agentId: Type.Optional(Id) };
+
+/** The `file` part of an upload: a zip of skill folders (each with a SKILL.md), at most 50 MB. */
+const ArchivePart = Type.String({ format: 'binary', description: 'a zip archive of skills (folders with a SKILL.md), at most 50 MB' });
+// Multipart bodies are read as a stream by the handler (readUpload): described, not validated.
+const AgentUploadDoc = documentBody(Type.Object({ file: ArchivePart }), ['multipart/form-data']);
+const UploadDoc = documentBody(
+  Type.Object({
+    file: ArchivePart,
+    scope: Type.Optional(Scope),
+    agentId: Type.Optional(Type.String({ description: 'the agent whose local skills receive the archive (scope local)' })),
+  }),
+  ['multipart/form-data'],
+);
 
 /** A skill as the API shows it; lists leave `content` out. */
 export interface SkillView {
@@ -184,7 +198,7 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return remove({ scope: 'local', agentId: req.params.agentId, name: req.params.name });
   });
 
-  api.post('/agents/:agentId/skills/upload', { schema: { params: AgentParams } }, async (req) => {
+  api.post('/agents/:agentId/skills/upload', { schema: { params: AgentParams }, config: { swaggerTransform: AgentUploadDoc } }, async (req) => {
     const { agentId } = req.params;
     return upload(req, async () => {
       await requireAgent(db(), agentId);
@@ -239,7 +253,7 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     async (req) => remove(selectKey(req.params.name, req.query.scope, req.query.agentId)),
   );
 
-  api.post('/skills/upload', async (req) => {
+  api.post('/skills/upload', { config: { swaggerTransform: UploadDoc } }, async (req) => {
     return upload(req, async (fields) => {
       const scope = fields.scope ?? 'global';
       if (scope !== 'global' && scope !== 'local') throw new Errors.VALIDATION('scope must be global or local');
@@ -299,7 +313,10 @@ async function readUpload(req: FastifyRequest): Promise<{ file: Buffer; fields: 
     const code = (err as { code?: string }).code;
     if (code === 'FST_REQ_FILE_TOO_LARGE') throw new Errors.PAYLOAD_TOO_LARGE(`the archive is larger than ${MAX_ARCHIVE_BYTES} bytes`);
     if (code === 'FST_FILES_LIMIT') throw new Errors.VALIDATION('send one file only');
-    throw err;
+    if (typeof (err as { statusCode?: unknown }).statusCode === 'number') throw err;
+    // The parser's own errors ("Unexpected end of multipart data", "Boundary not found", ...):
+    // the body the client sent is not well-formed multipart.
+    throw new Errors.BAD_REQUEST(`the multipart body could not be read (${(err as Error).message})`, { cause: err });
   }
   if (!file) throw new Errors.VALIDATION('the "file" part (a zip archive) is missing');
   return { file, fields };

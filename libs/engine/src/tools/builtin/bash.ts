@@ -7,7 +7,7 @@ import Type, { type Static } from 'typebox';
 import { deleteWorkspaceTree, getWorkspaceEntry, inTransaction, makeWorkspaceDir, writeWorkspaceFile, type Db } from '@agentry/db';
 import { normaliseWorkspacePath } from '../../workspace-path.js';
 import { ToolError, type ToolContext } from '../types.js';
-import { DEFAULT_MAX_FILE_SIZE, checkArgs, checkConfig, dbCall, listTree, readContents, type BuiltinTool } from './common.js';
+import { checkArgs, fileSizeLimit, checkConfig, dbCall, listTree, readContents, type BuiltinTool } from './common.js';
 
 /**
  * `bash`: runs a command in a scratch directory holding a copy of the agent's workspace, then
@@ -35,7 +35,7 @@ const Config = Type.Object({
   denyList: Type.Optional(Type.Array(Type.String(), { description: 'extra regular expressions; a command matching one is refused' })),
   path: Type.Optional(Type.String({ description: 'PATH of the command (default /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)' })),
   maxWorkspaceBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'largest workspace copied to the scratch directory (default 104857600)' })),
-  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'larger files are not written back (default 10485760)' })),
+  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'larger files are not written back (default and ceiling: workspace.max_file_bytes)' })),
   maxSyncBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'most bytes written back per call (default 104857600)' })),
 });
 type Config = Static<typeof Config>;
@@ -244,7 +244,7 @@ const under = (path: string, set: Set<string>) => [...set].some((d) => d !== '' 
 async function syncBack(ctx: ToolContext, root: string, before: Snapshot, cfg: Config): Promise<Changes> {
   const after = await scan(root);
   const changes: Changes = { written: [], deleted: [], notes: after.skipped.map((s) => `not synced: ${s}`) };
-  const maxFile = cfg.maxFileSize ?? DEFAULT_MAX_FILE_SIZE;
+  const maxFile = fileSizeLimit(cfg.maxFileSize, ctx);
   const maxSync = cfg.maxSyncBytes ?? 100 * 1024 * 1024;
 
   // What vanished (or changed kind). Anything under an unreadable directory is left alone.

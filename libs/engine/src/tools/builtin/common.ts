@@ -4,7 +4,7 @@ import { Value } from 'typebox/value';
 import { isAppError } from '@agentry/errors';
 import { inTransaction, toBuffer, type Db, type WorkspaceEntry } from '@agentry/db';
 import { normaliseWorkspacePath } from '../../workspace-path.js';
-import { ToolError, type ToolDefinition } from '../types.js';
+import { ToolError, type ToolContext, type ToolDefinition } from '../types.js';
 
 /** A built-in tool: a ToolDefinition plus the JSON schema of its per-agent `config`. */
 export interface BuiltinTool extends ToolDefinition {
@@ -14,6 +14,16 @@ export interface BuiltinTool extends ToolDefinition {
 
 /** The largest workspace file the tools write unless `config.maxFileSize` says otherwise. */
 export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+
+/**
+ * The largest file a tool may write: its `maxFileSize`, else the deployment's
+ * `workspace.max_file_bytes` (`ctx.maxFileBytes`), never more than the latter, so that an agent's
+ * own configuration cannot write files the API would refuse.
+ */
+export function fileSizeLimit(configured: number | undefined, ctx: Pick<ToolContext, 'maxFileBytes'>): number {
+  const ceiling = ctx.maxFileBytes ?? Number.POSITIVE_INFINITY;
+  return Math.min(configured ?? ctx.maxFileBytes ?? DEFAULT_MAX_FILE_SIZE, ceiling);
+}
 
 /** A string enum as `{type: 'string', enum}`: the form every model provider's tool schemas accept. */
 export function StringEnum<const T extends string>(values: readonly T[], opts: { description?: string } = {}) {

@@ -3,7 +3,7 @@ import { writeWorkspaceFile } from '@agentry/db';
 import { RegexTimeoutError, replaceInWorker } from '../regex-runner.js';
 import { ToolError, type ToolContext } from '../types.js';
 import {
-  DEFAULT_MAX_FILE_SIZE,
+  fileSizeLimit,
   StringEnum,
   checkArgs,
   checkConfig,
@@ -44,7 +44,7 @@ const Parameters = Type.Object(
 type Args = Static<typeof Parameters>;
 
 const Config = Type.Object({
-  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'largest file in bytes after the edit (default 10485760)' })),
+  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'largest file in bytes after the edit (default and ceiling: workspace.max_file_bytes)' })),
   regexTimeoutMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000, description: 'longest a use_regex search may run (default 2000)' })),
 });
 type Config = Static<typeof Config>;
@@ -134,7 +134,7 @@ export const editTool: BuiltinTool = {
     const cfg = checkConfig<Config>('edit', Config, ctx.config);
     const path = entryPath(args.path);
     const operation = args.operation ?? 'search';
-    const max = cfg.maxFileSize ?? DEFAULT_MAX_FILE_SIZE;
+    const max = fileSizeLimit(cfg.maxFileSize, ctx);
     return modifyFile(
       ctx.db,
       ctx.agentId,

@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { writeWorkspaceFile } from '@agentry/db';
 import { ToolError } from '../types.js';
-import { StringEnum, DEFAULT_MAX_FILE_SIZE, checkArgs, checkConfig, dbCall, entryPath, modifyFile, plural, type BuiltinTool } from './common.js';
+import { StringEnum, checkArgs, fileSizeLimit, checkConfig, dbCall, entryPath, modifyFile, plural, type BuiltinTool } from './common.js';
 
 const Parameters = Type.Object(
   {
@@ -19,7 +19,7 @@ const Parameters = Type.Object(
 type Args = Static<typeof Parameters>;
 
 const Config = Type.Object({
-  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'largest file in bytes (default 10485760, as workspace.max_file_bytes)' })),
+  maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'largest file in bytes (default and ceiling: workspace.max_file_bytes)' })),
 });
 type Config = Static<typeof Config>;
 
@@ -35,7 +35,7 @@ export const writeTool: BuiltinTool = {
     const args = checkArgs<Args>('write', Parameters, raw);
     const cfg = checkConfig<Config>('write', Config, ctx.config);
     const path = entryPath(args.path);
-    const max = cfg.maxFileSize ?? DEFAULT_MAX_FILE_SIZE;
+    const max = fileSizeLimit(cfg.maxFileSize, ctx);
     const bytes = Buffer.from(args.content, 'utf8');
     const tooBig = (size: number) =>
       new ToolError(`the file would be ${plural(size, 'byte')}; workspace files are limited to ${plural(max, 'byte')}`);

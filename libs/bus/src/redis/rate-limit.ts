@@ -1,0 +1,45 @@
+import type { RateLimitResult, RateLimitRule } from '../ports.js';
+import { gcraOf } from '../rate-limit.js';
+import type { RedisContext } from './context.js';
+
+/**
+ * `gcraHit` (../rate-limit.ts) as one script, on the server's clock so that replicas with
+ * skewed clocks still share one budget. The key expires when its bucket would be full again.
+ */
+const SCRIPT = `
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local nextTat = tat + interval
+local allowAt = nextTat - burst * interval
+if now < allowAt then
+  return {0, 0, allowAt - now}
+end
+redis.call('SET', KEYS[1], nextTat, 'PX', nextTat - now + 1)
+return {1, math.floor((now - allowAt) / interval), 0}
+`;
+
+const COMMAND = 'agentryRateLimit';
+
+export class RedisRateLimiter {
+  #defined = false;
+
+  constructor(private readonly ctx: RedisContext) {}
+
+  async hit(key: string, rule: RateLimitRule): Promise<RateLimitResult> {
+    const g = gcraOf(rule);
+    await this.ctx.ready(this.ctx.producer);
+    const conn = this.ctx.producer;
+    // defineCommand sends EVALSHA and loads the script again after a Redis restart.
+    if (!this.#defined) {
+      conn.defineCommand(COMMAND, { numberOfKeys: 1, lua: SCRIPT });
+      this.#defined = true;
+    }
+    const run = (conn as unknown as Record<string, (...args: Array<string | number>) => Promise<[number, number, number]>>)[COMMAND]!;
+    const [allowed, remaining, retryAfterMs] = await run.call(conn, `${this.ctx.prefix}:ratelimit:${key}`, g.intervalMs, g.burst);
+    return { allowed: allowed === 1, remaining, retryAfterMs };
+  }
+}
