@@ -467,6 +467,8 @@ function configYaml(fakes: Fakes, dataDir: string, concurrency: number): string 
     '  providers:',
     ...providers,
     `channels: {api: {accounts: {bench: {name: Bench, api_key: "${ACCOUNT_KEY}"}}}}`,
+    // One key sends every request: the per-credential chat limit (600 a minute by default) is off.
+    'security: {rateLimit: {chat: {requests: 0}}}',
     '',
   ].join('\n');
 }

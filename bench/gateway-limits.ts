@@ -93,6 +93,8 @@ async function main(): Promise<void> {
       '  default_provider: fake',
       `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
       `channels: {api: {accounts: {bench: {api_key: "${KEY}"}}}}`,
+      // One key sends every request: the per-credential chat limit (600 a minute by default) is off.
+      'security: {rateLimit: {chat: {requests: 0}}}',
     ].join('\n'),
   );
   const env = { DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: prefix, AGENTRY_SECRET_KEY: 'bench-limits-master-key-0123456789', HOST: '127.0.0.1', HEALTH_HOST: '127.0.0.1' };

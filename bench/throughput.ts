@@ -313,6 +313,8 @@ function writeConfig(dir: string, fakePort: number): string {
       '  default_provider: fake',
       `  providers: {fake: {base_url: "http://127.0.0.1:${fakePort}/v1", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
       `channels: {api: {accounts: {bench: {name: Bench, api_key: "${ACCOUNT_KEY}"}}}}`,
+      // One key sends every request: the per-credential chat limit (600 a minute by default) is off.
+      'security: {rateLimit: {chat: {requests: 0}}}',
       '',
     ].join('\n'),
   );
