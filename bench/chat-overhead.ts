@@ -83,6 +83,11 @@ const QUIET_WAIT_TOTAL_MS = 90_000;
 
 interface LevelPlan {
   n: number;
+  /**
+   * Spread the users' first requests evenly over this many ms (one answer's length), so the
+   * level measures N streams open at once rather than N arriving in the same millisecond.
+   */
+  staggerMs?: number;
   /** Requests each virtual user sends first, not recorded (JIT, pools, sockets). */
   warmup: number;
   /** Recorded requests per virtual user. */
@@ -120,12 +125,12 @@ const SCENARIOS: Scenario[] = [
     provider: 'fake50',
     agentId: 'bench-paced',
     levels: [
-      // Run right after the burst levels, whose sockets and JIT these reuse; each of these
-      // requests lasts a second, so a warm-up round at N >= 50 would double the time for little.
+      // Each answer lasts a second: users start spread over that second, the first round
+      // (arrivals still ramping up) is warm-up, and the recorded rounds see N streams open.
       { n: 1, warmup: 1, rounds: q(5, 2) },
-      { n: 50, warmup: 0, rounds: q(2, 1) },
-      { n: 200, warmup: 0, rounds: 1 },
-      { n: 500, warmup: 0, rounds: 1 },
+      { n: 50, warmup: 1, rounds: q(2, 1), staggerMs: 1000 },
+      { n: 200, warmup: 1, rounds: q(2, 1), staggerMs: 1000 },
+      { n: 500, warmup: 1, rounds: q(2, 1), staggerMs: 1000 },
     ],
   },
 ];
@@ -394,7 +399,8 @@ async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): R
   const t0 = performance.now();
   const deadline = t0 + LEVEL_DEADLINE_MS;
   const p = probe?.();
-  const vu = async () => {
+  const vu = async (_: unknown, i: number) => {
+    if (plan.staggerMs) await sleep((plan.staggerMs * i) / plan.n);
     for (let r = 0; r < plan.warmup + plan.rounds; r++) {
       if (performance.now() > deadline) {
         skipped += plan.warmup + plan.rounds - r;
@@ -666,13 +672,13 @@ function section(rows: Row[], meta: { date: string; seconds: number; pg: string;
     '**Method.** Three kinds of process, none sharing an event loop: the load generator (the bench process: node:http with keep-alive, SSE parsed by hand, `performance.now()`), the fake model (`bench/fake-model.ts`, one process per pace, no time to first token) and Agentry. Targets:',
     ...TARGETS.map((t) => `- \`${t.id}\`: ${t.describe}; \`worker.concurrency: ${t.concurrency}\`${t.concurrency === SHIPPED_CONCURRENCY ? ' (the default)' : ''}.`),
     '',
-    `Every request is \`POST /chat/completions\` with \`stream: true\`, one user message, through an \`api\` account key, to an agent whose \`ai/agent\` node calls the fake; the fake answers ${TOKENS} content deltas (\`tok0 \` .. \`tok${TOKENS - 1} \`). "Direct" is the same load, same client, straight to the fake (system + user message), measured right before each Agentry level. N virtual users each send requests back to back (closed loop); each one's first request(s) are warm-up and not recorded. TTFT runs from the request's start to the first non-empty \`delta.content\` (Agentry's empty role chunk does not count). Each token is a word \`tok<i>\` wherever it arrives (Agentry may join deltas that arrive together into one chunk): lost, duplicated and reordered count the tokens of every stream of the level that answered 200 (warm-up included) against 0..${TOKENS - 1} in order. The token gap is the arrival time of each token minus the previous one's (0 for a token joined into the same chunk); added per token is Agentry's gap percentile minus the direct one (paced only: in a burst every gap is 0 on both sides). Tokens/s per stream is (tokens after the first) / (last - first token); "burst" means all arrived in one socket read. Added TTFT is Agentry's percentile minus the direct percentile (unpaired). An error is any non-200, error event, missing \`[DONE]\`, timeout (${REQUEST_TIMEOUT_MS / 1000} s) or a reply text that differs from the fake's. RSS is the peak VmRSS of each Agentry process during the level (sampled every 250 ms). CPU is from /proc over the level, in % of one core (the box has ${os.availableParallelism()}); Postgres+Redis counts every Postgres and Redis process on the machine, whoever they serve, and **other** is the rest of the machine's busy time (kernel loopback work plus other work on a shared box, which distorts any level where it is large). Before each level the bench waits up to ${QUIET_WAIT_PER_LEVEL_MS / 1000} s (${QUIET_WAIT_TOTAL_MS / 1000} s per run) for the box to be under ${QUIET_BUSY_PCT} % busy; "just before" is how busy it was when the level started. Agentry CPU ms per request is its CPU time over the level divided by the requests sent (warm-up included).`,
+    `Every request is \`POST /chat/completions\` with \`stream: true\`, one user message, through an \`api\` account key, to an agent whose \`ai/agent\` node calls the fake; the fake answers ${TOKENS} content deltas (\`tok0 \` .. \`tok${TOKENS - 1} \`). "Direct" is the same load, same client, straight to the fake (system + user message), measured right before each Agentry level. N virtual users each send requests back to back (closed loop); each one's first request(s) are warm-up and not recorded. In \`burst\` all N start at once (a thundering herd: the level measures how fast N simultaneous arrivals are absorbed); in \`paced\` their first requests are spread over one answer's length, so the recorded rounds see N streams open at once with about N arrivals a second. TTFT runs from the request's start to the first non-empty \`delta.content\` (Agentry's empty role chunk does not count). Each token is a word \`tok<i>\` wherever it arrives (Agentry may join deltas that arrive together into one chunk): lost, duplicated and reordered count the tokens of every stream of the level that answered 200 (warm-up included) against 0..${TOKENS - 1} in order. The token gap is the arrival time of each token minus the previous one's (0 for a token joined into the same chunk); added per token is Agentry's gap percentile minus the direct one (paced only: in a burst every gap is 0 on both sides). Tokens/s per stream is (tokens after the first) / (last - first token); "burst" means all arrived in one socket read. Added TTFT is Agentry's percentile minus the direct percentile (unpaired). An error is any non-200, error event, missing \`[DONE]\`, timeout (${REQUEST_TIMEOUT_MS / 1000} s) or a reply text that differs from the fake's. RSS is the peak VmRSS of each Agentry process during the level (sampled every 250 ms). CPU is from /proc over the level, in % of one core (the box has ${os.availableParallelism()}); Postgres+Redis counts every Postgres and Redis process on the machine, whoever they serve, and **other** is the rest of the machine's busy time (kernel loopback work plus other work on a shared box, which distorts any level where it is large). Before each level the bench waits up to ${QUIET_WAIT_PER_LEVEL_MS / 1000} s (${QUIET_WAIT_TOTAL_MS / 1000} s per run) for the box to be under ${QUIET_BUSY_PCT} % busy; "just before" is how busy it was when the level started. Agentry CPU ms per request is its CPU time over the level divided by the requests sent (warm-up included).`,
     '',
   ];
   for (const s of SCENARIOS) {
     const rs = rows.filter((r) => r.scenario.id === s.id);
     if (rs.length === 0) continue;
-    const plan = s.levels.map((l) => `N=${l.n}: ${l.warmup} warm-up + ${l.rounds} recorded per user`).join('; ');
+    const plan = s.levels.map((l) => `N=${l.n}: ${l.warmup} warm-up + ${l.rounds} recorded per user${l.staggerMs ? `, first requests spread over ${l.staggerMs} ms` : ''}`).join('; ');
     parts.push(`### \`${s.id}\`: ${s.title}`, '', `Requests: ${plan}.`, '', latencyTable(rs, s.tokensPerSecond > 0), '', resourceTable(rs), '');
   }
   parts.push('**Against the targets of issue 12** (same machine):', '', ...goalCheck(rows), '', '<!-- bench:chat-overhead:end -->');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { getRun } from '@agentry/db';
 import { describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
-import { API_KEY, PROVIDER_KEY, agentDsl, chatConformance, sessionConformance, type ChatTarget } from './chat-conformance.js';
+import { API_KEY, PROVIDER_KEY, agentDsl, chatConformance, sessionConformance, skillsConformance, type ChatTarget } from './chat-conformance.js';
 
 /**
  * The same conformance suite against cluster mode: the gateway and two agent-workers as
@@ -40,4 +40,5 @@ describeWithServers('chat completions, cluster mode (separate gateway and worker
 
   chatConformance(() => target);
   sessionConformance(() => target);
+  skillsConformance(() => target);
 });

@@ -248,6 +248,46 @@ export function chatConformance(target: () => ChatTarget): void {
   });
 }
 
+/**
+ * Skills reach the system prompt of the very next run after a change through the API, though the
+ * workers keep each agent's skills in memory (the gateway announces every change).
+ */
+export function skillsConformance(target: () => ChatTarget): void {
+  const client = () => new OpenAI({ baseURL: target().baseURL, apiKey: target().apiKey, maxRetries: 0, timeout: 20_000 });
+  const api = (method: string, path: string, body?: unknown) =>
+    fetch(`${target().baseURL}${path}`, body === undefined ? { method } : { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  /** The system prompt the provider saw for a fresh run. */
+  const systemPrompt = async () => {
+    const t = target();
+    t.fake.script({ text: 'ok' });
+    await client().chat.completions.create({ model: t.agentId, messages: [{ role: 'user', content: 'which skills?' }] });
+    return (t.fake.requests.at(-1)!.body.messages[0] as { content: string }).content;
+  };
+
+  it("puts a skill created, changed or deleted through the API into the next run's system prompt", async () => {
+    const agent = target().agentId;
+    // Twice, so every worker of a cluster has read (and keeps) the agent's skills.
+    expect(await systemPrompt()).toBe(SYSTEM_PROMPT);
+    expect(await systemPrompt()).toBe(SYSTEM_PROMPT);
+    try {
+      expect((await api('POST', '/skills', { name: 'conf_global', description: 'Global help.', content: '# global' })).status).toBe(201);
+      expect(await systemPrompt()).toContain('- conf_global: Global help.');
+      expect((await api('POST', `/agents/${agent}/skills`, { name: 'conf_local', description: 'Local help.', content: '# local' })).status).toBe(201);
+      expect(await systemPrompt()).toContain('- conf_local: Local help.');
+      expect((await api('PUT', `/agents/${agent}/skills/conf_local`, { description: 'Changed help.' })).status).toBe(200);
+      const changed = await systemPrompt();
+      expect(changed).toContain('- conf_local: Changed help.');
+      expect(changed).not.toContain('Local help.');
+      expect((await api('DELETE', '/skills/conf_global')).status).toBe(200);
+      expect((await api('DELETE', `/agents/${agent}/skills/conf_local`)).status).toBe(200);
+      expect(await systemPrompt()).toBe(SYSTEM_PROMPT);
+    } finally {
+      await api('DELETE', '/skills/conf_global');
+      await api('DELETE', `/agents/${agent}/skills/conf_local`);
+    }
+  });
+}
+
 /** Session behaviour through the chat endpoint. */
 export function sessionConformance(target: () => ChatTarget): void {
   const client = () => new OpenAI({ baseURL: target().baseURL, apiKey: target().apiKey, maxRetries: 0, timeout: 20_000 });

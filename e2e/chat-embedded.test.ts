@@ -7,7 +7,7 @@ import { getRun } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
 import { startStandalone } from '@agentry/standalone';
-import { API_KEY, PROVIDER_KEY, agentDsl, chatConformance, sessionConformance, type ChatTarget } from './chat-conformance.js';
+import { API_KEY, PROVIDER_KEY, agentDsl, chatConformance, sessionConformance, skillsConformance, type ChatTarget } from './chat-conformance.js';
 
 /** The conformance suite against embedded mode: one process, PGlite, the in-process bus. */
 describe('chat completions, embedded mode', () => {
@@ -57,6 +57,7 @@ describe('chat completions, embedded mode', () => {
 
   chatConformance(() => target);
   sessionConformance(() => target);
+  skillsConformance(() => target);
 
   it('a provider 4xx reaches the client as 502 naming the provider and its message', async () => {
     target.fake.reset();

@@ -29,7 +29,7 @@ export interface RunCancelMessage {
 
 /** Payload on `invalidate`: which cached area changed (and optionally which id). */
 export interface InvalidateMessage {
-  area: 'config' | 'agents' | 'users' | 'apiKeys' | 'providers' | 'channels' | 'cron';
+  area: 'config' | 'agents' | 'users' | 'apiKeys' | 'providers' | 'channels' | 'cron' | 'skills';
   id?: string;
 }
 

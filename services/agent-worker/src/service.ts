@@ -5,6 +5,7 @@ import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, hasEarlierActiveRun, listUnfinishedRuns } from '@agentry/db';
 import {
   AgentCache,
+  SkillsCache,
   ChainRunner,
   ModelProviders,
   ScriptSandbox,
@@ -98,7 +99,11 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
 
   // Agent rows, kept until the gateway announces a change (`invalidate {area:'agents', id}`) or 5 s.
   const agents = new AgentCache(db.db);
-  const unfollow = await agents.follow(bus.pubsub);
+  // The skills of each agent for its system prompt, until the gateway announces a skill change.
+  const skills = new SkillsCache(db.db);
+  const unfollow = await Promise.all([agents.follow(bus.pubsub), skills.follow(bus.pubsub)]).then(
+    (stops) => () => Promise.all(stops.map((stop) => stop())).then(() => undefined),
+  );
 
   const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => {
     const runId = (msg as RunCancelMessage | null)?.runId;
@@ -238,7 +243,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           outboundQueue: bus.queue,
           sendMessage,
           metrics: runtime.metrics,
-          systemPrompt: (config, agentId) => agentSystemPrompt(config, { db: db.db, agentId, logger }),
+          systemPrompt: (config, agentId) => agentSystemPrompt(config, { db: db.db, agentId, logger, loadSkills: (id) => skills.get(id) }),
           // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
           delivered: () => watched.delete(runId),
         },

@@ -34,6 +34,9 @@ export class RedisContext {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: firstConnectMs,
+      // Commands issued in the same tick (many requests' enqueues, publishes and rate-limit
+      // checks under load) leave in one write: on loopback a write costs more than the command.
+      enableAutoPipelining: true,
     });
     // Fails fast as well; ioredis re-subscribes its channels by itself after a reconnect.
     this.subscriber = this.connect('subscriber', {

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Logger } from 'pino';
 import { readWorkspaceFile, type Db } from '@agentry/db';
-import { skillsPromptBlock } from '../skills/inject.js';
+import { skillsPromptBlock, type SkillsBlockOptions } from '../skills/inject.js';
 import { normaliseWorkspacePath } from '../workspace-path.js';
 
 /**
@@ -82,6 +82,8 @@ export async function renderSystemPrompt(template: string, opts: RenderPromptOpt
 export interface AgentPromptOptions extends RenderPromptOptions {
   /** Size of the skills block (default 4000 characters). */
   skillsBudgetChars?: number;
+  /** Where the agent's skills come from (default: read them; the worker passes its SkillsCache). */
+  loadSkills?: SkillsBlockOptions['loadSkills'];
 }
 
 /**
@@ -98,6 +100,7 @@ export async function agentSystemPrompt(
     skillsPromptBlock(opts.db, opts.agentId, {
       disabledSkills: node.disabledSkills ?? [],
       ...(opts.skillsBudgetChars !== undefined ? { budgetChars: opts.skillsBudgetChars } : {}),
+      ...(opts.loadSkills ? { loadSkills: opts.loadSkills } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
     }),
   ]);

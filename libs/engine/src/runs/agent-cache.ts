@@ -1,61 +1,62 @@
 import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
-import { getRuleChain, type Db, type RuleChainRow } from '@agentry/db';
+import { getRuleChain, listSkills, type Db, type RuleChainRow, type SkillRow } from '@agentry/db';
 
 /** The pub/sub side of runtime's `Bus` as this needs it. */
 export interface InvalidateSource {
   subscribe(channel: string, handler: (message: unknown) => void): Promise<() => Promise<void>>;
 }
 
-export interface AgentCacheOptions {
-  /** Reads an agent's row (default: `getRuleChain`). */
-  load?: (id: string) => Promise<RuleChainRow | undefined>;
-  /** A cached row is read again after this long even without an invalidation (default 5 s). */
+export interface InvalidatedCacheOptions<T> {
+  /** Reads the value of an id; `undefined` (nothing there) is never cached. */
+  load: (id: string) => Promise<T | undefined>;
+  /** The `invalidate` areas whose messages drop entries (`{area, id}` one, `{area}` all). */
+  areas: ReadonlyArray<InvalidateMessage['area']>;
+  /** A cached value is read again after this long even without an invalidation (default 5 s). */
   ttlMs?: number;
   now?: () => number;
 }
 
-interface Entry {
-  row: RuleChainRow;
+interface Entry<T> {
+  value: T;
   at: number;
 }
 
 /**
- * Agent rows (`rule_chains` of kind `agent`) of one process, for the chat path: read once, then
- * served from memory until `invalidate {area:'agents', id}` (published by the gateway after every
- * write, on every replica) or the safety TTL, whichever comes first. A missing agent is not
- * cached (a just created agent must be found at once). A load that started before an
- * invalidation does not store its (possibly stale) result.
+ * Values read from the database on the chat path, kept per process until an `invalidate {area,
+ * id}` message (published by the gateway after every write, heard by every replica) or the safety
+ * TTL, whichever comes first. A load that started before an invalidation does not store its
+ * (possibly stale) result; concurrent gets of one id share one load.
  */
-export class AgentCache {
-  readonly #entries = new Map<string, Entry>();
+export class InvalidatedCache<T> {
+  readonly #entries = new Map<string, Entry<T>>();
   readonly #generation = new Map<string, number>();
-  readonly #loading = new Map<string, Promise<RuleChainRow | undefined>>();
-  readonly #load: (id: string) => Promise<RuleChainRow | undefined>;
+  readonly #loading = new Map<string, Promise<T | undefined>>();
+  readonly #opts: InvalidatedCacheOptions<T>;
   readonly #ttlMs: number;
   readonly #now: () => number;
   #epoch = 0;
 
-  constructor(db: Db, opts: AgentCacheOptions = {}) {
-    this.#load = opts.load ?? ((id) => getRuleChain(db, id));
+  constructor(opts: InvalidatedCacheOptions<T>) {
+    this.#opts = opts;
     this.#ttlMs = opts.ttlMs ?? 5_000;
     this.#now = opts.now ?? Date.now;
   }
 
-  /** The agent's row (any kind: callers check `kind`), or undefined when there is none. */
-  async get(id: string): Promise<RuleChainRow | undefined> {
+  async get(id: string): Promise<T | undefined> {
     const cached = this.#entries.get(id);
-    if (cached && this.#now() - cached.at < this.#ttlMs) return cached.row;
+    if (cached && this.#now() - cached.at < this.#ttlMs) return cached.value;
     const running = this.#loading.get(id);
     if (running) return running;
     const generation = this.#generation.get(id) ?? 0;
     const epoch = this.#epoch;
     const at = this.#now();
-    const load = this.#load(id)
-      .then((row) => {
+    const load = this.#opts
+      .load(id)
+      .then((value) => {
         const current = (this.#generation.get(id) ?? 0) === generation && this.#epoch === epoch;
-        if (row && current) this.#entries.set(id, { row, at });
+        if (value !== undefined && current) this.#entries.set(id, { value, at });
         else if (current) this.#entries.delete(id);
-        return row;
+        return value;
       })
       .finally(() => {
         if (this.#loading.get(id) === load) this.#loading.delete(id);
@@ -64,7 +65,7 @@ export class AgentCache {
     return load;
   }
 
-  /** Drops one agent (or every agent without an id); the next `get` reads it again. */
+  /** Drops one id (or every id without one); the next `get` reads it again. */
   invalidate(id?: string): void {
     if (id === undefined) {
       this.#epoch++;
@@ -77,15 +78,45 @@ export class AgentCache {
     this.#entries.delete(id);
   }
 
-  /** Follows `invalidate {area:'agents'}` messages; resolves to the unsubscribe function. */
+  /** Follows the `invalidate` messages of the cache's areas; resolves to the unsubscribe function. */
   async follow(pubsub: InvalidateSource): Promise<() => Promise<void>> {
     return pubsub.subscribe(PubSubChannels.invalidate, (message) => {
       const m = message as InvalidateMessage | null;
-      if (m?.area === 'agents') this.invalidate(m.id);
+      if (m && this.#opts.areas.includes(m.area)) this.invalidate(m.id);
     });
   }
 
   get size(): number {
     return this.#entries.size;
+  }
+}
+
+export interface AgentCacheOptions {
+  /** Reads an agent's row (default: `getRuleChain`). */
+  load?: (id: string) => Promise<RuleChainRow | undefined>;
+  ttlMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Agent rows (`rule_chains` of kind `agent`; callers check `kind`), dropped on `invalidate
+ * {area:'agents', id}`. A missing agent is not cached: a just created agent is found at once.
+ */
+export class AgentCache extends InvalidatedCache<RuleChainRow> {
+  constructor(db: Db, opts: AgentCacheOptions = {}) {
+    super({ areas: ['agents'], load: opts.load ?? ((id) => getRuleChain(db, id)), ...(opts.ttlMs !== undefined ? { ttlMs: opts.ttlMs } : {}), ...(opts.now ? { now: opts.now } : {}) });
+  }
+}
+
+/**
+ * The skills an agent sees (its own and the global ones, every status: the prompt picks), by
+ * agent id, dropped on `invalidate {area:'skills', id: agentId}` (a global skill changed: no id,
+ * every agent) and on any change of the agent itself (deleted and made again under its id).
+ * Kept 30 s at most should a message be missed: a skill changes rarely, and the read is on the
+ * path to every run's first token.
+ */
+export class SkillsCache extends InvalidatedCache<SkillRow[]> {
+  constructor(db: Db, opts: { ttlMs?: number } = {}) {
+    super({ areas: ['skills', 'agents'], load: (agentId) => listSkills(db, { scope: 'all', agentId }), ttlMs: opts.ttlMs ?? 30_000 });
   }
 }

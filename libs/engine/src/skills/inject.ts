@@ -15,10 +15,16 @@ export const MAX_SKILL_DESCRIPTION_CHARS = 300;
  * The skills an agent may use: active ones, its own (local) overriding a global one of the same
  * name, minus `disabledSkills`. A local draft does not hide an active global skill. Sorted by name.
  */
-export async function activeSkills(db: Db, agentId: string, disabledSkills: readonly string[] = []): Promise<SkillRow[]> {
+export async function activeSkills(
+  db: Db,
+  agentId: string,
+  disabledSkills: readonly string[] = [],
+  /** The agent's and the global skills, every status (default: read them; a SkillsCache's `get`). */
+  load: (agentId: string) => Promise<SkillRow[] | undefined> = (id) => listSkills(db, { scope: 'all', agentId: id }),
+): Promise<SkillRow[]> {
   const disabled = new Set(disabledSkills);
   const byName = new Map<string, SkillRow>();
-  for (const skill of await listSkills(db, { scope: 'all', agentId })) {
+  for (const skill of (await load(agentId)) ?? []) {
     if (skill.status !== 'active' || disabled.has(skill.name)) continue;
     const seen = byName.get(skill.name);
     if (!seen || (seen.scope === 'global' && skill.scope === 'local')) byName.set(skill.name, skill);
@@ -28,6 +34,8 @@ export async function activeSkills(db: Db, agentId: string, disabledSkills: read
 
 export interface SkillsBlockOptions {
   disabledSkills?: readonly string[];
+  /** Where the agent's skills come from (default: read them each time). */
+  loadSkills?: (agentId: string) => Promise<SkillRow[] | undefined>;
   /** Largest block in characters (default 4000). */
   budgetChars?: number;
   logger?: Pick<Logger, 'warn'>;
@@ -68,7 +76,7 @@ function warnOnce(logger: Pick<Logger, 'warn'> | undefined, agentId: string, dro
  */
 export async function skillsPromptBlock(db: Db, agentId: string, opts: SkillsBlockOptions = {}): Promise<string> {
   const budget = opts.budgetChars ?? DEFAULT_SKILLS_BUDGET_CHARS;
-  const skills = await activeSkills(db, agentId, opts.disabledSkills);
+  const skills = await activeSkills(db, agentId, opts.disabledSkills, opts.loadSkills);
   if (skills.length === 0) return '';
 
   const newestFirst = [...skills].sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || (a.name < b.name ? -1 : 1));

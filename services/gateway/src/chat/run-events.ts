@@ -42,6 +42,11 @@ export class RunEventQueue {
     }
   }
 
+  /** An event already here, without waiting (undefined when none is, or after a gap). */
+  poll(): RunEvent | undefined {
+    return this.#buffer.shift();
+  }
+
   /** The next event; rejects with EventGapError after a gap. */
   next(): Promise<RunEvent> {
     const item = this.#buffer.shift();

@@ -39,6 +39,11 @@ export class RunRelay {
 
   /** The next event, or the stored end; rejects like `RunEventQueue.next` after a gap. */
   async next(): Promise<RelayNext> {
+    // An event already waiting needs no timer and no race (the common case mid-answer).
+    if (this.#pending === undefined) {
+      const ready = this.queue.poll();
+      if (ready) return { type: 'event', event: ready };
+    }
     const gone = this.#gone;
     for (;;) {
       // One pending read of the queue across silences: a new read would leave an event that

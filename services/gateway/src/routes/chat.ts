@@ -245,8 +245,20 @@ async function relayStream(
     'x-accel-buffering': 'no',
     'x-request-id': String(req.id),
   });
+  // Every chunk written in one turn of the event loop leaves in one write: events that arrive
+  // together (a burst from the model, a busy Redis connection) cost one syscall, not one each.
+  let corked = false;
   const send = (data: unknown) => {
-    if (!raw.destroyed) raw.write(`data: ${JSON.stringify(data)}\n\n`);
+    if (raw.destroyed) return;
+    if (!corked) {
+      corked = true;
+      raw.cork();
+      process.nextTick(() => {
+        corked = false;
+        raw.uncork();
+      });
+    }
+    raw.write(`data: ${JSON.stringify(data)}\n\n`);
   };
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
     send({ ...meta, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });

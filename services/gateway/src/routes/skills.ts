@@ -18,7 +18,7 @@ import {
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { documentBody } from '../openapi.js';
-import { PageQuery, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
+import { PageQuery, announceChange, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
 
 /** Largest skill archive accepted, before anything is read from it. */
 export const MAX_ARCHIVE_BYTES = 50 * 1024 * 1024;
@@ -112,6 +112,9 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return { data: rows.map((r) => view(r, false)), total, page, size };
   }
 
+  /** The workers' skill caches drop the agent's skills (a global skill: every agent's). */
+  const announce = (key: SkillKey) => announceChange(deps, 'skills', key.scope === 'local' ? [key.agentId] : undefined);
+
   async function required(key: SkillKey): Promise<SkillRow> {
     const row = await getSkill(db(), key);
     if (!row) throw new Errors.NOT_FOUND(describeKey(key));
@@ -124,6 +127,7 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     if (await getSkill(db(), key)) throw new Errors.CONFLICT(describeKey(key));
     try {
       const row = await insertSkill(db(), key, { description: split.description ?? '', content: split.content ?? '', status: body.status ?? 'active' });
+      await announce(key);
       return view(row);
     } catch (err) {
       if (isUniqueViolation(err)) throw new Errors.CONFLICT(describeKey(key));
@@ -141,12 +145,14 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     };
     const row = await updateSkill(db(), key, change);
     if (!row) throw new Errors.NOT_FOUND(describeKey(key));
+    await announce(key);
     return view(row);
   }
 
   async function remove(key: SkillKey): Promise<{ success: true }> {
     if (key.scope === 'local') await requireAgent(db(), key.agentId);
     if (!(await deleteSkill(db(), key))) throw new Errors.NOT_FOUND(describeKey(key));
+    await announce(key);
     return { success: true };
   }
 
@@ -168,6 +174,9 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
         }
       }
     });
+    // Every skill of one archive has the same scope (and agent): one announcement covers them.
+    const first = archive.skills[0];
+    if (first) await announce(keyOf(first.name));
     return { created, updated, skipped: archive.skipped };
   }
 
