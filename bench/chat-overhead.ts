@@ -5,7 +5,7 @@
  * the count of lost, duplicated and reordered tokens (which must be zero).
  *
  *   npm run bench:chat                          # embedded and cluster, writes docs/benchmarks.md
- *   npm run bench:chat -- --targets=cluster     # a subset (embedded, cluster, embedded-c200, cluster-c200)
+ *   npm run bench:chat -- --targets=cluster     # a subset (embedded, cluster, embedded-c100, cluster-c100)
  *   npm run bench:chat -- --quick --no-write    # fewer requests, print only
  *   npm run bench:chat -- --runtime=node        # Agentry compiled (npm run build first), as the image runs it
  *
@@ -52,7 +52,7 @@ const argv = process.argv.slice(2);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
   if (!/^--(quick|no-write|targets=.+|runtime=(tsx|node))$/.test(a)) {
-    console.error(`unknown argument ${a}; use --targets=embedded,cluster,embedded-c200,cluster-c200 --quick --no-write --runtime=tsx|node`);
+    console.error(`unknown argument ${a}; use --targets=embedded,cluster,embedded-c100,cluster-c100 --quick --no-write --runtime=tsx|node`);
     process.exit(2);
   }
 }
@@ -71,7 +71,11 @@ const USER_MESSAGE = 'Say fifty tokens.';
 const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
 const PROVIDER_KEY = `sk-bench-provider-${randomBytes(8).toString('hex')}`;
 const SHIPPED_CONCURRENCY = 100;
-const RAISED_CONCURRENCY = 200;
+/**
+ * Run slots for every level's streams at once: with the shipped 100, a level of 200 or 500
+ * paced streams measures the slot limit (the rest wait their turn) rather than the path.
+ */
+const BENCH_CONCURRENCY = 500;
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const LEVEL_DEADLINE_MS = 90_000;
@@ -144,10 +148,10 @@ interface TargetSpec {
 
 const how = RUNTIME === 'node' ? 'compiled (`node dist/src/main.js`, as the image runs it)' : 'under tsx (as `npm start` runs it)';
 const ALL_TARGETS: TargetSpec[] = [
-  { id: 'embedded', mode: 'embedded', concurrency: SHIPPED_CONCURRENCY, describe: `the standalone ${how}: one process, PGlite, in-process bus` },
-  { id: 'cluster', mode: 'cluster', concurrency: SHIPPED_CONCURRENCY, describe: `gateway + one agent-worker ${how}, Postgres and Redis on 127.0.0.1` },
-  { id: 'embedded-c200', mode: 'embedded', concurrency: RAISED_CONCURRENCY, describe: 'as `embedded`' },
-  { id: 'cluster-c200', mode: 'cluster', concurrency: RAISED_CONCURRENCY, describe: 'as `cluster`' },
+  { id: 'embedded', mode: 'embedded', concurrency: BENCH_CONCURRENCY, describe: `the standalone ${how}: one process, PGlite, in-process bus` },
+  { id: 'cluster', mode: 'cluster', concurrency: BENCH_CONCURRENCY, describe: `gateway + one agent-worker ${how}, Postgres and Redis on 127.0.0.1` },
+  { id: 'embedded-c100', mode: 'embedded', concurrency: SHIPPED_CONCURRENCY, describe: 'as `embedded`' },
+  { id: 'cluster-c100', mode: 'cluster', concurrency: SHIPPED_CONCURRENCY, describe: 'as `cluster`' },
 ];
 
 const wanted = (option('targets') ?? 'embedded,cluster').split(',');
@@ -670,7 +674,7 @@ function section(rows: Row[], meta: { date: string; seconds: number; pg: string;
     `Run ${meta.date} with \`${commandLine('bench:chat')}\` (bench/chat-overhead.ts; ${Math.round(meta.seconds)} s in all). Machine: ${machineLine()}. Postgres ${meta.pg}, Redis ${meta.redis}, on 127.0.0.1 and sharing the same cores. Written by the script; re-running replaces it.`,
     '',
     '**Method.** Three kinds of process, none sharing an event loop: the load generator (the bench process: node:http with keep-alive, SSE parsed by hand, `performance.now()`), the fake model (`bench/fake-model.ts`, one process per pace, no time to first token) and Agentry. Targets:',
-    ...TARGETS.map((t) => `- \`${t.id}\`: ${t.describe}; \`worker.concurrency: ${t.concurrency}\`${t.concurrency === SHIPPED_CONCURRENCY ? ' (the default)' : ''}.`),
+    ...TARGETS.map((t) => `- \`${t.id}\`: ${t.describe}; \`worker.concurrency: ${t.concurrency}\`${t.concurrency === SHIPPED_CONCURRENCY ? ' (the default)' : ` (the default is ${SHIPPED_CONCURRENCY}: raised so that every stream of a level has a run slot)`}.`),
     '',
     `Every request is \`POST /chat/completions\` with \`stream: true\`, one user message, through an \`api\` account key, to an agent whose \`ai/agent\` node calls the fake; the fake answers ${TOKENS} content deltas (\`tok0 \` .. \`tok${TOKENS - 1} \`). "Direct" is the same load, same client, straight to the fake (system + user message), measured right before each Agentry level. N virtual users each send requests back to back (closed loop); each one's first request(s) are warm-up and not recorded. In \`burst\` all N start at once (a thundering herd: the level measures how fast N simultaneous arrivals are absorbed); in \`paced\` their first requests are spread over one answer's length, so the recorded rounds see N streams open at once with about N arrivals a second. TTFT runs from the request's start to the first non-empty \`delta.content\` (Agentry's empty role chunk does not count). Each token is a word \`tok<i>\` wherever it arrives (Agentry may join deltas that arrive together into one chunk): lost, duplicated and reordered count the tokens of every stream of the level that answered 200 (warm-up included) against 0..${TOKENS - 1} in order. The token gap is the arrival time of each token minus the previous one's (0 for a token joined into the same chunk); added per token is Agentry's gap percentile minus the direct one (paced only: in a burst every gap is 0 on both sides). Tokens/s per stream is (tokens after the first) / (last - first token); "burst" means all arrived in one socket read. Added TTFT is Agentry's percentile minus the direct percentile (unpaired). An error is any non-200, error event, missing \`[DONE]\`, timeout (${REQUEST_TIMEOUT_MS / 1000} s) or a reply text that differs from the fake's. RSS is the peak VmRSS of each Agentry process during the level (sampled every 250 ms). CPU is from /proc over the level, in % of one core (the box has ${os.availableParallelism()}); Postgres+Redis counts every Postgres and Redis process on the machine, whoever they serve, and **other** is the rest of the machine's busy time (kernel loopback work plus other work on a shared box, which distorts any level where it is large). Before each level the bench waits up to ${QUIET_WAIT_PER_LEVEL_MS / 1000} s (${QUIET_WAIT_TOTAL_MS / 1000} s per run) for the box to be under ${QUIET_BUSY_PCT} % busy; "just before" is how busy it was when the level started. Agentry CPU ms per request is its CPU time over the level divided by the requests sent (warm-up included).`,
     '',
