@@ -47,9 +47,11 @@ interface Entry {
  */
 export class ChainCache {
   readonly #entries = new Map<string, Entry>();
-  /** Bumped by invalidate: a load that started before must not store its now stale result. */
-  readonly #generation = new Map<string, number>();
-  readonly #loading = new Map<string, Promise<LoadResult | undefined>>();
+  /**
+   * Loads in flight. `invalidate` marks one stale so that it does not store its result; nothing
+   * about an id outlives its load (a per-id counter would keep every id ever invalidated).
+   */
+  readonly #loading = new Map<string, { promise: Promise<LoadResult | undefined>; stale: boolean }>();
 
   /** `source` reads a chain from storage (undefined when there is none); needed by `get`. */
   constructor(private readonly source?: (id: string) => Promise<StoredChain | undefined>) {}
@@ -71,24 +73,28 @@ export class ChainCache {
     const cached = this.#entries.get(id);
     if (cached) return cached.result;
     const running = this.#loading.get(id);
-    if (running) return running;
-    if (!this.source) throw new Error('ChainCache.get needs a source');
-    const generation = this.#generation.get(id) ?? 0;
-    const load = this.source(id)
+    if (running) return running.promise;
+    const source = this.source;
+    if (!source) throw new Error('ChainCache.get needs a source');
+    const load = { stale: false, promise: undefined as unknown as Promise<LoadResult | undefined> };
+    load.promise = source(id)
       .then((stored) => {
         if (!stored) return undefined;
         const result = parseChain(stored);
-        if ((this.#generation.get(id) ?? 0) === generation) this.#entries.set(id, { version: stored.version, result });
+        if (!load.stale) this.#entries.set(id, { version: stored.version, result });
         return result;
       })
-      .finally(() => this.#loading.delete(id));
+      .finally(() => {
+        if (this.#loading.get(id) === load) this.#loading.delete(id);
+      });
     this.#loading.set(id, load);
-    return load;
+    return load.promise;
   }
 
   /** Drops the cached copy; the next `get` or `admit` parses again. True when one was cached. */
   invalidate(id: string): boolean {
-    this.#generation.set(id, (this.#generation.get(id) ?? 0) + 1);
+    const running = this.#loading.get(id);
+    if (running) running.stale = true;
     this.#loading.delete(id);
     return this.#entries.delete(id);
   }

@@ -65,6 +65,21 @@ describe('AgentCache', () => {
     expect((await pending)?.name).toBe('old');
     expect(cache.size).toBe(0);
     expect((await cache.get('c'))?.name).toBe('new');
+
+    // The same for an invalidation of every agent.
+    let releaseAll!: () => void;
+    const gateAll = new Promise<void>((resolve) => (releaseAll = resolve));
+    const all = new AgentCache({} as Db, {
+      load: async (id) => {
+        await gateAll;
+        return r.load(id);
+      },
+    });
+    const before = all.get('c');
+    all.invalidate();
+    releaseAll();
+    expect((await before)?.name).toBe('new');
+    expect(all.size).toBe(0);
   });
 
   it("follows invalidate {area:'agents'} on the bus, by id and all at once", async () => {

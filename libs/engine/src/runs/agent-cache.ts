@@ -29,12 +29,15 @@ interface Entry<T> {
  */
 export class InvalidatedCache<T> {
   readonly #entries = new Map<string, Entry<T>>();
-  readonly #generation = new Map<string, number>();
-  readonly #loading = new Map<string, Promise<T | undefined>>();
+  /**
+   * Loads in flight. `invalidate` marks one stale so that it does not store its result; nothing
+   * about an id outlives its load (a per-id counter would keep every id ever invalidated, and
+   * agents come and go by the thousand).
+   */
+  readonly #loading = new Map<string, { promise: Promise<T | undefined>; stale: boolean }>();
   readonly #opts: InvalidatedCacheOptions<T>;
   readonly #ttlMs: number;
   readonly #now: () => number;
-  #epoch = 0;
 
   constructor(opts: InvalidatedCacheOptions<T>) {
     this.#opts = opts;
@@ -46,34 +49,33 @@ export class InvalidatedCache<T> {
     const cached = this.#entries.get(id);
     if (cached && this.#now() - cached.at < this.#ttlMs) return cached.value;
     const running = this.#loading.get(id);
-    if (running) return running;
-    const generation = this.#generation.get(id) ?? 0;
-    const epoch = this.#epoch;
+    if (running) return running.promise;
     const at = this.#now();
-    const load = this.#opts
+    const load = { stale: false, promise: undefined as unknown as Promise<T | undefined> };
+    load.promise = this.#opts
       .load(id)
       .then((value) => {
-        const current = (this.#generation.get(id) ?? 0) === generation && this.#epoch === epoch;
-        if (value !== undefined && current) this.#entries.set(id, { value, at });
-        else if (current) this.#entries.delete(id);
+        if (value !== undefined && !load.stale) this.#entries.set(id, { value, at });
+        else if (!load.stale) this.#entries.delete(id);
         return value;
       })
       .finally(() => {
         if (this.#loading.get(id) === load) this.#loading.delete(id);
       });
     this.#loading.set(id, load);
-    return load;
+    return load.promise;
   }
 
   /** Drops one id (or every id without one); the next `get` reads it again. */
   invalidate(id?: string): void {
     if (id === undefined) {
-      this.#epoch++;
-      this.#entries.clear();
+      for (const load of this.#loading.values()) load.stale = true;
       this.#loading.clear();
+      this.#entries.clear();
       return;
     }
-    this.#generation.set(id, (this.#generation.get(id) ?? 0) + 1);
+    const load = this.#loading.get(id);
+    if (load) load.stale = true;
     this.#loading.delete(id);
     this.#entries.delete(id);
   }
