@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { migrateToLatest, openPostgres } from '@agentry/db';
+import { createMigratedDatabase } from '@agentry/testing';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -318,38 +318,10 @@ export interface BenchDatabase {
  */
 export async function createBenchDatabase(serverUrl: string, prefix = 'agentry_bench'): Promise<BenchDatabase> {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
-    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  let dropping: Promise<void> | undefined;
-  const drop = () =>
-    (dropping ??= (async () => {
-      const c = new pg.Client({ connectionString: serverUrl });
-      await c.connect();
-      try {
-        await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
-      } finally {
-        await c.end();
-      }
-    })());
-  try {
-    const handle = openPostgres({ url: url.toString(), poolMax: 1 });
-    try {
-      await migrateToLatest(handle.db);
-    } finally {
-      await handle.close();
-    }
-  } catch (err) {
-    await drop();
-    throw err;
-  }
-  return { url: url.toString(), name, drop };
+  const db = await createMigratedDatabase(serverUrl, name, { poolMax: 1 });
+  // The services under test open their own pools; this one's connection would only be counted with theirs.
+  await db.handle.close();
+  return { url: db.url, name, drop: db.drop };
 }
 
 /**

@@ -10,6 +10,45 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * A new database `name` on the server `serverUrl` names, migrated to the latest schema (for
+ * servers outside vitest's shared one: a private server, a benchmark's). `drop()` closes the
+ * handle and drops the database with its sessions; it is idempotent, and a server that is gone
+ * by then (`serverGone()`) is left alone.
+ */
+export async function createMigratedDatabase(
+  serverUrl: string,
+  name: string,
+  opts: { poolMax?: number; connectTimeoutMs?: number; serverGone?: () => boolean } = {},
+): Promise<TestDatabase> {
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: serverUrl });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  const id = pg.escapeIdentifier(name);
+  await admin(`create database ${id}`);
+  const url = withDatabase(serverUrl, name);
+  const handle = openPostgres({ url, poolMax: opts.poolMax ?? 4, ...(opts.connectTimeoutMs ? { connectTimeoutMs: opts.connectTimeoutMs } : {}) });
+  let dropping: Promise<void> | undefined;
+  const drop = () =>
+    (dropping ??= (async () => {
+      await handle.close();
+      if (!opts.serverGone?.()) await admin(`drop database if exists ${id} with (force)`);
+    })());
+  try {
+    await migrateToLatest(handle.db);
+  } catch (err) {
+    await drop();
+    throw err;
+  }
+  return { url, handle, drop };
+}
+
 // Any constant works; it only has to be the same in every vitest worker process.
 const TEMPLATE_LOCK = 0x61676e74; // "agnt"
 

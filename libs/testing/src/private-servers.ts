@@ -3,13 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { describe } from 'vitest';
-import { migrateToLatest, openPostgres } from '@agentry/db';
 import { freePort, waitFor } from './process.js';
 import { skipLoudly } from './require-servers.js';
 import { reachable } from './servers.js';
-import type { TestDatabase } from './postgres.js';
+import { createMigratedDatabase, type TestDatabase } from './postgres.js';
 
 /**
  * Redis and Postgres servers of one test file's own, for tests that stop and restart them (fault
@@ -193,36 +191,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       await start();
       running = true;
     },
-    createDatabase: async (name = `agentry_${Math.random().toString(36).slice(2, 10)}`) => {
-      const admin = new pg.Client({ connectionString: url });
-      await admin.connect();
-      try {
-        await admin.query(`create database ${pg.escapeIdentifier(name)}`);
-      } finally {
-        await admin.end();
-      }
-      const dbUrl = new URL(url);
-      dbUrl.pathname = `/${name}`;
-      const handle = openPostgres({ url: dbUrl.toString(), poolMax: 4, connectTimeoutMs: 2_000 });
-      await migrateToLatest(handle.db);
-      let dropping: Promise<void> | undefined;
-      return {
-        url: dbUrl.toString(),
-        handle,
-        drop: () =>
-          (dropping ??= (async () => {
-            await handle.close();
-            if (!running) return;
-            const c = new pg.Client({ connectionString: url });
-            await c.connect();
-            try {
-              await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
-            } finally {
-              await c.end();
-            }
-          })()),
-      };
-    },
+    createDatabase: (name = `agentry_${Math.random().toString(36).slice(2, 10)}`) =>
+      createMigratedDatabase(url, name, { poolMax: 4, connectTimeoutMs: 2_000, serverGone: () => !running }),
     close: async () => {
       atExit.delete(stopAtExit);
       if (running) await stop().catch(() => undefined);
