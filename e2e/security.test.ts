@@ -514,6 +514,34 @@ describe('SSRF through agent tools (OWASP API7): private targets are refused unl
     expect(answer(await chat(await freshKey(), 'mcp_open', 'read'))).toBe('internal-secret');
     expect(hits).toEqual(expect.arrayContaining(['GET /data', 'POST /mcp']));
   });
+
+  it('only an admin may open private networks: a `user` setting allowHosts or allowPrivateNetworks anywhere is 403', async () => {
+    const agentBody = (id: string, tools: unknown[]) => ({
+      ruleChain: { id, name: id },
+      metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', tools } }], connections: [] },
+    });
+    const opened: Array<[string, InjectOptions['method'], string, unknown]> = [
+      ['an http_fetch allowHosts', 'POST', '/agents', agentBody('bob_fetch', [{ type: 'builtin', name: 'http_fetch', config: { allowHosts: ['127.0.0.1'] } }])],
+      ['an MCP allowPrivateNetworks', 'POST', '/agents', agentBody('bob_mcp', [{ type: 'mcp', name: 'm', config: { url: 'http://10.0.0.1/mcp', allowPrivateNetworks: true } }])],
+      ['an existing agent opened by update', 'PUT', '/agents/fetcher', agentBody('fetcher', [{ type: 'builtin', name: 'http_fetch', config: { allowPrivateNetworks: true } }])],
+      [
+        'a restApiCall node',
+        'POST',
+        '/rules',
+        { ruleChain: { id: 'bob_rest', name: 'r' }, metadata: { nodes: [{ id: 'c', type: 'restApiCall', configuration: { restEndpointUrlPattern: 'http://169.254.169.254/', allowHosts: ['169.254.169.254'] } }], connections: [] } },
+      ],
+    ];
+    for (const [what, method, url, body] of opened) {
+      expectError(await call(method, url, bob, body), 403, /only an admin may set allow(Hosts|PrivateNetworks)/);
+      expect(what).toBeTruthy();
+    }
+    for (const id of ['bob_fetch', 'bob_mcp']) expectError(await call('GET', `/agents/${id}`, admin), 404);
+    expectError(await call('GET', '/rules/bob_rest', admin), 404);
+    expect(JSON.stringify((await ok(await call('GET', '/agents/fetcher', admin))).json())).not.toMatch(/allowPrivateNetworks/);
+    // The same user may still write agents that keep the policy closed; an admin may open it.
+    await ok(await call('POST', '/agents', bob, agentBody('bob_plain', [{ type: 'builtin', name: 'http_fetch', config: { allowHosts: [] } }])), 201);
+    await ok(await call('POST', '/agents', admin, agentBody('admin_open', [{ type: 'builtin', name: 'http_fetch', config: { allowPrivateNetworks: true } }])), 201);
+  });
 });
 
 describe('archives (Zip Slip, symlinks, zip bombs): a hostile skill upload is refused whole, nothing written', { timeout: 20_000 }, () => {

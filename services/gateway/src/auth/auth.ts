@@ -37,6 +37,34 @@ export interface Auth {
  */
 const ADMIN_WRITE_PREFIXES = ['/api/v1/config', '/api/v1/skills', '/api/v1/channels', '/api/v1/bindings'];
 
+/**
+ * Tool and node settings that lift the outbound address policy (SSRF guard). A `user` may write
+ * agents and rule chains but not these: otherwise any account could point `http_fetch`,
+ * `restApiCall` or an MCP server at the metadata address or the cluster's own services.
+ */
+const NETWORK_OPENERS = ['allowPrivateNetworks', 'allowHosts'] as const;
+
+/** The first key of NETWORK_OPENERS set to something that opens (true, a non-empty list), anywhere in a parsed body. */
+export function findNetworkOpener(body: unknown): string | undefined {
+  // Iterative and bounded: bodies come from the network and may nest thousands deep.
+  const stack: unknown[] = [body];
+  for (let seen = 0; stack.length > 0 && seen < 100_000; seen++) {
+    const value = stack.pop();
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) {
+      stack.push(...value);
+      continue;
+    }
+    const record = value as Record<string, unknown>;
+    for (const key of NETWORK_OPENERS) {
+      const v = record[key];
+      if (v === true || (Array.isArray(v) && v.length > 0) || (typeof v === 'string' && v !== '' && v !== 'false')) return key;
+    }
+    for (const v of Object.values(record)) if (v !== null && typeof v === 'object') stack.push(v);
+  }
+  return undefined;
+}
+
 const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
@@ -145,5 +173,13 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
         throw new Errors.INTERNAL(`unknown auth mode ${String(never)}`);
       }
     }
+  });
+  // The body is parsed by now (it is not at onRequest). Admins and open (no-auth) setups pass.
+  app.addHook('preValidation', async (req) => {
+    const p = req.principal;
+    if (p.kind !== 'user' || p.role === 'admin' || req.method === 'GET' || req.method === 'HEAD') return;
+    if ((req.routeOptions.config?.auth ?? 'management') !== 'management') return;
+    const key = findNetworkOpener(req.body);
+    if (key) throw new Errors.FORBIDDEN(`only an admin may set ${key}: it lets tools reach private and loopback addresses`);
   });
 }
