@@ -426,6 +426,26 @@ export function writeDocSection(id: string, body: string): void {
 }
 
 /** Least-squares line through (x, y); NaN points are left out. */
+/**
+ * Theil-Sen slope: the median of the slopes between every pair of points. Unlike least squares it
+ * is not dragged by a few outliers (an RSS sample taken just after the allocator returned pages,
+ * a GC that ran late), which is what a minute-by-minute memory series is made of.
+ */
+export function theilSenSlope(points: ReadonlyArray<readonly [number, number]>): number {
+  const p = points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+  const slopes: number[] = [];
+  for (let i = 0; i < p.length; i++) {
+    for (let j = i + 1; j < p.length; j++) {
+      const dx = p[j]![0] - p[i]![0];
+      if (dx !== 0) slopes.push((p[j]![1] - p[i]![1]) / dx);
+    }
+  }
+  if (slopes.length === 0) return NaN;
+  slopes.sort((a, b) => a - b);
+  const mid = slopes.length >> 1;
+  return slopes.length % 2 === 1 ? slopes[mid]! : (slopes[mid - 1]! + slopes[mid]!) / 2;
+}
+
 export function linearFit(points: ReadonlyArray<readonly [number, number]>): { slope: number; intercept: number; n: number } {
   const p = points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
   const n = p.length;

@@ -53,7 +53,7 @@ import {
   type LocalCluster,
   type SpawnedService,
 } from '@agentry/testing';
-import { BENCH_POSTGRES_URL, BENCH_REDIS_URL, createBenchDatabase, gitCommit, linearFit, rssMb, scrapeMetrics, sleep, writeDocSection, type BenchDatabase } from './lib.js';
+import { BENCH_POSTGRES_URL, BENCH_REDIS_URL, createBenchDatabase, gitCommit, linearFit, rssMb, theilSenSlope, scrapeMetrics, sleep, writeDocSection, type BenchDatabase } from './lib.js';
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -637,6 +637,8 @@ interface Verdict {
   first: number;
   lastValue: number;
   slopePerHour: number;
+  /** Least squares, shown beside the robust slope: the two differ when a few samples stand out. */
+  leastSquaresPerHour: number;
   threshold: number | undefined;
   flat: boolean | undefined;
   gate: boolean;
@@ -661,10 +663,11 @@ function analyse(samples: Sample[], services: ServiceHandle[], drained: { leftIn
   const fitted = samples.filter((s) => s.minute >= WARMUP);
   const verdicts: Verdict[] = [];
   const add = (series: string, unit: string, pick: (s: Sample) => number, threshold: number | undefined, gate = false) => {
-    const { slope } = linearFit(fitted.map((s) => [s.minute, pick(s)] as const));
-    const slopePerHour = slope * 60;
+    const points = fitted.map((s) => [s.minute, pick(s)] as const);
+    const slopePerHour = theilSenSlope(points) * 60;
+    const leastSquaresPerHour = linearFit(points).slope * 60;
     const flat = threshold === undefined || !Number.isFinite(slopePerHour) ? undefined : slopePerHour <= threshold;
-    verdicts.push({ series, unit, first: pick(fitted[0] ?? samples[0]!), lastValue: pick(samples.at(-1)!), slopePerHour, threshold, flat, gate });
+    verdicts.push({ series, unit, first: pick(fitted[0] ?? samples[0]!), lastValue: pick(samples.at(-1)!), slopePerHour, leastSquaresPerHour, threshold, flat, gate });
     if (gate && flat === false) problems.push(`${series} grows ${slopePerHour.toFixed(1)} ${unit}/hour after the warm-up (threshold ${threshold})`);
   };
   for (const s of services) add(`RSS ${s.name}`, 'MB', (x) => x.rss[s.name]!, RSS_MB_PER_HOUR, true);
@@ -683,6 +686,7 @@ function render(samples: Sample[], services: ServiceHandle[], report: ReturnType
   const names = services.map((s) => s.name);
   const f0 = (v: number) => (Number.isFinite(v) ? v.toFixed(0) : 'n/a');
   const f1 = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+  const signed = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(1)}` : 'n/a');
   const lines: string[] = [
     `<!-- bench:${SECTION}:start -->`,
     `## Soak: ${MINUTES} minutes of mixed load on a local cluster (${new Date().toISOString()})`,
@@ -713,15 +717,15 @@ function render(samples: Sample[], services: ServiceHandle[], report: ReturnType
     '|---|---|---|---|---|---|',
     ...samples.map((s) => `| ${s.minute} | ${f1(s.redisUsedMb)} | ${s.prefixKeys} | ${s.prefixMb.toFixed(2)} | ${s.pgConnections} | ${f1(s.dbSizeMb)} |`),
     '',
-    `### Growth after the warm-up (linear fit over minutes ${WARMUP}..${samples.at(-1)!.minute})`,
+    `### Growth after the warm-up (fits over minutes ${WARMUP}..${samples.at(-1)!.minute})`,
     '',
-    'A series is flat when its fitted slope is at most the threshold per hour; RSS over its threshold fails the run, the others are reported. Series without a threshold grow by design or are not ours alone (see the reading).',
+    'A series is flat when its Theil-Sen slope (the median of the slopes between every pair of minutes, robust to the odd sample taken just after a GC or after the allocator returned pages) is at most the threshold per hour; RSS over its threshold fails the run, the others are reported. The least-squares slope is shown beside it: where the two differ a lot, a few samples stand out and the table above tells which. Series without a threshold grow by design or are not ours alone (see the reading).',
     '',
-    `| series | at minute ${WARMUP} | at the end | slope per hour | threshold per hour | verdict |`,
-    '|---|---|---|---|---|---|',
+    `| series | at minute ${WARMUP} | at the end | slope per hour (Theil-Sen) | least squares | threshold per hour | verdict |`,
+    '|---|---|---|---|---|---|---|',
     ...report.verdicts.map(
       (v) =>
-        `| ${v.series} | ${f1(v.first)} ${v.unit} | ${f1(v.lastValue)} ${v.unit} | ${Number.isFinite(v.slopePerHour) ? `${v.slopePerHour >= 0 ? '+' : ''}${v.slopePerHour.toFixed(1)}` : 'n/a'} ${v.unit} | ${v.threshold === undefined ? '-' : `${v.threshold} ${v.unit}`} | ${v.flat === undefined ? 'reported' : v.flat ? 'flat' : v.gate ? '**grows (fails)**' : '**grows**'} |`,
+        `| ${v.series} | ${f1(v.first)} ${v.unit} | ${f1(v.lastValue)} ${v.unit} | ${signed(v.slopePerHour)} ${v.unit} | ${signed(v.leastSquaresPerHour)} ${v.unit} | ${v.threshold === undefined ? '-' : `${v.threshold} ${v.unit}`} | ${v.flat === undefined ? 'reported' : v.flat ? 'flat' : v.gate ? '**grows (fails)**' : '**grows**'} |`,
     ),
     '',
   ];
