@@ -775,11 +775,12 @@ describe('CORS opened by server.cors_origins', { timeout: 20_000 }, () => {
 describeWithRedis('per-credential chat rate limit across gateway replicas (cluster: one budget in Redis)', () => {
   const prefix = uniqueRedisPrefix();
   const KEY = 'sk-replicated-account-key-0123456789';
+  const ANN_PASSWORD = 'ann-password-0123456789';
   const replicas: Array<{ runtime: Runtime; app: FastifyInstance }> = [];
   beforeAll(async () => {
     const yaml = [
       'server: {host: 127.0.0.1}',
-      'security: {rateLimit: {chat: {requests: 4, windowSeconds: 3600}}}',
+      `security: {rateLimit: {chat: {requests: 4, windowSeconds: 3600}}, users: {ann: "${ANN_PASSWORD}"}}`,
       `channels: {api: {accounts: {shared: {api_key: "${KEY}"}}}}`,
     ].join('\n');
     for (const name of ['replica-a', 'replica-b']) {
@@ -806,6 +807,24 @@ describeWithRedis('per-credential chat rate limit across gateway replicas (clust
     for (const i of [4, 5]) {
       const res = await send(i);
       expectError(res, 429);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('failed logins for one username are counted once over both gateways; a success clears them', { timeout: 20_000 }, async () => {
+    // Each attempt from its own address, so that only the per-username count can refuse.
+    let n = 0;
+    const login = (i: number, password: string) =>
+      replicas[i % 2]!.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: `10.77.0.${++n}`, payload: { username: 'ann', password } });
+    for (let i = 0; i < 5; i++) expect((await login(i, 'wrong-password')).statusCode).toBe(401);
+    expect((await login(1, ANN_PASSWORD)).statusCode).toBe(200);
+    const codes: number[] = [];
+    for (let i = 0; i < 10; i++) codes.push((await login(i, 'wrong-password')).statusCode);
+    expect(codes).toEqual(Array(10).fill(401));
+    // Per replica each has seen at most 8 failures since its last success; the shared count says 10.
+    for (const i of [0, 1]) {
+      const res = await login(i, ANN_PASSWORD);
+      expectError(res, 429, /too many login attempts/);
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     }
   });

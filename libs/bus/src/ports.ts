@@ -100,6 +100,11 @@ export interface RateLimitRule {
   burst?: number;
 }
 
+export interface RateLimitOptions {
+  /** Answer whether a hit would be allowed now without counting one (a check before the work that is counted). */
+  peek?: boolean;
+}
+
 export interface RateLimitResult {
   allowed: boolean;
   /** Hits still allowed right now after this one. */
@@ -121,7 +126,9 @@ export interface Bus {
    * bus on the same backend and prefix shares the count (Redis: one script on the server's clock),
    * so a limit holds across replicas. Throws when the backend is unreachable.
    */
-  rateLimit(key: string, rule: RateLimitRule): Promise<RateLimitResult>;
+  rateLimit(key: string, rule: RateLimitRule, opts?: RateLimitOptions): Promise<RateLimitResult>;
+  /** Forgets `key`'s count: its bucket is full again (a login that succeeded clears its failures). */
+  clearRateLimit(key: string): Promise<void>;
   /** Closes consumers first, then connections. */
   close(): Promise<void>;
 }

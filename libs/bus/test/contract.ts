@@ -408,6 +408,20 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
         expect((await bus.rateLimit('b', rule)).allowed).toBe(true);
         await expect(bus.rateLimit('c', { limit: 0, windowMs: 1_000 })).rejects.toThrow(RangeError);
       });
+
+      it('a peek answers like a hit but counts nothing; clearing a key fills its bucket again', async () => {
+        const rule = { limit: 2, windowMs: 60_000 };
+        for (let i = 0; i < 5; i++) expect((await bus.rateLimit('p', rule, { peek: true })).allowed).toBe(true);
+        expect((await bus.rateLimit('p', rule)).allowed).toBe(true);
+        expect((await bus.rateLimit('p', rule)).allowed).toBe(true);
+        const peeked = await bus.rateLimit('p', rule, { peek: true });
+        expect(peeked.allowed).toBe(false);
+        expect(peeked.retryAfterMs).toBeGreaterThan(29_000);
+        await bus.clearRateLimit('p');
+        expect((await bus.rateLimit('p', rule, { peek: true })).allowed).toBe(true);
+        expect((await bus.rateLimit('p', rule)).remaining).toBe(1);
+        await bus.clearRateLimit('never-used');
+      });
     });
 
     describe('lifecycle', () => {

@@ -32,9 +32,13 @@ export function createMemoryBus(opts: MemoryBusOptions): Bus {
     async ping() {
       if (closing) throw new Errors.NOT_READY('the bus is closed');
     },
-    async rateLimit(key, rule) {
+    async rateLimit(key, rule, limitOpts) {
       if (closing) throw new Errors.NOT_READY('the bus is closed');
-      return limiter.hit(key, rule);
+      return limiter.hit(key, rule, limitOpts);
+    },
+    async clearRateLimit(key) {
+      if (closing) throw new Errors.NOT_READY('the bus is closed');
+      return limiter.clear(key);
     },
     close() {
       closing ??= (async () => {

@@ -46,7 +46,8 @@ export function createRedisBus(opts: RedisBusOptions): Bus {
       await Promise.all([ctx.ready(ctx.producer), ctx.ready(ctx.subscriber)]);
       await ctx.producer.ping();
     },
-    rateLimit: (key, rule) => limiter.hit(key, rule),
+    rateLimit: (key, rule, limitOpts) => limiter.hit(key, rule, limitOpts),
+    clearRateLimit: (key) => limiter.clear(key),
     close() {
       closing ??= (async () => {
         const deadline = opts.closeDeadlineMs ?? DEFAULT_CLOSE_DEADLINE_MS;

@@ -1,4 +1,4 @@
-import type { RateLimitResult, RateLimitRule } from '../ports.js';
+import type { RateLimitOptions, RateLimitResult, RateLimitRule } from '../ports.js';
 import { gcraOf } from '../rate-limit.js';
 import type { RedisContext } from './context.js';
 
@@ -9,6 +9,7 @@ import type { RedisContext } from './context.js';
 const SCRIPT = `
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local peek = ARGV[3] == '1'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tat = tonumber(redis.call('GET', KEYS[1]) or now)
@@ -18,7 +19,9 @@ local allowAt = nextTat - burst * interval
 if now < allowAt then
   return {0, 0, allowAt - now}
 end
-redis.call('SET', KEYS[1], nextTat, 'PX', nextTat - now + 1)
+if not peek then
+  redis.call('SET', KEYS[1], nextTat, 'PX', nextTat - now + 1)
+end
 return {1, math.floor((now - allowAt) / interval), 0}
 `;
 
@@ -29,7 +32,7 @@ export class RedisRateLimiter {
 
   constructor(private readonly ctx: RedisContext) {}
 
-  async hit(key: string, rule: RateLimitRule): Promise<RateLimitResult> {
+  async hit(key: string, rule: RateLimitRule, opts: RateLimitOptions = {}): Promise<RateLimitResult> {
     const g = gcraOf(rule);
     await this.ctx.ready(this.ctx.producer);
     const conn = this.ctx.producer;
@@ -39,7 +42,15 @@ export class RedisRateLimiter {
       this.#defined = true;
     }
     const run = (conn as unknown as Record<string, (...args: Array<string | number>) => Promise<[number, number, number]>>)[COMMAND]!;
-    const [allowed, remaining, retryAfterMs] = await run.call(conn, `${this.ctx.prefix}:ratelimit:${key}`, g.intervalMs, g.burst);
+    const [allowed, remaining, retryAfterMs] = await run.call(conn, this.#key(key), g.intervalMs, g.burst, opts.peek ? 1 : 0);
     return { allowed: allowed === 1, remaining, retryAfterMs };
+  }
+
+  async clear(key: string): Promise<void> {
+    await this.ctx.command(this.ctx.producer, () => this.ctx.producer.del(this.#key(key)));
+  }
+
+  #key(key: string): string {
+    return `${this.ctx.prefix}:ratelimit:${key}`;
   }
 }

@@ -4,7 +4,7 @@ import { getUser } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { CredentialIndex, type Principal } from './credentials.js';
 import { DEFAULT_ADMIN_PASSWORD, verifyPassword } from './passwords.js';
-import { RateLimiter } from './rate-limit.js';
+import { LoginLimiter } from './login-limit.js';
 import { seedFromConfig } from './seed.js';
 import { Tokens } from './tokens.js';
 
@@ -23,10 +23,8 @@ declare module 'fastify' {
 export interface Auth {
   index: CredentialIndex;
   tokens: Tokens;
-  /** Login attempts per client address. */
-  loginByIp: RateLimiter;
-  /** Failed logins per username. */
-  loginFailures: RateLimiter;
+  /** Login attempts per client address and failures per username, shared by the replicas. */
+  login: LoginLimiter;
   close(): Promise<void>;
 }
 
@@ -78,8 +76,7 @@ export async function createAuth(deps: GatewayDeps): Promise<Auth> {
   return {
     index,
     tokens,
-    loginByIp: new RateLimiter(30, 60_000),
-    loginFailures: new RateLimiter(10, 5 * 60_000),
+    login: new LoginLimiter(deps.bus, deps.logger),
     close: () => index.close(),
   };
 }

@@ -1,6 +1,6 @@
 /**
- * Fixed-window counters in memory, per replica. Enough to stop password guessing against one
- * gateway; across N replicas an attacker gets N times the budget (see README).
+ * Fixed-window counters in memory, per replica: the floor under the shared login count
+ * (login-limit.ts), which still holds while the bus is away.
  */
 export class RateLimiter {
   #windows = new Map<string, { count: number; resetAt: number }>();

@@ -31,7 +31,7 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
 
   app.post<{ Body: Static<typeof Login> }>('/auth/login', { config: { auth: 'public' }, schema: { body: Login } }, async (req, reply) => {
     const { username, password } = req.body;
-    const wait = auth.loginByIp.hit(req.ip) || auth.loginFailures.blocked(username);
+    const wait = await auth.login.attempt(req.ip, username);
     if (wait > 0) {
       reply.header('retry-after', String(wait));
       throw new Errors.RATE_LIMITED(`too many login attempts; try again in ${wait} s`);
@@ -40,11 +40,11 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     // The same work and the same answer whether the user exists or the password is wrong.
     const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()));
     if (!user || !ok) {
-      auth.loginFailures.hit(username);
+      await auth.login.failed(username);
       req.log.info({ username }, 'login failed');
       throw new Errors.UNAUTHORIZED('wrong username or password');
     }
-    auth.loginFailures.reset(username);
+    await auth.login.succeeded(username);
     const hours = deps.config.current.security.jwtExpireHours;
     return auth.tokens.sign(user, hours);
   });
