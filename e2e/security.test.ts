@@ -524,6 +524,7 @@ describe('SSRF through agent tools (OWASP API7): private targets are refused unl
       ['an http_fetch allowHosts', 'POST', '/agents', agentBody('bob_fetch', [{ type: 'builtin', name: 'http_fetch', config: { allowHosts: ['127.0.0.1'] } }])],
       ['an MCP allowPrivateNetworks', 'POST', '/agents', agentBody('bob_mcp', [{ type: 'mcp', name: 'm', config: { url: 'http://10.0.0.1/mcp', allowPrivateNetworks: true } }])],
       ['an existing agent opened by update', 'PUT', '/agents/fetcher', agentBody('fetcher', [{ type: 'builtin', name: 'http_fetch', config: { allowPrivateNetworks: true } }])],
+      ['a sandboxed bash given the network', 'POST', '/agents', agentBody('bob_bash', [{ type: 'builtin', name: 'bash', config: { allowNetwork: true } }])],
       [
         'a restApiCall node',
         'POST',
@@ -532,10 +533,10 @@ describe('SSRF through agent tools (OWASP API7): private targets are refused unl
       ],
     ];
     for (const [what, method, url, body] of opened) {
-      expectError(await call(method, url, bob, body), 403, /only an admin may set allow(Hosts|PrivateNetworks)/);
+      expectError(await call(method, url, bob, body), 403, /only an admin may set allow(Hosts|PrivateNetworks|Network)/);
       expect(what).toBeTruthy();
     }
-    for (const id of ['bob_fetch', 'bob_mcp']) expectError(await call('GET', `/agents/${id}`, admin), 404);
+    for (const id of ['bob_fetch', 'bob_mcp', 'bob_bash']) expectError(await call('GET', `/agents/${id}`, admin), 404);
     expectError(await call('GET', '/rules/bob_rest', admin), 404);
     expect(JSON.stringify((await ok(await call('GET', '/agents/fetcher', admin))).json())).not.toMatch(/allowPrivateNetworks/);
     // The same user may still write agents that keep the policy closed; an admin may open it.

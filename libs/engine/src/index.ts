@@ -14,7 +14,7 @@ export * from './tools/types.js';
 export * from './agent/loop.js';
 export * from './agent/tools.js';
 export * from './runs/index.js';
-export { builtinTools, defaultBuiltinToolNames, BASH_DENY_LIST, htmlToText, type BuiltinTool } from './tools/builtin/index.js';
+export { builtinTools, defaultBuiltinToolNames, BASH_DENY_LIST, bwrapUnavailable, htmlToText, type BuiltinTool } from './tools/builtin/index.js';
 export * from './tools/net-policy.js';
 export { policyFetch, type PolicyFetch } from './tools/policy-fetch.js';
 export { compileGlob, fileFilter, GlobSyntaxError } from './tools/glob-match.js';

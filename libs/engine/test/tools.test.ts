@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,13 +17,14 @@ import {
   type DbHandle,
 } from '@agentry/db';
 import type { InvalidateMessage } from '@agentry/contracts';
-import { createTestPglite } from '@agentry/testing';
+import { createTestPglite, skipLoudly } from '@agentry/testing';
 import {
   AddressNotAllowedError,
   ToolError,
   agentTemplate,
   assertPublicAddress,
   builtinTools,
+  bwrapUnavailable,
   defaultBuiltinToolNames,
   htmlToText,
   GlobSyntaxError,
@@ -572,6 +575,85 @@ describe('bash', () => {
     await fails(call('bash', a, { command: 'echo hi; git push' }, { denyList: ['\\bgit\\s+push\\b'] }), /deny list \(the agent's deny list/);
     expect(JSON.parse(await call('bash', a, { command: 'rm -rf ./x.txt && echo ok' })).stdout).toBe('ok\n');
     expect(await readWorkspaceFile(handle.db, a, 'x.txt')).toBeUndefined();
+  });
+});
+
+// Decided before the suites are collected: CI installs bubblewrap (.ci/run), so there a missing
+// or unusable bwrap fails this suite instead of skipping it.
+const noBwrap = await bwrapUnavailable();
+const sandboxSuite = (name: string, fn: () => void) => (noBwrap === undefined ? describe(name, fn) : skipLoudly(name, noBwrap, fn));
+
+sandboxSuite('bash in the bubblewrap sandbox', () => {
+  let server: http.Server;
+  let port = 0;
+  let secretFile = '';
+  beforeAll(async () => {
+    server = http.createServer((_req, res) => res.end('reachable'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+    secretFile = path.join(os.tmpdir(), `agentry-host-secret-${process.pid}`);
+    fs.writeFileSync(secretFile, 'sk-host-secret-0123456789');
+  });
+  afterAll(async () => {
+    fs.rmSync(secretFile, { force: true });
+    await new Promise((r) => server.close(r));
+  });
+  // The write into /usr is probed only where the sandbox holds: run on the host (as root here) it would land.
+  const probe = (onHost = false) =>
+    [
+      `cat ${secretFile} 2>/dev/null || echo "secret: hidden"`,
+      `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo "network: open" || echo "network: closed"`,
+      `ls /proc | grep -c '^[0-9]' | sed 's/^/processes: /'`,
+      `cat ${process.cwd()}/package.json >/dev/null 2>&1 && echo "service files: visible" || echo "service files: hidden"`,
+      onHost ? 'true' : `touch /usr/agentry-probe 2>/dev/null && echo "system: writable" || echo "system: read-only"`,
+      'echo done > out.txt; cat in.txt',
+    ].join('; ');
+
+  it('hides the host: no host files or processes, no network, read-only system; the workspace still syncs', async () => {
+    const a = await newAgent({ 'in.txt': 'from the workspace\n' });
+    const out = JSON.parse(await call('bash', a, { command: probe() }));
+    expect(out).toMatchObject({ success: true, sandboxed: true, written: ['out.txt'] });
+    expect(out.stdout).toContain('secret: hidden');
+    expect(out.stdout).not.toContain('sk-host-secret');
+    expect(out.stdout).toContain('network: closed');
+    expect(out.stdout).toContain('service files: hidden');
+    expect(out.stdout).toContain('system: read-only');
+    expect(out.stdout).toContain('from the workspace');
+    // bash, the probe's children and bwrap's init: the worker's processes are not there.
+    expect(Number(/processes: (\d+)/.exec(out.stdout)?.[1])).toBeLessThan(10);
+    expect(await fileText(a, 'out.txt')).toBe('done\n');
+    expect(fs.existsSync('/usr/agentry-probe')).toBe(false);
+  });
+
+  it('allowNetwork opens the network only; sandbox: none runs on the host, where all of it shows', async () => {
+    const a = await newAgent({ 'in.txt': 'x\n' });
+    const networked = JSON.parse(await call('bash', a, { command: probe() }, { allowNetwork: true }));
+    expect(networked).toMatchObject({ sandboxed: true });
+    expect(networked.stdout).toContain('network: open');
+    expect(networked.stdout).toContain('secret: hidden');
+    const host = JSON.parse(await call('bash', a, { command: probe(true) }, { sandbox: 'none' }));
+    expect(host).toMatchObject({ sandboxed: false });
+    expect(host.stdout).toContain('sk-host-secret');
+    expect(host.stdout).toContain('network: open');
+    expect(host.stdout).toContain('service files: visible');
+  });
+
+  it('kills the whole sandbox at the timeout, background children too', async () => {
+    const a = await newAgent();
+    const marker = `agentry-sandbox-sleep-${process.pid}`;
+    const t0 = Date.now();
+    const out = JSON.parse(await call('bash', a, { command: `exec -a ${marker} sleep 30 & sleep 30` }, { timeout: 1, sandbox: 'bwrap' }));
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(out).toMatchObject({ timedOut: true, sandboxed: true });
+    await new Promise((r) => setTimeout(r, 300));
+    const left = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+    expect(left).toEqual([]);
   });
 });
 

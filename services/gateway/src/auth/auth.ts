@@ -38,9 +38,10 @@ const ADMIN_WRITE_PREFIXES = ['/api/v1/config', '/api/v1/skills', '/api/v1/chann
 /**
  * Tool and node settings that lift the outbound address policy (SSRF guard). A `user` may write
  * agents and rule chains but not these: otherwise any account could point `http_fetch`,
- * `restApiCall` or an MCP server at the metadata address or the cluster's own services.
+ * `restApiCall`, an MCP server or a sandboxed `bash` at the metadata address or the cluster's
+ * own services.
  */
-const NETWORK_OPENERS = ['allowPrivateNetworks', 'allowHosts'] as const;
+const NETWORK_OPENERS = ['allowPrivateNetworks', 'allowHosts', 'allowNetwork'] as const;
 
 /** The first key of NETWORK_OPENERS set to something that opens (true, a non-empty list), anywhere in a parsed body. */
 export function findNetworkOpener(body: unknown): string | undefined {

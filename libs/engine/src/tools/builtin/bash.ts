@@ -13,12 +13,14 @@ import { checkArgs, fileSizeLimit, checkConfig, dbCall, listTree, readContents, 
  * `bash`: runs a command in a scratch directory holding a copy of the agent's workspace, then
  * writes the files it created, changed or deleted back to the workspace in one transaction.
  *
- * NOT A SECURITY BOUNDARY. The command runs as the service's own user on the host: it can read
- * whatever that user can (including other processes' /proc/<pid>/environ), reach the network and
- * start processes that escape the process group. The deny list only stops obvious accidents;
- * the environment is scrubbed (PATH, HOME = the scratch directory, LANG) so secrets are not
- * handed over by default. Enable the tool only for trusted agents, or run the agent-worker in a
- * container or VM meant to be disposable.
+ * Where bubblewrap (`bwrap`) works, the command runs in its sandbox: new user, PID, IPC, UTS and
+ * network namespaces (no network unless `allowNetwork`), the system directories read-only, a
+ * private /tmp and /proc, and only the scratch directory writable. It then cannot see the
+ * worker's processes (whose /proc/<pid>/environ holds DATABASE_URL and AGENTRY_SECRET_KEY), the
+ * service's files, or the network that the outbound-address policy guards. Without bwrap
+ * (`sandbox: none`, or `auto` where it is missing) the command runs as the service's own user on
+ * the host and the tool is NOT a security boundary: the scrubbed environment and the deny list
+ * only stop accidents.
  */
 
 const Parameters = Type.Object(
@@ -37,6 +39,12 @@ const Config = Type.Object({
   maxWorkspaceBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'largest workspace copied to the scratch directory (default 104857600)' })),
   maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'larger files are not written back (default and ceiling: workspace.max_file_bytes)' })),
   maxSyncBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'most bytes written back per call (default 104857600)' })),
+  sandbox: Type.Optional(
+    Type.Union([Type.Literal('auto'), Type.Literal('bwrap'), Type.Literal('none')], {
+      description: 'auto (default): bubblewrap where it works, else unsandboxed with a warning; bwrap: refuse to run without it; none: never sandbox',
+    }),
+  ),
+  allowNetwork: Type.Optional(Type.Boolean({ description: 'let a sandboxed command use the network (default false; admin-only, like allowPrivateNetworks)' })),
 });
 type Config = Static<typeof Config>;
 
@@ -143,12 +151,73 @@ function capture(max: number) {
   };
 }
 
-function runCommand(command: string, cwd: string, cfg: Config, signal: AbortSignal): Promise<RunResult> {
+/**
+ * bubblewrap's arguments for a command confined to `root`. The system directories are bound
+ * read-only (Debian's /bin, /lib and /sbin are links into /usr; /etc holds the alternatives
+ * links and CA certificates); nothing else of the host is visible.
+ */
+export function bwrapArgs(root: string, opts: { allowNetwork?: boolean } = {}): string[] {
+  const system = ['/usr', '/bin', '/lib', '/lib64', '/sbin', '/etc'].flatMap((d) => ['--ro-bind-try', d, d]);
+  return [
+    '--unshare-all',
+    ...(opts.allowNetwork ? ['--share-net'] : []),
+    // The sandbox goes with the worker, and the command cannot reach the worker's terminal.
+    '--die-with-parent',
+    '--new-session',
+    ...system,
+    '--proc', '/proc',
+    '--dev', '/dev',
+    '--tmpfs', '/tmp',
+    '--bind', root, root,
+    '--chdir', root,
+    '--',
+  ];
+}
+
+let bwrapProbe: Promise<string | undefined> | undefined;
+
+/** Whether bwrap runs here (installed, and namespaces allowed): undefined when it does, else why not. Asked once per process. */
+export function bwrapUnavailable(): Promise<string | undefined> {
+  bwrapProbe ??= (async () => {
+    const dir = await mkdtemp(nodePath.join(os.tmpdir(), 'agentry-bwrap-probe-'));
+    try {
+      return await new Promise<string | undefined>((resolve) => {
+        const child = spawn('bwrap', [...bwrapArgs(dir), 'true'], { env: { PATH: DEFAULT_PATH }, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        child.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ENOENT' ? 'bwrap is not installed (Debian: apt-get install bubblewrap)' : e.message));
+        child.on('close', (code) => resolve(code === 0 ? undefined : `bwrap cannot create its namespaces here: ${stderr.trim() || `exit ${code}`}`));
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  })();
+  return bwrapProbe;
+}
+
+let warnedUnsandboxed = false;
+
+/** The program and arguments that run `command` in `root`, sandboxed when the configuration and the host allow. */
+async function commandLine(command: string, root: string, cfg: Config, ctx: ToolContext): Promise<{ file: string; args: string[]; sandboxed: boolean }> {
+  const plain = { file: 'bash', args: ['-c', command], sandboxed: false };
+  const mode = cfg.sandbox ?? 'auto';
+  if (mode === 'none') return plain;
+  const why = await bwrapUnavailable();
+  if (why === undefined) return { file: 'bwrap', args: [...bwrapArgs(root, { allowNetwork: cfg.allowNetwork }), 'bash', '-c', command], sandboxed: true };
+  if (mode === 'bwrap') throw new ToolError(`bash: the sandbox is required (sandbox: bwrap) but ${why}`);
+  if (!warnedUnsandboxed) {
+    warnedUnsandboxed = true;
+    ctx.logger.warn({ reason: why }, 'bash tool runs commands unsandboxed, as the service user: install bubblewrap, or set sandbox: bwrap to refuse');
+  }
+  return plain;
+}
+
+function runCommand(line: { file: string; args: string[] }, cwd: string, cfg: Config, signal: AbortSignal): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const max = cfg.maxOutputBytes ?? 64 * 1024;
     const out = capture(max);
     const err = capture(max);
-    const child = spawn('bash', ['-c', command], {
+    const child = spawn(line.file, line.args, {
       cwd,
       env: { PATH: cfg.path ?? DEFAULT_PATH, HOME: cwd, LANG: 'C.UTF-8', PWD: cwd },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -314,11 +383,12 @@ export const bashTool: BuiltinTool = {
     try {
       const before = await materialise(ctx.db, ctx.agentId, root, cfg);
       ctx.signal.throwIfAborted();
-      const result = await runCommand(args.command, root, cfg, ctx.signal);
+      const line = await commandLine(args.command, root, cfg, ctx);
+      const result = await runCommand(line, root, cfg, ctx.signal);
       if (result.aborted) ctx.signal.throwIfAborted();
       // A timed-out command's files are saved too: what it wrote before the kill is real work.
       const changes = await syncBack(ctx, root, before, cfg);
-      ctx.logger.debug({ exitCode: result.exitCode, timedOut: result.timedOut, written: changes.written.length, deleted: changes.deleted.length }, 'bash tool ran');
+      ctx.logger.debug({ exitCode: result.exitCode, timedOut: result.timedOut, sandboxed: line.sandboxed, written: changes.written.length, deleted: changes.deleted.length }, 'bash tool ran');
       return JSON.stringify({
         success: result.exitCode === 0 && !result.timedOut,
         exitCode: result.exitCode,
@@ -326,6 +396,7 @@ export const bashTool: BuiltinTool = {
         ...(result.timedOut ? { timedOut: true, error: `killed after the ${cfg.timeout ?? 30} s timeout` } : {}),
         stdout: result.stdout,
         stderr: result.stderr,
+        sandboxed: line.sandboxed,
         written: changes.written,
         deleted: changes.deleted,
         ...(changes.notes.length > 0 ? { notes: changes.notes } : {}),

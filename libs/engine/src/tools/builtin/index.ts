@@ -11,7 +11,7 @@ import { skillTool } from './skill.js';
 import { writeTool } from './write.js';
 
 export type { BuiltinTool } from './common.js';
-export { BASH_DENY_LIST } from './bash.js';
+export { BASH_DENY_LIST, bwrapUnavailable } from './bash.js';
 export { htmlToText } from './http-fetch.js';
 
 /**
