@@ -239,6 +239,29 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
     await assertAfterFault();
   }, 90_000);
 
+  it('Redis restarted empty (no persistence): queued runs whose jobs are gone are found by the sweep and answered', async () => {
+    fake.script({ text: words('e', 40), chunkDelayMs: 300 }, { text: words('f', 40), chunkDelayMs: 300 });
+    const streams = [new SseReader(await chat('steady', 'busy one', { stream: true }))];
+    await streams[0]!.until(/"content":"e\d/);
+    streams.push(new SseReader(await chat('steady', 'busy two', { stream: true })));
+    await streams[1]!.until(/"content":"f\d/);
+    const queued = ['lost 1', 'lost 2'].map((m) => chat('steady', m));
+    await waitFor(async () => (await sql<{ n: number }>`select count(*)::int as n from runs where status = 'queued'`.execute(db.handle.db)).rows[0]!.n === 2, 5_000);
+
+    await redis.stop();
+    await Promise.all(streams.map((s) => s.rest()));
+    await redis.start({ empty: true });
+    // Their jobs went with Redis' memory; their rows did not. The workers' sweep
+    // (run_sweep_ms 2000, stall_timeout_ms 2000 here) enqueues them again.
+    const answers = await Promise.all(queued);
+    for (const [i, res] of answers.entries()) {
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe(`lost ${i + 1}`);
+    }
+    // Without the sweep nothing would ever run them again: the chats above would still be waiting.
+    await assertAfterFault();
+  }, 90_000);
+
   it('Postgres restarted: chats fail fast with 503, runs and session turns in flight are committed once it is back', async () => {
     fake.script({ text: words('p', 20), chunkDelayMs: 200 }, { text: words('q', 20), chunkDelayMs: 200 });
     const inSession = new SseReader(await chat('steady', 'remember me', { stream: true, sessionId: 'pg-restart' }));

@@ -62,8 +62,11 @@ export interface PrivateRedis {
   port: number;
   /** Stops the server (SIGTERM: it writes its AOF and exits) and waits for the exit. */
   stop(): Promise<void>;
-  /** Starts it again on the same port and directory; resolves once it accepts connections. */
-  start(): Promise<void>;
+  /**
+   * Starts it again on the same port and directory; resolves once it accepts connections.
+   * `empty`: with its data files removed first, as a Redis without persistence comes back.
+   */
+  start(opts?: { empty?: boolean }): Promise<void>;
   /** Stops it and removes its directory. */
   close(): Promise<void>;
 }
@@ -74,7 +77,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
   let proc: ChildProcess | undefined;
   let log = '';
-  const start = async () => {
+  const start = async (opts: { empty?: boolean } = {}) => {
+    if (opts.empty) {
+      if (proc) throw new Error('private redis: stop it before starting it empty');
+      for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f), { recursive: true, force: true });
+    }
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     proc = child;

@@ -43,15 +43,23 @@ const ADMIN_WRITE_PREFIXES = ['/api/v1/config', '/api/v1/skills', '/api/v1/chann
  */
 const NETWORK_OPENERS = ['allowPrivateNetworks', 'allowHosts', 'allowNetwork'] as const;
 
-/** The first key of NETWORK_OPENERS set to something that opens (true, a non-empty list), anywhere in a parsed body. */
+/** Objects and arrays a body may hold before it is refused unchecked (the body limit keeps real ones far below). */
+const MAX_NODES_CHECKED = 200_000;
+
+/**
+ * The first key of NETWORK_OPENERS set to something that opens (true, a non-empty list),
+ * anywhere in a parsed body; `'too complex'` when the body holds more nodes than are checked,
+ * so that an opener cannot hide behind a mass of empty arrays.
+ */
 export function findNetworkOpener(body: unknown): string | undefined {
-  // Iterative and bounded: bodies come from the network and may nest thousands deep.
+  // Iterative: bodies come from the network and may nest thousands deep.
   const stack: unknown[] = [body];
-  for (let seen = 0; stack.length > 0 && seen < 100_000; seen++) {
+  for (let seen = 0; stack.length > 0; seen++) {
+    if (seen >= MAX_NODES_CHECKED) return 'too complex';
     const value = stack.pop();
     if (value === null || typeof value !== 'object') continue;
     if (Array.isArray(value)) {
-      stack.push(...value);
+      for (const item of value) if (item !== null && typeof item === 'object') stack.push(item);
       continue;
     }
     const record = value as Record<string, unknown>;
@@ -178,6 +186,7 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
     if (p.kind !== 'user' || p.role === 'admin' || req.method === 'GET' || req.method === 'HEAD') return;
     if ((req.routeOptions.config?.auth ?? 'management') !== 'management') return;
     const key = findNetworkOpener(req.body);
+    if (key === 'too complex') throw new Errors.FORBIDDEN(`this body nests more than ${MAX_NODES_CHECKED} objects and arrays; only an admin may send one`);
     if (key) throw new Errors.FORBIDDEN(`only an admin may set ${key}: it lets tools reach private and loopback addresses`);
   });
 }
