@@ -386,8 +386,16 @@ export async function backendVersions(postgresUrl: string, redisUrl: string): Pr
 // ---------------------------------------------------------------------------------------------
 // Report
 
-/** The short commit, with " plus uncommitted changes" when the tree is dirty. */
+/**
+ * The short commit the run started on, with " plus uncommitted changes" when the tree was dirty.
+ * Read once, when the script starts: a long run (the soak) must not report a commit made while
+ * it ran, whose code it never loaded.
+ */
 export function gitCommit(): string {
+  return COMMIT_AT_START;
+}
+
+function readCommit(): string {
   try {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
     const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT }).toString().trim() !== '';
@@ -396,6 +404,8 @@ export function gitCommit(): string {
     return 'unknown';
   }
 }
+
+const COMMIT_AT_START = readCommit();
 
 /** One line on where a run ran: cores, CPU model, memory, kernel, Node, commit. */
 export function machineLine(): string {

@@ -103,6 +103,32 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
   const workerOf = (runId: string) =>
     waitFor(async () => workers().find((w) => w.output().split('\n').some((l) => l.includes('"msg":"run started"') && l.includes(`"runId":"${runId}"`))), 5_000);
 
+  /** Both workers (concurrency 1) busy with a long streamed answer each; the streams, once their first words arrived. */
+  async function occupyBothWorkers(): Promise<SseReader[]> {
+    fake.script({ text: words('r', 40), chunkDelayMs: 300 }, { text: words('s', 40), chunkDelayMs: 300 });
+    const first = new SseReader(await chat('steady', 'long one', { stream: true }));
+    await first.until(/"content":"r\d/);
+    const second = new SseReader(await chat('steady', 'long two', { stream: true }));
+    await second.until(/"content":"s\d/);
+    return [first, second];
+  }
+
+  /** Non-streamed chats that wait in the queue (every worker busy); resolves once their runs are stored as queued. */
+  async function queueBehind(messages: string[]): Promise<Array<{ message: string; response: Promise<Response> }>> {
+    const pending = messages.map((message) => ({ message, response: chat('steady', message) }));
+    await waitFor(async () => (await sql<{ n: number }>`select count(*)::int as n from runs where status = 'queued'`.execute(db.handle.db)).rows[0]!.n === messages.length, 5_000);
+    return pending;
+  }
+
+  /** Each chat answered 200 with its own message (the fake echoes when unscripted). */
+  async function expectEchoed(pending: Array<{ message: string; response: Promise<Response> }>): Promise<void> {
+    for (const { message, response } of pending) {
+      const res = await response;
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe(message);
+    }
+  }
+
   /**
    * What every fault must leave behind: every run in a final state, no session turn without
    * its run's success (a turn is written with the success, whole, or not at all), and every
@@ -198,13 +224,8 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
 
   it('Redis stopped for 5 s: chats fail fast with 503, running streams end cleanly, queued runs survive, all recover alone', async () => {
     // Both workers busy with long answers; three more chats wait in the queue behind them.
-    fake.script({ text: words('r', 40), chunkDelayMs: 300 }, { text: words('s', 40), chunkDelayMs: 300 });
-    const streams = [new SseReader(await chat('steady', 'long one', { stream: true }))];
-    await streams[0]!.until(/"content":"r\d/);
-    streams.push(new SseReader(await chat('steady', 'long two', { stream: true })));
-    await streams[1]!.until(/"content":"s\d/);
-    const queued = ['queued 1', 'queued 2', 'queued 3'].map((m) => chat('steady', m));
-    await waitFor(async () => (await sql<{ n: number }>`select count(*)::int as n from runs where status = 'queued'`.execute(db.handle.db)).rows[0]!.n === 3, 5_000);
+    const streams = await occupyBothWorkers();
+    const queued = await queueBehind(['queued 1', 'queued 2', 'queued 3']);
 
     await redis.stop();
     const down = Date.now();
@@ -231,33 +252,20 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
     await waitFor(async () => (await chat('steady', 'after the outage').catch(() => undefined))?.status === 200, 5_000, 200);
     expect(Date.now() - restarted).toBeLessThan(5_000);
     // The runs queued before the outage were kept (AOF) and all answered.
-    const answers = await Promise.all(queued);
-    for (const [i, res] of answers.entries()) {
-      expect(res.status, await res.clone().text()).toBe(200);
-      expect(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe(`queued ${i + 1}`);
-    }
+    await expectEchoed(queued);
     await assertAfterFault();
   }, 90_000);
 
   it('Redis restarted empty (no persistence): queued runs whose jobs are gone are found by the sweep and answered', async () => {
-    fake.script({ text: words('e', 40), chunkDelayMs: 300 }, { text: words('f', 40), chunkDelayMs: 300 });
-    const streams = [new SseReader(await chat('steady', 'busy one', { stream: true }))];
-    await streams[0]!.until(/"content":"e\d/);
-    streams.push(new SseReader(await chat('steady', 'busy two', { stream: true })));
-    await streams[1]!.until(/"content":"f\d/);
-    const queued = ['lost 1', 'lost 2'].map((m) => chat('steady', m));
-    await waitFor(async () => (await sql<{ n: number }>`select count(*)::int as n from runs where status = 'queued'`.execute(db.handle.db)).rows[0]!.n === 2, 5_000);
+    const streams = await occupyBothWorkers();
+    const queued = await queueBehind(['lost 1', 'lost 2']);
 
     await redis.stop();
     await Promise.all(streams.map((s) => s.rest()));
     await redis.start({ empty: true });
     // Their jobs went with Redis' memory; their rows did not. The workers' sweep
     // (run_sweep_ms 2000, stall_timeout_ms 2000 here) enqueues them again.
-    const answers = await Promise.all(queued);
-    for (const [i, res] of answers.entries()) {
-      expect(res.status, await res.clone().text()).toBe(200);
-      expect(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe(`lost ${i + 1}`);
-    }
+    await expectEchoed(queued);
     // Without the sweep nothing would ever run them again: the chats above would still be waiting.
     await assertAfterFault();
   }, 90_000);
