@@ -120,10 +120,15 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
     return pending;
   }
 
-  /** Each chat answered 200 with its own message (the fake echoes when unscripted). */
+  /** Each chat answered 200 with its own message (the fake echoes when unscripted), within 30 s. */
   async function expectEchoed(pending: Array<{ message: string; response: Promise<Response> }>): Promise<void> {
+    const deadline = Date.now() + 30_000;
     for (const { message, response } of pending) {
-      const res = await response;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`"${message}" was never answered: its run was not run again`)), Math.max(0, deadline - Date.now()));
+      });
+      const res = await Promise.race([response, late]).finally(() => clearTimeout(timer));
       expect(res.status, await res.clone().text()).toBe(200);
       expect(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe(message);
     }
