@@ -20,3 +20,4 @@ export type { CronJobsTable, CronRunsTable } from './tables.js';
 export * from './repositories/cron.js';
 export type { BindingsTable, OutboundMessagesTable, InboundEventsTable } from './tables.js';
 export * from './repositories/channels.js';
+export * from './repositories/retention.js';

@@ -2,6 +2,7 @@ import { sql, type Migration } from 'kysely';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   MigrationError,
+  deleteExpired,
   deleteSetting,
   finishRun,
   insertRuleChain,
@@ -217,6 +218,63 @@ export function defineDbSuite(get: () => DbHandle): void {
         [`${agent}-old-queued`, 'queued'],
       ]);
       expect((await listUnfinishedRuns(db, { olderThanMs: 60_000, limit: 1 })).length).toBe(1);
+    });
+  });
+
+  describe('retention', () => {
+    it('deletes what expired in batches and keeps what is recent or in flight', async () => {
+      const { db } = get();
+      const a = `ret-${Math.random().toString(36).slice(2, 8)}`;
+      const old = sql`now() - interval '40 days'`;
+      await insertRuleChain(db, { id: a, kind: 'agent', agentId: null, name: a, category: null, dsl: {} });
+      // Sessions: idle and expired; idle but with a recent run; idle with a run in flight; active.
+      for (const [s, updated] of [['idle', old], ['revived', old], ['busy', old], ['active', sql`now()`]] as const) {
+        await sql`insert into sessions (id, agent_id, session_key, updated_at) values (${`${a}-${s}`}, ${a}, ${s}, ${updated})`.execute(db);
+        await sql`insert into session_messages (session_id, role, content) values (${`${a}-${s}`}, 'user', 'hi')`.execute(db);
+      }
+      const run = async (id: string, opts: { session?: string; status: string; finished?: unknown; created?: unknown }) => {
+        await insertRun(db, { id: `${a}-${id}`, agentId: a, sessionId: opts.session ? `${a}-${opts.session}` : null, source: 'api', request: {} });
+        await sql`update runs set status = ${opts.status}, finished_at = ${opts.finished ?? null}, created_at = ${opts.created ?? sql`now()`} where id = ${`${a}-${id}`}`.execute(db);
+      };
+      await run('idle-run', { session: 'idle', status: 'succeeded', finished: old, created: old });
+      await run('revived-run', { session: 'revived', status: 'succeeded', finished: sql`now()` });
+      await run('busy-run', { session: 'busy', status: 'running', created: old });
+      for (let i = 0; i < 5; i++) await run(`old-${i}`, { status: i % 2 ? 'failed' : 'succeeded', finished: old, created: old });
+      await run('old-queued', { status: 'queued', created: old });
+      await run('recent', { status: 'succeeded', finished: sql`now() - interval '2 days'` });
+
+      await sql`insert into cron_jobs (id, agent_id, name, schedule, message) values (${a}, ${a}, 'j', '* * * * *', 'm')`.execute(db);
+      await sql`insert into cron_runs (cron_job_id, scheduled_at, status, finished_at) values
+        (${a}, now() - interval '41 days', 'succeeded', ${old}), (${a}, now() - interval '40 days', 'running', null), (${a}, now(), 'failed', now())`.execute(db);
+      for (const [id, status, finished] of [['o-sent', 'sent', old], ['o-queued', 'queued', null], ['o-new', 'failed', sql`now()`]] as const) {
+        await sql`insert into outbound_messages (id, platform, account_id, chat_id, kind, payload, source, status, finished_at)
+          values (${`${a}-${id}`}, 'chat_a', 'acct', 'c', 'text', '{}'::jsonb, 'api', ${status}, ${finished})`.execute(db);
+      }
+      await sql`insert into inbound_events (platform, account_id, event_id, received_at) values
+        ('chat_a', ${a}, 'old', now() - interval '8 days'), ('chat_a', ${a}, 'new', now())`.execute(db);
+
+      const cutoff = new Date(Date.now() - 30 * 24 * 3600 * 1000);
+      const counts = await deleteExpired(db, { sessions: cutoff, runs: cutoff, cronRuns: cutoff, outbound: cutoff, inbound: new Date(Date.now() - 7 * 24 * 3600 * 1000) }, { batch: 2 });
+      expect(counts).toEqual({ sessions: 1, runs: 5, cronRuns: 1, outbound: 1, inbound: 1 });
+
+      const ids = async (table: 'runs' | 'sessions' | 'outbound_messages') =>
+        (await sql<{ id: string }>`select id from ${sql.table(table)} where id like ${`${a}-%`} order by id`.execute(db)).rows.map((r) => r.id.slice(a.length + 1));
+      // The idle session's run went with it (cascade), and its messages too.
+      expect(await ids('sessions')).toEqual(['active', 'busy', 'revived']);
+      expect(await ids('runs')).toEqual(['busy-run', 'old-queued', 'recent', 'revived-run']);
+      expect(await ids('outbound_messages')).toEqual(['o-new', 'o-queued']);
+      const left = await sql<{ n: number }>`select count(*)::int as n from session_messages where session_id like ${`${a}-%`}`.execute(db);
+      expect(left.rows[0]!.n).toBe(3);
+      const fires = await sql<{ status: string }>`select status from cron_runs where cron_job_id = ${a} order by scheduled_at`.execute(db);
+      expect(fires.rows.map((r) => r.status)).toEqual(['running', 'failed']);
+      const events = await sql<{ event_id: string }>`select event_id from inbound_events where account_id = ${a}`.execute(db);
+      expect(events.rows.map((r) => r.event_id)).toEqual(['new']);
+
+      // maxBatches spreads a backlog over passes; nothing is left to do after them.
+      for (let i = 0; i < 3; i++) await run(`late-${i}`, { status: 'succeeded', finished: old, created: old });
+      expect((await deleteExpired(db, { runs: cutoff }, { batch: 1, maxBatches: 2 })).runs).toBe(2);
+      expect((await deleteExpired(db, { runs: cutoff }, { batch: 1, maxBatches: 2 })).runs).toBe(1);
+      expect(await deleteExpired(db, {})).toEqual({ sessions: 0, runs: 0, cronRuns: 0, outbound: 0, inbound: 0 });
     });
   });
 }

@@ -244,6 +244,26 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {}, description: 'timeouts and checks that bound how long a failure holds a run or a client' },
     ),
+    // What is kept, and for how long; the scheduler deletes the rest (docs/operations.md).
+    retention: Type.Object(
+      {
+        sessions_days: Type.Integer({
+          minimum: 0,
+          default: 30,
+          description: 'sessions without a turn for this many days are deleted with their messages and runs (TpClaw: session ttl 720h); 0 keeps them',
+        }),
+        runs_days: Type.Integer({ minimum: 0, default: 30, description: 'finished runs (request, answer, usage) are deleted after this many days; 0 keeps them' }),
+        cron_runs_days: Type.Integer({ minimum: 0, default: 30, description: 'the fire history of cron jobs is kept this many days; 0 keeps it' }),
+        outbound_days: Type.Integer({ minimum: 0, default: 30, description: 'channel messages that ended sent or failed are kept this many days; 0 keeps them' }),
+        inbound_events_days: Type.Integer({
+          minimum: 0,
+          default: 7,
+          description: 'ids of received platform events, kept to drop redeliveries, are forgotten after this many days; 0 keeps them',
+        }),
+        sweep_minutes: Type.Integer({ minimum: 1, default: 60, description: 'how often the scheduler deletes what expired' }),
+      },
+      { additionalProperties: false, default: {}, description: 'how long history is kept; the scheduler deletes older rows in small batches' },
+    ),
     agents: Type.Object(
       {
         defaults: Type.Object(

@@ -2,6 +2,7 @@ import { PubSubChannels, QueueNames, type InvalidateMessage } from '@agentry/con
 import { registerQueueDepth, serviceMetrics, type Runtime } from '@agentry/runtime';
 import { Firer } from './fire.js';
 import { Reconciler } from './reconcile.js';
+import { retentionPass } from './retention.js';
 
 export interface SchedulerOptions {
   /** Full reconcile of the table against the bus's schedulers (default 60 s). */
@@ -16,6 +17,8 @@ export interface SchedulerOptions {
   deliveryWaitMs?: number;
   /** Fires handled at once by this process (default 10); a fire only creates and enqueues a run. */
   concurrency?: number;
+  /** Delay of the first retention pass after start (default 60 s; then every `retention.sweep_minutes`). */
+  retentionDelayMs?: number;
 }
 
 /** Coalesces the full reconciles that agent changes trigger (a deleted agent takes its jobs along). */
@@ -71,11 +74,25 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
   reconcileTimer.unref();
   sweepTimer.unref();
 
+  // Re-armed after each pass with the interval configured then, so a changed setting applies.
+  let retentionTimer: NodeJS.Timeout | undefined;
+  const scheduleRetention = (delayMs: number) => {
+    if (stopped) return;
+    retentionTimer = setTimeout(() => {
+      void retentionPass(db.db, runtime.config.current.retention, logger)
+        .catch((err: unknown) => logger.warn({ err }, 'retention pass failed; the next pass tries again'))
+        .finally(() => scheduleRetention(runtime.config.current.retention.sweep_minutes * 60_000));
+    }, delayMs);
+    retentionTimer.unref();
+  };
+  scheduleRetention(opts.retentionDelayMs ?? 60_000);
+
   runtime.lifecycle.add('scheduler', async (remainingMs) => {
     stopped = true;
     clearInterval(reconcileTimer);
     clearInterval(sweepTimer);
     clearTimeout(agentTimer);
+    clearTimeout(retentionTimer);
     await unsubscribe().catch((err: unknown) => logger.warn({ err }, 'unsubscribe failed'));
     // Fires in hand finish (they only create and enqueue a run); runs still going are followed
     // to their end by the sweep of another replica, or of this one at its next start.

@@ -378,3 +378,29 @@ describe('startScheduler (embedded: memory bus, croner)', () => {
     expect(agentId).toBeTruthy();
   });
 });
+
+describe('retention (startScheduler runs it: retention.* days, every sweep_minutes)', () => {
+  const env = harness();
+
+  it('deletes finished runs past retention.runs_days (default 30) and logs it; recent and running ones stay', async () => {
+    const { runtime, db, logs } = env();
+    const agentId = uid('agent');
+    await insertRuleChain(db, { id: agentId, kind: 'agent', agentId: null, name: agentId, category: null, dsl: {} });
+    const day = 24 * 3600 * 1000;
+    for (const [id, status, ageDays] of [['expired', 'succeeded', 31], ['recent', 'succeeded', 29], ['stuck', 'running', 40]] as const) {
+      await insertRun(db, { id: `${agentId}-${id}`, agentId, sessionId: null, source: 'api', request: {} });
+      if (status === 'succeeded') await finishRun(db, `${agentId}-${id}`, { status });
+      await db
+        .updateTable('runs')
+        .set({ status, created_at: new Date(Date.now() - ageDays * day), finished_at: status === 'running' ? null : new Date(Date.now() - ageDays * day) })
+        .where('id', '=', `${agentId}-${id}`)
+        .execute();
+    }
+    expect(runtime.config.current.retention).toMatchObject({ runs_days: 30, sweep_minutes: 60 });
+    await startScheduler(runtime, { reconcileMs: 60_000, sweepMs: 60_000, retentionDelayMs: 50 });
+    await waitFor(async () => (await getRun(db, `${agentId}-expired`)) === undefined, 5_000);
+    expect(await getRun(db, `${agentId}-recent`)).toMatchObject({ status: 'succeeded' });
+    expect(await getRun(db, `${agentId}-stuck`)).toMatchObject({ status: 'running' });
+    await waitFor(async () => logs.some((l) => l.includes('retention: expired rows deleted') && l.includes('"runs":1')), 2_000);
+  });
+});
