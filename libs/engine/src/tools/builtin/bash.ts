@@ -156,7 +156,7 @@ function capture(max: number) {
  * read-only (Debian's /bin, /lib and /sbin are links into /usr; /etc holds the alternatives
  * links and CA certificates); nothing else of the host is visible.
  */
-export function bwrapArgs(root: string, opts: { allowNetwork?: boolean } = {}): string[] {
+function bwrapArgs(root: string, opts: { allowNetwork?: boolean } = {}): string[] {
   const system = ['/usr', '/bin', '/lib', '/lib64', '/sbin', '/etc'].flatMap((d) => ['--ro-bind-try', d, d]);
   return [
     '--unshare-all',
