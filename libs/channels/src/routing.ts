@@ -1,3 +1,4 @@
+import { listBindings, type Db } from '@agentry/db';
 import type { AccountContext, InboundMessage } from './adapter.js';
 
 /** The values `dm_policy` and `group_policy` take. */
@@ -90,4 +91,22 @@ export function accountContext(
 ): AccountContext {
   const secrets = record.secretsSealed ? (JSON.parse(sealer.open(record.secretsSealed)) as Record<string, string>) : {};
   return { platform: record.platform as AccountContext['platform'], accountId: record.id, settings: record.settings, secrets };
+}
+
+/**
+ * May `agentId` send through `platform`/`accountId` on its own (the send_message tool, a cron
+ * job's `deliver`)? Only when an admin bound that account, or the whole platform, to that agent:
+ * bindings are admin-only, so a user cannot point an agent at an account that was not given to
+ * it. Replies to the chat a message came from need no such binding (they answer the sender).
+ */
+export async function agentMaySendThrough(db: Db, agentId: string, platform: string, accountId: string): Promise<boolean> {
+  const bindings = await listBindings(db);
+  return bindings.some(
+    (b) => b.agentId === agentId && b.match.channel === platform && (b.match.accountId === undefined || b.match.accountId === accountId),
+  );
+}
+
+/** The human refusal of agentMaySendThrough. */
+export function notBoundMessage(agentId: string, platform: string, accountId: string): string {
+  return `agent "${agentId}" may not send through ${platform} account "${accountId}": no binding connects them (an admin adds one with PUT /api/v1/bindings)`;
 }

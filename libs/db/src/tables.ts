@@ -73,6 +73,8 @@ export interface RuleChainsTable {
   category: string | null;
   /** The DSL as written (a `json` column: key order is kept). */
   dsl: JsonColumn;
+  /** Username of the creator; file imports and rows older than ownership: `admin`. */
+  owner: ColumnType<string, string | undefined, string>;
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
 }
@@ -108,6 +110,8 @@ export interface SessionsTable {
   channel: ColumnType<string, string | undefined, string>;
   scope: ColumnType<string, string | undefined, string>;
   title: ColumnType<string, string | undefined, string>;
+  /** The principal that opened it (`user:<name>`, `api:<account>`), '' for channel and open-mode chats. */
+  owner: ColumnType<string, string | undefined, string>;
   message_count: ColumnType<number, number | undefined, number>;
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
@@ -169,6 +173,8 @@ export interface CronJobsTable {
   disabled: ColumnType<boolean, boolean | undefined, boolean>;
   /** `{platform, accountId, chatId}` or null. */
   deliver: JsonColumn | null;
+  /** Username of the creator (for a job made by an agent's cron tool: the agent's owner). */
+  owner: ColumnType<string, string | undefined, string>;
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
   last_run_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;

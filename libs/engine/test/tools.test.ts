@@ -631,7 +631,10 @@ sandboxSuite('bash in the bubblewrap sandbox', () => {
     expect(networked).toMatchObject({ sandboxed: true });
     expect(networked.stdout).toContain('network: open');
     expect(networked.stdout).toContain('secret: hidden');
-    const host = JSON.parse(await call('bash', a, { command: probe(true) }, { sandbox: 'none' }));
+    // Refused unless the server allows it (security.allowUnsandboxedBash), whoever wrote the agent.
+    await fails(call('bash', a, { command: probe(true) }, { sandbox: 'none' }), /sandbox: none is not allowed on this server.*allowUnsandboxedBash/);
+    const def = builtinTools['bash']!;
+    const host = JSON.parse(await def.run({ command: probe(true) }, { ...ctx(a, { sandbox: 'none' }), allowUnsandboxedBash: true }));
     expect(host).toMatchObject({ sandboxed: false });
     expect(host.stdout).toContain('sk-host-secret');
     expect(host.stdout).toContain('network: open');
@@ -663,7 +666,7 @@ describe('send_message', () => {
     const sent: unknown[] = [];
     const c: ToolContext = { ...ctx('sender'), sendMessage: async (input) => (sent.push(input), { messageId: 'pm_7' }) };
     expect(JSON.parse(await tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, c))).toEqual({ success: true, messageId: 'pm_7' });
-    expect(sent).toEqual([{ platform: 'chat_d', chatId: '42', text: 'hi' }]);
+    expect(sent).toEqual([{ agentId: expect.any(String), platform: 'chat_d', chatId: '42', text: 'hi' }]);
   });
 
   it('reports a refused send, a missing hook, and targets outside its config as tool errors', async () => {

@@ -154,6 +154,11 @@ export const ConfigSchema = Type.Object(
         }),
         jwtSecret: Type.Optional(Type.String({ minLength: 16, description: 'JWT signing secret; generated and shared through Postgres when unset' })),
         jwtExpireHours: Type.Number({ exclusiveMinimum: 0, default: 24, description: 'JWT lifetime in hours' }),
+        allowUnsandboxedBash: Type.Boolean({
+          default: false,
+          description:
+            'let an agent\'s bash tool run with sandbox: none (as the service user, seeing its files, processes and network); off, such a call is refused',
+        }),
         rateLimit: Type.Object(
           {
             chat: Type.Object(

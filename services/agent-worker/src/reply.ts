@@ -1,5 +1,14 @@
 import { isPlatform, type RunReply } from '@agentry/contracts';
-import { enqueueOutbound, queueOutbound, sendAndWait, sendingAccount, type OutboxEvents, type OutboxQueue } from '@agentry/channels';
+import {
+  agentMaySendThrough,
+  enqueueOutbound,
+  notBoundMessage,
+  queueOutbound,
+  sendAndWait,
+  sendingAccount,
+  type OutboxEvents,
+  type OutboxQueue,
+} from '@agentry/channels';
 import type { Db } from '@agentry/db';
 import type { Logger } from 'pino';
 
@@ -44,9 +53,10 @@ const TOOL_SEND_WAIT_MS = 30_000;
  * retries), waiting for the platform's answer so the model learns whether it worked.
  */
 export function channelSender(deps: { db: Db; queue: OutboxQueue; events: OutboxEvents }) {
-  return async (input: { platform: string; accountId?: string; chatId: string; text: string }): Promise<{ messageId: string }> => {
+  return async (input: { agentId: string; platform: string; accountId?: string; chatId: string; text: string }): Promise<{ messageId: string }> => {
     if (!isPlatform(input.platform) || input.platform === 'api') throw new Error(`"${input.platform}" is not a messaging platform`);
     const account = await sendingAccount(deps.db, input.platform, input.accountId);
+    if (!(await agentMaySendThrough(deps.db, input.agentId, input.platform, account.id))) throw new Error(notBoundMessage(input.agentId, input.platform, account.id));
     const outcome = await sendAndWait(
       deps,
       { platform: input.platform, accountId: account.id, chatId: input.chatId, kind: 'text', payload: { text: input.text }, source: 'tool' },

@@ -52,6 +52,8 @@ export interface RunDeps {
   maxMessages: number;
   /** `workspace.max_file_bytes`: the workspace tools write no larger file (as the workspace routes). */
   maxFileBytes?: number;
+  /** `security.allowUnsandboxedBash`, read at each run (it may change live). */
+  allowUnsandboxedBash?: () => boolean;
   /** Built-in tools by name. */
   builtin: Record<string, ToolDefinition>;
   /** The agent's instructions from its `systemPrompt` (templates rendered, skills block added). */
@@ -332,6 +334,7 @@ async function runAgentWithTools(
       sessionId: run.sessionId,
       logger: deps.logger,
       ...(deps.maxFileBytes ? { maxFileBytes: deps.maxFileBytes } : {}),
+      allowUnsandboxedBash: deps.allowUnsandboxedBash?.() ?? false,
       ...(deps.publishInvalidate ? { publishInvalidate: (message: InvalidateMessage) => deps.publishInvalidate!(message) } : {}),
       ...(deps.sendMessage ? { sendMessage: deps.sendMessage } : {}),
     },

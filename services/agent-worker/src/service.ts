@@ -237,6 +237,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           agent: (agentId) => agents.get(agentId),
           maxMessages: runtime.config.current.agents.defaults.session.max_messages,
           maxFileBytes: runtime.config.current.workspace.max_file_bytes,
+          allowUnsandboxedBash: () => runtime.config.current.security.allowUnsandboxedBash,
           builtin: opts.builtin ?? builtinTools,
           chains,
           publishInvalidate: (message) => bus.pubsub.publish(PubSubChannels.invalidate, message),

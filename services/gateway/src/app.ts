@@ -8,7 +8,7 @@ import { configRoutes } from './routes/config.js';
 import { modelRoutes } from './routes/models.js';
 import { seedProvidersAtStart } from './providers/seed.js';
 import type { GatewayDeps } from './deps.js';
-import { createAuth, registerAuthHook } from './auth/auth.js';
+import { createAuth, registerAuthHook, requireAccessDeclarations } from './auth/auth.js';
 import { authRoutes } from './routes/auth.js';
 import { chatRoutes } from './routes/chat.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -59,6 +59,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   });
+  requireAccessDeclarations(app);
 
   // One histogram per registry, however many apps are built on it (tests build several).
   const httpDuration =

@@ -2,5 +2,5 @@ export { buildGateway } from './app.js';
 export type { GatewayDeps } from './deps.js';
 export { startGateway } from './service.js';
 export { toAppError } from './http-errors.js';
-export type { AuthMode } from './auth/auth.js';
+export type { Access } from './auth/auth.js';
 export type { Principal } from './auth/credentials.js';

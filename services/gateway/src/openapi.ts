@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import swagger, { type SwaggerTransform } from '@fastify/swagger';
-import type { AuthMode } from './auth/auth.js';
+import type { Access } from './auth/auth.js';
 
 /**
  * `GET /api/v1/openapi.json`: the OpenAPI 3 document of every route, produced by @fastify/swagger
@@ -39,18 +39,22 @@ const TAGS: Array<{ name: string; description: string; match: RegExp }> = [
   { name: 'channels', description: 'channel accounts, bindings, outbound messages and inbound platform events', match: /^\/api\/v1\/(channels|bindings)(\/|$)/ },
 ];
 
-const SECURITY: Record<AuthMode, FastifySchema['security']> = {
+const SECURITY: Record<Access, FastifySchema['security']> = {
   public: [],
-  management: [{ bearerAuth: [] }],
-  jwt: [{ bearerAuth: [] }],
   chat: [{ bearerAuth: [] }],
+  self: [{ bearerAuth: [] }],
+  user: [{ bearerAuth: [] }],
+  owner: [{ bearerAuth: [] }],
+  admin: [{ bearerAuth: [] }],
 };
 
-const AUTH_NOTE: Record<AuthMode, string> = {
+const AUTH_NOTE: Record<Access, string> = {
   public: 'No authentication.',
-  management: 'Needs a JWT (Authorization: Bearer) when security.requireAuth is true.',
-  jwt: 'Always needs a JWT from POST /api/v1/auth/login.',
   chat: 'Needs an API key (an enabled api-platform account key or a user key) or a JWT.',
+  self: 'Always needs a JWT from POST /api/v1/auth/login.',
+  user: 'Needs a JWT (Authorization: Bearer) when security.requireAuth is true.',
+  owner: 'Needs the JWT of the owner of what the path names, or of an admin, when security.requireAuth is true.',
+  admin: "Needs an admin's JWT when security.requireAuth is true.",
 };
 
 /** `getAgentsByAgentIdSkillsByName`: method and path, unique per operation. */
@@ -70,7 +74,7 @@ const describeRoute: SwaggerTransform = ({ schema, url, route }) => {
   const tag = TAGS.find((t) => t.match.test(url));
   // Outside the API and the probes is the web UI's fallback: files, not operations.
   if (!tag) return { schema: { ...schema, hide: true }, url };
-  const mode: AuthMode = route.config?.auth ?? (url.startsWith('/api/v1/') ? 'management' : 'public');
+  const mode: Access = route.config?.access ?? 'admin';
   const method = Array.isArray(route.method) ? route.method[0]! : route.method;
   const declared = (schema as { response?: Record<string, unknown> } | undefined)?.response ?? {};
   const success = Object.keys(declared).some((code) => code.startsWith('2')) ? {} : { '2XX': { description: 'success' } };
@@ -135,5 +139,5 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transform: describeRoute,
   });
-  app.get(OPENAPI_PATH, { config: { auth: 'public' }, logLevel: 'warn' }, async () => app.swagger());
+  app.get(OPENAPI_PATH, { config: { access: 'public' }, logLevel: 'warn' }, async () => app.swagger());
 }

@@ -176,7 +176,7 @@ describe('error model', () => {
 
   it('unexpected failure: 500 with the request id, details only in the log', async () => {
     const sub = await buildGateway(runtime);
-    sub.get('/boom', async () => {
+    sub.get('/boom', { config: { access: 'public' } }, async () => {
       throw new Error('secret internal detail');
     });
     const res = await sub.inject({ method: 'GET', url: '/boom', headers: { 'x-request-id': 'req-boom-1' } });

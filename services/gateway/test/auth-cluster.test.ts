@@ -27,7 +27,7 @@ describeWithServers('auth across two replicas', () => {
     for (let i = 0; i < 2; i++) {
       const runtime = await bootstrap({ service: `gw${i}`, mode: 'cluster', argv: [], env, cwd, logDestination: { write: () => {} } });
       const app = await buildGateway(runtime);
-      app.post('/api/v1/test-chat', { config: { auth: 'chat' } }, async (req) => ({ principal: req.principal }));
+      app.post('/api/v1/test-chat', { config: { access: 'chat' } }, async (req) => ({ principal: req.principal }));
       await app.ready();
       replicas.push({ runtime, app });
     }

@@ -45,7 +45,7 @@ export async function startHarness(yaml: string, opts: { db?: DbHandle; env?: Re
     throw err;
   }
   // A stand-in for the chat route (it arrives with chat completions): guarded like it.
-  app.post('/api/v1/test-chat', { config: { auth: 'chat' } }, async (req) => ({ principal: req.principal }));
+  app.post('/api/v1/test-chat', { config: { access: 'chat' } }, async (req) => ({ principal: req.principal }));
   await app.ready();
   runtime.health.markStarted();
   return {

@@ -49,6 +49,7 @@ describeOnBothEngines('cron jobs', (env: () => Env) => {
       disabled: false,
       timezone: 'UTC',
       deliver: null,
+      owner: 'admin',
       nextRunAt: expect.stringMatching(ISO),
       lastRunAt: null,
       lastStatus: null,
@@ -300,6 +301,12 @@ describeOnBothEngines('cron jobs', (env: () => Env) => {
       fileHmac: null,
     });
     const deliver = { platform: 'chat_a', accountId: 'team', chatId: 'room-42' };
+    // Only through an account an admin bound to the agent (bindings are admin-only).
+    const unbound = await req('POST', '/cron', job(agent, { deliver }));
+    expect(unbound.statusCode).toBe(403);
+    expect(unbound.json().error).toMatch(new RegExp(`agent "${agent}" may not send through chat_a account "team": no binding connects them`));
+    const bound = await req('PUT', '/bindings', { bindings: [{ agentId: agent, match: { channel: 'chat_a', accountId: 'team' } }] });
+    expect(bound.statusCode, bound.body).toBe(200);
     const created = await create(job(agent, { deliver }));
     expect(created.deliver).toEqual(deliver);
     expect((await req('GET', `/cron/${created.id}`)).json().deliver).toEqual(deliver);

@@ -17,6 +17,7 @@ import {
   type RunRecord,
 } from '@agentry/db';
 import { enqueueRun, newRunId, submitRun, watchRun, type RunOutcome, type RunWatch } from '@agentry/engine';
+import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
 /** Longest output kept on a `cron_runs` row. */
@@ -82,6 +83,10 @@ export class Firer {
     const watch = await watchRun({ db: this.db, pubsub: this.bus.pubsub }, runId);
     let cronRun: CronRunRecord | undefined;
     try {
+      // Bindings may have changed since the job was written: checked again at every fire.
+      if (job.deliver && !(await agentMaySendThrough(this.db, job.agentId, job.deliver.platform, job.deliver.accountId))) {
+        throw new Error(notBoundMessage(job.agentId, job.deliver.platform, job.deliver.accountId));
+      }
       await submitRun(
         { db: this.db, queue: this.bus.queue },
         {

@@ -18,6 +18,8 @@ export interface CronJobRecord {
   timezone: string;
   disabled: boolean;
   deliver: CronDeliver | null;
+  /** Username of the creator. */
+  owner: string;
   createdAt: Date;
   updatedAt: Date;
   /** The tick of the latest fire. */
@@ -51,6 +53,7 @@ const JOB_COLUMNS = [
   'timezone',
   'disabled',
   'deliver',
+  'owner',
   'created_at',
   'updated_at',
   'last_run_at',
@@ -81,6 +84,7 @@ function toJob(r: Selectable<CronJobsTable>): CronJobRecord {
     timezone: r.timezone,
     disabled: r.disabled,
     deliver: (r.deliver as CronDeliver | null) ?? null,
+    owner: r.owner,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     lastRunAt: r.last_run_at,
@@ -115,6 +119,8 @@ export interface NewCronJob {
   timezone: string;
   disabled: boolean;
   deliver: CronDeliver | null;
+  /** Default `admin`. */
+  owner?: string;
 }
 
 /** Inserts a job; a taken id raises the driver's unique violation (see isUniqueViolation). */
@@ -130,6 +136,7 @@ export async function insertCronJob(db: Db, job: NewCronJob): Promise<CronJobRec
       timezone: job.timezone,
       disabled: job.disabled,
       deliver: deliverJson(job.deliver),
+      ...(job.owner !== undefined ? { owner: job.owner } : {}),
     })
     .returning(JOB_COLUMNS)
     .executeTakeFirstOrThrow();
@@ -142,8 +149,9 @@ export async function getCronJob(db: Db, id: string): Promise<CronJobRecord | un
 }
 
 /** Jobs, oldest first; `agentId` narrows to one agent's, `enabled` to jobs that fire. */
-export async function listCronJobs(db: Db, filter: { agentId?: string; enabled?: boolean } = {}): Promise<CronJobRecord[]> {
+export async function listCronJobs(db: Db, filter: { agentId?: string; enabled?: boolean; owner?: string } = {}): Promise<CronJobRecord[]> {
   let q = db.selectFrom('cron_jobs').select(JOB_COLUMNS);
+  if (filter.owner !== undefined) q = q.where('owner', '=', filter.owner);
   if (filter.agentId !== undefined) q = q.where('agent_id', '=', filter.agentId);
   if (filter.enabled !== undefined) q = q.where('disabled', '=', !filter.enabled);
   const rows = await q.orderBy('created_at').orderBy('id').execute();

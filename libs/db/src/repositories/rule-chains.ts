@@ -12,6 +12,8 @@ export interface RuleChainRow {
   name: string;
   category: string | null;
   dsl: JsonValue;
+  /** Username of the creator (`admin` for file imports). */
+  owner: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -23,6 +25,8 @@ export interface NewRuleChain {
   name: string;
   category: string | null;
   dsl: JsonValue;
+  /** Default `admin`. */
+  owner?: string;
 }
 
 export interface RuleChainFilter {
@@ -32,7 +36,7 @@ export interface RuleChainFilter {
   category?: string;
 }
 
-const COLUMNS = ['id', 'kind', 'agent_id', 'name', 'category', 'dsl', 'created_at', 'updated_at'] as const;
+const COLUMNS = ['id', 'kind', 'agent_id', 'name', 'category', 'dsl', 'owner', 'created_at', 'updated_at'] as const;
 
 type Row = {
   id: string;
@@ -41,6 +45,7 @@ type Row = {
   name: string;
   category: string | null;
   dsl: JsonValue;
+  owner: string;
   created_at: Date;
   updated_at: Date;
 };
@@ -53,6 +58,7 @@ function toRuleChain(row: Row): RuleChainRow {
     name: row.name,
     category: row.category,
     dsl: row.dsl,
+    owner: row.owner,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -77,6 +83,7 @@ export async function insertRuleChain(db: Db, chain: NewRuleChain): Promise<Rule
       name: chain.name,
       category: chain.category,
       dsl: JSON.stringify(chain.dsl),
+      ...(chain.owner !== undefined ? { owner: chain.owner } : {}),
     })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();

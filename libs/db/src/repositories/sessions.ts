@@ -9,6 +9,8 @@ export interface SessionRecord {
   sessionKey: string;
   channel: string;
   scope: string;
+  /** The principal that opened it (`user:<name>`, `api:<account>`); '' for channel and open-mode chats. */
+  owner: string;
   title: string;
   messageCount: number;
   createdAt: Date;
@@ -23,7 +25,7 @@ export interface SessionMessage {
   name?: string | null;
 }
 
-const SESSION_COLUMNS = ['id', 'agent_id', 'session_key', 'channel', 'scope', 'title', 'message_count', 'created_at', 'updated_at'] as const;
+const SESSION_COLUMNS = ['id', 'agent_id', 'session_key', 'channel', 'scope', 'owner', 'title', 'message_count', 'created_at', 'updated_at'] as const;
 
 function toSession(r: {
   id: string;
@@ -31,6 +33,7 @@ function toSession(r: {
   session_key: string;
   channel: string;
   scope: string;
+  owner: string;
   title: string;
   message_count: number;
   created_at: Date;
@@ -42,6 +45,7 @@ function toSession(r: {
     sessionKey: r.session_key,
     channel: r.channel,
     scope: r.scope,
+    owner: r.owner,
     title: r.title,
     messageCount: r.message_count,
     createdAt: r.created_at,
@@ -49,12 +53,15 @@ function toSession(r: {
   };
 }
 
-/** The session of (agent, channel, key), created on first use. */
-export async function ensureSession(db: Db, s: { agentId: string; sessionKey: string; channel?: string; scope?: string }): Promise<SessionRecord> {
+/** The session of (agent, channel, owner, key), created on first use. */
+export async function ensureSession(
+  db: Db,
+  s: { agentId: string; sessionKey: string; channel?: string; scope?: string; owner?: string },
+): Promise<SessionRecord> {
   const row = await db
     .insertInto('sessions')
-    .values({ id: randomUUID(), agent_id: s.agentId, session_key: s.sessionKey, channel: s.channel ?? 'api', scope: s.scope ?? '' })
-    .onConflict((oc) => oc.columns(['agent_id', 'channel', 'session_key']).doUpdateSet({ updated_at: sql<Date>`sessions.updated_at` }))
+    .values({ id: randomUUID(), agent_id: s.agentId, session_key: s.sessionKey, channel: s.channel ?? 'api', scope: s.scope ?? '', owner: s.owner ?? '' })
+    .onConflict((oc) => oc.columns(['agent_id', 'channel', 'owner', 'session_key']).doUpdateSet({ updated_at: sql<Date>`sessions.updated_at` }))
     .returning(SESSION_COLUMNS)
     .executeTakeFirstOrThrow();
   return toSession(row);
@@ -114,10 +121,11 @@ export async function appendMessages(db: Db, sessionId: string, runId: string, m
 
 export async function listSessions(
   db: Db,
-  q: { agentId?: string; page: number; size: number },
+  q: { agentId?: string; owner?: string; page: number; size: number },
 ): Promise<{ data: SessionRecord[]; total: number }> {
   let base = db.selectFrom('sessions');
   if (q.agentId) base = base.where('agent_id', '=', q.agentId);
+  if (q.owner !== undefined) base = base.where('owner', '=', q.owner);
   const [rows, count] = await Promise.all([
     base
       .select(SESSION_COLUMNS)
@@ -150,8 +158,12 @@ export async function listSessionMessages(db: Db, sessionId: string): Promise<Ar
 }
 
 /** Forgets the conversation of every session matching the given fields (omitted fields match any). */
-export async function clearSessions(db: Db, q: { agentId?: string; sessionKey?: string; channel?: string; scope?: string }): Promise<number> {
+export async function clearSessions(
+  db: Db,
+  q: { agentId?: string; sessionKey?: string; channel?: string; scope?: string; owner?: string },
+): Promise<number> {
   let sessions = db.selectFrom('sessions').select('id');
+  if (q.owner !== undefined) sessions = sessions.where('owner', '=', q.owner);
   if (q.agentId) sessions = sessions.where('agent_id', '=', q.agentId);
   if (q.sessionKey) sessions = sessions.where('session_key', '=', q.sessionKey);
   if (q.channel) sessions = sessions.where('channel', '=', q.channel);

@@ -16,7 +16,7 @@ export interface SubmitRunDeps {
 export interface SubmitRunInput {
   agentId: string;
   /** Keeps the conversation in this session (created on first use); none: the request is the whole context. */
-  session?: { key: string; channel: string; scope?: string } | null;
+  session?: { key: string; channel: string; scope?: string; owner?: string } | null;
   /** Who asked: `api`, `cron`, a channel platform. */
   source: string;
   request: RunRequest;
@@ -60,7 +60,13 @@ export async function enqueueRun(queue: RunQueue, runId: string): Promise<void> 
  */
 export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Promise<SubmittedRun> {
   const session = input.session
-    ? await ensureSession(deps.db, { agentId: input.agentId, sessionKey: input.session.key, channel: input.session.channel, scope: input.session.scope })
+    ? await ensureSession(deps.db, {
+        agentId: input.agentId,
+        sessionKey: input.session.key,
+        channel: input.session.channel,
+        scope: input.session.scope,
+        owner: input.session.owner,
+      })
     : null;
   const runId = input.runId ?? newRunId();
   const row = {

@@ -17,6 +17,8 @@ export interface ToolContext {
   config: Record<string, unknown>;
   /** The deployment's largest workspace file (`workspace.max_file_bytes`); a tool's own limit may only be lower. */
   maxFileBytes?: number;
+  /** `security.allowUnsandboxedBash`: whether the bash tool may run with `sandbox: none`. Absent: it may not. */
+  allowUnsandboxedBash?: boolean;
   /**
    * Tells every replica that something it caches changed (the cron tool's edits reach the
    * scheduler at once instead of at its next reconcile). Absent in contexts without a bus.
@@ -26,7 +28,7 @@ export interface ToolContext {
    * Sends a text through a channel account and resolves when the platform accepted it (or
    * rejects with the platform's error). Absent where channels are not wired.
    */
-  sendMessage?: (input: { platform: string; accountId?: string; chatId: string; text: string }) => Promise<{ messageId: string }>;
+  sendMessage?: (input: { agentId: string; platform: string; accountId?: string; chatId: string; text: string }) => Promise<{ messageId: string }>;
 }
 
 /** A tool the model may call. `parameters` is a JSON schema (TypeBox) of the arguments object. */

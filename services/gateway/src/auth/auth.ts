@@ -6,14 +6,29 @@ import { CredentialIndex, type Principal } from './credentials.js';
 import { DEFAULT_ADMIN_PASSWORD, verifyPassword } from './passwords.js';
 import { LoginLimiter } from './login-limit.js';
 import { seedFromConfig } from './seed.js';
+import { assertOwner, isAdmin, type Owned } from './ownership.js';
 import { Tokens } from './tokens.js';
 
-/** How a route is guarded. Management is the default for every `/api/v1` route. */
-export type AuthMode = 'public' | 'management' | 'jwt' | 'chat';
+/**
+ * Who may call a route, declared in every route's `config.access` and checked by one hook on the
+ * route fastify matched (never on the raw URL, which has many spellings):
+ * - `public`: anyone (login, probes, the UI, platform webhooks that verify their own signatures);
+ * - `chat`: an API key (a user's or an api account's) or a JWT; nothing when no key exists and
+ *   `security.requireAuth` is false;
+ * - `self`: a JWT, whatever requireAuth says (the caller's own API key and password);
+ * - `user`: any logged-in user; `owner`: a user who owns the row the path names (`config.owns`),
+ *   or an admin; `admin`: an admin. With requireAuth false these three need nothing and the
+ *   caller acts as an admin (spec: "no authentication is needed").
+ */
+export type Access = 'public' | 'chat' | 'self' | 'user' | 'owner' | 'admin';
+
+export const ACCESS_LEVELS: readonly Access[] = ['public', 'chat', 'self', 'user', 'owner', 'admin'];
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    auth?: AuthMode;
+    access?: Access;
+    /** On `owner` routes: which row the path names (see auth/ownership.ts). */
+    owns?: Owned;
   }
   interface FastifyRequest {
     principal: Principal;
@@ -29,13 +44,6 @@ export interface Auth {
 }
 
 /**
- * Writes that only admins may make when authentication is required: configuration, providers,
- * channels, bindings and global skills. Matched on the route pattern, in one place, so that a
- * new route under these prefixes is guarded without anyone remembering to tag it.
- */
-const ADMIN_WRITE_PREFIXES = ['/api/v1/config', '/api/v1/skills', '/api/v1/channels', '/api/v1/bindings'];
-
-/**
  * Tool and node settings that lift the outbound address policy (SSRF guard). A `user` may write
  * agents and rule chains but not these: otherwise any account could point `http_fetch`,
  * `restApiCall`, an MCP server or a sandboxed `bash` at the metadata address or the cluster's
@@ -47,11 +55,12 @@ const NETWORK_OPENERS = ['allowPrivateNetworks', 'allowHosts', 'allowNetwork'] a
 const MAX_NODES_CHECKED = 200_000;
 
 /**
- * The first key of NETWORK_OPENERS set to something that opens (true, a non-empty list),
- * anywhere in a parsed body; `'too complex'` when the body holds more nodes than are checked,
- * so that an opener cannot hide behind a mass of empty arrays.
+ * What a non-admin body may not hold, anywhere: the first key of NETWORK_OPENERS set to
+ * something that opens (true, a non-empty list), or `'bash'` for a builtin tool entry naming
+ * the bash tool (it runs commands on the worker); `'too complex'` when the body holds more nodes
+ * than are checked, so that neither can hide behind a mass of empty arrays.
  */
-export function findNetworkOpener(body: unknown): string | undefined {
+export function findAdminOnlySetting(body: unknown): string | undefined {
   // Iterative: bodies come from the network and may nest thousands deep.
   const stack: unknown[] = [body];
   for (let seen = 0; stack.length > 0; seen++) {
@@ -67,9 +76,17 @@ export function findNetworkOpener(body: unknown): string | undefined {
       const v = record[key];
       if (v === true || (Array.isArray(v) && v.length > 0) || (typeof v === 'string' && v !== '' && v !== 'false')) return key;
     }
+    if (isBashToolEntry(record)) return 'bash';
     for (const v of Object.values(record)) if (v !== null && typeof v === 'object') stack.push(v);
   }
   return undefined;
+}
+
+/** An agent's `tools[]` entry for the builtin bash tool (`type` defaults to builtin). */
+function isBashToolEntry(record: Record<string, unknown>): boolean {
+  const name = record['name'];
+  const type = record['type'];
+  return typeof name === 'string' && name.trim().toLowerCase() === 'bash' && (type === undefined || type === 'builtin');
 }
 
 const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/;
@@ -131,26 +148,39 @@ async function fromAny(auth: Auth, token: string): Promise<Principal> {
   return principal;
 }
 
-/** The one guard of every `/api/v1` route; `/health`, `/ready`, `/metrics` and the UI are open. */
+/**
+ * Refuses to start with a route that does not say who may call it: a new route cannot slip
+ * past the guard by being forgotten. Must be registered before any route.
+ */
+export function requireAccessDeclarations(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    // @fastify/cors answers preflights on `OPTIONS *`: no credentials come with a preflight.
+    if (route.method === 'OPTIONS' && route.url === '*' && route.config?.access === undefined) route.config = { ...route.config, access: 'public' };
+    const access = route.config?.access;
+    const where = `${String(route.method)} ${route.url}`;
+    if (access === undefined || !ACCESS_LEVELS.includes(access)) {
+      throw new Error(`route ${where} declares no access (config.access: ${ACCESS_LEVELS.join(' | ')})`);
+    }
+    if (access === 'owner' && route.config?.owns === undefined) throw new Error(`owner route ${where} does not say what it owns (config.owns)`);
+  });
+}
+
+const OPEN: Principal = { kind: 'open' };
+const ANONYMOUS: Principal = { kind: 'anonymous' };
+
+/** The one guard of every route, decided on the route fastify matched. */
 export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
   // Starts null on the prototype (fastify forbids shared objects there); set per request below.
   app.decorateRequest('principal', null as never);
   app.addHook('onRequest', async (req) => {
-    req.principal = { kind: 'anonymous' };
-    const path = req.url.split('?')[0] ?? '';
-    if (path !== '/api/v1' && !path.startsWith('/api/v1/')) return;
-    const mode: AuthMode = req.routeOptions.config?.auth ?? 'management';
+    req.principal = ANONYMOUS;
+    // No route matched: the not-found handler answers 404 to everyone, credentials or not.
+    if (req.is404) return;
+    const access = req.routeOptions.config.access;
     const requireAuth = deps.config.current.security.requireAuth;
-    switch (mode) {
+    switch (access) {
       case 'public':
         return;
-      case 'jwt': {
-        const token = bearer(req);
-        if (!token) throw new Errors.UNAUTHORIZED('this route needs a JWT from POST /api/v1/auth/login');
-        if (!JWT_SHAPE.test(token)) throw new Errors.UNAUTHORIZED('this route needs a JWT, not an API key');
-        req.principal = await fromJwt(auth, token);
-        return;
-      }
       case 'chat': {
         const token = bearer(req);
         if (token) {
@@ -160,33 +190,56 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
         if (requireAuth || auth.index.anyKeyConfigured) throw new Errors.UNAUTHORIZED('send an API key as "Authorization: Bearer <key>"');
         return;
       }
-      case 'management': {
-        if (!requireAuth) return;
-        const token = bearer(req);
-        if (!token) throw new Errors.UNAUTHORIZED('log in (POST /api/v1/auth/login) and send the JWT as "Authorization: Bearer <token>"');
-        if (!JWT_SHAPE.test(token)) throw new Errors.UNAUTHORIZED('management routes need a JWT, not an API key');
-        const principal = await fromJwt(auth, token);
-        req.principal = principal;
-        const route = req.routeOptions.url ?? path;
-        const write = req.method !== 'GET' && req.method !== 'HEAD';
-        if (write && principal.kind === 'user' && principal.role !== 'admin' && ADMIN_WRITE_PREFIXES.some((p) => route.startsWith(p))) {
-          throw new Errors.FORBIDDEN(`only an admin may change ${route}`);
+      case 'self':
+        req.principal = await jwtPrincipal(auth, req, 'this route needs a JWT from POST /api/v1/auth/login', 'this route needs a JWT, not an API key');
+        return;
+      case 'user':
+      case 'owner':
+      case 'admin': {
+        if (!requireAuth) {
+          req.principal = OPEN;
+          return;
         }
+        const principal = await jwtPrincipal(
+          auth,
+          req,
+          'log in (POST /api/v1/auth/login) and send the JWT as "Authorization: Bearer <token>"',
+          'management routes need a JWT, not an API key',
+        );
+        req.principal = principal;
+        if (access === 'admin' && !isAdmin(principal)) throw new Errors.FORBIDDEN(`only an admin may ${req.method} ${req.routeOptions.url ?? ''}`);
         return;
       }
+      case undefined:
+        // requireAccessDeclarations makes this unreachable; refusing is the safe answer anyway.
+        throw new Errors.FORBIDDEN('this route declares no access');
       default: {
-        const never: never = mode;
-        throw new Errors.INTERNAL(`unknown auth mode ${String(never)}`);
+        const never: never = access;
+        throw new Errors.INTERNAL(`unknown access ${String(never)}`);
       }
     }
   });
   // The body is parsed by now (it is not at onRequest). Admins and open (no-auth) setups pass.
   app.addHook('preValidation', async (req) => {
     const p = req.principal;
-    if (p.kind !== 'user' || p.role === 'admin' || req.method === 'GET' || req.method === 'HEAD') return;
-    if ((req.routeOptions.config?.auth ?? 'management') !== 'management') return;
-    const key = findNetworkOpener(req.body);
+    if (req.is404 || isAdmin(p) || p.kind !== 'user' || req.method === 'GET' || req.method === 'HEAD') return;
+    const access = req.routeOptions.config.access;
+    if (access !== 'user' && access !== 'owner') return;
+    const key = findAdminOnlySetting(req.body);
     if (key === 'too complex') throw new Errors.FORBIDDEN(`this body nests more than ${MAX_NODES_CHECKED} objects and arrays; only an admin may send one`);
+    if (key === 'bash') throw new Errors.FORBIDDEN('only an admin may give an agent the bash tool: it runs commands on the worker');
     if (key) throw new Errors.FORBIDDEN(`only an admin may set ${key}: it lets tools reach private and loopback addresses`);
   });
+  // After validation, so the path's ids are checked values; one query for the row's owner.
+  app.addHook('preHandler', async (req) => {
+    if (req.is404 || req.routeOptions.config.access !== 'owner') return;
+    await assertOwner(deps.db.db, req.principal, req.routeOptions.config.owns, req.params);
+  });
+}
+
+async function jwtPrincipal(auth: Auth, req: FastifyRequest, missing: string, notJwt: string): Promise<Principal> {
+  const token = bearer(req);
+  if (!token) throw new Errors.UNAUTHORIZED(missing);
+  if (!JWT_SHAPE.test(token)) throw new Errors.UNAUTHORIZED(notJwt);
+  return fromJwt(auth, token);
 }

@@ -9,6 +9,8 @@ export type Principal =
   | { kind: 'user'; username: string; role: Role; via: 'jwt' | 'apiKey' }
   /** `agents`: the agents the account is bound to; absent when it has no binding (it may chat with any). */
   | { kind: 'account'; platform: 'api'; accountId: string; agents?: readonly string[] }
+  /** No credentials on a route that needs none: `security.requireAuth` is false, so the caller acts as an admin. */
+  | { kind: 'open' }
   | { kind: 'anonymous' };
 
 interface UserEntry {

@@ -46,8 +46,8 @@ export function inboundRoutes(app: FastifyInstance, deps: GatewayDeps): void {
       { type: 'string', format: 'binary', description: "the platform's event as it sent it (verified over these bytes); at most 1 MB" },
       ['*/*'],
     );
-    scope.post<{ Params: Params }>(route, { config: { auth: 'public', swaggerTransform: rawEvent }, bodyLimit: MAX_EVENT_BYTES }, handler);
-    scope.get<{ Params: Params }>(route, { config: { auth: 'public' } }, handler);
+    scope.post<{ Params: Params }>(route, { config: { access: 'public', swaggerTransform: rawEvent }, bodyLimit: MAX_EVENT_BYTES }, handler);
+    scope.get<{ Params: Params }>(route, { config: { access: 'public' } }, handler);
   });
 }
 

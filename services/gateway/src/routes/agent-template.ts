@@ -9,7 +9,7 @@ import type { GatewayDeps } from '../deps.js';
  * name, plus the files its workspace is seeded with (`workspaceFiles`, ignored by POST /agents).
  */
 export function agentTemplateRoutes(app: FastifyInstance, deps: GatewayDeps): void {
-  app.get('/agent-template', async () => {
+  app.get('/agent-template', { config: { access: 'user' } }, async () => {
     const dsl = agentTemplate({ defaultProvider: deps.config.current.models.default_provider });
     return { ...dsl, workspaceFiles: defaultWorkspaceFiles(dsl) };
   });

@@ -16,6 +16,7 @@ import {
   type JsonValue,
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
+import { ownerName } from '../auth/ownership.js';
 import { assertValidChain, reloadAnswer, withPathId, type ChainContext } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type Paged } from './common.js';
 
@@ -29,7 +30,7 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
   const api = typed(app);
   const db = () => deps.db.db;
 
-  api.get('/agents', { schema: { querystring: Type.Object(PageQuery) } }, async (req): Promise<Paged<{ ruleChain: { id: string; name: string } }>> => {
+  api.get('/agents', { config: { access: 'user' }, schema: { querystring: Type.Object(PageQuery) } }, async (req): Promise<Paged<{ ruleChain: { id: string; name: string } }>> => {
     const { page, size, limit, offset } = pageOf(req.query);
     const [rows, total] = await Promise.all([
       listRuleChains(db(), { kind: 'agent' }, { limit, offset }),
@@ -38,11 +39,11 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
     return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name } })), total, page, size };
   });
 
-  api.get('/agents/:agentId', { schema: { params: AgentParams } }, async (req) => {
+  api.get('/agents/:agentId', { config: { access: 'user' }, schema: { params: AgentParams } }, async (req) => {
     return (await requireAgent(db(), req.params.agentId)).dsl;
   });
 
-  api.post('/agents', { schema: { body: RuleChainDsl } }, async (req, reply) => {
+  api.post('/agents', { config: { access: 'user' }, schema: { body: RuleChainDsl } }, async (req, reply) => {
     const dsl = req.body;
     assertValidChain(dsl, true);
     const id = dsl.ruleChain.id;
@@ -50,7 +51,15 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
     if (await getRuleChain(db(), id)) throw conflict();
     try {
       await inTransaction(db(), async (trx) => {
-        await insertRuleChain(trx, { id, kind: 'agent', agentId: null, name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
+        await insertRuleChain(trx, {
+          id,
+          kind: 'agent',
+          agentId: null,
+          name: dsl.ruleChain.name,
+          category: chainCategory(dsl),
+          dsl: dsl as JsonValue,
+          owner: ownerName(req.principal),
+        });
         for (const file of defaultWorkspaceFiles(dsl)) {
           await writeWorkspaceFile(trx, id, file.path, Buffer.from(file.content, 'utf8'), 'create');
         }
@@ -63,7 +72,7 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
     return reply.status(201).send(dsl);
   });
 
-  api.put('/agents/:agentId', { schema: { params: AgentParams, body: RuleChainUpdate } }, async (req) => {
+  api.put('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams, body: RuleChainUpdate } }, async (req) => {
     const { agentId } = req.params;
     const dsl = withPathId(req.body, agentId);
     assertValidChain(dsl, true);
@@ -74,13 +83,13 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
     return row.dsl;
   });
 
-  api.delete('/agents/:agentId', { schema: { params: AgentParams } }, async (req) => {
+  api.delete('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams } }, async (req) => {
     const removed = await deleteAgent(deps, req.params.agentId);
     await chains.changed(removed);
     return { success: true };
   });
 
-  api.post('/agents/:agentId/reload', { schema: { params: AgentParams } }, async (req) => {
+  api.post('/agents/:agentId/reload', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams } }, async (req) => {
     const row = await requireAgent(db(), req.params.agentId);
     return reloadAnswer(await chains.reload(row));
   });

@@ -29,7 +29,7 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     return user;
   };
 
-  app.post<{ Body: Static<typeof Login> }>('/auth/login', { config: { auth: 'public' }, schema: { body: Login } }, async (req, reply) => {
+  app.post<{ Body: Static<typeof Login> }>('/auth/login', { config: { access: 'public' }, schema: { body: Login } }, async (req, reply) => {
     const { username, password } = req.body;
     const wait = await auth.login.attempt(req.ip, username);
     if (wait > 0) {
@@ -55,7 +55,7 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
    * still has the documented default password) is told only to the admin: an anonymous caller
    * must not learn, without even a logged failed login, that admin/admin opens the service.
    */
-  app.get('/auth/status', { config: { auth: 'public' } }, async (req) => {
+  app.get('/auth/status', { config: { access: 'public' } }, async (req) => {
     const requireAuth = deps.config.current.security.requireAuth;
     const header = /^Bearer (\S+)$/.exec(req.headers.authorization?.trim() ?? '');
     let user: { username: string; role: string } | null = null;
@@ -70,12 +70,12 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     return { requireAuth, user, defaultPassword };
   });
 
-  app.get('/auth/api-key', { config: { auth: 'jwt' } }, async (req) => {
+  app.get('/auth/api-key', { config: { access: 'self' } }, async (req) => {
     const user = await currentUser(req.principal);
     return { apiKey: user.apiKeySealed ? deps.secrets.open(user.apiKeySealed) : null };
   });
 
-  app.post('/auth/api-key', { config: { auth: 'jwt' } }, async (req) => {
+  app.post('/auth/api-key', { config: { access: 'self' } }, async (req) => {
     const user = await currentUser(req.principal);
     const apiKey = generateApiKey();
     await setApiKey(deps.db.db, user.username, { hash: hashApiKey(apiKey), sealed: deps.secrets.seal(apiKey) });
@@ -86,7 +86,7 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
 
   app.put<{ Body: Static<typeof ChangePassword> }>(
     '/auth/password',
-    { config: { auth: 'jwt' }, schema: { body: ChangePassword } },
+    { config: { access: 'self' }, schema: { body: ChangePassword } },
     async (req) => {
       const user = await currentUser(req.principal);
       if (!(await verifyPassword(req.body.oldPassword, user.passwordHash))) throw new Errors.FORBIDDEN('the old password is wrong');

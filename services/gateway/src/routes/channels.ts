@@ -106,22 +106,22 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     await publishChannelsChange(deps, id);
   };
 
-  api.get('/channels', async () => {
+  api.get('/channels', { config: { access: 'user' } }, async () => {
     const platforms: Record<string, Awaited<ReturnType<typeof platformView>>> = {};
     for (const p of PLATFORMS) platforms[p] = await platformView(deps, p);
     return { platforms };
   });
 
-  api.get('/channels/:platform', { schema: { params: PlatformParams } }, async (req) => platformView(deps, requirePlatform(req.params.platform)));
+  api.get('/channels/:platform', { config: { access: 'user' }, schema: { params: PlatformParams } }, async (req) => platformView(deps, requirePlatform(req.params.platform)));
 
-  api.get('/channels/:platform/accounts/:accountId', { schema: { params: AccountParams } }, async (req) => {
+  api.get('/channels/:platform/accounts/:accountId', { config: { access: 'user' }, schema: { params: AccountParams } }, async (req) => {
     const platform = requirePlatform(req.params.platform);
     const account = await getChannelAccount(db(), platform, req.params.accountId);
     if (!account) throw new Errors.NOT_FOUND(`${platform} account "${req.params.accountId}"`);
     return accountView(account);
   });
 
-  api.post('/channels/:platform/accounts', { schema: { params: PlatformParams, body: CreateBody } }, async (req, reply) => {
+  api.post('/channels/:platform/accounts', { config: { access: 'admin' }, schema: { params: PlatformParams, body: CreateBody } }, async (req, reply) => {
     const platform = requirePlatform(req.params.platform);
     const body = req.body as Record<string, unknown> & { id: string; name?: string; enabled?: boolean; binding?: { agentId: string; match?: BindingRecord['match'] } };
     checkWrittenFields(body);
@@ -160,7 +160,7 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     return reply.status(201).send({ ...accountView(account!), ...(generatedKey ? { apiKey: generatedKey } : {}) });
   });
 
-  api.put('/channels/:platform/accounts/:accountId', { schema: { params: AccountParams, body: UpdateBody } }, async (req) => {
+  api.put('/channels/:platform/accounts/:accountId', { config: { access: 'admin' }, schema: { params: AccountParams, body: UpdateBody } }, async (req) => {
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
     const body = req.body as Record<string, unknown> & { name?: string; enabled?: boolean };
@@ -194,7 +194,7 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     return accountView((await getChannelAccount(db(), platform, id))!);
   });
 
-  api.delete('/channels/:platform/accounts/:accountId', { schema: { params: AccountParams } }, async (req) => {
+  api.delete('/channels/:platform/accounts/:accountId', { config: { access: 'admin' }, schema: { params: AccountParams } }, async (req) => {
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
     const removed = await inTransaction(db(), async (trx) => {
@@ -211,9 +211,9 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     return { success: true };
   });
 
-  api.get('/bindings', async () => ({ bindings: await listBindings(db()) }));
+  api.get('/bindings', { config: { access: 'user' } }, async () => ({ bindings: await listBindings(db()) }));
 
-  api.put('/bindings', { schema: { body: BindingsBody } }, async (req) => {
+  api.put('/bindings', { config: { access: 'admin' }, schema: { body: BindingsBody } }, async (req) => {
     const bindings = req.body.bindings.map((b) => ({ agentId: b.agentId, match: dropUndefined(b.match) }));
     const accounts = await accountKeys(db());
     for (const [i, b] of bindings.entries()) await checkBinding(db(), b, accounts, `bindings[${i}]`);
@@ -256,11 +256,11 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     }
   };
 
-  api.post('/channels/:platform/send', { schema: { params: PlatformParams, body: SendBody } }, async (req) =>
+  api.post('/channels/:platform/send', { config: { access: 'admin' }, schema: { params: PlatformParams, body: SendBody } }, async (req) =>
     send(req.params.platform, req.body.accountId, req.body.chatId, async () => ({ kind: 'text', payload: { text: req.body.message } })),
   );
 
-  api.post('/channels/:platform/send-image', { schema: { params: PlatformParams, body: SendImageBody } }, async (req) => {
+  api.post('/channels/:platform/send-image', { config: { access: 'admin' }, schema: { params: PlatformParams, body: SendImageBody } }, async (req) => {
     const b = req.body;
     return send(req.params.platform, b.accountId, b.chatId, async () => ({
       kind: 'image',
@@ -268,7 +268,7 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     }));
   });
 
-  api.post('/channels/:platform/send-file', { schema: { params: PlatformParams, body: SendFileBody } }, async (req) => {
+  api.post('/channels/:platform/send-file', { config: { access: 'admin' }, schema: { params: PlatformParams, body: SendFileBody } }, async (req) => {
     const b = req.body;
     return send(req.params.platform, b.accountId, b.chatId, async () => ({
       kind: 'file',

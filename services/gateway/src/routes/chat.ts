@@ -8,6 +8,7 @@ import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { EventGapError, RunEventQueue } from '../chat/run-events.js';
 import { RunRelay, storedEnding } from '../chat/run-relay.js';
+import { sessionOwner } from '../auth/ownership.js';
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
 // `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
@@ -99,7 +100,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     return row;
   };
 
-  app.get('/models', { config: { auth: 'chat' } }, async (req) => {
+  app.get('/models', { config: { access: 'chat' } }, async (req) => {
     const principal = req.principal;
     const bound = principal.kind === 'account' ? principal.agents : undefined;
     const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => !bound || bound.includes(a.id));
@@ -109,7 +110,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     };
   });
 
-  app.post<{ Body: ChatBody }>('/chat/completions', { config: { auth: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
+  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
     const body = req.body;
     const request = toRunRequest(body);
     const agent = await requireAgent(body.model);
@@ -137,7 +138,15 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     try {
       const { session } = await submitRun(
         { db: deps.db.db, queue: deps.bus.queue },
-        { agentId: agent.id, session: body.sessionId ? { key: body.sessionId, channel: 'api' } : null, source: 'api', request, runId, beforeEnqueue: subscribed },
+        {
+          agentId: agent.id,
+          // The caller's own conversation: another principal's same sessionId names another session.
+          session: body.sessionId ? { key: body.sessionId, channel: 'api', owner: sessionOwner(principal) } : null,
+          source: 'api',
+          request,
+          runId,
+          beforeEnqueue: subscribed,
+        },
       );
       req.log.info({ runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'run enqueued');
 

@@ -16,11 +16,11 @@ export function configRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return v;
   };
 
-  app.get('/config', view);
+  app.get('/config', { config: { access: 'user' } }, view);
 
   // The patch is checked by LiveConfig.update (its messages name the key), not by fastify: a
   // body schema here would coerce types and word those messages differently.
-  app.put('/config', { config: { swaggerTransform: documentBody(ConfigPatch) } }, async (req) => {
+  app.put('/config', { config: { access: 'admin', swaggerTransform: documentBody(ConfigPatch) } }, async (req) => {
     // The default provider must exist among the database's providers (the file's are seeded there).
     const models = (req.body as { models?: { default_provider?: unknown } } | null)?.models;
     if (models && typeof models === 'object') await assertDefaultProviderExists(deps.db.db, models.default_provider);

@@ -18,6 +18,9 @@ import {
 } from '@agentry/db';
 import { Id, checkSchedule, nextTick } from '@agentry/engine';
 import { PLATFORMS } from '@agentry/runtime';
+import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
+import { isAdmin, ownerName } from '../auth/ownership.js';
+import type { Principal } from '../auth/credentials.js';
 import type { GatewayDeps } from '../deps.js';
 import { PageQuery, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
 
@@ -69,6 +72,8 @@ export interface CronJobView {
   disabled: boolean;
   timezone: string;
   deliver: CronDeliver | null;
+  /** Username of the creator: only they (or an admin) may change the job. */
+  owner: string;
   nextRunAt: string | null;
   lastRunAt: string | null;
   lastStatus: string | null;
@@ -87,6 +92,7 @@ function jobView(job: CronJobRecord): CronJobView {
     disabled: job.disabled,
     timezone: job.timezone,
     deliver: job.deliver,
+    owner: job.owner,
     nextRunAt: next ? iso(next) : null,
     lastRunAt: job.lastRunAt ? iso(job.lastRunAt) : null,
     lastStatus: job.lastStatus,
@@ -145,7 +151,7 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     if (!row || row.kind !== 'agent') throw new Errors.VALIDATION(`target: agent "${target}" does not exist`);
   };
 
-  const checkDeliver = async (deliver: CronDeliver | null | undefined): Promise<void> => {
+  const checkDeliver = async (deliver: CronDeliver | null | undefined, agentId: string): Promise<void> => {
     if (!deliver) return;
     const platforms = PLATFORMS.filter((p) => p !== 'api');
     if (!(platforms as readonly string[]).includes(deliver.platform)) {
@@ -154,6 +160,9 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     const accounts = await listChannelAccounts(db(), deliver.platform);
     if (!accounts.some((a) => a.id === deliver.accountId)) {
       throw new Errors.VALIDATION(`deliver.accountId "${deliver.accountId}" is not a ${deliver.platform} account`);
+    }
+    if (!(await agentMaySendThrough(db(), agentId, deliver.platform, deliver.accountId))) {
+      throw new Errors.FORBIDDEN(notBoundMessage(agentId, deliver.platform, deliver.accountId));
     }
   };
 
@@ -173,10 +182,10 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return result.schedule;
   };
 
-  const create = async (agentId: string, body: CreateBody): Promise<CronJobView> => {
+  const create = async (agentId: string, body: CreateBody, owner: string): Promise<CronJobView> => {
     const timezone = body.timezone ?? 'UTC';
     const schedule = checkedSchedule(body.schedule, timezone);
-    await checkDeliver(body.deliver);
+    await checkDeliver(body.deliver, agentId);
     const job = await noVanishedAgent(agentId, () =>
       insertCronJob(db(), {
         id: randomUUID(),
@@ -187,6 +196,7 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
         timezone,
         disabled: body.disabled ?? false,
         deliver: body.deliver ?? null,
+        owner,
       }),
     );
     await announce(job.id);
@@ -197,7 +207,8 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     if (body.target !== undefined && body.target !== current.agentId) await checkTarget(body.target);
     const timezone = body.timezone ?? current.timezone;
     const schedule = body.schedule !== undefined || body.timezone !== undefined ? checkedSchedule(body.schedule ?? current.schedule, timezone) : undefined;
-    await checkDeliver(body.deliver);
+    // A new target must be allowed the delivery the job keeps, and a new delivery the target.
+    if (body.deliver !== undefined || body.target !== undefined) await checkDeliver(body.deliver === undefined ? current.deliver : body.deliver, body.target ?? current.agentId);
     const job = await noVanishedAgent(body.target ?? current.agentId, () =>
       updateCronJob(db(), current.id, {
         agentId: body.target,
@@ -233,52 +244,55 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return { data: data.map(runView), total, page, size };
   };
 
+  /** A user lists its own jobs; admins every job. */
+  const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: ownerName(p) });
+
   // Global routes.
-  api.get('/cron', { schema: { querystring: Type.Object({ agentId: Type.Optional(Type.String()) }) } }, async (req) => {
-    const jobs = await listCronJobs(db(), req.query.agentId ? { agentId: req.query.agentId } : {});
+  api.get('/cron', { config: { access: 'user' }, schema: { querystring: Type.Object({ agentId: Type.Optional(Type.String()) }) } }, async (req) => {
+    const jobs = await listCronJobs(db(), { ...(req.query.agentId ? { agentId: req.query.agentId } : {}), ...mine(req.principal) });
     return jobs.map(jobView);
   });
 
-  api.get('/cron/:id', { schema: { params: IdParams } }, async (req) => jobView(await requireJob(req.params.id)));
+  api.get('/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams } }, async (req) => jobView(await requireJob(req.params.id)));
 
-  api.post('/cron', { schema: { body: CreateBody } }, async (req, reply) => {
+  api.post('/cron', { config: { access: 'user' }, schema: { body: CreateBody } }, async (req, reply) => {
     await checkTarget(req.body.target);
-    return reply.status(201).send(await create(req.body.target, req.body));
+    return reply.status(201).send(await create(req.body.target, req.body, ownerName(req.principal)));
   });
 
-  api.put('/cron/:id', { schema: { params: IdParams, body: UpdateBody } }, async (req) => update(await requireJob(req.params.id), req.body));
+  api.put('/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams, body: UpdateBody } }, async (req) => update(await requireJob(req.params.id), req.body));
 
-  api.delete('/cron/:id', { schema: { params: IdParams } }, async (req) => remove(await requireJob(req.params.id)));
+  api.delete('/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams } }, async (req) => remove(await requireJob(req.params.id)));
 
-  api.put('/cron/:id/toggle', { schema: { params: IdParams, body: ToggleBody } }, async (req) =>
+  api.put('/cron/:id/toggle', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams, body: ToggleBody } }, async (req) =>
     toggle(await requireJob(req.params.id), req.body.disabled),
   );
 
-  api.get('/cron/:id/runs', { schema: { params: IdParams, querystring: Type.Object(PageQuery) } }, async (req) =>
+  api.get('/cron/:id/runs', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams, querystring: Type.Object(PageQuery) } }, async (req) =>
     runs(await requireJob(req.params.id), req.query),
   );
 
   // Agent-level routes: the agent must exist (404), and only its jobs are visible.
-  api.get('/agents/:agentId/cron', { schema: { params: AgentParams } }, async (req) => {
+  api.get('/agents/:agentId/cron', { config: { access: 'user' }, schema: { params: AgentParams } }, async (req) => {
     await requireAgent(db(), req.params.agentId);
-    return (await listCronJobs(db(), { agentId: req.params.agentId })).map(jobView);
+    return (await listCronJobs(db(), { agentId: req.params.agentId, ...mine(req.principal) })).map(jobView);
   });
 
-  api.post('/agents/:agentId/cron', { schema: { params: AgentParams, body: AgentCreateBody } }, async (req, reply) => {
+  api.post('/agents/:agentId/cron', { config: { access: 'user' }, schema: { params: AgentParams, body: AgentCreateBody } }, async (req, reply) => {
     const { agentId } = req.params;
     await requireAgent(db(), agentId);
     if (req.body.target !== undefined && req.body.target !== agentId) {
       throw new Errors.VALIDATION(`target "${req.body.target}" does not match the agent in the path ("${agentId}")`);
     }
-    return reply.status(201).send(await create(agentId, req.body));
+    return reply.status(201).send(await create(agentId, req.body, ownerName(req.principal)));
   });
 
-  api.get('/agents/:agentId/cron/:id', { schema: { params: AgentIdParams } }, async (req) => {
+  api.get('/agents/:agentId/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams } }, async (req) => {
     await requireAgent(db(), req.params.agentId);
     return jobView(await requireJob(req.params.id, req.params.agentId));
   });
 
-  api.put('/agents/:agentId/cron/:id', { schema: { params: AgentIdParams, body: UpdateBody } }, async (req) => {
+  api.put('/agents/:agentId/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams, body: UpdateBody } }, async (req) => {
     const { agentId, id } = req.params;
     await requireAgent(db(), agentId);
     if (req.body.target !== undefined && req.body.target !== agentId) {
@@ -287,17 +301,17 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return update(await requireJob(id, agentId), req.body);
   });
 
-  api.delete('/agents/:agentId/cron/:id', { schema: { params: AgentIdParams } }, async (req) => {
+  api.delete('/agents/:agentId/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams } }, async (req) => {
     await requireAgent(db(), req.params.agentId);
     return remove(await requireJob(req.params.id, req.params.agentId));
   });
 
-  api.put('/agents/:agentId/cron/:id/toggle', { schema: { params: AgentIdParams, body: ToggleBody } }, async (req) => {
+  api.put('/agents/:agentId/cron/:id/toggle', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams, body: ToggleBody } }, async (req) => {
     await requireAgent(db(), req.params.agentId);
     return toggle(await requireJob(req.params.id, req.params.agentId), req.body.disabled);
   });
 
-  api.get('/agents/:agentId/cron/:id/runs', { schema: { params: AgentIdParams, querystring: Type.Object(PageQuery) } }, async (req) => {
+  api.get('/agents/:agentId/cron/:id/runs', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams, querystring: Type.Object(PageQuery) } }, async (req) => {
     await requireAgent(db(), req.params.agentId);
     return runs(await requireJob(req.params.id, req.params.agentId), req.query);
   });

@@ -77,9 +77,9 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     providers: (await listProviders(db())).map(providerView),
   });
 
-  api.get('/config/models', overview);
+  api.get('/config/models', { config: { access: 'user' } }, overview);
 
-  api.put('/config/models', { schema: { body: QuickSetupBody } }, async (req) => {
+  api.put('/config/models', { config: { access: 'admin' }, schema: { body: QuickSetupBody } }, async (req) => {
     const body = req.body;
     assertProviderFields(body);
     const current = deps.config.current.models.default_provider;
@@ -118,9 +118,9 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return overview();
   });
 
-  api.get('/config/models/providers', async () => (await listProviders(db())).map(providerView));
+  api.get('/config/models/providers', { config: { access: 'user' } }, async () => (await listProviders(db())).map(providerView));
 
-  api.post('/config/models/providers', { schema: { body: CreateBody } }, async (req, reply) => {
+  api.post('/config/models/providers', { config: { access: 'admin' }, schema: { body: CreateBody } }, async (req, reply) => {
     const body = req.body;
     const id = body.id ?? body.name;
     if (id === undefined) throw new Errors.VALIDATION('id: required (or a name usable as id)');
@@ -148,7 +148,7 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return reply.status(201).send(providerView(created));
   });
 
-  api.put('/config/models/providers/:name', { schema: { params: NameParams, body: UpdateBody } }, async (req) => {
+  api.put('/config/models/providers/:name', { config: { access: 'admin' }, schema: { params: NameParams, body: UpdateBody } }, async (req) => {
     const id = req.params.name;
     const body = req.body;
     if (body.id !== undefined && body.id !== id) throw new Errors.VALIDATION(`id "${body.id}" does not match the provider in the path ("${id}")`);
@@ -167,7 +167,7 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return providerView(updated);
   });
 
-  api.put('/config/models/providers/:name/api-key', { schema: { params: NameParams, body: ApiKeyBody } }, async (req) => {
+  api.put('/config/models/providers/:name/api-key', { config: { access: 'admin' }, schema: { params: NameParams, body: ApiKeyBody } }, async (req) => {
     const id = req.params.name;
     const updated = await updateProvider(db(), id, { apiKeySealed: deps.secrets.seal(req.body.apiKey) });
     if (!updated) throw new Errors.NOT_FOUND(`model provider "${id}"`);
@@ -176,7 +176,7 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return { success: true };
   });
 
-  api.delete('/config/models/providers/:name', { schema: { params: NameParams } }, async (req) => {
+  api.delete('/config/models/providers/:name', { config: { access: 'admin' }, schema: { params: NameParams } }, async (req) => {
     const id = req.params.name;
     await requireProvider(db(), id);
     await assertProviderUnused(deps, id);
@@ -188,7 +188,7 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   // Test connection (for the web UI): lists the provider's models, or makes a one-token call when
   // it has no model list. Always 200 with {ok, latencyMs, error?}: a failing provider is an answer.
-  api.post('/config/models/providers/:name/test', { schema: { params: NameParams } }, async (req) => {
+  api.post('/config/models/providers/:name/test', { config: { access: 'admin' }, schema: { params: NameParams } }, async (req) => {
     const provider = await requireProvider(db(), req.params.name);
     const apiKey = provider.apiKeySealed ? deps.secrets.open(provider.apiKeySealed) : null;
     const result = await testProvider(provider, apiKey);
@@ -196,7 +196,7 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return result;
   });
 
-  api.post('/config/models/reload', async () => {
+  api.post('/config/models/reload', { config: { access: 'admin' } }, async () => {
     const imported = await seedProviders({ db: db(), secrets: deps.secrets, config: deps.config.current, logger: deps.logger }, { force: true });
     await publishProviderChange(deps);
     const n = imported.length;

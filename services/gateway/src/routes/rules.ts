@@ -14,6 +14,7 @@ import {
   type RuleChainRow,
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
+import { ownerName } from '../auth/ownership.js';
 import { deleteAgent } from './agents.js';
 import { assertValidChain, reloadAnswer, storedChain, withPathId, type ChainContext } from './chain-support.js';
 import { requireAgent, typed } from './common.js';
@@ -61,12 +62,13 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
     return loaded === undefined ? items : items.filter((i) => i.loaded === loaded);
   }
 
-  async function create(body: RuleChainDsl, agentId: string | null): Promise<RuleChainRow> {
+  /** `owner`: the creator of a global chain; an agent-level rule belongs to its agent's owner. */
+  async function create(body: RuleChainDsl, agentId: string | null, owner: string): Promise<RuleChainRow> {
     assertValidChain(body, false);
     const id = body.ruleChain.id;
     if (await getRuleChain(db(), id)) throw new Errors.CONFLICT(`rule chain "${id}"`);
     try {
-      const row = await insertRuleChain(db(), { id, kind: 'rule', agentId, name: body.ruleChain.name, category: chainCategory(body), dsl: body as JsonValue });
+      const row = await insertRuleChain(db(), { id, kind: 'rule', agentId, name: body.ruleChain.name, category: chainCategory(body), dsl: body as JsonValue, owner });
       await chains.changed([id]);
       return row;
     } catch (err) {
@@ -108,57 +110,57 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
   }
 
   // Global routes: every chain.
-  api.get('/rules', { schema: { querystring: Type.Object({ agentId: Type.Optional(Id), ...RuleFilters }) } }, async (req) => {
+  api.get('/rules', { config: { access: 'user' }, schema: { querystring: Type.Object({ agentId: Type.Optional(Id), ...RuleFilters }) } }, async (req) => {
     const { agentId, category, loaded } = req.query;
     return list({ agentId, category }, loaded);
   });
 
-  api.get('/rules/:id', { schema: { params: RuleParams } }, async (req) => (await requireChain(req.params.id)).dsl);
+  api.get('/rules/:id', { config: { access: 'user' }, schema: { params: RuleParams } }, async (req) => (await requireChain(req.params.id)).dsl);
 
-  api.post('/rules', { schema: { body: RuleChainDsl } }, async (req, reply) => {
-    const row = await create(req.body, null);
+  api.post('/rules', { config: { access: 'user' }, schema: { body: RuleChainDsl } }, async (req, reply) => {
+    const row = await create(req.body, null, ownerName(req.principal));
     return reply.status(201).send(row.dsl);
   });
 
-  api.put('/rules/:id', { schema: { params: RuleParams, body: RuleChainUpdate } }, async (req) => {
+  api.put('/rules/:id', { config: { access: 'owner', owns: 'chain' }, schema: { params: RuleParams, body: RuleChainUpdate } }, async (req) => {
     return update(await requireChain(req.params.id), req.body);
   });
 
-  api.delete('/rules/:id', { schema: { params: RuleParams } }, async (req) => remove(await requireChain(req.params.id)));
+  api.delete('/rules/:id', { config: { access: 'owner', owns: 'chain' }, schema: { params: RuleParams } }, async (req) => remove(await requireChain(req.params.id)));
 
-  api.post('/rules/:id/reload', { schema: { params: RuleParams } }, async (req) => {
+  api.post('/rules/:id/reload', { config: { access: 'owner', owns: 'chain' }, schema: { params: RuleParams } }, async (req) => {
     return reloadAnswer(await chains.reload(await requireChain(req.params.id)));
   });
 
   // Agent-level routes: only the rules of that agent.
   api.get(
     '/agents/:agentId/rules',
-    { schema: { params: Type.Object({ agentId: Id }), querystring: Type.Object(RuleFilters) } },
+    { config: { access: 'user' }, schema: { params: Type.Object({ agentId: Id }), querystring: Type.Object(RuleFilters) } },
     async (req) => {
       await requireAgent(db(), req.params.agentId);
       return list({ agentId: req.params.agentId, category: req.query.category }, req.query.loaded);
     },
   );
 
-  api.post('/agents/:agentId/rules', { schema: { params: Type.Object({ agentId: Id }), body: RuleChainDsl } }, async (req, reply) => {
-    await requireAgent(db(), req.params.agentId);
-    const row = await create(req.body, req.params.agentId);
+  api.post('/agents/:agentId/rules', { config: { access: 'owner', owns: 'agent' }, schema: { params: Type.Object({ agentId: Id }), body: RuleChainDsl } }, async (req, reply) => {
+    const agent = await requireAgent(db(), req.params.agentId);
+    const row = await create(req.body, req.params.agentId, agent.owner);
     return reply.status(201).send(row.dsl);
   });
 
-  api.get('/agents/:agentId/rules/:id', { schema: { params: AgentRuleParams } }, async (req) => {
+  api.get('/agents/:agentId/rules/:id', { config: { access: 'user' }, schema: { params: AgentRuleParams } }, async (req) => {
     return (await requireAgentRule(req.params.agentId, req.params.id)).dsl;
   });
 
-  api.put('/agents/:agentId/rules/:id', { schema: { params: AgentRuleParams, body: RuleChainUpdate } }, async (req) => {
+  api.put('/agents/:agentId/rules/:id', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentRuleParams, body: RuleChainUpdate } }, async (req) => {
     return update(await requireAgentRule(req.params.agentId, req.params.id), req.body);
   });
 
-  api.delete('/agents/:agentId/rules/:id', { schema: { params: AgentRuleParams } }, async (req) => {
+  api.delete('/agents/:agentId/rules/:id', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentRuleParams } }, async (req) => {
     return remove(await requireAgentRule(req.params.agentId, req.params.id));
   });
 
-  api.post('/agents/:agentId/rules/:id/reload', { schema: { params: AgentRuleParams } }, async (req) => {
+  api.post('/agents/:agentId/rules/:id/reload', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentRuleParams } }, async (req) => {
     return reloadAnswer(await chains.reload(await requireAgentRule(req.params.agentId, req.params.id)));
   });
 }

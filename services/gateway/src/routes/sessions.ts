@@ -3,6 +3,7 @@ import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { clearSessions, getSession, listSessionMessages, listSessions } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
+import { visibleSessionOwner } from '../auth/ownership.js';
 import { PageQuery, iso, pageOf, typed } from './common.js';
 
 const ClearBody = Type.Object(
@@ -15,18 +16,27 @@ const ClearBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** Conversations: clear (spec), and list/read for the UI and CLI. */
+/**
+ * Conversations: clear (spec), and list/read for the UI and CLI. A user sees and clears only
+ * the sessions it opened; admins (and open mode) all of them, narrowed with `owner`.
+ */
 export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
 
-  api.post('/sessions/clear', { schema: { body: ClearBody } }, async (req) => {
-    const n = await clearSessions(deps.db.db, req.body ?? {});
+  api.post('/sessions/clear', { config: { access: 'user' }, schema: { body: ClearBody } }, async (req) => {
+    const mine = visibleSessionOwner(req.principal);
+    const n = await clearSessions(deps.db.db, { ...(req.body ?? {}), ...(mine !== undefined ? { owner: mine } : {}) });
     return { success: true, message: n === 1 ? 'cleared 1 session' : `cleared ${n} sessions` };
   });
 
-  api.get('/sessions', { schema: { querystring: Type.Object({ agentId: Type.Optional(Type.String()), ...PageQuery }) } }, async (req) => {
+  api.get('/sessions', { config: { access: 'user' }, schema: { querystring: Type.Object({
+          agentId: Type.Optional(Type.String()),
+          owner: Type.Optional(Type.String({ description: 'admins: only sessions of this principal (`user:<name>`, `api:<account>`, or empty for channels)' })),
+          ...PageQuery,
+        }) } }, async (req) => {
     const { page, size } = pageOf(req.query);
-    const { data, total } = await listSessions(deps.db.db, { agentId: req.query.agentId, page, size });
+    const owner = visibleSessionOwner(req.principal) ?? req.query.owner;
+    const { data, total } = await listSessions(deps.db.db, { agentId: req.query.agentId, owner, page, size });
     return {
       data: data.map((s) => ({
         id: s.id,
@@ -34,6 +44,7 @@ export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
         sessionKey: s.sessionKey,
         channel: s.channel,
         scope: s.scope,
+        owner: s.owner,
         title: s.title,
         messageCount: s.messageCount,
         createdAt: iso(s.createdAt),
@@ -45,9 +56,11 @@ export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     };
   });
 
-  api.get('/sessions/:id/messages', { schema: { params: Type.Object({ id: Type.String() }) } }, async (req) => {
+  api.get('/sessions/:id/messages', { config: { access: 'user' }, schema: { params: Type.Object({ id: Type.String() }) } }, async (req) => {
     const session = await getSession(deps.db.db, req.params.id);
-    if (!session) throw new Errors.NOT_FOUND(`session "${req.params.id}"`);
+    const mine = visibleSessionOwner(req.principal);
+    // Another principal's session answers as a missing one: its id tells nothing.
+    if (!session || (mine !== undefined && session.owner !== mine)) throw new Errors.NOT_FOUND(`session "${req.params.id}"`);
     const messages = await listSessionMessages(deps.db.db, session.id);
     return messages.map((m) => ({
       role: m.role,

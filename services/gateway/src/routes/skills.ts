@@ -184,30 +184,30 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const AgentParams = Type.Object({ agentId: Id });
   const AgentSkillParams = Type.Object({ agentId: Id, name: SkillName });
 
-  api.get('/agents/:agentId/skills', { schema: { params: AgentParams, querystring: Type.Object(PageQuery) } }, async (req) => {
+  api.get('/agents/:agentId/skills', { config: { access: 'user' }, schema: { params: AgentParams, querystring: Type.Object(PageQuery) } }, async (req) => {
     await requireAgent(db(), req.params.agentId);
     return page({ scope: 'local', agentId: req.params.agentId }, req.query);
   });
 
-  api.get('/agents/:agentId/skills/:name', { schema: { params: AgentSkillParams } }, async (req) => {
+  api.get('/agents/:agentId/skills/:name', { config: { access: 'user' }, schema: { params: AgentSkillParams } }, async (req) => {
     await requireAgent(db(), req.params.agentId);
     return view(await required({ scope: 'local', agentId: req.params.agentId, name: req.params.name }));
   });
 
-  api.post('/agents/:agentId/skills', { schema: { params: AgentParams, body: Type.Object(NewSkill) } }, async (req, reply) => {
+  api.post('/agents/:agentId/skills', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams, body: Type.Object(NewSkill) } }, async (req, reply) => {
     const skill = await create({ scope: 'local', agentId: req.params.agentId, name: req.body.name }, req.body);
     return reply.status(201).send(skill);
   });
 
-  api.put('/agents/:agentId/skills/:name', { schema: { params: AgentSkillParams, body: Type.Object(SkillFields) } }, async (req) => {
+  api.put('/agents/:agentId/skills/:name', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentSkillParams, body: Type.Object(SkillFields) } }, async (req) => {
     return update({ scope: 'local', agentId: req.params.agentId, name: req.params.name }, req.body);
   });
 
-  api.delete('/agents/:agentId/skills/:name', { schema: { params: AgentSkillParams } }, async (req) => {
+  api.delete('/agents/:agentId/skills/:name', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentSkillParams } }, async (req) => {
     return remove({ scope: 'local', agentId: req.params.agentId, name: req.params.name });
   });
 
-  api.post('/agents/:agentId/skills/upload', { schema: { params: AgentParams }, config: { swaggerTransform: AgentUploadDoc } }, async (req) => {
+  api.post('/agents/:agentId/skills/upload', { config: { access: 'owner', owns: 'agent', swaggerTransform: AgentUploadDoc }, schema: { params: AgentParams } }, async (req) => {
     const { agentId } = req.params;
     return upload(req, async () => {
       await requireAgent(db(), agentId);
@@ -219,7 +219,7 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   api.get(
     '/skills',
     {
-      schema: {
+      config: { access: 'user' }, schema: {
         querystring: Type.Object({
           ...PageQuery,
           scope: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('global'), Type.Literal('local')])),
@@ -232,7 +232,7 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   api.get(
     '/skills/:name',
-    { schema: { params: Type.Object({ name: SkillName }), querystring: Type.Object(Selector) } },
+    { config: { access: 'user' }, schema: { params: Type.Object({ name: SkillName }), querystring: Type.Object(Selector) } },
     async (req) => {
       const { name } = req.params;
       const { scope, agentId } = req.query;
@@ -245,24 +245,24 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     },
   );
 
-  api.post('/skills', { schema: { body: Type.Object({ ...NewSkill, ...Selector }) } }, async (req, reply) => {
+  api.post('/skills', { config: { access: 'admin' }, schema: { body: Type.Object({ ...NewSkill, ...Selector }) } }, async (req, reply) => {
     const skill = await create(selectKey(req.body.name, req.body.scope, req.body.agentId), req.body);
     return reply.status(201).send(skill);
   });
 
   api.put(
     '/skills/:name',
-    { schema: { params: Type.Object({ name: SkillName }), body: Type.Object({ ...SkillFields, ...Selector }) } },
+    { config: { access: 'admin' }, schema: { params: Type.Object({ name: SkillName }), body: Type.Object({ ...SkillFields, ...Selector }) } },
     async (req) => update(selectKey(req.params.name, req.body.scope, req.body.agentId), req.body),
   );
 
   api.delete(
     '/skills/:name',
-    { schema: { params: Type.Object({ name: SkillName }), querystring: Type.Object(Selector) } },
+    { config: { access: 'admin' }, schema: { params: Type.Object({ name: SkillName }), querystring: Type.Object(Selector) } },
     async (req) => remove(selectKey(req.params.name, req.query.scope, req.query.agentId)),
   );
 
-  api.post('/skills/upload', { config: { swaggerTransform: UploadDoc } }, async (req) => {
+  api.post('/skills/upload', { config: { access: 'admin', swaggerTransform: UploadDoc } }, async (req) => {
     return upload(req, async (fields) => {
       const scope = fields.scope ?? 'global';
       if (scope !== 'global' && scope !== 'local') throw new Errors.VALIDATION('scope must be global or local');
@@ -279,7 +279,7 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   api.post(
     '/skills/copy',
     {
-      schema: {
+      config: { access: 'admin' }, schema: {
         body: Type.Object({
           name: SkillName,
           targetScope: Scope,

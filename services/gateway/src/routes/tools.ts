@@ -11,6 +11,6 @@ import type { GatewayDeps } from '../deps.js';
 export function toolRoutes(app: FastifyInstance, _deps: GatewayDeps): void {
   const forms = toolForms();
   const list = toolList();
-  app.get('/tools', async () => list);
-  app.get('/tools/forms', async () => forms);
+  app.get('/tools', { config: { access: 'user' } }, async () => list);
+  app.get('/tools/forms', { config: { access: 'user' } }, async () => forms);
 }

@@ -110,7 +110,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return path;
   }
 
-  api.get('/agents/:agentId/workspace/entries', { schema: { params: Params, querystring: PathQuery } }, async (req) => {
+  api.get('/agents/:agentId/workspace/entries', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req) => {
     const { agentId } = req.params;
     const dir = normaliseWorkspacePath(req.query.path);
     await requireAgent(db(), agentId);
@@ -122,7 +122,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return (await listWorkspaceDir(db(), agentId, dir)).map(listed);
   });
 
-  api.get('/agents/:agentId/workspace/file', { schema: { params: Params, querystring: PathQuery } }, async (req) => {
+  api.get('/agents/:agentId/workspace/file', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req) => {
     const { agentId } = req.params;
     const path = entryPath(req.query.path, 'reading a file');
     await requireAgent(db(), agentId);
@@ -135,7 +135,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   api.put(
     '/agents/:agentId/workspace/file',
-    { schema: { params: Params, querystring: PathQuery, body: Type.Object(FileBody) } },
+    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery, body: Type.Object(FileBody) } },
     async (req) => {
       const { agentId } = req.params;
       const path = entryPath(req.query.path, 'writing a file');
@@ -148,7 +148,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   api.post(
     '/agents/:agentId/workspace/files',
-    { schema: { params: Params, body: Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }), ...FileBody }) } },
+    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, body: Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }), ...FileBody }) } },
     async (req, reply) => {
       const { agentId } = req.params;
       const path = entryPath(req.body.path, 'creating a file');
@@ -162,7 +162,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   api.post(
     '/agents/:agentId/workspace/dirs',
-    { schema: { params: Params, body: Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }) }) } },
+    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, body: Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }) }) } },
     async (req, reply) => {
       const { agentId } = req.params;
       const path = entryPath(req.body.path, 'creating a directory');
@@ -171,7 +171,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     },
   );
 
-  api.delete('/agents/:agentId/workspace/entry', { schema: { params: Params, querystring: PathQuery } }, async (req) => {
+  api.delete('/agents/:agentId/workspace/entry', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req) => {
     const { agentId } = req.params;
     const path = entryPath(req.query.path, 'deleting');
     await requireAgent(db(), agentId);
@@ -181,7 +181,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   api.patch(
     '/agents/:agentId/workspace/rename',
-    { schema: { params: Params, querystring: PathQuery, body: Type.Object({ newName: Type.String({ minLength: 1, maxLength: 4096 }) }) } },
+    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery, body: Type.Object({ newName: Type.String({ minLength: 1, maxLength: 4096 }) }) } },
     async (req) => {
       const { agentId } = req.params;
       const from = entryPath(req.query.path, 'renaming');
@@ -194,7 +194,7 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     },
   );
 
-  api.get('/agents/:agentId/workspace/download', { schema: { params: Params, querystring: PathQuery } }, async (req, reply) => {
+  api.get('/agents/:agentId/workspace/download', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req, reply) => {
     const { agentId } = req.params;
     const path = entryPath(req.query.path, 'downloading');
     await requireAgent(db(), agentId);

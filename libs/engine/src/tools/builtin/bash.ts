@@ -201,7 +201,13 @@ let warnedUnsandboxed = false;
 async function commandLine(command: string, root: string, cfg: Config, ctx: ToolContext): Promise<{ file: string; args: string[]; sandboxed: boolean }> {
   const plain = { file: 'bash', args: ['-c', command], sandboxed: false };
   const mode = cfg.sandbox ?? 'auto';
-  if (mode === 'none') return plain;
+  if (mode === 'none') {
+    // A user-role author could otherwise run commands as the service, read its key and forge an admin.
+    if (ctx.allowUnsandboxedBash !== true) {
+      throw new ToolError('bash: sandbox: none is not allowed on this server (an operator may allow it with security.allowUnsandboxedBash: true)');
+    }
+    return plain;
+  }
   const why = await bwrapUnavailable();
   if (why === undefined) return { file: 'bwrap', args: [...bwrapArgs(root, { allowNetwork: cfg.allowNetwork }), 'bash', '-c', command], sandboxed: true };
   if (mode === 'bwrap') throw new ToolError(`bash: the sandbox is required (sandbox: bwrap) but ${why}`);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Type, { type Static } from 'typebox';
-import { getCronJob, insertCronJob, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
+import { getCronJob, getRuleChain, insertCronJob, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
 import { checkSchedule, nextTick } from '../../runs/schedule.js';
 import { ToolError, type ToolContext } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
@@ -114,6 +114,8 @@ export const cronTool: BuiltinTool = {
       if (existing.length >= maxJobs) {
         throw new ToolError(`cron: you already have ${existing.length} jobs (the limit is ${maxJobs}); disable or ask an operator to remove one`);
       }
+      // The job is the agent's doing: it belongs to whoever owns the agent.
+      const owner = (await dbCall(() => getRuleChain(ctx.db, ctx.agentId)))?.owner;
       const job = await dbCall(() =>
         insertCronJob(ctx.db, {
           id: randomUUID(),
@@ -124,6 +126,7 @@ export const cronTool: BuiltinTool = {
           timezone,
           disabled: false,
           deliver: null,
+          ...(owner !== undefined ? { owner } : {}),
         }),
       );
       ctx.logger.info({ cronJobId: job.id, schedule: job.schedule }, 'cron tool created a job');

@@ -41,6 +41,7 @@ export const sendMessageTool: BuiltinTool = {
     if (!ctx.sendMessage) throw new ToolError('send_message: channels are not available in this process');
     try {
       const sent = await ctx.sendMessage({
+        agentId: ctx.agentId,
         platform: args.platform,
         chatId: args.chatId,
         text: args.message,
