@@ -8,6 +8,7 @@ import * as cron from './20261122T050000_cron.js';
 import * as channels from './20261122T060000_channels.js';
 import * as runsUnfinished from './20261123T000000_runs_unfinished.js';
 import * as retention from './20261124T000000_retention.js';
+import * as usersDisabled from './20261125T010000_users_disabled.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '20261122T060000_channels': channels,
   '20261123T000000_runs_unfinished': runsUnfinished,
   '20261124T000000_retention': retention,
+  '20261125T010000_users_disabled': usersDisabled,
 };

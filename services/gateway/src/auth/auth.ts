@@ -14,6 +14,8 @@ export type AuthMode = 'public' | 'management' | 'jwt' | 'chat';
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: AuthMode;
+    /** Who may call the route; only `admin` is enforced here so far (the route-decided guard replaces this hook). */
+    access?: 'public' | 'chat' | 'user' | 'owner' | 'admin';
   }
   interface FastifyRequest {
     principal: Principal;
@@ -168,6 +170,9 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
         const principal = await fromJwt(auth, token);
         req.principal = principal;
         const route = req.routeOptions.url ?? path;
+        if (req.routeOptions.config?.access === 'admin' && principal.kind === 'user' && principal.role !== 'admin') {
+          throw new Errors.FORBIDDEN(`only an admin may use ${req.method} ${route}`);
+        }
         const write = req.method !== 'GET' && req.method !== 'HEAD';
         if (write && principal.kind === 'user' && principal.role !== 'admin' && ADMIN_WRITE_PREFIXES.some((p) => route.startsWith(p))) {
           throw new Errors.FORBIDDEN(`only an admin may change ${route}`);
