@@ -236,14 +236,20 @@ describe('responses', () => {
 describe('across a restart with the same database', () => {
   it('keeps API-created users, and the API role and disable of a seeded user whose file entry changed', async () => {
     expect((await call('PUT', '/users/bob', admin, { role: 'admin', disabled: true })).statusCode).toBe(200);
-    const next = await startHarness(yaml('b0b-new-password'), { db });
+    const newKey = 'sk-bob-new-file-key-0123456789abcdef';
+    const next = await startHarness(yaml(`b0b-new-password:${newKey}`), { db });
     try {
       const token = await login(next.app, 'admin', ADMIN_PASSWORD);
       const users = (await next.app.inject({ method: 'GET', url: '/api/v1/users', headers: bearer(token) })).json().users as Array<{ username: string }>;
       expect(users.find((u) => u.username === 'carol')).toMatchObject({ source: 'api', role: 'user' });
-      expect(users.find((u) => u.username === 'bob')).toMatchObject({ source: 'file', role: 'admin', disabled: true, hasApiKey: false });
+      expect(users.find((u) => u.username === 'bob')).toMatchObject({ source: 'file', role: 'admin', disabled: true, hasApiKey: true });
       const bob = await next.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'bob', password: 'b0b-new-password' } });
       expect(bob.statusCode).toBe(403);
+      // The file gave the disabled user a key again: it stays refused until an admin enables bob.
+      const chat = () => next.app.inject({ method: 'POST', url: '/api/v1/test-chat', headers: bearer(newKey), payload: {} });
+      expect((await chat()).statusCode).toBe(401);
+      await next.app.inject({ method: 'PUT', url: '/api/v1/users/bob', headers: bearer(token), payload: { disabled: false } });
+      expect((await chat()).statusCode).toBe(200);
     } finally {
       await next.close();
     }
