@@ -126,15 +126,15 @@ export async function setApiKey(db: Db, username: string, apiKey: { hash: string
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** A user created through the API; false when the name is taken. */
-export async function insertUser(db: Db, user: { username: string; passwordHash: string; role: Role }): Promise<boolean> {
-  const rows = await db
+/** A user created through the API; undefined when the name is taken. */
+export async function insertUser(db: Db, user: { username: string; passwordHash: string; role: Role }): Promise<UserRecord | undefined> {
+  const row = await db
     .insertInto('users')
     .values({ username: user.username, password_hash: user.passwordHash, role: user.role })
     .onConflict((oc) => oc.column('username').doNothing())
-    .returning('username')
-    .execute();
-  return rows.length > 0;
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  return row && toRecord(row);
 }
 
 export interface UserChange {

@@ -96,13 +96,12 @@ export function userRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     }
     const role = checkRole(req.body.role)!;
     checkPassword(password);
-    if (!(await insertUser(db(), { username, passwordHash: await hashPassword(password), role }))) {
-      throw new Errors.CONFLICT(`user "${username}"`);
-    }
+    const created = await insertUser(db(), { username, passwordHash: await hashPassword(password), role });
+    if (!created) throw new Errors.CONFLICT(`user "${username}"`);
     await announce();
     req.log.info({ username, role }, 'user created');
     reply.status(201);
-    return userView((await getUser(db(), username))!);
+    return userView(created);
   });
 
   api.put('/users/:name', { config: admin, schema: { params: NameParams, body: UpdateBody } }, async (req) => {
