@@ -26,6 +26,9 @@ import type {
   SkillUploadResult,
   Success,
   ToolInfo,
+  User,
+  UserChange,
+  UserRole,
   WorkspaceEntry,
   WorkspaceFile,
   WorkspaceWritten,
@@ -91,6 +94,14 @@ export class AgentryClient {
     regenerateApiKey: () => this.http.request<{ apiKey: string }>('POST', '/auth/api-key', { purpose: 'account' }),
     changePassword: (oldPassword: string, newPassword: string) =>
       this.http.request<PasswordChanged>('PUT', '/auth/password', { purpose: 'account', json: { oldPassword, newPassword } }),
+  };
+
+  /** Admin user management (admins only when authentication is required). */
+  readonly users = {
+    list: async () => (await this.http.request<{ users: User[] }>('GET', '/users')).users,
+    create: (user: { username: string; password: string; role: UserRole }) => this.http.request<User>('POST', '/users', { json: user }),
+    update: (username: string, change: UserChange) => this.http.request<User>('PUT', `/users/${seg(username)}`, { json: change }),
+    delete: (username: string) => this.http.request<Success>('DELETE', `/users/${seg(username)}`),
   };
 
   readonly agents = {

@@ -207,6 +207,28 @@ export interface LoginResult {
   expireAt: string;
 }
 
+export type UserRole = 'admin' | 'user';
+
+/** A user as an admin sees it (`GET /users`): never a password hash or a key. */
+export interface User {
+  username: string;
+  role: UserRole;
+  disabled: boolean;
+  hasApiKey: boolean;
+  /** `file`: seeded from `security.users` of the configuration file; `api`: created through the API. */
+  source: 'file' | 'api';
+  /** ISO 8601. */
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What an admin may change of a user; a new password or a disable revokes the user's tokens. */
+export interface UserChange {
+  role?: UserRole;
+  disabled?: boolean;
+  password?: string;
+}
+
 export interface PasswordChanged extends LoginResult {
   success: boolean;
   message: string;

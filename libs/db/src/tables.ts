@@ -47,6 +47,7 @@ export interface UsersTable {
   api_key_sealed: string | null;
   token_version: ColumnType<number, number | undefined, number>;
   file_hmac: string | null;
+  disabled: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
 }

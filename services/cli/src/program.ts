@@ -10,6 +10,7 @@ import { ruleCommands } from './commands/rules.js';
 import { sessionCommands } from './commands/sessions.js';
 import { skillCommands } from './commands/skills.js';
 import { workspaceCommands } from './commands/workspace.js';
+import { userCommands } from './commands/users.js';
 import { examples, type Cli } from './command-kit.js';
 import { Context, type GlobalOptions } from './context.js';
 import { describeSource } from './credentials.js';
@@ -57,6 +58,7 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
   sessionCommands(program, cli);
   configCommands(program, cli);
   accountCommands(program, cli);
+  userCommands(program, cli);
 
   examples(
     program,

@@ -10,6 +10,7 @@ import { seedProvidersAtStart } from './providers/seed.js';
 import type { GatewayDeps } from './deps.js';
 import { createAuth, registerAuthHook, requireAccessDeclarations } from './auth/auth.js';
 import { authRoutes } from './routes/auth.js';
+import { userRoutes } from './routes/users.js';
 import { chatRoutes } from './routes/chat.js';
 import { sessionRoutes } from './routes/sessions.js';
 import multipart from '@fastify/multipart';
@@ -111,6 +112,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
   await app.register(
     async (api) => {
       authRoutes(api, deps, auth);
+      userRoutes(api, deps, auth);
       configRoutes(api, deps);
       modelRoutes(api, deps);
       chatRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });

@@ -26,6 +26,7 @@ const TAGS: Array<{ name: string; description: string; match: RegExp }> = [
   { name: 'probes', description: 'liveness, readiness and metrics (no prefix, no authentication)', match: /^\/(health|ready|metrics)$/ },
   { name: 'meta', description: 'this document', match: /^\/api\/v1\/openapi\.json$/ },
   { name: 'auth', description: 'login, API keys, passwords', match: /^\/api\/v1\/auth\// },
+  { name: 'users', description: 'user management (admins only)', match: /^\/api\/v1\/users(\/|$)/ },
   { name: 'chat', description: 'OpenAI-compatible chat completions; `model` is the agent id', match: /^\/api\/v1\/(chat\/completions|models)$/ },
   { name: 'models', description: 'model providers', match: /^\/api\/v1\/config\/models/ },
   { name: 'config', description: 'server configuration (secrets hidden)', match: /^\/api\/v1\/config$/ },

@@ -59,4 +59,21 @@ describeWithServers('auth across two replicas', () => {
     const token = await login(replicas[0]!.app, 'admin', 'admin-password');
     expect((await replicas[1]!.app.inject({ method: 'GET', url: '/api/v1/auth/api-key', headers: bearer(token) })).statusCode).toBe(200);
   });
+
+  it('a user disabled on one replica loses its JWT and API key on the other', async () => {
+    const admin = await login(replicas[0]!.app, 'admin', 'admin-password');
+    const create = { username: 'erin', password: 'erin-password', role: 'user' };
+    expect((await replicas[0]!.app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(admin), payload: create })).statusCode).toBe(201);
+    const erin = await login(replicas[1]!.app, 'erin', 'erin-password');
+    const keyRes = await replicas[1]!.app.inject({ method: 'POST', url: '/api/v1/auth/api-key', headers: bearer(erin) });
+    const { apiKey } = keyRes.json() as { apiKey: string };
+    const ownKey = () => replicas[1]!.app.inject({ method: 'GET', url: '/api/v1/auth/api-key', headers: bearer(erin) });
+    await waitFor(async () => (await chat(0, apiKey)).statusCode === 200, 5000, 20);
+    expect((await ownKey()).statusCode).toBe(200);
+
+    const disabled = await replicas[0]!.app.inject({ method: 'PUT', url: '/api/v1/users/erin', headers: bearer(admin), payload: { disabled: true } });
+    expect(disabled.statusCode).toBe(200);
+    await waitFor(async () => (await ownKey()).statusCode === 401 && (await chat(1, apiKey)).statusCode === 401, 5000, 20);
+    expect((await replicas[1]!.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'erin', password: 'erin-password' } })).statusCode).toBe(403);
+  });
 });

@@ -12,8 +12,10 @@ import { CronPage } from './pages/Cron';
 import { ChannelsPage } from './pages/Channels';
 import { ProvidersPage } from './pages/Providers';
 import { SettingsPage } from './pages/Settings';
+import { UsersPage, canManageUsers } from './pages/Users';
 
-const NAV: Array<{ to: string; label: string }> = [
+/** `admin`: shown only to whoever may use it (the page itself says so to anyone else). */
+const NAV: Array<{ to: string; label: string; admin?: boolean }> = [
   { to: '/chat', label: 'Chat' },
   { to: '/agents', label: 'Agents' },
   { to: '/skills', label: 'Skills' },
@@ -21,6 +23,7 @@ const NAV: Array<{ to: string; label: string }> = [
   { to: '/cron', label: 'Cron jobs' },
   { to: '/channels', label: 'Channels' },
   { to: '/providers', label: 'Model providers' },
+  { to: '/users', label: 'Users', admin: true },
   { to: '/settings', label: 'Settings' },
 ];
 
@@ -38,6 +41,7 @@ function route(path: string): { title: string; page: ReactNode } {
   if (matchPath('/cron', path)) return { title: 'Cron jobs', page: <CronPage /> };
   if (matchPath('/channels', path)) return { title: 'Channels', page: <ChannelsPage /> };
   if (matchPath('/providers', path)) return { title: 'Model providers', page: <ProvidersPage /> };
+  if (matchPath('/users', path)) return { title: 'Users', page: <UsersPage /> };
   if (matchPath('/settings', path)) return { title: 'Settings', page: <SettingsPage /> };
   return {
     title: 'Not found',
@@ -179,7 +183,7 @@ export function App() {
         <div className="shell">
           <nav id="main-nav" className="sidebar" aria-label="Main">
             <ul>
-              {NAV.map((n) => (
+              {NAV.filter((n) => !n.admin || canManageUsers(auth)).map((n) => (
                 <li key={n.to}>
                   <Link to={n.to} aria-current={path === n.to || path.startsWith(`${n.to}/`) ? 'page' : undefined}>
                     {n.label}

@@ -10,10 +10,25 @@ export interface UserRecord {
   apiKeyHash: string | null;
   apiKeySealed: string | null;
   tokenVersion: number;
+  /** Set when the configuration file seeded the user (its entry's keyed HMAC); null for users created through the API. */
   fileHmac: string | null;
+  disabled: boolean;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
-const COLUMNS = ['username', 'password_hash', 'role', 'api_key_hash', 'api_key_sealed', 'token_version', 'file_hmac'] as const;
+const COLUMNS = [
+  'username',
+  'password_hash',
+  'role',
+  'api_key_hash',
+  'api_key_sealed',
+  'token_version',
+  'file_hmac',
+  'disabled',
+  'created_at',
+  'updated_at',
+] as const;
 
 function toRecord(row: {
   username: string;
@@ -23,6 +38,9 @@ function toRecord(row: {
   api_key_sealed: string | null;
   token_version: number;
   file_hmac: string | null;
+  disabled: boolean;
+  created_at: Date;
+  updated_at: Date;
 }): UserRecord {
   return {
     username: row.username,
@@ -32,6 +50,9 @@ function toRecord(row: {
     apiKeySealed: row.api_key_sealed,
     tokenVersion: row.token_version,
     fileHmac: row.file_hmac,
+    disabled: row.disabled,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
   };
 }
 
@@ -45,7 +66,11 @@ export async function getUser(db: Db, username: string): Promise<UserRecord | un
   return row && toRecord(row);
 }
 
-/** Creates the user or replaces what the file seeds; the token version moves so old JWTs die. */
+/**
+ * Creates the user or replaces what the file seeds (password, key); the token version moves so
+ * old JWTs die. The role is the file's only for a new user: once stored, an admin's change
+ * through the API stands, as does `disabled`, which the file cannot express.
+ */
 export async function upsertSeededUser(
   db: Db,
   user: { username: string; passwordHash: string; role: Role; fileHmac: string; apiKey?: { hash: string; sealed: string } },
@@ -53,13 +78,12 @@ export async function upsertSeededUser(
   const values = {
     username: user.username,
     password_hash: user.passwordHash,
-    role: user.role,
     file_hmac: user.fileHmac,
     ...(user.apiKey ? { api_key_hash: user.apiKey.hash, api_key_sealed: user.apiKey.sealed } : {}),
   };
   await db
     .insertInto('users')
-    .values(values)
+    .values({ ...values, role: user.role })
     .onConflict((oc) =>
       oc.column('username').doUpdateSet({
         ...values,
@@ -70,12 +94,35 @@ export async function upsertSeededUser(
     .execute();
 }
 
-/** Removes every user not in `keep`; answers the removed names. */
+/**
+ * Removes every file-seeded user not in `keep`; answers the removed names. Users created through
+ * the API (no `file_hmac`) are not the file's to remove.
+ */
 export async function deleteUsersExcept(db: Db, keep: string[]): Promise<string[]> {
-  let q = db.deleteFrom('users');
+  let q = db.deleteFrom('users').where('file_hmac', 'is not', null);
   if (keep.length > 0) q = q.where('username', 'not in', keep);
   const rows = await q.returning('username').execute();
-  return rows.map((r) => r.username);
+  const names = rows.map((r) => r.username);
+  await releaseOwnership(db, names);
+  return names;
+}
+
+/**
+ * What deleted users owned passes to `admin` and their conversations go, so that a later user
+ * of the same name inherits nothing. Call in the transaction that deletes them.
+ */
+async function releaseOwnership(db: Db, usernames: readonly string[]): Promise<void> {
+  if (usernames.length === 0) return;
+  await db.updateTable('rule_chains').set({ owner: 'admin' }).where('owner', 'in', usernames).execute();
+  await db.updateTable('cron_jobs').set({ owner: 'admin' }).where('owner', 'in', usernames).execute();
+  await db
+    .deleteFrom('sessions')
+    .where(
+      'owner',
+      'in',
+      usernames.map((u) => `user:${u}`),
+    )
+    .execute();
 }
 
 /** New password hash; bumps the token version so that every older JWT of the user stops working. */
@@ -97,4 +144,60 @@ export async function setApiKey(db: Db, username: string, apiKey: { hash: string
     .where('username', '=', username)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/** A user created through the API; undefined when the name is taken. */
+export async function insertUser(db: Db, user: { username: string; passwordHash: string; role: Role }): Promise<UserRecord | undefined> {
+  const row = await db
+    .insertInto('users')
+    .values({ username: user.username, password_hash: user.passwordHash, role: user.role })
+    .onConflict((oc) => oc.column('username').doNothing())
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  return row && toRecord(row);
+}
+
+export interface UserChange {
+  role?: Role;
+  disabled?: boolean;
+  passwordHash?: string;
+}
+
+/**
+ * Applies an admin's change; undefined when the user does not exist. A new password or a
+ * disable bumps the token version (every JWT issued before stops working); a disable also drops
+ * the API key, so re-enabling revives neither: the user logs in again and makes a new key.
+ */
+export async function updateUser(db: Db, username: string, change: UserChange): Promise<UserRecord | undefined> {
+  const revoke = change.passwordHash !== undefined || change.disabled === true;
+  const row = await db
+    .updateTable('users')
+    .set({
+      ...(change.role !== undefined ? { role: change.role } : {}),
+      ...(change.disabled !== undefined ? { disabled: change.disabled } : {}),
+      ...(change.passwordHash !== undefined ? { password_hash: change.passwordHash } : {}),
+      ...(change.disabled === true ? { api_key_hash: null, api_key_sealed: null } : {}),
+      ...(revoke ? { token_version: sql<number>`token_version + 1` } : {}),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('username', '=', username)
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  return row && toRecord(row);
+}
+
+export async function deleteUser(db: Db, username: string): Promise<boolean> {
+  const result = await db.deleteFrom('users').where('username', '=', username).executeTakeFirst();
+  const deleted = Number(result.numDeletedRows) > 0;
+  if (deleted) await releaseOwnership(db, [username]);
+  return deleted;
+}
+
+/**
+ * Names of the enabled admins, their rows locked until the transaction ends: two admins
+ * disabling each other at once cannot both see the other as the one left.
+ */
+export async function lockEnabledAdmins(trx: Db): Promise<string[]> {
+  const rows = await trx.selectFrom('users').select('username').where('role', '=', 'admin').where('disabled', '=', false).forUpdate().execute();
+  return rows.map((r) => r.username);
 }

@@ -25,10 +25,17 @@ async function probe(fn: () => Promise<unknown>): Promise<string> {
   }
 }
 
-async function askPassword(ctx: Context, question: string): Promise<string> {
+export async function askPassword(ctx: Context, question: string): Promise<string> {
   const answer = await ctx.prompter.secret(question);
   if (!answer) throw new UsageError('no password given');
   return answer;
+}
+
+/** A new password: twice on a terminal (a typo unseen would lock someone out), once from stdin. */
+export async function askNewPassword(ctx: Context, question: string): Promise<string> {
+  const password = await askPassword(ctx, question);
+  if (ctx.prompter.terminal && (await askPassword(ctx, 'again: ')) !== password) throw new CliError('the passwords differ; nothing changed');
+  return password;
 }
 
 export function accountCommands(program: Command, cli: Cli): void {
@@ -169,8 +176,7 @@ export function accountCommands(program: Command, cli: Cli): void {
         const username = opts.username ?? cached?.username;
         if (!username) throw new UsageError('log in first ("agentry login") or name the user with -u');
         const oldPassword = await askPassword(ctx, `current password for ${username}: `);
-        const newPassword = await askPassword(ctx, 'new password: ');
-        if (ctx.prompter.terminal && (await askPassword(ctx, 'new password again: ')) !== newPassword) throw new CliError('the new passwords differ; nothing changed');
+        const newPassword = await askNewPassword(ctx, 'new password: ');
         const change = (token: string) => ctx.spin('changing the password', () => new AgentryClient({ url: ctx.url, token }).auth.changePassword(oldPassword, newPassword));
         const fresh = async () => (await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, oldPassword))).token;
         let result;

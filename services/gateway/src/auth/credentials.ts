@@ -57,7 +57,9 @@ export class CredentialIndex {
     const [users, accounts, bindings] = await Promise.all([listUsers(this.db), listChannelAccounts(this.db, 'api'), listBindings(this.db)]);
     const keys = new Map<string, Principal>();
     const byName = new Map<string, UserEntry>();
+    // A disabled user is absent here, so that its JWT and API key are refused like a deleted user's.
     for (const u of users) {
+      if (u.disabled) continue;
       byName.set(u.username, { role: u.role, tokenVersion: u.tokenVersion });
       if (u.apiKeyHash) keys.set(u.apiKeyHash, { kind: 'user', username: u.username, role: u.role, via: 'apiKey' });
     }

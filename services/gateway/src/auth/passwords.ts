@@ -3,6 +3,14 @@ import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } 
 /** The default administrator password when no user is configured (documented; change it). */
 export const DEFAULT_ADMIN_PASSWORD = 'admin';
 export const MIN_PASSWORD_LENGTH = 8;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/** What is wrong with a new password (every route that sets one applies the same rule); undefined when nothing. */
+export function newPasswordProblem(field: string, password: string): string | undefined {
+  if (password.length < MIN_PASSWORD_LENGTH) return `${field} must be at least ${MIN_PASSWORD_LENGTH} characters`;
+  if (password.length > MAX_PASSWORD_LENGTH) return `${field} must be at most ${MAX_PASSWORD_LENGTH} characters`;
+  return undefined;
+}
 
 const PARAMS = { N: 16384, r: 8, p: 1 } as const;
 const KEYLEN = 32;

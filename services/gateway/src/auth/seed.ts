@@ -22,9 +22,10 @@ import { DEFAULT_ADMIN_PASSWORD, hashApiKey, hashPassword } from './passwords.js
  * Imports users and channel accounts from the configuration file. An entry is imported when it
  * is absent from the database or when the file's entry changed since its last import (compared
  * by a keyed HMAC, so the database holds nothing that reveals the entry); otherwise what the API
- * changed (a password, a regenerated key) stays. Users not in the file are removed: there is no
- * API to create users, so the file is their list. With no user configured, `admin` exists with
- * the documented default password.
+ * changed (a password, a regenerated key) stays; a re-import replaces password and key but keeps
+ * the role and `disabled` an admin set through the API. File users no longer in the file are
+ * removed; users created through the API are not the file's to remove. With no user
+ * configured, `admin` exists with the documented default password.
  */
 export async function seedFromConfig(deps: { db: Db; secrets: Sealer; config: AgentryConfig; logger: Logger }): Promise<void> {
   const { db, secrets, config, logger } = deps;

@@ -6,7 +6,7 @@ import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import type { Principal } from '../auth/credentials.js';
-import { DEFAULT_ADMIN_PASSWORD, MIN_PASSWORD_LENGTH, dummyHash, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
+import { DEFAULT_ADMIN_PASSWORD, dummyHash, newPasswordProblem, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
 
 const Login = Type.Object(
   { username: Type.String({ minLength: 1, maxLength: 128 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
@@ -44,6 +44,8 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
       req.log.info({ username }, 'login failed');
       throw new Errors.UNAUTHORIZED('wrong username or password');
     }
+    // Told only to someone who knows the password, so the answer reveals nothing to a guesser.
+    if (user.disabled) throw new Errors.FORBIDDEN(`user "${username}" is disabled; ask an admin to enable it`);
     await auth.login.succeeded(username);
     const hours = deps.config.current.security.jwtExpireHours;
     return auth.tokens.sign(user, hours);
@@ -90,9 +92,8 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     async (req) => {
       const user = await currentUser(req.principal);
       if (!(await verifyPassword(req.body.oldPassword, user.passwordHash))) throw new Errors.FORBIDDEN('the old password is wrong');
-      if (req.body.newPassword.length < MIN_PASSWORD_LENGTH) {
-        throw new Errors.VALIDATION(`newPassword must be at least ${MIN_PASSWORD_LENGTH} characters`);
-      }
+      const problem = newPasswordProblem('newPassword', req.body.newPassword);
+      if (problem) throw new Errors.VALIDATION(problem);
       const tokenVersion = await setPassword(deps.db.db, user.username, await hashPassword(req.body.newPassword));
       await announce('users');
       req.log.info({ username: user.username }, 'password changed; older tokens revoked');

@@ -16,6 +16,18 @@ export interface AuthStatus {
   defaultPassword?: boolean;
 }
 
+/** A user as an admin sees it (`GET /users`): never a password hash or a key. */
+export interface User {
+  username: string;
+  role: 'admin' | 'user';
+  disabled: boolean;
+  hasApiKey: boolean;
+  /** `file`: from security.users of the configuration file (deleted there); `api`: created here. */
+  source: 'file' | 'api';
+  createdAt: string;
+  updatedAt: string;
+}
+
 export interface DslNode {
   id: string;
   type: string;

@@ -1,0 +1,141 @@
+import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import { Errors } from '@agentry/errors';
+import { deleteUser, getUser, inTransaction, insertUser, listUsers, lockEnabledAdmins, updateUser, type Role, type UserChange, type UserRecord } from '@agentry/db';
+import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import type { GatewayDeps } from '../deps.js';
+import type { Auth } from '../auth/auth.js';
+import { hashPassword, newPasswordProblem } from '../auth/passwords.js';
+import { typed } from './common.js';
+
+/** Names a login form, a URL segment and a log line carry without quoting. */
+const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const ROLES: readonly Role[] = ['admin', 'user'];
+
+const NameParams = Type.Object({ name: Type.String({ maxLength: 128 }) });
+const CreateBody = Type.Object(
+  {
+    username: Type.String({ maxLength: 1024, description: 'letters, digits, ".", "_" and "-"; 1-64 characters, starting with a letter or digit' }),
+    password: Type.String({ maxLength: 4096 }),
+    role: Type.String({ maxLength: 64, description: '"admin" or "user"' }),
+  },
+  { additionalProperties: false },
+);
+const UpdateBody = Type.Object(
+  {
+    role: Type.Optional(Type.String({ maxLength: 64, description: '"admin" or "user"' })),
+    disabled: Type.Optional(Type.Boolean()),
+    password: Type.Optional(Type.String({ maxLength: 4096, description: 'a new password; every JWT of the user stops working' })),
+  },
+  { additionalProperties: false },
+);
+
+/** What an admin sees of a user: never a hash or a key, only whether a key exists. */
+export interface UserView {
+  username: string;
+  role: Role;
+  disabled: boolean;
+  hasApiKey: boolean;
+  /** `file`: seeded from `security.users` (deleted by removing it there); `api`: created here. */
+  source: 'file' | 'api';
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function userView(u: UserRecord): UserView {
+  return {
+    username: u.username,
+    role: u.role,
+    disabled: u.disabled,
+    hasApiKey: u.apiKeyHash !== null,
+    source: u.fileHmac === null ? 'api' : 'file',
+    createdAt: u.createdAt.toISOString(),
+    updatedAt: u.updatedAt.toISOString(),
+  };
+}
+
+function checkRole(role: string | undefined): Role | undefined {
+  if (role === undefined || (ROLES as readonly string[]).includes(role)) return role as Role | undefined;
+  throw new Errors.VALIDATION(`role must be "admin" or "user", not ${JSON.stringify(role.slice(0, 64))}`);
+}
+
+function checkPassword(password: string | undefined): void {
+  const problem = password === undefined ? undefined : newPasswordProblem('password', password);
+  if (problem) throw new Errors.VALIDATION(problem);
+}
+
+/**
+ * Refuses a change that would leave no enabled admin (nobody could manage the service any more).
+ * Runs inside the change's transaction, on locked rows, so two such changes cannot pass at once.
+ */
+async function keepAnAdmin(trx: Parameters<typeof lockEnabledAdmins>[0], username: string, removesAdmin: boolean): Promise<void> {
+  if (!removesAdmin) return;
+  const admins = await lockEnabledAdmins(trx);
+  if (admins.length === 1 && admins[0] === username) {
+    throw new Errors.LAST_ADMIN(`"${username}" is the only enabled admin; give another user the admin role first`);
+  }
+}
+
+/** Admin user management: list, create, change (role, disabled, password), delete. */
+export function userRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
+  const api = typed(app);
+  const db = () => deps.db.db;
+  const admin = { access: 'admin' as const };
+  // This replica at once, the others by the message: a revoked JWT or key stops working everywhere.
+  const announce = async () => {
+    await auth.index.reload();
+    await deps.bus.pubsub.publish(PubSubChannels.invalidate, { area: 'users' } satisfies InvalidateMessage);
+  };
+
+  api.get('/users', { config: admin }, async () => ({ users: (await listUsers(db())).map(userView) }));
+
+  api.post('/users', { config: admin, schema: { body: CreateBody } }, async (req, reply) => {
+    const { username, password } = req.body;
+    if (!USERNAME.test(username)) {
+      throw new Errors.VALIDATION('username must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
+    }
+    const role = checkRole(req.body.role)!;
+    checkPassword(password);
+    const created = await insertUser(db(), { username, passwordHash: await hashPassword(password), role });
+    if (!created) throw new Errors.CONFLICT(`user "${username}"`);
+    await announce();
+    req.log.info({ username, role }, 'user created');
+    reply.status(201);
+    return userView(created);
+  });
+
+  api.put('/users/:name', { config: admin, schema: { params: NameParams, body: UpdateBody } }, async (req) => {
+    const name = req.params.name;
+    const { disabled, password } = req.body;
+    const role = checkRole(req.body.role);
+    if (role === undefined && disabled === undefined && password === undefined) throw new Errors.VALIDATION('send at least one of role, disabled, password');
+    checkPassword(password);
+    const change: UserChange = { ...(role ? { role } : {}), ...(disabled !== undefined ? { disabled } : {}) };
+    if (password !== undefined) change.passwordHash = await hashPassword(password);
+    const updated = await inTransaction(db(), async (trx) => {
+      await keepAnAdmin(trx, name, role === 'user' || disabled === true);
+      return updateUser(trx, name, change);
+    });
+    if (!updated) throw new Errors.NOT_FOUND(`user "${name}"`);
+    await announce();
+    req.log.info({ username: name, changed: Object.keys(req.body) }, 'user changed by an admin');
+    return userView(updated);
+  });
+
+  api.delete('/users/:name', { config: admin, schema: { params: NameParams } }, async (req) => {
+    const name = req.params.name;
+    await inTransaction(db(), async (trx) => {
+      const user = await getUser(trx, name);
+      if (!user) throw new Errors.NOT_FOUND(`user "${name}"`);
+      // The next start would import it again: removing it from the file is what deletes it.
+      if (user.fileHmac !== null) {
+        throw new Errors.SEEDED_USER(`remove "${name}" from security.users in the configuration file to delete it, or disable it here`);
+      }
+      await keepAnAdmin(trx, name, user.role === 'admin' && !user.disabled);
+      await deleteUser(trx, name);
+    });
+    await announce();
+    req.log.info({ username: name }, 'user deleted');
+    return { success: true };
+  });
+}
