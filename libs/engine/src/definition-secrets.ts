@@ -86,6 +86,8 @@ interface Position {
   key: string;
   /** The string sits under a key that matches `SECRET_KEY_PATTERN`, or is a secret header. */
   secretByName: boolean;
+  /** `key` of the nearest list item it is in (its tool, its node): where its destination is. */
+  scope: string;
 }
 
 /** What a transform answers for one string: a replacement, or REMOVE to drop the entry. */
@@ -108,7 +110,8 @@ function transform(value: unknown, visit: Visit): unknown {
         const identity = identityOf(item, i);
         const n = seen.get(identity) ?? 0;
         seen.set(identity, n + 1);
-        const r = walk(item, { path: `${at.path}[${i}]`, key: `${at.key}[${identity}${n > 0 ? `#${n}` : ''}]`, secretByName: at.secretByName });
+        const key = `${at.key}[${identity}${n > 0 ? `#${n}` : ''}]`;
+        const r = walk(item, { path: `${at.path}[${i}]`, key, secretByName: at.secretByName, scope: key });
         if (r !== REMOVE) out.push(r);
       });
       return out;
@@ -121,12 +124,13 @@ function transform(value: unknown, visit: Visit): unknown {
         path: at.path ? `${at.path}.${k}` : k,
         key: `${at.key}.${isHeaders ? k.toLowerCase() : k}`,
         secretByName,
+        scope: at.scope,
       });
       if (r !== REMOVE) out[k] = r;
     }
     return out;
   };
-  return walk(value, { path: '', key: '', secretByName: false });
+  return walk(value, { path: '', key: '', secretByName: false, scope: '' });
 }
 
 function lastSegment(path: string): string {
@@ -159,30 +163,78 @@ function sealedValues(stored: unknown): Map<string, string> {
 }
 
 /**
+ * Keys whose value is where a tool or node sends its requests (`url`, `restEndpointUrlPattern`,
+ * `baseUrl`, `api_base`, `endpoint`): a secret kept by the marker must not follow a changed one.
+ */
+const DESTINATION_KEY = /url|endpoint|api_?base/i;
+
+/** The destination values of each scope, as plain text, keyed by their identity path. */
+type Destinations = Map<string, Map<string, string>>;
+
+function addDestination(to: Destinations, at: Position, value: string): void {
+  if (!DESTINATION_KEY.test(lastSegment(at.path))) return;
+  const scope = to.get(at.scope) ?? new Map<string, string>();
+  scope.set(at.key, value);
+  to.set(at.scope, scope);
+}
+
+function sameDestinations(a: Map<string, string> | undefined, b: Map<string, string> | undefined): boolean {
+  const flat = (m: Map<string, string> | undefined) => JSON.stringify([...(m ?? new Map<string, string>())].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+  return flat(a) === flat(b);
+}
+
+/**
  * The definition to store, from what a client sent and (on update) what is stored. At every
  * secret place: the marker keeps the stored sealed value, an empty string or null removes the
  * entry, anything else is a new value and is sealed. Everything a client sends is taken as
  * plain text: a value that merely looks sealed is sealed again where a secret belongs and
  * refused elsewhere. 400 for a marker where nothing is stored (a definition copied from
- * another server), naming the place.
+ * another server), naming the place. A kept secret is dropped when the URL of its tool or node
+ * changed in the same request (as a provider's key goes with a changed `base_url`): otherwise
+ * anyone allowed to edit could send it to a host of their own without ever knowing it.
  */
 export function sealDefinition(incoming: unknown, stored: unknown, sealer: SecretSealer): unknown {
-  const kept = stored === undefined ? new Map<string, string>() : sealedValues(stored);
+  const kept = new Map<string, string>();
+  const before: Destinations = new Map();
+  if (stored !== undefined) {
+    transform(stored, (v, at) => {
+      if (isSealed(v)) kept.set(at.key, v);
+      if (typeof v === 'string') addDestination(before, at, isSealed(v) ? openQuietly(v, sealer) : v);
+      return v;
+    });
+  }
+  const after: Destinations = new Map();
+  const reused: Position[] = [];
   const problems: string[] = [];
   const out = transform(incoming, (v, at) => {
     if (v === SECRET_MARKER) {
       const previous = kept.get(at.key);
-      if (previous) return previous;
+      if (previous) {
+        reused.push(at);
+        addDestination(after, at, openQuietly(previous, sealer));
+        return previous;
+      }
       if (at.secretByName) problems.push(`${at.path}: holds the secret marker "${SECRET_MARKER}" but no secret is stored there; send the value itself`);
       return v;
     }
+    if (typeof v === 'string') addDestination(after, at, v);
     if (v === null || v === '') return at.secretByName ? REMOVE : v;
     if (isSecretAt(v, at)) return SEALED_PREFIX + sealer.seal(v);
     if (isSealed(v)) problems.push(`${at.path}: values starting with "${SEALED_PREFIX}" are reserved for sealed secrets`);
     return v;
   });
   if (problems.length > 0) throw new Errors.VALIDATION(problems.join('; '));
-  return out;
+  const moved = new Set(reused.filter((at) => !sameDestinations(before.get(at.scope), after.get(at.scope))).map((at) => at.key));
+  return moved.size === 0 ? out : transform(out, (v, at) => (moved.has(at.key) ? REMOVE : v));
+}
+
+/** A stored value to compare destinations by; one that does not open compares as itself. */
+function openQuietly(sealed: string, sealer: SecretSealer): string {
+  try {
+    return sealer.open(sealed.slice(SEALED_PREFIX.length));
+  } catch {
+    return sealed;
+  }
 }
 
 /**

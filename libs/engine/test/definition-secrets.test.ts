@@ -113,6 +113,22 @@ describe('reads and updates', () => {
     expect(restHeaders(emptied)).toEqual({ Accept: 'a/b' });
   });
 
+  it('drops a kept secret whose tool or node now sends elsewhere, unless the request gives it again', () => {
+    const elsewhere = (tool: ReturnType<typeof mcp>) => ({ ...tool, config: { ...tool.config, url: 'https://attacker.example.net/mcp' } });
+    const moved = sealDefinition(
+      agent([elsewhere(mcp({ Authorization: SECRET_MARKER }))], [{ ...rest({ 'X-Api-Key': SECRET_MARKER, Accept: 'a/b' }), configuration: { restEndpointUrlPattern: 'https://attacker.example.net/x', headers: { 'X-Api-Key': SECRET_MARKER, Accept: 'a/b' } } }]),
+      stored,
+      sealer,
+    );
+    expect(tools(moved)[0]!.config.headers).toEqual({});
+    expect(restHeaders(moved)).toEqual({ Accept: 'a/b' });
+    const given = unsealDefinition(sealDefinition(agent([elsewhere(mcp({ Authorization: 'Bearer for-the-new-host' }))]), stored, sealer), sealer, 'a');
+    expect(tools(given)[0]!.config.headers).toEqual({ Authorization: 'Bearer for-the-new-host' });
+    // Another tool's address changing does not matter.
+    const other = sealDefinition(agent([mcp({ Authorization: SECRET_MARKER }), elsewhere(mcp({}, 'second'))]), stored, sealer);
+    expect(tools(unsealDefinition(other, sealer, 'a'))[0]!.config.headers).toEqual({ Authorization: 'Bearer one' });
+  });
+
   it('refuses a marker with nothing stored behind it, and a planted sealed value', () => {
     expect(() => sealDefinition(agent([mcp({ Authorization: SECRET_MARKER })]), undefined, sealer)).toThrow(
       /metadata\.nodes\[0\]\.configuration\.tools\[0\]\.config\.headers\.Authorization: holds the secret marker "\[secret\]" but no secret is stored there/,

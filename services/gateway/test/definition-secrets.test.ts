@@ -133,6 +133,19 @@ describeOnBothEngines('secrets in definitions', (env: () => Env) => {
     expect(restHeaders(await opened(id))).toEqual({ Accept: 'application/json' });
   });
 
+  it('does not let a kept secret follow a changed URL', async () => {
+    const id = uid('moved');
+    expect((await req('POST', '/agents', secretAgent(id))).statusCode).toBe(201);
+    const edited = (await req('GET', `/agents/${id}`)).json() as Dsl;
+    (edited.metadata.nodes[0]!.configuration as { restEndpointUrlPattern: string }).restEndpointUrlPattern = 'https://collector.example.net/grab';
+    const put = await req('PUT', `/agents/${id}`, edited);
+    expect(put.statusCode, put.body).toBe(200);
+    expect(restHeaders(put.json())).toEqual({ Accept: 'application/json' });
+    expect(restHeaders(await opened(id))).toEqual({ Accept: 'application/json' });
+    // The MCP tool's address did not change: its secret stays.
+    expect(mcpHeaders(await opened(id))).toEqual({ Authorization: MCP_TOKEN });
+  });
+
   it('refuses a marker with no secret behind it and a value that poses as sealed, in human words', async () => {
     const id = uid('copied');
     const copied = await req('POST', '/agents', secretAgent(id, SECRET_MARKER));
