@@ -152,16 +152,6 @@ function isSecretAt(value: string, at: Position): boolean {
   return at.secretByName || isSecretUrl(value);
 }
 
-/** The sealed values of a stored definition, by identity path. */
-function sealedValues(stored: unknown): Map<string, string> {
-  const found = new Map<string, string>();
-  transform(stored, (v, at) => {
-    if (isSealed(v)) found.set(at.key, v);
-    return v;
-  });
-  return found;
-}
-
 /**
  * Keys whose value is where a tool or node sends its requests (`url`, `restEndpointUrlPattern`,
  * `baseUrl`, `api_base`, `endpoint`): a secret kept by the marker must not follow a changed one.
