@@ -189,6 +189,8 @@ export function sealDefinition(incoming: unknown, stored: unknown, sealer: Secre
   if (stored !== undefined) {
     transform(stored, (v, at) => {
       if (isSealed(v)) kept.set(at.key, v);
+      // Written in plain text by an older replica (the start-up pass not yet run): kept all the same.
+      else if (v !== null && v !== '' && v !== SECRET_MARKER && isSecretAt(v, at)) kept.set(at.key, SEALED_PREFIX + sealer.seal(v));
       if (typeof v === 'string') addDestination(before, at, isSealed(v) ? openQuietly(v, sealer) : v);
       return v;
     });

@@ -103,6 +103,11 @@ describe('reads and updates', () => {
     expect(restHeaders(unsealDefinition(next, sealer, 'a'))).toEqual({ 'x-api-key': 'k1' });
     // GET then PUT unchanged stores the same sealed text.
     expect(sealDefinition(read, stored, sealer)).toEqual(stored);
+    // A row an older replica wrote in plain text keeps its secret too, sealed now.
+    const legacy = agent([mcp({ Authorization: 'Bearer legacy' })]);
+    const fromLegacy = sealDefinition(redactDefinition(legacy), legacy, sealer);
+    expect(JSON.stringify(fromLegacy)).not.toContain('legacy');
+    expect(unsealDefinition(fromLegacy, sealer, 'a')).toEqual(legacy);
   });
 
   it('replaces a secret with a new value and removes it on an empty string or null', () => {
