@@ -126,7 +126,8 @@ function transform(value: unknown, visit: Visit): unknown {
         secretByName,
         scope: at.scope,
       });
-      if (r !== REMOVE) out[k] = r;
+      // A stored `__proto__` key (JSON allows it) must stay a key, not become the prototype.
+      if (r !== REMOVE) Object.defineProperty(out, k, { value: r, enumerable: true, writable: true, configurable: true });
     }
     return out;
   };

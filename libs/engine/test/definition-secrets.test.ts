@@ -156,6 +156,14 @@ describe('the worker and the start-up pass', () => {
     expect(() => unsealDefinition(sealed, undefined, 'agent "a"')).toThrow(/holds sealed secrets but this process has no secret key/);
   });
 
+  it('copies a "__proto__" key as a key', () => {
+    const dsl = JSON.parse('{"ruleChain":{"id":"a","name":"A","configuration":{"__proto__":{"token":"t-1"}}},"metadata":{"nodes":[],"connections":[]}}');
+    const sealed = sealDefinition(dsl, undefined, sealer) as { ruleChain: { configuration: object } };
+    expect(Object.keys(sealed.ruleChain.configuration)).toEqual(['__proto__']);
+    expect(JSON.stringify(redactDefinition(sealed))).toContain('"__proto__":{"token":"[secret]"}');
+    expect(unsealDefinition(sealed, sealer, 'a')).toEqual(dsl);
+  });
+
   it('seals plain text stored earlier, once', () => {
     const legacy = agent([mcp({ Authorization: 'Bearer legacy', Accept: 'x' })]);
     const first = sealStoredPlaintext(legacy, sealer);
