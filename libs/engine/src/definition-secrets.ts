@@ -247,11 +247,11 @@ export function redactDefinition<T>(dsl: T): T {
 export function unsealDefinition<T>(dsl: T, sealer: SecretSealer | undefined, what: string): T {
   return transform(dsl, (v, at) => {
     if (!isSealed(v)) return v;
-    if (!sealer) throw new Errors.CONFIG(`${what} holds sealed secrets but this process has no secret key to open them`);
+    if (!sealer) throw new Errors.INTERNAL(`${what} holds sealed secrets but this process has no secret key to open them`);
     try {
       return sealer.open(v.slice(SEALED_PREFIX.length));
     } catch (err) {
-      throw new Errors.CONFIG(`${what}: the secret at ${at.path} cannot be opened (${(err as Error).message})`);
+      throw new Errors.INTERNAL(`${what}: the secret at ${at.path} cannot be opened (${(err as Error).message})`);
     }
   }) as T;
 }
