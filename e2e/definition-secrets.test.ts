@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
-import { getRuleChain } from '@agentry/db';
+import { getRuleChain, type Db } from '@agentry/db';
 import { SECRET_MARKER } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
-import { answerMcp, createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
+import { answerMcp, createTestPglite, describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';
 
@@ -23,14 +23,10 @@ const MCP_AUTH = 'Bearer mcp-e2e-plain-61a9c3';
 const REST_KEY = 'rest-e2e-plain-2b7d10';
 const CHAIN_KEY = 'chain-e2e-plain-88ef04';
 
-let runtime: Runtime;
 let fake: FakeModel;
 let server: http.Server;
-let baseURL: string;
-const logLines: string[] = [];
 /** What the test server was sent, per path: the header it checks. */
 const seen: Array<{ path: string; header: string | undefined }> = [];
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-def-secrets-'));
 
 /** One server: `/mcp` needs Authorization, `/hook` X-Api-Key, `/chain` X-Chain-Token; else 401. */
 function startServer(): Promise<http.Server> {
@@ -57,8 +53,15 @@ function startServer(): Promise<http.Server> {
   return new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s)));
 }
 
-async function api(method: string, url: string, body?: unknown) {
-  const res = await fetch(`${baseURL}${url}`, {
+/** A running deployment: where its API is, its database, and everything it logged so far. */
+interface Target {
+  baseURL: string;
+  db: Db;
+  logs(): string;
+}
+
+async function api(target: Target, method: string, url: string, body?: unknown) {
+  const res = await fetch(`${target.baseURL}${url}`, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -66,8 +69,8 @@ async function api(method: string, url: string, body?: unknown) {
   return { status: res.status, text: await res.text() };
 }
 
-async function chat(model: string, content: string) {
-  const res = await fetch(`${baseURL}/chat/completions`, {
+async function chat(target: Target, model: string, content: string) {
+  const res = await fetch(`${target.baseURL}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}`, 'x-stream-protocol': 'agui' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content }], stream: true }),
@@ -83,37 +86,27 @@ async function chat(model: string, content: string) {
   };
 }
 
+const configLines = () => [
+  'models:',
+  '  default_provider: fake',
+  '  providers:',
+  `    fake: {base_url: "${fake.url}", model: fake-model}`,
+  `channels: {api: {accounts: {secrets: {api_key: "${API_KEY}"}}}}`,
+];
+
 beforeAll(async () => {
   fake = await startFakeModel();
   server = await startServer();
-  fs.writeFileSync(
-    path.join(cwd, 'config.yaml'),
-    [
-      'server: {host: 127.0.0.1, port: 0}',
-      'models:',
-      '  default_provider: fake',
-      '  providers:',
-      `    fake: {base_url: "${fake.url}", model: fake-model}`,
-      `channels: {api: {accounts: {secrets: {api_key: "${API_KEY}"}}}}`,
-    ].join('\n'),
-  );
-  runtime = await bootstrap({
-    service: 'definition-secrets-test',
-    mode: 'embedded',
-    argv: [],
-    env: { AGENTRY_SECRET_KEY: 'definition-secrets-master-key-0123456789' },
-    cwd,
-    logDestination: { write: (line: string) => void logLines.push(line) },
-    openDb: () => createTestPglite(),
-    openBus: (logger) => createMemoryBus({ logger }),
-  });
-  await startAgentWorker(runtime);
-  const { port } = await startGateway(runtime);
-  runtime.health.markStarted();
-  baseURL = `http://127.0.0.1:${port}/api/v1`;
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
 
-  const rule = await api('POST', '/rules', {
+afterAll(async () => {
+  await Promise.all([fake?.close(), new Promise((r) => server?.close(r))]);
+});
+
+/** The agent and the rule chain of the suite, written through the API as a user would. */
+async function createDefinitions(target: Target) {
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const rule = await api(target, 'POST', '/rules', {
     ruleChain: { id: 'notify', name: 'Notify' },
     metadata: {
       nodes: [
@@ -123,7 +116,7 @@ beforeAll(async () => {
     },
   });
   if (rule.status !== 201) throw new Error(`rule: ${rule.status} ${rule.text}`);
-  const created = await api('POST', '/agents', {
+  const created = await api(target, 'POST', '/agents', {
     ruleChain: { id: 'guarded', name: 'Guarded' },
     metadata: {
       nodes: [
@@ -145,16 +138,10 @@ beforeAll(async () => {
     },
   });
   if (created.status !== 201) throw new Error(`agent: ${created.status} ${created.text}`);
-}, 60_000);
-
-afterAll(async () => {
-  await runtime?.lifecycle.shutdown('test');
-  await Promise.all([fake?.close(), new Promise((r) => server?.close(r))]);
-  fs.rmSync(cwd, { recursive: true, force: true });
-});
+}
 
 /** One chat that uses all three secrets: the chain's restApiCall, the MCP tool and the rule-chain tool. */
-async function runAll() {
+async function runAll(target: Target) {
   seen.length = 0;
   fake.script(
     { toolCalls: [{ id: 'v1', name: 'vault__whoami', arguments: '{}' }] },
@@ -162,16 +149,16 @@ async function runAll() {
     { text: 'all done' },
   );
   const before = fake.requests.length;
-  const result = await chat('guarded', 'hello');
+  const result = await chat(target, 'guarded', 'hello');
   return { ...result, firstPrompt: fake.requests[before]?.body.messages.at(-1) };
 }
 
-describe('sealed secrets at run time', () => {
+function secretsSuite(target: () => Target): void {
   it('authenticate the MCP server, the chain node and the rule-chain tool with the plain values', async () => {
-    const stored = JSON.stringify((await getRuleChain(runtime.db.db, 'guarded'))!.dsl) + JSON.stringify((await getRuleChain(runtime.db.db, 'notify'))!.dsl);
+    const stored = JSON.stringify((await getRuleChain(target().db, 'guarded'))!.dsl) + JSON.stringify((await getRuleChain(target().db, 'notify'))!.dsl);
     for (const plain of [MCP_AUTH, REST_KEY, CHAIN_KEY]) expect(stored).not.toContain(plain);
 
-    const { tools, text, errors, firstPrompt } = await runAll();
+    const { tools, text, errors, firstPrompt } = await runAll(target());
     expect(errors).toEqual([]);
     expect(firstPrompt).toEqual({ role: 'user', content: 'key accepted' });
     const results = tools.filter((t) => t.type === 'TOOL_CALL_RESULT');
@@ -187,12 +174,12 @@ describe('sealed secrets at run time', () => {
 
   it('still authenticate after the definitions went through GET then PUT', async () => {
     for (const url of ['/agents/guarded', '/rules/notify']) {
-      const got = await api('GET', url);
+      const got = await api(target(), 'GET', url);
       expect(got.text).toContain(SECRET_MARKER);
-      const put = await api('PUT', url, JSON.parse(got.text));
+      const put = await api(target(), 'PUT', url, JSON.parse(got.text));
       expect(put.status, put.text).toBe(200);
     }
-    const { tools, errors, firstPrompt } = await runAll();
+    const { tools, errors, firstPrompt } = await runAll(target());
     expect(errors).toEqual([]);
     expect(firstPrompt).toEqual({ role: 'user', content: 'key accepted' });
     expect(tools.filter((t) => t.type === 'TOOL_CALL_RESULT').map((r) => r.content)).toEqual(['you are trusted', 'chain accepted']);
@@ -200,9 +187,59 @@ describe('sealed secrets at run time', () => {
   });
 
   it('leave no plain value in runs, sessions or the log', async () => {
-    const runs = await runtime.db.db.selectFrom('runs').selectAll().execute();
+    const runs = await target().db.selectFrom('runs').selectAll().execute();
     expect(runs.length).toBeGreaterThan(0);
-    const text = JSON.stringify(runs) + logLines.join('');
+    const text = JSON.stringify(runs) + target().logs();
     for (const plain of [MCP_AUTH, 'mcp-e2e-plain-61a9c3', REST_KEY, CHAIN_KEY]) expect(text).not.toContain(plain);
   });
+}
+
+describe('secrets in definitions at run time, embedded mode', () => {
+  let runtime: Runtime;
+  const logLines: string[] = [];
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-def-secrets-'));
+  let target: Target;
+
+  beforeAll(async () => {
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['server: {host: 127.0.0.1, port: 0}', ...configLines()].join('\n'));
+    runtime = await bootstrap({
+      service: 'definition-secrets-test',
+      mode: 'embedded',
+      argv: [],
+      env: { AGENTRY_SECRET_KEY: 'definition-secrets-master-key-0123456789' },
+      cwd,
+      logDestination: { write: (line: string) => void logLines.push(line) },
+      openDb: () => createTestPglite(),
+      openBus: (logger) => createMemoryBus({ logger }),
+    });
+    await startAgentWorker(runtime);
+    const { port } = await startGateway(runtime);
+    runtime.health.markStarted();
+    target = { baseURL: `http://127.0.0.1:${port}/api/v1`, db: runtime.db.db, logs: () => logLines.join('') };
+    await createDefinitions(target);
+  }, 60_000);
+
+  afterAll(async () => {
+    await runtime?.lifecycle.shutdown('test');
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  secretsSuite(() => target);
+});
+
+describeWithServers('secrets in definitions at run time, cluster mode (separate gateway and worker processes)', () => {
+  let cluster: TestCluster;
+  let target: Target;
+
+  beforeAll(async () => {
+    cluster = await startTestCluster({ workers: 1, configLines: configLines() });
+    target = { baseURL: cluster.baseURL, db: cluster.db.handle.db, logs: () => cluster.processes.map((p) => p.output()).join('') };
+    await createDefinitions(target);
+  }, 90_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  secretsSuite(() => target);
 });
