@@ -1,6 +1,7 @@
-import { expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRuleChain, insertRuleChain, type JsonValue } from '@agentry/db';
 import { SECRET_MARKER, unsealDefinition } from '@agentry/engine';
+import { bearer, login, startHarness, type Harness } from './auth-harness.js';
 import { describeOnBothEngines, uid, type Env } from './resources-harness.js';
 
 /**
@@ -173,5 +174,33 @@ describeOnBothEngines('secrets in definitions', (env: () => Env) => {
     expect(mcpHeaders(await opened(id))).toEqual({ Authorization: MCP_TOKEN });
     await env().replica();
     expect((await getRuleChain(env().db, id))!.updatedAt).toEqual(sealed.updatedAt);
+  });
+});
+
+describe('secrets in definitions with authentication on (the reported case)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(
+      [
+        'models: {default_provider: p1, providers: {p1: {base_url: "http://127.0.0.1:1/v1", model: m}}}',
+        'security: {requireAuth: true, users: {admin: "admin-password-0123", bob: "bob-password-0123"}}',
+      ].join('\n'),
+    );
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("a user reads an admin's agent and the rule list without the admin's MCP token", async () => {
+    const admin = bearer(await login(h.app, 'admin', 'admin-password-0123'));
+    const bob = bearer(await login(h.app, 'bob', 'bob-password-0123'));
+    const created = await h.app.inject({ method: 'POST', url: '/api/v1/agents', headers: admin, payload: secretAgent('admins') });
+    expect(created.statusCode, created.body).toBe(201);
+    for (const url of ['/api/v1/agents/admins', '/api/v1/rules', '/api/v1/agents']) {
+      const res = await h.app.inject({ method: 'GET', url, headers: bob });
+      expect(res.statusCode, res.body).toBe(200);
+      expectNoPlaintext(res.body, `${url} as bob`);
+    }
+    expect(mcpHeaders((await h.app.inject({ method: 'GET', url: '/api/v1/agents/admins', headers: bob })).json())).toEqual({ Authorization: SECRET_MARKER });
   });
 });
