@@ -4,6 +4,7 @@ export { nodeTypes, defineNodeType, type NodeType, type NodeTypeDef } from './no
 export { REST_DEFAULT_TIMEOUT_MS } from './nodes/rest-api-call.js';
 export { AiAgentConfiguration, DEFAULT_TOOL_TIMEOUT_MS, MIN_TOOL_TIMEOUT_MS, agentConfigProblems, toolTimeoutProblem } from './agent/config.js';
 export * from './chain-cache.js';
+export * from './definition-secrets.js';
 export * from './template.js';
 export * from './workspace-path.js';
 export * from './skills/markdown.js';

@@ -31,8 +31,10 @@ import {
   type LoopEvent,
   type ModelCallRequest,
   type ModelEvent,
+  type SecretSealer,
   type ToolContext,
   type ToolDefinition,
+  unsealDefinition,
 } from '@agentry/engine';
 import { enqueueReply, failureNotice, queueReply } from './reply.js';
 import { RunEventPublisher, type EventBody } from './run-events.js';
@@ -48,6 +50,8 @@ export interface RunDeps {
   publish(event: RunEvent): Promise<void>;
   /** An agent's row (default: read from the database each time; the service passes its cache). */
   agent?(agentId: string): Promise<RuleChainRow | undefined>;
+  /** Opens the secrets sealed inside definitions (the gateway seals them with the same key). */
+  secrets: SecretSealer;
   /** History window of a session. */
   maxMessages: number;
   /** `workspace.max_file_bytes`: the workspace tools write no larger file (as the workspace routes). */
@@ -70,6 +74,14 @@ export interface RunDeps {
   metrics?: Registry;
   /** Called once the answer is committed and `done` published (nodes after the ai/agent node may still run). */
   delivered?(): void;
+}
+
+/**
+ * A stored chain with its secrets opened, for this run only: rows, caches and job payloads keep
+ * them sealed, so the plain text lives no longer than the run that sends it.
+ */
+function opened(deps: RunDeps, row: RuleChainRow): RuleChainRow {
+  return { ...row, dsl: unsealDefinition(row.dsl, deps.secrets, `${row.kind === 'agent' ? 'agent' : 'rule chain'} "${row.id}"`) };
 }
 
 /** Sub-agents nest at most this deep. */
@@ -164,7 +176,10 @@ type Answer = Pick<AgentResult, 'output' | 'added' | 'usage' | 'finishReason'>;
 export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
   const events = new RunEventPublisher(run.id, deps.publish);
   const emit = (event: EventBody) => events.event(event);
-  const readAgent = deps.agent ?? ((id: string) => getRuleChain(deps.db, id));
+  const readAgent = async (id: string) => {
+    const row = await (deps.agent ?? ((agentId: string) => getRuleChain(deps.db, agentId)))(id);
+    return row && opened(deps, row);
+  };
   const log = deps.logger.child({ runId: run.id, agentId: run.agentId, ...(run.sessionId ? { sessionId: run.sessionId } : {}) });
   let output = '';
   const started = Date.now();
@@ -341,7 +356,8 @@ async function runAgentWithTools(
     runSubagent: async (agentId, message, subSignal) => {
       if (stack.includes(agentId)) throw new AppError('VALIDATION', 400, `agent ${agentId} is already running in this chain (${[...stack, agentId].join(' -> ')})`);
       if (stack.length >= MAX_AGENT_DEPTH) throw new AppError('VALIDATION', 400, `sub-agents nest at most ${MAX_AGENT_DEPTH} deep`);
-      const sub = await (deps.agent ?? ((id: string) => getRuleChain(deps.db, id)))(agentId);
+      const row = await (deps.agent ?? ((id: string) => getRuleChain(deps.db, id)))(agentId);
+      const sub = row && opened(deps, row);
       const subConfig = sub?.kind === 'agent' ? agentNode(sub.dsl) : undefined;
       if (!subConfig) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
       const subPrompt = deps.systemPrompt ? await deps.systemPrompt(subConfig, agentId) : (subConfig.systemPrompt ?? '');
@@ -375,7 +391,9 @@ async function runAgentWithTools(
 /** Loads a stored chain for the runner (undefined when it does not exist). */
 async function loadChain(deps: RunDeps, id: string) {
   const row = await getRuleChain(deps.db, id);
-  return row ? parseChain({ id: row.id, dsl: row.dsl, isAgent: row.kind === 'agent' }) : undefined;
+  if (!row) return undefined;
+  const { dsl } = opened(deps, row);
+  return parseChain({ id: row.id, dsl, isAgent: row.kind === 'agent' });
 }
 
 /**

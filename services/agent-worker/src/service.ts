@@ -235,6 +235,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
           stream,
           publish,
           agent: (agentId) => agents.get(agentId),
+          secrets: runtime.secrets,
           maxMessages: runtime.config.current.agents.defaults.session.max_messages,
           maxFileBytes: runtime.config.current.workspace.max_file_bytes,
           allowUnsandboxedBash: () => runtime.config.current.security.allowUnsandboxedBash,

@@ -27,6 +27,7 @@ import { registerSecurityHeaders } from './auth/security-headers.js';
 import { registerChatRateLimit } from './auth/chat-rate-limit.js';
 import { registerOpenApi } from './openapi.js';
 import { registerJsonBodyParser } from './json-body.js';
+import { sealStoredDefinitions } from './definition-secrets.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -97,6 +98,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
   });
 
   await seedProvidersAtStart(deps);
+  await sealStoredDefinitions(deps);
   const auth = await createAuth(deps);
   app.addHook('onClose', () => auth.close());
   // Headers and CORS first: a preflight carries no credentials and is answered before the auth hook.

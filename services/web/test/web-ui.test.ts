@@ -172,6 +172,33 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       expect(JSON.stringify(saved.json)).not.toContain('failover');
     }));
 
+  it('keeps a secret of the definition through the editor: shown as the marker, saved back unchanged', () =>
+    step('agent-secret', async () => {
+      const plain = 'Bearer web-ui-mcp-token-4e1f';
+      const dsl = (await apiAs('GET', '/agents/helper')).json as { metadata: { nodes: Array<{ type: string; configuration: { tools?: unknown[] } }> } };
+      const agentNode = dsl.metadata.nodes.find((n) => n.type === 'ai/agent')!;
+      agentNode.configuration.tools = [...(agentNode.configuration.tools ?? []), { type: 'mcp', name: 'docs', config: { url: 'https://mcp.example.com/mcp', headers: { Authorization: plain } } }];
+      expect((await apiAs('PUT', '/agents/helper', dsl)).status).toBe(200);
+
+      await page.reload();
+      const others = page.getByLabel('Other tools (JSON)');
+      await expect.poll(() => others.inputValue()).toContain('"Authorization": "[secret]"');
+      expect(await page.content()).not.toContain('web-ui-mcp-token');
+      await page.getByRole('group', { name: 'Model parameters' }).getByLabel('Temperature').fill('0.7');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Agent saved').waitFor();
+      // The marker is answered only while a secret is stored: the editor's PUT kept it.
+      const saved = JSON.stringify((await apiAs('GET', '/agents/helper')).json);
+      expect(saved).toContain('"params":{"temperature":0.7}');
+      expect(saved).toContain('"headers":{"Authorization":"[secret]"}');
+      expect(saved).not.toContain('web-ui-mcp-token');
+      // The next steps chat with this agent: it should not try to reach that server.
+      const latest = (await apiAs('GET', '/agents/helper')).json as typeof dsl;
+      const latestNode = latest.metadata.nodes.find((n) => n.type === 'ai/agent')!;
+      latestNode.configuration.tools = latestNode.configuration.tools?.filter((t) => (t as { type?: string }).type !== 'mcp');
+      expect((await apiAs('PUT', '/agents/helper', latest)).status).toBe(200);
+    }));
+
   it('chats: streams the answer token by token and shows the tool call as a card', () =>
     step('chat', async () => {
       fake.script(

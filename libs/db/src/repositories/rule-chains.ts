@@ -142,3 +142,19 @@ export async function deleteRuleChain(db: Db, id: string): Promise<boolean> {
   const result = await db.deleteFrom('rule_chains').where('id', '=', id).executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
+
+/**
+ * Replaces only the DSL, and only while the row still has `updatedAt` (a background rewrite
+ * such as the gateway's sealing pass must not overwrite a user's update made meanwhile).
+ * False when the row changed or is gone.
+ */
+export async function replaceRuleChainDslIfUnchanged(db: Db, id: string, updatedAt: Date, dsl: JsonValue): Promise<boolean> {
+  const result = await db
+    .updateTable('rule_chains')
+    .set({ dsl: JSON.stringify(dsl), updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    // The column keeps microseconds, a Date only milliseconds.
+    .where(sql<Date>`date_trunc('milliseconds', updated_at)`, '=', updatedAt)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}

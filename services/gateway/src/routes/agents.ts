@@ -19,6 +19,7 @@ import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
 import { assertValidChain, reloadAnswer, withPathId, type ChainContext } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type Paged } from './common.js';
+import { redacted, sealIncoming } from '../definition-secrets.js';
 
 const AgentParams = Type.Object({ agentId: Id });
 
@@ -40,11 +41,11 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
   });
 
   api.get('/agents/:agentId', { config: { access: 'user' }, schema: { params: AgentParams } }, async (req) => {
-    return (await requireAgent(db(), req.params.agentId)).dsl;
+    return redacted((await requireAgent(db(), req.params.agentId)).dsl);
   });
 
   api.post('/agents', { config: { access: 'user' }, schema: { body: RuleChainDsl } }, async (req, reply) => {
-    const dsl = req.body;
+    const dsl = sealIncoming(deps, req.body);
     assertValidChain(dsl, true);
     const id = dsl.ruleChain.id;
     const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
@@ -69,18 +70,18 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
       throw err;
     }
     await chains.changed([id]);
-    return reply.status(201).send(dsl);
+    return reply.status(201).send(redacted(dsl));
   });
 
   api.put('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams, body: RuleChainUpdate } }, async (req) => {
     const { agentId } = req.params;
-    const dsl = withPathId(req.body, agentId);
+    const stored = await requireAgent(db(), agentId);
+    const dsl = sealIncoming(deps, withPathId(req.body, agentId), stored.dsl);
     assertValidChain(dsl, true);
-    await requireAgent(db(), agentId);
     const row = await updateRuleChain(db(), agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
     if (!row) throw new Errors.NOT_FOUND(`agent "${agentId}"`);
     await chains.changed([agentId]);
-    return row.dsl;
+    return redacted(row.dsl);
   });
 
   api.delete('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams } }, async (req) => {

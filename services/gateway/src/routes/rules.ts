@@ -18,6 +18,7 @@ import { ownerName } from '../auth/ownership.js';
 import { deleteAgent } from './agents.js';
 import { assertValidChain, reloadAnswer, storedChain, withPathId, type ChainContext } from './chain-support.js';
 import { requireAgent, typed } from './common.js';
+import { redacted, sealIncoming } from '../definition-secrets.js';
 
 const RuleParams = Type.Object({ id: Id });
 const AgentRuleParams = Type.Object({ agentId: Id, id: Id });
@@ -49,7 +50,7 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
     const rows = await listRuleChains(db(), filter);
     const items = rows.map((row): RuleListItem => {
       const result = chains.cache.admit(storedChain(row));
-      const dsl = (row.dsl ?? {}) as { ruleChain?: unknown; metadata?: unknown };
+      const dsl = redacted((row.dsl ?? {}) as { ruleChain?: unknown; metadata?: unknown });
       return {
         ruleChain: dsl.ruleChain,
         metadata: dsl.metadata,
@@ -63,7 +64,8 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
   }
 
   /** `owner`: the creator of a global chain; an agent-level rule belongs to its agent's owner. */
-  async function create(body: RuleChainDsl, agentId: string | null, owner: string): Promise<RuleChainRow> {
+  async function create(incoming: RuleChainDsl, agentId: string | null, owner: string): Promise<RuleChainRow> {
+    const body = sealIncoming(deps, incoming);
     assertValidChain(body, false);
     const id = body.ruleChain.id;
     if (await getRuleChain(db(), id)) throw new Errors.CONFLICT(`rule chain "${id}"`);
@@ -78,12 +80,12 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
   }
 
   async function update(row: RuleChainRow, body: RuleChainUpdate): Promise<JsonValue> {
-    const dsl = withPathId(body, row.id);
+    const dsl = sealIncoming(deps, withPathId(body, row.id), row.dsl);
     assertValidChain(dsl, row.kind === 'agent');
     const updated = await updateRuleChain(db(), row.id, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
     if (!updated) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
     await chains.changed([row.id]);
-    return updated.dsl;
+    return redacted(updated.dsl);
   }
 
   async function remove(row: RuleChainRow): Promise<{ success: true }> {
@@ -115,11 +117,11 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
     return list({ agentId, category }, loaded);
   });
 
-  api.get('/rules/:id', { config: { access: 'user' }, schema: { params: RuleParams } }, async (req) => (await requireChain(req.params.id)).dsl);
+  api.get('/rules/:id', { config: { access: 'user' }, schema: { params: RuleParams } }, async (req) => redacted((await requireChain(req.params.id)).dsl));
 
   api.post('/rules', { config: { access: 'user' }, schema: { body: RuleChainDsl } }, async (req, reply) => {
     const row = await create(req.body, null, ownerName(req.principal));
-    return reply.status(201).send(row.dsl);
+    return reply.status(201).send(redacted(row.dsl));
   });
 
   api.put('/rules/:id', { config: { access: 'owner', owns: 'chain' }, schema: { params: RuleParams, body: RuleChainUpdate } }, async (req) => {
@@ -145,11 +147,11 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
   api.post('/agents/:agentId/rules', { config: { access: 'owner', owns: 'agent' }, schema: { params: Type.Object({ agentId: Id }), body: RuleChainDsl } }, async (req, reply) => {
     const agent = await requireAgent(db(), req.params.agentId);
     const row = await create(req.body, req.params.agentId, agent.owner);
-    return reply.status(201).send(row.dsl);
+    return reply.status(201).send(redacted(row.dsl));
   });
 
   api.get('/agents/:agentId/rules/:id', { config: { access: 'user' }, schema: { params: AgentRuleParams } }, async (req) => {
-    return (await requireAgentRule(req.params.agentId, req.params.id)).dsl;
+    return redacted((await requireAgentRule(req.params.agentId, req.params.id)).dsl);
   });
 
   api.put('/agents/:agentId/rules/:id', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentRuleParams, body: RuleChainUpdate } }, async (req) => {

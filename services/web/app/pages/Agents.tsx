@@ -245,7 +245,7 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
           schema={forms.toolEntry ? { type: 'array', items: forms.toolEntry as JsonSchema } : field.schema}
           value={others.length > 0 ? others : undefined}
           error={null}
-          help={`Entries of kind ${forms.toolKinds.filter((k) => k !== 'builtin').join(', ')}, and built-in tools this server does not list.`}
+          help={`Entries of kind ${forms.toolKinds.filter((k) => k !== 'builtin').join(', ')}, and built-in tools this server does not list. Stored secrets (Authorization and other credential headers, tokens) show as "[secret]": leave that to keep one, write a new value to replace it, empty it to remove it.`}
           className="wide"
           onValue={(next) => set(withOtherTools(tools, builtinNames, Array.isArray(next) ? (next as ToolEntry[]) : []))}
           onProblem={(p) => onTextProblem('tools.*', p)}

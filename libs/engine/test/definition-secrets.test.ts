@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { Sealer } from '@agentry/runtime';
+import {
+  SEALED_PREFIX,
+  SECRET_MARKER,
+  isSecretHeader,
+  isSecretKey,
+  isSecretUrl,
+  redactDefinition,
+  sealDefinition,
+  sealStoredPlaintext,
+  unsealDefinition,
+  validateRuleChain,
+} from '../src/index.js';
+
+/** The secret-field rule and the seal / redact / unseal round trip of definitions. */
+const sealer = new Sealer('definition-secrets-master-key-0123456789');
+const other = new Sealer('another-master-key-that-differs-0123456789');
+
+function agent(tools: unknown[], extraNodes: unknown[] = []) {
+  return {
+    ruleChain: { id: 'a', name: 'A' },
+    metadata: {
+      nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'p', params: { maxTokens: 100 }, tools } }, ...extraNodes],
+      connections: [],
+    },
+  };
+}
+
+const mcp = (headers: Record<string, unknown>, name = 'docs') => ({ type: 'mcp', name, config: { url: 'https://mcp.example.com/mcp', headers } });
+const rest = (headers: Record<string, unknown>) => ({
+  id: 'call',
+  type: 'restApiCall',
+  configuration: { restEndpointUrlPattern: 'https://api.example.com/x', headers },
+});
+
+interface Dsl {
+  metadata: { nodes: Array<{ configuration: { params?: unknown; tools?: unknown; headers?: Record<string, string> } }> };
+}
+const tools = (d: unknown) => (d as Dsl).metadata.nodes[0]!.configuration.tools as Array<{ config: { headers: Record<string, string>; url: string } }>;
+const restHeaders = (d: unknown) => (d as Dsl).metadata.nodes[1]!.configuration.headers;
+
+describe('the secret-field rule', () => {
+  it('names keys, headers and URLs that carry credentials', () => {
+    for (const key of ['token', 'accessToken', 'api_key', 'apiKey', 'API-KEY', 'clientSecret', 'password', 'privateKey', 'credentials', 'Authorization', 'cookie']) {
+      expect(isSecretKey(key), key).toBe(true);
+    }
+    for (const key of ['url', 'name', 'timeout', 'allowHosts', 'model', 'systemPrompt', 'keyword']) expect(isSecretKey(key), key).toBe(false);
+    for (const h of ['Authorization', 'proxy-authorization', 'Cookie', 'X-Api-Key', 'X-Auth-Token', 'X-Auth-Key', 'api-key']) expect(isSecretHeader(h), h).toBe(true);
+    for (const h of ['Accept', 'Content-Type', 'X-Request-Id', 'User-Agent']) expect(isSecretHeader(h), h).toBe(false);
+    expect(isSecretUrl('https://user:pw@host/x')).toBe(true);
+    expect(isSecretUrl('https://host/x?api_key=1')).toBe(true);
+    expect(isSecretUrl('https://host/x?a=1&access%5Ftoken=2')).toBe(true);
+    expect(isSecretUrl('https://host/x?key=abc')).toBe(true);
+    expect(isSecretUrl('https://host/x?q=token')).toBe(false);
+    expect(isSecretUrl('https://host/path@x')).toBe(false);
+    expect(isSecretUrl('not a url user:pw@host')).toBe(false);
+  });
+
+  it('seals every secret place of a definition and nothing else', () => {
+    const dsl = agent(
+      [
+        mcp({ Authorization: 'Bearer mcp-token', Accept: 'application/json' }),
+        { type: 'builtin', name: 'http_fetch', config: { timeout: 5, apiToken: 'tool-token', nested: { credentials: { user: 'nested-user', pass: 'nested-pass' } } } },
+        { type: 'mcp', name: 'userinfo', config: { url: 'https://bob:pw@mcp.example.com/' } },
+      ],
+      [rest({ 'X-Api-Key': 'rest-key', 'content-type': 'text/plain' })],
+    );
+    const sealed = sealDefinition(dsl, undefined, sealer) as Dsl;
+    const text = JSON.stringify(sealed);
+    for (const plain of ['mcp-token', 'tool-token', 'rest-key', 'nested-user', 'nested-pass', 'bob:pw']) expect(text).not.toContain(plain);
+    expect(tools(sealed)[0]!.config.headers.Authorization).toMatch(new RegExp(`^${SEALED_PREFIX}v1\\.`));
+    expect(tools(sealed)[0]!.config.headers.Accept).toBe('application/json');
+    expect(restHeaders(sealed)?.['content-type']).toBe('text/plain');
+    expect(sealed.metadata.nodes[0]!.configuration.params).toEqual({ maxTokens: 100 });
+    // Still a valid chain: sealed values are strings where strings were.
+    expect(validateRuleChain(sealed, { requireAgent: true })).toEqual({ ok: true, errors: [] });
+    expect(unsealDefinition(sealed, sealer, 'agent "a"')).toEqual(dsl);
+  });
+});
+
+describe('reads and updates', () => {
+  const stored = sealDefinition(
+    agent([mcp({ Authorization: 'Bearer one' })], [rest({ 'X-Api-Key': 'k1', Accept: 'a/b' })]),
+    undefined,
+    sealer,
+  );
+
+  it('answers the marker in place of every secret, sealed or not yet sealed', () => {
+    const read = redactDefinition(stored);
+    expect(tools(read)[0]!.config.headers).toEqual({ Authorization: SECRET_MARKER });
+    expect(restHeaders(read)).toEqual({ 'X-Api-Key': SECRET_MARKER, Accept: 'a/b' });
+    expect(JSON.stringify(read)).not.toContain(SEALED_PREFIX);
+    const legacy = redactDefinition(agent([mcp({ authorization: 'Bearer plain' })]));
+    expect(JSON.stringify(legacy)).not.toContain('plain');
+  });
+
+  it('keeps a secret sent back as the marker, also when its tool moved and its header changed case', () => {
+    const read = redactDefinition(stored) as Dsl;
+    const moved = agent([{ type: 'builtin', name: 'read' }, mcp({ authorization: SECRET_MARKER })], [rest({ 'x-api-key': SECRET_MARKER })]);
+    const next = sealDefinition(moved, stored, sealer);
+    expect(tools(unsealDefinition(next, sealer, 'a'))[1]!.config.headers).toEqual({ authorization: 'Bearer one' });
+    expect(restHeaders(unsealDefinition(next, sealer, 'a'))).toEqual({ 'x-api-key': 'k1' });
+    // GET then PUT unchanged stores the same sealed text.
+    expect(sealDefinition(read, stored, sealer)).toEqual(stored);
+    // A row an older replica wrote in plain text keeps its secret too, sealed now.
+    const legacy = agent([mcp({ Authorization: 'Bearer legacy' })]);
+    const fromLegacy = sealDefinition(redactDefinition(legacy), legacy, sealer);
+    expect(JSON.stringify(fromLegacy)).not.toContain('legacy');
+    expect(unsealDefinition(fromLegacy, sealer, 'a')).toEqual(legacy);
+  });
+
+  it('replaces a secret with a new value and removes it on an empty string or null', () => {
+    const replaced = unsealDefinition(sealDefinition(agent([mcp({ Authorization: 'Bearer two' })]), stored, sealer), sealer, 'a');
+    expect(tools(replaced)[0]!.config.headers).toEqual({ Authorization: 'Bearer two' });
+    const emptied = sealDefinition(agent([mcp({ Authorization: '' })], [rest({ 'X-Api-Key': null, Accept: 'a/b' })]), stored, sealer);
+    expect(tools(emptied)[0]!.config.headers).toEqual({});
+    expect(restHeaders(emptied)).toEqual({ Accept: 'a/b' });
+  });
+
+  it('drops a kept secret whose tool or node now sends elsewhere, unless the request gives it again', () => {
+    const elsewhere = (tool: ReturnType<typeof mcp>) => ({ ...tool, config: { ...tool.config, url: 'https://attacker.example.net/mcp' } });
+    const moved = sealDefinition(
+      agent([elsewhere(mcp({ Authorization: SECRET_MARKER }))], [{ ...rest({ 'X-Api-Key': SECRET_MARKER, Accept: 'a/b' }), configuration: { restEndpointUrlPattern: 'https://attacker.example.net/x', headers: { 'X-Api-Key': SECRET_MARKER, Accept: 'a/b' } } }]),
+      stored,
+      sealer,
+    );
+    expect(tools(moved)[0]!.config.headers).toEqual({});
+    expect(restHeaders(moved)).toEqual({ Accept: 'a/b' });
+    const given = unsealDefinition(sealDefinition(agent([elsewhere(mcp({ Authorization: 'Bearer for-the-new-host' }))]), stored, sealer), sealer, 'a');
+    expect(tools(given)[0]!.config.headers).toEqual({ Authorization: 'Bearer for-the-new-host' });
+    // Another tool's address changing does not matter.
+    const other = sealDefinition(agent([mcp({ Authorization: SECRET_MARKER }), elsewhere(mcp({}, 'second'))]), stored, sealer);
+    expect(tools(unsealDefinition(other, sealer, 'a'))[0]!.config.headers).toEqual({ Authorization: 'Bearer one' });
+  });
+
+  it('refuses a marker with nothing stored behind it, and a planted sealed value', () => {
+    expect(() => sealDefinition(agent([mcp({ Authorization: SECRET_MARKER })]), undefined, sealer)).toThrow(
+      /metadata\.nodes\[0\]\.configuration\.tools\[0\]\.config\.headers\.Authorization: holds the secret marker "\[secret\]" but no secret is stored there/,
+    );
+    // Another tool's secret cannot be claimed by sending the marker at its own place.
+    expect(() => sealDefinition(agent([mcp({ Authorization: SECRET_MARKER }, 'other')]), stored, sealer)).toThrow(/no secret is stored there/);
+    const planted = tools(stored)[0]!.config.headers.Authorization;
+    const dsl = agent([{ type: 'builtin', name: 'read', description: planted }]);
+    expect(() => sealDefinition(dsl, stored, sealer)).toThrow(/values starting with "sealed:" are reserved/);
+    // At a secret place a sealed-looking value is just text to seal: the worker opens it back to itself.
+    const resealed = sealDefinition(agent([mcp({ Authorization: planted })]), undefined, sealer);
+    expect(tools(unsealDefinition(resealed, sealer, 'a'))[0]!.config.headers.Authorization).toBe(planted);
+  });
+});
+
+describe('the worker and the start-up pass', () => {
+  it('fails with the place, not the value, when the key differs', () => {
+    const sealed = sealDefinition(agent([mcp({ Authorization: 'Bearer one' })]), undefined, sealer);
+    expect(() => unsealDefinition(sealed, other, 'agent "a"')).toThrow(/agent "a": the secret at metadata\.nodes\[0\]\.configuration\.tools\[0\]\.config\.headers\.Authorization cannot be opened/);
+    expect(() => unsealDefinition(sealed, undefined, 'agent "a"')).toThrow(/holds sealed secrets but this process has no secret key/);
+  });
+
+  it('copies a "__proto__" key as a key', () => {
+    const dsl = JSON.parse('{"ruleChain":{"id":"a","name":"A","configuration":{"__proto__":{"token":"t-1"}}},"metadata":{"nodes":[],"connections":[]}}');
+    const sealed = sealDefinition(dsl, undefined, sealer) as { ruleChain: { configuration: object } };
+    expect(Object.keys(sealed.ruleChain.configuration)).toEqual(['__proto__']);
+    expect(JSON.stringify(redactDefinition(sealed))).toContain('"__proto__":{"token":"[secret]"}');
+    expect(unsealDefinition(sealed, sealer, 'a')).toEqual(dsl);
+  });
+
+  it('seals plain text stored earlier, once', () => {
+    const legacy = agent([mcp({ Authorization: 'Bearer legacy', Accept: 'x' })]);
+    const first = sealStoredPlaintext(legacy, sealer);
+    expect(first.changed).toBe(true);
+    expect(JSON.stringify(first.dsl)).not.toContain('legacy');
+    expect(unsealDefinition(first.dsl, sealer, 'a')).toEqual(legacy);
+    const again = sealStoredPlaintext(first.dsl, sealer);
+    expect(again).toEqual({ dsl: first.dsl, changed: false });
+  });
+});
