@@ -33,6 +33,17 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
   }
+  interface FastifyInstance {
+    /** Every route with its declared access, as registered: what the access matrix test walks. */
+    routeAccess: readonly RouteAccess[];
+  }
+}
+
+export interface RouteAccess {
+  method: string;
+  url: string;
+  access: Access;
+  owns?: Owned;
 }
 
 export interface Auth {
@@ -153,6 +164,8 @@ async function fromAny(auth: Auth, token: string): Promise<Principal> {
  * past the guard by being forgotten. Must be registered before any route.
  */
 export function requireAccessDeclarations(app: FastifyInstance): void {
+  const table: RouteAccess[] = [];
+  app.decorate('routeAccess', table);
   app.addHook('onRoute', (route) => {
     // @fastify/cors answers preflights on `OPTIONS *`: no credentials come with a preflight.
     if (route.method === 'OPTIONS' && route.url === '*' && route.config?.access === undefined) route.config = { ...route.config, access: 'public' };
@@ -162,6 +175,8 @@ export function requireAccessDeclarations(app: FastifyInstance): void {
       throw new Error(`route ${where} declares no access (config.access: ${ACCESS_LEVELS.join(' | ')})`);
     }
     if (access === 'owner' && route.config?.owns === undefined) throw new Error(`owner route ${where} does not say what it owns (config.owns)`);
+    const owns = route.config?.owns;
+    for (const method of [route.method].flat()) table.push({ method: String(method), url: route.url, access, ...(owns ? { owns } : {}) });
   });
 }
 
@@ -219,6 +234,12 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
       }
     }
   });
+  // Before validation, so a non-owner learns nothing from a 400 about a row it may not touch:
+  // one query for the owner of the row the path names.
+  app.addHook('preValidation', async (req) => {
+    if (req.is404 || req.routeOptions.config.access !== 'owner') return;
+    await assertOwner(deps.db.db, req.principal, req.routeOptions.config.owns, req.params);
+  });
   // The body is parsed by now (it is not at onRequest). Admins and open (no-auth) setups pass.
   app.addHook('preValidation', async (req) => {
     const p = req.principal;
@@ -229,11 +250,6 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
     if (key === 'too complex') throw new Errors.FORBIDDEN(`this body nests more than ${MAX_NODES_CHECKED} objects and arrays; only an admin may send one`);
     if (key === 'bash') throw new Errors.FORBIDDEN('only an admin may give an agent the bash tool: it runs commands on the worker');
     if (key) throw new Errors.FORBIDDEN(`only an admin may set ${key}: it lets tools reach private and loopback addresses`);
-  });
-  // After validation, so the path's ids are checked values; one query for the row's owner.
-  app.addHook('preHandler', async (req) => {
-    if (req.is404 || req.routeOptions.config.access !== 'owner') return;
-    await assertOwner(deps.db.db, req.principal, req.routeOptions.config.owns, req.params);
   });
 }
 
