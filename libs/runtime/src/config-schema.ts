@@ -217,6 +217,13 @@ export const ConfigSchema = Type.Object(
     worker: Type.Object(
       {
         concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'runs one agent-worker process executes at once' }),
+        script_workers: Type.Integer({
+          minimum: 1,
+          maximum: 64,
+          default: 2,
+          description:
+            'threads of one agent-worker process that run rule-chain scripts (jsFilter, jsTransform, jsSwitch, log); a free thread goes to the agent with the fewest scripts running, so one busy agent cannot starve the others',
+        }),
         stall_timeout_ms: Type.Integer({
           minimum: 1000,
           default: 30_000,
