@@ -401,6 +401,34 @@ export function sessionConformance(target: () => ChatTarget): void {
 }
 
 /**
+ * `server.request_timeout_ms` (issue 20, finding 6) bounds how long a request takes to arrive,
+ * not how long its answer streams. The target runs with a 1 s request timeout.
+ */
+export function requestTimeoutConformance(target: () => ChatTarget): void {
+  it('a chat stream longer than server.request_timeout_ms is not cut', async () => {
+    const t = target();
+    t.fake.reset();
+    const words = Array.from({ length: 12 }, (_, i) => `w${i} `);
+    t.fake.script({ text: words, chunkDelayMs: 250 });
+    const res = await fetch(`${t.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+      body: JSON.stringify({ model: t.agentId, messages: [{ role: 'user', content: 'x' }], stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const content = text
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => (JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
+      .join('');
+    expect(content).toBe(words.join(''));
+    t.fake.reset();
+  });
+}
+
+/**
  * Issue 20, finding 5: a stream whose agent was deleted mid-run never ended (the run row went
  * with the agent, so the relay found nothing to end with and pinged for ever). The target's
  * `reliability.relay_check_ms` bounds how long the stream may go on after the delete.
