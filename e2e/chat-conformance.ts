@@ -472,4 +472,26 @@ export function agentDeletionConformance(target: () => ChatTarget): void {
     await t.fake.waitForAbort({ index, timeoutMs: 10_000 });
     t.fake.reset();
   });
+
+  it('deleting an agent during a non-stream request answers it 404 {error}', async () => {
+    const t = target();
+    const agentId = `doomed-${Math.random().toString(36).slice(2, 8)}`;
+    const created = await fetch(`${t.baseURL}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl(agentId)) });
+    expect(created.status).toBe(201);
+    t.fake.reset();
+    t.fake.script({ hang: true });
+    const index = t.fake.requests.length;
+    const answer = fetch(`${t.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+      body: JSON.stringify({ model: agentId, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    await t.fake.waitForRequest(index + 1, 10_000);
+    expect((await fetch(`${t.baseURL}/agents/${agentId}`, { method: 'DELETE' })).status).toBe(200);
+    const res = await answer;
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: expect.stringMatching(/run was deleted while it ran/) });
+    await t.fake.waitForAbort({ index, timeoutMs: 10_000 });
+    t.fake.reset();
+  });
 }
