@@ -58,7 +58,8 @@ describe('buildConversation', () => {
 const FAILING_SCRIPTS = {
   'script-throws': "throw new Error('no temperature');",
   'script-loops': 'while (true) {}',
-  'script-oom': "var s = ''; while (true) { s += 'x'.repeat(1e6); }",
+  // A new 1 MiB string a step: out of memory after some 32 steps, long before the 1 s deadline even on a loaded machine.
+  'script-oom': "var a = []; var s = 'x'.repeat(1 << 20); while (true) { a.push(s + a.length); }",
   'script-circular': 'var o = {}; o.self = o; return o;',
   'script-syntax': 'return {msg: ;',
   'script-shape': "return 'not an object';",
