@@ -434,12 +434,17 @@ export function requestTimeoutConformance(target: () => ChatTarget): void {
  * `reliability.relay_check_ms` bounds how long the stream may go on after the delete.
  */
 export function agentDeletionConformance(target: () => ChatTarget): void {
-  it('deleting an agent mid-stream cancels its run and ends the stream with an error event', async () => {
-    const t = target();
+  /** An agent of this test alone (it is deleted), with the fake's queue emptied. */
+  const newAgent = async (t: ChatTarget) => {
     const agentId = `doomed-${Math.random().toString(36).slice(2, 8)}`;
     const created = await fetch(`${t.baseURL}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl(agentId)) });
     expect(created.status).toBe(201);
     t.fake.reset();
+    return agentId;
+  };
+  it('deleting an agent mid-stream cancels its run and ends the stream with an error event', async () => {
+    const t = target();
+    const agentId = await newAgent(t);
     // The role chunk, then 'first ', then silence.
     t.fake.script({ text: ['first ', 'never'], hangAfterChunks: 2 });
     const index = t.fake.requests.length;
@@ -475,10 +480,7 @@ export function agentDeletionConformance(target: () => ChatTarget): void {
 
   it('deleting an agent during a non-stream request answers it 404 {error}', async () => {
     const t = target();
-    const agentId = `doomed-${Math.random().toString(36).slice(2, 8)}`;
-    const created = await fetch(`${t.baseURL}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl(agentId)) });
-    expect(created.status).toBe(201);
-    t.fake.reset();
+    const agentId = await newAgent(t);
     t.fake.script({ hang: true });
     const index = t.fake.requests.length;
     const answer = fetch(`${t.baseURL}/chat/completions`, {
