@@ -469,7 +469,8 @@ async function startFakes(work: string): Promise<Fakes> {
 function configYaml(fakes: Fakes, dataDir: string, concurrency: number): string {
   const providers = SCENARIOS.map((s) => `    ${s.provider}: {base_url: "http://127.0.0.1:${fakes[s.provider]!.port}/v1", api_key: "${PROVIDER_KEY}", model: fake-model}`);
   return [
-    'server: {host: 127.0.0.1, shutdown_timeout_ms: 3000}',
+    // Every stream comes from this one address: the per-address connection cap (256) would refuse the 500 level.
+    'server: {host: 127.0.0.1, shutdown_timeout_ms: 3000, max_connections_per_address: 0}',
     `data: {root_dir: "${dataDir}"}`,
     `worker: {concurrency: ${concurrency}}`,
     'models:',

@@ -366,6 +366,39 @@ describe('tools through the chat endpoint', () => {
     ]);
   });
 
+  // Issue 20, finding 8: these answered 500 "the agent failed unexpectedly".
+  it('a script in front of the ai/agent node that fails answers 502, one broken whatever its input 422, as {error}', async () => {
+    const cases: Array<[string, string, number, RegExp]> = [
+      ['script-throws', "throw new Error('no temperature');", 502, /node "t" \(jsTransform\): Error: no temperature \(line 1\)/],
+      ['script-loops', 'while (true) {}', 502, /script timed out after 1000 ms/],
+      ['script-circular', 'var o = {}; o.self = o; return o;', 422, /the script returned a value that is not JSON/],
+    ];
+    for (const [id, jsScript, status, message] of cases) {
+      const created = await fetch(`${baseURL}/agents`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          ruleChain: { id, name: id },
+          metadata: {
+            nodes: [
+              { id: 't', type: 'jsTransform', configuration: { jsScript } },
+              { id: 'agent', type: 'ai/agent', configuration: { provider: 'fake' } },
+            ],
+            connections: [{ fromId: 't', toId: 'agent', type: 'Success' }],
+          },
+        }),
+      });
+      expect(created.status).toBe(201);
+      const res = await fetch(`${baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+        body: JSON.stringify({ model: id, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      expect(res.status, id).toBe(status);
+      expect(await res.json(), id).toEqual({ error: expect.stringMatching(message) });
+    }
+  });
+
   it('stores what the client saw: nodes after the ai/agent node change neither the answer nor the session, and a throwing one fails nothing', async () => {
     const sessionId = `postscript-${Date.now()}`;
     fake.script({ text: 'The real answer.' });

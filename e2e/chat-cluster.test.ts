@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { getRun } from '@agentry/db';
 import { describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
-import { API_KEY, PROVIDER_KEY, agentDsl, chatConformance, sessionConformance, skillsConformance, type ChatTarget } from './chat-conformance.js';
+import { API_KEY, PROVIDER_KEY, agentDeletionConformance, agentDsl, chatConformance, requestTimeoutConformance, sessionConformance, skillsConformance, type ChatTarget } from './chat-conformance.js';
 
 /**
  * The same conformance suite against cluster mode: the gateway and two agent-workers as
@@ -17,6 +17,8 @@ describeWithServers('chat completions, cluster mode (separate gateway and worker
     cluster = await startTestCluster({
       workers: 2,
       configLines: [
+        'reliability: {relay_check_ms: 1000}',
+        'server: {request_timeout_ms: 1000}',
         'models:',
         '  default_provider: fake',
         `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
@@ -39,6 +41,8 @@ describeWithServers('chat completions, cluster mode (separate gateway and worker
   });
 
   chatConformance(() => target);
+  agentDeletionConformance(() => target);
+  requestTimeoutConformance(() => target);
   sessionConformance(() => target);
   skillsConformance(() => target);
 });

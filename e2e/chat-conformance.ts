@@ -399,3 +399,101 @@ export function sessionConformance(target: () => ChatTarget): void {
     ]);
   });
 }
+
+/**
+ * `server.request_timeout_ms` (issue 20, finding 6) bounds how long a request takes to arrive,
+ * not how long its answer streams. The target runs with a 1 s request timeout.
+ */
+export function requestTimeoutConformance(target: () => ChatTarget): void {
+  it('a chat stream longer than server.request_timeout_ms is not cut', async () => {
+    const t = target();
+    t.fake.reset();
+    const words = Array.from({ length: 12 }, (_, i) => `w${i} `);
+    t.fake.script({ text: words, chunkDelayMs: 250 });
+    const res = await fetch(`${t.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+      body: JSON.stringify({ model: t.agentId, messages: [{ role: 'user', content: 'x' }], stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const content = text
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => (JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
+      .join('');
+    expect(content).toBe(words.join(''));
+    t.fake.reset();
+  });
+}
+
+/**
+ * Issue 20, finding 5: a stream whose agent was deleted mid-run never ended (the run row went
+ * with the agent, so the relay found nothing to end with and pinged for ever). The target's
+ * `reliability.relay_check_ms` bounds how long the stream may go on after the delete.
+ */
+export function agentDeletionConformance(target: () => ChatTarget): void {
+  /** An agent of this test alone (it is deleted), with the fake's queue emptied. */
+  const newAgent = async (t: ChatTarget) => {
+    const agentId = `doomed-${Math.random().toString(36).slice(2, 8)}`;
+    const created = await fetch(`${t.baseURL}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl(agentId)) });
+    expect(created.status).toBe(201);
+    t.fake.reset();
+    return agentId;
+  };
+  it('deleting an agent mid-stream cancels its run and ends the stream with an error event', async () => {
+    const t = target();
+    const agentId = await newAgent(t);
+    // The role chunk, then 'first ', then silence.
+    t.fake.script({ text: ['first ', 'never'], hangAfterChunks: 2 });
+    const index = t.fake.requests.length;
+    const res = await fetch(`${t.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+      body: JSON.stringify({ model: agentId, messages: [{ role: 'user', content: 'x' }], stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes('first ')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended before the first token: ${text}`);
+      text += decoder.decode(value, { stream: true });
+    }
+    expect((await fetch(`${t.baseURL}/agents/${agentId}`, { method: 'DELETE' })).status).toBe(200);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const events = text.split('\n\n').filter((e) => e.startsWith('data: '));
+    expect(events.at(-1)).not.toBe('data: [DONE]');
+    expect(JSON.parse(events.at(-1)!.slice(6))).toEqual({
+      error: { message: expect.stringMatching(/run was deleted while it ran/), type: expect.any(String), code: 404 },
+    });
+    // The worker was told: the model call was cancelled rather than left to run for nobody.
+    await t.fake.waitForAbort({ index, timeoutMs: 10_000 });
+    t.fake.reset();
+  });
+
+  it('deleting an agent during a non-stream request answers it 404 {error}', async () => {
+    const t = target();
+    const agentId = await newAgent(t);
+    t.fake.script({ hang: true });
+    const index = t.fake.requests.length;
+    const answer = fetch(`${t.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },
+      body: JSON.stringify({ model: agentId, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    await t.fake.waitForRequest(index + 1, 10_000);
+    expect((await fetch(`${t.baseURL}/agents/${agentId}`, { method: 'DELETE' })).status).toBe(200);
+    const res = await answer;
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: expect.stringMatching(/run was deleted while it ran/) });
+    await t.fake.waitForAbort({ index, timeoutMs: 10_000 });
+    t.fake.reset();
+  });
+}

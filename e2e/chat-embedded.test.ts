@@ -7,7 +7,7 @@ import { getRun } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
 import { startStandalone } from '@agentry/standalone';
-import { API_KEY, PROVIDER_KEY, agentDsl, chatConformance, sessionConformance, skillsConformance, type ChatTarget } from './chat-conformance.js';
+import { API_KEY, PROVIDER_KEY, agentDeletionConformance, agentDsl, chatConformance, requestTimeoutConformance, sessionConformance, skillsConformance, type ChatTarget } from './chat-conformance.js';
 
 /** The conformance suite against embedded mode: one process, PGlite, the in-process bus. */
 describe('chat completions, embedded mode', () => {
@@ -21,7 +21,8 @@ describe('chat completions, embedded mode', () => {
     fs.writeFileSync(
       path.join(cwd, 'config.yaml'),
       [
-        'server: {host: 127.0.0.1, port: 0}',
+        'server: {host: 127.0.0.1, port: 0, request_timeout_ms: 1000}',
+        'reliability: {relay_check_ms: 1000}',
         'models:',
         '  default_provider: fake',
         `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
@@ -56,6 +57,8 @@ describe('chat completions, embedded mode', () => {
   });
 
   chatConformance(() => target);
+  agentDeletionConformance(() => target);
+  requestTimeoutConformance(() => target);
   sessionConformance(() => target);
   skillsConformance(() => target);
 

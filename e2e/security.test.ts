@@ -812,11 +812,9 @@ describeWithRedis('per-credential chat rate limit across gateway replicas (clust
     }
   });
 
-  it('failed logins for one username are counted once over both gateways; a success clears them', { timeout: 20_000 }, async () => {
-    // Each attempt from its own address, so that only the per-username count can refuse.
-    let n = 0;
-    const login = (i: number, password: string) =>
-      replicas[i % 2]!.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: `10.77.0.${++n}`, payload: { username: 'ann', password } });
+  it('failed logins of one (username, address) are counted once over both gateways and refuse that pair; a success clears them', { timeout: 20_000 }, async () => {
+    const login = (i: number, password: string, remoteAddress = '10.77.0.1') =>
+      replicas[i % 2]!.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress, payload: { username: 'ann', password } });
     for (let i = 0; i < 5; i++) expect((await login(i, 'wrong-password')).statusCode).toBe(401);
     expect((await login(1, ANN_PASSWORD)).statusCode).toBe(200);
     const codes: number[] = [];
@@ -828,5 +826,15 @@ describeWithRedis('per-credential chat rate limit across gateway replicas (clust
       expectError(res, 429, /too many login attempts/);
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     }
+    // Issue 20, finding 7: the same name from an address that has not been failing still logs in.
+    for (const i of [0, 1]) expect((await login(i, ANN_PASSWORD, `10.77.1.${i}`)).statusCode).toBe(200);
+  });
+
+  it('failed logins for a username from many addresses never lock its owner out on any gateway', { timeout: 30_000 }, async () => {
+    let n = 0;
+    const login = (i: number, password: string) =>
+      replicas[i % 2]!.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: `10.78.0.${++n}`, payload: { username: 'ann', password } });
+    for (let i = 0; i < 12; i++) expect((await login(i, 'wrong-password')).statusCode).toBe(401);
+    for (const i of [0, 1]) expect((await login(i, ANN_PASSWORD)).statusCode).toBe(200);
   });
 });

@@ -154,3 +154,36 @@ describe('ScriptSandbox: limits', () => {
     expect((await failure(own.run('return 1;', input))).kind).toBe('closed');
   });
 });
+
+// Issue 20, finding 8: script failures were 500s, and two workers served twelve looping chats of
+// one agent before any other agent's script.
+describe('ScriptSandbox: failures are registered errors, and agents share the pool', () => {
+  it('a script broken whatever its input is 422 SCRIPT_INVALID; one that fails as it runs is 502 SCRIPT_FAILED', async () => {
+    const cases: Array<[string, string, number]> = [
+      ['return {msg: ;', 'syntax', 422],
+      ['var o = {}; o.self = o; return o;', 'result', 422],
+      ["throw new Error('no temperature');", 'runtime', 502],
+      ['while (true) {}', 'timeout', 502],
+    ];
+    for (const [code, kind, status] of cases) {
+      const err = await failure(sandbox.run(code, input, { timeoutMs: 200 }));
+      expect([err.kind, err.status, err.code], code).toEqual([kind, status, status === 422 ? 'SCRIPT_INVALID' : 'SCRIPT_FAILED']);
+    }
+    expect((await failure(sandbox.run('var o = {}; o.self = o; return o;', input))).message).toMatch(/^the script returned a value that is not JSON \(/);
+  });
+
+  it("a free worker goes to the key with the fewest scripts running: one agent's queue does not delay another's script", async () => {
+    const own = new ScriptSandbox({ workers: 1 });
+    try {
+      await own.warmUp();
+      const order: string[] = [];
+      const busy = 'var t = Date.now(); while (Date.now() - t < 50) {} return 1;';
+      const jobs = Array.from({ length: 6 }, (_, i) => own.run(busy, input, { key: 'looping-agent' }).then(() => order.push(`a${i}`)));
+      jobs.push(own.run('return 2;', input, { key: 'other-agent' }).then(() => order.push('b')));
+      await Promise.all(jobs);
+      expect(order).toEqual(['a0', 'b', 'a1', 'a2', 'a3', 'a4', 'a5']);
+    } finally {
+      await own.close();
+    }
+  });
+});

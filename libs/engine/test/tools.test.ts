@@ -576,6 +576,25 @@ describe('bash', () => {
     expect(JSON.parse(await call('bash', a, { command: 'rm -rf ./x.txt && echo ok' })).stdout).toBe('ok\n');
     expect(await readWorkspaceFile(handle.db, a, 'x.txt')).toBeUndefined();
   });
+
+  // Finding 4 of issue 20: `^(a+)+$` against a run of `a`s and a `!` backtracks 2^n steps; on
+  // the event loop it froze every chat and /health. Off the loop it is stopped at its deadline.
+  it('runs the deny list off the event loop and refuses a command whose check runs out of time', async () => {
+    const a = await newAgent();
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 1);
+    try {
+      await fails(
+        call('bash', a, { command: `${'a'.repeat(40)}!` }, { denyList: ['^(a+)+$'], denyListTimeoutMs: 200 }),
+        /command refused: the agent's deny list took longer than 200 ms/,
+      );
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(ticks).toBeGreaterThan(0);
+    await fails(call('bash', a, { command: 'aaaa' }, { denyList: ['^(a+)+$'] }), /deny list \(the agent's deny list \(\/\^\(a\+\)\+\$\/\)/);
+    await fails(call('bash', a, { command: 'ls' }, { denyList: ['(unclosed'] }), /denyList entry \/\(unclosed\/ is not a valid regular expression/);
+  });
 });
 
 // Decided before the suites are collected: CI installs bubblewrap (.ci/run), so there a missing

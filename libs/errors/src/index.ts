@@ -51,8 +51,12 @@ export const Errors = {
   UNSUPPORTED_MEDIA_TYPE: define('UNSUPPORTED_MEDIA_TYPE', 415, 'Unsupported content type'),
   RATE_LIMITED: define('RATE_LIMITED', 429, 'Too many requests'),
   HEADERS_TOO_LARGE: define('HEADERS_TOO_LARGE', 431, 'Request headers too large'),
+  /** A rule-chain script that cannot work whatever its input: it does not compile, or returns the wrong shape. */
+  SCRIPT_INVALID: define('SCRIPT_INVALID', 422, 'The script is invalid'),
   INTERNAL: define('INTERNAL', 500, 'Internal server error'),
   UPSTREAM: define('UPSTREAM', 502, 'Upstream failure'),
+  /** A rule-chain script that failed as it ran: threw, timed out, ran out of memory, or the sandbox was busy. */
+  SCRIPT_FAILED: define('SCRIPT_FAILED', 502, 'The script failed'),
   NOT_READY: define('NOT_READY', 503, 'Service not ready'),
   /** Start-up configuration problems: reported as one line, never as an HTTP response. */
   CONFIG: define('CONFIG', 500, 'Configuration error'),

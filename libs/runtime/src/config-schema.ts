@@ -83,6 +83,18 @@ export const ConfigSchema = Type.Object(
           default: 16 * 1024 * 1024,
           description: 'largest accepted request body in bytes; larger bodies get 413',
         }),
+        request_timeout_ms: Type.Integer({
+          minimum: 100,
+          default: 60_000,
+          description:
+            'longest a client may take to send a request, headers and body; then 408 and the connection closes (a trickled body would otherwise hold its connection forever). A chat stream is not cut: the timeout ends with the request, before the answer streams',
+        }),
+        max_connections_per_address: Type.Integer({
+          minimum: 0,
+          default: 256,
+          description:
+            'open connections one client address may hold; more are closed at once (0: no cap). Counted on the TCP peer: behind a proxy every client shares its address, so raise it or let the proxy cap',
+        }),
         shutdown_timeout_ms: Type.Integer({
           minimum: 100,
           default: 10_000,
@@ -210,6 +222,13 @@ export const ConfigSchema = Type.Object(
     worker: Type.Object(
       {
         concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'runs one agent-worker process executes at once' }),
+        script_workers: Type.Integer({
+          minimum: 1,
+          maximum: 64,
+          default: 2,
+          description:
+            'threads of one agent-worker process that run rule-chain scripts (jsFilter, jsTransform, jsSwitch, log); a free thread goes to the agent with the fewest scripts running, so one busy agent cannot starve the others',
+        }),
         stall_timeout_ms: Type.Integer({
           minimum: 1000,
           default: 30_000,

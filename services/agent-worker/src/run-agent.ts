@@ -19,6 +19,7 @@ import {
 } from '@agentry/db';
 import {
   ChainError,
+  ScriptError,
   createRuleMsg,
   parseChain,
   resolveTools,
@@ -301,8 +302,9 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
     const message = known ? (err as Error).message : dbDown ? 'the database was unavailable; please retry' : 'the agent failed unexpectedly';
     const status = known ? known.status : dbDown ? 503 : 500;
     count('failed');
-    if (status >= 500) log.error({ err, ...timing() }, 'run failed');
-    else log.info({ err: message, ...timing() }, 'run failed');
+    // A script's failure is its author's to read in the answer: no stack for the operator.
+    if (status >= 500 && !(known instanceof ScriptError)) log.error({ err, ...timing() }, 'run failed');
+    else log.info({ err: message, ...(known ? { code: known.code } : {}), ...timing() }, 'run failed');
     let noticeId: string | undefined;
     const reply = (run.request as Partial<RunRequest> | null)?.reply;
     await retryWhileDbDown(log, 'fail run', () =>
@@ -400,12 +402,13 @@ async function loadChain(deps: RunDeps, id: string) {
  * The context a chain runs in: sub-chains through the same runner, `ai/llm` through the agent's
  * providers, `ai/agent` through the caller's `runAgent`.
  */
-function chainContext(deps: RunDeps, signal: AbortSignal, runAgent: ChainContext['runAgent']): ChainContext {
+function chainContext(deps: RunDeps, run: RunRecord, signal: AbortSignal, runAgent: ChainContext['runAgent']): ChainContext {
   const { runner, sandbox } = deps.chains!;
   const ctx: ChainContext = {
     logger: deps.logger,
     signal,
-    sandbox,
+    // Keyed by the run's agent: the pool is shared fairly between agents, not between runs.
+    sandbox: { run: (code, input, opts) => sandbox.run(code, input, { ...opts, key: run.agentId }) },
     runChain: (id, msg, depth, path) => runner.runById((cid) => loadChain(deps, cid), id, msg, ctx, { depth, path }).then((r) => r.msg),
     complete: async (req) => {
       let text = '';
@@ -438,7 +441,7 @@ async function runChainTool(
   signal: AbortSignal,
   stack: string[],
 ): Promise<string> {
-  const ctx = chainContext(deps, signal, (config, msg) => runSilentAgent(deps, run, config as AgentNodeConfig, msg.data, signal, stack));
+  const ctx = chainContext(deps, run, signal, (config, msg) => runSilentAgent(deps, run, config as AgentNodeConfig, msg.data, signal, stack));
   const result = await deps.chains!.runner.runById((id) => loadChain(deps, id), chainId, createRuleMsg({ data: args }), ctx);
   return result.msg.data;
 }
@@ -481,7 +484,7 @@ async function runAgentChain(
   const chainSignal = AbortSignal.any([signal, stop.signal]);
   let answered = false;
   let deliveryError: { err: unknown } | undefined;
-  const ctx = chainContext(deps, chainSignal, async (config, msg) => {
+  const ctx = chainContext(deps, run, chainSignal, async (config, msg) => {
     if (answered) return runSilentAgent(deps, run, config as AgentNodeConfig, msg.data, chainSignal, [run.agentId]);
     const turn = messages.map((m, i) => (i === lastUser ? { ...m, content: msg.data } : m));
     const result = await runAgentWithTools(deps, run, config as AgentNodeConfig, turn, request, chainSignal, emit, [run.agentId]);

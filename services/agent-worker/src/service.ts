@@ -95,7 +95,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const jobDuration = serviceMetrics.jobDuration(runtime.metrics);
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
   // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
-  const chains = { runner: new ChainRunner(), sandbox: new ScriptSandbox({ workers: 2 }) };
+  const chains = { runner: new ChainRunner(), sandbox: new ScriptSandbox({ workers: runtime.config.current.worker.script_workers }) };
 
   // Agent rows, kept until the gateway announces a change (`invalidate {area:'agents', id}`) or 5 s.
   const agents = new AgentCache(db.db);

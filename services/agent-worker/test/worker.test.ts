@@ -55,6 +55,16 @@ describe('buildConversation', () => {
   });
 });
 
+const FAILING_SCRIPTS = {
+  'script-throws': "throw new Error('no temperature');",
+  'script-loops': 'while (true) {}',
+  // A new 1 MiB string a step: out of memory after some 32 steps, long before the 1 s deadline even on a loaded machine.
+  'script-oom': "var a = []; var s = 'x'.repeat(1 << 20); while (true) { a.push(s + a.length); }",
+  'script-circular': 'var o = {}; o.self = o; return o;',
+  'script-syntax': 'return {msg: ;',
+  'script-shape': "return 'not an object';",
+};
+
 describe('agent-worker', () => {
   let runtime: Runtime;
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-worker-'));
@@ -123,6 +133,10 @@ describe('agent-worker', () => {
       agentNode,
       { id: 'explode', type: 'jsTransform', configuration: { jsScript: "throw new Error('post-node exploded');" } },
     ], [['a', 'explode', 'Success']]);
+    // Scripts before the agent that fail in each way a script can (issue 20, finding 8).
+    for (const [id, jsScript] of Object.entries(FAILING_SCRIPTS)) {
+      await agent(id, [{ id: 't', type: 'jsTransform', configuration: { jsScript } }, agentNode], [['t', 'a', 'Success']]);
+    }
     await agent('planner', [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p', tools: [{ type: 'builtin', name: 'cron' }] } }]);
     await insertRuleChain(runtime.db.db, {
       id: 'w',
@@ -187,6 +201,25 @@ describe('agent-worker', () => {
     const chained = await run('refused', { agentId: 'post' });
     expect(chained.events).toEqual([expect.objectContaining({ type: 'error', status: 502, message: expect.stringContaining('provider p: HTTP 401 invalid api key') })]);
     expect((await getRun(runtime.db.db, chained.id))?.status).toBe('failed');
+  });
+
+  it('answers a failing script with 502 (422 when the script is broken whatever its input) and no stack in the log', { timeout: 60_000 }, async () => {
+    const expected: Record<keyof typeof FAILING_SCRIPTS, [number, RegExp]> = {
+      'script-throws': [502, /chain "script-throws", node "t" \(jsTransform\): Error: no temperature \(line 1\)/],
+      'script-loops': [502, /script timed out after 1000 ms/],
+      'script-oom': [502, /script ran out of memory/],
+      'script-circular': [422, /the script returned a value that is not JSON/],
+      'script-syntax': [422, /SyntaxError/],
+      'script-shape': [422, /jsTransform: the script must return an object/],
+    };
+    for (const [agentId, [status, message]] of Object.entries(expected)) {
+      const { id, events } = await run('hi', { agentId });
+      expect(events, agentId).toEqual([{ runId: id, seq: 0, type: 'error', status, message: expect.stringMatching(message) }]);
+      expect((await getRun(runtime.db.db, id))?.status).toBe('failed');
+      const lines = logs.filter((l) => l.includes(id)).map((l) => JSON.parse(l) as { level: number; err?: unknown });
+      expect(lines.some((l) => l.level >= 50), agentId).toBe(false);
+      expect(JSON.stringify(lines), agentId).not.toContain('"stack"');
+    }
   });
 
   it('fails a retried run that had already streamed instead of running it twice', async () => {

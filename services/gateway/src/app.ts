@@ -28,6 +28,7 @@ import { registerChatRateLimit } from './auth/chat-rate-limit.js';
 import { registerOpenApi } from './openapi.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { sealStoredDefinitions } from './definition-secrets.js';
+import { capConnectionsPerAddress } from './connection-limit.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -48,6 +49,13 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
     // pino's Logger is fastify's logger; the cast only widens the instance's logger type.
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.server.body_limit,
+    // A trickled body or header would otherwise hold its connection forever (Node checks the
+    // deadline on an interval, 30 s by default: checking every second keeps it near the limit).
+    requestTimeout: config.server.request_timeout_ms,
+    http: {
+      headersTimeout: config.server.request_timeout_ms,
+      connectionsCheckingInterval: Math.min(1000, config.server.request_timeout_ms),
+    },
     trustProxy: trustProxyOption(config.server.trust_proxy),
     // A caller's request id is kept (so logs join across systems) when it looks like one.
     genReqId: (req) => {
@@ -62,6 +70,8 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
     return503OnClosing: true,
   });
   requireAccessDeclarations(app);
+
+  capConnectionsPerAddress(app.server, config.server.max_connections_per_address, deps.logger);
 
   // One histogram per registry, however many apps are built on it (tests build several).
   const httpDuration =

@@ -235,6 +235,20 @@ describe('login rate limit', () => {
     expect(res.json().error).toMatch(/^Too many requests: too many login attempts/);
   });
 
+  // Issue 20, finding 7: ten wrong passwords for a name from anywhere answered the right one 429 for 5 minutes.
+  it('failures for a username from other addresses never refuse its right password; one failing address is refused', async () => {
+    const loginFrom = (remoteAddress: string, password: string) =>
+      h.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress, payload: { username: 'bob', password } });
+    for (let i = 0; i < 12; i++) expect((await loginFrom(`10.6.0.${i}`, 'wrong-wrong')).statusCode).toBe(401);
+    expect((await loginFrom('10.6.1.1', SECRETS.bobPassword)).statusCode).toBe(200);
+
+    for (let i = 0; i < 10; i++) expect((await loginFrom('10.6.2.2', 'wrong-wrong')).statusCode).toBe(401);
+    const refused = await loginFrom('10.6.2.2', SECRETS.bobPassword);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().error).toMatch(/too many login attempts/);
+    expect((await loginFrom('10.6.3.3', SECRETS.bobPassword)).statusCode).toBe(200);
+  });
+
   it('limits attempts per client address', async () => {
     let last = 0;
     for (let i = 0; i < 40 && last !== 429; i++) {

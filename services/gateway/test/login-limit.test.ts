@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryBus, type Bus } from '@agentry/bus';
-import { LoginLimiter } from '../src/auth/login-limit.js';
+import { LOGIN_SLOWDOWN_MS, LoginLimiter } from '../src/auth/login-limit.js';
 
 /**
  * The login limiter on its own: the shared count (the bus) and the per-process floor. The e2e
@@ -15,21 +15,42 @@ function logs() {
 }
 
 describe('LoginLimiter', () => {
-  it('refuses a username after 10 failures counted by another limiter on the same bus, and a success clears them', async () => {
+  it('failures of one (username, address) counted by another limiter on the same bus refuse that pair only; a success clears it', async () => {
     const bus = createMemoryBus({ logger: pino({ level: 'silent' }) });
     const { logger } = logs();
-    const [a, b] = [new LoginLimiter(bus, logger), new LoginLimiter(bus, logger)];
+    const [a, b] = [new LoginLimiter(bus, logger, async () => {}), new LoginLimiter(bus, logger, async () => {})];
     for (let i = 0; i < 10; i++) {
-      expect(await (i % 2 ? a : b).attempt(`10.0.0.${i}`, 'eve')).toBe(0);
-      await (i % 2 ? a : b).failed('eve');
+      expect(await (i % 2 ? a : b).attempt('10.0.0.1', 'eve')).toBe(0);
+      await (i % 2 ? a : b).failed('10.0.0.1', 'eve');
     }
-    expect(await a.attempt('10.0.1.1', 'eve')).toBeGreaterThanOrEqual(1);
-    expect(await b.attempt('10.0.1.2', 'eve')).toBeGreaterThanOrEqual(1);
-    expect(await a.attempt('10.0.1.3', 'other')).toBe(0);
-    await b.succeeded('eve');
+    expect(await a.attempt('10.0.0.1', 'eve')).toBeGreaterThanOrEqual(1);
+    expect(await b.attempt('10.0.0.1', 'eve')).toBeGreaterThanOrEqual(1);
+    expect(await a.attempt('10.0.0.1', 'other')).toBe(0);
+    expect(await a.attempt('10.0.0.2', 'eve')).toBe(0);
+    await b.succeeded('10.0.0.1', 'eve');
     // b's own count is cleared too; a still holds its five, under the limit.
-    expect(await a.attempt('10.0.1.4', 'eve')).toBe(0);
-    expect(await b.attempt('10.0.1.5', 'eve')).toBe(0);
+    expect(await a.attempt('10.0.0.1', 'eve')).toBe(0);
+    expect(await b.attempt('10.0.0.1', 'eve')).toBe(0);
+    await bus.close();
+  });
+
+  it('failures for a username from many addresses only slow its logins down, never refuse them', async () => {
+    const bus = createMemoryBus({ logger: pino({ level: 'silent' }) });
+    const { logger } = logs();
+    const pauses: number[] = [];
+    const [a, b] = [new LoginLimiter(bus, logger, async (ms) => pauses.push(ms)), new LoginLimiter(bus, logger, async (ms) => pauses.push(ms))];
+    for (let i = 0; i < 20; i++) {
+      expect(await (i % 2 ? a : b).attempt(`10.3.0.${i}`, 'admin')).toBe(0);
+      await (i % 2 ? a : b).failed(`10.3.0.${i}`, 'admin');
+    }
+    const slowedWhileAttacked = pauses.length;
+    expect(slowedWhileAttacked).toBeGreaterThan(0);
+    expect(await a.attempt('10.3.1.1', 'admin')).toBe(0);
+    expect(await b.attempt('10.3.1.2', 'admin')).toBe(0);
+    expect(pauses).toHaveLength(slowedWhileAttacked + 2);
+    expect(pauses.every((ms) => ms === LOGIN_SLOWDOWN_MS)).toBe(true);
+    expect(await a.attempt('10.3.1.1', 'someone-else')).toBe(0);
+    expect(pauses).toHaveLength(slowedWhileAttacked + 2);
     await bus.close();
   });
 
@@ -54,14 +75,17 @@ describe('LoginLimiter', () => {
       },
     };
     const { lines, logger } = logs();
-    const limiter = new LoginLimiter(down, logger);
+    const pauses: number[] = [];
+    const limiter = new LoginLimiter(down, logger, async (ms) => pauses.push(ms));
     for (let i = 0; i < 10; i++) {
-      expect(await limiter.attempt(`10.2.0.${i}`, 'eve')).toBe(0);
-      await limiter.failed('eve');
+      expect(await limiter.attempt('10.2.0.1', 'eve')).toBe(0);
+      await limiter.failed('10.2.0.1', 'eve');
     }
-    expect(await limiter.attempt('10.2.1.1', 'eve')).toBeGreaterThanOrEqual(1);
-    await limiter.succeeded('eve');
+    expect(await limiter.attempt('10.2.0.1', 'eve')).toBeGreaterThanOrEqual(1);
     expect(await limiter.attempt('10.2.1.2', 'eve')).toBe(0);
+    expect(pauses).toEqual([LOGIN_SLOWDOWN_MS]);
+    await limiter.succeeded('10.2.0.1', 'eve');
+    expect(await limiter.attempt('10.2.0.1', 'eve')).toBe(0);
     expect(lines.filter((l) => /counted per replica only/.test(l.msg))).toHaveLength(1);
   });
 });

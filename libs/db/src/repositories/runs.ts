@@ -162,6 +162,12 @@ export async function hasEarlierActiveRun(db: Db, sessionId: string, seq: number
   return row !== undefined;
 }
 
+/** Ids of an agent's runs still queued or running (to cancel them when the agent goes). */
+export async function listActiveRunIdsOfAgent(db: Db, agentId: string): Promise<string[]> {
+  const rows = await db.selectFrom('runs').select('id').where('agent_id', '=', agentId).where('status', 'in', ['queued', 'running']).execute();
+  return rows.map((r) => r.id);
+}
+
 /**
  * Runs still queued or running that were created more than `olderThanMs` ago, oldest first (at
  * most `limit`): candidates for the sweep that enqueues a run again when its job was lost.

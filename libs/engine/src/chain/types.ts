@@ -53,7 +53,8 @@ export interface ChainContext {
   logger: Logger;
   /** Aborting stops the run between nodes and cancels the running node's script, HTTP call or model call. */
   signal: AbortSignal;
-  sandbox: ScriptSandbox;
+  /** Where scripts run; the caller may bind its `key` (the agent) so that agents share the pool fairly. */
+  sandbox: Pick<ScriptSandbox, 'run'>;
   /**
    * Runs chain `id` as a sub-chain (the `flow` node) and resolves with its result message;
    * rejects when it fails. `depth` and `path` (the chain ids from the outermost run down to

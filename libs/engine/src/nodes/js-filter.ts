@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { describeValue, scriptInput } from '../chain/message.js';
+import { ScriptError } from '../sandbox/sandbox.js';
 import { defineNodeType } from './types.js';
 
 /** A script returning a boolean (`return <boolean>;`); routes along `True` or `False`. */
@@ -8,9 +9,9 @@ export const jsFilter = defineNodeType({
   description: 'routes along True or False by the result of a script',
   configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }),
   async execute(msg, config, ctx) {
-    if (!config.jsScript) throw new Error('jsFilter needs a jsScript that returns true or false');
+    if (!config.jsScript) throw new ScriptError('result', 'jsFilter needs a jsScript that returns true or false');
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });
-    if (typeof out !== 'boolean') throw new Error(`jsFilter: the script must return true or false, not ${describeValue(out)}`);
+    if (typeof out !== 'boolean') throw new ScriptError('result', `jsFilter: the script must return true or false, not ${describeValue(out)}`);
     return { msg, relation: out ? 'True' : 'False' };
   },
 });

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { describeValue, scriptInput } from '../chain/message.js';
+import { ScriptError } from '../sandbox/sandbox.js';
 import { defineNodeType } from './types.js';
 
 /**
@@ -11,11 +12,11 @@ export const jsSwitch = defineNodeType({
   description: 'routes along the relations a script returns',
   configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }),
   async execute(msg, config, ctx) {
-    if (!config.jsScript) throw new Error('jsSwitch needs a jsScript that returns relation names');
+    if (!config.jsScript) throw new ScriptError('result', 'jsSwitch needs a jsScript that returns relation names');
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });
     const relations = typeof out === 'string' ? [out] : out;
     if (!Array.isArray(relations) || relations.some((r) => typeof r !== 'string' || r === '')) {
-      throw new Error(`jsSwitch: the script must return an array of relation names, not ${describeValue(out)}`);
+      throw new ScriptError('result', `jsSwitch: the script must return an array of relation names, not ${describeValue(out)}`);
     }
     return { msg, relations: [...new Set(relations as string[])] };
   },

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { describeValue, scriptInput, toMetadataValue, toMsgData } from '../chain/message.js';
+import { ScriptError } from '../sandbox/sandbox.js';
 import { defineNodeType } from './types.js';
 
 /**
@@ -15,7 +16,7 @@ export const jsTransform = defineNodeType({
     if (!config.jsScript) return { msg, relation: 'Success' };
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });
     if (out === null || typeof out !== 'object' || Array.isArray(out)) {
-      throw new Error(`jsTransform: the script must return an object {msg, metadata, msgType}, not ${describeValue(out)}`);
+      throw new ScriptError('result', `jsTransform: the script must return an object {msg, metadata, msgType}, not ${describeValue(out)}`);
     }
     const o = out as Record<string, unknown>;
     const next = { ...msg, metadata: { ...msg.metadata } };
@@ -23,7 +24,7 @@ export const jsTransform = defineNodeType({
     if ('msgType' in o) next.type = toMetadataValue(o.msgType);
     if ('metadata' in o) {
       const m = o.metadata;
-      if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new Error(`jsTransform: metadata must be an object, not ${describeValue(m)}`);
+      if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new ScriptError('result', `jsTransform: metadata must be an object, not ${describeValue(m)}`);
       next.metadata = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, toMetadataValue(v)]));
     }
     return { msg: next, relation: 'Success' };

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { AppError, Errors } from '@agentry/errors';
 import {
   WORKER_SOURCE,
   type SandboxErrorKind,
@@ -49,17 +50,28 @@ export interface RunScriptOptions {
   timeoutMs?: number;
   /** Aborting rejects at once (a running evaluation's worker is terminated and replaced). */
   signal?: AbortSignal;
+  /**
+   * Whose evaluation this is (the agent). A free worker goes to the waiting evaluation whose key
+   * has the fewest running, so one agent's looping chats cannot queue every other agent behind them.
+   */
+  key?: string;
 }
 
+/** `result` (also thrown by nodes): the script ran but returned what its node cannot use. */
 export type ScriptErrorKind = SandboxErrorKind | 'crashed' | 'aborted' | 'closed' | 'busy';
 
-/** Why a script failed. `message` is meant for the chain author (it names the line when known). */
-export class ScriptError extends Error {
+/**
+ * Why a script failed. `message` is meant for the chain author (it names the line when known).
+ * A registered error, so that a run failing on it answers its status instead of a 500: 422 for
+ * a script broken whatever its input, 502 for one that failed as it ran.
+ */
+export class ScriptError extends AppError {
   readonly kind: ScriptErrorKind;
   /** 1-based line of the user's code, when QuickJS reported one. */
   readonly line: number | undefined;
   constructor(kind: ScriptErrorKind, message: string, line?: number) {
-    super(message);
+    const cls = kind === 'syntax' || kind === 'result' ? Errors.SCRIPT_INVALID : Errors.SCRIPT_FAILED;
+    super(cls.code, cls.status, message);
     this.name = 'ScriptError';
     this.kind = kind;
     this.line = line;
@@ -89,6 +101,7 @@ interface Job {
   code: string;
   input: string;
   timeoutMs: number;
+  key: string;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
   resolve: (value: unknown) => void;
@@ -119,6 +132,9 @@ export class ScriptSandbox {
   readonly #readyWaiters: Array<() => void> = [];
   readonly #workerData: SandboxWorkerData;
   #nextId = 1;
+  /** Per key, the serial of its last evaluation started: ties between keys go to the one served longest ago. */
+  readonly #lastServed = new Map<string, number>();
+  #served = 0;
   #closed = false;
   #evaluations = 0;
   #restarts = 0;
@@ -160,6 +176,7 @@ export class ScriptSandbox {
         code,
         input: inputJson,
         timeoutMs: opts.timeoutMs ?? this.timeoutMs,
+        key: opts.key ?? '',
         signal: opts.signal,
         onAbort: undefined,
         resolve,
@@ -225,9 +242,40 @@ export class ScriptSandbox {
         continue;
       }
       if (!slot.ready) continue;
-      const job = this.#queue.shift() as Job;
-      this.#start(slot, job);
+      this.#start(slot, this.#next());
     }
+  }
+
+  /**
+   * Takes the oldest waiting job of the key with the fewest evaluations running; among equals,
+   * of the key served longest ago (round robin, so a key with a long queue takes turns).
+   */
+  #next(): Job {
+    const running = new Map<string, number>();
+    for (const slot of this.#slots) if (slot.job) running.set(slot.job.key, (running.get(slot.job.key) ?? 0) + 1);
+    let best = 0;
+    let bestRank: [number, number] = [Infinity, Infinity];
+    const seen = new Set<string>();
+    for (let i = 0; i < this.#queue.length; i++) {
+      const key = this.#queue[i]!.key;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const rank: [number, number] = [running.get(key) ?? 0, this.#lastServed.get(key) ?? -1];
+      if (rank[0] < bestRank[0] || (rank[0] === bestRank[0] && rank[1] < bestRank[1])) {
+        best = i;
+        bestRank = rank;
+      }
+    }
+    const job = this.#queue.splice(best, 1)[0] as Job;
+    this.#lastServed.set(job.key, this.#served++);
+    if (this.#lastServed.size > 10_000) this.#forgetIdleKeys();
+    return job;
+  }
+
+  /** Keeps the served-order map to the keys still waiting (it only ranks those). */
+  #forgetIdleKeys(): void {
+    const waiting = new Set(this.#queue.map((j) => j.key));
+    for (const key of this.#lastServed.keys()) if (!waiting.has(key)) this.#lastServed.delete(key);
   }
 
   #start(slot: Slot, job: Job): void {
@@ -294,7 +342,7 @@ export class ScriptSandbox {
       try {
         value = reply.json === undefined ? undefined : JSON.parse(reply.json);
       } catch (err) {
-        this.#settle(job, new ScriptError('runtime', `the script result is not JSON: ${(err as Error).message}`));
+        this.#settle(job, new ScriptError('result', `the script result is not JSON: ${(err as Error).message}`));
         this.#dispatch();
         return;
       }
@@ -313,6 +361,7 @@ export class ScriptSandbox {
       return new ScriptError('memory', `script ran out of memory (limit ${Math.round(this.memoryBytes / MIB)} MiB)`, reply.line);
     }
     const where = reply.line !== undefined ? ` (line ${reply.line})` : '';
+    if (reply.kind === 'result') return new ScriptError('result', `${reply.message}${where}`, reply.line);
     return new ScriptError(reply.kind, `${reply.name}: ${reply.message}${where}`, reply.line);
   }
 

@@ -36,7 +36,8 @@ export interface SandboxJob {
   stackBytes: number;
 }
 
-export type SandboxErrorKind = 'syntax' | 'runtime' | 'timeout' | 'memory';
+/** `result`: the script returned a value JSON cannot carry (a circular one). */
+export type SandboxErrorKind = 'syntax' | 'runtime' | 'timeout' | 'memory' | 'result';
 
 export type SandboxReply =
   | { type: 'result'; id: number; ok: true; /** JSON text; undefined when the script returned undefined. */ json: string | undefined }
@@ -59,7 +60,8 @@ const { parentPort, workerData } = require('node:worker_threads');
 
 const CALL =
   '(function (fn, input) { var i = JSON.parse(input); var r = fn(i.msg, i.metadata, i.msgType);' +
-  ' return r === undefined ? undefined : JSON.stringify(r); })';
+  ' if (r === undefined) return undefined;' +
+  ' try { return JSON.stringify(r); } catch (e) { var re = new Error("the script returned a value that is not JSON (" + e.message + ")"); re.name = "ResultError"; throw re; } })';
 
 function lineOf(err) {
   if (typeof err.lineNumber === 'number' && err.fileName === 'script.js') return err.lineNumber;
@@ -89,6 +91,7 @@ function failure(vm, memory, id, handle, compiling) {
   if (name === 'InternalError' && message === 'interrupted') kind = 'timeout';
   else if (name === 'InternalError' && message === 'out of memory') kind = 'memory';
   else if (compiling && name === 'SyntaxError') kind = 'syntax';
+  else if (name === 'ResultError') kind = 'result';
   const reply = { type: 'result', id, ok: false, kind, name, message };
   const line = lineOf(err);
   if (line !== undefined) reply.line = line;

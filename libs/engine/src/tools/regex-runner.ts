@@ -26,6 +26,7 @@ export interface GrepFileResult {
 }
 
 type Task =
+  | { kind: 'first'; sources: string[]; text: string }
   | { kind: 'grep'; source: string; flags: string; files: GrepFile[]; maxLinesPerFile: number; invert: boolean }
   | { kind: 'replace'; source: string; flags: string; text: string; replacement: string; global: boolean };
 
@@ -33,7 +34,11 @@ type Task =
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const t = workerData;
-if (t.kind === 'grep') {
+if (t.kind === 'first') {
+  let hit = -1;
+  for (let i = 0; i < t.sources.length && hit < 0; i++) if (new RegExp(t.sources[i]).test(t.text)) hit = i;
+  parentPort.postMessage(hit);
+} else if (t.kind === 'grep') {
   const re = new RegExp(t.source, t.flags);
   const out = [];
   for (const f of t.files) {
@@ -88,6 +93,15 @@ function run<T>(task: Task, timeoutMs: number, signal?: AbortSignal): Promise<T>
     worker.once('error', (err) => finish(() => reject(err)));
     worker.once('exit', (code) => finish(() => reject(new Error(`the regex worker stopped (exit code ${code})`))));
   });
+}
+
+/**
+ * The index of the first of `sources` that matches `text` (-1: none). One worker runs them all,
+ * so a list costs one thread start and the deadline bounds the whole list.
+ */
+export function firstMatchInWorker(sources: string[], text: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<number> {
+  if (sources.length === 0) return Promise.resolve(-1);
+  return run({ kind: 'first', sources, text }, opts.timeoutMs, opts.signal);
 }
 
 /** Matching line indexes per file (files without a match are left out). */

@@ -1,9 +1,13 @@
 import type { RunEvent } from '@agentry/contracts';
+import { Errors } from '@agentry/errors';
 import type { RunOutcome } from '@agentry/db';
 import type { RunEventQueue } from './run-events.js';
 
-/** What the relay waits for: the run's next event, or its stored end when the events went quiet. */
-export type RelayNext = { type: 'event'; event: RunEvent } | { type: 'ended'; run: RunOutcome } | { type: 'closed' };
+/**
+ * What the relay waits for: the run's next event, or its stored end when the events went quiet
+ * (`run` undefined: the row is gone, deleted with its agent or session while it ran).
+ */
+export type RelayNext = { type: 'event'; event: RunEvent } | { type: 'ended'; run: RunOutcome | undefined } | { type: 'closed' };
 
 const FINAL = new Set<RunOutcome['status']>(['succeeded', 'failed', 'cancelled']);
 
@@ -12,7 +16,8 @@ const FINAL = new Set<RunOutcome['status']>(['succeeded', 'failed', 'cancelled']
  * is at-most-once: a worker that cannot publish (Redis away) or a subscriber that was
  * disconnected loses them, while the run's outcome is still committed to the database. So after
  * `checkMs()` without an event the run row is read, and a run that has ended is returned as
- * such; one still going (or a database that cannot answer) keeps the wait going.
+ * such; one still going (or a database that cannot answer) keeps the wait going. A run whose
+ * row is gone has ended too: deleting its agent or session deleted it, and no event will come.
  */
 export class RunRelay {
   #pending: Promise<RelayNext> | undefined;
@@ -67,8 +72,13 @@ export class RunRelay {
         return got;
       }
       if (this.opts.closed?.aborted) return { type: 'closed' };
-      const run = await this.opts.readRun().catch(() => undefined);
-      if (run && FINAL.has(run.status)) return { type: 'ended', run };
+      let run: RunOutcome | undefined;
+      try {
+        run = await this.opts.readRun();
+      } catch {
+        continue;
+      }
+      if (!run || FINAL.has(run.status)) return { type: 'ended', run };
     }
   }
 }
@@ -76,9 +86,13 @@ export class RunRelay {
 /**
  * How a stream whose events were lost ends, from the stored run: the rest of a succeeded
  * answer when what the client already has (the text since the last tool event) is the start of
- * the stored output, else an error; the stored error of a failed run.
+ * the stored output, else an error; the stored error of a failed run; 404 for a deleted run.
  */
-export function storedEnding(run: RunOutcome, relayedSinceTool: string): { rest: string } | { error: string; status: number } {
+export function storedEnding(run: RunOutcome | undefined, relayedSinceTool: string): { rest: string } | { error: string; status: number } {
+  if (!run) {
+    const gone = new Errors.NOT_FOUND('the run was deleted while it ran (its agent or its session was deleted)');
+    return { error: gone.message, status: gone.status };
+  }
   if (run.status === 'succeeded') {
     const output = run.output ?? '';
     if (output.startsWith(relayedSinceTool)) return { rest: output.slice(relayedSinceTool.length) };

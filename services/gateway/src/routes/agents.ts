@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
+import { PubSubChannels, type RunCancelMessage } from '@agentry/contracts';
 import { Id, RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles } from '@agentry/engine';
 import {
   countRuleChains,
@@ -9,6 +10,7 @@ import {
   inTransaction,
   insertRuleChain,
   isUniqueViolation,
+  listActiveRunIdsOfAgent,
   listRuleChainIdsOfAgent,
   listRuleChains,
   updateRuleChain,
@@ -97,14 +99,22 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
 }
 
 /**
- * Deletes an agent and (by cascade) its rules, skills and workspace; 404 when there is none.
- * Answers the ids of the chains removed, for cache invalidation.
+ * Deletes an agent and (by cascade) its rules, skills, workspace, sessions and runs; 404 when
+ * there is none. Answers the ids of the chains removed, for cache invalidation. The runs still
+ * going are cancelled on their workers, which would otherwise go on calling the model for an
+ * answer nobody can store; their relays end when they find the row gone.
  */
 export async function deleteAgent(deps: GatewayDeps, agentId: string): Promise<string[]> {
-  return inTransaction(deps.db.db, async (trx) => {
+  const { removed, runs } = await inTransaction(deps.db.db, async (trx) => {
     await requireAgent(trx, agentId);
     const rules = await listRuleChainIdsOfAgent(trx, agentId);
+    const active = await listActiveRunIdsOfAgent(trx, agentId);
     await deleteRuleChain(trx, agentId);
-    return [agentId, ...rules];
+    return { removed: [agentId, ...rules], runs: active };
   });
+  const published = await Promise.allSettled(runs.map((runId) => deps.bus.pubsub.publish(PubSubChannels.runCancel, { runId } satisfies RunCancelMessage)));
+  const failed = published.filter((p) => p.status === 'rejected').length;
+  // Their workers still stop them once the relays end (the listener check); the agent is gone either way.
+  if (failed > 0) deps.logger.warn({ agentId, runs: runs.length, failed }, 'could not announce the cancel of every run of a deleted agent');
+  return removed;
 }

@@ -40,13 +40,13 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     // The same work and the same answer whether the user exists or the password is wrong.
     const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()));
     if (!user || !ok) {
-      await auth.login.failed(username);
+      await auth.login.failed(req.ip, username);
       req.log.info({ username }, 'login failed');
       throw new Errors.UNAUTHORIZED('wrong username or password');
     }
     // Told only to someone who knows the password, so the answer reveals nothing to a guesser.
     if (user.disabled) throw new Errors.FORBIDDEN(`user "${username}" is disabled; ask an admin to enable it`);
-    await auth.login.succeeded(username);
+    await auth.login.succeeded(req.ip, username);
     const hours = deps.config.current.security.jwtExpireHours;
     return auth.tokens.sign(user, hours);
   });

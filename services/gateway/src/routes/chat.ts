@@ -225,14 +225,14 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
  * The non-stream answer of a run whose events were lost but whose outcome is stored: its output,
  * or its stored error with the status the event would have carried.
  */
-function storedCompletion(run: RunOutcome, meta: { id: string; created: number; model: string }) {
+function storedCompletion(run: RunOutcome | undefined, meta: { id: string; created: number; model: string }) {
   const ending = storedEnding(run, '');
   if ('error' in ending) throw new AppError('RUN_FAILED', ending.status, ending.error);
-  const usage = run.usage as DoneEvent['usage'] | null;
+  const usage = run?.usage as DoneEvent['usage'] | null | undefined;
   return {
     ...meta,
     object: 'chat.completion',
-    choices: [{ index: 0, message: { role: 'assistant', content: run.output ?? '' }, finish_reason: 'stop' }],
+    choices: [{ index: 0, message: { role: 'assistant', content: ending.rest }, finish_reason: 'stop' }],
     usage: usageOf({ usage: usage ?? undefined }),
   };
 }
@@ -295,11 +295,11 @@ async function relayStream(
           const ending = storedEnding(next.run, sinceTool);
           if ('error' in ending) {
             opts.onEnd();
-            send({ error: { message: ending.error, type: 'server_error', code: ending.status } });
+            send({ error: { message: ending.error, type: ending.status < 500 ? 'invalid_request_error' : 'server_error', code: ending.status } });
             return;
           }
           if (ending.rest) chunk({ content: ending.rest });
-          finish('stop', next.run.usage as DoneEvent['usage'] | null);
+          finish('stop', (next.run?.usage ?? null) as DoneEvent['usage'] | null);
           return;
         }
         event = next.event;

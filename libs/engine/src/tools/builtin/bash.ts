@@ -6,6 +6,7 @@ import nodePath from 'node:path';
 import Type, { type Static } from 'typebox';
 import { deleteWorkspaceTree, getWorkspaceEntry, inTransaction, makeWorkspaceDir, writeWorkspaceFile, type Db } from '@agentry/db';
 import { normaliseWorkspacePath } from '../../workspace-path.js';
+import { RegexTimeoutError, firstMatchInWorker } from '../regex-runner.js';
 import { ToolError, type ToolContext } from '../types.js';
 import { checkArgs, fileSizeLimit, checkConfig, dbCall, listTree, readContents, type BuiltinTool } from './common.js';
 
@@ -35,6 +36,9 @@ const Config = Type.Object({
   timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds before the command is killed (default 30)' })),
   maxOutputBytes: Type.Optional(Type.Integer({ minimum: 1024, description: 'bytes kept of stdout and of stderr each (default 65536)' })),
   denyList: Type.Optional(Type.Array(Type.String(), { description: 'extra regular expressions; a command matching one is refused' })),
+  denyListTimeoutMs: Type.Optional(
+    Type.Integer({ minimum: 10, maximum: 60_000, description: 'longest the denyList patterns may run on one command; longer refuses the command (default 1000)' }),
+  ),
   path: Type.Optional(Type.String({ description: 'PATH of the command (default /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)' })),
   maxWorkspaceBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'largest workspace copied to the scratch directory (default 104857600)' })),
   maxFileSize: Type.Optional(Type.Integer({ minimum: 1, description: 'larger files are not written back (default and ceiling: workspace.max_file_bytes)' })),
@@ -70,18 +74,28 @@ export const BASH_DENY_LIST: ReadonlyArray<{ pattern: RegExp; reason: string }> 
   { pattern: /\bchmod\s+(?:-\w+\s+)*[0-7]*777\s+\/(?:\s|$)/, reason: 'chmod 777 of the root' },
 ];
 
-function denied(command: string, extra: readonly string[]): string | undefined {
+/**
+ * The agent's own patterns are written by whoever configures the agent, so they run in the regex
+ * worker with a deadline: `^(a+)+$` on the event loop would stall every run and `/health`. A
+ * pattern that runs out of time refuses the command (a deny list that cannot answer must not allow).
+ */
+async function denied(command: string, extra: readonly string[], timeoutMs: number, signal: AbortSignal): Promise<string | undefined> {
   for (const rule of BASH_DENY_LIST) if (rule.pattern.test(command)) return rule.reason;
   for (const source of extra) {
-    let re: RegExp;
     try {
-      re = new RegExp(source);
+      new RegExp(source);
     } catch {
       throw new ToolError(`bash: the agent's denyList entry /${source}/ is not a valid regular expression`);
     }
-    if (re.test(command)) return `the agent's deny list (/${source}/)`;
   }
-  return undefined;
+  let hit: number;
+  try {
+    hit = await firstMatchInWorker([...extra], command, { timeoutMs, signal });
+  } catch (err) {
+    if (err instanceof RegexTimeoutError) throw new ToolError(`bash: command refused: the agent's deny list took longer than ${timeoutMs} ms to check it (simplify the patterns: nested quantifiers like (a+)+ backtrack without end)`);
+    throw err;
+  }
+  return hit >= 0 ? `the agent's deny list (/${extra[hit]}/)` : undefined;
 }
 
 interface Snapshot {
@@ -382,7 +396,7 @@ export const bashTool: BuiltinTool = {
   async run(raw, ctx) {
     const args = checkArgs<Args>('bash', Parameters, raw);
     const cfg = checkConfig<Config>('bash', Config, ctx.config);
-    const reason = denied(args.command, cfg.denyList ?? []);
+    const reason = await denied(args.command, cfg.denyList ?? [], cfg.denyListTimeoutMs ?? 1000, ctx.signal);
     if (reason) throw new ToolError(`bash: command refused by the deny list (${reason})`);
 
     const root = await mkdtemp(nodePath.join(os.tmpdir(), 'agentry-bash-'));
