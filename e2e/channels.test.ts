@@ -174,10 +174,17 @@ describeWithServers('channels end to end (cluster mode)', () => {
       },
     });
     expect(notifier.status, notifier.text).toBe(201);
-    model.script(
-      { toolCalls: [{ name: 'send_message', arguments: JSON.stringify({ platform: 'chat_d', chatId: '9009', message: 'ping from the agent', accountId: 'tg' }) }] },
-      { text: 'I sent it.' },
-    );
+    const send = { toolCalls: [{ name: 'send_message', arguments: JSON.stringify({ platform: 'chat_d', chatId: '9009', message: 'ping from the agent', accountId: 'tg' }) }] };
+    // Not through an account an admin has not bound to the agent.
+    model.script(send, { text: 'I could not.' });
+    const refused = await api('POST', '/chat/completions', { model: 'notifier', messages: [{ role: 'user', content: 'tell 9009 ping' }] });
+    expect(refused.status, refused.text).toBe(200);
+    expect(String(model.requests.at(-1)!.body.messages.find((m) => m.role === 'tool')?.content)).toMatch(/no binding connects them/);
+    expect(answersTo('9009')).toEqual([]);
+    const current = (await api('GET', '/bindings')).body as { bindings: unknown[] };
+    const bound = await api('PUT', '/bindings', { bindings: [...current.bindings, { agentId: 'notifier', match: { channel: 'chat_d', accountId: 'tg' } }] });
+    expect(bound.status, bound.text).toBe(200);
+    model.script(send, { text: 'I sent it.' });
     const chat = await api('POST', '/chat/completions', { model: 'notifier', messages: [{ role: 'user', content: 'tell 9009 ping' }] });
     expect(chat.status, chat.text).toBe(200);
     expect(answersTo('9009')).toEqual(['ping from the agent']);

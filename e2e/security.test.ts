@@ -424,11 +424,16 @@ describe('mass assignment (OWASP API3): read-only properties in bodies are refus
   });
 
   it('an agent-private skill stays with its agent whatever scope, agentId or createdAt the body says', async () => {
+    // Bob's own agent: only an owner (or an admin) writes an agent's skills.
     await ok(
-      await call('POST', '/agents/alpha/skills', bob, { name: 'mine', description: 'd', content: 'c', scope: 'global', agentId: 'beta', createdAt: '2000-01-01T00:00:00Z' }),
+      await call('POST', '/agents', bob, { ruleChain: { id: 'bob_skills', name: 'b' }, metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake' } }], connections: [] } }),
       201,
     );
-    expect((await ok(await call('GET', '/agents/alpha/skills/mine', bob))).json()).toMatchObject({ name: 'mine', content: 'c' });
+    await ok(
+      await call('POST', '/agents/bob_skills/skills', bob, { name: 'mine', description: 'd', content: 'c', scope: 'global', agentId: 'beta', createdAt: '2000-01-01T00:00:00Z' }),
+      201,
+    );
+    expect((await ok(await call('GET', '/agents/bob_skills/skills/mine', bob))).json()).toMatchObject({ name: 'mine', content: 'c' });
     expect((await call('GET', '/agents/beta/skills/mine', bob)).statusCode).toBe(404);
     expect((await call('GET', '/skills/mine?scope=global', bob)).statusCode).toBe(404);
   });
@@ -523,7 +528,7 @@ describe('SSRF through agent tools (OWASP API7): private targets are refused unl
     const opened: Array<[string, InjectOptions['method'], string, unknown]> = [
       ['an http_fetch allowHosts', 'POST', '/agents', agentBody('bob_fetch', [{ type: 'builtin', name: 'http_fetch', config: { allowHosts: ['127.0.0.1'] } }])],
       ['an MCP allowPrivateNetworks', 'POST', '/agents', agentBody('bob_mcp', [{ type: 'mcp', name: 'm', config: { url: 'http://10.0.0.1/mcp', allowPrivateNetworks: true } }])],
-      ['an existing agent opened by update', 'PUT', '/agents/fetcher', agentBody('fetcher', [{ type: 'builtin', name: 'http_fetch', config: { allowPrivateNetworks: true } }])],
+      ['an existing agent opened by update', 'PUT', '/agents/bob_closed', agentBody('bob_closed', [{ type: 'builtin', name: 'http_fetch', config: { allowPrivateNetworks: true } }])],
       ['a sandboxed bash given the network', 'POST', '/agents', agentBody('bob_bash', [{ type: 'builtin', name: 'bash', config: { allowNetwork: true } }])],
       [
         'a restApiCall node',
@@ -532,13 +537,14 @@ describe('SSRF through agent tools (OWASP API7): private targets are refused unl
         { ruleChain: { id: 'bob_rest', name: 'r' }, metadata: { nodes: [{ id: 'c', type: 'restApiCall', configuration: { restEndpointUrlPattern: 'http://169.254.169.254/', allowHosts: ['169.254.169.254'] } }], connections: [] } },
       ],
     ];
+    await ok(await call('POST', '/agents', bob, agentBody('bob_closed', [{ type: 'builtin', name: 'http_fetch' }])), 201);
     for (const [what, method, url, body] of opened) {
-      expectError(await call(method, url, bob, body), 403, /only an admin may set allow(Hosts|PrivateNetworks|Network)/);
+      expectError(await call(method, url, bob, body), 403, /only an admin may (set allow(Hosts|PrivateNetworks|Network)|give an agent the bash tool)/);
       expect(what).toBeTruthy();
     }
     for (const id of ['bob_fetch', 'bob_mcp', 'bob_bash']) expectError(await call('GET', `/agents/${id}`, admin), 404);
     expectError(await call('GET', '/rules/bob_rest', admin), 404);
-    expect(JSON.stringify((await ok(await call('GET', '/agents/fetcher', admin))).json())).not.toMatch(/allowPrivateNetworks/);
+    expect(JSON.stringify((await ok(await call('GET', '/agents/bob_closed', admin))).json())).not.toMatch(/allowPrivateNetworks/);
     // The same user may still write agents that keep the policy closed; an admin may open it.
     await ok(await call('POST', '/agents', bob, agentBody('bob_plain', [{ type: 'builtin', name: 'http_fetch', config: { allowHosts: [] } }])), 201);
     await ok(await call('POST', '/agents', admin, agentBody('admin_open', [{ type: 'builtin', name: 'http_fetch', config: { allowPrivateNetworks: true } }])), 201);

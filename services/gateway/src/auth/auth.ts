@@ -222,7 +222,7 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
           'management routes need a JWT, not an API key',
         );
         req.principal = principal;
-        if (access === 'admin' && !isAdmin(principal)) throw new Errors.FORBIDDEN(`only an admin may ${req.method} ${req.routeOptions.url ?? ''}`);
+        if (access === 'admin' && !isAdmin(principal)) throw new Errors.FORBIDDEN(`only an admin may ${req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'change'} ${req.routeOptions.url ?? ''}`);
         return;
       }
       case undefined:
