@@ -1,4 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect, it } from 'vitest';
+import { accountContext, adapterFor, MemoryTokenCache } from '@agentry/channels';
+import { getChannelAccount } from '@agentry/db';
 import { startFakeSlack, startFakeTelegram } from '@agentry/testing';
 import { createAgent, describeOnBothEngines, uid, type Env } from './resources-harness.js';
 
@@ -122,6 +126,40 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     expect(bindings).not.toContainEqual({ agentId: agent, match: { channel: 'chat_d', accountId: id } });
     expect((await env().req('DELETE', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
     expect((await env().req('GET', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
+  });
+
+  it('pointing an account at another host clears its stored secrets unless the same request brings new ones', async () => {
+    const heard: string[] = [];
+    const listener = http.createServer((req, res) => {
+      heard.push(`${req.url ?? ''} ${JSON.stringify(req.headers)}`);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true,"result":{"message_id":1}}');
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+    const id = uid('tg');
+    const stored = async () => (await getChannelAccount(env().db, 'chat_d', id))!;
+    try {
+      expect((await env().req('POST', '/api/v1/channels/chat_d/accounts', { id, app_secret: 'bot-token-for-the-old-host', api_base: 'https://api.telegram.example' })).statusCode).toBe(201);
+      const same = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: 'https://api.telegram.example', name: 'Same host' });
+      expect(json(same.body)).toMatchObject({ name: 'Same host', hasSecret: true });
+
+      const moved = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: elsewhere });
+      expect(moved.statusCode, moved.body).toBe(200);
+      expect(json(moved.body)).toMatchObject({ apiBase: elsewhere, hasSecret: false });
+      expect((await stored()).secretsSealed).toBeNull();
+      // What a send through the moved account would carry: no token, so nothing leaves for the new host.
+      const io = { fetch: globalThis.fetch, tokens: new MemoryTokenCache(), now: Date.now, timeoutMs: 5_000 };
+      await expect(adapterFor('chat_d')!.send(accountContext(await stored(), env().runtime.secrets), io, '5', { kind: 'text', text: 'hi' })).rejects.toThrow();
+      expect(heard.join('\n')).not.toContain('bot-token-for-the-old-host');
+
+      // A secret in the same request is meant for the new host; removing api_base is a move too.
+      const rekeyed = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: 'https://third.example', app_secret: 'bot-token-for-the-third-host' });
+      expect(json(rekeyed.body)).toMatchObject({ hasSecret: true });
+      const unset = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: null });
+      expect(json(unset.body)).toMatchObject({ hasSecret: false });
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
   });
 
   it('PUT /bindings replaces the list after checking agents, platforms and accounts', async () => {
