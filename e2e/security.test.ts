@@ -270,6 +270,24 @@ describe('JWT (RFC 8725): every forged, stale or foreign token is 401 {error}', 
     await refused(await signed({}, { exp: now() - 5 }), /^Authentication required: token expired$/);
   });
 
+  it('a token claiming a longer life than security.jwtExpireHours (24 h here) is refused, with or without iat', async () => {
+    const day = 24 * 3600;
+    expect((await call('GET', '/config', await signed({}, { exp: now() + day - 60 }))).statusCode).toBe(200);
+    await refused(await signed({}, { exp: now() + 10 * 365 * day }));
+    await refused(await signed({}, { exp: now() + day + 3600 }));
+    const withoutIat = (exp?: number) => {
+      const jwt = new SignJWT({ tv: 0 }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('agentry').setSubject('admin');
+      if (exp !== undefined) jwt.setExpirationTime(exp);
+      return jwt.sign(secret);
+    };
+    expect((await call('GET', '/config', await withoutIat(now() + 600))).statusCode).toBe(200);
+    await refused(await withoutIat(now() + 10 * 365 * day));
+    // No exp at all is a token for ever.
+    await refused(await withoutIat());
+    // An iat in the future does not stretch the allowance.
+    await refused(await signed({ iat: now() + 365 * day }, { exp: now() + 365 * day + 600 }));
+  });
+
   it('a token not valid before a future time (nbf) is refused', async () => {
     await refused(await signed({}, { nbf: now() + 600 }));
   });
