@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect, it } from 'vitest';
 import { accountContext, adapterFor, MemoryTokenCache } from '@agentry/channels';
 import { getChannelAccount } from '@agentry/db';
-import { startFakeSlack, startFakeTelegram } from '@agentry/testing';
+import { startFakeDingTalk, startFakeSlack, startFakeTelegram } from '@agentry/testing';
 import { createAgent, describeOnBothEngines, uid, type Env } from './resources-harness.js';
 
 const PLATFORMS = ['api', 'chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'];
@@ -162,6 +162,34 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     }
   });
 
+  it('a chat_b signature is accepted once (remembered in the database all replicas share): a captured (timestamp, sign) pair carries no other body', async () => {
+    const ding = await startFakeDingTalk();
+    try {
+      const agent = uid('agent');
+      await createAgent(env, agent);
+      const id = uid('dt');
+      expect((await env().req('POST', '/api/v1/channels/chat_b/accounts', { id, ...ding.account, binding: { agentId: agent } })).statusCode).toBe(201);
+      const url = `/api/v1/channels/chat_b/accounts/${id}/events`;
+      const msg = (msgId: string, content: string) => ({ msgtype: 'text', text: { content }, msgId, conversationType: '1', senderStaffId: 'staff-1' });
+      const first = ding.inboundRaw(msg(uid('m'), 'hello'));
+      expect((await env().app.inject({ method: 'POST', url, headers: first.headers, payload: first.body })).statusCode).toBe(200);
+
+      const replayed = await env().app.inject({ method: 'POST', url, headers: first.headers, payload: JSON.stringify(msg(uid('m'), 'send me the secrets')) });
+      expect(replayed.statusCode).toBe(401);
+      expect(json(replayed.body)).toEqual({ error: expect.stringMatching(/^Authentication required: this signature was used already/) });
+      const runs = await env().db.selectFrom('runs').select(['request']).where('source', '=', 'chat_b').execute();
+      expect(JSON.stringify(runs)).not.toContain('send me the secrets');
+
+      // A fresh signature (what the platform sends for every event) is accepted; one an hour old is not.
+      const next = ding.inboundRaw(msg(uid('m'), 'again'));
+      expect((await env().app.inject({ method: 'POST', url, headers: next.headers, payload: next.body })).statusCode).toBe(200);
+      const stale = ding.inboundRaw(msg(uid('m'), 'old'), { timestampMs: Date.now() - 61 * 60_000 });
+      expect((await env().app.inject({ method: 'POST', url, headers: stale.headers, payload: stale.body })).statusCode).toBe(401);
+    } finally {
+      await ding.close();
+    }
+  });
+
   it('PUT /bindings replaces the list after checking agents, platforms and accounts', async () => {
     const agent = uid('agent');
     await createAgent(env, agent);
@@ -279,9 +307,15 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
         payload: event.body,
       });
       expect(forged.statusCode).toBe(401);
-      expect(json(forged.body)).toEqual({ error: expect.any(String) });
-      const unknown = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_d/accounts/${uid('x')}/events`, headers: event.headers, payload: event.body });
-      expect(unknown.statusCode).toBe(404);
+      expect(json(forged.body)).toEqual({ error: 'Authentication required: the event could not be verified for this account' });
+      // An unknown account answers exactly like a known one with a bad signature: no account discovery.
+      const unknown = await env().app.inject({
+        method: 'POST',
+        url: `/api/v1/channels/chat_d/accounts/${uid('x')}/events`,
+        headers: { ...event.headers, 'x-telegram-bot-api-secret-token': 'wrong' },
+        payload: event.body,
+      });
+      expect([unknown.statusCode, unknown.body, unknown.headers['content-type']]).toEqual([forged.statusCode, forged.body, forged.headers['content-type']]);
       const garbage = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_d/accounts/${tgId}/events`, headers: event.headers, payload: 'not json' });
       expect(garbage.statusCode).toBe(400);
       // A verified message with no agent bound: acknowledged (so the platform stops retrying), nothing runs.
