@@ -27,6 +27,13 @@ import { retryWhileDbDown } from './db-retry.js';
  * does not lose its run; a failed check resets the count and never cancels.
  */
 const LISTENER_MISSES = 3;
+/**
+ * Over Redis, how long a chat run about to start must find nobody listening before it is taken
+ * for orphaned: longer than a gateway's subscriber needs to come back after a Redis blip (ioredis
+ * retries every 2 s at most), which is when queued jobs are handed out again. In-process, a
+ * subscription cannot blink, and one look is the truth.
+ */
+const START_GRACE_MS = 3_000;
 /** Runs the sweep enqueues again per pass at most. */
 const SWEEP_BATCH = 100;
 /**
@@ -142,10 +149,12 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
    * Whether a gateway still waits for this chat run before it starts. A chat's client is gone
    * when nobody listens on the run's channel: its gateway died or restarted (the run then comes
    * back through the sweep or a surviving job), and an answer now would only be committed into
-   * the session under the user's retry. False only after LISTENER_MISSES checks in a row found
-   * nobody; a check that fails, or checks switched off, count as someone waiting.
+   * the session under the user's retry. False only after LISTENER_MISSES checks in a row (and,
+   * over Redis, START_GRACE_MS) found nobody; a check that fails, or checks switched off, count
+   * as someone waiting.
    */
   const clientWaiting = async (runId: string, signal: AbortSignal): Promise<boolean> => {
+    const graceUntil = Date.now() + (bus.kind === 'redis' ? START_GRACE_MS : 0);
     for (let misses = 0; ; ) {
       const everyMs = runtime.config.current.reliability.listener_check_ms;
       if (everyMs <= 0 || signal.aborted) return true;
@@ -157,7 +166,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
       }
       if (count > 0) return true;
       misses += 1;
-      if (misses >= LISTENER_MISSES) return false;
+      if (misses >= LISTENER_MISSES && Date.now() >= graceUntil) return false;
       await new Promise((resolve) => setTimeout(resolve, everyMs));
     }
   };
