@@ -251,7 +251,6 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     }
     const ctl = new AbortController();
     running.set(runId, ctl);
-    if (queued.source === 'api') watched.set(runId, { ctl, misses: 0 });
     const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
     shutdownSignal.addEventListener('abort', onShutdown);
     try {
@@ -260,6 +259,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
         await retryWhileDbDown(logger, 'cancel run', () => finishRun(db.db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
         return;
       }
+      if (queued.source === 'api') watched.set(runId, { ctl, misses: 0 });
       if (queued.sessionId) await waitForTurn(queued.sessionId, queued.seq, ctl.signal);
       const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db.db, runId));
       if (!run) return;
