@@ -577,6 +577,7 @@ describe('archives (Zip Slip, symlinks, zip bombs): a hostile skill upload is re
     ['a drive-letter entry', 400, /"C:\/evil\/SKILL\.md" names a drive/, async () => rawZip([good, { name: 'C:/evil/SKILL.md', data: Buffer.from('x') }])],
     ['a "../" hidden in the middle of a path', 400, /leaves the archive root/, async () => rawZip([good, { name: 'a/../../evil.md', data: Buffer.from('x') }])],
     ['a NUL byte in an entry name', 400, /contains a NUL byte/, async () => rawZip([good, { name: 'evil.md\u0000.txt', data: Buffer.from('x') }])],
+    ['a bidirectional override in an entry name', 400, /contains U\+202E/, async () => rawZip([good, { name: 'evil\u202Edm/SKILL.md', data: Buffer.from('x') }])],
     ['a symlink entry (unix mode 0120000)', 400, /is a symbolic link/, async () => rawZip([good, { name: 'link/SKILL.md', data: Buffer.from('/etc/passwd'), unixMode: 0o120777 }])],
     ['too many entries', 413, /at most 1000 are accepted/, async () => rawZip(Array.from({ length: 1001 }, (_, i) => ({ name: `s${i}.md`, data: Buffer.from('x') })))],
     ['entries declaring more than 200 MB', 413, /at most 209715200 are accepted/, async () => rawZip([good, { name: 'big.bin', data: Buffer.from('x'), size: 250 * 1024 * 1024 }])],
