@@ -69,10 +69,10 @@ interface Watched {
  *
  * Failures it bounds: a chat run nobody listens for any more (its gateway died, so no cancel
  * can come) is cancelled after LISTENER_MISSES checks, and one nobody listens for when it is
- * taken (queued across a restart) is cancelled without being run; statements that decide a run's fate are
- * retried while the database is unreachable; and a sweep enqueues again runs still queued or
- * running long after they were created (a job lost or given up while a backend was away); the
- * job id is the run id, so a run whose job still exists is left alone.
+ * taken (queued across a restart) is cancelled without being run; statements that decide a
+ * run's fate are retried while the database is unreachable; and a sweep enqueues again runs
+ * still queued or running long after they were created (a job lost or given up while a backend
+ * was away); the job id is the run id, so a run whose job still exists is left alone.
  */
 export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOptions = {}): Promise<void> {
   const { db, bus, logger } = runtime;
