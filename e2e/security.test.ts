@@ -270,6 +270,24 @@ describe('JWT (RFC 8725): every forged, stale or foreign token is 401 {error}', 
     await refused(await signed({}, { exp: now() - 5 }), /^Authentication required: token expired$/);
   });
 
+  it('a token claiming a longer life than security.jwtExpireHours (24 h here) is refused, with or without iat', async () => {
+    const day = 24 * 3600;
+    expect((await call('GET', '/config', await signed({}, { exp: now() + day - 60 }))).statusCode).toBe(200);
+    await refused(await signed({}, { exp: now() + 10 * 365 * day }));
+    await refused(await signed({}, { exp: now() + day + 3600 }));
+    const withoutIat = (exp?: number) => {
+      const jwt = new SignJWT({ tv: 0 }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('agentry').setSubject('admin');
+      if (exp !== undefined) jwt.setExpirationTime(exp);
+      return jwt.sign(secret);
+    };
+    expect((await call('GET', '/config', await withoutIat(now() + 600))).statusCode).toBe(200);
+    await refused(await withoutIat(now() + 10 * 365 * day));
+    // No exp at all is a token for ever.
+    await refused(await withoutIat());
+    // An iat in the future does not stretch the allowance.
+    await refused(await signed({ iat: now() + 365 * day }, { exp: now() + 365 * day + 600 }));
+  });
+
   it('a token not valid before a future time (nbf) is refused', async () => {
     await refused(await signed({}, { nbf: now() + 600 }));
   });
@@ -565,6 +583,7 @@ describe('archives (Zip Slip, symlinks, zip bombs): a hostile skill upload is re
     ['a drive-letter entry', 400, /"C:\/evil\/SKILL\.md" names a drive/, async () => rawZip([good, { name: 'C:/evil/SKILL.md', data: Buffer.from('x') }])],
     ['a "../" hidden in the middle of a path', 400, /leaves the archive root/, async () => rawZip([good, { name: 'a/../../evil.md', data: Buffer.from('x') }])],
     ['a NUL byte in an entry name', 400, /contains a NUL byte/, async () => rawZip([good, { name: 'evil.md\u0000.txt', data: Buffer.from('x') }])],
+    ['a bidirectional override in an entry name', 400, /contains U\+202E/, async () => rawZip([good, { name: 'evil\u202Edm/SKILL.md', data: Buffer.from('x') }])],
     ['a symlink entry (unix mode 0120000)', 400, /is a symbolic link/, async () => rawZip([good, { name: 'link/SKILL.md', data: Buffer.from('/etc/passwd'), unixMode: 0o120777 }])],
     ['too many entries', 413, /at most 1000 are accepted/, async () => rawZip(Array.from({ length: 1001 }, (_, i) => ({ name: `s${i}.md`, data: Buffer.from('x') })))],
     ['entries declaring more than 200 MB', 413, /at most 209715200 are accepted/, async () => rawZip([good, { name: 'big.bin', data: Buffer.from('x'), size: 250 * 1024 * 1024 }])],

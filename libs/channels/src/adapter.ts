@@ -80,13 +80,21 @@ export interface InboundRequest {
   rawBody: Buffer;
 }
 
-export type InboundResult =
+export type InboundResult = (
   /** A handshake (URL verification): answer it with this body and do nothing else. */
   | { kind: 'challenge'; contentType: 'application/json' | 'text/plain'; body: string }
   /** A message from a user, to route to an agent. */
   | { kind: 'message'; message: InboundMessage }
   /** A verified event that is not a user message (bot echo, reaction, edit): acknowledge, do nothing. */
-  | { kind: 'ignored'; reason: string };
+  | { kind: 'ignored'; reason: string }
+) & {
+  /**
+   * Set by platforms whose signature does not cover the body (it signs only a timestamp): the
+   * signature, which the caller must accept once per account and refuse ever after, so that a
+   * captured one cannot carry another body.
+   */
+  singleUse?: string;
+};
 
 export interface InboundMessage {
   /** The platform's id of this message or event: duplicates are dropped by it. */

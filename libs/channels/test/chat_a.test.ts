@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { startFakeLark } from '@agentry/testing';
 import { AccountConfigError, InboundAuthError, InboundParseError, MemoryTokenCache, type InboundResult, type PlatformError } from '../src/index.js';
@@ -259,6 +260,24 @@ describe('chat_a inbound', () => {
 
     const { 'x-lark-signature': _dropped, ...unsignedHeaders } = delivery.headers;
     await expect(parse(f, { ...delivery, headers: unsignedHeaders })).rejects.toBeInstanceOf(InboundAuthError);
+  });
+
+  it('accepts a signed event only within 5 minutes of its timestamp', async () => {
+    const f = await fake({ encryptKey: 'enc-key-123' });
+    const delivery = f.inbound(event);
+    const at = (offsetMs: number) => lark.parseInbound(accountOf(f.account), ioWith({ now: () => Date.now() + offsetMs }), inboundRequest(delivery));
+    await expect(at(4 * 60_000)).resolves.toMatchObject({ kind: 'message' });
+    await expect(at(-4 * 60_000)).resolves.toMatchObject({ kind: 'message' });
+    await expect(at(6 * 60_000)).rejects.toThrow(/more than 5 minutes off/);
+    await expect(at(-6 * 60_000)).rejects.toThrow(/more than 5 minutes off/);
+
+    // Correctly signed, with the timestamp of 1970 (or none at all).
+    for (const timestamp of ['1', '', 'soon']) {
+      const nonce = 'n1';
+      const signature = createHash('sha256').update(`${timestamp}${nonce}enc-key-123${delivery.body}`, 'utf8').digest('hex');
+      const headers = { ...delivery.headers, 'x-lark-request-timestamp': timestamp, 'x-lark-request-nonce': nonce, 'x-lark-signature': signature };
+      await expect(parse(f, { ...delivery, headers })).rejects.toBeInstanceOf(InboundAuthError);
+    }
   });
 
   it('rejects an encrypted event under the wrong encrypt_key, or with none', async () => {

@@ -176,6 +176,7 @@ describe('dingtalk inbound', () => {
     await expect(dingtalk.parseInbound(account(), io, req)).resolves.toEqual({
       kind: 'message',
       message: { eventId: 'msgDm1', chatId: 'user:staff-7', chatType: 'dm', senderId: 'staff-7', text: 'hello bot' },
+      singleUse: req.headers.sign,
     });
   });
 
@@ -184,6 +185,7 @@ describe('dingtalk inbound', () => {
     await expect(dingtalk.parseInbound(account(), io, req)).resolves.toEqual({
       kind: 'message',
       message: { eventId: 'msgG1', chatId: 'cidGroupOne==', chatType: 'group', senderId: 'staff-8', text: 'what is up' },
+      singleUse: req.headers.sign,
     });
   });
 
@@ -212,6 +214,15 @@ describe('dingtalk inbound', () => {
     await expect(dingtalk.parseInbound(account(), io, future)).rejects.toBeInstanceOf(InboundAuthError);
     const recent = inboundRequest(fake.inboundRaw(body, { timestampMs: Date.now() - 59 * 60_000 }));
     await expect(dingtalk.parseInbound(account(), io, recent)).resolves.toMatchObject({ kind: 'message' });
+  });
+
+  it('names its sign as single-use: it covers the timestamp only, so the caller refuses it a second time', async () => {
+    const first = fake.inboundRaw({ msgtype: 'text', text: { content: 'one' }, msgId: 'm5', conversationType: '1', senderStaffId: 's' });
+    const result = await dingtalk.parseInbound(account(), io, inboundRequest(first));
+    expect(result).toMatchObject({ kind: 'message', singleUse: first.headers.sign });
+    // The same pair verifies over any other body: only its single use stops it.
+    const other = { ...first, body: JSON.stringify({ msgtype: 'text', text: { content: 'forged' }, msgId: 'm6', conversationType: '1', senderStaffId: 's' }) };
+    expect(await dingtalk.parseInbound(account(), io, inboundRequest(other))).toMatchObject({ singleUse: first.headers.sign });
   });
 
   it('ignores non-text messages', async () => {

@@ -144,11 +144,12 @@ describe('workspace paths', () => {
     ['/a//b/', 'a/b'],
     ['a/x/../b', 'a/b'],
     ['./a', 'a'],
+    ['A\u030A/\u212B', '\u00C5/\u00C5'],
   ])('%j -> %j', (input, output) => {
     expect(normaliseWorkspacePath(input)).toBe(output);
   });
 
-  it.each(['..', 'a/../..', '/../x', 'a\\b', 'a\u0000b', `${'x'.repeat(256)}`])('refuses %j', (input) => {
+  it.each(['..', 'a/../..', '/../x', 'a\\b', 'a\u0000b', `${'x'.repeat(256)}`, 'a\u202Eb', 'a\u2069b', 'a\u200Eb', 'a\u061Cb', 'a\tb', 'a\u007Fb', 'a\u009Bb', 'a\u2028b'])('refuses %j', (input) => {
     expect(() => normaliseWorkspacePath(input)).toThrow(/^(path|Invalid input)/);
   });
 

@@ -27,6 +27,13 @@ import { retryWhileDbDown } from './db-retry.js';
  * does not lose its run; a failed check resets the count and never cancels.
  */
 const LISTENER_MISSES = 3;
+/**
+ * Over Redis, how long a chat run about to start must find nobody listening before it is taken
+ * for orphaned: longer than a gateway's subscriber needs to come back after a Redis blip (ioredis
+ * retries every 2 s at most), which is when queued jobs are handed out again. In-process, a
+ * subscription cannot blink, and one look is the truth.
+ */
+const START_GRACE_MS = 3_000;
 /** Runs the sweep enqueues again per pass at most. */
 const SWEEP_BATCH = 100;
 /**
@@ -61,10 +68,11 @@ interface Watched {
  * streamed a token yet; otherwise the client gets a clean error (the partial answer is lost).
  *
  * Failures it bounds: a chat run nobody listens for any more (its gateway died, so no cancel
- * can come) is cancelled after LISTENER_MISSES checks; statements that decide a run's fate are
- * retried while the database is unreachable; and a sweep enqueues again runs still queued or
- * running long after they were created (a job lost or given up while a backend was away); the
- * job id is the run id, so a run whose job still exists is left alone.
+ * can come) is cancelled after LISTENER_MISSES checks, and one nobody listens for when it is
+ * taken (queued across a restart) is cancelled without being run; statements that decide a
+ * run's fate are retried while the database is unreachable; and a sweep enqueues again runs
+ * still queued or running long after they were created (a job lost or given up while a backend
+ * was away); the job id is the run id, so a run whose job still exists is left alone.
  */
 export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOptions = {}): Promise<void> {
   const { db, bus, logger } = runtime;
@@ -137,6 +145,32 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
       }
     });
   };
+  /**
+   * Whether a gateway still waits for this chat run before it starts. A chat's client is gone
+   * when nobody listens on the run's channel: its gateway died or restarted (the run then comes
+   * back through the sweep or a surviving job), and an answer now would only be committed into
+   * the session under the user's retry. False only after LISTENER_MISSES checks in a row (and,
+   * over Redis, START_GRACE_MS) found nobody; a check that fails, or checks switched off, count
+   * as someone waiting.
+   */
+  const clientWaiting = async (runId: string, signal: AbortSignal): Promise<boolean> => {
+    const graceUntil = Date.now() + (bus.kind === 'redis' ? START_GRACE_MS : 0);
+    for (let misses = 0; ; ) {
+      const everyMs = runtime.config.current.reliability.listener_check_ms;
+      if (everyMs <= 0 || signal.aborted) return true;
+      let count: number;
+      try {
+        [count = 0] = await bus.pubsub.listeners([PubSubChannels.run(runId)]);
+      } catch {
+        return true;
+      }
+      if (count > 0) return true;
+      misses += 1;
+      if (misses >= LISTENER_MISSES && Date.now() >= graceUntil) return false;
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  };
+
   let stopped = false;
   const timers: { listeners?: NodeJS.Timeout; sweep?: NodeJS.Timeout } = {};
   const scheduleListenerCheck = () => {
@@ -217,10 +251,15 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     }
     const ctl = new AbortController();
     running.set(runId, ctl);
-    if (queued.source === 'api') watched.set(runId, { ctl, misses: 0 });
     const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
     shutdownSignal.addEventListener('abort', onShutdown);
     try {
+      if (queued.source === 'api' && !(await clientWaiting(runId, ctl.signal))) {
+        logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
+        await retryWhileDbDown(logger, 'cancel run', () => finishRun(db.db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
+        return;
+      }
+      if (queued.source === 'api') watched.set(runId, { ctl, misses: 0 });
       if (queued.sessionId) await waitForTurn(queued.sessionId, queued.seq, ctl.signal);
       const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db.db, runId));
       if (!run) return;

@@ -1,5 +1,9 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect, it } from 'vitest';
-import { startFakeSlack, startFakeTelegram } from '@agentry/testing';
+import { accountContext, adapterFor, MemoryTokenCache } from '@agentry/channels';
+import { getChannelAccount } from '@agentry/db';
+import { startFakeDingTalk, startFakeSlack, startFakeTelegram } from '@agentry/testing';
 import { createAgent, describeOnBothEngines, uid, type Env } from './resources-harness.js';
 
 const PLATFORMS = ['api', 'chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'];
@@ -124,6 +128,68 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     expect((await env().req('GET', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
   });
 
+  it('pointing an account at another host clears its stored secrets unless the same request brings new ones', async () => {
+    const heard: string[] = [];
+    const listener = http.createServer((req, res) => {
+      heard.push(`${req.url ?? ''} ${JSON.stringify(req.headers)}`);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true,"result":{"message_id":1}}');
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+    const id = uid('tg');
+    const stored = async () => (await getChannelAccount(env().db, 'chat_d', id))!;
+    try {
+      expect((await env().req('POST', '/api/v1/channels/chat_d/accounts', { id, app_secret: 'bot-token-for-the-old-host', api_base: 'https://api.telegram.example' })).statusCode).toBe(201);
+      const same = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: 'https://api.telegram.example', name: 'Same host' });
+      expect(json(same.body)).toMatchObject({ name: 'Same host', hasSecret: true });
+
+      const moved = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: elsewhere });
+      expect(moved.statusCode, moved.body).toBe(200);
+      expect(json(moved.body)).toMatchObject({ apiBase: elsewhere, hasSecret: false });
+      expect((await stored()).secretsSealed).toBeNull();
+      // What a send through the moved account would carry: no token, so nothing leaves for the new host.
+      const io = { fetch: globalThis.fetch, tokens: new MemoryTokenCache(), now: Date.now, timeoutMs: 5_000 };
+      await expect(adapterFor('chat_d')!.send(accountContext(await stored(), env().runtime.secrets), io, '5', { kind: 'text', text: 'hi' })).rejects.toThrow();
+      expect(heard.join('\n')).not.toContain('bot-token-for-the-old-host');
+
+      // A secret in the same request is meant for the new host; removing api_base is a move too.
+      const rekeyed = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: 'https://third.example', app_secret: 'bot-token-for-the-third-host' });
+      expect(json(rekeyed.body)).toMatchObject({ hasSecret: true });
+      const unset = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { api_base: null });
+      expect(json(unset.body)).toMatchObject({ hasSecret: false });
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
+  });
+
+  it('a chat_b signature is accepted once (remembered in the database all replicas share): a captured (timestamp, sign) pair carries no other body', async () => {
+    const ding = await startFakeDingTalk();
+    try {
+      const agent = uid('agent');
+      await createAgent(env, agent);
+      const id = uid('dt');
+      expect((await env().req('POST', '/api/v1/channels/chat_b/accounts', { id, ...ding.account, binding: { agentId: agent } })).statusCode).toBe(201);
+      const url = `/api/v1/channels/chat_b/accounts/${id}/events`;
+      const msg = (msgId: string, content: string) => ({ msgtype: 'text', text: { content }, msgId, conversationType: '1', senderStaffId: 'staff-1' });
+      const first = ding.inboundRaw(msg(uid('m'), 'hello'));
+      expect((await env().app.inject({ method: 'POST', url, headers: first.headers, payload: first.body })).statusCode).toBe(200);
+
+      const replayed = await env().app.inject({ method: 'POST', url, headers: first.headers, payload: JSON.stringify(msg(uid('m'), 'send me the secrets')) });
+      expect(replayed.statusCode).toBe(401);
+      expect(json(replayed.body)).toEqual({ error: expect.stringMatching(/^Authentication required: this signature was used already/) });
+      const runs = await env().db.selectFrom('runs').select(['request']).where('source', '=', 'chat_b').execute();
+      expect(JSON.stringify(runs)).not.toContain('send me the secrets');
+
+      // A fresh signature (what the platform sends for every event) is accepted; one an hour old is not.
+      const next = ding.inboundRaw(msg(uid('m'), 'again'));
+      expect((await env().app.inject({ method: 'POST', url, headers: next.headers, payload: next.body })).statusCode).toBe(200);
+      const stale = ding.inboundRaw(msg(uid('m'), 'old'), { timestampMs: Date.now() - 61 * 60_000 });
+      expect((await env().app.inject({ method: 'POST', url, headers: stale.headers, payload: stale.body })).statusCode).toBe(401);
+    } finally {
+      await ding.close();
+    }
+  });
+
   it('PUT /bindings replaces the list after checking agents, platforms and accounts', async () => {
     const agent = uid('agent');
     await createAgent(env, agent);
@@ -241,9 +307,15 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
         payload: event.body,
       });
       expect(forged.statusCode).toBe(401);
-      expect(json(forged.body)).toEqual({ error: expect.any(String) });
-      const unknown = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_d/accounts/${uid('x')}/events`, headers: event.headers, payload: event.body });
-      expect(unknown.statusCode).toBe(404);
+      expect(json(forged.body)).toEqual({ error: 'Authentication required: the event could not be verified for this account' });
+      // An unknown account answers exactly like a known one with a bad signature: no account discovery.
+      const unknown = await env().app.inject({
+        method: 'POST',
+        url: `/api/v1/channels/chat_d/accounts/${uid('x')}/events`,
+        headers: { ...event.headers, 'x-telegram-bot-api-secret-token': 'wrong' },
+        payload: event.body,
+      });
+      expect([unknown.statusCode, unknown.body, unknown.headers['content-type']]).toEqual([forged.statusCode, forged.body, forged.headers['content-type']]);
       const garbage = await env().app.inject({ method: 'POST', url: `/api/v1/channels/chat_d/accounts/${tgId}/events`, headers: event.headers, payload: 'not json' });
       expect(garbage.statusCode).toBe(400);
       // A verified message with no agent bound: acknowledged (so the platform stops retrying), nothing runs.

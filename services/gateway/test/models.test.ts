@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
@@ -172,6 +174,37 @@ function restSuite(openDb: () => Promise<{ db?: DbHandle; cleanup(): Promise<voi
     expect(cleared.json()).toMatchObject({ base_url: 'http://127.0.0.1:11434/v1', hasApiKey: false });
   });
 
+  it('a new base_url clears the stored key unless the same request brings one: the key never reaches the new host', async () => {
+    const heard: Array<string | undefined> = [];
+    const listener = http.createServer((req, res) => {
+      heard.push(req.headers.authorization);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[{"id":"m"}]}');
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(listener.address() as AddressInfo).port}/v1`;
+    try {
+      await env.req('POST', '/api/v1/config/models/providers', { id: 'moved', base_url: 'https://moved.example/v1', api_key: API_KEY_1 });
+      // Fields other than base_url, and base_url unchanged, keep the key.
+      const same = await env.req('PUT', '/api/v1/config/models/providers/moved', { base_url: 'https://moved.example/v1', name: 'Moved' });
+      expect(same.json()).toMatchObject({ name: 'Moved', hasApiKey: true });
+
+      const moved = await env.req('PUT', '/api/v1/config/models/providers/moved', { base_url: elsewhere });
+      expect(moved.json()).toMatchObject({ base_url: elsewhere, hasApiKey: false });
+      expect((await getProvider(env.h.runtime.db.db, 'moved'))?.apiKeySealed).toBeNull();
+      const test = await env.req('POST', '/api/v1/config/models/providers/moved/test');
+      expect(test.json()).toMatchObject({ ok: true });
+      expect(heard).toEqual(['Bearer no-key']);
+
+      // A key sent with the new base_url is meant for it.
+      const rekeyed = await env.req('PUT', '/api/v1/config/models/providers/moved', { base_url: 'https://third.example/v1', api_key: API_KEY_2 });
+      expect(rekeyed.json()).toMatchObject({ hasApiKey: true });
+      expect(env.h.runtime.secrets.open((await getProvider(env.h.runtime.db.db, 'moved'))!.apiKeySealed!)).toBe(API_KEY_2);
+    } finally {
+      await env.req('DELETE', '/api/v1/config/models/providers/moved');
+      await new Promise((resolve) => listener.close(resolve));
+    }
+  });
+
   it.each([
     ['PUT', '/api/v1/config/models/providers/ghost', { name: 'x' }, 404, 'Not found: model provider "ghost"'],
     ['PUT', '/api/v1/config/models/providers/ghost/api-key', { apiKey: 'k' }, 404, 'Not found: model provider "ghost"'],
@@ -258,6 +291,9 @@ function restSuite(openDb: () => Promise<{ db?: DbHandle; cleanup(): Promise<voi
       hasApiKey: true,
     });
     expect((await env.req('GET', '/api/v1/config')).json().models.default_provider).toBe('default');
+    // Moving the default provider elsewhere without a key leaves it without one.
+    const moved = await env.req('PUT', '/api/v1/config/models', { base_url: 'https://elsewhere.example/v1' });
+    expect(moved.json().providers.find((p: { id: string }) => p.id === 'default')).toMatchObject({ base_url: 'https://elsewhere.example/v1', hasApiKey: false });
     expect((await env.req('PUT', '/api/v1/config/models', { base_url: 'gopher://x' })).statusCode).toBe(400);
   });
 
@@ -323,9 +359,12 @@ describe('seeding providers from the file', () => {
     expect(await provider(h, 'f')).toMatchObject({ name: 'Renamed by API', hasApiKey: true });
 
     // The entry changed in the file: the file wins (a file entry without api_key keeps the API's key).
-    h = await restart('models:\n  providers:\n    f: {name: File v2, base_url: "http://127.0.0.1:3/v1"}\n', db);
-    expect(await provider(h, 'f')).toMatchObject({ name: 'File v2', base_url: 'http://127.0.0.1:3/v1', hasApiKey: true });
+    h = await restart('models:\n  providers:\n    f: {name: File v2, base_url: "http://127.0.0.1:1/v1"}\n', db);
+    expect(await provider(h, 'f')).toMatchObject({ name: 'File v2', base_url: 'http://127.0.0.1:1/v1', hasApiKey: true });
     expect(h.logs.some((l) => l.includes('model provider updated from the configuration file'))).toBe(true);
+    // ...but not to another host: the API's key was given for the old base_url.
+    h = await restart('models:\n  providers:\n    f: {name: File v2, base_url: "http://127.0.0.1:3/v1"}\n', db);
+    expect(await provider(h, 'f')).toMatchObject({ base_url: 'http://127.0.0.1:3/v1', hasApiKey: false });
 
     // Gone from the file: both stay; the file may name an API provider as the default.
     h = await restart('models:\n  default_provider: api_made\n', db);

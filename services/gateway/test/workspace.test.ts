@@ -43,6 +43,42 @@ describeOnBothEngines('agent workspace', (env: () => Env) => {
     expect((await req('POST', `${ws(id)}/files`, { path: 'docs/guides/intro.md/inside.txt', content: 'x' })).statusCode).toBe(409);
   });
 
+  it('names are Unicode NFC: the three spellings of "Å" name one file', async () => {
+    const id = await agent();
+    const [composed, decomposed, angstrom] = ['\u00C5.md', 'A\u030A.md', '\u212B.md'];
+    expect((await req('POST', `${ws(id)}/files`, { path: composed, content: 'one' })).statusCode).toBe(201);
+    const again = await req('POST', `${ws(id)}/files`, { path: decomposed, content: 'two' });
+    expect(again.statusCode).toBe(409);
+    expect((await req('PUT', `${ws(id)}/file?${q(angstrom)}`, { content: 'three' })).json()).toMatchObject({ path: composed });
+    expect(await names(id)).toEqual(['AGENTS.md', composed]);
+    expect((await req('GET', `${ws(id)}/file?${q(decomposed)}`)).json()).toEqual({ content: 'three' });
+    expect((await req('POST', `${ws(id)}/dirs`, { path: 'Cafe\u0301' })).json()).toMatchObject({ path: 'Caf\u00E9' });
+  });
+
+  it('control characters and bidirectional overrides in a name are 400 {error} naming the character', async () => {
+    const id = await agent();
+    const refused: Array<[string, string]> = [
+      ['invoice\u202Efdp.exe', 'U+202E'],
+      ['a\u2066b.txt', 'U+2066'],
+      ['mark\u200F.txt', 'U+200F'],
+      ['line\nbreak.txt', 'U+000A'],
+      ['bell\u0007.txt', 'U+0007'],
+      ['c1\u0085.txt', 'U+0085'],
+    ];
+    for (const [name, code] of refused) {
+      for (const res of [
+        await req('POST', `${ws(id)}/files`, { path: `docs/${name}`, content: 'x' }),
+        await req('PUT', `${ws(id)}/file?${q(name)}`, { content: 'x' }),
+        await req('POST', `${ws(id)}/dirs`, { path: name }),
+        await req('PATCH', `${ws(id)}/rename?${q('AGENTS.md')}`, { newName: name }),
+      ]) {
+        expect(res.statusCode, `${JSON.stringify(name)}: ${res.body}`).toBe(400);
+        expect(res.json()).toEqual({ error: expect.stringMatching(new RegExp(`^Invalid input: path contains .*${code.replace('+', '\\+')}`)) });
+      }
+    }
+    expect(await names(id)).toEqual(['AGENTS.md']);
+  });
+
   it('PUT file writes (creating parents) and overwrites; it never replaces a directory', async () => {
     const id = await agent();
     const first = await req('PUT', `${ws(id)}/file?${q('a/b/c.txt')}`, { content: 'one' });

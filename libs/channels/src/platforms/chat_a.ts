@@ -187,10 +187,17 @@ async function send(ctx: AccountContext, io: AdapterIo, chatId: string, payload:
 // ---- inbound ----
 
 /**
- * Checks `x-lark-signature` (hex SHA-256 of timestamp + nonce + encrypt_key + raw body). Returns
- * false when the request carries no signature; throws when it carries a wrong one.
+ * How far a signed event's `x-lark-request-timestamp` may be from now: a captured event is
+ * refused after this (within it, the message id drops a repeat).
  */
-function checkSignature(request: InboundRequest, encryptKey: string): boolean {
+const SIGNED_WINDOW_MS = 5 * 60_000;
+
+/**
+ * Checks `x-lark-signature` (hex SHA-256 of timestamp + nonce + encrypt_key + raw body) and that
+ * its timestamp (Unix seconds) is within SIGNED_WINDOW_MS of `now`. Returns false when the
+ * request carries no signature; throws when it carries a wrong or stale one.
+ */
+function checkSignature(request: InboundRequest, encryptKey: string, now: number): boolean {
   const signature = request.headers['x-lark-signature'];
   if (!signature) return false;
   const timestamp = request.headers['x-lark-request-timestamp'] ?? '';
@@ -200,6 +207,10 @@ function checkSignature(request: InboundRequest, encryptKey: string): boolean {
     .update(request.rawBody)
     .digest('hex');
   if (!constantTimeEqual(signature.toLowerCase(), expected)) throw new InboundAuthError('chat_a: x-lark-signature does not match');
+  const seconds = Number(timestamp);
+  if (!/^\d{1,12}$/.test(timestamp) || Math.abs(now - seconds * 1000) > SIGNED_WINDOW_MS) {
+    throw new InboundAuthError('chat_a: x-lark-request-timestamp is missing or more than 5 minutes off');
+  }
   return true;
 }
 
@@ -247,14 +258,14 @@ function eventShape(body: Record<string, unknown>): EventShape {
   throw new InboundParseError('chat_a: the body is not a Lark event');
 }
 
-async function parseInbound(ctx: AccountContext, _io: AdapterIo, request: InboundRequest): Promise<InboundResult> {
+async function parseInbound(ctx: AccountContext, io: AdapterIo, request: InboundRequest): Promise<InboundResult> {
   const verificationToken = ctx.secrets.token || undefined;
   const encryptKey = ctx.secrets.encrypt_key || undefined;
   if (!verificationToken && !encryptKey) {
     throw new InboundAuthError('chat_a accounts need token (the verification token) or encrypt_key to receive events');
   }
   const outer = parseJsonObject(request.rawBody);
-  const signed = encryptKey ? checkSignature(request, encryptKey) : false;
+  const signed = encryptKey ? checkSignature(request, encryptKey, io.now()) : false;
 
   let body = outer;
   const encrypted = typeof outer.encrypt === 'string';

@@ -218,7 +218,8 @@ async function parseInbound(account: AccountContext, io: AdapterIo, request: Inb
   const appSecret = account.secrets['app_secret'];
   if (!appSecret) throw new InboundAuthError('chat_b: the account has no app_secret to verify callbacks with');
   verifyCallback(request, appSecret, io.now());
-  return parseEvent(request.rawBody);
+  // The sign covers the timestamp only, not the body: one use each, or a captured pair carries any body for an hour.
+  return { ...parseEvent(request.rawBody), singleUse: header(request, 'sign')! };
 }
 
 function parseEvent(rawBody: Buffer): InboundResult {

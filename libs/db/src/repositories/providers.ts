@@ -97,7 +97,8 @@ export async function insertProvider(db: Db, p: NewProvider): Promise<ProviderRe
 /**
  * What the configuration file seeds: creates the provider or replaces its fields with the file's.
  * A null `apiKeySealed` keeps the stored key (a file entry without `api_key` does not erase a
- * key set through the API).
+ * key set through the API), unless the file moves the provider to another `base_url`: a key is
+ * meant for the host it was given with, never sent on to another one.
  */
 export async function upsertSeededProvider(db: Db, p: NewProvider): Promise<void> {
   const values = {
@@ -112,11 +113,29 @@ export async function upsertSeededProvider(db: Db, p: NewProvider): Promise<void
   await db
     .insertInto('model_providers')
     .values(values)
-    .onConflict((oc) => oc.column('id').doUpdateSet({ ...values, updated_at: sql<Date>`now()` }))
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet({
+        ...values,
+        ...(p.apiKeySealed === null ? { api_key_sealed: keyKeptOnlyAt(p.baseUrl) } : {}),
+        updated_at: sql<Date>`now()`,
+      }),
+    )
     .execute();
 }
 
-/** Changes the given fields; undefined when the provider does not exist. */
+/**
+ * The stored key while `base_url` stays `baseUrl`, else null. Decided in the statement itself, so
+ * that two concurrent changes cannot leave a key with a host it was not given for.
+ */
+function keyKeptOnlyAt(baseUrl: string) {
+  return sql<string | null>`case when model_providers.base_url = ${baseUrl} then model_providers.api_key_sealed else null end`;
+}
+
+/**
+ * Changes the given fields; undefined when the provider does not exist. A new `baseUrl` without
+ * a new `apiKeySealed` clears the stored key: whoever can point the provider elsewhere must not
+ * thereby receive its key (an unchanged `baseUrl` keeps it).
+ */
 export async function updateProvider(db: Db, id: string, change: ProviderChange): Promise<ProviderRecord | undefined> {
   const row = await db
     .updateTable('model_providers')
@@ -125,7 +144,11 @@ export async function updateProvider(db: Db, id: string, change: ProviderChange)
       ...(change.baseUrl !== undefined ? { base_url: change.baseUrl } : {}),
       ...(change.model !== undefined ? { model: change.model } : {}),
       ...(change.models !== undefined ? { models: JSON.stringify(change.models) } : {}),
-      ...(change.apiKeySealed !== undefined ? { api_key_sealed: change.apiKeySealed } : {}),
+      ...(change.apiKeySealed !== undefined
+        ? { api_key_sealed: change.apiKeySealed }
+        : change.baseUrl !== undefined
+          ? { api_key_sealed: keyKeptOnlyAt(change.baseUrl) }
+          : {}),
       updated_at: sql<Date>`now()`,
     })
     .where('id', '=', id)

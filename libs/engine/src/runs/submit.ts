@@ -33,11 +33,19 @@ export interface SubmitRunInput {
    * (nothing is enqueued) and rethrows.
    */
   beforeEnqueue?: Promise<unknown>;
+  /**
+   * The caller stopped wanting the run (its client left while the run was being created): looked
+   * at after `beforeEnqueue`, an aborted signal cancels the run instead of enqueueing it, so that
+   * no worker can answer a question nobody waits for.
+   */
+  signal?: AbortSignal;
 }
 
 export interface SubmittedRun {
   run: RunRecord;
   session: SessionRecord | null;
+  /** True when `signal` was aborted: the run is cancelled and was never enqueued. */
+  cancelled?: boolean;
 }
 
 /** A fresh run id (32 hex digits). */
@@ -92,6 +100,10 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
       await finishRun(deps.db, runId, { status: 'failed', error: 'could not start the run' }).catch(() => undefined);
       throw err;
     }
+  }
+  if (input.signal?.aborted) {
+    await finishRun(deps.db, runId, { status: 'cancelled', error: 'the client went away before the run started' });
+    return { run, session, cancelled: true };
   }
   try {
     await enqueueRun(deps.queue, runId);

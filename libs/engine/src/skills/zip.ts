@@ -1,4 +1,5 @@
 import { Errors } from '@agentry/errors';
+import { unsafeNameCharacter } from '../workspace-path.js';
 
 /**
  * Reads a zip's central directory (the list of entries with their declared sizes) without
@@ -121,7 +122,8 @@ export function readZipDirectory(data: Uint8Array, maxEntries: number): ZipEntry
 
 /**
  * Why an entry name must not be extracted (zip-slip and friends), or null when it is safe:
- * absolute paths, drive letters, backslashes, NUL bytes and `..` segments are refused.
+ * absolute paths, drive letters, backslashes, NUL bytes, `..` segments, control characters and
+ * bidirectional-text controls are refused.
  */
 export function unsafeEntryName(name: string): string | null {
   if (name.includes('\0')) return 'contains a NUL byte';
@@ -129,5 +131,5 @@ export function unsafeEntryName(name: string): string | null {
   if (name.startsWith('/')) return 'is an absolute path';
   if (/^[A-Za-z]:/.test(name)) return 'names a drive';
   if (name.split('/').includes('..')) return 'leaves the archive root (..)';
-  return null;
+  return unsafeNameCharacter(name);
 }

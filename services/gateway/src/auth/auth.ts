@@ -106,7 +106,12 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 export async function createAuth(deps: GatewayDeps): Promise<Auth> {
   const config = deps.config.current;
   await seedFromConfig({ db: deps.db.db, secrets: deps.secrets, config, logger: deps.logger });
-  const tokens = await Tokens.open({ db: deps.db.db, secrets: deps.secrets, configured: config.security.jwtSecret });
+  const tokens = await Tokens.open({
+    db: deps.db.db,
+    secrets: deps.secrets,
+    configured: config.security.jwtSecret,
+    maxHours: () => deps.config.current.security.jwtExpireHours,
+  });
   const index = new CredentialIndex(deps.db.db, deps.logger, () => deps.config.current.channels.api?.enabled ?? true);
   await index.start(deps.bus);
   await startupWarnings(deps);

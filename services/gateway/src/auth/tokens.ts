@@ -6,6 +6,8 @@ import type { Sealer } from '@agentry/runtime';
 
 const ISSUER = 'agentry';
 const SECRET_SETTING = 'security.jwt_secret';
+/** Replicas' clocks differ a little; a token just issued by one must pass on another. */
+const CLOCK_SKEW_S = 60;
 
 /**
  * HS256 JWTs with the algorithm pinned and the issuer checked. The signing secret is
@@ -14,12 +16,19 @@ const SECRET_SETTING = 'security.jwt_secret';
  * password change bumps it, and older tokens stop working.
  */
 export class Tokens {
-  private constructor(private readonly key: Uint8Array) {}
+  private constructor(
+    private readonly key: Uint8Array,
+    private readonly maxHours: () => number,
+  ) {}
 
-  static async open(opts: { db: Db; secrets: Sealer; configured: string | undefined }): Promise<Tokens> {
-    if (opts.configured) return new Tokens(new TextEncoder().encode(opts.configured));
+  /**
+   * `maxHours` is the longest lifetime a token may claim (`security.jwtExpireHours`, read on
+   * every check so that lowering it takes effect at once).
+   */
+  static async open(opts: { db: Db; secrets: Sealer; configured: string | undefined; maxHours: () => number }): Promise<Tokens> {
+    if (opts.configured) return new Tokens(new TextEncoder().encode(opts.configured), opts.maxHours);
     const sealed = await setSettingIfAbsent(opts.db, SECRET_SETTING, opts.secrets.seal(randomBytes(32).toString('base64url')));
-    return new Tokens(new TextEncoder().encode(opts.secrets.open(String(sealed))));
+    return new Tokens(new TextEncoder().encode(opts.secrets.open(String(sealed))), opts.maxHours);
   }
 
   async sign(user: { username: string; tokenVersion: number }, hours: number): Promise<{ token: string; expireAt: string }> {
@@ -39,10 +48,23 @@ export class Tokens {
     try {
       const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], issuer: ISSUER });
       if (typeof payload.sub !== 'string' || typeof payload.tv !== 'number') throw new Errors.UNAUTHORIZED('invalid token');
+      if (!this.#lifetimeAllowed(payload.exp, payload.iat)) throw new Errors.UNAUTHORIZED('invalid token');
       return { username: payload.sub, tokenVersion: payload.tv };
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new Errors.UNAUTHORIZED('token expired');
       throw new Errors.UNAUTHORIZED('invalid token');
     }
+  }
+
+  /**
+   * We never issue a token living longer than `maxHours`: one that claims to (made with a leaked
+   * or configured secret, or before the setting was lowered) is refused rather than honoured for
+   * years. The lifetime counts from `iat`, or from now when `iat` is missing or in the future.
+   */
+  #lifetimeAllowed(exp: number | undefined, iat: number | undefined): boolean {
+    if (typeof exp !== 'number') return false;
+    const now = Date.now() / 1000;
+    const from = typeof iat === 'number' ? Math.min(iat, now) : now;
+    return exp - from <= this.maxHours() * 3600 + CLOCK_SKEW_S;
   }
 }

@@ -120,6 +120,26 @@ export function mergeAccount(
   return { settings, secrets };
 }
 
+/** Settings naming the host an account's platform calls (with its secrets) go to. */
+const DESTINATION_FIELDS = ['api_base', 'oapi_base'] as const;
+
+/**
+ * The stored secrets an update keeps: none when it points the account at another host (a
+ * changed or removed `api_base` or `oapi_base`), so that whoever may edit the account cannot
+ * have its credentials sent to a host of their choosing; secrets in the same request are
+ * meant for the new host and are merged afterwards as usual. `api` accounts call nothing out.
+ */
+export function secretsKeptOnUpdate(
+  platform: Platform,
+  settings: Record<string, JsonValue>,
+  secrets: Record<string, string>,
+  body: Record<string, unknown>,
+): Record<string, string> {
+  if (platform === 'api') return secrets;
+  const moved = DESTINATION_FIELDS.some((k) => body[k] !== undefined && body[k] !== (settings[k] ?? null));
+  return moved ? {} : secrets;
+}
+
 /** A fresh API key for an `api` account (same shape as user keys). */
 export function newAccountApiKey(): string {
   return `sk-${randomBytes(32).toString('base64url')}`;

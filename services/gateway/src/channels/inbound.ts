@@ -24,6 +24,16 @@ import { requirePlatform } from './accounts.js';
 /** Largest inbound event body accepted (platform events are a few KB). */
 const MAX_EVENT_BYTES = 1024 * 1024;
 
+/**
+ * The one answer to an event that cannot be verified, whatever the reason (unknown account,
+ * missing or wrong signature, stale timestamp): a caller without the secret learns nothing, not
+ * even whether the account exists. The reason goes to the log.
+ */
+const UNVERIFIED = 'the event could not be verified for this account';
+
+/** Where a single-use signature is remembered (inbound_events, apart from the platforms' message ids). */
+const singleUseId = (signature: string) => `signature:${signature}`;
+
 type Params = { platform: string; accountId: string };
 
 /**
@@ -59,7 +69,10 @@ async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Pa
   if (!adapter) throw new Errors.VALIDATION('the api platform receives no events (its clients call /chat/completions)');
   if (!adapter.supports.inbound) throw new Errors.VALIDATION(`${platform} accounts receive no events (webhook-only)`);
   const record = await getChannelAccount(deps.db.db, platform, accountId);
-  if (!record) throw new Errors.NOT_FOUND(`${platform} account "${accountId}"`);
+  if (!record) {
+    log.warn({ reason: 'no such account' }, 'inbound event refused: verification failed');
+    throw new Errors.UNAUTHORIZED(UNVERIFIED);
+  }
   const account = accountContext(record, deps.secrets);
 
   const request: InboundRequest = {
@@ -74,12 +87,20 @@ async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Pa
   } catch (err) {
     if (err instanceof InboundAuthError) {
       log.warn({ reason: err.message }, 'inbound event refused: verification failed');
-      throw new Errors.UNAUTHORIZED(err.message);
+      throw new Errors.UNAUTHORIZED(UNVERIFIED);
     }
     if (err instanceof InboundParseError || err instanceof UnsupportedOperationError) throw new Errors.VALIDATION(err.message);
     if (isAppError(err)) throw err;
     log.error({ err }, 'inbound event could not be parsed');
     throw new Errors.VALIDATION('the event could not be read');
+  }
+
+  // Recorded where the platforms' message ids are (Postgres or PGlite), so every replica refuses
+  // the second use; kept as long as they are, well past the platform's timestamp window.
+  const signature = result.singleUse === undefined ? undefined : { platform, accountId, eventId: singleUseId(result.singleUse) };
+  if (signature && !(await recordInboundEvent(deps.db.db, signature))) {
+    log.warn({ reason: 'signature used before' }, 'inbound event refused: replayed signature');
+    throw new Errors.UNAUTHORIZED('this signature was used already; a platform signs each event anew');
   }
 
   const inbound = serviceMetrics.inboundEvents(deps.metrics);
@@ -145,6 +166,7 @@ async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Pa
   } catch (err) {
     // Not seen after all: the platform's redelivery gets another chance.
     await forgetInboundEvent(deps.db.db, event).catch(() => undefined);
+    if (signature) await forgetInboundEvent(deps.db.db, signature).catch(() => undefined);
     throw err;
   }
   return ack('accepted');

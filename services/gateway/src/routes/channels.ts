@@ -26,6 +26,7 @@ import {
   accountView,
   checkWrittenFields,
   mergeAccount,
+  secretsKeptOnUpdate,
   newAccountApiKey,
   platformView,
   publishChannelsChange,
@@ -171,7 +172,9 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
     if (platform === 'api' && body.api_key === null) throw new Errors.VALIDATION('api_key: an api account needs a key; send a new one to replace it');
     const existing = await getChannelAccount(db(), platform, id);
     if (!existing) throw new Errors.NOT_FOUND(`${platform} account "${id}"`);
-    const secrets = existing.secretsSealed ? (JSON.parse(deps.secrets.open(existing.secretsSealed)) as Record<string, string>) : {};
+    const stored = existing.secretsSealed ? (JSON.parse(deps.secrets.open(existing.secretsSealed)) as Record<string, string>) : {};
+    const secrets = secretsKeptOnUpdate(platform, existing.settings, stored, body);
+    if (secrets !== stored && Object.keys(stored).length > 0) req.log.info({ platform, accountId: id }, 'channel account moved to another host: its stored secrets were cleared');
     const merged = mergeAccount({ settings: existing.settings, secrets }, body);
     const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
     try {

@@ -135,8 +135,12 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         deps.bus.pubsub.publish(PubSubChannels.runCancel, { runId } satisfies RunCancelMessage),
       ]);
     };
+    // Listened for from the start: a client that leaves while the run is being created must not
+    // have it enqueued (its close would otherwise go unheard, and the run be answered for nobody).
+    const clientGone = new AbortController();
+    reply.raw.once('close', () => clientGone.abort());
     try {
-      const { session } = await submitRun(
+      const { session, cancelled } = await submitRun(
         { db: deps.db.db, queue: deps.bus.queue },
         {
           agentId: agent.id,
@@ -146,18 +150,24 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
           request,
           runId,
           beforeEnqueue: subscribed,
+          signal: clientGone.signal,
         },
       );
+      if (cancelled) {
+        settled = true;
+        req.log.info({ runId }, 'run cancelled before it was enqueued: the client went away');
+        reply.hijack();
+        return reply;
+      }
       req.log.info({ runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'run enqueued');
 
       // Streaming or not, a client that goes away cancels its run.
       reply.raw.on('close', () => {
         if (!reply.raw.writableFinished) void cancel('the client went away');
       });
+      if (clientGone.signal.aborted) void cancel('the client went away');
 
       const meta = { id: `chatcmpl-${runId}`, created: Math.floor(Date.now() / 1000), model: body.model };
-      const clientGone = new AbortController();
-      reply.raw.once('close', () => clientGone.abort());
       const relay = new RunRelay(queue, {
         readRun: () => getRunOutcome(deps.db.db, runId),
         checkMs: () => deps.config.current.reliability.relay_check_ms,

@@ -294,7 +294,19 @@ function AccountForm({
       {dmPolicy === 'allowlist' || groupPolicy === 'allowlist' ? (
         <TextField label="Allowed ids" value={allowFrom} onValue={setAllowFrom} error={errors.allow_from} hint="User or chat ids, separated by commas." />
       ) : null}
-      {platform.id !== 'api' ? <TextField label="API base URL (optional)" value={apiBase} onValue={setApiBase} error={errors.api_base} hint="A private deployment of the platform; empty for the public API." /> : null}
+      {platform.id !== 'api' ? (
+        <TextField
+          label="API base URL (optional)"
+          value={apiBase}
+          onValue={setApiBase}
+          error={errors.api_base}
+          hint={
+            !isNew && apiBase !== str(account?.apiBase)
+              ? 'A new address clears the stored secrets (they never go to another host): enter them again above.'
+              : 'A private deployment of the platform; empty for the public API.'
+          }
+        />
+      ) : null}
       <CheckboxField label="Enabled" checked={enabled} onChecked={setEnabled} />
       {!isNew && account.hasSecret && platform.id !== 'api' ? (
         <CheckboxField label="Remove the secrets left empty above" checked={clearSecrets} onChecked={setClearSecrets} />

@@ -153,6 +153,7 @@ function ProviderForm({ provider, onDone, onCancel }: { provider?: Provider; onD
   const [models, setModels] = useState(modelsToText(provider?.models ?? []));
   const [errors, setErrors] = useState<Record<string, string>>({});
   const action = useAction();
+  const moved = provider !== undefined && baseUrl !== provider.base_url;
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -192,8 +193,12 @@ function ProviderForm({ provider, onDone, onCancel }: { provider?: Provider; onD
           value={apiKey}
           onValue={setApiKey}
           error={errors.api_key}
-          placeholder={provider?.hasApiKey ? 'unchanged (write-only)' : ''}
-          hint="Write-only: stored sealed, never shown again."
+          placeholder={provider?.hasApiKey ? (moved ? 'cleared: the base URL changed' : 'unchanged (write-only)') : ''}
+          hint={
+            moved && provider?.hasApiKey
+              ? 'A new base URL clears the stored key (it never goes to another host): enter the key for the new one.'
+              : 'Write-only: stored sealed, never shown again.'
+          }
         />
         <TextField label="Default model" value={model} onValue={setModel} error={errors.model} />
       </div>
