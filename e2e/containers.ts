@@ -157,3 +157,17 @@ export async function stopContainer(c: Container, graceMs: number): Promise<{ co
   const parsed = JSON.parse(line) as { clean: boolean; ms: number };
   return { code, wallMs, clean: parsed.clean, ms: parsed.ms };
 }
+
+/**
+ * How to run compose files with this engine: `docker compose`, or podman-compose (Debian's 1.0
+ * needs e2e/podman-host-net.sh as its podman for `network_mode: host`), or why neither works.
+ */
+export function detectCompose(e: Engine): { argv: string[] } | { reason: string } {
+  if (e.name === 'docker') {
+    const v = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8', timeout: 30_000 });
+    return v.status === 0 ? { argv: ['docker', 'compose'] } : { reason: 'docker compose is not installed (the compose plugin)' };
+  }
+  const v = spawnSync('podman-compose', ['version'], { encoding: 'utf8', timeout: 30_000 });
+  if (v.status !== 0) return { reason: 'podman-compose is not installed (apt-get install podman-compose)' };
+  return { argv: ['podman-compose', '--podman-path', path.join(repoRoot, 'e2e/podman-host-net.sh')] };
+}

@@ -15,6 +15,7 @@
  *
  * Without a working engine the suite is skipped loudly, and fails under CI=true.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,7 +37,7 @@ import {
   type FakePlatform,
   type TestDatabase,
 } from '@agentry/testing';
-import { buildImage, detectEngine, forceRemove, repoRoot, runContainer, stopContainer, waitForHttp, type Container, type Engine } from './containers.js';
+import { buildImage, detectCompose, detectEngine, forceRemove, repoRoot, runContainer, stopContainer, waitForHttp, type Container, type Engine } from './containers.js';
 import { arr, at, containersOf, isObj, obj, podSpec, renderKustomization, str, type Obj, type Resource } from './kustomize.js';
 
 const IMAGE = process.env.AGENTRY_TEST_IMAGE ?? 'localhost/agentry:test';
@@ -87,6 +88,99 @@ function imageSuite(engine: Engine): void {
 
   describe('the cluster on the host network, every container locked down', () => clusterSuite(engine));
   for (const overlay of ['dev', 'prod'] as const) describe(`k8s/overlays/${overlay}: each workload run as its manifest says`, () => manifestSuite(engine, overlay));
+  const compose = detectCompose(engine);
+  const composeTitle = 'docker-compose.yml with deploy/compose.host-backends.yml';
+  if ('reason' in compose) skipLoudly(composeTitle, compose.reason, () => it('needs a compose tool', () => {}));
+  else describe(`${composeTitle} (${compose.argv[0]})`, () => composeSuite(compose.argv));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The Agentry services of docker-compose.yml, started by the compose tool from the file itself,
+ * with the host's Postgres and Redis through the documented override (deploy/compose.host-backends.yml).
+ */
+function composeSuite(argv: string[]): void {
+  const project = `agentry-img-${process.pid}`;
+  const files = ['-f', 'docker-compose.yml', '-f', 'deploy/compose.host-backends.yml'];
+  const services = ['migrate', 'gateway', 'agent-worker', 'scheduler', 'channel-connector'];
+  let db: TestDatabase;
+  let env: Record<string, string>;
+  const ports: Record<string, number> = {};
+  const compose = (args: string[], timeoutMs = 180_000) => {
+    const out = spawnSync(argv[0]!, [...argv.slice(1), '-p', project, ...files, ...args], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, ...env },
+    });
+    if (out.status !== 0) throw new Error(`${argv.join(' ')} ${args.join(' ')}: exit ${out.status}\n${out.stdout}\n${out.stderr}`);
+    return out.stdout;
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase({ migrated: false });
+    for (const s of services.slice(1)) ports[s] = await freePort();
+    env = {
+      AGENTRY_IMAGE: IMAGE,
+      AGENTRY_SECRET_KEY: MASTER_KEY,
+      // The base file requires it; with the override nothing uses it.
+      POSTGRES_PASSWORD: 'unused-with-host-backends',
+      AGENTRY_DATABASE_URL: db.url,
+      AGENTRY_REDIS_URL: redisUrl(),
+      AGENTRY_REDIS_PREFIX: uniqueRedisPrefix(),
+      AGENTRY_GATEWAY_PORT: String(ports.gateway),
+      AGENTRY_WORKER_PORT: String(ports['agent-worker']),
+      AGENTRY_SCHEDULER_PORT: String(ports.scheduler),
+      AGENTRY_CONNECTOR_PORT: String(ports['channel-connector']),
+    };
+  });
+  afterAll(async () => {
+    if (env) {
+      try {
+        compose(['down', '-v', '-t', '0']);
+      } catch (err) {
+        console.warn(`compose down: ${(err as Error).message}`);
+      }
+    }
+    await db?.drop();
+    if (env) await cleanupRedisPrefix(redisUrl(), env.AGENTRY_REDIS_PREFIX!);
+  }, 120_000);
+
+  it('starts migrate and the four services from the compose file; each reports ready; each stops clean', async () => {
+    const started = Date.now();
+    compose(['up', '-d', ...services]);
+    const ready = await Promise.all(services.slice(1).map((s) => waitForHttp(`http://127.0.0.1:${ports[s]}/ready`, started, 90_000)));
+    console.log(`compose: ${services.slice(1).map((s, i) => `${s} ready after ${ready[i]} ms`).join(', ')}`);
+    // Cluster-mode services never migrate on start (they wait for the schema): ready means the
+    // compose file's migrate service ran.
+    const gateway = `http://127.0.0.1:${ports.gateway}/api/v1`;
+    expect((await fetch(`${gateway}/models`)).status).toBe(401);
+    compose(['stop', '-t', '30', ...services.slice(1)], 120_000);
+    for (const s of services.slice(1)) {
+      const logs = compose(['logs', s]);
+      expect(logs, s).toMatch(/"clean":true,"msg":"shutdown complete"/);
+    }
+  }, 5 * 60_000);
+
+  it('nginx accepts deploy/nginx.conf (nginx -t)', () => {
+    const nginx = spawnSync('nginx', ['-v'], { encoding: 'utf8' });
+    if (nginx.error) throw new Error('nginx is not installed (apt-get install nginx-light): deploy/nginx.conf cannot be checked');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-nginx-'));
+    try {
+      // The official image's nginx.conf in short: the file is its conf.d/default.conf, inside http {}.
+      fs.writeFileSync(
+        path.join(dir, 'nginx.conf'),
+        `pid ${dir}/nginx.pid;\nerror_log stderr;\nevents {}\nhttp {\n  access_log off;\n  include ${path.join(repoRoot, 'deploy/nginx.conf')};\n}\n`,
+      );
+      const out = spawnSync('nginx', ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf')], { encoding: 'utf8' });
+      expect(out.status, `${out.stdout}${out.stderr}`).toBe(0);
+      expect(out.stderr).toMatch(/test is successful/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
