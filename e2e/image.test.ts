@@ -107,6 +107,8 @@ function composeSuite(argv: string[]): void {
   let db: TestDatabase;
   let env: Record<string, string>;
   const ports: Record<string, number> = {};
+  // podman-compose echoes each `podman run` with its `-e NAME=value` flags.
+  const redact = (text: string) => [MASTER_KEY, env.AGENTRY_DATABASE_URL!].reduce((t, secret) => t.split(secret).join('<redacted>'), text);
   const compose = (args: string[], timeoutMs = 180_000) => {
     const out = spawnSync(argv[0]!, [...argv.slice(1), '-p', project, ...files, ...args], {
       cwd: repoRoot,
@@ -115,7 +117,7 @@ function composeSuite(argv: string[]): void {
       maxBuffer: 64 * 1024 * 1024,
       env: { ...process.env, ...env },
     });
-    if (out.status !== 0) throw new Error(`${argv.join(' ')} ${args.join(' ')}: exit ${out.status}\n${out.stdout}\n${out.stderr}`);
+    if (out.status !== 0) throw new Error(redact(`${argv.join(' ')} ${args.join(' ')}: exit ${out.status}\n${out.stdout}\n${out.stderr}`));
     return out.stdout;
   };
 
