@@ -563,7 +563,7 @@ function manifestSuite(engine: Engine, overlay: 'dev' | 'prod'): void {
     expect(code, c.output()).toBe(0);
   }, 120_000);
 
-  it('each Deployment starts, answers every declared probe, runs its preStop hook and stops clean on SIGTERM', async () => {
+  it('each Deployment starts, answers every declared probe, has a writable temp dir on a read-only root, runs its preStop hook and stops clean on SIGTERM', async () => {
     const deployments = workloads.filter((w) => w.kind === 'Deployment');
     expect(deployments.length).toBeGreaterThanOrEqual(4);
     const shutdownMs = Number(at(config(), 'server', 'shutdown_timeout_ms'));
@@ -578,6 +578,12 @@ function manifestSuite(engine: Engine, overlay: 'dev' | 'prod'): void {
         expect(declared, `${w.name} declares no probes`).not.toEqual([]);
         for (const kind of declared) await probe(w, c, kind, obj(w.container[kind]), spec.ports);
         const readyMs = Date.now() - c.startedAt;
+        // Uploads and the bash tool's scratch copies go to os.tmpdir(): it must be writable
+        // under a read-only root, as the service's user, and the root itself must not be.
+        engine.run(['exec', c.name, 'node', '-e', "require('fs').rmSync(require('fs').mkdtempSync(require('path').join(require('os').tmpdir(), 'probe-')), { recursive: true })"]);
+        if (obj(w.container.securityContext).readOnlyRootFilesystem === true) {
+          expect(() => engine.run(['exec', c.name, 'touch', '/app/written-by-the-test']), `${w.name}: the root file system is writable`).toThrow();
+        }
         const preStop = arr(at(w.container, 'lifecycle', 'preStop', 'exec', 'command')).map(String);
         if (preStop.length > 0) engine.run(['exec', c.name, ...preStop], { timeoutMs: 60_000 });
         const grace = Number(at(w.pod, 'terminationGracePeriodSeconds') ?? 30) * 1000;
