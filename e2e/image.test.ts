@@ -145,6 +145,8 @@ function composeSuite(argv: string[]): void {
       } catch (err) {
         console.warn(`compose down: ${(err as Error).message}`);
       }
+      // podman-compose 1.0 leaves the project's network behind.
+      if (argv[0] === 'podman-compose') spawnSync('podman', ['network', 'rm', '-f', `${project}_default`], { timeout: 30_000 });
     }
     await db?.drop();
     if (env) await cleanupRedisPrefix(redisUrl(), env.AGENTRY_REDIS_PREFIX!);
