@@ -46,6 +46,10 @@ const SHUTDOWN_TIMEOUT_MS = 10_000;
 const MASTER_KEY = 'image-test-master-key-0123456789abcdef';
 const API_KEY = 'sk-image-test-key-0123456789abcdef';
 
+// The compose stack's proxy configuration needs no container engine, only nginx.
+if (spawnSync('nginx', ['-v']).error) skipLoudly('deploy/nginx.conf', 'nginx is not installed (apt-get install nginx-light)', () => it('needs nginx', () => {}));
+else describe('deploy/nginx.conf', () => nginxSuite());
+
 const found = detectEngine();
 const TITLE = 'the image in containers';
 
@@ -167,24 +171,6 @@ function composeSuite(argv: string[]): void {
       expect(logs, s).toMatch(/"clean":true,"msg":"shutdown complete"/);
     }
   }, 5 * 60_000);
-
-  it('nginx accepts deploy/nginx.conf (nginx -t)', () => {
-    const nginx = spawnSync('nginx', ['-v'], { encoding: 'utf8' });
-    if (nginx.error) throw new Error('nginx is not installed (apt-get install nginx-light): deploy/nginx.conf cannot be checked');
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-nginx-'));
-    try {
-      // The official image's nginx.conf in short: the file is its conf.d/default.conf, inside http {}.
-      fs.writeFileSync(
-        path.join(dir, 'nginx.conf'),
-        `pid ${dir}/nginx.pid;\nerror_log stderr;\nevents {}\nhttp {\n  access_log off;\n  include ${path.join(repoRoot, 'deploy/nginx.conf')};\n}\n`,
-      );
-      const out = spawnSync('nginx', ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf')], { encoding: 'utf8' });
-      expect(out.status, `${out.stdout}${out.stderr}`).toBe(0);
-      expect(out.stderr).toMatch(/test is successful/);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -598,4 +584,24 @@ function manifestSuite(engine: Engine, overlay: 'dev' | 'prod'): void {
     );
     console.log(`k8s/overlays/${overlay}: ${timings.join('; ')}`);
   }, 5 * 60_000);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function nginxSuite(): void {
+  it('accepts deploy/nginx.conf (nginx -t)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-nginx-'));
+    try {
+      // The official image's nginx.conf in short: the file is its conf.d/default.conf, inside http {}.
+      fs.writeFileSync(
+        path.join(dir, 'nginx.conf'),
+        `pid ${dir}/nginx.pid;\nerror_log stderr;\nevents {}\nhttp {\n  access_log off;\n  include ${path.join(repoRoot, 'deploy/nginx.conf')};\n}\n`,
+      );
+      const out = spawnSync('nginx', ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf')], { encoding: 'utf8' });
+      expect(out.status, `${out.stdout}${out.stderr}`).toBe(0);
+      expect(out.stderr).toMatch(/test is successful/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 }
