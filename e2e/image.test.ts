@@ -518,7 +518,7 @@ function manifestSuite(engine: Engine, overlay: 'dev' | 'prod'): void {
       const port = ports.get(typeof declared === 'string' && /^\d+$/.test(declared) ? Number(declared) : declared);
       if (port === undefined) throw new Error(`${where}: port ${String(declared)} is not a declared container port`);
       const url = `http://127.0.0.1:${port}${String(p.httpGet.path ?? '/')}`;
-      await waitForHttp(url, Date.now(), Math.max(budgetMs, 30_000), timeoutMs).catch((err: Error) => {
+      await waitForHttp(url, Date.now(), budgetMs, timeoutMs).catch((err: Error) => {
         throw new Error(`${where}: ${err.message}\n${running.output()}`);
       });
     } else if (isObj(p.exec)) {
@@ -530,7 +530,7 @@ function manifestSuite(engine: Engine, overlay: 'dev' | 'prod'): void {
         } catch {
           return false;
         }
-      }, Math.max(budgetMs, 30_000), 500);
+      }, budgetMs, 500);
     } else throw new Error(`${where}: a probe kind this test does not run (${Object.keys(p).join(', ')})`);
   }
 
