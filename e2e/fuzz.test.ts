@@ -89,10 +89,15 @@ interface Operation {
   key: string;
   params: Param[];
   body?: { contentType: string; schema: Schema };
+  /** Declared `security: []` (access `public`): the one kind of operation an anonymous caller may reach. */
+  open: boolean;
 }
 
 interface OpenApiDocument {
-  paths: Record<string, Record<string, { parameters?: Array<Param & { in: string }>; requestBody?: { content: Record<string, { schema: Schema }> } }>>;
+  paths: Record<
+    string,
+    Record<string, { parameters?: Array<Param & { in: string }>; requestBody?: { content: Record<string, { schema: Schema }> }; security?: unknown[] }>
+  >;
 }
 
 function operationsOf(doc: OpenApiDocument): Operation[] {
@@ -107,6 +112,7 @@ function operationsOf(doc: OpenApiDocument): Operation[] {
         key: `${method.toUpperCase()} ${p}`,
         params,
         ...(content ? { body: { contentType: content[0], schema: content[1].schema } } : {}),
+        open: Array.isArray(op.security) && op.security.length === 0,
       });
     }
   }
@@ -327,7 +333,43 @@ type Mutation =
   | { kind: 'contentType'; contentType: string }
   | { kind: 'malformedJson'; text: string }
   | { kind: 'multipart'; variant: (typeof MULTIPART_VARIANTS)[number]; pick: number }
-  | { kind: 'method'; method: string };
+  | { kind: 'method'; method: string }
+  | { kind: 'pathSpelling'; how: (typeof PATH_SPELLINGS)[number] };
+
+/** Ways to spell the same path that a router may fold into it: none may get past the guard. */
+const PATH_SPELLINGS = ['percentLetters', 'encodedSlash', 'doubleEncoded', 'doubledSlashes', 'dotSegment', 'dotDot', 'trailingSlash', 'semicolon', 'upperCase'] as const;
+
+function respell(url: string, how: (typeof PATH_SPELLINGS)[number]): string {
+  const q = url.indexOf('?');
+  const pathPart = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  const segs = pathPart.split('/').slice(1);
+  const first = (enc: (c: string) => string) => `/${segs.map((s) => (s ? enc(s[0]!) + s.slice(1) : s)).join('/')}`;
+  switch (how) {
+    case 'percentLetters':
+      return first((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`) + query;
+    case 'encodedSlash':
+      return `/${segs[0]}%2F${segs.slice(1).join('/')}${query}`;
+    case 'doubleEncoded':
+      return first((c) => `%25${c.charCodeAt(0).toString(16).padStart(2, '0')}`) + query;
+    case 'doubledSlashes':
+      return `/${segs.join('//')}${query}`;
+    case 'dotSegment':
+      return `/${segs[0]}/./${segs.slice(1).join('/')}${query}`;
+    case 'dotDot':
+      return `/${segs[0]}/zz/../${segs.slice(1).join('/')}${query}`;
+    case 'trailingSlash':
+      return `${pathPart}/${query}`;
+    case 'semicolon':
+      return `/${segs[0]};a=1/${segs.slice(1).join('/')}${query}`;
+    case 'upperCase':
+      return pathPart.toUpperCase() + query;
+    default: {
+      const never: never = how;
+      throw new Error(`unknown spelling ${String(never)}`);
+    }
+  }
+}
 
 const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   { arbitrary: fc.constant({ kind: 'valid' as const }), weight: 6 },
@@ -379,6 +421,7 @@ const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('malformedJson' as const), text: fc.constantFrom(...MALFORMED_JSON) }), weight: 2 },
   { arbitrary: fc.record({ kind: fc.constant('multipart' as const), variant: fc.constantFrom(...MULTIPART_VARIANTS), pick: fc.nat() }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('method' as const), method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD') }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('pathSpelling' as const), how: fc.constantFrom(...PATH_SPELLINGS) }), weight: 2 },
 );
 
 /** Paths to every node of a JSON value (the root is `[]`). */
@@ -679,6 +722,7 @@ function requestOf(c: FuzzCase, tokens: { jwt: string; apiKey: string }, n: numb
       break;
     }
     case 'method':
+    case 'pathSpelling':
       break;
     default: {
       const never: never = m;
@@ -690,6 +734,7 @@ function requestOf(c: FuzzCase, tokens: { jwt: string; apiKey: string }, n: numb
   const qs = query.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&');
   const search = [qs, rawQuery].filter(Boolean).join('&');
   if (search) url += `?${search}`;
+  if (m.kind === 'pathSpelling') url = respell(url, m.how);
 
   const method = m.kind === 'method' ? m.method : c.op.method;
   if (raw === undefined && body !== undefined && c.op.body) {
@@ -753,6 +798,19 @@ function violation(op: Operation, req: FuzzRequest, res: Answer): string | undef
   if (typeof error !== 'string' || error.length === 0) return 'error is not a non-empty string';
   if (STACK.some((re) => re.test(error)) || error.includes(REPO_ROOT)) return 'error message carries a stack trace or a file path';
   return undefined;
+}
+
+/**
+ * With authentication required, a caller without a valid credential reaches no guarded
+ * operation, however the path is spelled. (A changed method may name another operation on the
+ * same path, so those cases are left to the other properties.)
+ */
+function accessLeak(c: FuzzCase, res: Answer, requireAuth: boolean): string | undefined {
+  if (!requireAuth || c.op.open || c.mutation.kind === 'method') return undefined;
+  if (c.auth !== 'none' && c.auth !== 'garbage' && c.auth !== 'malformed') return undefined;
+  // The web UI's page answers any path outside the API (`/API/V1/...`, `/api%2Fv1/...`): public, and no data.
+  if (String(res.headers['content-type'] ?? '').startsWith('text/html')) return undefined;
+  return res.status < 400 ? `answered ${res.status} to a caller without valid credentials` : undefined;
 }
 
 function describeRequest(req: FuzzRequest): string {
@@ -981,6 +1039,8 @@ async function fuzz(target: Target, ops: Operation[], opts: { numRuns: number; j
       if (n > 0 && n % 150 === 0) await ensureFixtures(target, opts.jwt, opts.setup, pools);
       const req = requestOf(c, { jwt: opts.jwt, apiKey: API_KEY }, n);
       const res = await target.send(req);
+      // A fuzzed PUT /config may switch authentication off; the access property needs it as set up.
+      if (req.method === 'PUT' && c.op.path === '/api/v1/config') await call(target, opts.jwt, 'PUT', '/api/v1/config', { security: { requireAuth: opts.setup.requireAuth } });
       if (res === 'unsendable') {
         stats.unsendable += 1;
         return;
@@ -989,7 +1049,7 @@ async function fuzz(target: Target, ops: Operation[], opts: { numRuns: number; j
       const bucket = `${Math.floor(res.status / 100)}xx`;
       stats.statuses[bucket] = (stats.statuses[bucket] ?? 0) + 1;
       if (res.status === 502) stats.upstream[c.op.key] = (stats.upstream[c.op.key] ?? 0) + 1;
-      const why = violation(c.op, req, res);
+      const why = violation(c.op, req, res) ?? accessLeak(c, res, opts.setup.requireAuth);
       const key = `${c.op.key} / ${c.mutation.kind} / ${why}`;
       if (why && !violations.has(key)) {
         violations.set(
@@ -1118,13 +1178,13 @@ describe('fuzzing every operation of the OpenAPI document', () => {
   }
 });
 
-describeWithServers('fuzzing a cluster-mode gateway process over HTTP', () => {
+describeWithServers('fuzzing a cluster-mode gateway process over HTTP, requireAuth true', () => {
   let fake: FakeModel;
   let cluster: TestCluster;
 
   beforeAll(async () => {
     fake = await startFakeModel({ apiKey: PROVIDER_KEY });
-    cluster = await startTestCluster({ configLines: configLines(fake.url), workers: 1 });
+    cluster = await startTestCluster({ configLines: configLines(fake.url, true), workers: 1 });
   }, 120_000);
   afterAll(async () => {
     await cluster?.stop();
@@ -1147,7 +1207,7 @@ describeWithServers('fuzzing a cluster-mode gateway process over HTTP', () => {
     // answers; the in-process runs cover them with a short wait.
     const ops = operationsOf(doc).filter((op) => !op.key.startsWith('POST /api/v1/channels/{platform}/send'));
     const began = Date.now();
-    const stats = await fuzz(target, ops, { numRuns: CLUSTER_CASES, jwt, setup: { requireAuth: false, fakeUrl: fake.url }, seed: SEED + 2 });
+    const stats = await fuzz(target, ops, { numRuns: CLUSTER_CASES, jwt, setup: { requireAuth: true, fakeUrl: fake.url }, seed: SEED + 2 });
     console.info(summary(target.name, stats, Date.now() - began));
     // What Node's HTTP parser refuses before fastify sees a request is answered {error} too.
     for (const raw of [
@@ -1163,7 +1223,9 @@ describeWithServers('fuzzing a cluster-mode gateway process over HTTP', () => {
     expect(gateway.proc.signalCode).toBeNull();
     const ready = await fetch(`${base.origin}/ready`);
     expect(ready.status, await ready.text()).toBe(200);
-    await ensureFixtures(target, jwt, { requireAuth: false, fakeUrl: fake.url }, { cronIds: [], sessionIds: [] });
+    await ensureFixtures(target, jwt, { requireAuth: true, fakeUrl: fake.url }, { cronIds: [], sessionIds: [] });
     await checkUsable(target, jwt, ops);
+    expect((await fetch(`${base.origin}/api/v1/agents`)).status).toBe(401);
+    expect((await fetch(`${base.origin}/%61pi/v1/agents`)).status).toBe(401);
   });
 });

@@ -44,7 +44,7 @@ describe('agentry users', () => {
     expect((await cli(['login', '-u', 'alice'], alice, { input: 'alice-password\n' })).code).toBe(0);
     const refused = await cli(['users', 'list'], alice);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^error: Not allowed: only an admin may use GET \/api\/v1\/users/);
+    expect(refused.stderr).toMatch(/^error: Not allowed: only an admin may read \/api\/v1\/users/);
 
     expect((await cli(['users', 'set-role', 'alice', 'admin'], admin)).json()).toMatchObject({ role: 'admin' });
     expect((await cli(['users', 'list'], alice)).code).toBe(0);

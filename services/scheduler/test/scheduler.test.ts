@@ -23,6 +23,7 @@ import {
   finishOutboundMessage,
   getOutboundByRun,
   inTransaction,
+  appendBinding,
 } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { queueOutbound } from '@agentry/channels';
@@ -101,9 +102,11 @@ function harness(): () => Harness {
   };
 }
 
-async function agentWithJob(db: Db, job: { schedule?: string; message?: string; disabled?: boolean; deliver?: CronDeliver | null } = {}) {
+async function agentWithJob(db: Db, job: { schedule?: string; message?: string; disabled?: boolean; deliver?: CronDeliver | null; unbound?: boolean } = {}) {
   const agentId = uid('agent');
   await insertRuleChain(db, { id: agentId, kind: 'agent', agentId: null, name: agentId, category: null, dsl: { ruleChain: { id: agentId, name: agentId }, metadata: { nodes: [], connections: [] } } });
+  // An agent delivers only through an account bound to it (an admin's binding).
+  if (job.deliver && !job.unbound) await appendBinding(db, { agentId, match: { channel: job.deliver.platform, accountId: job.deliver.accountId } });
   const cron = await insertCronJob(db, {
     id: uid('job'),
     agentId,
@@ -295,6 +298,17 @@ describe('Firer: fires become runs, once per tick', () => {
     }
     await f.close();
     await g.close();
+  });
+
+  it('a fire whose agent is not bound to the delivery account fails and runs nothing', async () => {
+    const { db } = env();
+    const { agentId, job } = await agentWithJob(db, { deliver: { platform: 'chat_a', accountId: 'team', chatId: 'room' }, unbound: true });
+    const f = firer();
+    await f.fire({ id: job.id, scheduledAt: new Date('2026-03-01T18:00:00Z'), data: fireData(job.id) });
+    const [fire] = await settled(db, job.id);
+    expect(fire).toMatchObject({ status: 'failed', error: expect.stringMatching(/may not send through chat_a account "team": no binding connects them/) });
+    expect(await countRunsOfAgent(db, agentId)).toBe(0);
+    await f.close();
   });
 
   it('a fire of a deleted job removes its scheduler; a fire of a disabled job runs nothing and removes it', async () => {
