@@ -89,6 +89,8 @@ async function main(): Promise<void> {
     configPath,
     [
       'logging: {level: warn}',
+      // Every stream comes from this one address: the per-address connection cap (256) is off.
+      'server: {max_connections_per_address: 0}',
       'models:',
       '  default_provider: fake',
       `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,

@@ -196,6 +196,20 @@ function check(res: LightMyRequestResponse, want: Expected, label: string): void
   expect(res.headers['content-type'] === undefined || res.statusCode < 400 || String(res.headers['content-type']).includes('json'), label).toBe(true);
 }
 
+/** The runtime of CONFIG (written into `cwd`) on the given storage and bus. */
+function matrixRuntime(cwd: string, openDb: () => Promise<DbHandle>, openBus: (logger: Parameters<typeof createMemoryBus>[0]['logger']) => Bus): Promise<Runtime> {
+  return bootstrap({
+    service: 'gateway-matrix',
+    mode: 'embedded',
+    argv: [],
+    env: { AGENTRY_SECRET_KEY: 'matrix-master-key-0123456789-abcdefgh' },
+    cwd,
+    logDestination: { write: () => {} },
+    openDb,
+    openBus,
+  });
+}
+
 function matrix(open: () => Promise<{ db: () => Promise<DbHandle>; bus: (logger: Parameters<typeof createMemoryBus>[0]['logger']) => Bus; close(): Promise<void> }>) {
   let w: World;
   let cwd = '';
@@ -206,16 +220,7 @@ function matrix(open: () => Promise<{ db: () => Promise<DbHandle>; bus: (logger:
     fs.writeFileSync(path.join(cwd, 'config.yaml'), CONFIG);
     const backends = await open();
     closeBackends = backends.close;
-    const runtime = await bootstrap({
-      service: 'gateway-matrix',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'matrix-master-key-0123456789-abcdefgh' },
-      cwd,
-      logDestination: { write: () => {} },
-      openDb: backends.db,
-      openBus: backends.bus,
-    });
+    const runtime = await matrixRuntime(cwd, backends.db, backends.bus);
     const app = await buildGateway(runtime);
     await app.ready();
     runtime.health.markStarted();
@@ -343,16 +348,7 @@ describe('route declarations', () => {
   it('refuses to build a gateway with a route that declares no access', async () => {
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-matrix-decl-'));
     fs.writeFileSync(path.join(cwd, 'config.yaml'), CONFIG);
-    const runtime = await bootstrap({
-      service: 'gateway-matrix-decl',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'matrix-master-key-0123456789-abcdefgh' },
-      cwd,
-      logDestination: { write: () => {} },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
+    const runtime = await matrixRuntime(cwd, () => createTestPglite(), (logger) => createMemoryBus({ logger }));
     const app = await buildGateway(runtime);
     try {
       expect(() => app.get('/api/v1/forgotten', async () => ({ secret: true }))).toThrow(/GET \/api\/v1\/forgotten declares no access/);
