@@ -1,10 +1,9 @@
 import type { Logger } from 'pino';
 import { Value } from 'typebox/value';
-import { CronFireJob, PubSubChannels, type RunCancelMessage } from '@agentry/contracts';
+import { CronFireJob } from '@agentry/contracts';
 import type { Bus, CronFire } from '@agentry/bus';
 import {
   finishCronRun,
-  finishRun,
   getCronJob,
   getCronRunByTick,
   getOutboundByRun,
@@ -16,7 +15,7 @@ import {
   type Db,
   type RunRecord,
 } from '@agentry/db';
-import { enqueueRun, newRunId, submitRun, watchRun, type RunOutcome, type RunWatch } from '@agentry/engine';
+import { cancelRun, enqueueRun, newRunId, submitRun, watchRun, type RunOutcome, type RunWatch } from '@agentry/engine';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
@@ -144,7 +143,7 @@ export class Firer {
         else if (run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled') {
           await this.record(row, outcomeOf({ kind: 'ended', run }, deliver, this.opts.runTimeoutMs));
         } else if (Date.now() - row.startedAt.getTime() > this.opts.runTimeoutMs) {
-          await this.cancelRun(run.id);
+          await this.cancelLateRun(run.id);
           await this.record(row, outcomeOf({ kind: 'timeout' }, deliver, this.opts.runTimeoutMs));
         }
       } catch (err) {
@@ -182,7 +181,7 @@ export class Firer {
       try {
         const outcome = await watch.outcome({ timeoutMs: this.opts.runTimeoutMs, pollMs: this.opts.pollMs, signal: this.stop.signal });
         if (outcome.kind === 'aborted') return;
-        if (outcome.kind === 'timeout') await this.cancelRun(cronRun.runId!);
+        if (outcome.kind === 'timeout') await this.cancelLateRun(cronRun.runId!);
         await this.record(cronRun, outcomeOf(outcome, deliver, this.opts.runTimeoutMs));
       } catch (err) {
         this.logger.warn({ err, cronRunId: cronRun.id }, 'could not record a cron fire outcome; the sweep will');
@@ -230,11 +229,8 @@ export class Firer {
     }
   }
 
-  private async cancelRun(runId: string): Promise<void> {
-    await Promise.allSettled([
-      finishRun(this.db, runId, { status: 'cancelled', error: 'cancelled: the cron fire waited too long for it' }),
-      this.bus.pubsub.publish(PubSubChannels.runCancel, { runId } satisfies RunCancelMessage),
-    ]);
+  private async cancelLateRun(runId: string): Promise<void> {
+    await cancelRun({ db: this.db, pubsub: this.bus.pubsub }, runId, 'cancelled: the cron fire waited too long for it');
   }
 }
 

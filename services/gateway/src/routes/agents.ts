@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { PubSubChannels, type RunCancelMessage } from '@agentry/contracts';
-import { Id, RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles } from '@agentry/engine';
+import { Id, RuleChainDsl, RuleChainUpdate, cancelRun, chainCategory, defaultWorkspaceFiles } from '@agentry/engine';
 import {
   countRuleChains,
   deleteRuleChain,
@@ -112,8 +111,9 @@ export async function deleteAgent(deps: GatewayDeps, agentId: string): Promise<s
     await deleteRuleChain(trx, agentId);
     return { removed: [agentId, ...rules], runs: active };
   });
-  const published = await Promise.allSettled(runs.map((runId) => deps.bus.pubsub.publish(PubSubChannels.runCancel, { runId } satisfies RunCancelMessage)));
-  const failed = published.filter((p) => p.status === 'rejected').length;
+  // The rows went with the agent: only the announcement reaches anything.
+  const outcomes = await Promise.all(runs.map((runId) => cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, runId, 'the agent was deleted')));
+  const failed = outcomes.filter((o) => !o.announced).length;
   // Their workers still stop them once the relays end (the listener check); the agent is gone either way.
   if (failed > 0) deps.logger.warn({ agentId, runs: runs.length, failed }, 'could not announce the cancel of every run of a deleted agent');
   return removed;

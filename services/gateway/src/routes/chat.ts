@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { AppError, Errors } from '@agentry/errors';
-import { PubSubChannels, type RunCancelMessage, type RunEvent, type RunRequest } from '@agentry/contracts';
-import { finishRun, getRuleChain, getRunOutcome, listRuleChains, type RunOutcome } from '@agentry/db';
-import { AgentCache, newRunId, submitRun } from '@agentry/engine';
+import { PubSubChannels, type RunEvent, type RunRequest } from '@agentry/contracts';
+import { getRuleChain, getRunOutcome, listRuleChains, type RunOutcome } from '@agentry/db';
+import { AgentCache, cancelRun, newRunId, submitRun } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { EventGapError, RunEventQueue } from '../chat/run-events.js';
@@ -130,10 +130,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
       if (settled) return;
       settled = true;
       req.log.info({ runId, why }, 'run cancelled by the gateway');
-      await Promise.allSettled([
-        finishRun(deps.db.db, runId, { status: 'cancelled', error: why }),
-        deps.bus.pubsub.publish(PubSubChannels.runCancel, { runId } satisfies RunCancelMessage),
-      ]);
+      await cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, runId, why);
     };
     // Listened for from the start: a client that leaves while the run is being created must not
     // have it enqueued (its close would otherwise go unheard, and the run be answered for nobody).
