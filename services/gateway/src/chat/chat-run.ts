@@ -1,0 +1,81 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { PubSubChannels } from '@agentry/contracts';
+import { getRunOutcome, type SessionRecord } from '@agentry/db';
+import { cancelRun, newRunId, submitRun, type SubmitRunInput } from '@agentry/engine';
+import type { GatewayDeps } from '../deps.js';
+import { RunEventQueue } from './run-events.js';
+import { RunRelay } from './run-relay.js';
+
+/**
+ * One run asked for by an HTTP client, from the gateway's side: it listens on `run:<id>` before
+ * the job exists (no event can be missed), commits and enqueues the run unless the client has
+ * already left, cancels it when the client goes away before it settled, and stops listening at
+ * the end. Whatever the answer's shape (chat completions, later the Responses API), it reads the
+ * events through `relay()` and says `settle()` when it has answered.
+ */
+export class ChatRun {
+  readonly runId = newRunId();
+  readonly #queue = new RunEventQueue();
+  readonly #subscribed: Promise<() => Promise<void>>;
+  readonly #clientGone = new AbortController();
+  #settled = false;
+
+  constructor(
+    private readonly deps: GatewayDeps,
+    private readonly req: FastifyRequest,
+    private readonly reply: FastifyReply,
+  ) {
+    // Listening must be in place before the job is enqueued; it runs alongside the insert.
+    this.#subscribed = deps.bus.pubsub.subscribe(PubSubChannels.run(this.runId), (m) => this.#queue.push(m));
+    this.#subscribed.catch(() => undefined);
+    // Listened for from the start: a client that leaves while the run is being created must not
+    // have it enqueued (its close would otherwise go unheard, and the run be answered for nobody).
+    reply.raw.once('close', () => this.#clientGone.abort());
+  }
+
+  /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
+  async start(input: Omit<SubmitRunInput, 'runId' | 'beforeEnqueue' | 'signal'>): Promise<{ session: SessionRecord | null; started: boolean }> {
+    const { session, cancelled } = await submitRun(
+      { db: this.deps.db.db, queue: this.deps.bus.queue },
+      { ...input, runId: this.runId, beforeEnqueue: this.#subscribed, signal: this.#clientGone.signal },
+    );
+    if (cancelled) {
+      this.#settled = true;
+      return { session, started: false };
+    }
+    // Streaming or not, a client that goes away cancels its run.
+    this.reply.raw.on('close', () => {
+      if (!this.reply.raw.writableFinished) void this.cancel('the client went away');
+    });
+    if (this.#clientGone.signal.aborted) void this.cancel('the client went away');
+    return { session, started: true };
+  }
+
+  /** The run's events, ending from the stored row when they go quiet, and `closed` when the client left. */
+  relay(): RunRelay {
+    return new RunRelay(this.#queue, {
+      readRun: () => getRunOutcome(this.deps.db.db, this.runId),
+      checkMs: () => this.deps.config.current.reliability.relay_check_ms,
+      closed: this.#clientGone.signal,
+    });
+  }
+
+  /** The answer is out (or failed): a later close of the connection cancels nothing. */
+  settle(): void {
+    this.#settled = true;
+  }
+
+  /** Cancels the run unless it has settled; at most once. */
+  async cancel(why: string): Promise<void> {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.req.log.info({ runId: this.runId, why }, 'run cancelled by the gateway');
+    await cancelRun({ db: this.deps.db.db, pubsub: this.deps.bus.pubsub }, this.runId, why);
+  }
+
+  /** Stops listening on `run:<id>`. */
+  async close(): Promise<void> {
+    const unsubscribe = await this.#subscribed.catch(() => undefined);
+    await unsubscribe?.();
+  }
+}
