@@ -1,20 +1,27 @@
 import type { Platform } from '@agentry/contracts';
 import type { ChannelAdapter } from './adapter.js';
-import { telegram } from './platforms/chat_d.js';
-import { slack } from './platforms/chat_e.js';
-import { lark } from './platforms/chat_a.js';
-import { larkWebhook } from './platforms/chat_a_webhook.js';
-import { dingtalk } from './platforms/chat_b.js';
-import { wecom } from './platforms/chat_c.js';
+import { dingtalk } from './platforms/dingtalk.js';
+import { larkWebhook } from './platforms/lark-webhook.js';
+import { lark } from './platforms/lark.js';
+import { slack } from './platforms/slack.js';
+import { telegram } from './platforms/telegram.js';
+import { wecom } from './platforms/wecom.js';
 
-/** One adapter per messaging platform; `api` has none (its clients call chat completions). */
+/**
+ * One adapter per messaging platform; `api` has none (its clients call chat completions).
+ *
+ * This is the one table from the spec's platform ids to platforms. The ids (`chat_a`..`chat_e`)
+ * stay the public names (routes, config, database rows, logs), while modules are named after the
+ * platform they speak so a reader finds Telegram in `telegram.ts`. The adapter of an id lives in
+ * `src/platforms/<module>.ts` and its fake server in `libs/testing/src/fake-platforms/<module>.ts`.
+ */
 export const ADAPTERS: Readonly<Record<Exclude<Platform, 'api'>, ChannelAdapter>> = {
-  chat_a: lark,
-  chat_a_webhook: larkWebhook,
-  chat_b: dingtalk,
-  chat_c: wecom,
-  chat_d: telegram,
-  chat_e: slack,
+  chat_a: lark, // lark.ts: Lark/Feishu app bot
+  chat_a_webhook: larkWebhook, // lark-webhook.ts: Lark/Feishu custom-bot webhook
+  chat_b: dingtalk, // dingtalk.ts: DingTalk robot
+  chat_c: wecom, // wecom.ts: WeCom (WeChat Work) app
+  chat_d: telegram, // telegram.ts: Telegram Bot API
+  chat_e: slack, // slack.ts: Slack Web API and Events API
 };
 
 export function adapterFor(platform: Platform): ChannelAdapter | undefined {

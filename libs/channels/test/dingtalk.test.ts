@@ -1,7 +1,7 @@
 import { startFakeDingTalk } from '@agentry/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AccountConfigError, InboundAuthError, InboundParseError, type AccountContext, type AdapterIo } from '../src/index.js';
-import { dingtalk } from '../src/platforms/chat_b.js';
+import { dingtalk } from '../src/platforms/dingtalk.js';
 import { accountBuilder, inboundRequest, ioWith, platformFailure, sharedFake } from './support.js';
 
 type FakeDingTalk = Awaited<ReturnType<typeof startFakeDingTalk>>;
@@ -19,7 +19,7 @@ const accountOf = accountBuilder('chat_b', 'acc-dingtalk', ['app_secret']);
 /** An account on the shared fake, with some fields changed (undefined drops one). */
 const account = (overrides: Record<string, string | undefined> = {}): AccountContext => accountOf(fake.account, overrides);
 
-describe('dingtalk send', () => {
+describe('chat_b (DingTalk) send', () => {
   it('fetches a token once and reuses it', async () => {
     const before = fake.tokenFetches;
     await dingtalk.send(account(), io, 'cidGroupOne==', { kind: 'text', text: 'one' });
@@ -170,7 +170,7 @@ describe('dingtalk send', () => {
   });
 });
 
-describe('dingtalk inbound', () => {
+describe('chat_b (DingTalk) inbound', () => {
   it('parses a signed DM', async () => {
     const req = inboundRequest(fake.inbound({ eventId: 'msgDm1', chatId: 'user:staff-7', chatType: 'dm', senderId: 'staff-7', text: '  hello bot \n' }));
     await expect(dingtalk.parseInbound(account(), io, req)).resolves.toEqual({

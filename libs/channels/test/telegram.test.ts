@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '@agentry/testing';
 import { AccountConfigError, InboundAuthError, InboundParseError } from '../src/index.js';
-import { telegram } from '../src/platforms/chat_d.js';
+import { telegram } from '../src/platforms/telegram.js';
 import { accountBuilder, closedAfterEach, failure, inboundRequest, ioWith, platformFailure } from './support.js';
 
 const accountOf = accountBuilder('chat_d', 'acct-telegram', ['app_secret', 'secret']);

@@ -1,7 +1,7 @@
 import { startFakeWeCom } from '@agentry/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AccountConfigError, InboundAuthError, InboundParseError, splitText, type AccountContext, type AdapterIo } from '../src/index.js';
-import { parseFlatXml, wecom } from '../src/platforms/chat_c.js';
+import { parseFlatXml, wecom } from '../src/platforms/wecom.js';
 import { accountBuilder, inboundRequest, ioWith, platformFailure, sharedFake } from './support.js';
 
 type FakeWeCom = Awaited<ReturnType<typeof startFakeWeCom>>;
@@ -19,7 +19,7 @@ const accountOf = accountBuilder('chat_c', 'acc-wecom', ['app_secret', 'token', 
 /** An account on the shared fake, with some fields changed (undefined drops one). */
 const account = (overrides: Record<string, string | undefined> = {}): AccountContext => accountOf(fake.account, overrides);
 
-describe('wecom send', () => {
+describe('chat_c (WeCom) send', () => {
   it('fetches a token once and reuses it', async () => {
     const before = fake.tokenFetches;
     await wecom.send(account(), io, 'user:zhangsan', { kind: 'text', text: 'one' });
@@ -171,7 +171,7 @@ describe('wecom send', () => {
   });
 });
 
-describe('wecom inbound', () => {
+describe('chat_c (WeCom) inbound', () => {
   it('decrypts and parses a text message', async () => {
     const req = inboundRequest(fake.inbound({ eventId: '7351234567890', chatId: 'user:zhangsan', chatType: 'dm', senderId: 'zhangsan', text: ' 你好 ' }));
     await expect(wecom.parseInbound(account(), io, req)).resolves.toEqual({

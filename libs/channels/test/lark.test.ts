@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { startFakeLark } from '@agentry/testing';
 import { AccountConfigError, InboundAuthError, InboundParseError, MemoryTokenCache, type InboundResult, type PlatformError } from '../src/index.js';
-import { lark } from '../src/platforms/chat_a.js';
+import { lark } from '../src/platforms/lark.js';
 import { accountBuilder, closedAfterEach, failure, inboundRequest, ioWith, platformFailure } from './support.js';
 
 type FakeLark = Awaited<ReturnType<typeof startFakeLark>>;
@@ -12,7 +12,7 @@ const fake = closedAfterEach(startFakeLark);
 
 const messageCalls = (f: FakeLark) => f.calls.filter((c) => c.path === '/open-apis/im/v1/messages');
 
-describe('chat_a send', () => {
+describe('chat_a (Lark) send', () => {
   it('sends text to a chat_id with a tenant token fetched once and reused', async () => {
     const f = await fake();
     const account = accountOf(f.account);
@@ -213,7 +213,7 @@ describe('chat_a send', () => {
   });
 });
 
-describe('chat_a inbound', () => {
+describe('chat_a (Lark) inbound', () => {
   const event = { eventId: 'om_in1', chatId: 'oc_group1', chatType: 'group' as const, senderId: 'ou_alice', text: 'hi there' };
 
   async function parse(f: FakeLark, delivery: { headers: Record<string, string>; body: string }, overrides = {}): Promise<InboundResult> {

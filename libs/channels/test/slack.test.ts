@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { startFakeSlack } from '@agentry/testing';
 import { AccountConfigError, InboundAuthError, InboundParseError, UnsupportedOperationError } from '../src/index.js';
-import { slack } from '../src/platforms/chat_e.js';
+import { slack } from '../src/platforms/slack.js';
 import { accountBuilder, closedAfterEach, failure, inboundRequest, ioWith, platformFailure } from './support.js';
 
 /** Signs an arbitrary body the way Slack does, for shapes the fake does not build. */

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { startFakeLarkWebhook } from '@agentry/testing';
 import { AccountConfigError, UnsupportedOperationError, type PlatformError } from '../src/index.js';
-import { larkWebhook } from '../src/platforms/chat_a_webhook.js';
+import { larkWebhook } from '../src/platforms/lark-webhook.js';
 import { accountBuilder, closedAfterEach, failure, ioWith, platformFailure } from './support.js';
 
 const accountOf = accountBuilder('chat_a_webhook', 'acct-hook', ['app_secret', 'token', 'encrypt_key', 'secret']);
 const io = ioWith();
 const fake = closedAfterEach(startFakeLarkWebhook);
 
-describe('chat_a_webhook send', () => {
+describe('chat_a_webhook (Lark custom bot) send', () => {
   it('posts text to its hook without a signature when no secret is set', async () => {
     const f = await fake({ hookToken: 'hook-token-abc' });
 
