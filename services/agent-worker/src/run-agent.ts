@@ -38,7 +38,7 @@ import {
   unsealDefinition,
 } from '@agentry/engine';
 import { enqueueReply, failureNotice, queueReply } from './reply.js';
-import { RunEventPublisher, type EventBody } from './run-events.js';
+import { RunEventPublisher, type EventBody } from '@agentry/engine';
 import { retryWhileDbDown } from './db-retry.js';
 
 /** What running one agent needs; the service wires it, tests may pass their own. */

@@ -15,7 +15,7 @@ import {
   type Db,
   type RunRecord,
 } from '@agentry/db';
-import { cancelRun, enqueueRun, newRunId, submitRun, watchRun, type RunOutcome, type RunWatch } from '@agentry/engine';
+import { cancelRun, enqueueRun, newRunId, submitRun, watchRun, type RunWatchResult, type RunWatch } from '@agentry/engine';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
@@ -249,7 +249,7 @@ function excerpt(text: string | null): string | null {
   return text.length <= OUTPUT_EXCERPT_CHARS ? text : `${text.slice(0, OUTPUT_EXCERPT_CHARS - 1)}…`;
 }
 
-function outcomeOf(outcome: Exclude<RunOutcome, { kind: 'aborted' }>, deliver: CronDeliver | null, timeoutMs: number): Outcome {
+function outcomeOf(outcome: Exclude<RunWatchResult, { kind: 'aborted' }>, deliver: CronDeliver | null, timeoutMs: number): Outcome {
   switch (outcome.kind) {
     case 'ended':
       return endedOutcome(outcome.run, deliver);

@@ -3,3 +3,4 @@ export * from './watch.js';
 export * from './schedule.js';
 export * from './agent-cache.js';
 export * from './cancel.js';
+export * from './events/index.js';

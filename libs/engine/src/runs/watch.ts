@@ -15,7 +15,7 @@ export interface RunWatchOptions {
   signal?: AbortSignal;
 }
 
-export type RunOutcome =
+export type RunWatchResult =
   | { kind: 'ended'; run: RunRecord }
   | { kind: 'gone' }
   | { kind: 'timeout' }
@@ -23,7 +23,7 @@ export type RunOutcome =
 
 export interface RunWatch {
   /** Resolves once the run has ended (its row as committed), vanished, timed out or was aborted. */
-  outcome(opts: RunWatchOptions): Promise<RunOutcome>;
+  outcome(opts: RunWatchOptions): Promise<RunWatchResult>;
   /** Drops the subscription (outcome() does too when it resolves). Idempotent. */
   close(): Promise<void>;
 }

@@ -1,10 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PubSubChannels } from '@agentry/contracts';
 import { getRunOutcome, type SessionRecord } from '@agentry/db';
-import { cancelRun, newRunId, submitRun, type SubmitRunInput } from '@agentry/engine';
+import { RunEventQueue, RunRelay, cancelRun, newRunId, submitRun, type SubmitRunInput } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
-import { RunEventQueue } from './run-events.js';
-import { RunRelay } from './run-relay.js';
 
 /**
  * One run asked for by an HTTP client, from the gateway's side: it listens on `run:<id>` before

@@ -18,7 +18,7 @@ import {
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
-import { assertValidChain, reloadAnswer, withPathId, type ChainContext } from './chain-support.js';
+import { assertValidChain, reloadAnswer, withPathId, type ChainRoutes } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type Paged } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 
@@ -28,7 +28,7 @@ const AgentParams = Type.Object({ agentId: Id });
  * Agents: rule chains with an `ai/agent` node, addressed by their id (the chat `model`). A new
  * agent gets its workspace seeded; deleting one removes everything it owns (ON DELETE CASCADE).
  */
-export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: ChainContext): void {
+export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: ChainRoutes): void {
   const api = typed(app);
   const db = () => deps.db.db;
 

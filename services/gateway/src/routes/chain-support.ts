@@ -3,7 +3,7 @@ import { validateRuleChain, type ChainCache, type LoadResult, type RuleChainDsl,
 import type { RuleChainRow } from '@agentry/db';
 
 /** What the agent and rule routes share: this replica's chain cache and change notification. */
-export interface ChainContext {
+export interface ChainRoutes {
   cache: ChainCache;
   /** After a commit: drop the chains here and tell every other replica to. */
   changed(ids: readonly string[]): Promise<void>;

@@ -4,7 +4,7 @@ import { ChainCache } from '@agentry/engine';
 import { getRuleChain } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { agentRoutes } from './agents.js';
-import { storedChain, type ChainContext } from './chain-support.js';
+import { storedChain, type ChainRoutes } from './chain-support.js';
 import { publishChainChanges } from './common.js';
 import { ruleRoutes } from './rules.js';
 
@@ -27,7 +27,7 @@ export async function chainRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     await unsubscribe().catch(() => undefined);
   });
 
-  const ctx: ChainContext = {
+  const ctx: ChainRoutes = {
     cache,
     changed: async (ids) => {
       for (const id of ids) cache.invalidate(id);

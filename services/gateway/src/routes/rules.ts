@@ -16,7 +16,7 @@ import {
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
 import { deleteAgent } from './agents.js';
-import { assertValidChain, reloadAnswer, storedChain, withPathId, type ChainContext } from './chain-support.js';
+import { assertValidChain, reloadAnswer, storedChain, withPathId, type ChainRoutes } from './chain-support.js';
 import { requireAgent, typed } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 
@@ -42,7 +42,7 @@ interface RuleListItem {
  * Rule chains. The global routes see every chain (agents included); the agent-level ones only
  * that agent's rules. Lists are arrays (not paged), ordered by id.
  */
-export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: ChainContext): void {
+export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: ChainRoutes): void {
   const api = typed(app);
   const db = () => deps.db.db;
 

@@ -1,7 +1,7 @@
 import type { RunEvent } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import type { RunOutcome } from '@agentry/db';
-import type { RunEventQueue } from './run-events.js';
+import type { RunEventQueue } from './queue.js';
 
 /**
  * What the relay waits for: the run's next event, or its stored end when the events went quiet

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agentry/contracts';
-import { RunEventPublisher } from '@agentry/agent-worker';
+import { EventGapError, RunEventPublisher, RunEventQueue } from '@agentry/engine';
 
 /** A publish whose completion the test controls. */
 function gatedPublish() {
@@ -70,5 +70,43 @@ describe('RunEventPublisher', () => {
     });
     events.text('a');
     await expect(events.flush()).rejects.toThrow('sync');
+  });
+});
+
+/** The protocol's one rule, both ends together: seq from 0, contiguous; an error at any seq. */
+describe('the run event protocol, publisher to queue', () => {
+  it('delivers what the publisher sends, in order, coalesced text included', async () => {
+    const queue = new RunEventQueue();
+    const events = new RunEventPublisher('p1', async (e) => queue.push(e));
+    events.text('Hel');
+    events.text('lo');
+    await events.event({ type: 'tool_start', toolCallId: 'c', toolName: 't', arguments: '{}', toolType: 'builtin' } as never);
+    events.text('!');
+    await events.event({ type: 'done', finishReason: 'stop' });
+    const seen: RunEvent[] = [];
+    for (let e = await queue.next(); ; e = await queue.next()) {
+      seen.push(e);
+      if (e.type === 'done') break;
+    }
+    expect(seen.map((e) => e.seq)).toEqual(seen.map((_e, i) => i));
+    expect(seen.filter((e) => e.type === 'text').map((e) => (e as { text: string }).text).join('')).toBe('Hello!');
+    expect(seen.map((e) => e.type).filter((t) => t !== 'text')).toEqual(['tool_start', 'done']);
+  });
+
+  it('fails on a lost event, and takes a terminal error at any seq', async () => {
+    const lossy = new RunEventQueue();
+    let n = 0;
+    const events = new RunEventPublisher('p2', async (e) => {
+      if (n++ !== 1) lossy.push(e);
+    });
+    await events.event({ type: 'tool_start', toolCallId: 'c', toolName: 't', arguments: '{}', toolType: 'builtin' } as never);
+    await events.event({ type: 'tool_result', toolCallId: 'c', toolName: 't', content: 'x', toolType: 'builtin' } as never);
+    await events.event({ type: 'done', finishReason: 'stop' });
+    expect((await lossy.next()).seq).toBe(0);
+    await expect(lossy.next()).rejects.toBeInstanceOf(EventGapError);
+
+    const taken = new RunEventQueue();
+    taken.push({ type: 'error', runId: 'p3', seq: 7, message: 'the worker died', status: 502 });
+    expect(await taken.next()).toMatchObject({ type: 'error', seq: 7 });
   });
 });
