@@ -1,7 +1,20 @@
 export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable, ModelProvidersTable } from './tables.js';
 export type { Db, DbHandle } from './handle.js';
 export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable } from './tables.js';
-export { inTransaction, isUniqueViolation } from './transaction.js';
+export { inTransaction, isForeignKeyViolation, isUniqueViolation } from './transaction.js';
+export {
+  ACTIVE_RUN_STATUSES,
+  FINAL_RUN_STATUSES,
+  isActiveRunStatus,
+  isFinalRunStatus,
+  type ActiveRunStatus,
+  type FinalRunStatus,
+  type RunStatus,
+  type RunSource,
+  type CronRunStatus,
+  type CronDeliveryStatus,
+  type OutboundStatus,
+} from './tables.js';
 export { isDatabaseUnavailable } from './describe-error.js';
 export * from './repositories/rule-chains.js';
 export * from './repositories/skills.js';

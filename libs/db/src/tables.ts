@@ -1,3 +1,4 @@
+import type { Platform } from '@agentry/contracts';
 import type { ColumnType, Generated } from 'kysely';
 
 /**
@@ -32,6 +33,40 @@ export type JsonColumn<T extends JsonValue = JsonValue> = ColumnType<T, string, 
 
 /** A timestamptz with a `now()` default: optional on insert, always a Date on read. */
 export type TimestampDefaultNow = ColumnType<Date, Date | string | undefined, Date | string>;
+
+/**
+ * The states of a run, as the `runs.status` check constraint allows them. The two lists are the
+ * one place that says which states are still going and which are an end: queries, the worker's
+ * take-over, relays and watchers all ask these rather than spelling the states again.
+ */
+export const ACTIVE_RUN_STATUSES = ['queued', 'running'] as const;
+export const FINAL_RUN_STATUSES = ['succeeded', 'failed', 'cancelled'] as const;
+export type ActiveRunStatus = (typeof ACTIVE_RUN_STATUSES)[number];
+export type FinalRunStatus = (typeof FINAL_RUN_STATUSES)[number];
+export type RunStatus = ActiveRunStatus | FinalRunStatus;
+
+export function isActiveRunStatus(status: RunStatus): status is ActiveRunStatus {
+  return (ACTIVE_RUN_STATUSES as readonly RunStatus[]).includes(status);
+}
+
+export function isFinalRunStatus(status: RunStatus): status is FinalRunStatus {
+  return (FINAL_RUN_STATUSES as readonly RunStatus[]).includes(status);
+}
+
+/** Who started a run: a chat completion (`api`), a cron fire, or a message on a channel platform. */
+export type RunSource = 'cron' | Platform;
+
+/** A cron fire (`cron_runs.status`, mirrored in `cron_jobs.last_status`). */
+export type CronRunStatus = 'running' | 'succeeded' | 'failed';
+
+/**
+ * How a fire's answer was delivered: `queued` (handed to the outbound queue, not sent yet),
+ * `sent`, `failed`, or `skipped` (no answer to send). Null when the job delivers nowhere.
+ */
+export type CronDeliveryStatus = 'queued' | 'sent' | 'failed' | 'skipped';
+
+/** An outbound message, as the `outbound_messages.status` check constraint allows it. */
+export type OutboundStatus = 'queued' | 'sending' | 'sent' | 'failed';
 
 export interface SettingsTable {
   key: string;
@@ -135,8 +170,8 @@ export interface RunsTable {
   seq: Generated<number>;
   agent_id: string;
   session_id: string | null;
-  source: ColumnType<string, string | undefined, string>;
-  status: ColumnType<string, string | undefined, string>;
+  source: ColumnType<RunSource, RunSource | undefined, RunSource>;
+  status: ColumnType<RunStatus, RunStatus | undefined, RunStatus>;
   request: JsonColumn;
   output: string | null;
   error: string | null;
@@ -179,7 +214,7 @@ export interface CronJobsTable {
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
   last_run_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  last_status: string | null;
+  last_status: CronRunStatus | null;
 }
 
 /** One row per fire; UNIQUE (cron_job_id, scheduled_at) makes a tick fire at most once. */
@@ -190,10 +225,10 @@ export interface CronRunsTable {
   run_id: string | null;
   started_at: TimestampDefaultNow;
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  status: ColumnType<string, string | undefined, string>;
+  status: ColumnType<CronRunStatus, CronRunStatus | undefined, CronRunStatus>;
   output_excerpt: string | null;
   error: string | null;
-  delivery_status: string | null;
+  delivery_status: CronDeliveryStatus | null;
   delivery_error: string | null;
 }
 
@@ -214,7 +249,7 @@ export interface OutboundMessagesTable {
   payload: JsonColumn;
   source: string;
   run_id: string | null;
-  status: ColumnType<string, string | undefined, string>;
+  status: ColumnType<OutboundStatus, OutboundStatus | undefined, OutboundStatus>;
   attempts: ColumnType<number, number | undefined, number>;
   parts_sent: ColumnType<number, number | undefined, number>;
   platform_message_id: string | null;

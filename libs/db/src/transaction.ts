@@ -5,7 +5,20 @@ export async function inTransaction<T>(db: Db, fn: (trx: Db) => Promise<T>): Pro
   return db.isTransaction ? fn(db) : db.transaction().execute(fn);
 }
 
+/** The SQLSTATE of a driver error: pg and PGlite both set it as `code`. */
+function sqlState(err: unknown): unknown {
+  return typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+}
+
 /** Is this the driver error of a unique or primary-key violation (SQLSTATE 23505, both engines)? */
 export function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+  return sqlState(err) === '23505';
+}
+
+/**
+ * Is this the driver error of a foreign-key violation (SQLSTATE 23503, both engines)? A row
+ * refers to one that does not exist, most often because it was deleted meanwhile.
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return sqlState(err) === '23503';
 }

@@ -7,6 +7,8 @@ import {
   finishRun,
   insertRuleChain,
   insertRun,
+  isForeignKeyViolation,
+  isUniqueViolation,
   listUnfinishedRuns,
   getSetting,
   listSettings,
@@ -218,6 +220,19 @@ export function defineDbSuite(get: () => DbHandle): void {
         [`${agent}-old-queued`, 'queued'],
       ]);
       expect((await listUnfinishedRuns(db, { olderThanMs: 60_000, limit: 1 })).length).toBe(1);
+    });
+
+    it('tells a foreign-key violation from a unique violation on the driver error (routes map them to 404/400 and 409)', async () => {
+      const { db } = get();
+      const agent = `fk-${Math.random().toString(36).slice(2, 8)}`;
+      const caught = (p: Promise<unknown>) => p.then(() => expect.fail('the insert was accepted'), (err: unknown) => err);
+      const missingAgent = await caught(insertRun(db, { id: `${agent}-orphan`, agentId: agent, sessionId: null, source: 'api', request: {} }));
+      expect([isForeignKeyViolation(missingAgent), isUniqueViolation(missingAgent)]).toEqual([true, false]);
+      await insertRuleChain(db, { id: agent, kind: 'agent', agentId: null, name: agent, category: null, dsl: {} });
+      await insertRun(db, { id: `${agent}-run`, agentId: agent, sessionId: null, source: 'api', request: {} });
+      const taken = await caught(insertRun(db, { id: `${agent}-run`, agentId: agent, sessionId: null, source: 'api', request: {} }));
+      expect([isForeignKeyViolation(taken), isUniqueViolation(taken)]).toEqual([false, true]);
+      expect([isForeignKeyViolation(null), isForeignKeyViolation(new Error('23503'))]).toEqual([false, false]);
     });
   });
 

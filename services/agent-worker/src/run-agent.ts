@@ -12,6 +12,7 @@ import {
   loadHistory,
   markRunStreamed,
   type Db,
+  type FinalRunStatus,
   type JsonValue,
   type RuleChainRow,
   type RunRecord,
@@ -186,7 +187,7 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
   const started = Date.now();
   let ttftMs: number | undefined;
   const timing = () => ({ durationMs: Date.now() - started, ...(ttftMs !== undefined ? { ttftMs } : {}) });
-  const count = (status: 'succeeded' | 'failed' | 'cancelled') => {
+  const count = (status: FinalRunStatus) => {
     if (!deps.metrics) return;
     serviceMetrics.runs(deps.metrics).inc({ status, source: run.source });
     serviceMetrics.runDuration(deps.metrics).observe({ status }, (Date.now() - started) / 1000);

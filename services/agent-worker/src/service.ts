@@ -2,7 +2,7 @@ import { Value } from 'typebox/value';
 import { AgentRunJob, PubSubChannels, QueueNames, type RunCancelMessage, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Consumer, type Job } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
-import { claimRun, claimRunOutsideSession, finishRun, hasEarlierActiveRun, listUnfinishedRuns } from '@agentry/db';
+import { claimRun, claimRunOutsideSession, finishRun, hasEarlierActiveRun, isActiveRunStatus, listUnfinishedRuns } from '@agentry/db';
 import {
   AgentCache,
   SkillsCache,
@@ -241,7 +241,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db.db, runId));
     if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
     const queued = first.run;
-    if (queued.status !== 'queued' && queued.status !== 'running') return;
+    if (!isActiveRunStatus(queued.status)) return;
     if (queued.streamed) {
       const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
       if (await retryWhileDbDown(logger, 'fail a taken-over run', () => finishRun(db.db, runId, { status: 'failed', output: queued.output, error: message }))) {

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
 import { PubSubChannels } from '@agentry/contracts';
-import { ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, type DbHandle } from '@agentry/db';
+import { ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, type DbHandle, type RunSource } from '@agentry/db';
 import { enqueueRun, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import {
@@ -69,7 +69,7 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
       dsl: { ruleChain: { id: 'w', name: 'W' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p' } }], connections: [] } },
     });
     sessionId = (await ensureSession(db, { agentId: 'w', sessionKey: 'the-user', channel: 'api' })).id;
-    const add = (id: string, source: string, inSession: boolean) =>
+    const add = (id: string, source: RunSource, inSession: boolean) =>
       insertRun(db, { id, agentId: 'w', sessionId: inSession ? sessionId : null, source, request: { messages: [{ role: 'user', content: id }] } });
     await add(runs.orphan, 'api', true);
     await add(runs.orphanNoSession, 'api', false);

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, Errors, isAppError } from '@agentry/errors';
-import { isDatabaseUnavailable } from '@agentry/db';
+import { isDatabaseUnavailable, isForeignKeyViolation } from '@agentry/db';
 
 interface FastifyLikeError {
   code?: string;
@@ -77,7 +77,7 @@ function databaseRefusal(err: unknown): AppError | undefined {
   if (code === '54001') return new Errors.VALIDATION('a value is nested too deeply', options);
   if (code === '23514') return new Errors.VALIDATION('a value is not allowed here', options);
   // Checked to exist, then gone before the write: deleted by a concurrent request.
-  if (code === '23503') return new Errors.NOT_FOUND('a resource this request refers to (it was deleted meanwhile)', options);
+  if (isForeignKeyViolation(err)) return new Errors.NOT_FOUND('a resource this request refers to (it was deleted meanwhile)', options);
   if (code.startsWith('22')) return new Errors.VALIDATION('a value cannot be stored', options);
   return undefined;
 }

@@ -9,8 +9,10 @@ import {
   getOutboundByRun,
   getRun,
   insertCronRun,
+  isFinalRunStatus,
   listUnfinishedCronRuns,
   type CronDeliver,
+  type CronDeliveryStatus,
   type CronRunRecord,
   type Db,
   type RunRecord,
@@ -140,7 +142,7 @@ export class Firer {
         }
         const run = await getRun(this.db, row.runId);
         if (!run) await this.record(row, outcomeOf({ kind: 'gone' }, deliver, this.opts.runTimeoutMs));
-        else if (run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled') {
+        else if (isFinalRunStatus(run.status)) {
           await this.record(row, outcomeOf({ kind: 'ended', run }, deliver, this.opts.runTimeoutMs));
         } else if (Date.now() - row.startedAt.getTime() > this.opts.runTimeoutMs) {
           await this.cancelLateRun(run.id);
@@ -156,7 +158,7 @@ export class Firer {
    * What became of the answer's delivery: the reply's outbound message, followed for at most
    * `deliveryWaitMs` (it may be retrying); `queued` when it has not ended by then.
    */
-  private async delivery(runId: string): Promise<{ deliveryStatus: string; deliveryError: string | null }> {
+  private async delivery(runId: string): Promise<{ deliveryStatus: CronDeliveryStatus; deliveryError: string | null }> {
     const deadline = Date.now() + this.opts.deliveryWaitMs;
     for (;;) {
       const message = await getOutboundByRun(this.db, runId);
@@ -238,7 +240,7 @@ export class Firer {
  * An answered fire's delivery starts `queued` (the worker committed the reply with the run) and
  * `record` follows it to `sent` or `failed`; a failed run has nothing to send.
  */
-function deliveryOf(deliver: CronDeliver | null, answered: boolean): { deliveryStatus: string | null; deliveryError: string | null } {
+function deliveryOf(deliver: CronDeliver | null, answered: boolean): { deliveryStatus: CronDeliveryStatus | null; deliveryError: string | null } {
   if (!deliver) return { deliveryStatus: null, deliveryError: null };
   if (!answered) return { deliveryStatus: 'skipped', deliveryError: 'the run produced no answer to deliver' };
   return { deliveryStatus: 'queued', deliveryError: null };

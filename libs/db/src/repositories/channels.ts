@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../handle.js';
-import type { JsonValue } from '../tables.js';
+import type { JsonValue, OutboundStatus } from '../tables.js';
 
 export interface BindingRecord {
   agentId: string;
@@ -52,7 +52,6 @@ async function insertBindingsAt(db: Db, start: number, bindings: readonly Bindin
 }
 
 export type OutboundKind = 'text' | 'image' | 'file';
-export type OutboundStatus = 'queued' | 'sending' | 'sent' | 'failed';
 
 export interface OutboundMessageRecord {
   id: string;
@@ -83,7 +82,7 @@ type OutboundRow = {
   payload: JsonValue;
   source: string;
   run_id: string | null;
-  status: string;
+  status: OutboundStatus;
   attempts: number;
   parts_sent: number;
   platform_message_id: string | null;
@@ -120,7 +119,7 @@ function toOutbound(r: OutboundRow): OutboundMessageRecord {
     payload: (r.payload ?? {}) as Record<string, JsonValue>,
     source: r.source,
     runId: r.run_id,
-    status: r.status as OutboundStatus,
+    status: r.status,
     attempts: r.attempts,
     partsSent: r.parts_sent,
     platformMessageId: r.platform_message_id,

@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../handle.js';
-import type { CronJobsTable, CronRunsTable, JsonValue } from '../tables.js';
+import type { CronDeliveryStatus, CronJobsTable, CronRunStatus, CronRunsTable, JsonValue } from '../tables.js';
 
 /** Where a job's answer goes (a channel account and a chat on its platform). */
 export interface CronDeliver {
@@ -24,11 +24,9 @@ export interface CronJobRecord {
   updatedAt: Date;
   /** The tick of the latest fire. */
   lastRunAt: Date | null;
-  /** The status of the latest fire (`running`, `succeeded`, `failed`). */
-  lastStatus: string | null;
+  /** The status of the latest fire. */
+  lastStatus: CronRunStatus | null;
 }
-
-export type CronRunStatus = 'running' | 'succeeded' | 'failed';
 
 export interface CronRunRecord {
   id: number;
@@ -40,7 +38,7 @@ export interface CronRunRecord {
   status: CronRunStatus;
   outputExcerpt: string | null;
   error: string | null;
-  deliveryStatus: string | null;
+  deliveryStatus: CronDeliveryStatus | null;
   deliveryError: string | null;
 }
 
@@ -100,7 +98,7 @@ function toRun(r: Selectable<CronRunsTable>): CronRunRecord {
     runId: r.run_id,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
-    status: r.status as CronRunStatus,
+    status: r.status,
     outputExcerpt: r.output_excerpt,
     error: r.error,
     deliveryStatus: r.delivery_status,
@@ -231,10 +229,10 @@ export async function finishCronRun(
   db: Db,
   id: number,
   outcome: {
-    status: 'succeeded' | 'failed';
+    status: Exclude<CronRunStatus, 'running'>;
     outputExcerpt?: string | null;
     error?: string | null;
-    deliveryStatus?: string | null;
+    deliveryStatus?: CronDeliveryStatus | null;
     deliveryError?: string | null;
   },
 ): Promise<CronRunRecord | undefined> {

@@ -1,5 +1,11 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../handle.js';
+import { ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES } from '../tables.js';
+
+// Literals, not parameters: the planner matches them against the partial indexes' predicates
+// (runs_finished_at is `where status in ('succeeded', 'failed', 'cancelled')`).
+const ACTIVE_RUNS = sql.join(ACTIVE_RUN_STATUSES.map((s) => sql.lit(s)));
+const FINAL_RUNS = sql.join(FINAL_RUN_STATUSES.map((s) => sql.lit(s)));
 
 /** Rows older than these instants are deleted; a missing one keeps its rows for ever. */
 export interface RetentionCutoffs {
@@ -32,11 +38,11 @@ export async function deleteExpired(db: Db, cutoffs: RetentionCutoffs, opts: { b
       delete from sessions where id in (
         select s.id from sessions s
         where s.updated_at < ${before}
-          and not exists (select 1 from runs r where r.session_id = s.id and (r.created_at >= ${before} or r.status in ('queued', 'running')))
+          and not exists (select 1 from runs r where r.session_id = s.id and (r.created_at >= ${before} or r.status in (${ACTIVE_RUNS})))
         limit ${batch})`,
     runs: (before) => sql`
       delete from runs where id in (
-        select id from runs where status in ('succeeded', 'failed', 'cancelled') and finished_at < ${before} limit ${batch})`,
+        select id from runs where status in (${FINAL_RUNS}) and finished_at < ${before} limit ${batch})`,
     cronRuns: (before) => sql`
       delete from cron_runs where id in (select id from cron_runs where status <> 'running' and finished_at < ${before} limit ${batch})`,
     outbound: (before) => sql`

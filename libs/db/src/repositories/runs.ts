@@ -1,15 +1,13 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../handle.js';
-import type { JsonValue, RunsTable } from '../tables.js';
-
-export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+import { ACTIVE_RUN_STATUSES, type FinalRunStatus, type JsonValue, type RunSource, type RunStatus, type RunsTable } from '../tables.js';
 
 export interface RunRecord {
   id: string;
   seq: number;
   agentId: string;
   sessionId: string | null;
-  source: string;
+  source: RunSource;
   status: RunStatus;
   request: JsonValue;
   output: string | null;
@@ -49,7 +47,7 @@ function toRecord(r: Row): RunRecord {
     agentId: r.agent_id,
     sessionId: r.session_id,
     source: r.source,
-    status: r.status as RunStatus,
+    status: r.status,
     request: r.request,
     output: r.output,
     error: r.error,
@@ -64,7 +62,7 @@ function toRecord(r: Row): RunRecord {
 
 export async function insertRun(
   db: Db,
-  run: { id: string; agentId: string; sessionId: string | null; source: string; request: JsonValue },
+  run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue },
 ): Promise<RunRecord> {
   const row = await db
     .insertInto('runs')
@@ -84,7 +82,7 @@ export type RunOutcome = Pick<RunRecord, 'status' | 'output' | 'error' | 'usage'
 
 export async function getRunOutcome(db: Db, id: string): Promise<RunOutcome | undefined> {
   const row = await db.selectFrom('runs').select(['status', 'output', 'error', 'usage']).where('id', '=', id).executeTakeFirst();
-  return row && { status: row.status as RunStatus, output: row.output, error: row.error, usage: row.usage };
+  return row && { status: row.status, output: row.output, error: row.error, usage: row.usage };
 }
 
 /**
@@ -96,7 +94,7 @@ export async function claimRun(db: Db, id: string): Promise<RunRecord | undefine
     .updateTable('runs')
     .set({ status: 'running', attempts: sql<number>`attempts + 1`, started_at: sql<Date>`coalesce(started_at, now())` })
     .where('id', '=', id)
-    .where('status', 'in', ['queued', 'running'])
+    .where('status', 'in', ACTIVE_RUN_STATUSES)
     .returning(COLUMNS)
     .executeTakeFirst();
   return row && toRecord(row);
@@ -109,10 +107,12 @@ export async function claimRun(db: Db, id: string): Promise<RunRecord | undefine
  */
 export async function claimRunOutsideSession(db: Db, id: string): Promise<{ run: RunRecord; claimed: boolean } | undefined> {
   const cols = sql.join(COLUMNS.map((c) => sql.ref(c)));
+  // Literals, not parameters: the SQL text stays exactly what it was before the list was shared.
+  const active = sql.join(ACTIVE_RUN_STATUSES.map((s) => sql.lit(s)));
   const { rows } = await sql<Row & { claimed: boolean }>`
     with claimed as (
       update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
-      where id = ${id} and status in ('queued', 'running') and session_id is null
+      where id = ${id} and status in (${active}) and session_id is null
       returning ${cols}
     )
     select ${cols}, true as claimed from claimed
@@ -132,7 +132,7 @@ export async function markRunStreamed(db: Db, id: string): Promise<void> {
 export async function finishRun(
   db: Db,
   id: string,
-  outcome: { status: 'succeeded' | 'failed' | 'cancelled'; output?: string | null; error?: string | null; usage?: JsonValue | null },
+  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null },
 ): Promise<boolean> {
   const result = await db
     .updateTable('runs')
@@ -144,7 +144,7 @@ export async function finishRun(
       finished_at: sql<Date>`now()`,
     })
     .where('id', '=', id)
-    .where('status', 'in', ['queued', 'running'])
+    .where('status', 'in', ACTIVE_RUN_STATUSES)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
@@ -156,7 +156,7 @@ export async function hasEarlierActiveRun(db: Db, sessionId: string, seq: number
     .select('id')
     .where('session_id', '=', sessionId)
     .where('seq', '<', seq)
-    .where('status', 'in', ['queued', 'running'])
+    .where('status', 'in', ACTIVE_RUN_STATUSES)
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
@@ -164,7 +164,7 @@ export async function hasEarlierActiveRun(db: Db, sessionId: string, seq: number
 
 /** Ids of an agent's runs still queued or running (to cancel them when the agent goes). */
 export async function listActiveRunIdsOfAgent(db: Db, agentId: string): Promise<string[]> {
-  const rows = await db.selectFrom('runs').select('id').where('agent_id', '=', agentId).where('status', 'in', ['queued', 'running']).execute();
+  const rows = await db.selectFrom('runs').select('id').where('agent_id', '=', agentId).where('status', 'in', ACTIVE_RUN_STATUSES).execute();
   return rows.map((r) => r.id);
 }
 
@@ -176,10 +176,10 @@ export async function listUnfinishedRuns(db: Db, q: { olderThanMs: number; limit
   const rows = await db
     .selectFrom('runs')
     .select(['id', 'status', 'created_at'])
-    .where('status', 'in', ['queued', 'running'])
+    .where('status', 'in', ACTIVE_RUN_STATUSES)
     .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${q.olderThanMs / 1000})`)
     .orderBy('created_at')
     .limit(q.limit)
     .execute();
-  return rows.map((r) => ({ id: r.id, status: r.status as RunStatus, createdAt: r.created_at }));
+  return rows.map((r) => ({ id: r.id, status: r.status, createdAt: r.created_at }));
 }

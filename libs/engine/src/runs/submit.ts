@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Errors } from '@agentry/errors';
 import { QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
-import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonValue, type RunRecord, type SessionRecord } from '@agentry/db';
+import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonValue, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
 export interface RunQueue {
@@ -18,7 +18,7 @@ export interface SubmitRunInput {
   /** Keeps the conversation in this session (created on first use); none: the request is the whole context. */
   session?: { key: string; channel: string; scope?: string; owner?: string } | null;
   /** Who asked: `api`, `cron`, a channel platform. */
-  source: string;
+  source: RunSource;
   request: RunRequest;
   /** A caller that listens on `run:<id>` before the job exists picks the id (see newRunId). */
   runId?: string;

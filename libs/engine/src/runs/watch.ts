@@ -1,5 +1,5 @@
 import { PubSubChannels } from '@agentry/contracts';
-import { getRun, type Db, type RunRecord } from '@agentry/db';
+import { getRun, isFinalRunStatus, type Db, type RunRecord } from '@agentry/db';
 
 /** The pub/sub side of runtime's `Bus` as this needs it. */
 export interface RunEventSource {
@@ -27,8 +27,6 @@ export interface RunWatch {
   /** Drops the subscription (outcome() does too when it resolves). Idempotent. */
   close(): Promise<void>;
 }
-
-const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 
 /**
  * Watches a run for its end without relying on pub/sub alone: subscribe before the run's job is
@@ -65,7 +63,7 @@ export async function watchRun(deps: { db: Db; pubsub: RunEventSource }, runId: 
           signalled = false;
           const run = await getRun(deps.db, runId);
           if (!run) return { kind: 'gone' };
-          if (ENDED.has(run.status)) return { kind: 'ended', run };
+          if (isFinalRunStatus(run.status)) return { kind: 'ended', run };
           if (opts.signal?.aborted) return { kind: 'aborted' };
           const left = deadline - Date.now();
           if (left <= 0) return { kind: 'timeout' };

@@ -11,6 +11,7 @@ import {
   getWorkspaceEntry,
   inTransaction,
   insertChannelAccount,
+  isUniqueViolation,
   listBindings,
   listChannelAccounts,
   replaceBindings,
@@ -150,7 +151,7 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
       return true;
     }).catch((err: unknown) => {
       // Two accounts cannot share an api key (unique hash).
-      if ((err as { code?: string }).code === '23505') throw new Errors.CONFLICT('an account with this api_key');
+      if (isUniqueViolation(err)) throw new Errors.CONFLICT('an account with this api_key');
       throw err;
     });
     if (!created) throw new Errors.CONFLICT(`${platform} account "${body.id}"`);
@@ -189,7 +190,7 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
         fileHmac: existing.fileHmac,
       });
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw new Errors.CONFLICT('an account with this api_key');
+      if (isUniqueViolation(err)) throw new Errors.CONFLICT('an account with this api_key');
       throw err;
     }
     await changed(`${platform}/${id}`);

@@ -8,6 +8,7 @@ import {
   getCronJob,
   getRuleChain,
   insertCronJob,
+  isForeignKeyViolation,
   listChannelAccounts,
   listCronJobs,
   listCronRuns,
@@ -171,7 +172,7 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     try {
       return await write();
     } catch (err) {
-      if ((err as { code?: unknown } | null)?.code === '23503') throw new Errors.VALIDATION(`target: agent "${agentId}" does not exist`);
+      if (isForeignKeyViolation(err)) throw new Errors.VALIDATION(`target: agent "${agentId}" does not exist`);
       throw err;
     }
   };

@@ -1,6 +1,6 @@
 import type { RunEvent } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
-import type { RunOutcome } from '@agentry/db';
+import { isFinalRunStatus, type RunOutcome } from '@agentry/db';
 import type { RunEventQueue } from './queue.js';
 
 /**
@@ -8,8 +8,6 @@ import type { RunEventQueue } from './queue.js';
  * (`run` undefined: the row is gone, deleted with its agent or session while it ran).
  */
 export type RelayNext = { type: 'event'; event: RunEvent } | { type: 'ended'; run: RunOutcome | undefined } | { type: 'closed' };
-
-const FINAL = new Set<RunOutcome['status']>(['succeeded', 'failed', 'cancelled']);
 
 /**
  * The events of one run for a relay that must never hang. Run events travel over pub/sub, which
@@ -78,7 +76,7 @@ export class RunRelay {
       } catch {
         continue;
       }
-      if (!run || FINAL.has(run.status)) return { type: 'ended', run };
+      if (!run || isFinalRunStatus(run.status)) return { type: 'ended', run };
     }
   }
 }
