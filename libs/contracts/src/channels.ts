@@ -33,6 +33,40 @@ export interface InvalidateMessage {
   id?: string;
 }
 
+/** The one pub/sub call `announceChange` makes; the bus's `PubSub` port fits it as it is. */
+export interface InvalidatePublisher {
+  publish(channel: typeof PubSubChannels.invalidate, message: InvalidateMessage): Promise<void>;
+}
+
+/** Where a failed announcement is reported (a pino logger fits). */
+export interface WarnLogger {
+  warn(fields: object, message: string): void;
+}
+
+/**
+ * Tells every replica (this one included) that cached rows changed, after the change committed:
+ * `{area, id}` for each id, or one `{area}` (the whole area) without ids. A failed publish is
+ * logged, not thrown: the write stands, and each cache's periodic reload (or time limit) heals
+ * it. It lives beside the message so that services and libs alike may call it without a layer
+ * importing another it must not.
+ */
+export async function announceChange(
+  pubsub: InvalidatePublisher,
+  logger: WarnLogger,
+  area: InvalidateMessage['area'],
+  ids?: readonly string[],
+): Promise<void> {
+  for (const id of ids ?? [undefined]) {
+    const message: InvalidateMessage = id === undefined ? { area } : { area, id };
+    try {
+      await pubsub.publish(PubSubChannels.invalidate, message);
+    } catch (err) {
+      // "a cron invalidation", "an agents invalidation": the area names what stays stale.
+      logger.warn({ err, area, id }, `could not publish ${/^[aeiou]/i.test(area) ? 'an' : 'a'} ${area} invalidation`);
+    }
+  }
+}
+
 /** Payload on `outbound:<id>`: the message ended (the row holds the details). */
 export interface OutboundOutcomeMessage {
   id: string;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Errors } from '@agentry/errors';
-import { isPlatform, PubSubChannels, type InvalidateMessage, type Platform } from '@agentry/contracts';
+import { announceChange, isPlatform, type Platform } from '@agentry/contracts';
 import { isPolicy, isSessionScope, POLICIES, SESSION_SCOPES } from '@agentry/channels';
 import { listChannelAccounts, type ChannelAccountRecord, type JsonValue } from '@agentry/db';
 import { ACCOUNT_SECRET_FIELDS } from '@agentry/runtime';
@@ -145,13 +145,9 @@ export function newAccountApiKey(): string {
   return `sk-${randomBytes(32).toString('base64url')}`;
 }
 
+/** Every replica re-reads channel account `id` (all of them without one); see announceChange. */
 export async function publishChannelsChange(deps: GatewayDeps, id?: string): Promise<void> {
-  const message: InvalidateMessage = id ? { area: 'channels', id } : { area: 'channels' };
-  try {
-    await deps.bus.pubsub.publish(PubSubChannels.invalidate, message);
-  } catch (err) {
-    deps.logger.warn({ err }, 'could not publish a channels invalidation');
-  }
+  await announceChange(deps.bus.pubsub, deps.logger, 'channels', id ? [id] : undefined);
 }
 
 function camel(snake: string): string {

@@ -1,5 +1,5 @@
 import { Errors } from '@agentry/errors';
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { announceChange } from '@agentry/contracts';
 import { chainsUsingProvider, getProvider, listProviders, type Db, type ProviderModel, type ProviderRecord } from '@agentry/db';
 import { defaultModelOf } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
@@ -91,10 +91,5 @@ export async function assertProviderUnused(deps: GatewayDeps, id: string): Promi
  * expire on their own within 30 s.
  */
 export async function publishProviderChange(deps: Pick<GatewayDeps, 'bus' | 'logger'>, id?: string): Promise<void> {
-  const message: InvalidateMessage = id === undefined ? { area: 'providers' } : { area: 'providers', id };
-  try {
-    await deps.bus.pubsub.publish(PubSubChannels.invalidate, message);
-  } catch (err) {
-    deps.logger.warn({ err, provider: id }, 'could not publish a provider invalidation');
-  }
+  await announceChange(deps.bus.pubsub, deps.logger, 'providers', id === undefined ? undefined : [id]);
 }

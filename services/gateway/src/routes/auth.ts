@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { getUser, setApiKey, setPassword } from '@agentry/db';
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { announceChange, type InvalidateMessage } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import type { Principal } from '../auth/credentials.js';
@@ -19,9 +19,10 @@ const ChangePassword = Type.Object(
 
 /** Login, the login status, the caller's API key, and password change. */
 export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
+  // This replica at once, the others by the message (or their periodic reload if it is lost).
   const announce = async (area: InvalidateMessage['area']) => {
     await auth.index.reload();
-    await deps.bus.pubsub.publish(PubSubChannels.invalidate, { area } satisfies InvalidateMessage);
+    await announceChange(deps.bus.pubsub, deps.logger, area);
   };
   const currentUser = async (principal: Principal) => {
     const user = principal.kind === 'user' ? await getUser(deps.db.db, principal.username) : undefined;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { announceChange } from '@agentry/contracts';
 import { getRuleChain, type Db, type RuleChainRow } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 
@@ -41,25 +41,9 @@ export async function requireAgent(db: Db, agentId: string): Promise<RuleChainRo
   return row;
 }
 
-/**
- * Tells every replica (this one included) that cached rows changed, after the change committed:
- * `{area, id}` for each id, or one `{area}` (the whole area) without ids. A failed publish is
- * logged, not thrown: the write stands, and the caches' time limit (or a reload) heals them.
- */
-export async function announceChange(deps: GatewayDeps, area: InvalidateMessage['area'], ids?: readonly string[]): Promise<void> {
-  for (const id of ids ?? [undefined]) {
-    const message: InvalidateMessage = id === undefined ? { area } : { area, id };
-    try {
-      await deps.bus.pubsub.publish(PubSubChannels.invalidate, message);
-    } catch (err) {
-      deps.logger.warn({ err, area, id }, 'could not publish a cache invalidation');
-    }
-  }
-}
-
 /** Rule chains (agents included) changed. */
 export function publishChainChanges(deps: GatewayDeps, ids: readonly string[]): Promise<void> {
-  return announceChange(deps, 'agents', ids);
+  return announceChange(deps.bus.pubsub, deps.logger, 'agents', ids);
 }
 
 /** Dates as ISO 8601 UTC (`2026-11-22T01:02:03.456Z`). */

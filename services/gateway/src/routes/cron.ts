@@ -1,13 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { announceChange } from '@agentry/contracts';
 import {
   deleteCronJob,
   getCronJob,
   getRuleChain,
-  insertCronJob,
   isForeignKeyViolation,
   listChannelAccounts,
   listCronJobs,
@@ -17,7 +15,7 @@ import {
   type CronJobRecord,
   type CronRunRecord,
 } from '@agentry/db';
-import { Id, checkSchedule, nextTick } from '@agentry/engine';
+import { Id, checkSchedule, createCronJob, nextTick } from '@agentry/engine';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import { isAdmin, ownerName } from '../auth/ownership.js';
@@ -129,15 +127,8 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
   const db = () => deps.db.db;
 
-  const announce = async (id: string) => {
-    const message: InvalidateMessage = { area: 'cron', id };
-    try {
-      await deps.bus.pubsub.publish(PubSubChannels.invalidate, message);
-    } catch (err) {
-      // The write stands; the schedulers' periodic reconcile picks it up within a minute.
-      deps.logger.warn({ err, cronJobId: id }, 'could not publish a cron invalidation');
-    }
-  };
+  // A lost message is healed by the schedulers' periodic reconcile, within a minute.
+  const announce = (id: string) => announceChange(deps.bus.pubsub, deps.logger, 'cron', [id]);
 
   /** The job, or 404; with `agentId`, only that agent's job. */
   const requireJob = async (id: string, agentId?: string): Promise<CronJobRecord> => {
@@ -183,24 +174,15 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     return result.schedule;
   };
 
+  /** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
   const create = async (agentId: string, body: CreateBody, owner: string): Promise<CronJobView> => {
-    const timezone = body.timezone ?? 'UTC';
-    const schedule = checkedSchedule(body.schedule, timezone);
-    await checkDeliver(body.deliver, agentId);
-    const job = await noVanishedAgent(agentId, () =>
-      insertCronJob(db(), {
-        id: randomUUID(),
-        agentId,
-        name: body.name,
-        schedule,
-        message: body.message,
-        timezone,
-        disabled: body.disabled ?? false,
-        deliver: body.deliver ?? null,
-        owner,
-      }),
-    );
-    await announce(job.id);
+    const { name, schedule, message, timezone, disabled, deliver } = body;
+    const draft = { agentId, owner, name, schedule, message, timezone, disabled, deliver };
+    const job = await createCronJob({ db: db(), pubsub: deps.bus.pubsub, logger: deps.logger }, draft, {
+      invalidSchedule: (reason) => new Errors.VALIDATION(reason),
+      beforeInsert: () => checkDeliver(body.deliver, agentId),
+      write: (insert) => noVanishedAgent(agentId, insert),
+    });
     return jobView(job);
   };
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { Errors, isAppError } from '@agentry/errors';
+import { announceChange } from '@agentry/contracts';
 import { Id, MAX_SKILL_BYTES, SKILL_NAME_PATTERN, SkillFormatError, parseSkillMarkdown, readSkillArchive } from '@agentry/engine';
 import {
   countSkills,
@@ -18,7 +19,7 @@ import {
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { documentBody } from '../openapi.js';
-import { PageQuery, announceChange, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
+import { PageQuery, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
 
 /** Largest skill archive accepted, before anything is read from it. */
 export const MAX_ARCHIVE_BYTES = 50 * 1024 * 1024;
@@ -113,7 +114,7 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   }
 
   /** The workers' skill caches drop the agent's skills (a global skill: every agent's). */
-  const announce = (key: SkillKey) => announceChange(deps, 'skills', key.scope === 'local' ? [key.agentId] : undefined);
+  const announce = (key: SkillKey) => announceChange(deps.bus.pubsub, deps.logger, 'skills', key.scope === 'local' ? [key.agentId] : undefined);
 
   async function required(key: SkillKey): Promise<SkillRow> {
     const row = await getSkill(db(), key);

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { deleteUser, getUser, inTransaction, insertUser, listUsers, lockEnabledAdmins, updateUser, type Role, type UserChange, type UserRecord } from '@agentry/db';
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { announceChange } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import { hashPassword, newPasswordProblem } from '../auth/passwords.js';
@@ -81,10 +81,11 @@ export function userRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
   const api = typed(app);
   const db = () => deps.db.db;
   const admin = { access: 'admin' as const };
-  // This replica at once, the others by the message: a revoked JWT or key stops working everywhere.
+  // This replica at once, the others by the message: a revoked JWT or key stops working everywhere
+  // (a lost message is healed by each replica's periodic credential reload).
   const announce = async () => {
     await auth.index.reload();
-    await deps.bus.pubsub.publish(PubSubChannels.invalidate, { area: 'users' } satisfies InvalidateMessage);
+    await announceChange(deps.bus.pubsub, deps.logger, 'users');
   };
 
   api.get('/users', { config: admin }, async () => ({ users: (await listUsers(db())).map(userView) }));

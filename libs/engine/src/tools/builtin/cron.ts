@@ -1,7 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import Type, { type Static } from 'typebox';
-import { getCronJob, getRuleChain, insertCronJob, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
-import { checkSchedule, nextTick } from '../../runs/schedule.js';
+import { announceChange, type InvalidatePublisher } from '@agentry/contracts';
+import { getCronJob, getRuleChain, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
+import { nextTick } from '../../runs/schedule.js';
+import { createCronJob } from '../../runs/create-cron-job.js';
 import { ToolError, type ToolContext } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
 
@@ -71,14 +72,10 @@ function shortestGap(schedule: string, timezone: string): number {
   return gap;
 }
 
-/** Tells every scheduler that job `id` changed; a failed publish is only logged (the write stands). */
-async function announce(ctx: ToolContext, id: string): Promise<void> {
-  if (!ctx.publishInvalidate) return;
-  try {
-    await ctx.publishInvalidate({ area: 'cron', id });
-  } catch (err) {
-    ctx.logger.warn({ err, cronJobId: id }, 'could not publish a cron invalidation');
-  }
+/** The context's `publishInvalidate` hook as the pub/sub port `announceChange` takes (none without a bus). */
+function publisher(ctx: ToolContext): InvalidatePublisher | undefined {
+  const publish = ctx.publishInvalidate;
+  return publish && { publish: (_channel, message) => publish(message) };
 }
 
 export const cronTool: BuiltinTool = {
@@ -101,36 +98,34 @@ export const cronTool: BuiltinTool = {
     if (args.operation === 'create') {
       const missing = (['name', 'schedule', 'message'] as const).filter((k) => args[k] === undefined);
       if (missing.length > 0) throw new ToolError(`cron: operation "create" needs ${missing.join(', ')}`);
-      const timezone = args.timezone ?? 'UTC';
-      const checked = checkSchedule(args.schedule as string, timezone);
-      if (!checked.ok) throw new ToolError(`schedule: ${checked.reason}`);
-      const minInterval = cfg.minIntervalSeconds ?? 60;
-      const gap = shortestGap(checked.schedule, timezone);
-      if (gap < minInterval) {
-        throw new ToolError(`schedule: "${checked.schedule}" fires every ${gap} s; jobs created here must be at least ${minInterval} s apart`);
-      }
-      const maxJobs = cfg.maxJobs ?? 20;
-      const existing = await listCronJobs(ctx.db, { agentId: ctx.agentId });
-      if (existing.length >= maxJobs) {
-        throw new ToolError(`cron: you already have ${existing.length} jobs (the limit is ${maxJobs}); disable or ask an operator to remove one`);
-      }
-      // The job is the agent's doing: it belongs to whoever owns the agent.
-      const owner = (await dbCall(() => getRuleChain(ctx.db, ctx.agentId)))?.owner;
-      const job = await dbCall(() =>
-        insertCronJob(ctx.db, {
-          id: randomUUID(),
-          agentId: ctx.agentId,
-          name: args.name as string,
-          schedule: checked.schedule,
-          message: args.message as string,
-          timezone,
-          disabled: false,
-          deliver: null,
-          ...(owner !== undefined ? { owner } : {}),
-        }),
-      );
+      const draft = {
+        agentId: ctx.agentId,
+        name: args.name as string,
+        schedule: args.schedule as string,
+        message: args.message as string,
+        ...(args.timezone !== undefined ? { timezone: args.timezone } : {}),
+      };
+      const job = await createCronJob({ db: ctx.db, pubsub: publisher(ctx), logger: ctx.logger }, draft, {
+        invalidSchedule: (reason) => new ToolError(`schedule: ${reason}`),
+        // An agent's own jobs are held tighter than an operator's: a floor on the interval and a cap on their number.
+        beforeInsert: async (schedule, timezone) => {
+          const minInterval = cfg.minIntervalSeconds ?? 60;
+          const gap = shortestGap(schedule, timezone);
+          if (gap < minInterval) {
+            throw new ToolError(`schedule: "${schedule}" fires every ${gap} s; jobs created here must be at least ${minInterval} s apart`);
+          }
+          const maxJobs = cfg.maxJobs ?? 20;
+          const existing = await listCronJobs(ctx.db, { agentId: ctx.agentId });
+          if (existing.length >= maxJobs) {
+            throw new ToolError(`cron: you already have ${existing.length} jobs (the limit is ${maxJobs}); disable or ask an operator to remove one`);
+          }
+          // The job is the agent's doing: it belongs to whoever owns the agent.
+          const owner = (await dbCall(() => getRuleChain(ctx.db, ctx.agentId)))?.owner;
+          return owner !== undefined ? { owner } : {};
+        },
+        write: dbCall,
+      });
       ctx.logger.info({ cronJobId: job.id, schedule: job.schedule }, 'cron tool created a job');
-      await announce(ctx, job.id);
       return JSON.stringify({ created: view(job) });
     }
 
@@ -141,7 +136,8 @@ export const cronTool: BuiltinTool = {
     const disabled = args.disabled ?? !job.disabled;
     const updated = await updateCronJob(ctx.db, job.id, { disabled });
     if (!updated) throw new ToolError(`cron job "${args.id}" not found among your jobs`);
-    await announce(ctx, updated.id);
+    const pubsub = publisher(ctx);
+    if (pubsub) await announceChange(pubsub, ctx.logger, 'cron', [updated.id]);
     return JSON.stringify({ [disabled ? 'disabled' : 'enabled']: view(updated) });
   },
 };
