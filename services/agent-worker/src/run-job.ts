@@ -1,0 +1,101 @@
+import type { Logger } from 'pino';
+import { Value } from 'typebox/value';
+import { AgentRunJob, PubSubChannels, type RunEvent } from '@agentry/contracts';
+import { UnrecoverableJobError, type Bus, type Job } from '@agentry/bus';
+import { Errors, hasCode } from '@agentry/errors';
+import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
+import { runAgent, type RunDeps } from './run-agent.js';
+import { retryWhileDbDown } from './db-retry.js';
+import type { ListenerWatchdog } from './listener-watchdog.js';
+import type { SessionTurnGate } from './session-turns.js';
+
+/**
+ * How long a run event's publish is retried while Redis is not connected. The job that started
+ * the run came over another connection, which may be back a moment before the publishing one
+ * (ioredis retries every 2 s at most); past this the run fails (Redis is really away).
+ */
+const PUBLISH_RETRY_MS = 3_000;
+
+export interface RunJobContext {
+  db: Db;
+  bus: Pick<Bus, 'pubsub'>;
+  logger: Logger;
+  watchdog: ListenerWatchdog;
+  turns: SessionTurnGate;
+  /** Runs in hand in this process, by id: `run-cancel` and the sweep look here. */
+  running: Map<string, AbortController>;
+  /** What every run of this process shares, read per run (configuration is live); the job adds its own publish and delivery hook. */
+  agent: () => Omit<RunDeps, 'publish' | 'delivered'>;
+}
+
+/**
+ * The `agent-run` job: claims the run and runs it, after the earlier turns of its session. Owns
+ * the take-over rule: a run whose previous worker had streamed a token is failed with a clean
+ * error (the client saw half an answer; running it again would answer twice), one that had not
+ * is run again; a chat run nobody waits for any more is cancelled, not answered.
+ */
+export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownSignal: AbortSignal) => Promise<void> {
+  const { db, logger } = ctx;
+  return async (job, shutdownSignal) => {
+    if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
+    const { runId } = job.data;
+    const publish = eventPublisher(ctx.bus, runId);
+    // Outside a session the run is claimed at once (one round trip); a session's turn is only
+    // read here and claimed once the earlier turns have ended.
+    const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
+    if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
+    const queued = first.run;
+    if (!isActiveRunStatus(queued.status)) return;
+    if (queued.streamed) return failTakenOver(ctx, queued, publish);
+    const ctl = new AbortController();
+    ctx.running.set(runId, ctl);
+    const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
+    shutdownSignal.addEventListener('abort', onShutdown);
+    try {
+      if (queued.source === 'api' && !(await ctx.watchdog.clientWaiting(runId, ctl.signal))) {
+        logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
+        await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
+        return;
+      }
+      if (queued.source === 'api') ctx.watchdog.watch(runId, ctl);
+      if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
+      const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
+      if (!run) return;
+      if (ctl.signal.aborted) {
+        await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'cancelled' }));
+        return;
+      }
+      // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
+      await runAgent({ ...ctx.agent(), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
+    } finally {
+      shutdownSignal.removeEventListener('abort', onShutdown);
+      ctx.running.delete(runId);
+      ctx.watchdog.unwatch(runId);
+      ctx.turns.runEnded();
+    }
+  };
+}
+
+/** Publishes on `run:<id>`, retrying for a moment while Redis reconnects. */
+function eventPublisher(bus: Pick<Bus, 'pubsub'>, runId: string): (event: RunEvent) => Promise<void> {
+  return async (event) => {
+    const deadline = Date.now() + PUBLISH_RETRY_MS;
+    for (;;) {
+      try {
+        return await bus.pubsub.publish(PubSubChannels.run(runId), event);
+      } catch (err) {
+        if (!hasCode(err, Errors.NOT_READY) || Date.now() >= deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  };
+}
+
+/** A run whose previous worker died after it started answering: failed, and its client told so. */
+async function failTakenOver(ctx: RunJobContext, queued: RunRecord, publish: (event: RunEvent) => Promise<void>): Promise<void> {
+  const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
+  const runId = queued.id;
+  if (await retryWhileDbDown(ctx.logger, 'fail a taken-over run', () => finishRun(ctx.db, runId, { status: 'failed', output: queued.output, error: message }))) {
+    await publish({ runId, seq: 0, type: 'error', message, status: 503 });
+  }
+}

@@ -1,0 +1,55 @@
+import type { Logger } from 'pino';
+import type { Bus } from '@agentry/bus';
+import { listUnfinishedRuns, type Db } from '@agentry/db';
+import { enqueueRun } from '@agentry/engine';
+
+/** Runs the sweep enqueues again per pass at most. */
+const SWEEP_BATCH = 100;
+
+/**
+ * Enqueues again, every `reliability.run_sweep_ms`, runs still queued or running long after they
+ * were created: a job lost or given up while a backend was away. The job id is the run id, so a
+ * run whose job still exists is left alone, and so is one running in this process.
+ */
+export class RunSweeper {
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(
+    private readonly deps: {
+      db: Db;
+      queue: Bus['queue'];
+      logger: Logger;
+      /** `worker.stall_timeout_ms` and `reliability.run_sweep_ms`, read at each pass. */
+      timing: () => { stallMs: number; sweepMs: number };
+      isRunningHere: (runId: string) => boolean;
+    },
+  ) {}
+
+  start(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(
+      () => void this.sweep().catch((err: unknown) => this.deps.logger.warn({ err: (err as Error).message }, 'run sweep failed')).finally(() => this.start()),
+      this.deps.timing().sweepMs,
+    );
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  async sweep(): Promise<void> {
+    const { stallMs, sweepMs } = this.deps.timing();
+    // Older than a stall period: a run whose job is merely waiting for a stall check is not touched.
+    const stale = await listUnfinishedRuns(this.deps.db, { olderThanMs: Math.max(stallMs, sweepMs), limit: SWEEP_BATCH });
+    let enqueued = 0;
+    for (const run of stale) {
+      if (this.deps.isRunningHere(run.id)) continue;
+      await enqueueRun(this.deps.queue, run.id);
+      enqueued += 1;
+    }
+    if (enqueued > 0) this.deps.logger.debug({ runs: enqueued }, 'sweep: unfinished runs enqueued again (a run whose job exists is left alone)');
+  }
+}
