@@ -36,9 +36,12 @@ export class Lifecycle {
     const deadline = started + this.deadlineMs;
     this.logger.info({ reason, deadlineMs: this.deadlineMs }, 'shutting down');
     let ok = true;
+    // Set once a closer outlives the deadline: a timer may fire a millisecond before Date.now()
+    // reaches the deadline, and the next closer must not then start with that millisecond.
+    let expired = false;
     for (const { name, close } of [...this.#closers].reverse()) {
       const remaining = deadline - Date.now();
-      if (remaining <= 0) {
+      if (expired || remaining <= 0) {
         this.logger.error({ resource: name }, 'shutdown deadline passed; not closed');
         ok = false;
         continue;
@@ -52,6 +55,7 @@ export class Lifecycle {
         if (result === 'timeout') {
           this.logger.error({ resource: name }, 'shutdown deadline passed while closing');
           ok = false;
+          expired = true;
         }
       } catch (err) {
         this.logger.error({ err, resource: name }, 'error while closing');
