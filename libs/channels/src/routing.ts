@@ -1,4 +1,4 @@
-import { listBindings, type Db } from '@agentry/db';
+import { agentBoundTo, type Db } from '@agentry/db';
 import type { AccountContext, InboundMessage } from './adapter.js';
 
 /** The values `dm_policy` and `group_policy` take. */
@@ -99,11 +99,8 @@ export function accountContext(
  * bindings are admin-only, so a user cannot point an agent at an account that was not given to
  * it. Replies to the chat a message came from need no such binding (they answer the sender).
  */
-export async function agentMaySendThrough(db: Db, agentId: string, platform: string, accountId: string): Promise<boolean> {
-  const bindings = await listBindings(db);
-  return bindings.some(
-    (b) => b.agentId === agentId && b.match.channel === platform && (b.match.accountId === undefined || b.match.accountId === accountId),
-  );
+export function agentMaySendThrough(db: Db, agentId: string, platform: string, accountId: string): Promise<boolean> {
+  return agentBoundTo(db, agentId, platform, accountId);
 }
 
 /** The human refusal of agentMaySendThrough. */

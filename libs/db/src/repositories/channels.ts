@@ -20,6 +20,22 @@ export async function listBindings(db: Db): Promise<BindingRecord[]> {
   }));
 }
 
+/**
+ * Is there a binding of `agentId` to `platform` that names `accountId` or no account (the whole
+ * platform)? One indexed look-up instead of reading every binding.
+ */
+export async function agentBoundTo(db: Db, agentId: string, platform: string, accountId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('bindings')
+    .select('position')
+    .where('agent_id', '=', agentId)
+    .where('match_channel', '=', platform)
+    .where((eb) => eb.or([eb('match_account_id', 'is', null), eb('match_account_id', '=', accountId)]))
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Replaces the whole list (call inside a transaction). */
 export async function replaceBindings(db: Db, bindings: readonly BindingRecord[]): Promise<void> {
   await db.deleteFrom('bindings').execute();
