@@ -2,3 +2,4 @@ export * from './queues.js';
 export * from './events.js';
 export * from './channels.js';
 export * from './runs.js';
+export * from './http/index.js';

@@ -1,0 +1,2 @@
+// The REST API's response shapes, one module per route family.
+export * from './common.js';
