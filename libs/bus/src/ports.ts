@@ -4,6 +4,18 @@
  * and never knows which adapter it has.
  */
 
+import type { PubSubMessages, QueuePayloads } from '@agentry/contracts';
+
+/**
+ * Which payload each queue (or message each channel) carries: an object type keyed by name.
+ * The queue and pub/sub ports are generic over one so that services get the maps of
+ * `@agentry/contracts` by default while the bus's own tests bring theirs; the adapters never
+ * look inside a payload.
+ */
+export type PayloadMap = object;
+/** The names a map allows (a template literal index signature allows a whole family). */
+export type NameOf<M extends PayloadMap> = keyof M & string;
+
 export interface JobOptions {
   /** Deduplication id: enqueueing an id that is still waiting or running adds nothing. */
   jobId?: string;
@@ -48,26 +60,26 @@ export interface Consumer {
   close(deadlineMs?: number): Promise<void>;
 }
 
-export interface JobQueue {
-  enqueue<T>(queue: string, data: T, opts?: JobOptions): Promise<string>;
-  consume<T>(queue: string, handler: JobHandler<T>, opts: ConsumerOptions): Consumer;
+export interface JobQueue<M extends PayloadMap = QueuePayloads> {
+  enqueue<Q extends NameOf<M>>(queue: Q, data: M[Q], opts?: JobOptions): Promise<string>;
+  consume<Q extends NameOf<M>>(queue: Q, handler: JobHandler<M[Q]>, opts: ConsumerOptions): Consumer;
   /** Jobs waiting, delayed or running (for health, metrics and tests). */
-  counts(queue: string): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }>;
+  counts(queue: NameOf<M>): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }>;
 }
 
 export type Unsubscribe = () => Promise<void>;
 
-export interface PubSub {
+export interface PubSub<M extends PayloadMap = PubSubMessages> {
   /** Publishes a JSON-serialisable message; resolves once the broker has it. */
-  publish(channel: string, message: unknown): Promise<void>;
+  publish<C extends NameOf<M>>(channel: C, message: M[C]): Promise<void>;
   /** Resolves once the subscription is active, so a publish after it is never missed. */
-  subscribe(channel: string, handler: (message: unknown) => void): Promise<Unsubscribe>;
+  subscribe<C extends NameOf<M>>(channel: C, handler: (message: M[C]) => void): Promise<Unsubscribe>;
   /**
    * How many subscriptions each channel has right now, across every process on the broker
    * (Redis: `PUBSUB NUMSUB`, one per subscribed connection; in-process: the handlers), in the
    * order asked. Throws when the broker is unreachable: no answer is not "nobody listens".
    */
-  listeners(channels: readonly string[]): Promise<number[]>;
+  listeners(channels: readonly NameOf<M>[]): Promise<number[]>;
 }
 
 export interface CronSpec {
@@ -113,10 +125,10 @@ export interface RateLimitResult {
   retryAfterMs: number;
 }
 
-export interface Bus {
+export interface Bus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap = PubSubMessages> {
   readonly kind: 'redis' | 'memory';
-  readonly queue: JobQueue;
-  readonly pubsub: PubSub;
+  readonly queue: JobQueue<Q>;
+  readonly pubsub: PubSub<C>;
   readonly scheduler: CronScheduler;
   /** Throws when the backend is unreachable (readiness checks). */
   ping(): Promise<void>;

@@ -3,8 +3,26 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UnrecoverableJobError, type Bus, type CronFire, type Job } from '../src/index.js';
 import { captureLogger, deferred, sleep, waitFor, type LogLine } from './helpers.js';
 
+/**
+ * The contract's own queues and channels: the adapters never look inside a payload, so the
+ * suite's made-up names and shapes stand for any map (the services' is in `@agentry/contracts`).
+ */
+export interface TestQueues {
+  q: { n?: number; list?: number[] };
+  other: unknown;
+}
+export interface TestChannels {
+  ch: unknown;
+  ordered: number;
+  heard: unknown;
+  silent: unknown;
+  one: unknown;
+  two: unknown;
+}
+export type TestBus = Bus<TestQueues, TestChannels>;
+
 /** Opens a bus in a namespace of its own; the suite closes it after each test. */
-export type MakeBus = (opts: { logger: Logger }) => Promise<Bus>;
+export type MakeBus = (opts: { logger: Logger }) => Promise<TestBus>;
 
 /**
  * The behaviour both adapters must share, run once per adapter. Timing assertions are loose
@@ -12,7 +30,7 @@ export type MakeBus = (opts: { logger: Logger }) => Promise<Bus>;
  */
 export function runBusContract(name: string, makeBus: MakeBus): void {
   describe(`${name} bus contract`, () => {
-    let bus: Bus;
+    let bus: TestBus;
     let logs: LogLine[];
     let logger: Logger;
 
@@ -27,9 +45,9 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
 
     describe('job queue', () => {
       it('delivers enqueued jobs with their data and try counts', async () => {
-        const seen: Array<Job<{ n: number }>> = [];
+        const seen: Array<Job<TestQueues['q']>> = [];
         const ids = [await bus.queue.enqueue('q', { n: 1 }), await bus.queue.enqueue('q', { n: 2 }, { attempts: 3 })];
-        bus.queue.consume<{ n: number }>('q', async (job) => void seen.push(job), { concurrency: 1 });
+        bus.queue.consume('q', async (job) => void seen.push(job), { concurrency: 1 });
         await waitFor('two jobs', () => seen.length === 2);
         expect(seen.map((j) => j.data)).toEqual([{ n: 1 }, { n: 2 }]);
         expect(seen.map((j) => j.id)).toEqual(ids);
@@ -207,11 +225,11 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
       it('gives every try its own copy of the data', async () => {
         const seen: unknown[] = [];
         const data = { list: [1] };
-        bus.queue.consume<{ list: number[] }>(
+        bus.queue.consume(
           'q',
           async (job) => {
             seen.push(structuredClone(job.data));
-            job.data.list.push(2);
+            job.data.list?.push(2);
             throw new Error('again');
           },
           { concurrency: 1 },
@@ -242,7 +260,7 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
 
       it('keeps the order of a channel', async () => {
         const got: number[] = [];
-        await bus.pubsub.subscribe('ordered', (m) => got.push(m as number));
+        await bus.pubsub.subscribe('ordered', (m) => got.push(m));
         await Promise.all(Array.from({ length: 100 }, (_, i) => bus.pubsub.publish('ordered', i)));
         await waitFor('100 messages', () => got.length === 100);
         expect(got).toEqual(Array.from({ length: 100 }, (_, i) => i));

@@ -1,4 +1,4 @@
 import { createMemoryBus } from '../src/index.js';
-import { runBusContract } from './contract.js';
+import { runBusContract, type TestChannels, type TestQueues } from './contract.js';
 
-runBusContract('memory', async ({ logger }) => createMemoryBus({ logger }));
+runBusContract('memory', async ({ logger }) => createMemoryBus<TestQueues, TestChannels>({ logger }));

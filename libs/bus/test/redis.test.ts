@@ -2,18 +2,18 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { describeWithRedis, redisUrl } from '@agentry/testing';
 import { cleanupRedisPrefix, uniqueRedisPrefix } from '@agentry/testing';
-import { createRedisBus, type Bus, type CronFire } from '../src/index.js';
-import { runBusContract } from './contract.js';
+import { createRedisBus, type CronFire } from '../src/index.js';
+import { runBusContract, type TestBus, type TestChannels, type TestQueues } from './contract.js';
 import { captureLogger, sleep, waitFor } from './helpers.js';
 
 describeWithRedis('redis bus', () => {
   const prefixes: string[] = [];
-  const buses: Bus[] = [];
+  const buses: TestBus[] = [];
 
   /** Every test gets its own prefix; `prefix` lets a test open a second bus on the same one. */
-  function open(prefix = uniqueRedisPrefix()): Bus {
+  function open(prefix = uniqueRedisPrefix()): TestBus {
     prefixes.push(prefix);
-    const bus = createRedisBus({ url: redisUrl(), prefix, logger: captureLogger().logger });
+    const bus = createRedisBus<TestQueues, TestChannels>({ url: redisUrl(), prefix, logger: captureLogger().logger });
     buses.push(bus);
     return bus;
   }
@@ -26,7 +26,7 @@ describeWithRedis('redis bus', () => {
   runBusContract('redis', async ({ logger }) => {
     const prefix = uniqueRedisPrefix();
     prefixes.push(prefix);
-    return createRedisBus({ url: redisUrl(), prefix, logger });
+    return createRedisBus<TestQueues, TestChannels>({ url: redisUrl(), prefix, logger });
   });
 
   describe('redis specifics', () => {
@@ -154,7 +154,7 @@ describeWithRedis('redis bus', () => {
     });
 
     it('fails fast when Redis cannot be reached', async () => {
-      const bus = createRedisBus({ url: 'redis://127.0.0.1:1', prefix: uniqueRedisPrefix(), logger: captureLogger().logger, connectTimeoutMs: 300 });
+      const bus = createRedisBus<TestQueues, TestChannels>({ url: 'redis://127.0.0.1:1', prefix: uniqueRedisPrefix(), logger: captureLogger().logger, connectTimeoutMs: 300 });
       buses.push(bus);
       const t0 = Date.now();
       await expect(bus.queue.enqueue('q', {})).rejects.toThrow(/not connected/);

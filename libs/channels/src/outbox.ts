@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PubSubChannels, QueueNames, type ChannelSendJob } from '@agentry/contracts';
+import { PubSubChannels, QueueNames, type ChannelSendJob, type OutboundChannel, type OutboundOutcomeMessage } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import {
   getOutboundMessage,
@@ -13,12 +13,12 @@ import {
 
 /** The queue side of the bus as the outbox needs it. */
 export interface OutboxQueue {
-  enqueue(queue: string, data: unknown, opts?: { jobId?: string; delayMs?: number }): Promise<string>;
+  enqueue(queue: typeof QueueNames.channelSend, data: ChannelSendJob, opts?: { jobId?: string; delayMs?: number }): Promise<string>;
 }
 
 /** The pub/sub side of the bus as the outbox needs it. */
 export interface OutboxEvents {
-  subscribe(channel: string, handler: (message: unknown) => void): Promise<() => Promise<void>>;
+  subscribe(channel: OutboundChannel, handler: (message: OutboundOutcomeMessage) => void): Promise<() => Promise<void>>;
 }
 
 export type OutboundInput = Omit<NewOutboundMessage, 'id'>;

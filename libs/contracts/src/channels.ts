@@ -1,3 +1,5 @@
+import type { RunEvent } from './events.js';
+
 /** The spec's platform ids: `api` plus neutral stand-ins for six messaging platforms. */
 export const PLATFORMS = ['api', 'chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'] as const;
 export type Platform = (typeof PLATFORMS)[number];
@@ -7,19 +9,24 @@ export function isPlatform(value: string): value is Platform {
   return (PLATFORMS as readonly string[]).includes(value);
 }
 
+/** A run's own channel: a template literal type so that `PubSubMessages` can say what it carries. */
+export type RunChannel = `run:${string}`;
+/** An outbound message's own channel. */
+export type OutboundChannel = `outbound:${string}`;
+
 /**
  * Pub/sub channel names. Messages on them are small JSON objects; anything large or durable
  * lives in Postgres and the message names it by id.
  */
 export const PubSubChannels = {
   /** Events of one run. */
-  run: (runId: string) => `run:${runId}`,
+  run: (runId: string): RunChannel => `run:${runId}`,
   /** Something cached by every replica changed in Postgres: re-read it. */
   invalidate: 'invalidate',
   /** A client went away: the worker running this run aborts it. */
   runCancel: 'run-cancel',
   /** The outcome of one outbound message (the connector publishes it when the message ends). */
-  outbound: (messageId: string) => `outbound:${messageId}`,
+  outbound: (messageId: string): OutboundChannel => `outbound:${messageId}`,
 } as const;
 
 /** Payload on `run-cancel`. */
@@ -72,3 +79,16 @@ export interface OutboundOutcomeMessage {
   id: string;
   status: 'sent' | 'failed';
 }
+
+/**
+ * Which message each pub/sub channel carries. The bus's `PubSub` port is typed by it, so that a
+ * publisher and its subscribers cannot disagree without a compile error; per-id channels are
+ * template literal index signatures (every `run:<id>` carries run events).
+ */
+export interface PubSubMessages {
+  [PubSubChannels.invalidate]: InvalidateMessage;
+  [PubSubChannels.runCancel]: RunCancelMessage;
+  [channel: RunChannel]: RunEvent;
+  [channel: OutboundChannel]: OutboundOutcomeMessage;
+}
+export type PubSubChannel = keyof PubSubMessages & string;

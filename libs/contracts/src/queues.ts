@@ -33,9 +33,13 @@ export type CronFireJob = Static<typeof CronFireJob>;
 export const JobPayload = Type.Union([AgentRunJob, ChannelSendJob, CronFireJob]);
 export type JobPayload = Static<typeof JobPayload>;
 
-/** Which payload type each queue carries. */
+/**
+ * Which payload type each queue carries. The bus's `JobQueue` port is typed by it, so that a
+ * wrong payload is a compile error at the producer. Consumers still check jobs with the schemas
+ * above: a job may come from an older or newer deploy.
+ */
 export interface QueuePayloads {
-  'agent-run': AgentRunJob;
-  'channel-send': ChannelSendJob;
-  'cron-fire': CronFireJob;
+  [QueueNames.agentRun]: AgentRunJob;
+  [QueueNames.channelSend]: ChannelSendJob;
+  [QueueNames.cronFire]: CronFireJob;
 }

@@ -46,8 +46,8 @@ export interface SettingsAccess {
 
 /** The pub/sub port as LiveConfig needs it. */
 export interface InvalidationBus {
-  publish(channel: string, message: unknown): Promise<void>;
-  subscribe(channel: string, handler: (message: unknown) => void): Promise<() => Promise<void>>;
+  publish(channel: typeof PubSubChannels.invalidate, message: InvalidateMessage): Promise<void>;
+  subscribe(channel: typeof PubSubChannels.invalidate, handler: (message: InvalidateMessage) => void): Promise<() => Promise<void>>;
 }
 
 /** GET /config: exactly the spec's fields, secrets hidden. */
@@ -103,7 +103,7 @@ export class LiveConfig {
     await live.#seed();
     await live.reload();
     live.#unsubscribe = await opts.bus.subscribe(PubSubChannels.invalidate, (msg) => {
-      if ((msg as InvalidateMessage | null)?.area === 'config') {
+      if (msg.area === 'config') {
         live.reload().catch((err: unknown) => live.logger.error({ err }, 'config reload failed'));
       }
     });

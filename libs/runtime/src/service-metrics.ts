@@ -42,7 +42,7 @@ export const serviceMetrics = {
  * Queue depth as a gauge read at scrape time (`agentry_queue_jobs{queue,state}`), so no timer
  * polls Redis between scrapes. Registered once per registry.
  */
-export function registerQueueDepth(r: Registry, queues: readonly string[], counts: (queue: string) => Promise<Record<string, number>>): void {
+export function registerQueueDepth<Q extends string>(r: Registry, queues: readonly Q[], counts: (queue: Q) => Promise<Record<string, number>>): void {
   if (r.getSingleMetric('agentry_queue_jobs')) return;
   new Gauge({
     name: 'agentry_queue_jobs',

@@ -1,4 +1,4 @@
-import { PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
+import { PubSubChannels, QueueNames } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
 import {
   AgentCache,
@@ -62,8 +62,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     (stops) => () => Promise.all(stops.map((stop) => stop())).then(() => undefined),
   );
 
-  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => {
-    const runId = (msg as RunCancelMessage | null)?.runId;
+  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, ({ runId }) => {
     const ctl = runId ? running.get(runId) : undefined;
     if (ctl && !ctl.signal.aborted) ctl.abort(new Error('the client went away'));
   });
@@ -88,7 +87,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     agent: sharedRunDeps(runtime, { stream: models.stream, chains, agents, skills, builtin: opts.builtin ?? builtinTools }),
   });
 
-  const consumer: Consumer = bus.queue.consume<unknown>(
+  const consumer: Consumer = bus.queue.consume(
     QueueNames.agentRun,
     async (job, shutdownSignal) => {
       const jobStarted = Date.now();

@@ -159,7 +159,7 @@ describe('agent-worker', () => {
   async function run(content: string, opts: { sessionId?: string; agentId?: string; prepare?: (id: string) => Promise<void> } = {}) {
     const id = `r${Math.random().toString(36).slice(2)}`;
     const events: RunEvent[] = [];
-    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e as RunEvent));
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
     await insertRun(runtime.db.db, { id, agentId: opts.agentId ?? 'w', sessionId: opts.sessionId ?? null, source: 'api', request: { messages: [{ role: 'user', content }] } });
     await opts.prepare?.(id);
     await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'agent-run', v: 1, runId: id });
@@ -276,7 +276,7 @@ describe('agent-worker', () => {
   it('cancels a chat run once nobody listens on its channel (its gateway died), and only then', async () => {
     const id = `r${Math.random().toString(36).slice(2)}`;
     const events: RunEvent[] = [];
-    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e as RunEvent));
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
     await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'slow' }] } });
     await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'agent-run', v: 1, runId: id });
     await waitFor(async () => events.some((e) => e.type === 'text'), 5000, 10);
@@ -291,7 +291,7 @@ describe('agent-worker', () => {
   it('sweeps a run whose job was lost: enqueued again, it runs to its end', async () => {
     const id = `r${Math.random().toString(36).slice(2)}`;
     const events: RunEvent[] = [];
-    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e as RunEvent));
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
     try {
       // A run committed long ago whose job never made it (or was lost with a Redis without AOF).
       await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'lost job' }] } });

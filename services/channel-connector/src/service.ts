@@ -160,7 +160,7 @@ export async function startChannelConnector(runtime: Runtime, overrides: Partial
     return { data: new Uint8Array(file.content), fileName: fileName ?? path.split('/').pop() ?? 'file' };
   };
 
-  const consumer: Consumer = bus.queue.consume<unknown>(
+  const consumer: Consumer = bus.queue.consume(
     QueueNames.channelSend,
     async (job) => {
       if (!Value.Check(ChannelSendJob, job.data)) throw new UnrecoverableJobError(`malformed channel-send payload: ${JSON.stringify(job.data)}`);

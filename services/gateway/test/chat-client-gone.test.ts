@@ -55,7 +55,7 @@ beforeAll(async () => {
     category: null,
     dsl: { ruleChain: { id: 'gone', name: 'Gone' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent' }], connections: [] } },
   });
-  runtime.bus.queue.consume<{ runId: string }>(QueueNames.agentRun, async (job) => {
+  runtime.bus.queue.consume(QueueNames.agentRun, async (job) => {
     taken.push(job.data.runId);
     await finishRun(runtime.db.db, job.data.runId, { status: 'succeeded', output: 'answered for nobody' });
   }, { concurrency: 1 });

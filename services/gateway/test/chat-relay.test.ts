@@ -52,7 +52,7 @@ beforeAll(async () => {
     category: null,
     dsl: { ruleChain: { id: 'relay', name: 'Relay' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent' }], connections: [] } },
   });
-  runtime.bus.queue.consume<{ runId: string }>(
+  runtime.bus.queue.consume(
     QueueNames.agentRun,
     async (job) => {
       const run = await getRun(runtime.db.db, job.data.runId);

@@ -54,7 +54,7 @@ function restSuite(openDb: () => Promise<{ db?: DbHandle; cleanup(): Promise<voi
     const bodies: string[] = [];
     const invalidations: InvalidateMessage[] = [];
     await h.runtime.bus.pubsub.subscribe(PubSubChannels.invalidate, (m) => {
-      if ((m as InvalidateMessage).area === 'providers') invalidations.push(m as InvalidateMessage);
+      if (m.area === 'providers') invalidations.push(m);
     });
     env = {
       h,

@@ -1,4 +1,4 @@
-import { PubSubChannels, QueueNames, type InvalidateMessage } from '@agentry/contracts';
+import { PubSubChannels, QueueNames } from '@agentry/contracts';
 import { registerQueueDepth, serviceMetrics, type Runtime } from '@agentry/runtime';
 import { Firer } from './fire.js';
 import { Reconciler } from './reconcile.js';
@@ -52,9 +52,8 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
     reconciler.all().catch((err: unknown) => logger.error({ err, why }, 'cron reconcile failed'));
 
   // Subscribed before the first reconcile, so that no change made meanwhile is missed.
-  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.invalidate, (msg) => {
-    const m = msg as InvalidateMessage | null;
-    if (stopped || !m) return;
+  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.invalidate, (m) => {
+    if (stopped) return;
     if (m.area === 'cron') {
       if (m.id) void reconciler.one(m.id).catch((err: unknown) => logger.error({ err, cronJobId: m.id }, 'cron reconcile failed'));
       else void reconcileAll('cron changed');

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus, type Bus, type Consumer } from '@agentry/bus';
-import { PubSubChannels, QueueNames, type AgentRunJob, type RunEvent, type RunRequest } from '@agentry/contracts';
+import { PubSubChannels, QueueNames, type RunEvent, type RunRequest } from '@agentry/contracts';
 import {
   claimRun,
   deleteRuleChain,
@@ -64,7 +64,7 @@ function harness(): () => Harness {
     });
     const db = runtime.db.db;
     const processed: string[] = [];
-    worker = runtime.bus.queue.consume<AgentRunJob>(
+    worker = runtime.bus.queue.consume(
       QueueNames.agentRun,
       async (job) => {
         const run = await claimRun(db, job.data.runId);

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import { Errors } from '@agentry/errors';
-import type { Bus } from '../ports.js';
+import type { PubSubMessages, QueuePayloads } from '@agentry/contracts';
+import type { Bus, PayloadMap } from '../ports.js';
 import { DEFAULT_CLOSE_DEADLINE_MS } from '../shared.js';
-import { MemoryCronScheduler } from './cron.js';
+import { MemoryCronScheduler, type FireQueues } from './cron.js';
 import { MemoryJobQueue } from './job-queue.js';
 import { MemoryPubSub } from './pubsub.js';
 import { MemoryRateLimiter } from './rate-limit.js';
@@ -13,13 +14,16 @@ export interface MemoryBusOptions {
   closeDeadlineMs?: number;
 }
 
-/** Embedded mode: queue, pub/sub and cron inside this process; nothing survives a restart. */
-export function createMemoryBus(opts: MemoryBusOptions): Bus {
+/**
+ * Embedded mode: queue, pub/sub and cron inside this process; nothing survives a restart. The
+ * payload maps default to the services' (`@agentry/contracts`); a test may bring its own.
+ */
+export function createMemoryBus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap = PubSubMessages>(opts: MemoryBusOptions): Bus<Q, C> {
   const logger = opts.logger.child({ component: 'bus', adapter: 'memory' });
-  const queue = new MemoryJobQueue(logger);
+  const queue = new MemoryJobQueue<Q>(logger);
   // Fires get their own queue object so that they never mix with the service queues' names.
-  const fires = new MemoryJobQueue(logger);
-  const pubsub = new MemoryPubSub(logger);
+  const fires = new MemoryJobQueue<FireQueues>(logger);
+  const pubsub = new MemoryPubSub<C>(logger);
   const scheduler = new MemoryCronScheduler(fires, logger);
   const limiter = new MemoryRateLimiter();
   let closing: Promise<void> | undefined;

@@ -21,6 +21,11 @@ interface FirePayload {
   data: unknown;
 }
 
+/** The one queue of the private fire queue. */
+export interface FireQueues {
+  [CRON_QUEUE]: FirePayload;
+}
+
 /**
  * Croner computes the ticks; the fires travel through a private in-memory job queue so that
  * consumers get the same concurrency, failure and close semantics as BullMQ's scheduler worker.
@@ -35,7 +40,7 @@ export class MemoryCronScheduler implements CronScheduler {
   private closed = false;
 
   constructor(
-    private readonly fires: MemoryJobQueue,
+    private readonly fires: MemoryJobQueue<FireQueues>,
     private readonly logger: Logger,
   ) {}
 
@@ -66,7 +71,7 @@ export class MemoryCronScheduler implements CronScheduler {
   }
 
   consume<T>(handler: (fire: CronFire<T>) => Promise<void>, opts: { concurrency: number }): Consumer {
-    return this.fires.consume<FirePayload>(
+    return this.fires.consume(
       CRON_QUEUE,
       async (job) => {
         this.pending.delete(job.data.id);

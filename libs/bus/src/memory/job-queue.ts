@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Errors } from '@agentry/errors';
-import type { Consumer, ConsumerOptions, Job, JobHandler, JobOptions, JobQueue } from '../ports.js';
+import type { Consumer, ConsumerOptions, Job, JobHandler, JobOptions, JobQueue, NameOf, PayloadMap } from '../ports.js';
 import {
   ABORT_GRACE_MS,
   ConsumerClosingError,
@@ -41,7 +41,7 @@ class QueueState {
 }
 
 /** In-process JobQueue for embedded mode: the same observable semantics as the BullMQ adapter. */
-export class MemoryJobQueue implements JobQueue {
+export class MemoryJobQueue<M extends PayloadMap> implements JobQueue<M> {
   private readonly states = new Map<string, QueueState>();
   private readonly consumers = new Set<MemoryConsumer>();
   private seq = 0;
@@ -49,7 +49,7 @@ export class MemoryJobQueue implements JobQueue {
 
   constructor(private readonly logger: Logger) {}
 
-  async enqueue<T>(queue: string, data: T, opts: JobOptions = {}): Promise<string> {
+  async enqueue<Q extends NameOf<M>>(queue: Q, data: M[Q], opts: JobOptions = {}): Promise<string> {
     this.assertOpen();
     const payload = encodeJson(data, 'job data');
     const st = this.state(queue);
@@ -71,7 +71,7 @@ export class MemoryJobQueue implements JobQueue {
     return job.id;
   }
 
-  consume<T>(queue: string, handler: JobHandler<T>, opts: ConsumerOptions): Consumer {
+  consume<Q extends NameOf<M>>(queue: Q, handler: JobHandler<M[Q]>, opts: ConsumerOptions): Consumer {
     this.assertOpen();
     const st = this.state(queue);
     const consumer = new MemoryConsumer(this, st, handler as JobHandler<unknown>, opts, this.logger);
@@ -81,7 +81,7 @@ export class MemoryJobQueue implements JobQueue {
     return consumer;
   }
 
-  async counts(queue: string): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }> {
+  async counts(queue: NameOf<M>): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }> {
     const st = this.state(queue);
     return {
       waiting: st.waiting.length,
@@ -191,7 +191,7 @@ class MemoryConsumer implements Consumer {
   private closed?: Promise<void>;
 
   constructor(
-    private readonly owner: MemoryJobQueue,
+    private readonly owner: MemoryJobQueue<PayloadMap>,
     private readonly st: QueueState,
     private readonly handler: JobHandler<unknown>,
     private readonly opts: ConsumerOptions,

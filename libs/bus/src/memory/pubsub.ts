@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Errors } from '@agentry/errors';
-import type { PubSub, Unsubscribe } from '../ports.js';
+import type { NameOf, PayloadMap, PubSub, Unsubscribe } from '../ports.js';
 import { encodeJson, safeCall } from '../shared.js';
 
 type Handler = (message: unknown) => void;
@@ -12,7 +12,7 @@ interface Subscription {
  * In-process pub/sub for embedded mode. Delivery is asynchronous and every handler gets its own
  * decoded copy, as with Redis, so code that works here does not break in cluster mode.
  */
-export class MemoryPubSub implements PubSub {
+export class MemoryPubSub<M extends PayloadMap> implements PubSub<M> {
   private readonly channels = new Map<string, Set<Subscription>>();
   /** One FIFO for all channels keeps per-channel order without a queue per channel. */
   private readonly outbox: Array<{ channel: string; payload: string; targets: Subscription[] }> = [];
@@ -21,7 +21,7 @@ export class MemoryPubSub implements PubSub {
 
   constructor(private readonly logger: Logger) {}
 
-  async publish(channel: string, message: unknown): Promise<void> {
+  async publish<C extends NameOf<M>>(channel: C, message: M[C]): Promise<void> {
     if (this.closed) throw new Errors.NOT_READY('the bus is closed');
     const payload = encodeJson(message, 'message');
     // Like Redis: a message reaches the subscribers present when it is published, not later ones.
@@ -34,9 +34,10 @@ export class MemoryPubSub implements PubSub {
     }
   }
 
-  async subscribe(channel: string, handler: Handler): Promise<Unsubscribe> {
+  async subscribe<C extends NameOf<M>>(channel: C, handler: (message: M[C]) => void): Promise<Unsubscribe> {
     if (this.closed) throw new Errors.NOT_READY('the bus is closed');
-    const sub: Subscription = { handler };
+    // The decoded message is what a publisher typed by the same map sent: the bus trusts it as JSON only.
+    const sub: Subscription = { handler: handler as Handler };
     let subs = this.channels.get(channel);
     if (!subs) {
       subs = new Set();
@@ -51,7 +52,7 @@ export class MemoryPubSub implements PubSub {
     };
   }
 
-  async listeners(channels: readonly string[]): Promise<number[]> {
+  async listeners(channels: readonly NameOf<M>[]): Promise<number[]> {
     if (this.closed) throw new Errors.NOT_READY('the bus is closed');
     return channels.map((c) => this.channels.get(c)?.size ?? 0);
   }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { Errors } from '@agentry/errors';
-import type { Bus } from '../ports.js';
+import type { PubSubMessages, QueuePayloads } from '@agentry/contracts';
+import type { Bus, PayloadMap } from '../ports.js';
 import { DEFAULT_CLOSE_DEADLINE_MS } from '../shared.js';
 import { RedisContext } from './context.js';
 import { RedisCronScheduler } from './cron.js';
@@ -22,16 +23,19 @@ export interface RedisBusOptions {
   closeDeadlineMs?: number;
 }
 
-/** Cluster mode: BullMQ queues and job schedulers, ioredis pub/sub. */
-export function createRedisBus(opts: RedisBusOptions): Bus {
+/**
+ * Cluster mode: BullMQ queues and job schedulers, ioredis pub/sub. The payload maps default to
+ * the services' (`@agentry/contracts`); a test may bring its own.
+ */
+export function createRedisBus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap = PubSubMessages>(opts: RedisBusOptions): Bus<Q, C> {
   const prefix = opts.prefix ?? 'agentry';
   // It becomes part of connection names, which Redis refuses with spaces.
   if (!/^[^\s]+$/.test(prefix)) throw new Errors.CONFIG(`bus prefix "${prefix}" must be non-empty, without spaces`);
   const logger = opts.logger.child({ component: 'bus', adapter: 'redis', prefix });
   const ctx = new RedisContext(opts.url, prefix, logger, opts.connectTimeoutMs);
   const consumers = new Set<RedisConsumer>();
-  const queue = new RedisJobQueue(ctx, consumers);
-  const pubsub = new RedisPubSub(ctx);
+  const queue = new RedisJobQueue<Q>(ctx, consumers);
+  const pubsub = new RedisPubSub<C>(ctx);
   const scheduler = new RedisCronScheduler(ctx, consumers);
   const limiter = new RedisRateLimiter(ctx);
   let closing: Promise<void> | undefined;

@@ -1,7 +1,7 @@
 import { UnrecoverableError, WaitingError, Worker, type Job as BullJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Errors } from '@agentry/errors';
-import type { Consumer, ConsumerOptions, Job, JobHandler, JobOptions, JobQueue } from '../ports.js';
+import type { Consumer, ConsumerOptions, Job, JobHandler, JobOptions, JobQueue, NameOf, PayloadMap } from '../ports.js';
 import {
   ABORT_GRACE_MS,
   ConsumerClosingError,
@@ -15,13 +15,13 @@ import {
 } from '../shared.js';
 import { KEEP_COMPLETED, KEEP_FAILED, type RedisContext } from './context.js';
 
-export class RedisJobQueue implements JobQueue {
+export class RedisJobQueue<M extends PayloadMap> implements JobQueue<M> {
   constructor(
     private readonly ctx: RedisContext,
     private readonly consumers: Set<RedisConsumer>,
   ) {}
 
-  async enqueue<T>(queue: string, data: T, opts: JobOptions = {}): Promise<string> {
+  async enqueue<Q extends NameOf<M>>(queue: Q, data: M[Q], opts: JobOptions = {}): Promise<string> {
     const q = await this.ctx.queue(queue);
     const job = await this.ctx.command(this.ctx.producer, () => q.add(queue, data, {
       attempts: normaliseAttempts(opts.attempts),
@@ -35,17 +35,17 @@ export class RedisJobQueue implements JobQueue {
     return job.id;
   }
 
-  consume<T>(queue: string, handler: JobHandler<T>, opts: ConsumerOptions): Consumer {
+  consume<Q extends NameOf<M>>(queue: Q, handler: JobHandler<M[Q]>, opts: ConsumerOptions): Consumer {
     return new RedisConsumer(
       this.ctx,
       queue,
-      (job, signal) => handler(jobView(job) as Job<T>, signal),
+      (job, signal) => handler(jobView(job) as Job<M[Q]>, signal),
       opts,
       this.consumers,
     );
   }
 
-  async counts(queue: string): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }> {
+  async counts(queue: NameOf<M>): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }> {
     const q = await this.ctx.queue(queue);
     const c = await this.ctx.command(this.ctx.producer, () => q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed'));
     return {

@@ -1,4 +1,4 @@
-import type { PubSub, Unsubscribe } from '../ports.js';
+import type { NameOf, PayloadMap, PubSub, Unsubscribe } from '../ports.js';
 import { encodeJson, safeCall } from '../shared.js';
 import type { RedisContext } from './context.js';
 
@@ -14,19 +14,19 @@ interface ChannelEntry {
  * One subscriber connection for the whole bus, whatever the number of subscriptions: a channel
  * is SUBSCRIBEd when its first handler arrives and UNSUBSCRIBEd when its last one leaves.
  */
-export class RedisPubSub implements PubSub {
+export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
   private readonly channels = new Map<string, ChannelEntry>();
 
   constructor(private readonly ctx: RedisContext) {
     ctx.subscriber.on('message', (channel: string, text: string) => this.deliver(channel, text));
   }
 
-  async publish(channel: string, message: unknown): Promise<void> {
+  async publish<C extends NameOf<M>>(channel: C, message: M[C]): Promise<void> {
     const payload = encodeJson(message, 'message');
     await this.ctx.command(this.ctx.producer, () => this.ctx.producer.publish(this.ctx.channel(channel), payload));
   }
 
-  async listeners(channels: readonly string[]): Promise<number[]> {
+  async listeners(channels: readonly NameOf<M>[]): Promise<number[]> {
     if (channels.length === 0) return [];
     const full = channels.map((c) => this.ctx.channel(c));
     // The reply alternates channel and count, in the order asked.
@@ -34,7 +34,7 @@ export class RedisPubSub implements PubSub {
     return full.map((_, i) => Number(reply[i * 2 + 1] ?? 0));
   }
 
-  async subscribe(channel: string, handler: Handler): Promise<Unsubscribe> {
+  async subscribe<C extends NameOf<M>>(channel: C, handler: (message: M[C]) => void): Promise<Unsubscribe> {
     const full = this.ctx.channel(channel);
     let entry = this.channels.get(full);
     if (!entry) {
@@ -44,8 +44,9 @@ export class RedisPubSub implements PubSub {
       entry = { handlers: new Set(), confirmed };
       this.channels.set(full, entry);
     }
-    // A Set would merge the same function subscribed twice; the wrapper keeps them apart.
-    const own: Handler = (message) => handler(message);
+    // A Set would merge the same function subscribed twice; the wrapper keeps them apart. The
+    // decoded message is what a publisher typed by the same map sent: the bus trusts it as JSON only.
+    const own: Handler = (message) => handler(message as M[C]);
     entry.handlers.add(own);
     try {
       await entry.confirmed;

@@ -14,7 +14,7 @@ export interface SecretOpener {
 
 /** The pub/sub side of runtime's `Bus`. */
 export interface InvalidationSource {
-  pubsub: { subscribe(channel: string, handler: (message: unknown) => void): Promise<() => Promise<void>> };
+  pubsub: { subscribe(channel: typeof PubSubChannels.invalidate, handler: (message: InvalidateMessage) => void): Promise<() => Promise<void>> };
 }
 
 export interface ModelProvidersDeps {
@@ -82,9 +82,8 @@ export class ModelProviders {
 
   async start(): Promise<void> {
     if (this.#unsubscribe) return;
-    this.#unsubscribe = await this.#deps.bus.pubsub.subscribe(PubSubChannels.invalidate, (msg) => {
-      const m = msg as InvalidateMessage | null;
-      if (m?.area === 'providers') this.invalidate(m.id);
+    this.#unsubscribe = await this.#deps.bus.pubsub.subscribe(PubSubChannels.invalidate, (m) => {
+      if (m.area === 'providers') this.invalidate(m.id);
     });
   }
 

@@ -3,7 +3,7 @@ import { getRuleChain, listSkills, type Db, type RuleChainRow, type SkillRow } f
 
 /** The pub/sub side of runtime's `Bus` as this needs it. */
 export interface InvalidateSource {
-  subscribe(channel: string, handler: (message: unknown) => void): Promise<() => Promise<void>>;
+  subscribe(channel: typeof PubSubChannels.invalidate, handler: (message: InvalidateMessage) => void): Promise<() => Promise<void>>;
 }
 
 export interface InvalidatedCacheOptions<T> {
@@ -82,9 +82,8 @@ export class InvalidatedCache<T> {
 
   /** Follows the `invalidate` messages of the cache's areas; resolves to the unsubscribe function. */
   async follow(pubsub: InvalidateSource): Promise<() => Promise<void>> {
-    return pubsub.subscribe(PubSubChannels.invalidate, (message) => {
-      const m = message as InvalidateMessage | null;
-      if (m && this.#opts.areas.includes(m.area)) this.invalidate(m.id);
+    return pubsub.subscribe(PubSubChannels.invalidate, (m) => {
+      if (this.#opts.areas.includes(m.area)) this.invalidate(m.id);
     });
   }
 

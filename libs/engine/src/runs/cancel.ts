@@ -4,7 +4,7 @@ import { finishRun, type Db } from '@agentry/db';
 /** What cancelling needs: the database and the pub/sub side of the bus. */
 export interface CancelRunDeps {
   db: Db;
-  pubsub: { publish(channel: string, message: unknown): Promise<void> };
+  pubsub: { publish(channel: typeof PubSubChannels.runCancel, message: RunCancelMessage): Promise<void> };
 }
 
 /**

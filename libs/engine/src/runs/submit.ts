@@ -5,7 +5,7 @@ import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonV
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
 export interface RunQueue {
-  enqueue(queue: string, data: unknown, opts?: { jobId?: string; attempts?: number; backoffMs?: number }): Promise<string>;
+  enqueue(queue: typeof QueueNames.agentRun, data: AgentRunJob, opts?: { jobId?: string; attempts?: number; backoffMs?: number }): Promise<string>;
 }
 
 export interface SubmitRunDeps {

@@ -1,9 +1,9 @@
-import { PubSubChannels } from '@agentry/contracts';
+import { PubSubChannels, type RunChannel, type RunEvent } from '@agentry/contracts';
 import { getRun, isFinalRunStatus, type Db, type RunRecord } from '@agentry/db';
 
 /** The pub/sub side of runtime's `Bus` as this needs it. */
 export interface RunEventSource {
-  subscribe(channel: string, handler: (message: unknown) => void): Promise<() => Promise<void>>;
+  subscribe(channel: RunChannel, handler: (message: RunEvent) => void): Promise<() => Promise<void>>;
 }
 
 export interface RunWatchOptions {
@@ -39,8 +39,7 @@ export async function watchRun(deps: { db: Db; pubsub: RunEventSource }, runId: 
   let signalled = false;
   let unsubscribe: () => Promise<void>;
   try {
-    unsubscribe = await deps.pubsub.subscribe(PubSubChannels.run(runId), (message) => {
-      const type = (message as { type?: unknown } | null)?.type;
+    unsubscribe = await deps.pubsub.subscribe(PubSubChannels.run(runId), ({ type }) => {
       if (type === 'done' || type === 'error') {
         signalled = true;
         wake?.();

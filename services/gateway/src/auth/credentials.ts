@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { listBindings, listChannelAccounts, listUsers, type Db, type Role } from '@agentry/db';
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { PubSubChannels } from '@agentry/contracts';
 import type { Bus } from '@agentry/bus';
 import { hashApiKey } from './passwords.js';
 
@@ -39,8 +39,7 @@ export class CredentialIndex {
 
   async start(bus: Bus, refreshMs = 30_000): Promise<void> {
     await this.reload();
-    this.#unsubscribe = await bus.pubsub.subscribe(PubSubChannels.invalidate, (msg) => {
-      const area = (msg as InvalidateMessage | null)?.area;
+    this.#unsubscribe = await bus.pubsub.subscribe(PubSubChannels.invalidate, ({ area }) => {
       if (area === 'users' || area === 'apiKeys' || area === 'channels' || area === 'config') {
         this.reload().catch((err: unknown) => this.logger.error({ err }, 'credential reload failed'));
       }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
+import { PubSubChannels } from '@agentry/contracts';
 import { ChainCache } from '@agentry/engine';
 import { getRuleChain } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
@@ -17,9 +17,8 @@ export async function chainRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     const row = await getRuleChain(deps.db.db, id);
     return row && storedChain(row);
   });
-  const unsubscribe = await deps.bus.pubsub.subscribe(PubSubChannels.invalidate, (message) => {
-    const m = message as InvalidateMessage | null;
-    if (m?.area !== 'agents') return;
+  const unsubscribe = await deps.bus.pubsub.subscribe(PubSubChannels.invalidate, (m) => {
+    if (m.area !== 'agents') return;
     if (m.id) cache.invalidate(m.id);
     else cache.clear();
   });

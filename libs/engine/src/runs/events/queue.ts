@@ -14,8 +14,7 @@ export class RunEventQueue {
   #expected = 0;
   #failed: EventGapError | null = null;
 
-  push(raw: unknown): void {
-    const event = raw as RunEvent;
+  push(event: RunEvent): void {
     if (this.#failed) return;
     // A terminal error is accepted at any seq: it ends the answer, so nothing can be corrupted,
     // and a worker that takes over a dead worker's run cannot know how far that one had got.
