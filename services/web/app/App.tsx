@@ -1,11 +1,12 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
-import { authStatus, messageOf, setToken, setUnauthorizedHandler } from './lib/api';
+import { client, messageOf, setToken, setUnauthorizedHandler } from './lib/api';
 import { Link, matchPath, navigate, useLocation } from './lib/router';
-import type { AuthStatus } from './lib/types';
+import type { AuthStatus } from '@agentry/client';
 import { AppContext, type AppState } from './context';
 import { LoginPage } from './pages/Login';
 import { ChatPage } from './pages/Chat';
-import { AgentsPage, AgentEditPage, AgentNewPage } from './pages/Agents';
+import { AgentsPage, AgentNewPage } from './pages/Agents';
+import { AgentEditPage } from './pages/AgentEdit';
 import { SkillsPage } from './pages/Skills';
 import { WorkspacePage } from './pages/Workspace';
 import { CronPage } from './pages/Cron';
@@ -66,7 +67,7 @@ export function App() {
 
   const refresh = useCallback(async () => {
     try {
-      const s = await authStatus();
+      const s = await client.auth.status();
       // A stored token the gateway no longer accepts is dropped.
       if (!s.user) setToken(null);
       setStatus(s);

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Binding, ChannelAccount, Paged, PlatformView } from '../lib/types';
+import type { AgentListItem, Binding, ChannelAccount, Page, ChannelPlatformView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
@@ -89,8 +89,8 @@ const camel = (snake: string) => snake.replace(/_([a-z0-9])/g, (_, c: string) =>
 
 export function ChannelsPage() {
   const { notify } = useApp();
-  const channels = useLoad(() => api.get<{ platforms: Record<string, PlatformView> }>('/channels'), []);
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const channels = useLoad(() => api.get<{ platforms: Record<string, ChannelPlatformView> }>('/channels'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   const [editing, setEditing] = useState<{ platform: string; account?: ChannelAccount } | null>(null);
   const [createdKey, setCreatedKey] = useState<{ account: string; key: string } | null>(null);
   const action = useAction();
@@ -333,7 +333,7 @@ function AccountForm({
   );
 }
 
-function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: Record<string, PlatformView> | undefined }) {
+function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: Record<string, ChannelPlatformView> | undefined }) {
   const { notify } = useApp();
   const loaded = useLoad(() => api.get<{ bindings: Binding[] }>('/bindings'), [platforms]);
   const [rows, setRows] = useState<Binding[] | null>(null);

@@ -1,10 +1,11 @@
 import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { api, messageOf, qs } from '../lib/api';
-import { streamChat, type AguiToolEvent } from '../lib/chat-stream';
+import type { AguiToolEvent } from '@agentry/client';
+import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
 import { applyText, applyToolResult, applyToolStart, prettyJson, turnsFromHistory, type AssistantTurn, type ToolPart, type Turn } from '../lib/turns';
-import type { AgentListItem, Paged, SessionItem, SessionMessage } from '../lib/types';
+import type { AgentListItem, Page, Session, SessionMessage } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
 import { ErrorText, Loading, fmtTime } from '../components/ui';
 import { useApp } from '../context';
@@ -19,10 +20,10 @@ function newSessionKey(): string {
 }
 
 export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined; sessionKey?: string | undefined }) {
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   // Tagged with the agent it belongs to: after a switch, the previous agent's list is not this one's.
   const sessions = useLoad(
-    async () => (agentId ? { agentId, ...(await api.get<Paged<SessionItem>>(`/sessions${qs({ agentId, size: 50 })}`)) } : undefined),
+    async () => (agentId ? { agentId, ...(await api.get<Page<Session>>(`/sessions${qs({ agentId, size: 50 })}`)) } : undefined),
     [agentId],
   );
   const sessionList = sessions.data?.agentId === agentId ? sessions.data : undefined;
@@ -121,7 +122,7 @@ function Conversation({
 }: {
   agentId: string;
   sessionKey: string;
-  session: SessionItem | undefined;
+  session: Session | undefined;
   sessionsLoaded: boolean;
   onChanged: () => void;
   onToggleSessions: () => void;

@@ -2,7 +2,7 @@ import { Fragment, useState, type FormEvent } from 'react';
 import { ApiError, api, qs } from '../lib/api';
 import { describeSchedule, SCHEDULE_PRESETS } from '../lib/cron';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, CronJob, CronRun, Paged } from '../lib/types';
+import type { AgentListItem, CronJob, CronRun, Page } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, PageHeader, SelectField, TextArea, TextField, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
@@ -17,7 +17,7 @@ const browserZone = (() => {
 export function CronPage() {
   const { notify } = useApp();
   const jobs = useLoad(() => api.get<CronJob[]>('/cron'), []);
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   const [creating, setCreating] = useState(false);
   const [history, setHistory] = useState<string | null>(null);
   const action = useAction();
@@ -132,7 +132,7 @@ export function CronPage() {
 }
 
 function RunHistory({ job }: { job: CronJob }) {
-  const runs = useLoad(() => api.get<Paged<CronRun>>(`/cron/${encodeURIComponent(job.id)}/runs${qs({ size: 20 })}`), [job.id]);
+  const runs = useLoad(() => api.get<Page<CronRun>>(`/cron/${encodeURIComponent(job.id)}/runs${qs({ size: 20 })}`), [job.id]);
   if (runs.error) return <ErrorText error={runs.error} />;
   if (!runs.data) return <Loading />;
   if (runs.data.data.length === 0) return <p className="muted">{job.name} has not fired yet.</p>;

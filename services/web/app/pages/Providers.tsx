@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { Provider, ProviderModel, ProviderTest } from '../lib/types';
+import type { Provider, ProviderModel, ProviderTest } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, PageHeader, SelectField, TextArea, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api, qs } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Paged, Skill } from '../lib/types';
+import type { AgentListItem, Page, Skill } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
 import { ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField, fmtTime, idProblem } from '../components/ui';
 import { useApp } from '../context';
@@ -14,10 +14,10 @@ const skillPath = (s: Scope, name: string) =>
 
 export function SkillsPage() {
   const { notify } = useApp();
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   const [scopeValue, setScopeValue] = useState('global');
   const scope: Scope = scopeValue === 'global' ? { kind: 'global' } : { kind: 'local', agentId: scopeValue };
-  const skills = useLoad(() => api.get<Paged<Skill>>(listPath(scope)), [scopeValue]);
+  const skills = useLoad(() => api.get<Page<Skill>>(listPath(scope)), [scopeValue]);
   const [editing, setEditing] = useState<string | 'new' | null>(null);
   const [copying, setCopying] = useState<string | null>(null);
   const [uploadResult, setUploadResult] = useState<string | null>(null);

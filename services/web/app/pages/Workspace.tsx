@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { ApiError, api, downloadFile, messageOf, qs } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { navigate } from '../lib/router';
-import type { AgentListItem, Paged, WorkspaceEntry } from '../lib/types';
+import type { AgentListItem, Page, WorkspaceEntry } from '@agentry/client';
 import { ErrorText, Loading, PageHeader, TextArea, TextField, fmtBytes, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
@@ -14,7 +14,7 @@ type Listing = { entries: WorkspaceEntry[] } | { error: string } | 'loading';
 
 /** An agent's workspace: a tree on the left, the selected file (view, edit, download) on the right. */
 export function WorkspacePage({ agentId }: { agentId?: string | undefined }) {
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   useEffect(() => {
     if (!agentId && agents.data?.data[0]) navigate(`/workspace/${encodeURIComponent(agents.data.data[0].ruleChain.id)}`, { replace: true });
   }, [agentId, agents.data]);
