@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api, qs } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Page, Skill } from '@agentry/client';
+import type { AgentListItem, Page, Skill, SkillUploadResult } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
 import { ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField, fmtTime, idProblem } from '../components/ui';
 import { useApp } from '../context';
@@ -38,44 +38,25 @@ export function SkillsPage() {
     form.append('scope', scope.kind);
     if (scope.kind === 'local') form.append('agentId', scope.agentId);
     form.append('file', file);
-    const answer = await action.run(() =>
-      api.post<{ created: string[]; updated: string[]; skipped: Array<{ entry: string; reason: string }> }>('/skills/upload', form),
-    );
+    const answer = await action.run(() => api.post<SkillUploadResult>('/skills/upload', form));
     if (answer) {
       skills.reload();
-      setUploadResult(
-        [
-          answer.created.length ? `created ${answer.created.join(', ')}` : '',
-          answer.updated.length ? `updated ${answer.updated.join(', ')}` : '',
-          answer.skipped.length ? `skipped ${answer.skipped.map((s) => `${s.entry} (${s.reason})`).join(', ')}` : '',
-        ]
-          .filter(Boolean)
-          .join('; ') || 'the archive held no skills',
-      );
+      setUploadResult(describeUpload(answer));
     }
   };
 
   return (
     <div className="page">
       <PageHeader title="Skills">
-        <label className="inline-field">
-          <span>Scope</span>
-          <select
-            value={scopeValue}
-            onChange={(e) => {
-              setScopeValue(e.target.value);
-              setEditing(null);
-              setCopying(null);
-            }}
-          >
-            <option value="global">Global (every agent)</option>
-            {agents.data?.data.map((a) => (
-              <option key={a.ruleChain.id} value={a.ruleChain.id}>
-                Agent {a.ruleChain.name || a.ruleChain.id}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ScopePicker
+          value={scopeValue}
+          agents={agents.data?.data ?? []}
+          onValue={(v) => {
+            setScopeValue(v);
+            setEditing(null);
+            setCopying(null);
+          }}
+        />
         <label className="button secondary file-button">
           Upload zip
           <input type="file" accept=".zip,application/zip" className="sr-only" onChange={(e) => void upload(e.target.files).finally(() => (e.target.value = ''))} />
@@ -105,53 +86,112 @@ export function SkillsPage() {
       ) : (
         <ul className="skill-list">
           {skills.data.data.map((s) => (
-            <li key={s.name} className="card">
-              <div className="card-header">
-                <h2>
-                  {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
-                </h2>
-                <div className="row-actions">
-                  <button type="button" className="link-button" onClick={() => setEditing(editing === s.name ? null : s.name)} aria-expanded={editing === s.name}>
-                    Edit
-                  </button>
-                  <button type="button" className="link-button" onClick={() => setCopying(copying === s.name ? null : s.name)} aria-expanded={copying === s.name}>
-                    Copy to…
-                  </button>
-                  <button type="button" className="link-button danger-text" onClick={() => void remove(s.name)}>
-                    Delete
-                  </button>
-                </div>
-              </div>
-              <p>{s.description || <span className="muted">No description.</span>}</p>
-              <p className="hint">Updated {fmtTime(s.updatedAt)}</p>
-              {copying === s.name ? (
-                <CopyForm
-                  skill={s}
-                  scope={scope}
-                  agents={agents.data?.data ?? []}
-                  onDone={(msg) => {
-                    setCopying(null);
-                    notify(msg);
-                  }}
-                />
-              ) : null}
-              {editing === s.name ? (
-                <SkillEditor
-                  scope={scope}
-                  name={s.name}
-                  onDone={() => {
-                    setEditing(null);
-                    skills.reload();
-                    notify(`Skill ${s.name} saved`);
-                  }}
-                  onCancel={() => setEditing(null)}
-                />
-              ) : null}
-            </li>
+            <SkillItem
+              key={s.name}
+              skill={s}
+              scope={scope}
+              agents={agents.data?.data ?? []}
+              editing={editing === s.name}
+              copying={copying === s.name}
+              onEdit={(open) => setEditing(open ? s.name : null)}
+              onCopy={(open) => setCopying(open ? s.name : null)}
+              onDelete={() => void remove(s.name)}
+              onSaved={() => {
+                setEditing(null);
+                skills.reload();
+                notify(`Skill ${s.name} saved`);
+              }}
+              onCopied={(msg) => {
+                setCopying(null);
+                notify(msg);
+              }}
+            />
           ))}
         </ul>
       )}
     </div>
+  );
+}
+
+function describeUpload(answer: SkillUploadResult): string {
+  return (
+    [
+      answer.created.length ? `created ${answer.created.join(', ')}` : '',
+      answer.updated.length ? `updated ${answer.updated.join(', ')}` : '',
+      answer.skipped.length ? `skipped ${answer.skipped.map((s) => `${s.entry} (${s.reason})`).join(', ')}` : '',
+    ]
+      .filter(Boolean)
+      .join('; ') || 'the archive held no skills'
+  );
+}
+
+function ScopePicker({ value, agents, onValue }: { value: string; agents: AgentListItem[]; onValue: (v: string) => void }) {
+  return (
+    <label className="inline-field">
+      <span>Scope</span>
+      <select value={value} onChange={(e) => onValue(e.target.value)}>
+        <option value="global">Global (every agent)</option>
+        {agents.map((a) => (
+          <option key={a.ruleChain.id} value={a.ruleChain.id}>
+            Agent {a.ruleChain.name || a.ruleChain.id}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** One skill: its card, and the copy form or the editor when open. */
+function SkillItem({
+  skill: s,
+  scope,
+  agents,
+  editing,
+  copying,
+  onEdit,
+  onCopy,
+  onDelete,
+  onSaved,
+  onCopied,
+}: {
+  skill: Skill;
+  scope: Scope;
+  agents: AgentListItem[];
+  editing: boolean;
+  copying: boolean;
+  onEdit: (open: boolean) => void;
+  onCopy: (open: boolean) => void;
+  onDelete: () => void;
+  onSaved: () => void;
+  onCopied: (msg: string) => void;
+}) {
+  return (
+    <li className="card">
+      <div className="card-header">
+        <h2>
+          {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
+        </h2>
+        <div className="row-actions">
+          <button type="button" className="link-button" onClick={() => onEdit(!editing)} aria-expanded={editing}>
+            Edit
+          </button>
+          <button type="button" className="link-button" onClick={() => onCopy(!copying)} aria-expanded={copying}>
+            Copy to…
+          </button>
+          <button type="button" className="link-button danger-text" onClick={onDelete}>
+            Delete
+          </button>
+        </div>
+      </div>
+      <p>{s.description || <span className="muted">No description.</span>}</p>
+      <p className="hint">Updated {fmtTime(s.updatedAt)}</p>
+      {copying ? (
+        <CopyForm skill={s} scope={scope} agents={agents} onDone={onCopied} />
+      ) : null}
+      {editing ? (
+        <SkillEditor scope={scope} name={s.name} onDone={onSaved} onCancel={() => onEdit(false)} />
+      ) : null}
+    </li>
   );
 }
 
