@@ -21,10 +21,10 @@ function textToModels(text: string): ProviderModel[] {
     }));
 }
 
-export function ProvidersPage() {
+/** The providers' overview, and what the page's buttons do to it. */
+function useProviders() {
   const { notify } = useApp();
   const overview = useLoad(() => api.get<{ default_provider: string; providers: Provider[] }>('/config/models'), []);
-  const [editing, setEditing] = useState<Provider | 'new' | null>(null);
   const [tests, setTests] = useState<Record<string, ProviderTest | 'running'>>({});
   const action = useAction();
 
@@ -50,6 +50,12 @@ export function ProvidersPage() {
       notify(`Provider ${p.id} deleted`);
     }
   };
+  return { overview, tests, action, setDefault, test, remove, notify };
+}
+
+export function ProvidersPage() {
+  const { overview, tests, action, setDefault, test, remove, notify } = useProviders();
+  const [editing, setEditing] = useState<Provider | 'new' | null>(null);
 
   const data = overview.data;
   return (

@@ -12,25 +12,9 @@ const listPath = (s: Scope) => (s.kind === 'global' ? `/skills${qs({ scope: 'glo
 const skillPath = (s: Scope, name: string) =>
   s.kind === 'global' ? `/skills/${encodeURIComponent(name)}${qs({ scope: 'global' })}` : `/agents/${encodeURIComponent(s.agentId)}/skills/${encodeURIComponent(name)}`;
 
-export function SkillsPage() {
-  const { notify } = useApp();
-  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
-  const [scopeValue, setScopeValue] = useState('global');
-  const scope: Scope = scopeValue === 'global' ? { kind: 'global' } : { kind: 'local', agentId: scopeValue };
-  const skills = useLoad(() => api.get<Page<Skill>>(listPath(scope)), [scopeValue]);
-  const [editing, setEditing] = useState<string | 'new' | null>(null);
-  const [copying, setCopying] = useState<string | null>(null);
+/** Uploads a zip of skills into the scope and sums up what the server made of it. */
+function useSkillUpload(scope: Scope, action: ReturnType<typeof useAction>, reload: () => void) {
   const [uploadResult, setUploadResult] = useState<string | null>(null);
-  const action = useAction();
-
-  const remove = async (name: string) => {
-    if (!window.confirm(`Delete skill "${name}"?`)) return;
-    if (await action.run(() => api.delete(skillPath(scope, name)))) {
-      skills.reload();
-      notify(`Skill ${name} deleted`);
-    }
-  };
-
   const upload = async (files: FileList | null) => {
     const file = files?.[0];
     if (!file) return;
@@ -40,9 +24,40 @@ export function SkillsPage() {
     form.append('file', file);
     const answer = await action.run(() => api.post<SkillUploadResult>('/skills/upload', form));
     if (answer) {
-      skills.reload();
+      reload();
       setUploadResult(describeUpload(answer));
     }
+  };
+
+  return { upload, uploadResult };
+}
+
+export function SkillsPage() {
+  const { notify } = useApp();
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const [scopeValue, setScopeValue] = useState('global');
+  const scope: Scope = scopeValue === 'global' ? { kind: 'global' } : { kind: 'local', agentId: scopeValue };
+  const skills = useLoad(() => api.get<Page<Skill>>(listPath(scope)), [scopeValue]);
+  const [editing, setEditing] = useState<string | 'new' | null>(null);
+  const [copying, setCopying] = useState<string | null>(null);
+  const action = useAction();
+  const { upload, uploadResult } = useSkillUpload(scope, action, skills.reload);
+
+  const remove = async (name: string) => {
+    if (!window.confirm(`Delete skill "${name}"?`)) return;
+    if (await action.run(() => api.delete(skillPath(scope, name)))) {
+      skills.reload();
+      notify(`Skill ${name} deleted`);
+    }
+  };
+  const saved = (name: string, verb: 'created' | 'saved') => {
+    setEditing(null);
+    skills.reload();
+    notify(`Skill ${name} ${verb}`);
+  };
+  const copied = (msg: string) => {
+    setCopying(null);
+    notify(msg);
   };
 
   return (
@@ -69,15 +84,7 @@ export function SkillsPage() {
       {uploadResult ? <Notice kind="ok">Upload: {uploadResult}.</Notice> : null}
       <ErrorText error={skills.error ?? action.error} />
       {editing === 'new' ? (
-        <SkillEditor
-          scope={scope}
-          onDone={(s) => {
-            setEditing(null);
-            skills.reload();
-            notify(`Skill ${s.name} created`);
-          }}
-          onCancel={() => setEditing(null)}
-        />
+        <SkillEditor scope={scope} onDone={(s) => saved(s.name, 'created')} onCancel={() => setEditing(null)} />
       ) : null}
       {!skills.data ? (
         <Loading />
@@ -96,15 +103,8 @@ export function SkillsPage() {
               onEdit={(open) => setEditing(open ? s.name : null)}
               onCopy={(open) => setCopying(open ? s.name : null)}
               onDelete={() => void remove(s.name)}
-              onSaved={() => {
-                setEditing(null);
-                skills.reload();
-                notify(`Skill ${s.name} saved`);
-              }}
-              onCopied={(msg) => {
-                setCopying(null);
-                notify(msg);
-              }}
+              onSaved={() => saved(s.name, 'saved')}
+              onCopied={copied}
             />
           ))}
         </ul>
