@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vite';
+import { defaultClientConditions, defineConfig } from 'vite';
 import react from '@vitejs/plugin-react';
 
 const root = path.dirname(fileURLToPath(import.meta.url));
@@ -10,6 +10,9 @@ export default defineConfig({
   root,
   base: '/',
   plugins: [react()],
+  // @agentry/client is bundled from its TypeScript sources (the workspace's `@agentry/source`
+  // export), so the UI builds without a prior tsc run and always has the client as it is now.
+  resolve: { conditions: ['@agentry/source', ...defaultClientConditions] },
   publicDir: path.join(root, 'public'),
   build: {
     outDir: path.join(root, 'build'),

@@ -1,5 +1,5 @@
 import { StreamError } from './errors.js';
-import { parseSse } from './sse.js';
+import { parseSse, type SseBody } from './sse.js';
 
 export interface ChatMessage {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
@@ -42,6 +42,8 @@ export interface AguiToolEvent {
   arguments?: string;
   /** The tool's output; on RESULT. */
   content?: string;
+  /** On RESULT, when the tool reported a failure. */
+  isError?: boolean;
   toolType: string;
 }
 
@@ -73,7 +75,7 @@ export function chunkToolEvent(chunk: ChatChunk): AguiToolEvent | undefined {
  * `{error}` event (a failure after the stream started) and for a stream that ends without
  * `data: [DONE]`.
  */
-export async function* readChatStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<ChatChunk> {
+export async function* readChatStream(body: SseBody): AsyncGenerator<ChatChunk> {
   let done = false;
   for await (const event of parseSse(body)) {
     if (event.data === '[DONE]') {

@@ -4,6 +4,7 @@ import { Http, type ClientOptions, type QueryValue } from './http.js';
 import type {
   AgentListItem,
   AgentTemplate,
+  AuthStatus,
   ChannelPlatformView,
   ChannelsView,
   ConfigView,
@@ -90,6 +91,8 @@ export class AgentryClient {
   readonly auth = {
     login: (username: string, password: string) =>
       this.http.request<LoginResult>('POST', '/auth/login', { purpose: 'public', json: { username, password } }),
+    /** Whether management needs a login, and whose the JWT sent is (public, but it reads the token). */
+    status: () => this.http.request<AuthStatus>('GET', '/auth/status', { purpose: 'account' }),
     apiKey: () => this.http.request<{ apiKey: string | null }>('GET', '/auth/api-key', { purpose: 'account' }),
     regenerateApiKey: () => this.http.request<{ apiKey: string }>('POST', '/auth/api-key', { purpose: 'account' }),
     changePassword: (oldPassword: string, newPassword: string) =>
@@ -225,7 +228,7 @@ export class AgentryClient {
         signal: opts.signal,
       });
       if (!res.body) throw new StreamError('the server answered without a body');
-      return readChatStream(res.body as unknown as AsyncIterable<Uint8Array>);
+      return readChatStream(res.body);
     },
   };
 

@@ -70,7 +70,10 @@ export class Http {
 
   constructor(private readonly opts: ClientOptions) {
     this.root = normaliseUrl(opts.url);
-    this.#fetch = opts.fetch ?? globalThis.fetch;
+    // Called through a closure: a browser's fetch refuses any receiver but the window
+    // ("Illegal invocation"), and `this.#fetch(...)` would pass this Http.
+    const fetch = opts.fetch ?? globalThis.fetch;
+    this.#fetch = (input, init) => fetch(input, init);
   }
 
   url(path: string, query?: Record<string, QueryValue>, root = false): string {

@@ -5,14 +5,40 @@ export interface SseEvent {
   id?: string;
 }
 
+/** A response body: Node's and current browsers' ReadableStream iterate; older browsers' only read. */
+export type SseBody = AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
+
+async function* chunksOf(body: SseBody): AsyncGenerator<Uint8Array> {
+  if (Symbol.asyncIterator in body) {
+    yield* body as AsyncIterable<Uint8Array>;
+    return;
+  }
+  const reader = (body as ReadableStream<Uint8Array>).getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
 /**
  * Parses a `text/event-stream` body as the HTML standard describes it: lines end with CRLF, LF
  * or CR; `:` lines are comments (heartbeats); `data` lines of one event are joined with `\n`;
  * a blank line dispatches the event. Events are yielded as soon as their blank line arrives, so
- * a consumer sees every token when the server sends it. An unterminated event at the end of the
- * body is dropped, as the standard says.
+ * a consumer sees every token when the server sends it.
+ *
+ * An unterminated event at the end of the body (no blank line after it) is dropped, as the
+ * standard says ("the incomplete event is not dispatched"). Nothing valid is lost that way: an
+ * OpenAI-compatible stream ends with `data: [DONE]` and its blank line, so a body that stops
+ * inside an event was cut off, and the chat reader must report it as incomplete (no `[DONE]`)
+ * rather than act on half an answer. The web UI once delivered such an event; this is now the
+ * one parser of the CLI and the UI alike.
  */
-export async function* parseSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
+export async function* parseSse(body: SseBody): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffer = '';
   let data: string[] = [];
@@ -50,7 +76,7 @@ export async function* parseSse(body: AsyncIterable<Uint8Array>): AsyncGenerator
     else if (field === 'id' && !value.includes('\0')) id = value;
   }
 
-  for await (const chunk of body) {
+  for await (const chunk of chunksOf(body)) {
     buffer += decoder.decode(chunk, { stream: true });
     for (const line of lines(false)) yield* take(line);
   }

@@ -245,3 +245,76 @@ export interface ToolInfo {
   parameters: unknown;
   optIn: boolean;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shapes the web UI reads that the declarations above do not name. Appended as one block (the
+// declarations above are being derived from the gateway's schemas; keep additions here).
+// ---------------------------------------------------------------------------------------------
+
+/** `GET /auth/status`: what a login screen needs before anyone logs in. */
+export interface AuthStatus {
+  requireAuth: boolean;
+  user: { username: string; role: string } | null;
+  /** Told only to the admin: the admin user still has the default password. */
+  defaultPassword?: boolean;
+}
+
+/** One node of a rule chain's DSL. */
+export type DslNode = RuleChainDsl['metadata']['nodes'][number];
+
+/** One entry of a stored assistant message's `toolCalls`. */
+export interface StoredToolCall {
+  id: string;
+  type?: string;
+  function: { name: string; arguments: string };
+}
+
+/** A tool as `GET /tools/forms` describes it for a form. */
+export interface ToolForm {
+  name: string;
+  description: string;
+  optIn: boolean;
+  parameters: unknown;
+  config: unknown;
+}
+
+/** `GET /tools/forms`: what the agent editor builds its forms from. */
+export interface ToolForms {
+  /** Each node type with the JSON schema of its `configuration`. */
+  nodes: Array<{ type: string; description: string; configuration: unknown }>;
+  tools: ToolForm[];
+  toolKinds: string[];
+  /** The JSON schema of one entry of an `ai/agent` node's `tools` (absent from older servers). */
+  toolEntry?: unknown;
+}
+
+/** Which agent answers a channel's messages (`GET /bindings`). */
+export interface Binding {
+  agentId: string;
+  match: { default?: boolean; channel?: string; accountId?: string };
+}
+
+export interface ProviderModel {
+  name: string;
+  alias?: string;
+  context_window?: number;
+}
+
+/** A model provider as read (the API key only as `hasApiKey`). */
+export interface Provider {
+  id: string;
+  name: string;
+  base_url: string;
+  model: string;
+  models: ProviderModel[];
+  hasApiKey: boolean;
+}
+
+/** `POST /config/models/providers/{id}/test`. */
+export interface ProviderTest {
+  ok: boolean;
+  latencyMs: number;
+  method: 'models' | 'chat';
+  models?: string[];
+  error?: string;
+}

@@ -178,3 +178,15 @@ describe('chat', () => {
     await expect(new AgentryClient({ url }).chat.stream({ model: 'ghost', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404 });
   });
 });
+
+describe('in a browser', () => {
+  it('calls fetch with no receiver: a browser fetch called as a method of the client throws "Illegal invocation"', async () => {
+    const receivers: unknown[] = [];
+    const fetch = function (this: unknown) {
+      receivers.push(this);
+      return Promise.resolve(new Response('OK', { status: 200, headers: { 'content-type': 'text/plain' } }));
+    } as unknown as typeof globalThis.fetch;
+    expect(await new AgentryClient({ url: 'http://ui.invalid', fetch }).health()).toBe('OK');
+    expect(receivers).toEqual([undefined]);
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSse, readChatStream, type SseEvent } from '@agentry/client';
+import { parseSse, readChatStream, type SseBody, type SseEvent } from '@agentry/client';
 
 const enc = new TextEncoder();
 
@@ -7,7 +7,7 @@ async function* chunks(...parts: string[]): AsyncGenerator<Uint8Array> {
   for (const p of parts) yield enc.encode(p);
 }
 
-async function all(body: AsyncIterable<Uint8Array>): Promise<SseEvent[]> {
+async function all(body: SseBody): Promise<SseEvent[]> {
   const out: SseEvent[] = [];
   for await (const e of parseSse(body)) out.push(e);
   return out;
@@ -31,8 +31,32 @@ describe('parseSse', () => {
     }
   });
 
-  it('drops an event that the stream ended before its blank line', async () => {
+  it('delivers a terminated last event, and drops an unterminated one (the standard: an incomplete event is not dispatched)', async () => {
+    expect(await all(chunks('data: complete\n\n', 'data: [DONE]\n\n'))).toEqual([{ data: 'complete' }, { data: '[DONE]' }]);
     expect(await all(chunks('data: complete\n\n', 'data: cut off'))).toEqual([{ data: 'complete' }]);
+    // A final line ended but no blank line after it: still incomplete.
+    expect(await all(chunks('data: complete\r\n\r\n', 'data: [DONE]\r\n'))).toEqual([{ data: 'complete' }]);
+  });
+
+  it('skips comment-only blocks (heartbeats) and comments between data lines', async () => {
+    expect(await all(chunks(': ping\n\n', ':\n\n', 'data: a\n: keep-alive\ndata: b\n\n', ': bye\n\n'))).toEqual([{ data: 'a\nb' }]);
+  });
+
+  it('keeps multi-line data and empty data lines', async () => {
+    expect(await all(chunks('data: line 1\ndata:\ndata:  indented\n\n'))).toEqual([{ data: 'line 1\n\n indented' }]);
+  });
+
+  it('reads a web ReadableStream too (a browser fetch body), split inside a line and between CR and LF', async () => {
+    const parts = ['data: {"a":', '1}\r', '\n\r\n: ping\n\ndata: x\r\n\r\ndata: [DONE]', '\n\n'];
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const p of parts) controller.enqueue(enc.encode(p));
+        controller.close();
+      },
+    });
+    // Hides the async iterator, as a browser without ReadableStream iteration has none.
+    const readerOnly = { getReader: () => stream.getReader() } as unknown as ReadableStream<Uint8Array>;
+    expect(await all(readerOnly)).toEqual([{ data: '{"a":1}' }, { data: 'x' }, { data: '[DONE]' }]);
   });
 
   it('yields each event as soon as its blank line arrives', async () => {

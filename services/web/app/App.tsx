@@ -1,11 +1,12 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
-import { authStatus, messageOf, setToken, setUnauthorizedHandler } from './lib/api';
+import { client, messageOf, setToken, setUnauthorizedHandler } from './lib/api';
 import { Link, matchPath, navigate, useLocation } from './lib/router';
-import type { AuthStatus } from './lib/types';
+import type { AuthStatus } from '@agentry/client';
 import { AppContext, type AppState } from './context';
 import { LoginPage } from './pages/Login';
 import { ChatPage } from './pages/Chat';
-import { AgentsPage, AgentEditPage, AgentNewPage } from './pages/Agents';
+import { AgentsPage, AgentNewPage } from './pages/Agents';
+import { AgentEditPage } from './pages/AgentEdit';
 import { SkillsPage } from './pages/Skills';
 import { WorkspacePage } from './pages/Workspace';
 import { CronPage } from './pages/Cron';
@@ -56,17 +57,14 @@ function route(path: string): { title: string; page: ReactNode } {
   };
 }
 
-export function App() {
-  const { path, query } = useLocation();
+/** Who is logged in (the gateway's answer), and what a 401 anywhere does: back to the login. */
+function useAuthStatus() {
   const [status, setStatus] = useState<AuthStatus | null>(null);
   const [bootError, setBootError] = useState<string | null>(null);
-  const [menuOpen, setMenuOpen] = useState(false);
-  const [toasts, setToasts] = useState<Array<{ id: number; text: string; kind: 'ok' | 'error' }>>([]);
-  const toastId = useRef(0);
 
   const refresh = useCallback(async () => {
     try {
-      const s = await authStatus();
+      const s = await client.auth.status();
       // A stored token the gateway no longer accepts is dropped.
       if (!s.user) setToken(null);
       setStatus(s);
@@ -89,17 +87,33 @@ export function App() {
     return () => setUnauthorizedHandler(null);
   }, []);
 
-  const notify = useCallback((text: string, kind: 'ok' | 'error' = 'ok') => {
-    const id = ++toastId.current;
-    setToasts((t) => [...t, { id, text, kind }]);
-    setTimeout(() => setToasts((t) => t.filter((x) => x.id !== id)), 4000);
-  }, []);
-
   const logout = useCallback(() => {
     setToken(null);
     setStatus((s) => (s ? { requireAuth: s.requireAuth, user: null } : s));
     navigate(status?.requireAuth ? '/login' : '/chat');
   }, [status?.requireAuth]);
+
+  return { status, bootError, refresh, logout };
+}
+
+type Toast = { id: number; text: string; kind: 'ok' | 'error' };
+
+function useToasts() {
+  const [toasts, setToasts] = useState<Toast[]>([]);
+  const toastId = useRef(0);
+  const notify = useCallback((text: string, kind: 'ok' | 'error' = 'ok') => {
+    const id = ++toastId.current;
+    setToasts((t) => [...t, { id, text, kind }]);
+    setTimeout(() => setToasts((t) => t.filter((x) => x.id !== id)), 4000);
+  }, []);
+  return { toasts, notify };
+}
+
+export function App() {
+  const { path, query } = useLocation();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const { status, bootError, refresh, logout } = useAuthStatus();
+  const { toasts, notify } = useToasts();
 
   const state = useMemo<AppState | null>(() => (status ? { status, refresh, logout, notify } : null), [status, refresh, logout, notify]);
 
@@ -117,22 +131,7 @@ export function App() {
     setMenuOpen(false);
   }, [current.title, path]);
 
-  if (!state) {
-    return (
-      <div className="boot">
-        {bootError ? (
-          <div className="notice notice-error" role="alert">
-            The gateway did not answer: {bootError}.{' '}
-            <button type="button" onClick={() => void refresh()}>
-              Try again
-            </button>
-          </div>
-        ) : (
-          <p role="status">Loading…</p>
-        )}
-      </div>
-    );
-  }
+  if (!state) return <BootScreen error={bootError} onRetry={() => void refresh()} />;
 
   if (path === '/login') {
     return (
@@ -150,31 +149,7 @@ export function App() {
         <a className="skip-link" href="#main">
           Skip to content
         </a>
-        <header className="topbar">
-          <button type="button" className="menu-button" aria-expanded={menuOpen} aria-controls="main-nav" onClick={() => setMenuOpen((o) => !o)}>
-            <span aria-hidden="true">☰</span>
-            <span className="sr-only">Menu</span>
-          </button>
-          <Link to="/chat" className="brand">
-            Agentry
-          </Link>
-          <div className="topbar-right">
-            {auth.user ? (
-              <>
-                <span className="user" aria-label="Signed in as">
-                  {auth.user.username}
-                </span>
-                <button type="button" className="secondary" onClick={logout}>
-                  Log out
-                </button>
-              </>
-            ) : (
-              <Link to={`/login?next=${encodeURIComponent(path)}`} className="button secondary">
-                Log in
-              </Link>
-            )}
-          </div>
-        </header>
+        <Topbar auth={auth} path={path} menuOpen={menuOpen} onMenu={() => setMenuOpen((o) => !o)} onLogout={logout} />
         {auth.defaultPassword ? (
           <div className="banner" role="alert">
             The <strong>admin</strong> user still has the default password. <Link to="/settings#account">Change it now</Link>.
@@ -205,5 +180,53 @@ export function App() {
         </div>
       </div>
     </AppContext.Provider>
+  );
+}
+
+/** Before the gateway has said who is logged in: waiting, or why it did not answer. */
+function BootScreen({ error, onRetry }: { error: string | null; onRetry: () => void }) {
+  return (
+    <div className="boot">
+      {error ? (
+        <div className="notice notice-error" role="alert">
+          The gateway did not answer: {error}.{' '}
+          <button type="button" onClick={onRetry}>
+            Try again
+          </button>
+        </div>
+      ) : (
+        <p role="status">Loading…</p>
+      )}
+    </div>
+  );
+}
+
+function Topbar({ auth, path, menuOpen, onMenu, onLogout }: { auth: AuthStatus; path: string; menuOpen: boolean; onMenu: () => void; onLogout: () => void }) {
+  return (
+    <header className="topbar">
+      <button type="button" className="menu-button" aria-expanded={menuOpen} aria-controls="main-nav" onClick={onMenu}>
+        <span aria-hidden="true">☰</span>
+        <span className="sr-only">Menu</span>
+      </button>
+      <Link to="/chat" className="brand">
+        Agentry
+      </Link>
+      <div className="topbar-right">
+        {auth.user ? (
+          <>
+            <span className="user" aria-label="Signed in as">
+              {auth.user.username}
+            </span>
+            <button type="button" className="secondary" onClick={onLogout}>
+              Log out
+            </button>
+          </>
+        ) : (
+          <Link to={`/login?next=${encodeURIComponent(path)}`} className="button secondary">
+            Log in
+          </Link>
+        )}
+      </div>
+    </header>
   );
 }

@@ -1,5 +1,5 @@
 import { createContext, useContext } from 'react';
-import type { AuthStatus } from './lib/types';
+import type { AuthStatus } from '@agentry/client';
 
 export interface AppState {
   status: AuthStatus;

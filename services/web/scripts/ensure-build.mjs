@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url';
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const buildDir = path.join(webDir, 'build');
 const lockDir = path.join(webDir, '.build-lock');
-/** Everything the bundle is made from (the lock file: a dependency changed). */
-const SOURCES = ['index.html', 'vite.config.ts', 'package.json', 'app', 'public', '../../package-lock.json'];
+/** Everything the bundle is made from (the lock file: a dependency changed; the API client is bundled in). */
+const SOURCES = ['index.html', 'vite.config.ts', 'package.json', 'app', 'public', '../../libs/client/src', '../../package-lock.json'];
 const STALE_LOCK_MS = 5 * 60_000;
 const WAIT_MS = 3 * 60_000;
 

@@ -1,27 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { describeSchedule } from '../app/lib/cron.js';
-import { sseData } from '../app/lib/sse.js';
 import { applyText, applyToolResult, applyToolStart, turnsFromHistory, type Part } from '../app/lib/turns.js';
 
-/** The UI's pure pieces: SSE framing, the turn model of the chat, and the cron describer. */
-
-function streamOf(...chunks: string[]): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  return new ReadableStream({
-    start(controller) {
-      for (const c of chunks) controller.enqueue(encoder.encode(c));
-      controller.close();
-    },
-  });
-}
-
-describe('sseData', () => {
-  it('yields each data payload, across chunk boundaries, skipping comments', async () => {
-    const out: string[] = [];
-    for await (const d of sseData(streamOf('data: {"a":', '1}\n\n: ping\n\ndata: x\r\n\r\ndata: [DONE]', '\n\n'))) out.push(d);
-    expect(out).toEqual(['{"a":1}', 'x', '[DONE]']);
-  });
-});
+/** The UI's pure pieces: the turn model of the chat and the cron describer (SSE framing is the client's, tested there). */
 
 describe('turns', () => {
   it('keeps text and tool cards in the order they happened, with result, error and duration', () => {

@@ -1,23 +1,10 @@
-import type { AuthStatus } from './types';
+import { AgentryClient, ApiError, type LoginResult } from '@agentry/client';
 
-/** The gateway's API, same origin: every request of the UI goes through here (or streamChat). */
-export const API = '/api/v1';
-
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { ApiError };
 
 const TOKEN_KEY = 'agentry.token';
 
-interface StoredToken {
-  token: string;
-  expireAt: string;
-}
+type StoredToken = Pick<LoginResult, 'token' | 'expireAt'>;
 
 /** The JWT: in memory, and in sessionStorage so that a reload of this tab keeps the login. */
 let current: StoredToken | null = readStored();
@@ -40,9 +27,9 @@ export function getToken(): string | null {
 }
 
 export function setToken(value: StoredToken | null): void {
-  current = value;
+  current = value ? { token: value.token, expireAt: value.expireAt } : null;
   try {
-    if (value) sessionStorage.setItem(TOKEN_KEY, JSON.stringify(value));
+    if (current) sessionStorage.setItem(TOKEN_KEY, JSON.stringify(current));
     else sessionStorage.removeItem(TOKEN_KEY);
   } catch {
     // storage refused (private mode): memory only
@@ -54,74 +41,45 @@ export function setUnauthorizedHandler(fn: (() => void) | null): void {
   onUnauthorized = fn;
 }
 
-export function authHeaders(): Record<string, string> {
-  const token = getToken();
-  return token ? { authorization: `Bearer ${token}` } : {};
-}
+/**
+ * Every request of the UI goes through this client: the gateway at this page's origin, the JWT
+ * of this tab's login on each request. A 401 logs out and opens the login form; a `public`
+ * request's 401 (a wrong password at login) is the form's own answer, not a reason to log out.
+ */
+export const client = new AgentryClient({
+  url: window.location.origin,
+  token: () => getToken() ?? undefined,
+  onUnauthorized: (purpose) => {
+    if (purpose !== 'public') {
+      setToken(null);
+      onUnauthorized?.();
+    }
+    return Promise.resolve(undefined);
+  },
+});
 
-/** `?a=1&b=x` from the defined values, or ''. */
+/** `?a=1&b=x` from the defined values, or '' (an empty value is left out, not sent as `a=`). */
 export function qs(params: Record<string, string | number | boolean | undefined | null>): string {
   const entries = Object.entries(params).filter((e): e is [string, string | number | boolean] => e[1] !== undefined && e[1] !== null && e[1] !== '');
   return entries.length ? `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString()}` : '';
 }
 
-export async function errorOf(res: Response): Promise<ApiError> {
-  let message = `${res.status} ${res.statusText}`;
-  try {
-    const body = (await res.json()) as { error?: unknown };
-    if (typeof body.error === 'string') message = body.error;
-  } catch {
-    // not JSON
-  }
-  return new ApiError(res.status, message);
+function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const payload = body === undefined ? {} : body instanceof FormData ? { form: body } : { json: body };
+  return client.http.request<T>(method, path, payload);
 }
 
-export interface RequestOptions {
-  signal?: AbortSignal;
-  /** A 401 is the caller's answer (the login form), not a reason to log out. */
-  noRedirect?: boolean;
-  headers?: Record<string, string>;
-}
-
-/** A raw response of the API (after the 401 check); throws ApiError on a non-2xx status. */
-export async function apiFetch(path: string, init: RequestInit & RequestOptions = {}): Promise<Response> {
-  const { noRedirect, headers, ...rest } = init;
-  const res = await fetch(`${API}${path}`, { ...rest, headers: { ...authHeaders(), ...headers } });
-  if (res.status === 401 && !noRedirect) {
-    setToken(null);
-    onUnauthorized?.();
-  }
-  if (!res.ok) throw await errorOf(res);
-  return res;
-}
-
-async function request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
-  const isForm = body instanceof FormData;
-  const res = await apiFetch(path, {
-    method,
-    ...opts,
-    headers: { accept: 'application/json', ...(body !== undefined && !isForm ? { 'content-type': 'application/json' } : {}), ...opts.headers },
-    ...(body !== undefined ? { body: isForm ? body : JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return (text ? JSON.parse(text) : undefined) as T;
-}
-
+/** Routes by path under `/api/v1` (the pages build their paths and queries with `qs`). */
 export const api = {
-  get: <T>(path: string, opts?: RequestOptions) => request<T>('GET', path, undefined, opts),
-  post: <T>(path: string, body?: unknown, opts?: RequestOptions) => request<T>('POST', path, body, opts),
-  put: <T>(path: string, body?: unknown, opts?: RequestOptions) => request<T>('PUT', path, body, opts),
-  patch: <T>(path: string, body?: unknown, opts?: RequestOptions) => request<T>('PATCH', path, body, opts),
-  delete: <T>(path: string, opts?: RequestOptions) => request<T>('DELETE', path, undefined, opts),
+  get: <T>(path: string) => request<T>('GET', path),
+  post: <T>(path: string, body?: unknown) => request<T>('POST', path, body),
+  put: <T>(path: string, body?: unknown) => request<T>('PUT', path, body),
+  patch: <T>(path: string, body?: unknown) => request<T>('PATCH', path, body),
+  delete: <T>(path: string) => request<T>('DELETE', path),
 };
 
 export async function login(username: string, password: string): Promise<void> {
-  const answer = await api.post<StoredToken>('/auth/login', { username, password }, { noRedirect: true });
-  setToken(answer);
-}
-
-export function authStatus(): Promise<AuthStatus> {
-  return api.get<AuthStatus>('/auth/status', { noRedirect: true });
+  setToken(await client.auth.login(username, password));
 }
 
 /** Text of any error, for showing inline. */
@@ -132,7 +90,7 @@ export function messageOf(err: unknown): string {
 
 /** Saves a response body as a file (downloads need the Authorization header, so no plain link). */
 export async function downloadFile(path: string, fallbackName: string): Promise<void> {
-  const res = await apiFetch(path);
+  const res = await client.http.send('GET', path);
   const disposition = res.headers.get('content-disposition') ?? '';
   const m = /filename\*=UTF-8''([^;]+)|filename="([^"]+)"/i.exec(disposition);
   const name = m ? decodeURIComponent(m[1] ?? m[2] ?? fallbackName) : fallbackName;

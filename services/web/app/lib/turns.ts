@@ -2,8 +2,9 @@
  * A conversation as the chat page shows it: user turns, and assistant turns made of text parts
  * and tool cards in the order they happened. Built from the live agui stream (`applyToolStart`,
  * `applyToolResult`, `applyText`) or from a session's stored messages (`turnsFromHistory`).
- * Self-contained (no imports): unit-tested under Node.
+ * Pure (only the client's types): unit-tested under Node.
  */
+import type { SessionMessage, StoredToolCall } from '@agentry/client';
 
 export interface TextPart {
   kind: 'text';
@@ -74,11 +75,14 @@ export function applyToolResult(
   return [...parts.slice(0, i), done, ...parts.slice(i + 1)];
 }
 
-interface StoredMessage {
-  role: string;
-  content: string;
-  toolCalls?: Array<{ id: string; function?: { name?: string; arguments?: string } }>;
-  toolCallId?: string;
+type StoredMessage = Pick<SessionMessage, 'role' | 'content' | 'toolCallId' | 'toolCalls'>;
+
+/** A stored tool call, read defensively: an older row may lack the function's fields. */
+type LooseToolCall = Pick<StoredToolCall, 'id'> & { function?: Partial<StoredToolCall['function']> };
+
+/** The client leaves `toolCalls` open (`unknown`); what an assistant message stores there. */
+function toolCallsOf(m: StoredMessage): LooseToolCall[] {
+  return Array.isArray(m.toolCalls) ? (m.toolCalls as LooseToolCall[]) : [];
 }
 
 /** Turns of a stored session: everything between two user messages is one assistant turn. */
@@ -86,9 +90,10 @@ export function turnsFromHistory(messages: StoredMessage[]): Turn[] {
   const turns: Turn[] = [];
   let assistant: AssistantTurn | null = null;
   for (const [i, m] of messages.entries()) {
+    const content = m.content ?? '';
     if (m.role === 'user') {
       assistant = null;
-      turns.push({ role: 'user', key: `h${i}`, text: m.content });
+      turns.push({ role: 'user', key: `h${i}`, text: content });
       continue;
     }
     if (m.role !== 'assistant' && m.role !== 'tool') continue;
@@ -98,12 +103,12 @@ export function turnsFromHistory(messages: StoredMessage[]): Turn[] {
     }
     if (m.role === 'assistant') {
       const last = assistant.parts[assistant.parts.length - 1];
-      assistant.parts = applyText(assistant.parts, last?.kind === 'text' && m.content ? `\n\n${m.content}` : m.content);
-      for (const call of m.toolCalls ?? []) {
+      assistant.parts = applyText(assistant.parts, last?.kind === 'text' && content ? `\n\n${content}` : content);
+      for (const call of toolCallsOf(m)) {
         assistant.parts = [...assistant.parts, { kind: 'tool', id: call.id, name: call.function?.name ?? '?', arguments: call.function?.arguments ?? '', error: false }];
       }
     } else if (m.toolCallId) {
-      assistant.parts = applyToolResult(assistant.parts, { toolCallId: m.toolCallId, toolCallName: '?', content: m.content }, 0);
+      assistant.parts = applyToolResult(assistant.parts, { toolCallId: m.toolCallId, toolCallName: '?', content }, 0);
     }
   }
   return turns;

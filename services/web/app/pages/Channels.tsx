@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Binding, ChannelAccount, Paged, PlatformView } from '../lib/types';
+import type { AgentListItem, Binding, ChannelAccount, Page, ChannelPlatformView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
@@ -89,9 +89,9 @@ const camel = (snake: string) => snake.replace(/_([a-z0-9])/g, (_, c: string) =>
 
 export function ChannelsPage() {
   const { notify } = useApp();
-  const channels = useLoad(() => api.get<{ platforms: Record<string, PlatformView> }>('/channels'), []);
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
-  const [editing, setEditing] = useState<{ platform: string; account?: ChannelAccount } | null>(null);
+  const channels = useLoad(() => api.get<{ platforms: Record<string, ChannelPlatformView> }>('/channels'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const [editing, setEditing] = useState<Editing | null>(null);
   const [createdKey, setCreatedKey] = useState<{ account: string; key: string } | null>(null);
   const action = useAction();
 
@@ -101,6 +101,12 @@ export function ChannelsPage() {
       channels.reload();
       notify(`Account ${account.id} deleted`);
     }
+  };
+  const saved = (account: ChannelAccount, apiKey?: string) => {
+    setEditing(null);
+    channels.reload();
+    if (apiKey) setCreatedKey({ account: account.id, key: apiKey });
+    notify(`Account ${account.id} saved`);
   };
 
   return (
@@ -119,84 +125,92 @@ export function ChannelsPage() {
       {!channels.data ? (
         <Loading />
       ) : (
-        PLATFORMS.map((p) => {
-          const view = channels.data!.platforms[p.id];
-          const accounts = Object.values(view?.accounts ?? {});
-          const open = editing?.platform === p.id;
-          return (
-            <section key={p.id} className="card platform" aria-labelledby={`platform-${p.id}`} data-platform={p.id}>
-              <div className="card-header">
-                <h2 id={`platform-${p.id}`}>
-                  {p.title} <code className="muted">{p.id}</code>
-                </h2>
-                {view && !view.enabled ? <span className="badge warn">disabled in the configuration file</span> : null}
-                <button type="button" className="secondary" onClick={() => setEditing(open && !editing?.account ? null : { platform: p.id })} aria-expanded={open && !editing?.account}>
-                  Add account
-                </button>
-              </div>
-              {accounts.length ? (
-                <ul className="account-list">
-                  {accounts.map((a) => (
-                    <li key={a.id} data-account={a.id}>
-                      <div>
-                        <strong>{a.name || a.id}</strong> <code>{a.id}</code> {a.enabled ? null : <span className="badge">disabled</span>}
-                        <div className="hint">
-                          private chats: {a.dmPolicy} · groups: {a.groupPolicy}
-                          {a.hasSecret ? ' · secrets set' : ' · no secrets'}
-                        </div>
-                      </div>
-                      <div className="row-actions">
-                        <button type="button" className="link-button" onClick={() => setEditing({ platform: p.id, account: a })}>
-                          Edit
-                        </button>
-                        <button type="button" className="link-button danger-text" onClick={() => void remove(p.id, a)}>
-                          Delete
-                        </button>
-                      </div>
-                    </li>
-                  ))}
-                </ul>
-              ) : (
-                <p className="muted">No accounts.</p>
-              )}
-              {open ? (
-                <AccountForm
-                  key={editing?.account?.id ?? 'new'}
-                  platform={p}
-                  account={editing?.account}
-                  agents={agents.data?.data ?? []}
-                  onDone={(saved, apiKey) => {
-                    setEditing(null);
-                    channels.reload();
-                    if (apiKey) setCreatedKey({ account: saved.id, key: apiKey });
-                    notify(`Account ${saved.id} saved`);
-                  }}
-                  onCancel={() => setEditing(null)}
-                />
-              ) : null}
-            </section>
-          );
-        })
+        PLATFORMS.map((p) => (
+          <PlatformSection
+            key={p.id}
+            platform={p}
+            view={channels.data!.platforms[p.id]}
+            editing={editing}
+            onEdit={setEditing}
+            onRemove={(a) => void remove(p.id, a)}
+            agents={agents.data?.data ?? []}
+            onSaved={saved}
+          />
+        ))
       )}
       <Bindings agents={agents.data?.data ?? []} platforms={channels.data?.platforms} />
     </div>
   );
 }
 
-function AccountForm({
-  platform,
-  account,
+type Platform = (typeof PLATFORMS)[number];
+type Editing = { platform: string; account?: ChannelAccount };
+
+/** One platform: its accounts, "Add account", and the open form. */
+function PlatformSection({
+  platform: p,
+  view,
+  editing,
+  onEdit,
+  onRemove,
   agents,
-  onDone,
-  onCancel,
+  onSaved,
 }: {
-  platform: (typeof PLATFORMS)[number];
-  account: ChannelAccount | undefined;
+  platform: Platform;
+  view: ChannelPlatformView | undefined;
+  editing: Editing | null;
+  onEdit: (e: Editing | null) => void;
+  onRemove: (account: ChannelAccount) => void;
   agents: AgentListItem[];
-  onDone: (account: ChannelAccount, apiKey?: string) => void;
-  onCancel: () => void;
+  onSaved: (account: ChannelAccount, apiKey?: string) => void;
 }) {
-  const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  const accounts = Object.values(view?.accounts ?? {});
+  const open = editing?.platform === p.id;
+  return (
+    <section className="card platform" aria-labelledby={`platform-${p.id}`} data-platform={p.id}>
+      <div className="card-header">
+        <h2 id={`platform-${p.id}`}>
+          {p.title} <code className="muted">{p.id}</code>
+        </h2>
+        {view && !view.enabled ? <span className="badge warn">disabled in the configuration file</span> : null}
+        <button type="button" className="secondary" onClick={() => onEdit(open && !editing?.account ? null : { platform: p.id })} aria-expanded={open && !editing?.account}>
+          Add account
+        </button>
+      </div>
+      {accounts.length ? (
+        <ul className="account-list">
+          {accounts.map((a) => (
+            <li key={a.id} data-account={a.id}>
+              <div>
+                <strong>{a.name || a.id}</strong> <code>{a.id}</code> {a.enabled ? null : <span className="badge">disabled</span>}
+                <div className="hint">
+                  private chats: {a.dmPolicy} · groups: {a.groupPolicy}
+                  {a.hasSecret ? ' · secrets set' : ' · no secrets'}
+                </div>
+              </div>
+              <div className="row-actions">
+                <button type="button" className="link-button" onClick={() => onEdit({ platform: p.id, account: a })}>
+                  Edit
+                </button>
+                <button type="button" className="link-button danger-text" onClick={() => onRemove(a)}>
+                  Delete
+                </button>
+              </div>
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="muted">No accounts.</p>
+      )}
+      {open ? <AccountForm key={editing?.account?.id ?? 'new'} platform={p} account={editing?.account} agents={agents} onDone={onSaved} onCancel={() => onEdit(null)} /> : null}
+    </section>
+  );
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** The account form's values, starting from the account (secrets always start empty: write-only). */
+function useAccountDraft(platform: Platform, account: ChannelAccount | undefined) {
   const [id, setId] = useState(account?.id ?? '');
   const [name, setName] = useState(account?.name ?? '');
   const [enabled, setEnabled] = useState(account?.enabled ?? true);
@@ -210,40 +224,68 @@ function AccountForm({
   );
   const [clearSecrets, setClearSecrets] = useState(false);
   const [bindTo, setBindTo] = useState('');
+  return {
+    ...{ id, name, enabled, dmPolicy, groupPolicy, allowFrom, scope, apiBase, fields, clearSecrets, bindTo },
+    ...{ setId, setName, setEnabled, setDmPolicy, setGroupPolicy, setAllowFrom, setScope, setApiBase, setFields, setClearSecrets, setBindTo },
+  };
+}
+
+type AccountDraft = ReturnType<typeof useAccountDraft>;
+
+/** The request body (snake_case, as the API takes it); an edit sends null to clear a field. */
+function accountBody(platform: Platform, d: AccountDraft, isNew: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    name: d.name || d.id,
+    enabled: d.enabled,
+    dm_policy: d.dmPolicy,
+    group_policy: d.groupPolicy,
+    session_scope: d.scope,
+  };
+  const ids = d.allowFrom
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (ids.length || !isNew) body.allow_from = ids.length ? ids : null;
+  if (d.apiBase || !isNew) body.api_base = d.apiBase || null;
+  for (const f of platform.fields) {
+    const v = d.fields[f.key] ?? '';
+    // Secrets: sent only when typed (blank keeps the stored one), or removed on request.
+    if (f.secret) {
+      if (v) body[f.key] = v;
+      else if (d.clearSecrets && !isNew && !(platform.id === 'api' && f.key === 'api_key')) body[f.key] = null;
+    } else if (v || !isNew) body[f.key] = v || null;
+  }
+  if (isNew) {
+    body.id = d.id;
+    if (d.bindTo) body.binding = { agentId: d.bindTo };
+  }
+  return body;
+}
+
+function AccountForm({
+  platform,
+  account,
+  agents,
+  onDone,
+  onCancel,
+}: {
+  platform: Platform;
+  account: ChannelAccount | undefined;
+  agents: AgentListItem[];
+  onDone: (account: ChannelAccount, apiKey?: string) => void;
+  onCancel: () => void;
+}) {
+  const d = useAccountDraft(platform, account);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const action = useAction();
   const isNew = !account;
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const idError = isNew ? idProblem(id, 'Account id') : null;
+    const idError = isNew ? idProblem(d.id, 'Account id') : null;
     setErrors(idError ? { id: idError } : {});
     if (idError) return;
-    const body: Record<string, unknown> = {
-      name: name || id,
-      enabled,
-      dm_policy: dmPolicy,
-      group_policy: groupPolicy,
-      session_scope: scope,
-    };
-    const ids = allowFrom
-      .split(/[\s,]+/)
-      .map((s) => s.trim())
-      .filter(Boolean);
-    if (ids.length || !isNew) body.allow_from = ids.length ? ids : null;
-    if (apiBase || !isNew) body.api_base = apiBase || null;
-    for (const f of platform.fields) {
-      const v = fields[f.key] ?? '';
-      // Secrets: sent only when typed (blank keeps the stored one), or removed on request.
-      if (f.secret) {
-        if (v) body[f.key] = v;
-        else if (clearSecrets && !isNew && !(platform.id === 'api' && f.key === 'api_key')) body[f.key] = null;
-      } else if (v || !isNew) body[f.key] = v || null;
-    }
-    if (isNew) {
-      body.id = id;
-      if (bindTo) body.binding = { agentId: bindTo };
-    }
+    const body = accountBody(platform, d, isNew);
     const saved = await action.run(async () => {
       try {
         return isNew
@@ -265,61 +307,7 @@ function AccountForm({
   return (
     <form className="form account-form" onSubmit={(e) => void submit(e)} aria-label={isNew ? `New ${platform.id} account` : `Edit ${platform.id} account ${account.id}`}>
       <h3>{isNew ? 'New account' : `Edit ${account.id}`}</h3>
-      <div className="grid-2">
-        {isNew ? <TextField label="Account id" value={id} onValue={setId} error={errors.id} required autoFocus hint="Letters, digits, _ and -." /> : null}
-        <TextField label="Name" value={name} onValue={setName} error={errors.name} />
-      </div>
-      <div className="grid-2">
-        {platform.fields.map((f) => (
-          <TextField
-            key={f.key}
-            label={f.label}
-            type={f.secret ? 'password' : 'text'}
-            autoComplete={f.secret ? 'new-password' : 'off'}
-            value={fields[f.key] ?? ''}
-            onValue={(v) => setFields((x) => ({ ...x, [f.key]: v }))}
-            error={errors[f.key]}
-            placeholder={f.secret && account?.hasSecret ? 'unchanged (write-only)' : ''}
-            hint={f.hint ?? (f.secret ? 'Write-only: never shown again.' : undefined)}
-          />
-        ))}
-      </div>
-      {platform.id !== 'api' && platform.id !== 'chat_a_webhook' ? (
-        <div className="grid-3">
-          <SelectField label="Private chats" value={dmPolicy} onValue={setDmPolicy} options={POLICY_OPTIONS} error={errors.dm_policy} />
-          <SelectField label="Group chats" value={groupPolicy} onValue={setGroupPolicy} options={POLICY_OPTIONS} error={errors.group_policy} />
-          <SelectField label="Session scope" value={scope} onValue={setScope} options={SCOPE_OPTIONS} error={errors.session_scope} />
-        </div>
-      ) : null}
-      {dmPolicy === 'allowlist' || groupPolicy === 'allowlist' ? (
-        <TextField label="Allowed ids" value={allowFrom} onValue={setAllowFrom} error={errors.allow_from} hint="User or chat ids, separated by commas." />
-      ) : null}
-      {platform.id !== 'api' ? (
-        <TextField
-          label="API base URL (optional)"
-          value={apiBase}
-          onValue={setApiBase}
-          error={errors.api_base}
-          hint={
-            !isNew && apiBase !== str(account?.apiBase)
-              ? 'A new address clears the stored secrets (they never go to another host): enter them again above.'
-              : 'A private deployment of the platform; empty for the public API.'
-          }
-        />
-      ) : null}
-      <CheckboxField label="Enabled" checked={enabled} onChecked={setEnabled} />
-      {!isNew && account.hasSecret && platform.id !== 'api' ? (
-        <CheckboxField label="Remove the secrets left empty above" checked={clearSecrets} onChecked={setClearSecrets} />
-      ) : null}
-      {isNew ? (
-        <SelectField
-          label="Answer with agent"
-          value={bindTo}
-          onValue={setBindTo}
-          options={[{ value: '', label: 'No binding yet' }, ...agents.map((a) => ({ value: a.ruleChain.id, label: a.ruleChain.name || a.ruleChain.id }))]}
-          hint="Creates a binding of this account to the agent."
-        />
-      ) : null}
+      <AccountFields platform={platform} account={account} d={d} errors={errors} agents={agents} />
       {!anyError ? <ErrorText error={action.error} /> : null}
       <div className="form-actions">
         <button type="submit" disabled={action.busy}>
@@ -333,7 +321,79 @@ function AccountForm({
   );
 }
 
-function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: Record<string, PlatformView> | undefined }) {
+function AccountFields({ platform, account, d, errors, agents }: { platform: Platform; account: ChannelAccount | undefined; d: AccountDraft; errors: Record<string, string>; agents: AgentListItem[] }) {
+  const isNew = !account;
+  return (
+    <>
+      <div className="grid-2">
+        {isNew ? <TextField label="Account id" value={d.id} onValue={d.setId} error={errors.id} required autoFocus hint="Letters, digits, _ and -." /> : null}
+        <TextField label="Name" value={d.name} onValue={d.setName} error={errors.name} />
+      </div>
+      <div className="grid-2">
+        {platform.fields.map((f) => (
+          <TextField
+            key={f.key}
+            label={f.label}
+            type={f.secret ? 'password' : 'text'}
+            autoComplete={f.secret ? 'new-password' : 'off'}
+            value={d.fields[f.key] ?? ''}
+            onValue={(v) => d.setFields((x) => ({ ...x, [f.key]: v }))}
+            error={errors[f.key]}
+            placeholder={f.secret && account?.hasSecret ? 'unchanged (write-only)' : ''}
+            hint={f.hint ?? (f.secret ? 'Write-only: never shown again.' : undefined)}
+          />
+        ))}
+      </div>
+      <AccountPolicyFields platform={platform} account={account} d={d} errors={errors} />
+      <CheckboxField label="Enabled" checked={d.enabled} onChecked={d.setEnabled} />
+      {!isNew && account.hasSecret && platform.id !== 'api' ? (
+        <CheckboxField label="Remove the secrets left empty above" checked={d.clearSecrets} onChecked={d.setClearSecrets} />
+      ) : null}
+      {isNew ? (
+        <SelectField
+          label="Answer with agent"
+          value={d.bindTo}
+          onValue={d.setBindTo}
+          options={[{ value: '', label: 'No binding yet' }, ...agents.map((a) => ({ value: a.ruleChain.id, label: a.ruleChain.name || a.ruleChain.id }))]}
+          hint="Creates a binding of this account to the agent."
+        />
+      ) : null}
+    </>
+  );
+}
+
+/** Who may talk to the account, the session scope, and the platform's address. */
+function AccountPolicyFields({ platform, account, d, errors }: { platform: Platform; account: ChannelAccount | undefined; d: AccountDraft; errors: Record<string, string> }) {
+  return (
+    <>
+      {platform.id !== 'api' && platform.id !== 'chat_a_webhook' ? (
+        <div className="grid-3">
+          <SelectField label="Private chats" value={d.dmPolicy} onValue={d.setDmPolicy} options={POLICY_OPTIONS} error={errors.dm_policy} />
+          <SelectField label="Group chats" value={d.groupPolicy} onValue={d.setGroupPolicy} options={POLICY_OPTIONS} error={errors.group_policy} />
+          <SelectField label="Session scope" value={d.scope} onValue={d.setScope} options={SCOPE_OPTIONS} error={errors.session_scope} />
+        </div>
+      ) : null}
+      {d.dmPolicy === 'allowlist' || d.groupPolicy === 'allowlist' ? (
+        <TextField label="Allowed ids" value={d.allowFrom} onValue={d.setAllowFrom} error={errors.allow_from} hint="User or chat ids, separated by commas." />
+      ) : null}
+      {platform.id !== 'api' ? (
+        <TextField
+          label="API base URL (optional)"
+          value={d.apiBase}
+          onValue={d.setApiBase}
+          error={errors.api_base}
+          hint={
+            account && d.apiBase !== str(account.apiBase)
+              ? 'A new address clears the stored secrets (they never go to another host): enter them again above.'
+              : 'A private deployment of the platform; empty for the public API.'
+          }
+        />
+      ) : null}
+    </>
+  );
+}
+
+function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: Record<string, ChannelPlatformView> | undefined }) {
   const { notify } = useApp();
   const loaded = useLoad(() => api.get<{ bindings: Binding[] }>('/bindings'), [platforms]);
   const [rows, setRows] = useState<Binding[] | null>(null);

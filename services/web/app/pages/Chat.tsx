@@ -1,10 +1,11 @@
-import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { useCallback, useEffect, useRef, useState, type Dispatch, type KeyboardEvent, type RefObject, type SetStateAction } from 'react';
 import { api, messageOf, qs } from '../lib/api';
-import { streamChat, type AguiToolEvent } from '../lib/chat-stream';
+import type { AguiToolEvent } from '@agentry/client';
+import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
 import { applyText, applyToolResult, applyToolStart, prettyJson, turnsFromHistory, type AssistantTurn, type ToolPart, type Turn } from '../lib/turns';
-import type { AgentListItem, Paged, SessionItem, SessionMessage } from '../lib/types';
+import type { AgentListItem, Page, Session, SessionMessage } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
 import { ErrorText, Loading, fmtTime } from '../components/ui';
 import { useApp } from '../context';
@@ -19,10 +20,10 @@ function newSessionKey(): string {
 }
 
 export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined; sessionKey?: string | undefined }) {
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   // Tagged with the agent it belongs to: after a switch, the previous agent's list is not this one's.
   const sessions = useLoad(
-    async () => (agentId ? { agentId, ...(await api.get<Paged<SessionItem>>(`/sessions${qs({ agentId, size: 50 })}`)) } : undefined),
+    async () => (agentId ? { agentId, ...(await api.get<Page<Session>>(`/sessions${qs({ agentId, size: 50 })}`)) } : undefined),
     [agentId],
   );
   const sessionList = sessions.data?.agentId === agentId ? sessions.data : undefined;
@@ -50,46 +51,19 @@ export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined
       </div>
     );
   }
-  const agentKnown = agentId && agents.data.data.some((a) => a.ruleChain.id === agentId);
   const session = sessionList?.data.find((s) => s.sessionKey === sessionKey && s.channel === 'api') ?? sessionList?.data.find((s) => s.sessionKey === sessionKey);
 
   return (
     <div className={`chat-layout${showSessions ? ' sessions-open' : ''}`}>
-      <aside className="chat-sessions" aria-label="Conversations">
-        <label className="field">
-          <span>Agent</span>
-          <select value={agentId ?? ''} onChange={(e) => navigate(`/chat/${encodeURIComponent(e.target.value)}`)}>
-            {!agentKnown ? <option value={agentId ?? ''}>{agentId ?? 'Choose an agent'}</option> : null}
-            {agents.data.data.map((a) => (
-              <option key={a.ruleChain.id} value={a.ruleChain.id}>
-                {a.ruleChain.name || a.ruleChain.id}
-              </option>
-            ))}
-          </select>
-        </label>
-        <button type="button" onClick={() => agentId && navigate(`/chat/${encodeURIComponent(agentId)}/${newSessionKey()}`)} disabled={!agentId}>
-          New conversation
-        </button>
-        <h2 className="sessions-title">Conversations</h2>
-        <ErrorText error={sessions.error} />
-        <ul className="session-list">
-          {sessionList?.data.map((s) => (
-            <li key={s.id}>
-              <Link
-                to={`/chat/${encodeURIComponent(s.agentId)}/${encodeURIComponent(s.sessionKey)}`}
-                aria-current={s.sessionKey === sessionKey && s.id === session?.id ? 'page' : undefined}
-                onClick={() => setShowSessions(false)}
-              >
-                <span className="session-name">{s.title || s.sessionKey}</span>
-                <span className="session-meta">
-                  {s.channel !== 'api' ? <span className="badge">{s.channel}</span> : null} {s.messageCount} msgs · {fmtTime(s.updatedAt)}
-                </span>
-              </Link>
-            </li>
-          ))}
-          {sessionList && sessionList.data.length === 0 ? <li className="muted">No conversations yet.</li> : null}
-        </ul>
-      </aside>
+      <SessionsAside
+        agents={agents.data.data}
+        agentId={agentId}
+        sessionKey={sessionKey}
+        sessions={sessionList?.data}
+        currentId={session?.id}
+        error={sessions.error}
+        onPicked={() => setShowSessions(false)}
+      />
       {agentId && sessionKey ? (
         <Conversation
           key={`${agentId}/${sessionKey}`}
@@ -110,37 +84,81 @@ export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined
   );
 }
 
-function Conversation({
+/** The agent select, "New conversation", and the agent's sessions. */
+function SessionsAside({
+  agents,
   agentId,
   sessionKey,
-  session,
-  sessionsLoaded,
-  onChanged,
-  onToggleSessions,
-  sessionsOpen,
+  sessions,
+  currentId,
+  error,
+  onPicked,
 }: {
+  agents: AgentListItem[];
+  agentId: string | undefined;
+  sessionKey: string | undefined;
+  sessions: Session[] | undefined;
+  currentId: string | undefined;
+  error: string | null;
+  onPicked: () => void;
+}) {
+  const agentKnown = agentId && agents.some((a) => a.ruleChain.id === agentId);
+  return (
+    <aside className="chat-sessions" aria-label="Conversations">
+      <label className="field">
+        <span>Agent</span>
+        <select value={agentId ?? ''} onChange={(e) => navigate(`/chat/${encodeURIComponent(e.target.value)}`)}>
+          {!agentKnown ? <option value={agentId ?? ''}>{agentId ?? 'Choose an agent'}</option> : null}
+          {agents.map((a) => (
+            <option key={a.ruleChain.id} value={a.ruleChain.id}>
+              {a.ruleChain.name || a.ruleChain.id}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="button" onClick={() => agentId && navigate(`/chat/${encodeURIComponent(agentId)}/${newSessionKey()}`)} disabled={!agentId}>
+        New conversation
+      </button>
+      <h2 className="sessions-title">Conversations</h2>
+      <ErrorText error={error} />
+      <ul className="session-list">
+        {sessions?.map((s) => (
+          <li key={s.id}>
+            <Link
+              to={`/chat/${encodeURIComponent(s.agentId)}/${encodeURIComponent(s.sessionKey)}`}
+              aria-current={s.sessionKey === sessionKey && s.id === currentId ? 'page' : undefined}
+              onClick={onPicked}
+            >
+              <span className="session-name">{s.title || s.sessionKey}</span>
+              <span className="session-meta">
+                {s.channel !== 'api' ? <span className="badge">{s.channel}</span> : null} {s.messageCount} msgs · {fmtTime(s.updatedAt)}
+              </span>
+            </Link>
+          </li>
+        ))}
+        {sessions && sessions.length === 0 ? <li className="muted">No conversations yet.</li> : null}
+      </ul>
+    </aside>
+  );
+}
+
+interface ConversationProps {
   agentId: string;
   sessionKey: string;
-  session: SessionItem | undefined;
+  session: Session | undefined;
   sessionsLoaded: boolean;
   onChanged: () => void;
   onToggleSessions: () => void;
   sessionsOpen: boolean;
-}) {
-  const { notify } = useApp();
-  const [turns, setTurns] = useState<Turn[]>([]);
+}
+
+type SetTurns = Dispatch<SetStateAction<Turn[]>>;
+
+/** The stored history, once the session list says whether this key exists. */
+function useSessionHistory(session: Session | undefined, sessionsLoaded: boolean, setTurns: SetTurns) {
   const [historyError, setHistoryError] = useState<string | null>(null);
   const [loadingHistory, setLoadingHistory] = useState(false);
-  const [input, setInput] = useState('');
-  const [streaming, setStreaming] = useState(false);
-  const abortRef = useRef<AbortController | null>(null);
   const loadedRef = useRef(false);
-  const listRef = useRef<HTMLDivElement>(null);
-  const stickRef = useRef(true);
-  const inputRef = useRef<HTMLTextAreaElement>(null);
-  const readOnly = session !== undefined && session.channel !== 'api';
-
-  // The stored history, once the session list says whether this key exists.
   useEffect(() => {
     if (loadedRef.current || !sessionsLoaded) return;
     loadedRef.current = true;
@@ -156,20 +174,73 @@ function Conversation({
         setLoadingHistory(false);
       },
     );
-  }, [session, sessionsLoaded]);
+  }, [session, sessionsLoaded, setTurns]);
+  return { historyError, loadingHistory };
+}
 
-  // Leaving the page stops the answer (the gateway cancels the run).
-  useEffect(() => () => abortRef.current?.abort(), []);
-
+/** Keeps the list scrolled to the newest text while the reader has not scrolled up. */
+function useStickyScroll(turns: Turn[]) {
+  const listRef = useRef<HTMLDivElement>(null);
+  const stickRef = useRef(true);
   useEffect(() => {
     const el = listRef.current;
     if (el && stickRef.current) el.scrollTop = el.scrollHeight;
   }, [turns]);
-
   const onScroll = () => {
     const el = listRef.current;
     if (el) stickRef.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
   };
+  return { listRef, stickRef, onScroll };
+}
+
+/**
+ * Streams one answer into the assistant turn `key`. Text is applied once per frame; a tool event
+ * first flushes the text before it (order kept). Ends the turn as done, stopped or error.
+ */
+async function streamInto(
+  req: { agentId: string; sessionId: string; content: string },
+  update: (fn: (a: AssistantTurn) => AssistantTurn) => void,
+  controller: AbortController,
+): Promise<void> {
+  let pending = '';
+  let frame = 0;
+  const flush = () => {
+    if (frame) cancelAnimationFrame(frame);
+    frame = 0;
+    if (!pending) return;
+    const chunk = pending;
+    pending = '';
+    update((a) => ({ ...a, parts: applyText(a.parts, chunk) }));
+  };
+  const onTool = (e: AguiToolEvent) => {
+    flush();
+    const now = performance.now();
+    update((a) => ({ ...a, parts: e.type === 'TOOL_CALL_START' ? applyToolStart(a.parts, e, now) : applyToolResult(a.parts, e, now) }));
+  };
+  const onText = (t: string) => {
+    pending += t;
+    if (!frame) frame = requestAnimationFrame(flush);
+  };
+  try {
+    await streamChat(req, { onText, onTool }, controller.signal);
+    flush();
+    update((a) => ({ ...a, status: 'done' }));
+  } catch (err) {
+    flush();
+    if (controller.signal.aborted) update((a) => ({ ...a, status: 'stopped' }));
+    else update((a) => ({ ...a, status: 'error', error: messageOf(err) }));
+  }
+}
+
+/** The composer's text, the running answer (Stop aborts it; leaving the page too), and send. */
+function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, stickRef: RefObject<boolean>, onChanged: () => void) {
+  const [input, setInput] = useState('');
+  const [streaming, setStreaming] = useState(false);
+  const abortRef = useRef<AbortController | null>(null);
+  const inputRef = useRef<HTMLTextAreaElement>(null);
+
+  // Leaving the page stops the answer (the gateway cancels the run).
+  useEffect(() => () => abortRef.current?.abort(), []);
 
   const send = useCallback(async () => {
     const text = input.trim();
@@ -182,55 +253,27 @@ function Conversation({
     const key = uid();
     setTurns((t) => [...t, { role: 'user', key: uid(), text }, { role: 'assistant', key, parts: [], status: 'streaming' }]);
     const update = (fn: (a: AssistantTurn) => AssistantTurn) => setTurns((ts) => ts.map((t) => (t.key === key && t.role === 'assistant' ? fn(t) : t)));
-
-    // Text is applied once per frame; a tool event first flushes the text before it (order kept).
-    let pending = '';
-    let frame = 0;
-    const flush = () => {
-      if (frame) cancelAnimationFrame(frame);
-      frame = 0;
-      if (!pending) return;
-      const chunk = pending;
-      pending = '';
-      update((a) => ({ ...a, parts: applyText(a.parts, chunk) }));
-    };
-    const onTool = (e: AguiToolEvent) => {
-      flush();
-      const now = performance.now();
-      update((a) => ({ ...a, parts: e.type === 'TOOL_CALL_START' ? applyToolStart(a.parts, e, now) : applyToolResult(a.parts, e, now) }));
-    };
     try {
-      await streamChat(
-        { agentId, sessionId: sessionKey, content: text },
-        {
-          onText: (t) => {
-            pending += t;
-            if (!frame) frame = requestAnimationFrame(flush);
-          },
-          onTool,
-        },
-        controller.signal,
-      );
-      flush();
-      update((a) => ({ ...a, status: 'done' }));
-    } catch (err) {
-      flush();
-      if (controller.signal.aborted) update((a) => ({ ...a, status: 'stopped' }));
-      else update((a) => ({ ...a, status: 'error', error: messageOf(err) }));
+      await streamInto({ agentId, sessionId: sessionKey, content: text }, update, controller);
     } finally {
       abortRef.current = null;
       setStreaming(false);
       onChanged();
       inputRef.current?.focus();
     }
-  }, [agentId, sessionKey, input, streaming, onChanged]);
+  }, [agentId, sessionKey, input, streaming, onChanged, setTurns, stickRef]);
 
-  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
-      e.preventDefault();
-      void send();
-    }
-  };
+  const stop = () => abortRef.current?.abort();
+  return { input, setInput, streaming, send, stop, inputRef };
+}
+
+function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged, onToggleSessions, sessionsOpen }: ConversationProps) {
+  const { notify } = useApp();
+  const [turns, setTurns] = useState<Turn[]>([]);
+  const { historyError, loadingHistory } = useSessionHistory(session, sessionsLoaded, setTurns);
+  const { listRef, stickRef, onScroll } = useStickyScroll(turns);
+  const chat = useChatSend(agentId, sessionKey, setTurns, stickRef, onChanged);
+  const readOnly = session !== undefined && session.channel !== 'api';
 
   const clear = async () => {
     if (!window.confirm('Clear this conversation? Its stored messages are deleted.')) return;
@@ -251,47 +294,59 @@ function Conversation({
           Conversations
         </button>
         <h1 className="conversation-title">{session?.title || 'New conversation'}</h1>
-        <button type="button" className="secondary" onClick={() => void clear()} disabled={streaming || (!session && turns.length === 0)}>
+        <button type="button" className="secondary" onClick={() => void clear()} disabled={chat.streaming || (!session && turns.length === 0)}>
           Clear
         </button>
       </div>
-      <div className="messages" ref={listRef} onScroll={onScroll} aria-live="polite" aria-busy={streaming}>
+      <div className="messages" ref={listRef} onScroll={onScroll} aria-live="polite" aria-busy={chat.streaming}>
         {loadingHistory ? <Loading what="Loading the conversation" /> : null}
         <ErrorText error={historyError} />
         {turns.length === 0 && !loadingHistory ? <p className="muted empty-chat">Send a message to start. Answers stream in as the agent writes them; tool calls show as cards.</p> : null}
         {turns.map((t) => (t.role === 'user' ? <UserBubble key={t.key} text={t.text} /> : <AssistantBubble key={t.key} turn={t} />))}
       </div>
-      <form
-        className="composer"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void send();
-        }}
-      >
-        <label htmlFor="chat-input" className="sr-only">
-          Message
-        </label>
-        <textarea
-          id="chat-input"
-          ref={inputRef}
-          value={input}
-          onChange={(e) => setInput(e.target.value)}
-          onKeyDown={onKeyDown}
-          placeholder={readOnly ? `This conversation came in over ${session?.channel}; it is shown read-only.` : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
-          rows={2}
-          disabled={readOnly}
-        />
-        {streaming ? (
-          <button type="button" className="danger" onClick={() => abortRef.current?.abort()}>
-            Stop
-          </button>
-        ) : (
-          <button type="submit" disabled={!input.trim() || readOnly}>
-            Send
-          </button>
-        )}
-      </form>
+      <Composer chat={chat} readOnly={readOnly} channel={session?.channel} />
     </section>
+  );
+}
+
+function Composer({ chat, readOnly, channel }: { chat: ReturnType<typeof useChatSend>; readOnly: boolean; channel: string | undefined }) {
+  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+      e.preventDefault();
+      void chat.send();
+    }
+  };
+  return (
+    <form
+      className="composer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void chat.send();
+      }}
+    >
+      <label htmlFor="chat-input" className="sr-only">
+        Message
+      </label>
+      <textarea
+        id="chat-input"
+        ref={chat.inputRef}
+        value={chat.input}
+        onChange={(e) => chat.setInput(e.target.value)}
+        onKeyDown={onKeyDown}
+        placeholder={readOnly ? `This conversation came in over ${channel}; it is shown read-only.` : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
+        rows={2}
+        disabled={readOnly}
+      />
+      {chat.streaming ? (
+        <button type="button" className="danger" onClick={chat.stop}>
+          Stop
+        </button>
+      ) : (
+        <button type="submit" disabled={!chat.input.trim() || readOnly}>
+          Send
+        </button>
+      )}
+    </form>
   );
 }
 

@@ -1,8 +1,8 @@
-import { Fragment, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { ApiError, api, qs } from '../lib/api';
 import { describeSchedule, SCHEDULE_PRESETS } from '../lib/cron';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, CronJob, CronRun, Paged } from '../lib/types';
+import type { AgentListItem, CronJob, CronRun, Page } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, PageHeader, SelectField, TextArea, TextField, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
@@ -17,7 +17,7 @@ const browserZone = (() => {
 export function CronPage() {
   const { notify } = useApp();
   const jobs = useLoad(() => api.get<CronJob[]>('/cron'), []);
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   const [creating, setCreating] = useState(false);
   const [history, setHistory] = useState<string | null>(null);
   const action = useAction();
@@ -64,75 +64,100 @@ export function CronPage() {
       ) : jobs.data.length === 0 ? (
         <p className="muted">No cron jobs yet.</p>
       ) : (
-        <div className="table-wrap">
-          <table className="cron-table">
-            <thead>
-              <tr>
-                <th scope="col">Enabled</th>
-                <th scope="col">Name</th>
-                <th scope="col">Schedule</th>
-                <th scope="col">Agent</th>
-                <th scope="col">Next run</th>
-                <th scope="col">Last run</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.data.map((job) => {
-                const d = describeSchedule(job.schedule);
-                return (
-                  <Fragment key={job.id}>
-                    <tr data-job={job.name}>
-                      <td>
-                        <label className="switch">
-                          <input type="checkbox" checked={!job.disabled} onChange={() => void toggle(job)} disabled={action.busy} />
-                          <span className="sr-only">Enable {job.name}</span>
-                        </label>
-                      </td>
-                      <td>{job.name}</td>
-                      <td>
-                        <code>{job.schedule}</code>
-                        <div className="hint">
-                          {d.ok ? d.text : ''} ({job.timezone})
-                        </div>
-                      </td>
-                      <td>{job.target}</td>
-                      <td className="next-run">{job.disabled ? 'disabled' : fmtTime(job.nextRunAt)}</td>
-                      <td>
-                        {fmtTime(job.lastRunAt)}
-                        {job.lastStatus ? <span className={`badge status-${job.lastStatus}`}>{job.lastStatus}</span> : null}
-                      </td>
-                      <td className="row-actions">
-                        <button type="button" className="link-button" aria-expanded={history === job.id} onClick={() => setHistory((h) => (h === job.id ? null : job.id))}>
-                          History
-                        </button>
-                        <button type="button" className="link-button danger-text" onClick={() => void remove(job)}>
-                          Delete
-                        </button>
-                      </td>
-                    </tr>
-                    {history === job.id ? (
-                      <tr>
-                        <td colSpan={7}>
-                          <RunHistory job={job} />
-                        </td>
-                      </tr>
-                    ) : null}
-                  </Fragment>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+        <JobsTable jobs={jobs.data} busy={action.busy} history={history} onToggle={(job) => void toggle(job)} onHistory={(id) => setHistory((h) => (h === id ? null : id))} onDelete={(job) => void remove(job)} />
       )}
     </div>
   );
 }
 
+function JobsTable({
+  jobs,
+  busy,
+  history,
+  onToggle,
+  onHistory,
+  onDelete,
+}: {
+  jobs: CronJob[];
+  busy: boolean;
+  history: string | null;
+  onToggle: (job: CronJob) => void;
+  onHistory: (id: string) => void;
+  onDelete: (job: CronJob) => void;
+}) {
+  return (
+    <div className="table-wrap">
+      <table className="cron-table">
+        <thead>
+          <tr>
+            <th scope="col">Enabled</th>
+            <th scope="col">Name</th>
+            <th scope="col">Schedule</th>
+            <th scope="col">Agent</th>
+            <th scope="col">Next run</th>
+            <th scope="col">Last run</th>
+            <th scope="col">
+              <span className="sr-only">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {jobs.map((job) => (
+            <JobRows key={job.id} job={job} busy={busy} historyOpen={history === job.id} onToggle={() => onToggle(job)} onHistory={() => onHistory(job.id)} onDelete={() => onDelete(job)} />
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** A job's row, and its run history below it when open. */
+function JobRows({ job, busy, historyOpen, onToggle, onHistory, onDelete }: { job: CronJob; busy: boolean; historyOpen: boolean; onToggle: () => void; onHistory: () => void; onDelete: () => void }) {
+  const d = describeSchedule(job.schedule);
+  return (
+    <>
+      <tr data-job={job.name}>
+        <td>
+          <label className="switch">
+            <input type="checkbox" checked={!job.disabled} onChange={onToggle} disabled={busy} />
+            <span className="sr-only">Enable {job.name}</span>
+          </label>
+        </td>
+        <td>{job.name}</td>
+        <td>
+          <code>{job.schedule}</code>
+          <div className="hint">
+            {d.ok ? d.text : ''} ({job.timezone})
+          </div>
+        </td>
+        <td>{job.target}</td>
+        <td className="next-run">{job.disabled ? 'disabled' : fmtTime(job.nextRunAt)}</td>
+        <td>
+          {fmtTime(job.lastRunAt)}
+          {job.lastStatus ? <span className={`badge status-${job.lastStatus}`}>{job.lastStatus}</span> : null}
+        </td>
+        <td className="row-actions">
+          <button type="button" className="link-button" aria-expanded={historyOpen} onClick={onHistory}>
+            History
+          </button>
+          <button type="button" className="link-button danger-text" onClick={onDelete}>
+            Delete
+          </button>
+        </td>
+      </tr>
+      {historyOpen ? (
+        <tr>
+          <td colSpan={7}>
+            <RunHistory job={job} />
+          </td>
+        </tr>
+      ) : null}
+    </>
+  );
+}
+
 function RunHistory({ job }: { job: CronJob }) {
-  const runs = useLoad(() => api.get<Paged<CronRun>>(`/cron/${encodeURIComponent(job.id)}/runs${qs({ size: 20 })}`), [job.id]);
+  const runs = useLoad(() => api.get<Page<CronRun>>(`/cron/${encodeURIComponent(job.id)}/runs${qs({ size: 20 })}`), [job.id]);
   if (runs.error) return <ErrorText error={runs.error} />;
   if (!runs.data) return <Loading />;
   if (runs.data.data.length === 0) return <p className="muted">{job.name} has not fired yet.</p>;
@@ -163,6 +188,14 @@ function RunHistory({ job }: { job: CronJob }) {
   );
 }
 
+type Deliver = { platform: string; accountId: string; chatId: string };
+
+/** The field a 400's message is about: the gateway names it ("schedule: ...", "timezone: ..."), or the words tell. */
+function fieldOfError(message: string): string {
+  const m = /^(name|schedule|timezone|target|message|deliver)\b[:.]?\s*(.*)$/i.exec(message.replace(/^body\//, ''));
+  return m?.[1]?.toLowerCase() ?? (/schedule|cron|field/i.test(message) ? 'schedule' : /time ?zone/i.test(message) ? 'timezone' : '');
+}
+
 function CronForm({ agents, onCreated, onCancel }: { agents: AgentListItem[]; onCreated: (job: CronJob) => void; onCancel: () => void }) {
   const [name, setName] = useState('');
   const [chosenTarget, setTarget] = useState('');
@@ -172,7 +205,7 @@ function CronForm({ agents, onCreated, onCancel }: { agents: AgentListItem[]; on
   const [timezone, setTimezone] = useState(browserZone);
   const [message, setMessage] = useState('');
   const [disabled, setDisabled] = useState(false);
-  const [deliver, setDeliver] = useState({ platform: '', accountId: '', chatId: '' });
+  const [deliver, setDeliver] = useState<Deliver>({ platform: '', accountId: '', chatId: '' });
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const action = useAction();
   const described = describeSchedule(schedule);
@@ -182,24 +215,12 @@ function CronForm({ agents, onCreated, onCancel }: { agents: AgentListItem[]; on
     setFieldErrors({});
     const job = await action.run(async () => {
       try {
-        return await api.post<CronJob>('/cron', {
-          name,
-          target,
-          schedule: schedule.trim(),
-          timezone,
-          message,
-          disabled,
-          ...(deliver.platform ? { deliver } : {}),
-        });
+        return await api.post<CronJob>('/cron', { name, target, schedule: schedule.trim(), timezone, message, disabled, ...(deliver.platform ? { deliver } : {}) });
       } catch (err) {
-        if (err instanceof ApiError && err.status === 400) {
-          // The gateway names the field: "schedule: ...", "timezone: ...", "target: ...".
-          const m = /^(name|schedule|timezone|target|message|deliver)\b[:.]?\s*(.*)$/i.exec(err.message.replace(/^body\//, ''));
-          const key = m?.[1]?.toLowerCase() ?? (/schedule|cron|field/i.test(err.message) ? 'schedule' : /time ?zone/i.test(err.message) ? 'timezone' : '');
-          if (key) {
-            setFieldErrors({ [key]: err.message });
-            return undefined;
-          }
+        const key = err instanceof ApiError && err.status === 400 ? fieldOfError(err.message) : '';
+        if (key && err instanceof Error) {
+          setFieldErrors({ [key]: err.message });
+          return undefined;
         }
         throw err;
       }
@@ -238,20 +259,7 @@ function CronForm({ agents, onCreated, onCancel }: { agents: AgentListItem[]; on
       </div>
       <TextField label="Time zone" value={timezone} onValue={setTimezone} error={fieldErrors.timezone} hint="Any IANA name, e.g. Europe/Berlin or UTC." />
       <TextArea label="Message" value={message} onValue={setMessage} rows={3} required error={fieldErrors.message} hint="Sent to the agent as the user turn at every fire." />
-      <details className="field">
-        <summary>Deliver the answer to a channel (optional)</summary>
-        <div className="grid-3">
-          <SelectField
-            label="Platform"
-            value={deliver.platform}
-            onValue={(v) => setDeliver((d) => ({ ...d, platform: v }))}
-            options={[{ value: '', label: 'No delivery' }, ...['chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'].map((p) => ({ value: p, label: p }))]}
-          />
-          <TextField label="Account id" value={deliver.accountId} onValue={(v) => setDeliver((d) => ({ ...d, accountId: v }))} />
-          <TextField label="Chat id" value={deliver.chatId} onValue={(v) => setDeliver((d) => ({ ...d, chatId: v }))} />
-        </div>
-        <ErrorText error={fieldErrors.deliver} />
-      </details>
+      <DeliverFields deliver={deliver} onDeliver={setDeliver} error={fieldErrors.deliver} />
       <CheckboxField label="Create it disabled" checked={disabled} onChecked={setDisabled} />
       <ErrorText error={action.error} />
       <div className="form-actions">
@@ -263,5 +271,24 @@ function CronForm({ agents, onCreated, onCancel }: { agents: AgentListItem[]; on
         </button>
       </div>
     </form>
+  );
+}
+
+function DeliverFields({ deliver, onDeliver, error }: { deliver: Deliver; onDeliver: (update: (d: Deliver) => Deliver) => void; error: string | undefined }) {
+  return (
+    <details className="field">
+      <summary>Deliver the answer to a channel (optional)</summary>
+      <div className="grid-3">
+        <SelectField
+          label="Platform"
+          value={deliver.platform}
+          onValue={(v) => onDeliver((d) => ({ ...d, platform: v }))}
+          options={[{ value: '', label: 'No delivery' }, ...['chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'].map((p) => ({ value: p, label: p }))]}
+        />
+        <TextField label="Account id" value={deliver.accountId} onValue={(v) => onDeliver((d) => ({ ...d, accountId: v }))} />
+        <TextField label="Chat id" value={deliver.chatId} onValue={(v) => onDeliver((d) => ({ ...d, chatId: v }))} />
+      </div>
+      <ErrorText error={error} />
+    </details>
   );
 }

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { Provider, ProviderModel, ProviderTest } from '../lib/types';
+import type { Provider, ProviderModel, ProviderTest } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, PageHeader, SelectField, TextArea, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
@@ -21,10 +21,10 @@ function textToModels(text: string): ProviderModel[] {
     }));
 }
 
-export function ProvidersPage() {
+/** The providers' overview, and what the page's buttons do to it. */
+function useProviders() {
   const { notify } = useApp();
   const overview = useLoad(() => api.get<{ default_provider: string; providers: Provider[] }>('/config/models'), []);
-  const [editing, setEditing] = useState<Provider | 'new' | null>(null);
   const [tests, setTests] = useState<Record<string, ProviderTest | 'running'>>({});
   const action = useAction();
 
@@ -50,6 +50,12 @@ export function ProvidersPage() {
       notify(`Provider ${p.id} deleted`);
     }
   };
+  return { overview, tests, action, setDefault, test, remove, notify };
+}
+
+export function ProvidersPage() {
+  const { overview, tests, action, setDefault, test, remove, notify } = useProviders();
+  const [editing, setEditing] = useState<Provider | 'new' | null>(null);
 
   const data = overview.data;
   return (
@@ -84,62 +90,95 @@ export function ProvidersPage() {
             />
           </div>
           {data.providers.length === 0 ? <p className="muted">No providers yet: add one so that agents can answer.</p> : null}
-          {data.providers.map((p) => {
-            const t = tests[p.id];
-            return (
-              <section key={p.id} className="card" aria-labelledby={`provider-${p.id}`} data-provider={p.id}>
-                <div className="card-header">
-                  <h2 id={`provider-${p.id}`}>
-                    {p.name} {p.name !== p.id ? <code className="muted">{p.id}</code> : null} {p.id === data.default_provider ? <span className="badge ok">default</span> : null}
-                  </h2>
-                  <div className="row-actions">
-                    <button type="button" className="secondary" onClick={() => void test(p.id)} disabled={t === 'running'}>
-                      {t === 'running' ? 'Testing…' : 'Test connection'}
-                    </button>
-                    <button type="button" className="secondary" onClick={() => setEditing(editing !== 'new' && editing?.id === p.id ? null : p)}>
-                      Edit
-                    </button>
-                    <button type="button" className="danger" onClick={() => void remove(p)}>
-                      Delete
-                    </button>
-                  </div>
-                </div>
-                <dl className="facts">
-                  <dt>Base URL</dt>
-                  <dd>
-                    <code>{p.base_url}</code>
-                  </dd>
-                  <dt>Default model</dt>
-                  <dd>{p.model || '—'}</dd>
-                  <dt>Models</dt>
-                  <dd>{p.models.length ? p.models.map((m) => (m.alias ? `${m.name} (${m.alias})` : m.name)).join(', ') : 'any'}</dd>
-                  <dt>API key</dt>
-                  <dd>{p.hasApiKey ? 'set' : 'none'}</dd>
-                </dl>
-                {t && t !== 'running' ? (
-                  <p className={t.ok ? 'test-result ok' : 'test-result error-text'} role="status">
-                    {t.ok
-                      ? `Connected in ${t.latencyMs} ms${t.models?.length ? `; models: ${t.models.slice(0, 10).join(', ')}${t.models.length > 10 ? ', …' : ''}` : ''}.`
-                      : `Failed${t.latencyMs ? ` after ${t.latencyMs} ms` : ''}: ${t.error ?? 'unknown error'}`}
-                  </p>
-                ) : null}
-                {editing !== 'new' && editing?.id === p.id ? (
-                  <ProviderForm
-                    provider={p}
-                    onDone={() => {
-                      setEditing(null);
-                      overview.reload();
-                      notify(`Provider ${p.id} saved`);
-                    }}
-                    onCancel={() => setEditing(null)}
-                  />
-                ) : null}
-              </section>
-            );
-          })}
+          {data.providers.map((p) => (
+            <ProviderCard
+              key={p.id}
+              provider={p}
+              isDefault={p.id === data.default_provider}
+              test={tests[p.id]}
+              editing={editing !== 'new' && editing?.id === p.id}
+              onTest={() => void test(p.id)}
+              onEdit={() => setEditing(editing !== 'new' && editing?.id === p.id ? null : p)}
+              onDelete={() => void remove(p)}
+              onSaved={() => {
+                setEditing(null);
+                overview.reload();
+                notify(`Provider ${p.id} saved`);
+              }}
+              onCancel={() => setEditing(null)}
+            />
+          ))}
         </>
       )}
     </div>
+  );
+}
+
+function testText(t: ProviderTest): string {
+  return t.ok
+    ? `Connected in ${t.latencyMs} ms${t.models?.length ? `; models: ${t.models.slice(0, 10).join(', ')}${t.models.length > 10 ? ', …' : ''}` : ''}.`
+    : `Failed${t.latencyMs ? ` after ${t.latencyMs} ms` : ''}: ${t.error ?? 'unknown error'}`;
+}
+
+/** One provider: what it is, its last connection test, and its form when open. */
+function ProviderCard({
+  provider: p,
+  isDefault,
+  test: t,
+  editing,
+  onTest,
+  onEdit,
+  onDelete,
+  onSaved,
+  onCancel,
+}: {
+  provider: Provider;
+  isDefault: boolean;
+  test: ProviderTest | 'running' | undefined;
+  editing: boolean;
+  onTest: () => void;
+  onEdit: () => void;
+  onDelete: () => void;
+  onSaved: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <section className="card" aria-labelledby={`provider-${p.id}`} data-provider={p.id}>
+      <div className="card-header">
+        <h2 id={`provider-${p.id}`}>
+          {p.name} {p.name !== p.id ? <code className="muted">{p.id}</code> : null} {isDefault ? <span className="badge ok">default</span> : null}
+        </h2>
+        <div className="row-actions">
+          <button type="button" className="secondary" onClick={onTest} disabled={t === 'running'}>
+            {t === 'running' ? 'Testing…' : 'Test connection'}
+          </button>
+          <button type="button" className="secondary" onClick={onEdit}>
+            Edit
+          </button>
+          <button type="button" className="danger" onClick={onDelete}>
+            Delete
+          </button>
+        </div>
+      </div>
+      <dl className="facts">
+        <dt>Base URL</dt>
+        <dd>
+          <code>{p.base_url}</code>
+        </dd>
+        <dt>Default model</dt>
+        <dd>{p.model || '—'}</dd>
+        <dt>Models</dt>
+        <dd>{p.models.length ? p.models.map((m) => (m.alias ? `${m.name} (${m.alias})` : m.name)).join(', ') : 'any'}</dd>
+        <dt>API key</dt>
+        <dd>{p.hasApiKey ? 'set' : 'none'}</dd>
+      </dl>
+      {t && t !== 'running' ? (
+        <p className={t.ok ? 'test-result ok' : 'test-result error-text'} role="status">
+          {testText(t)}
+        </p>
+      ) : null}
+      {editing ? <ProviderForm provider={p} onDone={onSaved} onCancel={onCancel} /> : null}
+    </section>
   );
 }
 

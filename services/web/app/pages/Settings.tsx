@@ -2,7 +2,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { api, setToken } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
-import type { ServerConfig } from '../lib/types';
+import type { ConfigView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField } from '../components/ui';
 import { useApp } from '../context';
 
@@ -37,7 +37,7 @@ export function SettingsPage() {
 
 function ServerSettings() {
   const { notify, refresh } = useApp();
-  const config = useLoad(() => api.get<ServerConfig>('/config'), []);
+  const config = useLoad(() => api.get<ConfigView>('/config'), []);
   const [host, setHost] = useState('');
   const [port, setPort] = useState('');
   const [defaultProvider, setDefaultProvider] = useState('');
@@ -61,7 +61,7 @@ function ServerSettings() {
     if (defaultProvider !== c.models.default_provider) patch.models = { default_provider: defaultProvider };
     if (requireAuth !== c.security.requireAuth) patch.security = { requireAuth };
     if (Object.keys(patch).length === 0) return notify('Nothing changed');
-    const saved = await action.run(() => api.put<ServerConfig>('/config', patch));
+    const saved = await action.run(() => api.put<ConfigView>('/config', patch));
     if (saved) {
       config.set(saved);
       notify('Configuration saved');

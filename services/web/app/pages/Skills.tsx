@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api, qs } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Paged, Skill } from '../lib/types';
+import type { AgentListItem, Page, Skill, SkillUploadResult } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
 import { ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField, fmtTime, idProblem } from '../components/ui';
 import { useApp } from '../context';
@@ -12,16 +12,36 @@ const listPath = (s: Scope) => (s.kind === 'global' ? `/skills${qs({ scope: 'glo
 const skillPath = (s: Scope, name: string) =>
   s.kind === 'global' ? `/skills/${encodeURIComponent(name)}${qs({ scope: 'global' })}` : `/agents/${encodeURIComponent(s.agentId)}/skills/${encodeURIComponent(name)}`;
 
+/** Uploads a zip of skills into the scope and sums up what the server made of it. */
+function useSkillUpload(scope: Scope, action: ReturnType<typeof useAction>, reload: () => void) {
+  const [uploadResult, setUploadResult] = useState<string | null>(null);
+  const upload = async (files: FileList | null) => {
+    const file = files?.[0];
+    if (!file) return;
+    const form = new FormData();
+    form.append('scope', scope.kind);
+    if (scope.kind === 'local') form.append('agentId', scope.agentId);
+    form.append('file', file);
+    const answer = await action.run(() => api.post<SkillUploadResult>('/skills/upload', form));
+    if (answer) {
+      reload();
+      setUploadResult(describeUpload(answer));
+    }
+  };
+
+  return { upload, uploadResult };
+}
+
 export function SkillsPage() {
   const { notify } = useApp();
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   const [scopeValue, setScopeValue] = useState('global');
   const scope: Scope = scopeValue === 'global' ? { kind: 'global' } : { kind: 'local', agentId: scopeValue };
-  const skills = useLoad(() => api.get<Paged<Skill>>(listPath(scope)), [scopeValue]);
+  const skills = useLoad(() => api.get<Page<Skill>>(listPath(scope)), [scopeValue]);
   const [editing, setEditing] = useState<string | 'new' | null>(null);
   const [copying, setCopying] = useState<string | null>(null);
-  const [uploadResult, setUploadResult] = useState<string | null>(null);
   const action = useAction();
+  const { upload, uploadResult } = useSkillUpload(scope, action, skills.reload);
 
   const remove = async (name: string) => {
     if (!window.confirm(`Delete skill "${name}"?`)) return;
@@ -30,52 +50,28 @@ export function SkillsPage() {
       notify(`Skill ${name} deleted`);
     }
   };
-
-  const upload = async (files: FileList | null) => {
-    const file = files?.[0];
-    if (!file) return;
-    const form = new FormData();
-    form.append('scope', scope.kind);
-    if (scope.kind === 'local') form.append('agentId', scope.agentId);
-    form.append('file', file);
-    const answer = await action.run(() =>
-      api.post<{ created: string[]; updated: string[]; skipped: Array<{ entry: string; reason: string }> }>('/skills/upload', form),
-    );
-    if (answer) {
-      skills.reload();
-      setUploadResult(
-        [
-          answer.created.length ? `created ${answer.created.join(', ')}` : '',
-          answer.updated.length ? `updated ${answer.updated.join(', ')}` : '',
-          answer.skipped.length ? `skipped ${answer.skipped.map((s) => `${s.entry} (${s.reason})`).join(', ')}` : '',
-        ]
-          .filter(Boolean)
-          .join('; ') || 'the archive held no skills',
-      );
-    }
+  const saved = (name: string, verb: 'created' | 'saved') => {
+    setEditing(null);
+    skills.reload();
+    notify(`Skill ${name} ${verb}`);
+  };
+  const copied = (msg: string) => {
+    setCopying(null);
+    notify(msg);
   };
 
   return (
     <div className="page">
       <PageHeader title="Skills">
-        <label className="inline-field">
-          <span>Scope</span>
-          <select
-            value={scopeValue}
-            onChange={(e) => {
-              setScopeValue(e.target.value);
-              setEditing(null);
-              setCopying(null);
-            }}
-          >
-            <option value="global">Global (every agent)</option>
-            {agents.data?.data.map((a) => (
-              <option key={a.ruleChain.id} value={a.ruleChain.id}>
-                Agent {a.ruleChain.name || a.ruleChain.id}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ScopePicker
+          value={scopeValue}
+          agents={agents.data?.data ?? []}
+          onValue={(v) => {
+            setScopeValue(v);
+            setEditing(null);
+            setCopying(null);
+          }}
+        />
         <label className="button secondary file-button">
           Upload zip
           <input type="file" accept=".zip,application/zip" className="sr-only" onChange={(e) => void upload(e.target.files).finally(() => (e.target.value = ''))} />
@@ -88,15 +84,7 @@ export function SkillsPage() {
       {uploadResult ? <Notice kind="ok">Upload: {uploadResult}.</Notice> : null}
       <ErrorText error={skills.error ?? action.error} />
       {editing === 'new' ? (
-        <SkillEditor
-          scope={scope}
-          onDone={(s) => {
-            setEditing(null);
-            skills.reload();
-            notify(`Skill ${s.name} created`);
-          }}
-          onCancel={() => setEditing(null)}
-        />
+        <SkillEditor scope={scope} onDone={(s) => saved(s.name, 'created')} onCancel={() => setEditing(null)} />
       ) : null}
       {!skills.data ? (
         <Loading />
@@ -105,53 +93,105 @@ export function SkillsPage() {
       ) : (
         <ul className="skill-list">
           {skills.data.data.map((s) => (
-            <li key={s.name} className="card">
-              <div className="card-header">
-                <h2>
-                  {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
-                </h2>
-                <div className="row-actions">
-                  <button type="button" className="link-button" onClick={() => setEditing(editing === s.name ? null : s.name)} aria-expanded={editing === s.name}>
-                    Edit
-                  </button>
-                  <button type="button" className="link-button" onClick={() => setCopying(copying === s.name ? null : s.name)} aria-expanded={copying === s.name}>
-                    Copy to…
-                  </button>
-                  <button type="button" className="link-button danger-text" onClick={() => void remove(s.name)}>
-                    Delete
-                  </button>
-                </div>
-              </div>
-              <p>{s.description || <span className="muted">No description.</span>}</p>
-              <p className="hint">Updated {fmtTime(s.updatedAt)}</p>
-              {copying === s.name ? (
-                <CopyForm
-                  skill={s}
-                  scope={scope}
-                  agents={agents.data?.data ?? []}
-                  onDone={(msg) => {
-                    setCopying(null);
-                    notify(msg);
-                  }}
-                />
-              ) : null}
-              {editing === s.name ? (
-                <SkillEditor
-                  scope={scope}
-                  name={s.name}
-                  onDone={() => {
-                    setEditing(null);
-                    skills.reload();
-                    notify(`Skill ${s.name} saved`);
-                  }}
-                  onCancel={() => setEditing(null)}
-                />
-              ) : null}
-            </li>
+            <SkillItem
+              key={s.name}
+              skill={s}
+              scope={scope}
+              agents={agents.data?.data ?? []}
+              editing={editing === s.name}
+              copying={copying === s.name}
+              onEdit={(open) => setEditing(open ? s.name : null)}
+              onCopy={(open) => setCopying(open ? s.name : null)}
+              onDelete={() => void remove(s.name)}
+              onSaved={() => saved(s.name, 'saved')}
+              onCopied={copied}
+            />
           ))}
         </ul>
       )}
     </div>
+  );
+}
+
+function describeUpload(answer: SkillUploadResult): string {
+  return (
+    [
+      answer.created.length ? `created ${answer.created.join(', ')}` : '',
+      answer.updated.length ? `updated ${answer.updated.join(', ')}` : '',
+      answer.skipped.length ? `skipped ${answer.skipped.map((s) => `${s.entry} (${s.reason})`).join(', ')}` : '',
+    ]
+      .filter(Boolean)
+      .join('; ') || 'the archive held no skills'
+  );
+}
+
+function ScopePicker({ value, agents, onValue }: { value: string; agents: AgentListItem[]; onValue: (v: string) => void }) {
+  return (
+    <label className="inline-field">
+      <span>Scope</span>
+      <select value={value} onChange={(e) => onValue(e.target.value)}>
+        <option value="global">Global (every agent)</option>
+        {agents.map((a) => (
+          <option key={a.ruleChain.id} value={a.ruleChain.id}>
+            Agent {a.ruleChain.name || a.ruleChain.id}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** One skill: its card, and the copy form or the editor when open. */
+function SkillItem({
+  skill: s,
+  scope,
+  agents,
+  editing,
+  copying,
+  onEdit,
+  onCopy,
+  onDelete,
+  onSaved,
+  onCopied,
+}: {
+  skill: Skill;
+  scope: Scope;
+  agents: AgentListItem[];
+  editing: boolean;
+  copying: boolean;
+  onEdit: (open: boolean) => void;
+  onCopy: (open: boolean) => void;
+  onDelete: () => void;
+  onSaved: () => void;
+  onCopied: (msg: string) => void;
+}) {
+  return (
+    <li className="card">
+      <div className="card-header">
+        <h2>
+          {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
+        </h2>
+        <div className="row-actions">
+          <button type="button" className="link-button" onClick={() => onEdit(!editing)} aria-expanded={editing}>
+            Edit
+          </button>
+          <button type="button" className="link-button" onClick={() => onCopy(!copying)} aria-expanded={copying}>
+            Copy to…
+          </button>
+          <button type="button" className="link-button danger-text" onClick={onDelete}>
+            Delete
+          </button>
+        </div>
+      </div>
+      <p>{s.description || <span className="muted">No description.</span>}</p>
+      <p className="hint">Updated {fmtTime(s.updatedAt)}</p>
+      {copying ? (
+        <CopyForm skill={s} scope={scope} agents={agents} onDone={onCopied} />
+      ) : null}
+      {editing ? (
+        <SkillEditor scope={scope} name={s.name} onDone={onSaved} onCancel={() => onEdit(false)} />
+      ) : null}
+    </li>
   );
 }
 

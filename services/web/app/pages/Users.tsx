@@ -1,7 +1,7 @@
 import { Fragment, useState, type FormEvent } from 'react';
 import { api } from '../lib/api';
 import { useAction, useLoad, type Loaded } from '../lib/hooks';
-import type { User } from '../lib/types';
+import type { User } from '@agentry/client';
 import { ErrorText, Loading, Notice, PageHeader, SelectField, TextField, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 

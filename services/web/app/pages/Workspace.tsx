@@ -1,8 +1,8 @@
-import { useCallback, useEffect, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { ApiError, api, downloadFile, messageOf, qs } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { navigate } from '../lib/router';
-import type { AgentListItem, Paged, WorkspaceEntry } from '../lib/types';
+import type { AgentListItem, Page, WorkspaceEntry } from '@agentry/client';
 import { ErrorText, Loading, PageHeader, TextArea, TextField, fmtBytes, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
@@ -14,7 +14,7 @@ type Listing = { entries: WorkspaceEntry[] } | { error: string } | 'loading';
 
 /** An agent's workspace: a tree on the left, the selected file (view, edit, download) on the right. */
 export function WorkspacePage({ agentId }: { agentId?: string | undefined }) {
-  const agents = useLoad(() => api.get<Paged<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
   useEffect(() => {
     if (!agentId && agents.data?.data[0]) navigate(`/workspace/${encodeURIComponent(agents.data.data[0].ruleChain.id)}`, { replace: true });
   }, [agentId, agents.data]);
@@ -41,12 +41,12 @@ export function WorkspacePage({ agentId }: { agentId?: string | undefined }) {
   );
 }
 
-function Browser({ agentId }: { agentId: string }) {
-  const { notify } = useApp();
-  const base = `/agents/${encodeURIComponent(agentId)}/workspace`;
+type Selection = { path: string; isDir: boolean };
+
+/** The tree's listings by directory and which directories are open; `refresh` lists changed ones again. */
+function useTree(base: string) {
   const [listings, setListings] = useState<Record<string, Listing>>({});
   const [open, setOpen] = useState<Set<string>>(new Set(['']));
-  const [selected, setSelected] = useState<{ path: string; isDir: boolean }>({ path: '', isDir: true });
 
   const loadDir = useCallback(
     async (dir: string) => {
@@ -82,39 +82,51 @@ function Browser({ agentId }: { agentId: string }) {
   const refresh = (...dirs: string[]) => {
     for (const d of new Set(dirs)) if (d === '' || open.has(d)) void loadDir(d);
   };
+  const expand = (dir: string) => setOpen((o) => new Set(o).add(dir));
 
+  return { listings, open, toggle, refresh, expand };
+}
+
+type Tree = ReturnType<typeof useTree>;
+
+/** The entries of `dir` as tree items, open directories with their own entries below. */
+function renderDir(tree: Tree, selected: Selection, onSelect: (s: Selection) => void, dir: string, depth: number): ReactNode {
+  const listing = tree.listings[dir];
+  if (listing === undefined || listing === 'loading') return <li className="muted tree-note">Loading…</li>;
+  if ('error' in listing) return <li className="error-text tree-note">{listing.error}</li>;
+  if (listing.entries.length === 0) return <li className="muted tree-note">(empty)</li>;
+  return listing.entries.map((e) => {
+    const path = join(dir, e.name);
+    const isOpen = tree.open.has(path);
+    return (
+      <li key={path}>
+        <button
+          type="button"
+          aria-expanded={e.isDir ? isOpen : undefined}
+          aria-current={selected.path === path ? 'true' : undefined}
+          className={`tree-item${selected.path === path ? ' selected' : ''}`}
+          style={{ paddingLeft: `${0.5 + depth * 1}rem` }}
+          onClick={() => {
+            onSelect({ path, isDir: e.isDir });
+            if (e.isDir) tree.toggle(path);
+          }}
+        >
+          <span aria-hidden="true">{e.isDir ? (isOpen ? '▾ ' : '▸ ') : '· '}</span>
+          {e.name}
+          {e.isDir ? '/' : ''}
+        </button>
+        {e.isDir && isOpen ? <ul>{renderDir(tree, selected, onSelect, path, depth + 1)}</ul> : null}
+      </li>
+    );
+  });
+}
+
+function Browser({ agentId }: { agentId: string }) {
+  const { notify } = useApp();
+  const base = `/agents/${encodeURIComponent(agentId)}/workspace`;
+  const tree = useTree(base);
+  const [selected, setSelected] = useState<Selection>({ path: '', isDir: true });
   const currentDir = selected.isDir ? selected.path : parentOf(selected.path);
-
-  const renderDir = (dir: string, depth: number) => {
-    const listing = listings[dir];
-    if (listing === undefined || listing === 'loading') return <li className="muted tree-note">Loading…</li>;
-    if ('error' in listing) return <li className="error-text tree-note">{listing.error}</li>;
-    if (listing.entries.length === 0) return <li className="muted tree-note">(empty)</li>;
-    return listing.entries.map((e) => {
-      const path = join(dir, e.name);
-      const isOpen = open.has(path);
-      return (
-        <li key={path}>
-          <button
-            type="button"
-            aria-expanded={e.isDir ? isOpen : undefined}
-            aria-current={selected.path === path ? 'true' : undefined}
-            className={`tree-item${selected.path === path ? ' selected' : ''}`}
-            style={{ paddingLeft: `${0.5 + depth * 1}rem` }}
-            onClick={() => {
-              setSelected({ path, isDir: e.isDir });
-              if (e.isDir) toggle(path);
-            }}
-          >
-            <span aria-hidden="true">{e.isDir ? (isOpen ? '▾ ' : '▸ ') : '· '}</span>
-            {e.name}
-            {e.isDir ? '/' : ''}
-          </button>
-          {e.isDir && isOpen ? <ul>{renderDir(path, depth + 1)}</ul> : null}
-        </li>
-      );
-    });
-  };
 
   return (
     <div className="workspace">
@@ -127,9 +139,7 @@ function Browser({ agentId }: { agentId: string }) {
         >
           / (root)
         </button>
-        <ul aria-label={`Workspace of ${agentId}`}>
-          {renderDir('', 0)}
-        </ul>
+        <ul aria-label={`Workspace of ${agentId}`}>{renderDir(tree, selected, setSelected, '', 0)}</ul>
       </nav>
       <section className="workspace-pane" aria-label="Selected entry">
         {selected.isDir ? (
@@ -137,13 +147,13 @@ function Browser({ agentId }: { agentId: string }) {
             base={base}
             dir={currentDir}
             onCreated={(path, isDir) => {
-              refresh(currentDir);
-              setOpen((o) => new Set(o).add(currentDir));
+              tree.refresh(currentDir);
+              tree.expand(currentDir);
               setSelected({ path, isDir });
               notify(`${isDir ? 'Folder' : 'File'} ${path} created`);
             }}
             onChanged={(newPath) => {
-              refresh(parentOf(currentDir), parentOf(newPath ?? currentDir));
+              tree.refresh(parentOf(currentDir), parentOf(newPath ?? currentDir));
               setSelected({ path: newPath ?? parentOf(currentDir), isDir: true });
             }}
           />
@@ -153,7 +163,7 @@ function Browser({ agentId }: { agentId: string }) {
             base={base}
             path={selected.path}
             onChanged={(newPath) => {
-              refresh(parentOf(selected.path), newPath ? parentOf(newPath) : parentOf(selected.path));
+              tree.refresh(parentOf(selected.path), newPath ? parentOf(newPath) : parentOf(selected.path));
               setSelected(newPath ? { path: newPath, isDir: false } : { path: parentOf(selected.path), isDir: true });
             }}
           />
@@ -172,9 +182,13 @@ function readBase64(file: File): Promise<string> {
   });
 }
 
-function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: string; onCreated: (path: string, isDir: boolean) => void; onChanged: (newPath?: string) => void }) {
+type DirMode = 'none' | 'file' | 'dir' | 'rename';
+type DirEvents = { onCreated: (path: string, isDir: boolean) => void; onChanged: (newPath?: string) => void };
+
+/** What the folder's buttons do: create, rename, upload (replacing after a confirm), delete. */
+function useDirActions(base: string, dir: string, { onCreated, onChanged }: DirEvents) {
   const { notify } = useApp();
-  const [mode, setMode] = useState<'none' | 'file' | 'dir' | 'rename'>('none');
+  const [mode, setMode] = useState<DirMode>('none');
   const [name, setName] = useState('');
   const action = useAction();
 
@@ -188,7 +202,6 @@ function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: stri
       onCreated(path, mode === 'dir');
     }
   };
-
   const rename = async (e: FormEvent) => {
     e.preventDefault();
     const done = await action.run(() => api.patch<{ path: string }>(`${base}/rename${qs({ path: dir })}`, { newName: name.trim() }));
@@ -198,7 +211,6 @@ function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: stri
       onChanged(done.path);
     }
   };
-
   const upload = async (files: FileList | null) => {
     const file = files?.[0];
     if (!file) return;
@@ -216,7 +228,6 @@ function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: stri
     });
     if (ok) onCreated(path, false);
   };
-
   const remove = async () => {
     if (!window.confirm(`Delete the folder ${dir} and everything in it?`)) return;
     if (await action.run(() => api.delete(`${base}/entry${qs({ path: dir })}`))) {
@@ -224,57 +235,55 @@ function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: stri
       onChanged();
     }
   };
+  const start = (next: DirMode, initial = '') => {
+    setMode(next);
+    setName(initial);
+  };
+  return { mode, setMode, name, setName, action, create, rename, upload, remove, start };
+}
 
+function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: string } & DirEvents) {
+  const d = useDirActions(base, dir, { onCreated, onChanged });
+  const { mode, action } = d;
   return (
     <div>
       <h2 className="pane-title">{dir ? `${dir}/` : 'Workspace root'}</h2>
       <div className="toolbar">
-        <button type="button" className="secondary" onClick={() => (setMode('file'), setName(''))}>
+        <button type="button" className="secondary" onClick={() => d.start('file')}>
           New file
         </button>
-        <button type="button" className="secondary" onClick={() => (setMode('dir'), setName(''))}>
+        <button type="button" className="secondary" onClick={() => d.start('dir')}>
           New folder
         </button>
         <label className="button secondary file-button">
           Upload file
-          <input type="file" className="sr-only" onChange={(e) => void upload(e.target.files).finally(() => (e.target.value = ''))} />
+          <input type="file" className="sr-only" onChange={(e) => void d.upload(e.target.files).finally(() => (e.target.value = ''))} />
         </label>
         {dir ? (
           <>
-            <button type="button" className="secondary" onClick={() => (setMode('rename'), setName(baseName(dir)))}>
+            <button type="button" className="secondary" onClick={() => d.start('rename', baseName(dir))}>
               Rename
             </button>
-            <button type="button" className="danger" onClick={() => void remove()}>
+            <button type="button" className="danger" onClick={() => void d.remove()}>
               Delete
             </button>
           </>
         ) : null}
       </div>
       {mode === 'file' || mode === 'dir' ? (
-        <form className="form inline-form" onSubmit={(e) => void create(e)}>
-          <TextField label={mode === 'file' ? 'New file name' : 'New folder name'} value={name} onValue={setName} required autoFocus hint={`In ${dir || 'the root'}; a name with / creates folders on the way.`} />
-          <div className="form-actions">
-            <button type="submit" disabled={action.busy || !name.trim()}>
-              Create
-            </button>
-            <button type="button" className="secondary" onClick={() => setMode('none')}>
-              Cancel
-            </button>
-          </div>
-        </form>
+        <NameForm
+          label={mode === 'file' ? 'New file name' : 'New folder name'}
+          hint={`In ${dir || 'the root'}; a name with / creates folders on the way.`}
+          submit="Create"
+          name={d.name}
+          onName={d.setName}
+          busy={action.busy}
+          onSubmit={(e) => void d.create(e)}
+          onCancel={() => d.setMode('none')}
+        />
       ) : null}
       {mode === 'rename' ? (
-        <form className="form inline-form" onSubmit={(e) => void rename(e)}>
-          <TextField label="New name" value={name} onValue={setName} required autoFocus />
-          <div className="form-actions">
-            <button type="submit" disabled={action.busy || !name.trim()}>
-              Rename
-            </button>
-            <button type="button" className="secondary" onClick={() => setMode('none')}>
-              Cancel
-            </button>
-          </div>
-        </form>
+        <NameForm label="New name" submit="Rename" name={d.name} onName={d.setName} busy={action.busy} onSubmit={(e) => void d.rename(e)} onCancel={() => d.setMode('none')} />
       ) : null}
       <ErrorText error={action.error} />
       <p className="muted">Choose a file in the tree to view or edit it.</p>
@@ -282,11 +291,28 @@ function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: stri
   );
 }
 
-function FilePanel({ base, path, onChanged }: { base: string; path: string; onChanged: (newPath?: string) => void }) {
+/** The folder's inline form for a name: a new file's or folder's, or the folder's new name. */
+function NameForm(props: { label: string; hint?: string; submit: string; name: string; onName: (v: string) => void; busy: boolean; onSubmit: (e: FormEvent) => void; onCancel: () => void }) {
+  return (
+    <form className="form inline-form" onSubmit={props.onSubmit}>
+      <TextField label={props.label} value={props.name} onValue={props.onName} required autoFocus {...(props.hint !== undefined ? { hint: props.hint } : {})} />
+      <div className="form-actions">
+        <button type="submit" disabled={props.busy || !props.name.trim()}>
+          {props.submit}
+        </button>
+        <button type="button" className="secondary" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The file's text as edited, and what its buttons do: save, rename (or move), delete. */
+function useFileEditor(base: string, path: string, onChanged: (newPath?: string) => void) {
   const { notify } = useApp();
   const file = useLoad(() => api.get<{ content: string; encoding?: 'base64' }>(`${base}/file${qs({ path })}`), [base, path]);
   const [text, setText] = useState<string | null>(null);
-  const [renaming, setRenaming] = useState(false);
   const [newName, setNewName] = useState(baseName(path));
   const action = useAction();
   const binary = file.data?.encoding === 'base64';
@@ -301,7 +327,6 @@ function FilePanel({ base, path, onChanged }: { base: string; path: string; onCh
       notify(`Saved ${path}`);
     }
   };
-
   const rename = async (e: FormEvent) => {
     e.preventDefault();
     const done = await action.run(() => api.patch<{ path: string }>(`${base}/rename${qs({ path })}`, { newName: newName.trim() }));
@@ -310,7 +335,6 @@ function FilePanel({ base, path, onChanged }: { base: string; path: string; onCh
       onChanged(done.path);
     }
   };
-
   const remove = async () => {
     if (!window.confirm(`Delete ${path}?`)) return;
     if (await action.run(() => api.delete(`${base}/entry${qs({ path })}`))) {
@@ -318,30 +342,37 @@ function FilePanel({ base, path, onChanged }: { base: string; path: string; onCh
       onChanged();
     }
   };
+  const download = () => void action.run(() => downloadFile(`${base}/download${qs({ path })}`, baseName(path)));
+  return { file, binary, value, dirty, setText, newName, setNewName, action, save, rename, remove, download };
+}
 
+function FilePanel({ base, path, onChanged }: { base: string; path: string; onChanged: (newPath?: string) => void }) {
+  const f = useFileEditor(base, path, onChanged);
+  const [renaming, setRenaming] = useState(false);
+  const { file, binary, action } = f;
   return (
     <div>
       <h2 className="pane-title">{path}</h2>
       <div className="toolbar">
         {!binary ? (
-          <button type="button" onClick={() => void save()} disabled={action.busy || !dirty}>
+          <button type="button" onClick={() => void f.save()} disabled={action.busy || !f.dirty}>
             {action.busy ? 'Saving…' : 'Save'}
           </button>
         ) : null}
-        <button type="button" className="secondary" onClick={() => void action.run(() => downloadFile(`${base}/download${qs({ path })}`, baseName(path)))}>
+        <button type="button" className="secondary" onClick={f.download}>
           Download
         </button>
         <button type="button" className="secondary" onClick={() => setRenaming((r) => !r)} aria-expanded={renaming}>
           Rename
         </button>
-        <button type="button" className="danger" onClick={() => void remove()}>
+        <button type="button" className="danger" onClick={() => void f.remove()}>
           Delete
         </button>
-        {dirty ? <span className="muted">Unsaved changes</span> : null}
+        {f.dirty ? <span className="muted">Unsaved changes</span> : null}
       </div>
       {renaming ? (
-        <form className="form inline-form" onSubmit={(e) => void rename(e)}>
-          <TextField label="New name" value={newName} onValue={setNewName} required autoFocus hint="A name renames in place; a path with / moves it from the root." />
+        <form className="form inline-form" onSubmit={(e) => void f.rename(e)}>
+          <TextField label="New name" value={f.newName} onValue={f.setNewName} required autoFocus hint="A name renames in place; a path with / moves it from the root." />
           <div className="form-actions">
             <button type="submit" disabled={action.busy}>
               Rename
@@ -350,28 +381,31 @@ function FilePanel({ base, path, onChanged }: { base: string; path: string; onCh
         </form>
       ) : null}
       <ErrorText error={action.error ?? file.error} />
-      {!file.data ? (
-        file.error ? null : <Loading />
-      ) : binary ? (
-        <p className="muted">Binary file ({fmtBytes(Math.floor((file.data.content.length * 3) / 4))}): download it to view.</p>
-      ) : (
-        <TextArea
-          label="Content"
-          className="file-editor"
-          value={value}
-          onValue={setText}
-          rows={22}
-          spellCheck={false}
-          onKeyDown={(e) => {
-            if ((e.ctrlKey || e.metaKey) && e.key === 's') {
-              e.preventDefault();
-              void save();
-            }
-          }}
-        />
-      )}
+      <FileContent f={f} />
       <FileMeta base={base} path={path} />
     </div>
+  );
+}
+
+function FileContent({ f }: { f: ReturnType<typeof useFileEditor> }) {
+  const { file } = f;
+  if (!file.data) return file.error ? null : <Loading />;
+  if (f.binary) return <p className="muted">Binary file ({fmtBytes(Math.floor((file.data.content.length * 3) / 4))}): download it to view.</p>;
+  return (
+    <TextArea
+      label="Content"
+      className="file-editor"
+      value={f.value}
+      onValue={f.setText}
+      rows={22}
+      spellCheck={false}
+      onKeyDown={(e) => {
+        if ((e.ctrlKey || e.metaKey) && e.key === 's') {
+          e.preventDefault();
+          void f.save();
+        }
+      }}
+    />
   );
 }
 
