@@ -152,156 +152,8 @@ const DEFAULT_WAIT_MS = 5_000;
 
 export async function startFakeModel(opts: FakeModelOptions = {}): Promise<FakeModel> {
   const host = opts.host ?? '127.0.0.1';
-  const models = opts.models ?? ['fake-model'];
-  const defaultReply: FakeScriptEntry = opts.defaultReply ?? ((req) => ({ text: echoText(req.body) }));
-  const queue: FakeScriptEntry[] = [];
-  const requests: FakeRequest[] = [];
-  const waiters = new Set<() => void>();
-  const notify = () => {
-    for (const w of [...waiters]) w();
-  };
-  let closing = false;
-  let seq = 0;
-
-  const server = http.createServer({ noDelay: true }, (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && path === '/v1/models') {
-      if (!authorized(req, opts.apiKey)) return sendError(res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-      const created = Math.floor(Date.now() / 1000);
-      return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created, owned_by: 'agentry-fake' })) });
-    }
-    if (path === '/v1/chat/completions') {
-      if (req.method !== 'POST') return sendError(res, 405, `Method ${req.method} not allowed`, 'invalid_request_error', null);
-      return readBody(req, (raw) => {
-        if (!authorized(req, opts.apiKey)) return sendError(res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-        let body: FakeChatRequestBody;
-        try {
-          body = JSON.parse(raw) as FakeChatRequestBody;
-        } catch {
-          return sendError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error', null);
-        }
-        if (typeof body !== 'object' || body === null || !Array.isArray(body.messages)) {
-          return sendError(res, 400, "Missing required parameter: 'messages'.", 'invalid_request_error', 'missing_required_parameter');
-        }
-        const { authorization, ...headers } = req.headers;
-        const record: FakeRequest = {
-          index: requests.length,
-          headers,
-          hasAuthorization: authorization !== undefined,
-          body,
-          receivedAt: Date.now(),
-          aborted: false,
-          completed: false,
-        };
-        requests.push(record);
-        const entry = queue.length > 0 ? queue.shift()! : defaultReply;
-        void handleChat(record, entry, res, ++seq).finally(notify);
-        notify();
-      });
-    }
-    sendError(res, 404, `Unknown request URL: ${req.method} ${path}`, 'invalid_request_error', 'unknown_url');
-  });
-
-  async function handleChat(record: FakeRequest, entry: FakeScriptEntry, res: http.ServerResponse, id: number): Promise<void> {
-    const ac = new AbortController();
-    let breaking = false;
-    res.once('close', () => {
-      if (!res.writableFinished && !breaking && !closing && !record.aborted) {
-        record.aborted = true;
-        record.abortedAt = Date.now();
-      }
-      ac.abort();
-      notify();
-    });
-    let reply: FakeReply;
-    try {
-      reply = typeof entry === 'function' ? await entry(record) : entry;
-    } catch (err) {
-      sendError(res, 500, `fake-model script function threw: ${err instanceof Error ? err.message : String(err)}`, 'server_error', null);
-      return;
-    }
-    record.reply = reply;
-    if ('hang' in reply) return;
-    if (reply.delayMs) await sleep(reply.delayMs, ac.signal);
-    if (ac.signal.aborted) return;
-    if ('status' in reply) {
-      if (reply.body === undefined) sendError(res, reply.status, `fake error ${reply.status}`, errorType(reply.status), null, reply.headers);
-      else if (typeof reply.body === 'string') sendRaw(res, reply.status, reply.body, 'text/plain; charset=utf-8', reply.headers);
-      else sendJson(res, reply.status, reply.body, reply.headers);
-      record.completed = true;
-      return;
-    }
-
-    const plan = planReply(record, reply, id);
-    const streaming = record.body.stream === true;
-    if (!streaming) {
-      if (reply.hangAfterChunks !== undefined) return;
-      if (reply.failAfterChunks !== undefined) {
-        breaking = true;
-        res.socket?.destroy();
-        return;
-      }
-      sendJson(res, 200, completionObject(plan), { 'x-request-id': `req_fake_${id}` });
-      record.completed = true;
-      return;
-    }
-
-    const chunks = streamChunks(plan, record.body.stream_options?.include_usage === true);
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      'x-request-id': `req_fake_${id}`,
-    });
-    const failAt = reply.failAfterChunks ?? Infinity;
-    const stopAt = Math.min(failAt, reply.hangAfterChunks ?? Infinity);
-    const delay = reply.chunkDelayMs ?? 0;
-    if (delay === 0) res.cork();
-    let sent = 0;
-    for (const chunk of chunks) {
-      if (sent >= stopAt) break;
-      if (delay > 0 && sent > 0) {
-        await sleep(delay, ac.signal);
-        if (ac.signal.aborted) return;
-      }
-      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-      sent++;
-    }
-    if (stopAt === Infinity) {
-      res.end('data: [DONE]\n\n');
-      if (delay === 0) res.uncork();
-      record.completed = true;
-      return;
-    }
-    // A scripted stop never sends [DONE]. A hang keeps the response open; a break flushes what
-    // was written, then destroys the socket (no terminating chunk).
-    if (sent === 0) res.flushHeaders();
-    if (delay === 0) res.uncork();
-    const socket = res.socket;
-    if (failAt === stopAt && socket) {
-      breaking = true;
-      socket.end(() => socket.destroy());
-    }
-  }
-
-  function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const tryIt = () => {
-        const v = check();
-        if (v === undefined) return;
-        clearTimeout(timer);
-        waiters.delete(tryIt);
-        resolve(v);
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(tryIt);
-        reject(new Error(`fake model: timed out after ${timeoutMs} ms waiting for ${what} (${requests.length} requests so far)`));
-      }, timeoutMs);
-      waiters.add(tryIt);
-      tryIt();
-    });
-  }
-
+  const fake = new FakeModelState(opts);
+  const server = http.createServer({ noDelay: true }, (req, res) => fake.route(req, res));
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -311,6 +163,7 @@ export async function startFakeModel(opts: FakeModelOptions = {}): Promise<FakeM
     });
   });
   const port = (server.address() as AddressInfo).port;
+  const { queue, requests } = fake;
 
   return {
     url: `http://${host}:${port}/v1`,
@@ -325,20 +178,213 @@ export async function startFakeModel(opts: FakeModelOptions = {}): Promise<FakeM
       requests.length = 0;
     },
     waitForRequest(n = 1, timeoutMs = DEFAULT_WAIT_MS) {
-      return waitFor(`request #${n}`, () => requests[n - 1], timeoutMs);
+      return fake.waitFor(`request #${n}`, () => requests[n - 1], timeoutMs);
     },
     waitForAbort({ index, timeoutMs = DEFAULT_WAIT_MS } = {}) {
       const what = index === undefined ? 'an aborted request' : `request index ${index} to be aborted`;
-      return waitFor(what, () => (index === undefined ? requests.find((r) => r.aborted) : requests[index]?.aborted ? requests[index] : undefined), timeoutMs);
+      return fake.waitFor(what, () => (index === undefined ? requests.find((r) => r.aborted) : requests[index]?.aborted ? requests[index] : undefined), timeoutMs);
     },
     async close() {
-      closing = true;
+      fake.closing = true;
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
     },
   };
+}
+
+/** The fake's script, what it received, and who waits for what it receives. */
+class FakeModelState {
+  readonly queue: FakeScriptEntry[] = [];
+  readonly requests: FakeRequest[] = [];
+  /** Set by close: connections it cuts are not the client going away. */
+  closing = false;
+  readonly #waiters = new Set<() => void>();
+  readonly #defaultReply: FakeScriptEntry;
+  readonly #models: string[];
+  #seq = 0;
+
+  constructor(private readonly opts: FakeModelOptions) {
+    this.#defaultReply = opts.defaultReply ?? ((req) => ({ text: echoText(req.body) }));
+    this.#models = opts.models ?? ['fake-model'];
+  }
+
+  /** Something changed that a waiter may be waiting for. */
+  notify(): void {
+    for (const w of [...this.#waiters]) w();
+  }
+
+  route(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/v1/models') return this.listModels(req, res);
+    if (path === '/v1/chat/completions') {
+      if (req.method !== 'POST') return sendError(res, 405, `Method ${req.method} not allowed`, 'invalid_request_error', null);
+      return readBody(req, (raw) => this.acceptChat(req, res, raw));
+    }
+    sendError(res, 404, `Unknown request URL: ${req.method} ${path}`, 'invalid_request_error', 'unknown_url');
+  }
+
+  listModels(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (!authorized(req, this.opts.apiKey)) return sendError(res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
+    const created = Math.floor(Date.now() / 1000);
+    sendJson(res, 200, { object: 'list', data: this.#models.map((id) => ({ id, object: 'model', created, owned_by: 'agentry-fake' })) });
+  }
+
+  /** Checks a chat request, records it, and answers it with the next scripted reply. */
+  acceptChat(req: http.IncomingMessage, res: http.ServerResponse, raw: string): void {
+    if (!authorized(req, this.opts.apiKey)) return sendError(res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
+    let body: FakeChatRequestBody;
+    try {
+      body = JSON.parse(raw) as FakeChatRequestBody;
+    } catch {
+      return sendError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error', null);
+    }
+    if (typeof body !== 'object' || body === null || !Array.isArray(body.messages)) {
+      return sendError(res, 400, "Missing required parameter: 'messages'.", 'invalid_request_error', 'missing_required_parameter');
+    }
+    const { authorization, ...headers } = req.headers;
+    const record: FakeRequest = {
+      index: this.requests.length,
+      headers,
+      hasAuthorization: authorization !== undefined,
+      body,
+      receivedAt: Date.now(),
+      aborted: false,
+      completed: false,
+    };
+    this.requests.push(record);
+    const entry = this.queue.length > 0 ? this.queue.shift()! : this.#defaultReply;
+    void new ChatExchange(record, res, ++this.#seq, this).run(entry).finally(() => this.notify());
+    this.notify();
+  }
+
+  waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const tryIt = () => {
+        const v = check();
+        if (v === undefined) return;
+        clearTimeout(timer);
+        this.#waiters.delete(tryIt);
+        resolve(v);
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(tryIt);
+        reject(new Error(`fake model: timed out after ${timeoutMs} ms waiting for ${what} (${this.requests.length} requests so far)`));
+      }, timeoutMs);
+      this.#waiters.add(tryIt);
+      tryIt();
+    });
+  }
+}
+
+/** One chat request being answered: its reply, the client going away, and a scripted break. */
+class ChatExchange {
+  readonly #ac = new AbortController();
+  /** The fake cuts the connection on purpose: that is not the client going away. */
+  #breaking = false;
+
+  constructor(
+    private readonly record: FakeRequest,
+    private readonly res: http.ServerResponse,
+    private readonly id: number,
+    private readonly fake: FakeModelState,
+  ) {
+    res.once('close', () => {
+      if (!res.writableFinished && !this.#breaking && !fake.closing && !record.aborted) {
+        record.aborted = true;
+        record.abortedAt = Date.now();
+      }
+      this.#ac.abort();
+      fake.notify();
+    });
+  }
+
+  async run(entry: FakeScriptEntry): Promise<void> {
+    const { record, res } = this;
+    let reply: FakeReply;
+    try {
+      reply = typeof entry === 'function' ? await entry(record) : entry;
+    } catch (err) {
+      sendError(res, 500, `fake-model script function threw: ${err instanceof Error ? err.message : String(err)}`, 'server_error', null);
+      return;
+    }
+    record.reply = reply;
+    if ('hang' in reply) return;
+    if (reply.delayMs) await sleep(reply.delayMs, this.#ac.signal);
+    if (this.#ac.signal.aborted) return;
+    if ('status' in reply) return this.answerError(reply);
+    const plan = planReply(record, reply, this.id);
+    if (record.body.stream === true) return this.stream(plan, reply);
+    this.answerWhole(plan, reply);
+  }
+
+  answerError(reply: FakeErrorReply): void {
+    const { res } = this;
+    if (reply.body === undefined) sendError(res, reply.status, `fake error ${reply.status}`, errorType(reply.status), null, reply.headers);
+    else if (typeof reply.body === 'string') sendRaw(res, reply.status, reply.body, 'text/plain; charset=utf-8', reply.headers);
+    else sendJson(res, reply.status, reply.body, reply.headers);
+    this.record.completed = true;
+  }
+
+  /** A non-streamed answer: a chat.completion object, or a hang or a cut connection as scripted. */
+  answerWhole(plan: Plan, reply: FakeReplyOptions): void {
+    if (reply.hangAfterChunks !== undefined) return;
+    if (reply.failAfterChunks !== undefined) {
+      this.#breaking = true;
+      this.res.socket?.destroy();
+      return;
+    }
+    sendJson(this.res, 200, completionObject(plan), { 'x-request-id': `req_fake_${this.id}` });
+    this.record.completed = true;
+  }
+
+  async stream(plan: Plan, reply: FakeReplyOptions): Promise<void> {
+    const { res, record } = this;
+    const chunks = streamChunks(plan, record.body.stream_options?.include_usage === true);
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      'x-request-id': `req_fake_${this.id}`,
+    });
+    const failAt = reply.failAfterChunks ?? Infinity;
+    const stopAt = Math.min(failAt, reply.hangAfterChunks ?? Infinity);
+    const delay = reply.chunkDelayMs ?? 0;
+    if (delay === 0) res.cork();
+    let sent = 0;
+    for (const chunk of chunks) {
+      if (sent >= stopAt) break;
+      if (delay > 0 && sent > 0) {
+        await sleep(delay, this.#ac.signal);
+        if (this.#ac.signal.aborted) return;
+      }
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      sent++;
+    }
+    if (stopAt === Infinity) {
+      res.end('data: [DONE]\n\n');
+      if (delay === 0) res.uncork();
+      record.completed = true;
+      return;
+    }
+    this.stopEarly(sent, delay, failAt === stopAt);
+  }
+
+  /**
+   * A scripted stop never sends [DONE]. A hang keeps the response open; a break flushes what was
+   * written, then destroys the socket (no terminating chunk).
+   */
+  stopEarly(sent: number, delay: number, breaks: boolean): void {
+    const { res } = this;
+    if (sent === 0) res.flushHeaders();
+    if (delay === 0) res.uncork();
+    const socket = res.socket;
+    if (breaks && socket) {
+      this.#breaking = true;
+      socket.end(() => socket.destroy());
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

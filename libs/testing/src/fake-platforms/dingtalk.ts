@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import { answerJson, parseJsonObject, readForm, retryAfterHeaders, startFakeServer } from './server.js';
+import { answerJson, findRoute, parseJsonObject, readForm, retryAfterHeaders, startFakeServer, type FakeRoutes, type FakeServer } from './server.js';
 import type { FakeInboundEvent, FakePlatform, FakeSentMessage } from './types.js';
 
 /**
@@ -35,46 +35,108 @@ const MSG_KINDS: Record<string, FakeSentMessage['kind']> = {
   sampleFile: 'file',
 };
 
+const GROUP_SEND = '/v1.0/robot/groupMessages/send';
+const BATCH_SEND = '/v1.0/robot/oToMessages/batchSend';
+
 export async function startFakeDingTalk(opts: { appKey?: string; appSecret?: string } = {}): Promise<FakeDingTalk> {
-  const appKey = opts.appKey ?? 'dingfakeappkey01';
-  const appSecret = opts.appSecret ?? `fake-secret-${randomBytes(12).toString('hex')}`;
-  const validTokens = new Set<string>();
-  const media = new Map<string, { bytes: number; fileName: string; type: string }>();
-  const sent: FakeSentMessage[] = [];
-  let tokenFetches = 0;
+  const api = new DingTalkApi(opts.appKey ?? 'dingfakeappkey01', opts.appSecret ?? `fake-secret-${randomBytes(12).toString('hex')}`);
+  const server = await startFakeServer({
+    handle: (req, res, url, raw) => api.handle(req, res, url, raw),
+    crashed: (res) => apiError(res, 500, 'InternalError', 'fake failed'),
+    mask: { query: { access_token: '<token>' }, headers: { 'x-acs-dingtalk-access-token': '<token>' } },
+  });
+  api.server = server;
+  const url = server.origin;
+  return {
+    url,
+    account: { app_id: api.appKey, app_secret: api.appSecret, api_base: url },
+    appKey: api.appKey,
+    appSecret: api.appSecret,
+    sent: api.sent,
+    calls: server.calls,
+    get tokenFetches() {
+      return api.tokenFetches;
+    },
+    failNext: server.failNext,
+    revokeTokens: () => api.validTokens.clear(),
+    inboundRaw: (body, o) => api.inboundRaw(body, o),
+    inbound: (event) => api.inboundRaw(api.robotMessage(event, url)),
+    close: server.close,
+  };
+}
 
-  const requestid = (): string => randomUUID().toUpperCase();
+const requestid = (): string => randomUUID().toUpperCase();
 
-  const reply = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void =>
-    answerJson(res, status, body, headers, 'application/json;charset=utf-8');
-  const apiError = (res: http.ServerResponse, status: number, code: string, message: string): void =>
-    reply(res, status, { code, message, requestid: requestid() });
+function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  answerJson(res, status, body, headers, 'application/json;charset=utf-8');
+}
 
-  const defaultFailureBody = (status: number): unknown => {
-    if (status === 401) return { code: 'InvalidAuthentication', message: '不合法的access_token', requestid: requestid() };
-    if (status === 403) return { code: 'Forbidden.AccessDenied.QpsLimitForApi', message: '请求过于频繁', requestid: requestid() };
-    if (status === 429) return { code: 'Throttling.Api', message: '请求被流控', requestid: requestid() };
-    if (status >= 500) return { code: 'ServiceUnavailable', message: '服务暂不可用', requestid: requestid() };
-    return { code: 'InvalidParameter', message: '参数错误', requestid: requestid() };
+function apiError(res: http.ServerResponse, status: number, code: string, message: string): void {
+  reply(res, status, { code, message, requestid: requestid() });
+}
+
+function defaultFailureBody(status: number): unknown {
+  if (status === 401) return { code: 'InvalidAuthentication', message: '不合法的access_token', requestid: requestid() };
+  if (status === 403) return { code: 'Forbidden.AccessDenied.QpsLimitForApi', message: '请求过于频繁', requestid: requestid() };
+  if (status === 429) return { code: 'Throttling.Api', message: '请求被流控', requestid: requestid() };
+  if (status >= 500) return { code: 'ServiceUnavailable', message: '服务暂不可用', requestid: requestid() };
+  return { code: 'InvalidParameter', message: '参数错误', requestid: requestid() };
+}
+
+/** Thrown by a check of a robot send; answered as api.dingtalk.com's 400 `{code, message, requestid}`. */
+class DingTalkError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What the fake DingTalk knows (tokens, media, messages sent) and how it answers each route. */
+class DingTalkApi {
+  readonly sent: FakeSentMessage[] = [];
+  /** Set once the server listens: sends take its queued failures. */
+  server!: FakeServer;
+  readonly validTokens = new Set<string>();
+  tokenFetches = 0;
+  readonly #media = new Map<string, { bytes: number; fileName: string; type: string }>();
+  readonly #routes: FakeRoutes = {
+    'POST /v1.0/oauth2/accessToken': (_req, res, _url, raw) => this.issueToken(res, raw),
+    'POST /media/upload': (req, res, url, raw) => this.upload(req, res, url, raw),
+    [`POST ${GROUP_SEND}`]: (req, res, url, raw) => this.send(req, res, url.pathname, raw),
+    [`POST ${BATCH_SEND}`]: (req, res, url, raw) => this.send(req, res, url.pathname, raw),
   };
 
-  const handleToken = (res: http.ServerResponse, raw: Buffer): void => {
+  constructor(
+    readonly appKey: string,
+    readonly appSecret: string,
+  ) {}
+
+  handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): void | Promise<void> {
+    if (req.method !== 'POST') return apiError(res, 405, 'MethodNotAllowed', 'method not allowed');
+    const route = findRoute(this.#routes, req, url);
+    if (route) return route(req, res, url, raw);
+    apiError(res, 404, 'NotFound', 'api not found');
+  }
+
+  issueToken(res: http.ServerResponse, raw: Buffer): void {
     const body = parseJsonObject(raw);
     if (!body || typeof body['appKey'] !== 'string' || typeof body['appSecret'] !== 'string') {
       return apiError(res, 400, 'MissingappKey', 'appKey or appSecret is mandatory for this action.');
     }
-    if (body['appKey'] !== appKey || body['appSecret'] !== appSecret) {
+    if (body['appKey'] !== this.appKey || body['appSecret'] !== this.appSecret) {
       return apiError(res, 400, 'invalidClientIdOrSecret', '无效的clientId或者clientSecret');
     }
-    tokenFetches++;
-    const token = `dt-${tokenFetches}-${randomBytes(12).toString('hex')}`;
-    validTokens.add(token);
+    this.tokenFetches++;
+    const token = `dt-${this.tokenFetches}-${randomBytes(12).toString('hex')}`;
+    this.validTokens.add(token);
     reply(res, 200, { accessToken: token, expireIn: 7200 });
-  };
+  }
 
-  const handleUpload = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> => {
+  async upload(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> {
     const token = url.searchParams.get('access_token');
-    if (!token || !validTokens.has(token)) return reply(res, 200, { errcode: 40014, errmsg: '不合法的access_token' });
+    if (!token || !this.validTokens.has(token)) return reply(res, 200, { errcode: 40014, errmsg: '不合法的access_token' });
     const type = url.searchParams.get('type') ?? '';
     if (!['image', 'voice', 'video', 'file'].includes(type)) return reply(res, 200, { errcode: 40004, errmsg: '不合法的媒体文件类型' });
     let file: File | string | null = null;
@@ -85,126 +147,113 @@ export async function startFakeDingTalk(opts: { appKey?: string; appSecret?: str
     }
     if (!file || typeof file === 'string') return reply(res, 200, { errcode: 40006, errmsg: '不合法的文件大小' });
     const mediaId = `@lAD${randomBytes(10).toString('hex')}`;
-    media.set(mediaId, { bytes: file.size, fileName: file.name, type });
+    this.#media.set(mediaId, { bytes: file.size, fileName: file.name, type });
     reply(res, 200, { errcode: 0, errmsg: 'ok', media_id: mediaId, type, created_at: Date.now() });
-  };
+  }
 
-  const handleSend = (req: http.IncomingMessage, res: http.ServerResponse, path: string, raw: Buffer): void => {
+  send(req: http.IncomingMessage, res: http.ServerResponse, path: string, raw: Buffer): void {
     const token = req.headers['x-acs-dingtalk-access-token'];
-    if (typeof token !== 'string' || !validTokens.has(token)) return apiError(res, 401, 'InvalidAuthentication', '不合法的access_token');
-    const failure = server.nextFailure();
+    if (typeof token !== 'string' || !this.validTokens.has(token)) return apiError(res, 401, 'InvalidAuthentication', '不合法的access_token');
+    const failure = this.server.nextFailure();
     if (failure) return reply(res, failure.status, failure.body ?? defaultFailureBody(failure.status), retryAfterHeaders(failure));
     const body = parseJsonObject(raw);
     if (!body) return apiError(res, 400, 'InvalidParameter', '请求体不是合法的JSON');
-    if (body['robotCode'] !== appKey) return apiError(res, 400, 'resource.not.found', '机器人不存在');
+    let targets: string[];
+    let entry: Omit<FakeSentMessage, 'chatId' | 'messageId'>;
+    try {
+      const { kind, param } = this.readRobotMessage(body);
+      targets = sendTargets(path, body);
+      entry = this.messageFields(kind, param);
+    } catch (e) {
+      if (e instanceof DingTalkError) return apiError(res, 400, e.code, e.message);
+      throw e;
+    }
+    const processQueryKey = randomBytes(16).toString('base64');
+    for (const chatId of targets) this.sent.push({ chatId, messageId: processQueryKey, ...entry });
+    const answer: Record<string, unknown> = { processQueryKey };
+    if (path !== GROUP_SEND) Object.assign(answer, { invalidStaffIdList: [], flowControlledStaffIdList: [] });
+    reply(res, 200, answer);
+  }
+
+  /** The robot, message kind and msgParam of a send. */
+  readRobotMessage(body: Record<string, unknown>): { kind: FakeSentMessage['kind']; param: Record<string, unknown> } {
+    if (body['robotCode'] !== this.appKey) throw new DingTalkError('resource.not.found', '机器人不存在');
     const msgKey = body['msgKey'];
     const kind = typeof msgKey === 'string' ? MSG_KINDS[msgKey] : undefined;
-    if (!kind) return apiError(res, 400, 'InvalidParameter.msgKey', 'msgKey不合法');
+    if (!kind) throw new DingTalkError('InvalidParameter.msgKey', 'msgKey不合法');
     let param: Record<string, unknown> | undefined;
     if (typeof body['msgParam'] === 'string') param = parseJsonObject(Buffer.from(body['msgParam']));
-    if (!param) return apiError(res, 400, 'InvalidParameter.msgParam', 'msgParam不是合法的JSON字符串');
+    if (!param) throw new DingTalkError('InvalidParameter.msgParam', 'msgParam不是合法的JSON字符串');
+    return { kind, param };
+  }
 
-    let targets: string[];
-    if (path === '/v1.0/robot/groupMessages/send') {
-      const cid = body['openConversationId'];
-      if (typeof cid !== 'string' || !cid) return apiError(res, 400, 'MissingopenConversationId', 'openConversationId is mandatory for this action.');
-      targets = [cid];
-    } else {
-      const userIds = body['userIds'];
-      if (!Array.isArray(userIds) || userIds.length === 0 || !userIds.every((u) => typeof u === 'string' && u)) {
-        return apiError(res, 400, 'MissinguserIds', 'userIds is mandatory for this action.');
-      }
-      targets = (userIds as string[]).map((u) => `user:${u}`);
-    }
-
+  /** What one message of `kind` records, from its msgParam. */
+  messageFields(kind: FakeSentMessage['kind'], param: Record<string, unknown>): Omit<FakeSentMessage, 'chatId' | 'messageId'> {
     const entry: Omit<FakeSentMessage, 'chatId' | 'messageId'> = { kind };
     if (kind === 'text') {
       const text = param['content'] ?? param['text'];
-      if (typeof text !== 'string') return apiError(res, 400, 'InvalidParameter.msgParam', 'content is mandatory');
+      if (typeof text !== 'string') throw new DingTalkError('InvalidParameter.msgParam', 'content is mandatory');
       entry.text = text;
-    } else {
-      const key = kind === 'image' ? param['photoURL'] : param['mediaId'];
-      if (typeof key !== 'string' || !key) return apiError(res, 400, 'InvalidParameter.msgParam', kind === 'image' ? 'photoURL is mandatory' : 'mediaId is mandatory');
-      entry.key = key;
-      const stored = media.get(key);
-      if (stored) entry.bytes = stored.bytes;
-      if (kind === 'file') {
-        if (typeof param['fileName'] === 'string') entry.fileName = param['fileName'];
-        if (typeof param['fileType'] !== 'string') return apiError(res, 400, 'InvalidParameter.msgParam', 'fileType is mandatory');
-      }
+      return entry;
     }
-    const processQueryKey = randomBytes(16).toString('base64');
-    for (const chatId of targets) sent.push({ chatId, messageId: processQueryKey, ...entry });
-    const answer: Record<string, unknown> = { processQueryKey };
-    if (path !== '/v1.0/robot/groupMessages/send') Object.assign(answer, { invalidStaffIdList: [], flowControlledStaffIdList: [] });
-    reply(res, 200, answer);
-  };
+    const key = kind === 'image' ? param['photoURL'] : param['mediaId'];
+    if (typeof key !== 'string' || !key) throw new DingTalkError('InvalidParameter.msgParam', kind === 'image' ? 'photoURL is mandatory' : 'mediaId is mandatory');
+    entry.key = key;
+    const stored = this.#media.get(key);
+    if (stored) entry.bytes = stored.bytes;
+    if (kind === 'file') {
+      if (typeof param['fileName'] === 'string') entry.fileName = param['fileName'];
+      if (typeof param['fileType'] !== 'string') throw new DingTalkError('InvalidParameter.msgParam', 'fileType is mandatory');
+    }
+    return entry;
+  }
 
-  const server = await startFakeServer({
-    handle(req, res, url, raw) {
-      if (req.method !== 'POST') return apiError(res, 405, 'MethodNotAllowed', 'method not allowed');
-      switch (url.pathname) {
-        case '/v1.0/oauth2/accessToken':
-          return handleToken(res, raw);
-        case '/media/upload':
-          return handleUpload(req, res, url, raw);
-        case '/v1.0/robot/groupMessages/send':
-        case '/v1.0/robot/oToMessages/batchSend':
-          return handleSend(req, res, url.pathname, raw);
-        default:
-          return apiError(res, 404, 'NotFound', 'api not found');
-      }
-    },
-    crashed: (res) => apiError(res, 500, 'InternalError', 'fake failed'),
-    mask: { query: { access_token: '<token>' }, headers: { 'x-acs-dingtalk-access-token': '<token>' } },
-  });
-  const url = server.origin;
+  sign(timestamp: string): string {
+    return createHmac('sha256', this.appSecret).update(`${timestamp}\n${this.appSecret}`).digest('base64');
+  }
 
-  const sign = (timestamp: string): string => createHmac('sha256', appSecret).update(`${timestamp}\n${appSecret}`).digest('base64');
-  const inboundRaw = (body: unknown, o: { timestampMs?: number } = {}): { headers: Record<string, string>; body: string } => {
+  inboundRaw(body: unknown, o: { timestampMs?: number } = {}): { headers: Record<string, string>; body: string } {
     const timestamp = String(o.timestampMs ?? Date.now());
-    return { headers: { 'content-type': 'application/json; charset=utf-8', timestamp, sign: sign(timestamp) }, body: JSON.stringify(body) };
-  };
+    return { headers: { 'content-type': 'application/json; charset=utf-8', timestamp, sign: this.sign(timestamp) }, body: JSON.stringify(body) };
+  }
 
-  return {
-    url,
-    account: { app_id: appKey, app_secret: appSecret, api_base: url },
-    appKey,
-    appSecret,
-    sent,
-    calls: server.calls,
-    get tokenFetches() {
-      return tokenFetches;
-    },
-    failNext: server.failNext,
-    revokeTokens() {
-      validTokens.clear();
-    },
-    inboundRaw,
-    inbound(event: FakeInboundEvent) {
-      const dm = event.chatType === 'dm';
-      const now = Date.now();
-      return inboundRaw({
-        conversationId: dm ? `cid${randomBytes(12).toString('base64')}` : event.chatId,
-        atUsers: dm ? [] : [{ dingtalkId: '$:LWCP_v1:$robot' }],
-        chatbotCorpId: 'dingfakecorp',
-        chatbotUserId: '$:LWCP_v1:$robot',
-        msgId: event.eventId,
-        senderNick: 'Fake User',
-        isAdmin: false,
-        senderStaffId: event.senderId,
-        sessionWebhookExpiredTime: now + 90 * 60_000,
-        createAt: now,
-        senderCorpId: 'dingfakecorp',
-        conversationType: dm ? '1' : '2',
-        senderId: `$:LWCP_v1:$${Buffer.from(event.senderId).toString('base64')}`,
-        ...(dm ? {} : { conversationTitle: 'Fake group', isInAtList: true }),
-        sessionWebhook: `${url}/robot/sendBySession?session=fake`,
-        text: { content: dm ? event.text : ` ${event.text}` },
-        robotCode: appKey,
-        msgtype: 'text',
-      });
-    },
-    close: server.close,
-  };
+  /** A robot callback of a text message; `origin` is where its session webhook points. */
+  robotMessage(event: FakeInboundEvent, origin: string): Record<string, unknown> {
+    const dm = event.chatType === 'dm';
+    const now = Date.now();
+    return {
+      conversationId: dm ? `cid${randomBytes(12).toString('base64')}` : event.chatId,
+      atUsers: dm ? [] : [{ dingtalkId: '$:LWCP_v1:$robot' }],
+      chatbotCorpId: 'dingfakecorp',
+      chatbotUserId: '$:LWCP_v1:$robot',
+      msgId: event.eventId,
+      senderNick: 'Fake User',
+      isAdmin: false,
+      senderStaffId: event.senderId,
+      sessionWebhookExpiredTime: now + 90 * 60_000,
+      createAt: now,
+      senderCorpId: 'dingfakecorp',
+      conversationType: dm ? '1' : '2',
+      senderId: `$:LWCP_v1:$${Buffer.from(event.senderId).toString('base64')}`,
+      ...(dm ? {} : { conversationTitle: 'Fake group', isInAtList: true }),
+      sessionWebhook: `${origin}/robot/sendBySession?session=fake`,
+      text: { content: dm ? event.text : ` ${event.text}` },
+      robotCode: this.appKey,
+      msgtype: 'text',
+    };
+  }
+}
+
+/** Who a send goes to: the group of a group send, each user of a batch send. */
+function sendTargets(path: string, body: Record<string, unknown>): string[] {
+  if (path === GROUP_SEND) {
+    const cid = body['openConversationId'];
+    if (typeof cid !== 'string' || !cid) throw new DingTalkError('MissingopenConversationId', 'openConversationId is mandatory for this action.');
+    return [cid];
+  }
+  const userIds = body['userIds'];
+  if (!Array.isArray(userIds) || userIds.length === 0 || !userIds.every((u) => typeof u === 'string' && u)) {
+    throw new DingTalkError('MissinguserIds', 'userIds is mandatory for this action.');
+  }
+  return (userIds as string[]).map((u) => `user:${u}`);
 }

@@ -7,9 +7,19 @@ import type { FakeCall, FakeFailure } from './types.js';
  * recording calls and queueing injected failures. What a platform answers stays in its own file.
  */
 
+/** Answers one request; `body` is the whole request body. */
+export type FakeHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: Buffer) => void | Promise<void>;
+
+/** A fake's routes by `METHOD /path`, for platforms whose paths are fixed. */
+export type FakeRoutes = Record<string, FakeHandler>;
+
+/** The route `req` asks for, if the table has it. */
+export function findRoute(routes: FakeRoutes, req: http.IncomingMessage, url: URL): FakeHandler | undefined {
+  return Object.hasOwn(routes, `${req.method} ${url.pathname}`) ? routes[`${req.method} ${url.pathname}`] : undefined;
+}
+
 export interface FakeServerOptions {
-  /** Answers one request; `body` is the whole request body. */
-  handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: Buffer): void | Promise<void>;
+  handle: FakeHandler;
   /** Answers, in the platform's own error shape, a request the fake itself failed on. */
   crashed(res: http.ServerResponse, message: string): void;
   /**

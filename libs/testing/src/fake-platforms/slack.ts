@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import { answerJson, answerText, readForm, retryAfterHeaders, startFakeServer } from './server.js';
+import { answerJson, answerText, readForm, retryAfterHeaders, startFakeServer, type FakeServer } from './server.js';
 import type { FakeFailure, FakeInboundEvent, FakePlatform, FakeSentMessage } from './types.js';
 
 /**
@@ -55,85 +55,110 @@ class SlackError extends Error {
 }
 
 export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakePlatform> {
-  const botToken = opts.botToken ?? DEFAULT_BOT_TOKEN;
-  const signingSecret = opts.signingSecret ?? DEFAULT_SIGNING_SECRET;
-  const sent: FakeSentMessage[] = [];
-  const files = new Map<string, FakeFile>();
-  /** Upload URL path segment → file id. */
-  const uploads = new Map<string, string>();
-  const inboundTs = new Map<string, string>();
-  const epoch = Math.floor(Date.now() / 1000);
-  let nextTs = 1;
-  let nextFile = 1;
-  let nextInbound = 1;
+  const api = new SlackApi(opts.botToken ?? DEFAULT_BOT_TOKEN, opts.signingSecret ?? DEFAULT_SIGNING_SECRET);
+  const server = await startFakeServer({
+    handle: (req, res, url, raw) => api.handle(req, res, url, raw),
+    crashed: (res, message) => answerJson(res, 500, { ok: false, error: 'internal_error', detail: message }),
+  });
+  api.server = server;
+  const url = `${server.origin}/api`;
+  return {
+    url,
+    account: { api_base: url, app_secret: api.botToken, signing_secret: api.signingSecret },
+    sent: api.sent,
+    calls: server.calls,
+    tokenFetches: 0,
+    failNext: server.failNext,
+    inbound: (event) => api.signed(JSON.stringify(api.eventCallback(event))),
+    handshake: () => api.handshake(),
+    // Closing twice is fine: a test may close the fake early to make the API unreachable.
+    close: () => server.close().catch(() => undefined),
+  };
+}
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> {
+/** What the fake Slack knows (files, timestamps, messages sent) and how it answers each method. */
+class SlackApi {
+  readonly sent: FakeSentMessage[] = [];
+  /** Set once the server listens: upload URLs point at it, and sends take its queued failures. */
+  server!: FakeServer;
+  readonly #files = new Map<string, FakeFile>();
+  /** Upload URL path segment → file id. */
+  readonly #uploads = new Map<string, string>();
+  readonly #inboundTs = new Map<string, string>();
+  readonly #epoch = Math.floor(Date.now() / 1000);
+  #nextTs = 1;
+  #nextFile = 1;
+  #nextInbound = 1;
+
+  constructor(
+    readonly botToken: string,
+    readonly signingSecret: string,
+  ) {}
+
+  async handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> {
     const upload = /^\/upload\/v1\/([^/]+)$/.exec(url.pathname);
-    if (upload) return receiveUpload(req, res, upload[1] ?? '', raw);
+    if (upload) return this.receiveUpload(req, res, upload[1] ?? '', raw);
 
     const route = /^\/api\/([A-Za-z.]+)$/.exec(url.pathname);
     if (!route) return answerJson(res, 404, { ok: false, error: 'unknown_method' });
     const method = route[1] ?? '';
     try {
       const { params, fromJson } = await readParams(req, url, raw);
-      authenticate(req, params, fromJson);
+      this.authenticate(req, params, fromJson);
       if (method === 'chat.postMessage' || method === 'files.completeUploadExternal') {
-        const failure = server.nextFailure();
+        const failure = this.server.nextFailure();
         if (failure) return injectFailure(res, failure);
       }
-      switch (method) {
-        case 'auth.test':
-          return answerJson(res, 200, { ok: true, url: 'https://fake.slack.com/', team: 'Fake', user: 'fakebot', team_id: TEAM_ID, user_id: BOT_USER_ID, bot_id: BOT_ID });
-        case 'chat.postMessage':
-          return answerJson(res, 200, postMessage(params));
-        case 'files.getUploadURLExternal':
-          return answerJson(res, 200, getUploadUrl(params));
-        case 'files.completeUploadExternal':
-          return answerJson(res, 200, completeUpload(params));
-        default:
-          throw new SlackError('unknown_method', 404);
-      }
+      answerJson(res, 200, this.call(method, params));
     } catch (err) {
       if (err instanceof SlackError) return answerJson(res, err.status, { ok: false, error: err.code, ...err.extra });
       throw err;
     }
   }
 
-  function authenticate(req: http.IncomingMessage, params: Params, fromJson: boolean): void {
+  /** The answer of one Web API method. */
+  call(method: string, params: Params): Record<string, unknown> {
+    switch (method) {
+      case 'auth.test':
+        return { ok: true, url: 'https://fake.slack.com/', team: 'Fake', user: 'fakebot', team_id: TEAM_ID, user_id: BOT_USER_ID, bot_id: BOT_ID };
+      case 'chat.postMessage':
+        return this.postMessage(params);
+      case 'files.getUploadURLExternal':
+        return this.getUploadUrl(params);
+      case 'files.completeUploadExternal':
+        return this.completeUpload(params);
+      default:
+        throw new SlackError('unknown_method', 404);
+    }
+  }
+
+  authenticate(req: http.IncomingMessage, params: Params, fromJson: boolean): void {
     const header = req.headers.authorization;
     const bearer = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
     // A token inside a JSON body is not read; form posts may carry it as a field.
     const field = fromJson ? undefined : params.get('token');
     const token = bearer ?? (typeof field === 'string' ? field : undefined);
     if (!token) throw new SlackError('not_authed');
-    if (token !== botToken) throw new SlackError('invalid_auth');
+    if (token !== this.botToken) throw new SlackError('invalid_auth');
   }
 
-  function newTs(): string {
-    return `${epoch}.${String(nextTs++).padStart(6, '0')}`;
+  newTs(): string {
+    return `${this.#epoch}.${String(this.#nextTs++).padStart(6, '0')}`;
   }
 
-  function postMessage(params: Params): Record<string, unknown> {
+  postMessage(params: Params): Record<string, unknown> {
     const channel = params.get('channel');
     if (typeof channel !== 'string' || !channel) throw new SlackError('channel_not_found');
     const text = typeof params.get('text') === 'string' ? (params.get('text') as string) : '';
     const blocks = jsonArg(params.get('blocks'), 'blocks');
     if (!text && blocks === undefined) throw new SlackError('no_text');
     if (text.length > MAX_TEXT) throw new SlackError('msg_too_long');
-    let image: string | undefined;
-    if (blocks !== undefined) {
-      if (!Array.isArray(blocks)) throw new SlackError('invalid_blocks');
-      for (const block of blocks as unknown[]) {
-        const b = block as Record<string, unknown> | null;
-        if (b?.type !== 'image') continue;
-        image = imageSource(b);
-      }
-    }
-    const ts = newTs();
+    const image = blocks === undefined ? undefined : this.blocksImage(blocks);
+    const ts = this.newTs();
     const record: FakeSentMessage = { chatId: channel, kind: image === undefined ? 'text' : 'image', messageId: ts };
     if (text) record.text = text;
     if (image !== undefined) record.key = image;
-    sent.push(record);
+    this.sent.push(record);
     return {
       ok: true,
       channel,
@@ -142,14 +167,26 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeP
     };
   }
 
+  /** The last image block's source, if the blocks show one. */
+  blocksImage(blocks: unknown): string | undefined {
+    if (!Array.isArray(blocks)) throw new SlackError('invalid_blocks');
+    let image: string | undefined;
+    for (const block of blocks as unknown[]) {
+      const b = block as Record<string, unknown> | null;
+      if (b?.type !== 'image') continue;
+      image = this.imageSource(b);
+    }
+    return image;
+  }
+
   /** An image block shows either a public image_url or a Slack file the bot can see (png/jpg/gif). */
-  function imageSource(block: Record<string, unknown>): string {
+  imageSource(block: Record<string, unknown>): string {
     if (typeof block.image_url === 'string' && block.image_url) return block.image_url;
     const slackFile = block.slack_file as Record<string, unknown> | undefined;
     const id = slackFile?.id;
     const fileUrl = slackFile?.url;
     if (typeof fileUrl === 'string' && fileUrl && id === undefined) return fileUrl;
-    const file = typeof id === 'string' ? files.get(id) : undefined;
+    const file = typeof id === 'string' ? this.#files.get(id) : undefined;
     const extension = file?.filename.split('.').pop()?.toLowerCase() ?? '';
     if (!file?.completed || !BLOCK_IMAGE_TYPES.has(extension) || typeof block.alt_text !== 'string') {
       throw new SlackError('invalid_blocks', 200, { response_metadata: { messages: ['[ERROR] invalid slack file [json-pointer:/blocks/0/slack_file]'] } });
@@ -157,22 +194,22 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeP
     return file.id;
   }
 
-  function getUploadUrl(params: Params): Record<string, unknown> {
+  getUploadUrl(params: Params): Record<string, unknown> {
     const filename = params.get('filename');
     const length = Number(params.get('length'));
     const missing = [typeof filename === 'string' && filename ? null : 'filename', Number.isInteger(length) && length > 0 ? null : 'length'].filter(Boolean);
     if (missing.length > 0) {
       throw new SlackError('invalid_arguments', 200, { response_metadata: { messages: missing.map((m) => `[ERROR] missing required field: ${m}`) } });
     }
-    const id = `F0FAKE${String(nextFile++).padStart(5, '0')}`;
+    const id = `F0FAKE${String(this.#nextFile++).padStart(5, '0')}`;
     const secret = randomBytes(12).toString('hex');
-    files.set(id, { id, filename: filename as string, length, completed: false });
-    uploads.set(secret, id);
-    return { ok: true, upload_url: `${server.origin}/upload/v1/${secret}`, file_id: id };
+    this.#files.set(id, { id, filename: filename as string, length, completed: false });
+    this.#uploads.set(secret, id);
+    return { ok: true, upload_url: `${this.server.origin}/upload/v1/${secret}`, file_id: id };
   }
 
-  async function receiveUpload(req: http.IncomingMessage, res: http.ServerResponse, secret: string, raw: Buffer): Promise<void> {
-    const file = files.get(uploads.get(secret) ?? '');
+  async receiveUpload(req: http.IncomingMessage, res: http.ServerResponse, secret: string, raw: Buffer): Promise<void> {
+    const file = this.#files.get(this.#uploads.get(secret) ?? '');
     if (req.method !== 'POST' || !file || file.completed) return answerText(res, 404, 'Not Found', 'text/plain');
     let size = raw.length;
     const type = req.headers['content-type'] ?? '';
@@ -185,7 +222,7 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeP
     answerText(res, 200, `OK - ${size}`, 'text/plain');
   }
 
-  function completeUpload(params: Params): Record<string, unknown> {
+  completeUpload(params: Params): Record<string, unknown> {
     const list = jsonArg(params.get('files'), 'files');
     if (!Array.isArray(list) || list.length === 0) {
       throw new SlackError('invalid_arguments', 200, { response_metadata: { messages: ['[ERROR] missing required field: files'] } });
@@ -195,95 +232,82 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeP
     const targets =
       typeof channelId === 'string' && channelId ? [channelId] : typeof channels === 'string' && channels ? channels.split(',').map((c) => c.trim()) : [];
     const comment = params.get('initial_comment');
-    const done: Record<string, unknown>[] = [];
-    for (const entry of list as unknown[]) {
-      const { id, title } = (entry ?? {}) as { id?: unknown; title?: unknown };
-      const file = typeof id === 'string' ? files.get(id) : undefined;
-      if (!file || file.uploaded === undefined || file.completed) throw new SlackError('file_not_found');
-      // Stricter than documented: catches a `length` that does not match the bytes sent.
-      if (file.uploaded !== file.length) {
-        throw new SlackError('invalid_arguments', 200, { response_metadata: { messages: [`[ERROR] uploaded ${file.uploaded} bytes, length was ${file.length}`] } });
-      }
-      file.completed = true;
-      const name = typeof title === 'string' && title ? title : file.filename;
-      const extension = file.filename.split('.').pop()?.toLowerCase() ?? '';
-      const isImage = ['png', 'jpg', 'jpeg', 'gif', 'webp', 'bmp'].includes(extension);
-      for (const chatId of targets) {
-        const record: FakeSentMessage = { chatId, kind: isImage ? 'image' : 'file', key: file.id, fileName: file.filename, bytes: file.uploaded, messageId: file.id };
-        if (typeof comment === 'string' && comment) record.text = comment;
-        sent.push(record);
-      }
-      done.push({ id: file.id, created: epoch, name: file.filename, title: name, filetype: extension, size: file.uploaded, user: BOT_USER_ID });
-    }
+    const done = (list as unknown[]).map((entry) => this.shareFile(entry, targets, typeof comment === 'string' ? comment : ''));
     return { ok: true, files: done };
   }
 
-  function tsFor(eventId: string): string {
+  /** Completes one uploaded file and posts it into each target channel. */
+  shareFile(entry: unknown, targets: string[], comment: string): Record<string, unknown> {
+    const { id, title } = (entry ?? {}) as { id?: unknown; title?: unknown };
+    const file = typeof id === 'string' ? this.#files.get(id) : undefined;
+    if (!file || file.uploaded === undefined || file.completed) throw new SlackError('file_not_found');
+    // Stricter than documented: catches a `length` that does not match the bytes sent.
+    if (file.uploaded !== file.length) {
+      throw new SlackError('invalid_arguments', 200, { response_metadata: { messages: [`[ERROR] uploaded ${file.uploaded} bytes, length was ${file.length}`] } });
+    }
+    file.completed = true;
+    const name = typeof title === 'string' && title ? title : file.filename;
+    const extension = file.filename.split('.').pop()?.toLowerCase() ?? '';
+    const isImage = ['png', 'jpg', 'jpeg', 'gif', 'webp', 'bmp'].includes(extension);
+    for (const chatId of targets) {
+      const record: FakeSentMessage = { chatId, kind: isImage ? 'image' : 'file', key: file.id, fileName: file.filename, bytes: file.uploaded, messageId: file.id };
+      if (comment) record.text = comment;
+      this.sent.push(record);
+    }
+    return { id: file.id, created: this.#epoch, name: file.filename, title: name, filetype: extension, size: file.uploaded, user: BOT_USER_ID };
+  }
+
+  tsFor(eventId: string): string {
     if (/^\d+\.\d+$/.test(eventId)) return eventId;
-    let ts = inboundTs.get(eventId);
+    let ts = this.#inboundTs.get(eventId);
     if (ts === undefined) {
-      ts = `${epoch}.${String(900_000 + nextInbound++).padStart(6, '0')}`;
-      inboundTs.set(eventId, ts);
+      ts = `${this.#epoch}.${String(900_000 + this.#nextInbound++).padStart(6, '0')}`;
+      this.#inboundTs.set(eventId, ts);
     }
     return ts;
   }
 
-  function signed(body: string): { headers: Record<string, string>; body: string } {
+  signed(body: string): { headers: Record<string, string>; body: string } {
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const signature = `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
+    const signature = `v0=${createHmac('sha256', this.signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
     return {
       headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature },
       body,
     };
   }
 
-  const server = await startFakeServer({
-    handle,
-    crashed: (res, message) => answerJson(res, 500, { ok: false, error: 'internal_error', detail: message }),
-  });
-  const url = `${server.origin}/api`;
+  /** The Events API `event_callback` envelope of a channel or DM message. */
+  eventCallback(event: FakeInboundEvent): Record<string, unknown> {
+    const ts = this.tsFor(event.eventId);
+    const channelType = event.chatType === 'dm' ? 'im' : event.chatId.startsWith('G') ? 'group' : 'channel';
+    return {
+      token: 'FakeVerificationToken',
+      team_id: TEAM_ID,
+      api_app_id: APP_ID,
+      event: {
+        type: 'message',
+        client_msg_id: randomUUID(),
+        channel: event.chatId,
+        user: event.senderId,
+        text: event.text,
+        ts,
+        team: TEAM_ID,
+        event_ts: ts,
+        channel_type: channelType,
+      },
+      type: 'event_callback',
+      event_id: event.eventId.startsWith('Ev') ? event.eventId : `Ev0FAKE${event.eventId.replace(/[^A-Za-z0-9]/g, '')}`,
+      event_time: Math.floor(Date.now() / 1000),
+      authorizations: [{ enterprise_id: null, team_id: TEAM_ID, user_id: BOT_USER_ID, is_bot: true, is_enterprise_install: false }],
+      is_ext_shared_channel: false,
+      event_context: `4-fake-${randomBytes(6).toString('hex')}`,
+    };
+  }
 
-  return {
-    url,
-    account: { api_base: url, app_secret: botToken, signing_secret: signingSecret },
-    sent,
-    calls: server.calls,
-    tokenFetches: 0,
-    failNext: server.failNext,
-    inbound(event: FakeInboundEvent) {
-      const ts = tsFor(event.eventId);
-      const channelType = event.chatType === 'dm' ? 'im' : event.chatId.startsWith('G') ? 'group' : 'channel';
-      const body = {
-        token: 'FakeVerificationToken',
-        team_id: TEAM_ID,
-        api_app_id: APP_ID,
-        event: {
-          type: 'message',
-          client_msg_id: randomUUID(),
-          channel: event.chatId,
-          user: event.senderId,
-          text: event.text,
-          ts,
-          team: TEAM_ID,
-          event_ts: ts,
-          channel_type: channelType,
-        },
-        type: 'event_callback',
-        event_id: event.eventId.startsWith('Ev') ? event.eventId : `Ev0FAKE${event.eventId.replace(/[^A-Za-z0-9]/g, '')}`,
-        event_time: Math.floor(Date.now() / 1000),
-        authorizations: [{ enterprise_id: null, team_id: TEAM_ID, user_id: BOT_USER_ID, is_bot: true, is_enterprise_install: false }],
-        is_ext_shared_channel: false,
-        event_context: `4-fake-${randomBytes(6).toString('hex')}`,
-      };
-      return signed(JSON.stringify(body));
-    },
-    handshake() {
-      const challenge = randomBytes(24).toString('base64url');
-      return { ...signed(JSON.stringify({ token: 'FakeVerificationToken', challenge, type: 'url_verification' })), method: 'POST', expect: challenge };
-    },
-    // Closing twice is fine: a test may close the fake early to make the API unreachable.
-    close: () => server.close().catch(() => undefined),
-  };
+  handshake(): { headers: Record<string, string>; body: string; method: 'POST'; expect: string } {
+    const challenge = randomBytes(24).toString('base64url');
+    return { ...this.signed(JSON.stringify({ token: 'FakeVerificationToken', challenge, type: 'url_verification' })), method: 'POST', expect: challenge };
+  }
 }
 
 /** Form posts carry arrays and objects as JSON strings; JSON bodies carry them as they are. */

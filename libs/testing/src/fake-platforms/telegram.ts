@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import { answerJson, answerText, readForm, retryAfterHeaders, startFakeServer } from './server.js';
+import { answerJson, answerText, readForm, retryAfterHeaders, startFakeServer, type FakeServer } from './server.js';
 import type { FakeFailure, FakeInboundEvent, FakePlatform, FakeSentMessage } from './types.js';
 
 /**
@@ -44,95 +44,105 @@ class TelegramError extends Error {
 }
 
 export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakePlatform> {
-  const botToken = opts.botToken ?? DEFAULT_BOT_TOKEN;
+  const api = new TelegramApi(opts.botToken ?? DEFAULT_BOT_TOKEN);
   const secret = opts.secret ?? DEFAULT_SECRET;
-  const sent: FakeSentMessage[] = [];
-  const files = new Map<string, { kind: FileKind; fileName?: string; size: number }>();
-  const inboundMessageIds = new Map<string, number>();
-  let nextMessageId = 1;
-  let nextUpdateId = 700_000_000;
-  let nextFile = 1;
-  let nextInboundMessageId = 1_000_000;
+  const server = await startFakeServer({
+    handle: (req, res, url, raw) => api.handle(req, res, url, raw),
+    crashed: (res, message) => answer(res, 500, { ok: false, error_code: 500, description: `Internal Server Error: ${message}` }),
+    mask: { path: (path) => path.replace(METHOD_PATH, '/bot<token>/$2') },
+  });
+  api.server = server;
+  const url = server.origin;
+  return {
+    url,
+    account: { api_base: url, app_secret: api.botToken, secret },
+    sent: api.sent,
+    calls: server.calls,
+    tokenFetches: 0,
+    failNext: server.failNext,
+    inbound: (event) => ({
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret },
+      body: JSON.stringify(api.messageUpdate(event)),
+    }),
+    // Closing twice is fine: a test may close the fake early to make the API unreachable.
+    close: () => server.close().catch(() => undefined),
+  };
+}
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> {
+/** Bot API methods that send a message (lower-cased), the ones an injected failure answers. */
+const SEND_METHODS = new Set(['sendmessage', 'sendphoto', 'senddocument']);
+
+/** What the fake Telegram knows (files, message ids, messages sent) and how it answers each method. */
+class TelegramApi {
+  readonly sent: FakeSentMessage[] = [];
+  /** Set once the server listens: sends take its queued failures. */
+  server!: FakeServer;
+  readonly #files = new Map<string, { kind: FileKind; fileName?: string; size: number }>();
+  readonly #inboundMessageIds = new Map<string, number>();
+  #nextMessageId = 1;
+  #nextUpdateId = 700_000_000;
+  #nextFile = 1;
+  #nextInboundMessageId = 1_000_000;
+
+  constructor(readonly botToken: string) {}
+
+  async handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> {
     const route = METHOD_PATH.exec(url.pathname);
     if (!route) return fail(res, new TelegramError(404, 'Not Found'));
-    if (route[1] !== botToken) return fail(res, new TelegramError(401, 'Unauthorized'));
+    if (route[1] !== this.botToken) return fail(res, new TelegramError(401, 'Unauthorized'));
     const method = (route[2] ?? '').toLowerCase();
-    const isSend = method === 'sendmessage' || method === 'sendphoto' || method === 'senddocument';
-    if (isSend) {
-      const failure = server.nextFailure();
+    if (SEND_METHODS.has(method)) {
+      const failure = this.server.nextFailure();
       if (failure) return injectFailure(res, failure);
     }
     try {
       const params = await readParams(req, url, raw);
-      switch (method) {
-        case 'getme':
-          return answer(res, 200, { ok: true, result: BOT_USER });
-        case 'sendmessage':
-          return answer(res, 200, { ok: true, result: sendMessage(params) });
-        case 'sendphoto':
-          return answer(res, 200, { ok: true, result: await sendMedia(params, 'photo') });
-        case 'senddocument':
-          return answer(res, 200, { ok: true, result: await sendMedia(params, 'document') });
-        default:
-          return fail(res, new TelegramError(404, 'Not Found: method not found'));
-      }
+      answer(res, 200, { ok: true, result: await this.call(method, params) });
     } catch (err) {
       if (err instanceof TelegramError) return fail(res, err);
       throw err;
     }
   }
 
-  function chatIdOf(params: Params): string | number {
-    const chatId = params.get('chat_id');
-    if (typeof chatId === 'number') return chatId;
-    if (typeof chatId === 'string' && chatId) return /^-?\d+$/.test(chatId) ? Number(chatId) : chatId;
-    throw new TelegramError(400, 'Bad Request: chat_id is empty');
+  /** The `result` of one Bot API method. */
+  async call(method: string, params: Params): Promise<unknown> {
+    switch (method) {
+      case 'getme':
+        return BOT_USER;
+      case 'sendmessage':
+        return this.sendMessage(params);
+      case 'sendphoto':
+        return this.sendMedia(params, 'photo');
+      case 'senddocument':
+        return this.sendMedia(params, 'document');
+      default:
+        throw new TelegramError(404, 'Not Found: method not found');
+    }
   }
 
-  function baseMessage(chatId: string | number): { message_id: number } & Record<string, unknown> {
-    return { message_id: nextMessageId++, from: BOT_USER, chat: chatOf(chatId), date: Math.floor(Date.now() / 1000) };
+  baseMessage(chatId: string | number): { message_id: number } & Record<string, unknown> {
+    return { message_id: this.#nextMessageId++, from: BOT_USER, chat: chatOf(chatId), date: Math.floor(Date.now() / 1000) };
   }
 
-  function sendMessage(params: Params): Record<string, unknown> {
+  sendMessage(params: Params): Record<string, unknown> {
     const chatId = chatIdOf(params);
     const text = params.get('text');
     if (typeof text !== 'string' || !text.trim()) throw new TelegramError(400, 'Bad Request: message text is empty');
     if (text.length > TEXT_LIMIT) throw new TelegramError(400, 'Bad Request: message is too long');
-    const message = { ...baseMessage(chatId), text };
-    sent.push({ chatId: String(chatId), kind: 'text', text, messageId: String(message.message_id) });
+    const message = { ...this.baseMessage(chatId), text };
+    this.sent.push({ chatId: String(chatId), kind: 'text', text, messageId: String(message.message_id) });
     return message;
   }
 
-  async function sendMedia(params: Params, kind: FileKind): Promise<Record<string, unknown>> {
+  async sendMedia(params: Params, kind: FileKind): Promise<Record<string, unknown>> {
     const chatId = chatIdOf(params);
-    const input = params.get(kind);
-    let fileId: string;
-    let fileName: string | undefined;
-    let bytes: number | undefined;
-    if (isUpload(input)) {
-      // An upload is only recognised as a file part; Telegram reads nothing else as bytes.
-      if (input.size === 0) throw new TelegramError(400, `Bad Request: file must be non-empty`);
-      bytes = (await input.arrayBuffer()).byteLength;
-      fileName = input.name || undefined;
-      fileId = `${kind === 'photo' ? 'AgAC' : 'BQAC'}FakeFileId${nextFile++}`;
-      files.set(fileId, fileName === undefined ? { kind, size: bytes } : { kind, fileName, size: bytes });
-    } else if (typeof input === 'string' && input) {
-      const known = files.get(input);
-      if (!known) throw new TelegramError(400, 'Bad Request: wrong file identifier/HTTP URL specified');
-      if (known.kind !== kind) throw new TelegramError(400, 'Bad Request: type of file mismatch');
-      fileId = input;
-      fileName = known.fileName;
-    } else {
-      throw new TelegramError(400, `Bad Request: there is no ${kind} in the request`);
-    }
-    const size = files.get(fileId)?.size ?? 0;
+    const { fileId, fileName, bytes } = await this.mediaInput(params.get(kind), kind);
+    const size = this.#files.get(fileId)?.size ?? 0;
     const media =
       kind === 'photo'
         ? { photo: [{ file_id: fileId, file_unique_id: `u${fileId}`, width: 320, height: 240, file_size: size }] }
         : { document: { file_id: fileId, file_unique_id: `u${fileId}`, file_name: fileName, file_size: size } };
-    const message = { ...baseMessage(chatId), ...media };
+    const message = { ...this.baseMessage(chatId), ...media };
     const record: FakeSentMessage = {
       chatId: String(chatId),
       kind: kind === 'photo' ? 'image' : 'file',
@@ -141,61 +151,68 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     };
     if (fileName !== undefined) record.fileName = fileName;
     if (bytes !== undefined) record.bytes = bytes;
-    sent.push(record);
+    this.sent.push(record);
     return message;
   }
 
-  function messageIdFor(eventId: string): number {
+  /** The file a send names: a new upload (kept under a new file id), or a file id sent before. */
+  async mediaInput(input: unknown, kind: FileKind): Promise<{ fileId: string; fileName?: string; bytes?: number }> {
+    if (isUpload(input)) {
+      // An upload is only recognised as a file part; Telegram reads nothing else as bytes.
+      if (input.size === 0) throw new TelegramError(400, `Bad Request: file must be non-empty`);
+      const bytes = (await input.arrayBuffer()).byteLength;
+      const fileName = input.name || undefined;
+      const fileId = `${kind === 'photo' ? 'AgAC' : 'BQAC'}FakeFileId${this.#nextFile++}`;
+      this.#files.set(fileId, fileName === undefined ? { kind, size: bytes } : { kind, fileName, size: bytes });
+      return { fileId, fileName, bytes };
+    }
+    if (typeof input === 'string' && input) {
+      const known = this.#files.get(input);
+      if (!known) throw new TelegramError(400, 'Bad Request: wrong file identifier/HTTP URL specified');
+      if (known.kind !== kind) throw new TelegramError(400, 'Bad Request: type of file mismatch');
+      return { fileId: input, fileName: known.fileName };
+    }
+    throw new TelegramError(400, `Bad Request: there is no ${kind} in the request`);
+  }
+
+  messageIdFor(eventId: string): number {
     // Accepts a bare message id, or the `<chat>:<message>` form an adapter may report back.
     const numeric = /^(?:-?\d+:)?(\d+)$/.exec(eventId)?.[1];
     if (numeric !== undefined && Number.isSafeInteger(Number(numeric))) return Number(numeric);
-    let id = inboundMessageIds.get(eventId);
+    let id = this.#inboundMessageIds.get(eventId);
     if (id === undefined) {
-      id = nextInboundMessageId++;
-      inboundMessageIds.set(eventId, id);
+      id = this.#nextInboundMessageId++;
+      this.#inboundMessageIds.set(eventId, id);
     }
     return id;
   }
 
-  const server = await startFakeServer({
-    handle,
-    crashed: (res, message) => answer(res, 500, { ok: false, error_code: 500, description: `Internal Server Error: ${message}` }),
-    mask: { path: (path) => path.replace(METHOD_PATH, '/bot<token>/$2') },
-  });
-  const url = server.origin;
+  /** The webhook update of a text message. */
+  messageUpdate(event: FakeInboundEvent): Record<string, unknown> {
+    const chatId = numericId(event.chatId);
+    const senderId = numericId(event.senderId);
+    const chat =
+      event.chatType === 'dm'
+        ? { id: chatId, type: 'private', first_name: 'Test', username: `user${String(senderId)}` }
+        : { id: chatId, type: String(chatId).startsWith('-100') ? 'supergroup' : 'group', title: 'Test group' };
+    return {
+      update_id: this.#nextUpdateId++,
+      message: {
+        message_id: this.messageIdFor(event.eventId),
+        from: { id: senderId, is_bot: false, first_name: 'Test', username: `user${String(senderId)}`, language_code: 'en' },
+        chat,
+        date: Math.floor(Date.now() / 1000),
+        text: event.text,
+      },
+    };
+  }
+}
 
-  return {
-    url,
-    account: { api_base: url, app_secret: botToken, secret },
-    sent,
-    calls: server.calls,
-    tokenFetches: 0,
-    failNext: server.failNext,
-    inbound(event: FakeInboundEvent) {
-      const chatId = numericId(event.chatId);
-      const senderId = numericId(event.senderId);
-      const chat =
-        event.chatType === 'dm'
-          ? { id: chatId, type: 'private', first_name: 'Test', username: `user${String(senderId)}` }
-          : { id: chatId, type: String(chatId).startsWith('-100') ? 'supergroup' : 'group', title: 'Test group' };
-      const update = {
-        update_id: nextUpdateId++,
-        message: {
-          message_id: messageIdFor(event.eventId),
-          from: { id: senderId, is_bot: false, first_name: 'Test', username: `user${String(senderId)}`, language_code: 'en' },
-          chat,
-          date: Math.floor(Date.now() / 1000),
-          text: event.text,
-        },
-      };
-      return {
-        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret },
-        body: JSON.stringify(update),
-      };
-    },
-    // Closing twice is fine: a test may close the fake early to make the API unreachable.
-    close: () => server.close().catch(() => undefined),
-  };
+function chatIdOf(params: Params): string | number {
+  const chatId = params.get('chat_id');
+  if (typeof chatId === 'number') return chatId;
+  if (typeof chatId === 'string' && chatId) return /^-?\d+$/.test(chatId) ? Number(chatId) : chatId;
+  throw new TelegramError(400, 'Bad Request: chat_id is empty');
 }
 
 function chatOf(chatId: string | number): Record<string, unknown> {

@@ -1,6 +1,6 @@
 import { createCipheriv, createHash, randomBytes, randomInt } from 'node:crypto';
 import type http from 'node:http';
-import { answerJson, answerText, parseJsonObject, readForm, retryAfterHeaders, startFakeServer } from './server.js';
+import { answerJson, answerText, findRoute, parseJsonObject, readForm, retryAfterHeaders, startFakeServer, type FakeRoutes, type FakeServer } from './server.js';
 import type { FakeInboundEvent, FakePlatform, FakeSentMessage } from './types.js';
 
 /**
@@ -40,57 +40,141 @@ const cdata = (text: string): string => `<![CDATA[${text.split(']]>').join(']]]]
 
 const SEND_KINDS: Record<string, FakeSentMessage['kind']> = { text: 'text', markdown: 'text', image: 'image', file: 'file' };
 
-export async function startFakeWeCom(
-  opts: { corpId?: string; corpSecret?: string; agentId?: string; token?: string; encodingAesKey?: string } = {},
-): Promise<FakeWeCom> {
-  const corpId = opts.corpId ?? 'wwfakecorp0000001';
-  const corpSecret = opts.corpSecret ?? `fake-corpsecret-${randomAlnum(24)}`;
-  const agentId = opts.agentId ?? '1000002';
-  const token = opts.token ?? randomAlnum(16);
-  const encodingAesKey = opts.encodingAesKey ?? randomAlnum(43);
-  const aesKey = Buffer.from(`${encodingAesKey}=`, 'base64');
-  if (aesKey.length !== 32) throw new Error('encodingAesKey must be 43 base64 characters');
+interface WeComOptions {
+  corpId?: string;
+  corpSecret?: string;
+  agentId?: string;
+  token?: string;
+  encodingAesKey?: string;
+}
 
-  const validTokens = new Set<string>();
-  const revokedTokens = new Set<string>();
-  const media = new Map<string, { bytes: number; fileName: string; type: string }>();
-  const sent: FakeSentMessage[] = [];
-  let tokenFetches = 0;
-  let nextMsg = 1;
-
-  /** A string body is a front end's HTML error page; WeCom itself answers JSON. */
-  const reply = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void =>
-    typeof body === 'string' ? answerText(res, status, body, 'text/html', headers) : answerJson(res, status, body, headers, 'application/json; charset=UTF-8');
-  const err = (res: http.ServerResponse, errcode: number, errmsg: string): void =>
-    reply(res, 200, { errcode, errmsg: `${errmsg}, hint: [${Math.floor(Date.now() / 1000)}_fake], more info at https://open.work.weixin.qq.com/devtool/query?e=${errcode}` });
-
-  const defaultFailureBody = (status: number): unknown => {
-    if (status === 429) return { errcode: 45009, errmsg: 'api freq out of limit' };
-    if (status >= 500) return '<html><body>502 Bad Gateway</body></html>';
-    return { errcode: -1, errmsg: 'system busy' };
+export async function startFakeWeCom(opts: WeComOptions = {}): Promise<FakeWeCom> {
+  const api = new WeComApi(opts);
+  const server = await startFakeServer({
+    handle: (req, res, url, raw) => api.handle(req, res, url, raw),
+    crashed: (res) => reply(res, 500, { errcode: -1, errmsg: 'system busy' }),
+    mask: { query: { access_token: '<token>', corpsecret: '<secret>' } },
+  });
+  api.server = server;
+  const url = server.origin;
+  const { corpId, corpSecret, agentId, token, encodingAesKey } = api;
+  return {
+    url,
+    account: { app_id: corpId, app_secret: corpSecret, agent_id: agentId, token, encoding_aes_key: encodingAesKey, api_base: url },
+    corpId,
+    corpSecret,
+    agentId,
+    token,
+    encodingAesKey,
+    sent: api.sent,
+    calls: server.calls,
+    get tokenFetches() {
+      return api.tokenFetches;
+    },
+    failNext: server.failNext,
+    revokeTokens: () => api.revokeTokens(),
+    inboundXml: (msgXml) => api.inboundXml(msgXml),
+    inbound: (event) => api.inboundXml(api.textMessageXml(event)),
+    handshake: () => api.handshake(),
+    close: server.close,
   };
+}
+
+/** A string body is a front end's HTML error page; WeCom itself answers JSON. */
+function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (typeof body === 'string') return answerText(res, status, body, 'text/html', headers);
+  answerJson(res, status, body, headers, 'application/json; charset=UTF-8');
+}
+
+/** WeCom's error answer: HTTP 200 with the code, and a hint like the real one's. */
+function err(res: http.ServerResponse, errcode: number, errmsg: string): void {
+  reply(res, 200, { errcode, errmsg: `${errmsg}, hint: [${Math.floor(Date.now() / 1000)}_fake], more info at https://open.work.weixin.qq.com/devtool/query?e=${errcode}` });
+}
+
+function defaultFailureBody(status: number): unknown {
+  if (status === 429) return { errcode: 45009, errmsg: 'api freq out of limit' };
+  if (status >= 500) return '<html><body>502 Bad Gateway</body></html>';
+  return { errcode: -1, errmsg: 'system busy' };
+}
+
+/** A sent message without its chat and id: what every msgtype carries. */
+type MessageFields = Omit<FakeSentMessage, 'chatId' | 'messageId'>;
+
+/** Thrown by a check; the route answers it as WeCom's `{errcode, errmsg}`. */
+class WeComError extends Error {
+  constructor(
+    readonly errcode: number,
+    readonly errmsg: string,
+  ) {
+    super(errmsg);
+  }
+}
+
+/** What the fake WeCom knows (tokens, media, messages sent) and how it answers each route. */
+class WeComApi {
+  readonly corpId: string;
+  readonly corpSecret: string;
+  readonly agentId: string;
+  readonly token: string;
+  readonly encodingAesKey: string;
+  readonly #aesKey: Buffer;
+  readonly sent: FakeSentMessage[] = [];
+  /** Set once the server listens: sends take its queued failures. */
+  server!: FakeServer;
+  tokenFetches = 0;
+  readonly #validTokens = new Set<string>();
+  readonly #revokedTokens = new Set<string>();
+  readonly #media = new Map<string, { bytes: number; fileName: string; type: string }>();
+  #nextMsg = 1;
+  readonly #routes: FakeRoutes = {
+    'GET /cgi-bin/gettoken': (_req, res, url) => this.issueToken(res, url),
+    'POST /cgi-bin/media/upload': (req, res, url, raw) => this.upload(req, res, url, raw),
+    'POST /cgi-bin/message/send': (_req, res, url, raw) => this.send(res, url, raw, (body, message) => this.sendToUsers(res, body, message)),
+    'POST /cgi-bin/appchat/send': (_req, res, url, raw) => this.send(res, url, raw, (body, message) => this.sendToChat(res, body, message)),
+  };
+
+  constructor(opts: WeComOptions) {
+    this.corpId = opts.corpId ?? 'wwfakecorp0000001';
+    this.corpSecret = opts.corpSecret ?? `fake-corpsecret-${randomAlnum(24)}`;
+    this.agentId = opts.agentId ?? '1000002';
+    this.token = opts.token ?? randomAlnum(16);
+    this.encodingAesKey = opts.encodingAesKey ?? randomAlnum(43);
+    this.#aesKey = Buffer.from(`${this.encodingAesKey}=`, 'base64');
+    if (this.#aesKey.length !== 32) throw new Error('encodingAesKey must be 43 base64 characters');
+  }
+
+  handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): void | Promise<void> {
+    const route = findRoute(this.#routes, req, url);
+    if (route) return route(req, res, url, raw);
+    reply(res, 404, { errcode: 404, errmsg: 'not found' });
+  }
+
+  revokeTokens(): void {
+    for (const t of this.#validTokens) this.#revokedTokens.add(t);
+    this.#validTokens.clear();
+  }
 
   /** True when the call carries a live token; otherwise the error has been answered. */
-  const checkToken = (res: http.ServerResponse, url: URL): boolean => {
+  checkToken(res: http.ServerResponse, url: URL): boolean {
     const t = url.searchParams.get('access_token');
     if (!t) err(res, 41001, 'access_token missing');
-    else if (revokedTokens.has(t)) err(res, 42001, 'access_token expired');
-    else if (!validTokens.has(t)) err(res, 40014, 'invalid access_token');
+    else if (this.#revokedTokens.has(t)) err(res, 42001, 'access_token expired');
+    else if (!this.#validTokens.has(t)) err(res, 40014, 'invalid access_token');
     else return true;
     return false;
-  };
+  }
 
-  const handleToken = (res: http.ServerResponse, url: URL): void => {
-    if (url.searchParams.get('corpid') !== corpId) return err(res, 40013, 'invalid corpid');
-    if (url.searchParams.get('corpsecret') !== corpSecret) return err(res, 40001, 'invalid credential');
-    tokenFetches++;
-    const t = `wc${tokenFetches}${randomAlnum(40)}`;
-    validTokens.add(t);
+  issueToken(res: http.ServerResponse, url: URL): void {
+    if (url.searchParams.get('corpid') !== this.corpId) return err(res, 40013, 'invalid corpid');
+    if (url.searchParams.get('corpsecret') !== this.corpSecret) return err(res, 40001, 'invalid credential');
+    this.tokenFetches++;
+    const t = `wc${this.tokenFetches}${randomAlnum(40)}`;
+    this.#validTokens.add(t);
     reply(res, 200, { errcode: 0, errmsg: 'ok', access_token: t, expires_in: 7200 });
-  };
+  }
 
-  const handleUpload = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> => {
-    if (!checkToken(res, url)) return;
+  async upload(req: http.IncomingMessage, res: http.ServerResponse, url: URL, raw: Buffer): Promise<void> {
+    if (!this.checkToken(res, url)) return;
     const type = url.searchParams.get('type') ?? '';
     if (!['image', 'voice', 'video', 'file'].includes(type)) return err(res, 40004, 'invalid media type');
     let file: File | string | null = null;
@@ -102,140 +186,99 @@ export async function startFakeWeCom(
     if (!file || typeof file === 'string') return err(res, 41005, 'media data missing');
     if (file.size < 5) return err(res, 40006, 'invalid file size');
     const mediaId = `3${randomAlnum(60)}`;
-    media.set(mediaId, { bytes: file.size, fileName: file.name, type });
+    this.#media.set(mediaId, { bytes: file.size, fileName: file.name, type });
     reply(res, 200, { errcode: 0, errmsg: '', type, media_id: mediaId, created_at: String(Math.floor(Date.now() / 1000)) });
-  };
+  }
 
-  /** The fields every msgtype carries, or undefined when the error has been answered. */
-  const readMessage = (res: http.ServerResponse, body: Record<string, unknown>): Omit<FakeSentMessage, 'chatId' | 'messageId'> | undefined => {
+  /** What both send routes check first; `deliver` checks the addressee, reads the message and answers. */
+  send(res: http.ServerResponse, url: URL, raw: Buffer, deliver: (body: Record<string, unknown>, message: () => MessageFields) => void): void {
+    if (!this.checkToken(res, url)) return;
+    const failure = this.server.nextFailure();
+    if (failure) return reply(res, failure.status, failure.body ?? defaultFailureBody(failure.status), retryAfterHeaders(failure));
+    const body = parseJsonObject(raw);
+    if (!body) return err(res, 47001, 'data format error');
+    try {
+      deliver(body, () => this.readMessage(body));
+    } catch (e) {
+      if (e instanceof WeComError) return err(res, e.errcode, e.errmsg);
+      throw e;
+    }
+  }
+
+  sendToChat(res: http.ServerResponse, body: Record<string, unknown>, message: () => MessageFields): void {
+    const chatid = body['chatid'];
+    if (typeof chatid !== 'string' || !chatid) throw new WeComError(86003, 'chatid not found');
+    this.sent.push({ chatId: chatid, messageId: '', ...message() });
+    reply(res, 200, { errcode: 0, errmsg: 'ok' });
+  }
+
+  sendToUsers(res: http.ServerResponse, body: Record<string, unknown>, message: () => MessageFields): void {
+    const agentid = body['agentid'];
+    if (agentid === undefined || String(agentid) !== this.agentId) throw new WeComError(40056, 'invalid agentid');
+    const touser = body['touser'];
+    if (typeof touser !== 'string' || !touser) throw new WeComError(40058, 'touser, toparty, totag all empty');
+    const fields = message();
+    const msgid = `fake_msgid_${this.#nextMsg++}_${randomAlnum(12)}`;
+    for (const user of touser.split('|')) this.sent.push({ chatId: `user:${user}`, messageId: msgid, ...fields });
+    reply(res, 200, { errcode: 0, errmsg: 'ok', invaliduser: '', invalidparty: '', invalidtag: '', unlicenseduser: '', msgid, response_code: '' });
+  }
+
+  /** The fields every msgtype carries; a WeComError when WeCom would refuse them. */
+  readMessage(body: Record<string, unknown>): MessageFields {
     const msgtype = body['msgtype'];
     const kind = typeof msgtype === 'string' ? SEND_KINDS[msgtype] : undefined;
-    if (!kind || typeof msgtype !== 'string') {
-      err(res, 40008, 'invalid message type');
-      return undefined;
-    }
+    if (!kind || typeof msgtype !== 'string') throw new WeComError(40008, 'invalid message type');
     const part = body[msgtype];
     const fields = typeof part === 'object' && part !== null ? (part as Record<string, unknown>) : undefined;
     if (kind === 'text') {
       const content = fields?.['content'];
-      if (typeof content !== 'string' || !content) {
-        err(res, 41009, 'missing content');
-        return undefined;
-      }
-      if (Buffer.byteLength(content) > 2048) {
-        err(res, 44004, 'content size out of limit');
-        return undefined;
-      }
+      if (typeof content !== 'string' || !content) throw new WeComError(41009, 'missing content');
+      if (Buffer.byteLength(content) > 2048) throw new WeComError(44004, 'content size out of limit');
       return { kind, text: content };
     }
     const mediaId = fields?.['media_id'];
-    if (typeof mediaId !== 'string' || !mediaId) {
-      err(res, 40007, 'invalid media_id');
-      return undefined;
-    }
-    const stored = media.get(mediaId);
+    if (typeof mediaId !== 'string' || !mediaId) throw new WeComError(40007, 'invalid media_id');
+    const stored = this.#media.get(mediaId);
     return { kind, key: mediaId, ...(stored ? { bytes: stored.bytes, fileName: stored.fileName } : {}) };
-  };
+  }
 
-  const handleSend = (res: http.ServerResponse, url: URL, raw: Buffer): void => {
-    if (!checkToken(res, url)) return;
-    const failure = server.nextFailure();
-    if (failure) return reply(res, failure.status, failure.body ?? defaultFailureBody(failure.status), retryAfterHeaders(failure));
-    const body = parseJsonObject(raw);
-    if (!body) return err(res, 47001, 'data format error');
-    if (url.pathname === '/cgi-bin/appchat/send') {
-      const chatid = body['chatid'];
-      if (typeof chatid !== 'string' || !chatid) return err(res, 86003, 'chatid not found');
-      const message = readMessage(res, body);
-      if (!message) return;
-      sent.push({ chatId: chatid, messageId: '', ...message });
-      return reply(res, 200, { errcode: 0, errmsg: 'ok' });
-    }
-    const agentid = body['agentid'];
-    if (agentid === undefined || String(agentid) !== agentId) return err(res, 40056, 'invalid agentid');
-    const touser = body['touser'];
-    if (typeof touser !== 'string' || !touser) return err(res, 40058, 'touser, toparty, totag all empty');
-    const message = readMessage(res, body);
-    if (!message) return;
-    const msgid = `fake_msgid_${nextMsg++}_${randomAlnum(12)}`;
-    for (const user of touser.split('|')) sent.push({ chatId: `user:${user}`, messageId: msgid, ...message });
-    reply(res, 200, { errcode: 0, errmsg: 'ok', invaliduser: '', invalidparty: '', invalidtag: '', unlicenseduser: '', msgid, response_code: '' });
-  };
-
-  const server = await startFakeServer({
-    handle(req, res, url, raw) {
-      if (url.pathname === '/cgi-bin/gettoken' && req.method === 'GET') return handleToken(res, url);
-      if (req.method !== 'POST') return reply(res, 404, { errcode: 404, errmsg: 'not found' });
-      switch (url.pathname) {
-        case '/cgi-bin/media/upload':
-          return handleUpload(req, res, url, raw);
-        case '/cgi-bin/message/send':
-        case '/cgi-bin/appchat/send':
-          return handleSend(res, url, raw);
-        default:
-          return reply(res, 404, { errcode: 404, errmsg: 'not found' });
-      }
-    },
-    crashed: (res) => reply(res, 500, { errcode: -1, errmsg: 'system busy' }),
-    mask: { query: { access_token: '<token>', corpsecret: '<secret>' } },
-  });
-  const url = server.origin;
-
-  const encrypt = (plain: string): string => {
+  encrypt(plain: string): string {
     const msg = Buffer.from(plain, 'utf8');
     const length = Buffer.alloc(4);
     length.writeUInt32BE(msg.length);
-    const body = Buffer.concat([randomBytes(16), length, msg, Buffer.from(corpId, 'utf8')]);
+    const body = Buffer.concat([randomBytes(16), length, msg, Buffer.from(this.corpId, 'utf8')]);
     const pad = 32 - (body.length % 32);
-    const cipher = createCipheriv('aes-256-cbc', aesKey, aesKey.subarray(0, 16));
+    const cipher = createCipheriv('aes-256-cbc', this.#aesKey, this.#aesKey.subarray(0, 16));
     cipher.setAutoPadding(false);
     return Buffer.concat([cipher.update(Buffer.concat([body, Buffer.alloc(pad, pad)])), cipher.final()]).toString('base64');
-  };
-  const signed = (encrypted: string): { timestamp: string; nonce: string; msg_signature: string } => {
+  }
+
+  signed(encrypted: string): { timestamp: string; nonce: string; msg_signature: string } {
     const timestamp = String(Math.floor(Date.now() / 1000));
     const nonce = String(randomInt(1_000_000_000, 9_999_999_999));
-    const msg_signature = createHash('sha1').update([token, timestamp, nonce, encrypted].sort().join('')).digest('hex');
+    const msg_signature = createHash('sha1').update([this.token, timestamp, nonce, encrypted].sort().join('')).digest('hex');
     return { msg_signature, timestamp, nonce };
-  };
-  const inboundXml = (msgXml: string): { headers: Record<string, string>; body: string; query: Record<string, string> } => {
-    const encrypted = encrypt(msgXml);
-    const body = `<xml><ToUserName>${cdata(corpId)}</ToUserName><Encrypt>${cdata(encrypted)}</Encrypt><AgentID>${cdata(agentId)}</AgentID></xml>`;
-    return { headers: { 'content-type': 'text/xml' }, body, query: signed(encrypted) };
-  };
+  }
 
-  return {
-    url,
-    account: { app_id: corpId, app_secret: corpSecret, agent_id: agentId, token, encoding_aes_key: encodingAesKey, api_base: url },
-    corpId,
-    corpSecret,
-    agentId,
-    token,
-    encodingAesKey,
-    sent,
-    calls: server.calls,
-    get tokenFetches() {
-      return tokenFetches;
-    },
-    failNext: server.failNext,
-    revokeTokens() {
-      for (const t of validTokens) revokedTokens.add(t);
-      validTokens.clear();
-    },
-    inboundXml,
-    inbound(event: FakeInboundEvent) {
-      // An app's callback carries only messages members send to the app: there are no group events.
-      if (event.chatType !== 'dm') throw new Error('WeCom app callbacks carry direct messages only');
-      const xml =
-        `<xml><ToUserName>${cdata(corpId)}</ToUserName><FromUserName>${cdata(event.senderId)}</FromUserName>` +
-        `<CreateTime>${Math.floor(Date.now() / 1000)}</CreateTime><MsgType>${cdata('text')}</MsgType>` +
-        `<Content>${cdata(event.text)}</Content><MsgId>${event.eventId}</MsgId><AgentID>${agentId}</AgentID></xml>`;
-      return inboundXml(xml);
-    },
-    handshake() {
-      const plain = String(randomInt(1_000_000_000_000, 9_999_999_999_999));
-      const echostr = encrypt(plain);
-      return { method: 'GET' as const, headers: {}, body: '', query: { ...signed(echostr), echostr }, expect: plain };
-    },
-    close: server.close,
-  };
+  inboundXml(msgXml: string): { headers: Record<string, string>; body: string; query: Record<string, string> } {
+    const encrypted = this.encrypt(msgXml);
+    const body = `<xml><ToUserName>${cdata(this.corpId)}</ToUserName><Encrypt>${cdata(encrypted)}</Encrypt><AgentID>${cdata(this.agentId)}</AgentID></xml>`;
+    return { headers: { 'content-type': 'text/xml' }, body, query: this.signed(encrypted) };
+  }
+
+  textMessageXml(event: FakeInboundEvent): string {
+    // An app's callback carries only messages members send to the app: there are no group events.
+    if (event.chatType !== 'dm') throw new Error('WeCom app callbacks carry direct messages only');
+    return (
+      `<xml><ToUserName>${cdata(this.corpId)}</ToUserName><FromUserName>${cdata(event.senderId)}</FromUserName>` +
+      `<CreateTime>${Math.floor(Date.now() / 1000)}</CreateTime><MsgType>${cdata('text')}</MsgType>` +
+      `<Content>${cdata(event.text)}</Content><MsgId>${event.eventId}</MsgId><AgentID>${this.agentId}</AgentID></xml>`
+    );
+  }
+
+  handshake(): { method: 'GET'; headers: Record<string, string>; body: string; query: Record<string, string>; expect: string } {
+    const plain = String(randomInt(1_000_000_000_000, 9_999_999_999_999));
+    const echostr = this.encrypt(plain);
+    return { method: 'GET', headers: {}, body: '', query: { ...this.signed(echostr), echostr }, expect: plain };
+  }
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { AgentryClient, ApiError } from '@agentry/client';
 import type { Context } from '../context.js';
-import { describeSource, isExpired, maskSecret, type Credential } from '../credentials.js';
+import { describeSource, isExpired, maskSecret, type Credential, type LoginCredential } from '../credentials.js';
 import { CliError, UsageError } from '../errors.js';
 import { shortTime } from '../output.js';
 import { examples, type Cli } from '../command-kit.js';
@@ -39,6 +39,13 @@ export async function askNewPassword(ctx: Context, question: string): Promise<st
 }
 
 export function accountCommands(program: Command, cli: Cli): void {
+  loginCommands(program, cli);
+  whoamiCommand(program, cli);
+  apiKeyCommands(program, cli);
+  passwdCommand(program, cli);
+}
+
+function loginCommands(program: Command, cli: Cli): void {
   const login = program
     .command('login')
     .summary('log in and keep the token for this server')
@@ -48,28 +55,7 @@ export function accountCommands(program: Command, cli: Cli): void {
         'When stdin is not a terminal, the username (without -u) and the password are read from it, a line each.',
     )
     .option('-u, --username <name>', 'the user (default: asked, or the user of the last login here)')
-    .action(
-      cli.action(async (ctx, opts: { username?: string }) => {
-        const previous = ctx.credentials.login()?.username;
-        let username = opts.username;
-        if (username === undefined) {
-          const answer = (await ctx.prompter.ask(previous ? `username (${previous}): ` : 'username: '))?.trim();
-          username = answer || previous;
-        }
-        if (!username) throw new UsageError('a username is needed (-u <name>)');
-        const password = await askPassword(ctx, `password for ${username}: `);
-        const result = await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, password));
-        ctx.credentials.save(username, result);
-        ctx.printer.done(`logged in to ${ctx.url} as ${username} until ${shortTime(result.expireAt)} UTC`, {
-          url: ctx.url,
-          username,
-          expireAt: result.expireAt,
-          file: ctx.credentials.store.file,
-        });
-        const key = ctx.credentials.apiKey();
-        if (key) ctx.printer.note(`note: chat requests keep using the API key from ${describeSource(key, ctx.setup.home)}, which comes first; the login signs management and account commands`);
-      }),
-    );
+    .action(cli.action(logIn));
   examples(login, 'agentry login', 'agentry login -u admin', 'printf "%s\\n" "$ADMIN_PASSWORD" | agentry login -u admin');
 
   const logout = program
@@ -77,15 +63,11 @@ export function accountCommands(program: Command, cli: Cli): void {
     .summary('forget the login for this server')
     .description('Remove the cached login for this server (--all: for every server). The token itself stays valid until it expires.')
     .option('--all', 'forget every cached login')
-    .action(
-      cli.action(async (ctx, opts: { all?: boolean }) => {
-        const removed = opts.all ? ctx.credentials.store.clear() : ctx.credentials.store.delete(ctx.url);
-        const what = opts.all ? 'every server' : ctx.url;
-        ctx.printer.done(removed ? `logged out of ${what}` : `no login was kept for ${what}`, { success: true, removed, url: opts.all ? null : ctx.url });
-      }),
-    );
+    .action(cli.action(logOut));
   examples(logout, 'agentry logout', 'agentry logout --all');
+}
 
+function whoamiCommand(program: Command, cli: Cli): void {
   const whoami = program
     .command('whoami')
     .summary('show which credential is in use and where it came from')
@@ -98,70 +80,25 @@ export function accountCommands(program: Command, cli: Cli): void {
         'A cached login also signs management and account commands (they need a JWT).',
     )
     .option('--check', 'also ask the server whether it accepts the credentials')
-    .action(
-      cli.action(async (ctx, opts: { check?: boolean }) => {
-        const inUse = ctx.credentials.inUse();
-        const login = ctx.credentials.login();
-        const info: Record<string, unknown> = {
-          url: ctx.url,
-          credential: inUse ? credentialView(ctx, inUse) : null,
-          login: login ? credentialView(ctx, login) : null,
-        };
-        if (opts.check) {
-          const check: Record<string, string> = {};
-          check.chat = await ctx.spin('checking', () => probe(() => new AgentryClient({ url: ctx.url, token: inUse?.token }).models()));
-          if (login) check.login = await ctx.spin('checking', () => probe(() => new AgentryClient({ url: ctx.url, token: login.token }).auth.apiKey()));
-          info.check = check;
-        }
-        if (ctx.json) return ctx.printer.json(info);
-        const lines = [`server      ${ctx.url}`];
-        if (!inUse) lines.push('credential  none (set AGENTRY_API_KEY, add an api account to the config file, or run "agentry login")');
-        else if (inUse.kind === 'apiKey') lines.push(`credential  API key ${maskSecret(inUse.token)} from ${describeSource(inUse, ctx.setup.home)}`);
-        else lines.push(`credential  JWT of ${inUse.username} from ${describeSource(inUse, ctx.setup.home)}`);
-        if (login) {
-          const state = isExpired(login, ctx.credentials.now) ? 'expired' : 'expires';
-          lines.push(`login       ${login.username}, ${state} ${shortTime(login.expireAt)} UTC${inUse !== undefined && inUse.kind === 'apiKey' ? ' (signs management and account commands)' : ''}`);
-        } else lines.push('login       none');
-        const check = info.check as Record<string, string> | undefined;
-        if (check) {
-          lines.push(`check       chat: ${check.chat}`);
-          if (check.login) lines.push(`            login: ${check.login}`);
-        }
-        ctx.printer.text(`${lines.join('\n')}\n`);
-      }),
-    );
+    .action(cli.action(showWhoami));
   examples(whoami, 'agentry whoami', 'agentry whoami --check', 'AGENTRY_API_KEY=sk-... agentry whoami --json');
+}
 
+function apiKeyCommands(program: Command, cli: Cli): void {
   const apikey = program.command('apikey').summary("show or regenerate your user API key").description('Your user API key (sk-...), for chat completions. Needs a login (a JWT).');
   examples(apikey, 'agentry apikey show', 'agentry apikey regenerate');
 
-  const show = apikey
-    .command('show')
-    .description('Print your API key (bare; {apiKey} with --json).')
-    .action(
-      cli.action(async (ctx) => {
-        const answer = await ctx.spin('loading', () => ctx.client.auth.apiKey());
-        // The key is content: printed bare (for $(agentry apikey show)) unless --json asks.
-        if (ctx.options.json) return ctx.printer.json(answer);
-        if (!answer.apiKey) throw new CliError('you have no API key yet: "agentry apikey regenerate" makes one');
-        ctx.printer.text(`${answer.apiKey}\n`);
-      }),
-    );
+  const show = apikey.command('show').description('Print your API key (bare; {apiKey} with --json).').action(cli.action(showApiKey));
   examples(show, 'agentry apikey show', 'export AGENTRY_API_KEY=$(agentry apikey show)');
 
   const regenerate = apikey
     .command('regenerate')
     .description('Make a new API key and print it (bare; {apiKey} with --json); the old one stops working at once.')
-    .action(
-      cli.action(async (ctx) => {
-        const answer = await ctx.spin('regenerating', () => ctx.client.auth.regenerateApiKey());
-        if (ctx.options.json) return ctx.printer.json(answer);
-        ctx.printer.text(`${answer.apiKey}\n`);
-        ctx.printer.note('the previous key no longer works');
-      }),
-    );
+    .action(cli.action(regenerateApiKey));
   examples(regenerate, 'agentry apikey regenerate');
+}
 
+function passwdCommand(program: Command, cli: Cli): void {
   const passwd = program
     .command('passwd')
     .summary('change your password')
@@ -170,28 +107,108 @@ export function accountCommands(program: Command, cli: Cli): void {
         'Tokens issued before the change stop working; the cached login is renewed.',
     )
     .option('-u, --username <name>', 'whose password (default: the logged-in user)')
-    .action(
-      cli.action(async (ctx, opts: { username?: string }) => {
-        const cached = ctx.credentials.login();
-        const username = opts.username ?? cached?.username;
-        if (!username) throw new UsageError('log in first ("agentry login") or name the user with -u');
-        const oldPassword = await askPassword(ctx, `current password for ${username}: `);
-        const newPassword = await askNewPassword(ctx, 'new password: ');
-        const change = (token: string) => ctx.spin('changing the password', () => new AgentryClient({ url: ctx.url, token }).auth.changePassword(oldPassword, newPassword));
-        const fresh = async () => (await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, oldPassword))).token;
-        let result;
-        if (cached?.username === username && !isExpired(cached, ctx.credentials.now)) {
-          try {
-            result = await change(cached.token);
-          } catch (err) {
-            if (!(err instanceof ApiError) || err.status !== 401) throw err;
-            result = await change(await fresh());
-          }
-        } else result = await change(await fresh());
-        // Older tokens died with the change: keep the fresh one (unless another user is logged in here).
-        if (!cached || cached.username === username) ctx.credentials.save(username, result);
-        ctx.printer.done(`changed the password of ${username}; tokens issued before now no longer work`, { success: result.success, message: result.message, username, expireAt: result.expireAt });
-      }),
-    );
+    .action(cli.action(changePassword));
   examples(passwd, 'agentry passwd', 'agentry passwd -u alice');
+}
+
+async function logIn(ctx: Context, opts: { username?: string }): Promise<void> {
+  const previous = ctx.credentials.login()?.username;
+  let username = opts.username;
+  if (username === undefined) {
+    const answer = (await ctx.prompter.ask(previous ? `username (${previous}): ` : 'username: '))?.trim();
+    username = answer || previous;
+  }
+  if (!username) throw new UsageError('a username is needed (-u <name>)');
+  const password = await askPassword(ctx, `password for ${username}: `);
+  const result = await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, password));
+  ctx.credentials.save(username, result);
+  ctx.printer.done(`logged in to ${ctx.url} as ${username} until ${shortTime(result.expireAt)} UTC`, {
+    url: ctx.url,
+    username,
+    expireAt: result.expireAt,
+    file: ctx.credentials.store.file,
+  });
+  const key = ctx.credentials.apiKey();
+  if (key) ctx.printer.note(`note: chat requests keep using the API key from ${describeSource(key, ctx.setup.home)}, which comes first; the login signs management and account commands`);
+}
+
+async function logOut(ctx: Context, opts: { all?: boolean }): Promise<void> {
+  const removed = opts.all ? ctx.credentials.store.clear() : ctx.credentials.store.delete(ctx.url);
+  const what = opts.all ? 'every server' : ctx.url;
+  ctx.printer.done(removed ? `logged out of ${what}` : `no login was kept for ${what}`, { success: true, removed, url: opts.all ? null : ctx.url });
+}
+
+async function showWhoami(ctx: Context, opts: { check?: boolean }): Promise<void> {
+  const inUse = ctx.credentials.inUse();
+  const login = ctx.credentials.login();
+  const info: Record<string, unknown> = {
+    url: ctx.url,
+    credential: inUse ? credentialView(ctx, inUse) : null,
+    login: login ? credentialView(ctx, login) : null,
+  };
+  if (opts.check) info.check = await checkCredentials(ctx, inUse, login);
+  if (ctx.json) return ctx.printer.json(info);
+  ctx.printer.text(`${whoamiLines(ctx, inUse, login, info.check as Record<string, string> | undefined).join('\n')}\n`);
+}
+
+/** Asks the server whether it takes the chat credential and the login. */
+async function checkCredentials(ctx: Context, inUse: Credential | undefined, login: LoginCredential | undefined): Promise<Record<string, string>> {
+  const check: Record<string, string> = {};
+  check.chat = await ctx.spin('checking', () => probe(() => new AgentryClient({ url: ctx.url, token: inUse?.token }).models()));
+  if (login) check.login = await ctx.spin('checking', () => probe(() => new AgentryClient({ url: ctx.url, token: login.token }).auth.apiKey()));
+  return check;
+}
+
+/** whoami on a terminal: the server, the credential, the login and the check, a line each. */
+function whoamiLines(ctx: Context, inUse: Credential | undefined, login: LoginCredential | undefined, check: Record<string, string> | undefined): string[] {
+  const lines = [`server      ${ctx.url}`];
+  if (!inUse) lines.push('credential  none (set AGENTRY_API_KEY, add an api account to the config file, or run "agentry login")');
+  else if (inUse.kind === 'apiKey') lines.push(`credential  API key ${maskSecret(inUse.token)} from ${describeSource(inUse, ctx.setup.home)}`);
+  else lines.push(`credential  JWT of ${inUse.username} from ${describeSource(inUse, ctx.setup.home)}`);
+  if (login) {
+    const state = isExpired(login, ctx.credentials.now) ? 'expired' : 'expires';
+    lines.push(`login       ${login.username}, ${state} ${shortTime(login.expireAt)} UTC${inUse !== undefined && inUse.kind === 'apiKey' ? ' (signs management and account commands)' : ''}`);
+  } else lines.push('login       none');
+  if (check) {
+    lines.push(`check       chat: ${check.chat}`);
+    if (check.login) lines.push(`            login: ${check.login}`);
+  }
+  return lines;
+}
+
+async function showApiKey(ctx: Context): Promise<void> {
+  const answer = await ctx.spin('loading', () => ctx.client.auth.apiKey());
+  // The key is content: printed bare (for $(agentry apikey show)) unless --json asks.
+  if (ctx.options.json) return ctx.printer.json(answer);
+  if (!answer.apiKey) throw new CliError('you have no API key yet: "agentry apikey regenerate" makes one');
+  ctx.printer.text(`${answer.apiKey}\n`);
+}
+
+async function regenerateApiKey(ctx: Context): Promise<void> {
+  const answer = await ctx.spin('regenerating', () => ctx.client.auth.regenerateApiKey());
+  if (ctx.options.json) return ctx.printer.json(answer);
+  ctx.printer.text(`${answer.apiKey}\n`);
+  ctx.printer.note('the previous key no longer works');
+}
+
+async function changePassword(ctx: Context, opts: { username?: string }): Promise<void> {
+  const cached = ctx.credentials.login();
+  const username = opts.username ?? cached?.username;
+  if (!username) throw new UsageError('log in first ("agentry login") or name the user with -u');
+  const oldPassword = await askPassword(ctx, `current password for ${username}: `);
+  const newPassword = await askNewPassword(ctx, 'new password: ');
+  const change = (token: string) => ctx.spin('changing the password', () => new AgentryClient({ url: ctx.url, token }).auth.changePassword(oldPassword, newPassword));
+  const fresh = async () => (await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, oldPassword))).token;
+  let result;
+  if (cached?.username === username && !isExpired(cached, ctx.credentials.now)) {
+    try {
+      result = await change(cached.token);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 401) throw err;
+      result = await change(await fresh());
+    }
+  } else result = await change(await fresh());
+  // Older tokens died with the change: keep the fresh one (unless another user is logged in here).
+  if (!cached || cached.username === username) ctx.credentials.save(username, result);
+  ctx.printer.done(`changed the password of ${username}; tokens issued before now no longer work`, { success: result.success, message: result.message, username, expireAt: result.expireAt });
 }

@@ -5,6 +5,7 @@ import type { Context } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
 import { yaml } from '../lazy.js';
 import { examples, intOption, type Cli } from '../command-kit.js';
+import { pageOrAll, type PageOpts } from '../page-or-all.js';
 
 /** A rule-chain DSL from a JSON or YAML file (`-` reads stdin). */
 export async function readDsl(ctx: Context, file: string): Promise<RuleChainDsl> {
@@ -36,11 +37,6 @@ export function reportReload(ctx: Context, what: string, answer: { success: bool
   ctx.printer.done(`reloaded ${what}`, answer);
 }
 
-interface PageOpts {
-  page?: number;
-  size?: number;
-}
-
 export function agentCommands(program: Command, cli: Cli): void {
   const agents = program.command('agents').summary('list, show, create, change, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
   examples(agents, 'agentry agents list', 'agentry agents get support > support.json', 'agentry agents update -f support.json');
@@ -51,33 +47,10 @@ export function agentCommands(program: Command, cli: Cli): void {
     .description('List the agents (all of them, or one page with --page/--size).')
     .addOption(intOption('--page <n>', 'only this page'))
     .addOption(intOption('--size <n>', 'page size (1..100) with --page'))
-    .action(
-      cli.action(async (ctx, opts: PageOpts) => {
-        const items: AgentListItem[] =
-          opts.page !== undefined || opts.size !== undefined
-            ? (await ctx.spin('loading agents', () => ctx.client.agents.list({ page: opts.page ?? 1, size: opts.size }))).data
-            : await ctx.spin('loading agents', () => ctx.client.agents.listAll());
-        ctx.printer.list(
-          items,
-          [
-            { header: 'id', value: (a) => a.ruleChain.id },
-            { header: 'name', value: (a) => a.ruleChain.name },
-          ],
-          'no agents',
-        );
-      }),
-    );
+    .action(cli.action(listAgents));
   examples(list, 'agentry agents list', 'agentry agents list --json | jq -r ".[].ruleChain.id"');
 
-  const get = agents
-    .command('get')
-    .description('Print an agent (its rule chain DSL, JSON).')
-    .argument('<id>', 'agent id')
-    .action(
-      cli.action(async (ctx, _opts, id: string) => {
-        ctx.printer.json(await ctx.spin('loading the agent', () => ctx.client.agents.get(id)));
-      }),
-    );
+  const get = agents.command('get').description('Print an agent (its rule chain DSL, JSON).').argument('<id>', 'agent id').action(cli.action(printAgent));
   examples(get, 'agentry agents get support', 'agentry agents get support > support.json');
 
   const create = agents
@@ -86,19 +59,7 @@ export function agentCommands(program: Command, cli: Cli): void {
     .option('-f, --file <file>', 'the agent DSL ({ruleChain: {id, name}, metadata: {nodes, connections}})')
     .option('--id <id>', 'without -f: create this agent from the template (GET /agent-template)')
     .option('--name <name>', 'display name (with --id; default: the id)')
-    .action(
-      cli.action(async (ctx, opts: { file?: string; id?: string; name?: string }) => {
-        if ((opts.file === undefined) === (opts.id === undefined)) throw new UsageError('give either -f <file> or --id <id>');
-        let dsl: RuleChainDsl;
-        if (opts.file !== undefined) dsl = await readDsl(ctx, opts.file);
-        else {
-          const { workspaceFiles: _files, ...template } = await ctx.spin('loading the template', () => ctx.client.agents.template());
-          dsl = { ...template, ruleChain: { ...template.ruleChain, id: opts.id!, name: opts.name ?? opts.id! } };
-        }
-        const created = await ctx.spin('creating the agent', () => ctx.client.agents.create(dsl));
-        ctx.printer.done(`created agent ${created.ruleChain.id}`, created);
-      }),
-    );
+    .action(cli.action(createAgent));
   examples(create, 'agentry agents create -f support.json', 'agentry agents create --id helper --name "Helper"', 'cat agent.yaml | agentry agents create -f -');
 
   const update = agents
@@ -106,15 +67,7 @@ export function agentCommands(program: Command, cli: Cli): void {
     .description('Replace an agent with a DSL file (the id is the argument, else the file\'s ruleChain.id).')
     .argument('[id]', 'agent id (default: ruleChain.id of the file)')
     .requiredOption('-f, --file <file>', 'the agent DSL (JSON or YAML; "-" reads stdin)')
-    .action(
-      cli.action(async (ctx, opts: { file: string }, id: string | undefined) => {
-        const dsl = await readDsl(ctx, opts.file);
-        const target = id ?? dsl.ruleChain.id;
-        if (!target) throw new UsageError('name the agent: agentry agents update <id> -f <file>');
-        const updated = await ctx.spin('updating the agent', () => ctx.client.agents.update(target, { ...dsl, ruleChain: { ...dsl.ruleChain, id: target } }));
-        ctx.printer.done(`updated agent ${target}`, updated);
-      }),
-    );
+    .action(cli.action(updateAgent));
   examples(update, 'agentry agents update -f support.json', 'agentry agents update support -f support.yaml');
 
   const del = agents
@@ -122,22 +75,62 @@ export function agentCommands(program: Command, cli: Cli): void {
     .alias('rm')
     .description('Delete an agent with its rules, skills, workspace and cron jobs.')
     .argument('<id>', 'agent id')
-    .action(
-      cli.action(async (ctx, _opts, id: string) => {
-        const answer = await ctx.spin('deleting the agent', () => ctx.client.agents.delete(id));
-        ctx.printer.done(`deleted agent ${id}`, answer);
-      }),
-    );
+    .action(cli.action(deleteAgent));
   examples(del, 'agentry agents delete old-helper');
 
   const reload = agents
     .command('reload')
     .description('Drop the agent from every replica\'s cache and load it again; fails when it does not load.')
     .argument('<id>', 'agent id')
-    .action(
-      cli.action(async (ctx, _opts, id: string) => {
-        reportReload(ctx, `agent ${id}`, await ctx.spin('reloading', () => ctx.client.agents.reload(id)));
-      }),
-    );
+    .action(cli.action(reloadAgent));
   examples(reload, 'agentry agents reload support');
+}
+
+async function listAgents(ctx: Context, opts: PageOpts): Promise<void> {
+  const items: AgentListItem[] = await pageOrAll(ctx, 'loading agents', opts, {
+    page: (page) => ctx.client.agents.list(page),
+    all: () => ctx.client.agents.listAll(),
+  });
+  ctx.printer.list(
+    items,
+    [
+      { header: 'id', value: (a) => a.ruleChain.id },
+      { header: 'name', value: (a) => a.ruleChain.name },
+    ],
+    'no agents',
+  );
+}
+
+async function printAgent(ctx: Context, _opts: unknown, id: string): Promise<void> {
+  ctx.printer.json(await ctx.spin('loading the agent', () => ctx.client.agents.get(id)));
+}
+
+async function createAgent(ctx: Context, opts: { file?: string; id?: string; name?: string }): Promise<void> {
+  if ((opts.file === undefined) === (opts.id === undefined)) throw new UsageError('give either -f <file> or --id <id>');
+  const dsl = opts.file !== undefined ? await readDsl(ctx, opts.file) : await fromTemplate(ctx, opts.id!, opts.name ?? opts.id!);
+  const created = await ctx.spin('creating the agent', () => ctx.client.agents.create(dsl));
+  ctx.printer.done(`created agent ${created.ruleChain.id}`, created);
+}
+
+/** The server's agent template under a new id and name (its workspace files are the server's to add). */
+async function fromTemplate(ctx: Context, id: string, name: string): Promise<RuleChainDsl> {
+  const { workspaceFiles: _files, ...template } = await ctx.spin('loading the template', () => ctx.client.agents.template());
+  return { ...template, ruleChain: { ...template.ruleChain, id, name } };
+}
+
+async function updateAgent(ctx: Context, opts: { file: string }, id: string | undefined): Promise<void> {
+  const dsl = await readDsl(ctx, opts.file);
+  const target = id ?? dsl.ruleChain.id;
+  if (!target) throw new UsageError('name the agent: agentry agents update <id> -f <file>');
+  const updated = await ctx.spin('updating the agent', () => ctx.client.agents.update(target, { ...dsl, ruleChain: { ...dsl.ruleChain, id: target } }));
+  ctx.printer.done(`updated agent ${target}`, updated);
+}
+
+async function deleteAgent(ctx: Context, _opts: unknown, id: string): Promise<void> {
+  const answer = await ctx.spin('deleting the agent', () => ctx.client.agents.delete(id));
+  ctx.printer.done(`deleted agent ${id}`, answer);
+}
+
+async function reloadAgent(ctx: Context, _opts: unknown, id: string): Promise<void> {
+  reportReload(ctx, `agent ${id}`, await ctx.spin('reloading', () => ctx.client.agents.reload(id)));
 }

@@ -3,6 +3,9 @@ import type { CronDeliver, CronJob, CronRun } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { shortTime } from '../output.js';
 import { examples, intOption, type Cli } from '../command-kit.js';
+import type { Context } from '../context.js';
+import { enableDisableCommands } from '../enable-disable.js';
+import type { PageOpts } from '../page-or-all.js';
 
 /** `platform:accountId:chatId` (the chat id may itself contain colons). */
 function parseDeliver(value: string): CronDeliver {
@@ -22,6 +25,8 @@ interface CreateOpts {
   deliver?: string;
 }
 
+const EXAMPLE_ID = '3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b';
+
 export function cronCommands(program: Command, cli: Cli): void {
   const cron = program
     .command('cron')
@@ -37,27 +42,32 @@ export function cronCommands(program: Command, cli: Cli): void {
     .alias('ls')
     .description('List cron jobs, oldest first.')
     .option('-a, --agent <id>', "only this agent's jobs")
-    .action(
-      cli.action(async (ctx, opts: { agent?: string }) => {
-        const jobs = await ctx.spin('loading cron jobs', () => ctx.client.cron.list(opts.agent ? { agentId: opts.agent } : {}));
-        ctx.printer.list<CronJob>(
-          jobs,
-          [
-            { header: 'id', value: (j) => j.id },
-            { header: 'name', value: (j) => j.name, max: 30 },
-            { header: 'schedule', value: (j) => j.schedule },
-            { header: 'timezone', value: (j) => j.timezone },
-            { header: 'agent', value: (j) => j.target },
-            { header: 'state', value: (j) => (j.disabled ? 'disabled' : 'enabled') },
-            { header: 'next run', value: (j) => shortTime(j.nextRunAt) },
-            { header: 'last', value: (j) => j.lastStatus },
-          ],
-          'no cron jobs',
-        );
-      }),
-    );
+    .action(cli.action(listCronJobs));
   examples(list, 'agentry cron list', 'agentry cron list -a support --json');
 
+  createCommand(cron, cli);
+  enableDisableCommands(cron, cli, {
+    description: (disabled) => `${disabled ? 'Disable' : 'Enable'} a cron job (from the next tick).`,
+    argument: ['<id>', 'job id'],
+    toggle: (ctx, id, disabled) => ctx.client.cron.toggle(id, disabled),
+    name: (job) => `cron job ${job.id}`,
+    example: (command) => `agentry cron ${command} ${EXAMPLE_ID}`,
+  });
+
+  const del = cron.command('delete').alias('rm').description('Delete a cron job and its history.').argument('<id>', 'job id').action(cli.action(deleteCronJob));
+  examples(del, `agentry cron delete ${EXAMPLE_ID}`);
+
+  const runs = cron
+    .command('runs')
+    .description("A job's fires, newest first (one page: --page, --size; default the latest 20).")
+    .argument('<id>', 'job id')
+    .addOption(intOption('--page <n>', 'page (default 1)'))
+    .addOption(intOption('--size <n>', 'fires per page (1..100, default 20)'))
+    .action(cli.action(listCronRuns));
+  examples(runs, `agentry cron runs ${EXAMPLE_ID}`, `agentry cron runs ${EXAMPLE_ID} --size 100 --json`);
+}
+
+function createCommand(cron: Command, cli: Cli): void {
   const create = cron
     .command('create')
     .description('Create a cron job.')
@@ -68,79 +78,63 @@ export function cronCommands(program: Command, cli: Cli): void {
     .option('--timezone <tz>', 'IANA time zone of the schedule (default UTC)')
     .option('--disabled', 'create it disabled')
     .option('--deliver <platform:account:chat>', "send each answer to this channel chat")
-    .action(
-      cli.action(async (ctx, opts: CreateOpts) => {
-        const job = await ctx.spin('creating the job', () =>
-          ctx.client.cron.create({
-            name: opts.name,
-            schedule: opts.schedule,
-            message: opts.message,
-            target: opts.agent,
-            ...(opts.timezone ? { timezone: opts.timezone } : {}),
-            ...(opts.disabled ? { disabled: true } : {}),
-            ...(opts.deliver ? { deliver: parseDeliver(opts.deliver) } : {}),
-          }),
-        );
-        ctx.printer.done(`created cron job ${job.id} (${job.disabled ? 'disabled' : `next run ${shortTime(job.nextRunAt) ?? '-'}`})`, job);
-      }),
-    );
+    .action(cli.action(createCronJob));
   examples(
     create,
     'agentry cron create -a support --name digest --schedule "0 0 9 * * MON-FRI" -m "Send the digest" --timezone Europe/Berlin',
     'agentry cron create -a ops --name ping --schedule "0 */5 * * * *" -m "Check the queue" --deliver chat_d:bot:12345',
   );
+}
 
-  for (const [name, disabled] of [
-    ['enable', false],
-    ['disable', true],
-  ] as const) {
-    const cmd = cron
-      .command(name)
-      .description(`${name === 'enable' ? 'Enable' : 'Disable'} a cron job (from the next tick).`)
-      .argument('<id>', 'job id')
-      .action(
-        cli.action(async (ctx, _opts, id: string) => {
-          const job = await ctx.spin(`${name.replace(/e$/, '')}ing`, () => ctx.client.cron.toggle(id, disabled));
-          ctx.printer.done(`${name}d cron job ${job.id}`, job);
-        }),
-      );
-    examples(cmd, `agentry cron ${name} 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b`);
-  }
+async function listCronJobs(ctx: Context, opts: { agent?: string }): Promise<void> {
+  const jobs = await ctx.spin('loading cron jobs', () => ctx.client.cron.list(opts.agent ? { agentId: opts.agent } : {}));
+  ctx.printer.list<CronJob>(
+    jobs,
+    [
+      { header: 'id', value: (j) => j.id },
+      { header: 'name', value: (j) => j.name, max: 30 },
+      { header: 'schedule', value: (j) => j.schedule },
+      { header: 'timezone', value: (j) => j.timezone },
+      { header: 'agent', value: (j) => j.target },
+      { header: 'state', value: (j) => (j.disabled ? 'disabled' : 'enabled') },
+      { header: 'next run', value: (j) => shortTime(j.nextRunAt) },
+      { header: 'last', value: (j) => j.lastStatus },
+    ],
+    'no cron jobs',
+  );
+}
 
-  const del = cron
-    .command('delete')
-    .alias('rm')
-    .description('Delete a cron job and its history.')
-    .argument('<id>', 'job id')
-    .action(
-      cli.action(async (ctx, _opts, id: string) => {
-        const answer = await ctx.spin('deleting the job', () => ctx.client.cron.delete(id));
-        ctx.printer.done(`deleted cron job ${id}`, answer);
-      }),
-    );
-  examples(del, 'agentry cron delete 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b');
+async function createCronJob(ctx: Context, opts: CreateOpts): Promise<void> {
+  const job = await ctx.spin('creating the job', () =>
+    ctx.client.cron.create({
+      name: opts.name,
+      schedule: opts.schedule,
+      message: opts.message,
+      target: opts.agent,
+      ...(opts.timezone ? { timezone: opts.timezone } : {}),
+      ...(opts.disabled ? { disabled: true } : {}),
+      ...(opts.deliver ? { deliver: parseDeliver(opts.deliver) } : {}),
+    }),
+  );
+  ctx.printer.done(`created cron job ${job.id} (${job.disabled ? 'disabled' : `next run ${shortTime(job.nextRunAt) ?? '-'}`})`, job);
+}
 
-  const runs = cron
-    .command('runs')
-    .description("A job's fires, newest first (one page: --page, --size; default the latest 20).")
-    .argument('<id>', 'job id')
-    .addOption(intOption('--page <n>', 'page (default 1)'))
-    .addOption(intOption('--size <n>', 'fires per page (1..100, default 20)'))
-    .action(
-      cli.action(async (ctx, opts: { page?: number; size?: number }, id: string) => {
-        const page = await ctx.spin('loading runs', () => ctx.client.cron.runs(id, { page: opts.page, size: opts.size }));
-        ctx.printer.list<CronRun>(
-          page.data,
-          [
-            { header: 'scheduled', value: (r) => shortTime(r.scheduledAt) },
-            { header: 'status', value: (r) => r.status },
-            { header: 'finished', value: (r) => shortTime(r.finishedAt) },
-            { header: 'delivery', value: (r) => r.deliveryStatus },
-            { header: 'output / error', value: (r) => r.error ?? r.outputExcerpt, max: 70 },
-          ],
-          'no runs yet',
-        );
-      }),
-    );
-  examples(runs, 'agentry cron runs 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b', 'agentry cron runs 3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b --size 100 --json');
+async function deleteCronJob(ctx: Context, _opts: unknown, id: string): Promise<void> {
+  const answer = await ctx.spin('deleting the job', () => ctx.client.cron.delete(id));
+  ctx.printer.done(`deleted cron job ${id}`, answer);
+}
+
+async function listCronRuns(ctx: Context, opts: PageOpts, id: string): Promise<void> {
+  const page = await ctx.spin('loading runs', () => ctx.client.cron.runs(id, { page: opts.page, size: opts.size }));
+  ctx.printer.list<CronRun>(
+    page.data,
+    [
+      { header: 'scheduled', value: (r) => shortTime(r.scheduledAt) },
+      { header: 'status', value: (r) => r.status },
+      { header: 'finished', value: (r) => shortTime(r.finishedAt) },
+      { header: 'delivery', value: (r) => r.deliveryStatus },
+      { header: 'output / error', value: (r) => r.error ?? r.outputExcerpt, max: 70 },
+    ],
+    'no runs yet',
+  );
 }

@@ -3,6 +3,7 @@ import type { Session, SessionFilter } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { shortTime } from '../output.js';
 import { examples, intOption, type Cli } from '../command-kit.js';
+import { pageOrAll } from '../page-or-all.js';
 
 interface ClearOpts {
   agent?: string;
@@ -26,10 +27,10 @@ export function sessionCommands(program: Command, cli: Cli): void {
     .action(
       cli.action(async (ctx, opts: { agent?: string; page?: number; size?: number }) => {
         const filter = opts.agent ? { agentId: opts.agent } : {};
-        const items =
-          opts.page !== undefined || opts.size !== undefined
-            ? (await ctx.spin('loading sessions', () => ctx.client.sessions.list({ ...filter, page: opts.page ?? 1, size: opts.size }))).data
-            : await ctx.spin('loading sessions', () => ctx.client.sessions.listAll(filter));
+        const items = await pageOrAll(ctx, 'loading sessions', opts, {
+          page: (page) => ctx.client.sessions.list({ ...filter, ...page }),
+          all: () => ctx.client.sessions.listAll(filter),
+        });
         ctx.printer.list<Session>(
           items,
           [

@@ -4,6 +4,7 @@ import type { Skill, SkillScope, SkillSelector } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { shortTime } from '../output.js';
 import { examples, type Cli } from '../command-kit.js';
+import type { Context } from '../context.js';
 
 interface ScopeOpts {
   agent?: string;
@@ -18,6 +19,12 @@ function selector(opts: ScopeOpts): SkillSelector {
 
 const agentOption = () => new Option('-a, --agent <id>', "the agent whose private (local) skill this is; default: a global skill");
 
+interface CreateOpts extends ScopeOpts {
+  file: string;
+  description?: string;
+  draft?: boolean;
+}
+
 export function skillCommands(program: Command, cli: Cli): void {
   const skills = program
     .command('skills')
@@ -31,23 +38,7 @@ export function skillCommands(program: Command, cli: Cli): void {
     .description('List skills: every scope by default; with -a, the skills that agent sees (global and its own).')
     .addOption(new Option('--scope <scope>', 'which skills').choices(['all', 'global', 'local']).default('all'))
     .option('-a, --agent <id>', 'only this agent\'s local skills (and the global ones unless --scope local)')
-    .action(
-      cli.action(async (ctx, opts: { scope: SkillScope | 'all'; agent?: string }) => {
-        const items = await ctx.spin('loading skills', () => ctx.client.skills.listAll({ scope: opts.scope, ...(opts.agent ? { agentId: opts.agent } : {}) }));
-        ctx.printer.list<Skill>(
-          items,
-          [
-            { header: 'name', value: (s) => s.name },
-            { header: 'scope', value: (s) => s.scope },
-            { header: 'agent', value: (s) => s.agentId },
-            { header: 'status', value: (s) => s.status },
-            { header: 'updated', value: (s) => shortTime(s.updatedAt) },
-            { header: 'description', value: (s) => s.description, max: 70 },
-          ],
-          'no skills',
-        );
-      }),
-    );
+    .action(cli.action(listSkills));
   examples(list, 'agentry skills list', 'agentry skills list --scope local -a support');
 
   const get = skills
@@ -56,14 +47,7 @@ export function skillCommands(program: Command, cli: Cli): void {
     .argument('<name>', 'skill name')
     .addOption(agentOption())
     .option('--global', 'the global skill (the default)')
-    .action(
-      cli.action(async (ctx, opts: ScopeOpts, name: string) => {
-        const skill = await ctx.spin('loading the skill', () => ctx.client.skills.get(name, selector(opts)));
-        if (ctx.json) return ctx.printer.json(skill);
-        const scope = skill.scope === 'local' ? `local to ${skill.agentId}` : 'global';
-        ctx.printer.text(`# ${skill.name} (${scope}, ${skill.status})\n${skill.description ? `${skill.description}\n` : ''}\n${skill.content ?? ''}\n`);
-      }),
-    );
+    .action(cli.action(showSkill));
   examples(get, 'agentry skills get summarise', 'agentry skills get triage -a support --json');
 
   const create = skills
@@ -74,27 +58,7 @@ export function skillCommands(program: Command, cli: Cli): void {
     .option('-d, --description <text>', 'description (default: from the front matter)')
     .addOption(agentOption())
     .option('--draft', 'create it as a draft')
-    .action(
-      cli.action(async (ctx, opts: ScopeOpts & { file: string; description?: string; draft?: boolean }, name: string | undefined) => {
-        let skillName = name;
-        if (!skillName) {
-          if (opts.file === '-') throw new UsageError('name the skill when reading stdin: agentry skills create <name> -f -');
-          const base = path.basename(opts.file).replace(/\.md$/i, '');
-          skillName = base.toUpperCase() === 'SKILL' ? path.basename(path.dirname(path.resolve(ctx.setup.cwd, opts.file))) : base;
-        }
-        const content = (await ctx.readInput(opts.file)).toString('utf8');
-        const skill = await ctx.spin('creating the skill', () =>
-          ctx.client.skills.create({
-            name: skillName,
-            content,
-            ...(opts.description !== undefined ? { description: opts.description } : {}),
-            ...(opts.draft ? { status: 'draft' as const } : {}),
-            ...selector(opts),
-          }),
-        );
-        ctx.printer.done(`created ${skill.scope} skill ${skill.name}${skill.agentId ? ` of ${skill.agentId}` : ''}`, skill);
-      }),
-    );
+    .action(cli.action(createSkill));
   examples(create, 'agentry skills create summarise -f summarise.md', 'agentry skills create -f skills/triage/SKILL.md -a support');
 
   const del = skills
@@ -104,12 +68,7 @@ export function skillCommands(program: Command, cli: Cli): void {
     .argument('<name>', 'skill name')
     .addOption(agentOption())
     .option('--global', 'the global skill (the default)')
-    .action(
-      cli.action(async (ctx, opts: ScopeOpts, name: string) => {
-        const answer = await ctx.spin('deleting the skill', () => ctx.client.skills.delete(name, selector(opts)));
-        ctx.printer.done(`deleted skill ${name}`, answer);
-      }),
-    );
+    .action(cli.action(deleteSkill));
   examples(del, 'agentry skills delete summarise', 'agentry skills delete triage -a support');
 
   const upload = skills
@@ -117,17 +76,65 @@ export function skillCommands(program: Command, cli: Cli): void {
     .description('Upload a zip of skills (<name>/SKILL.md or <name>.md entries), written all or nothing.')
     .argument('<zip>', 'the archive ("-" reads stdin)')
     .addOption(agentOption())
-    .action(
-      cli.action(async (ctx, opts: ScopeOpts, zip: string) => {
-        const bytes = await ctx.readInput(zip);
-        const result = await ctx.spin('uploading', () =>
-          ctx.client.skills.upload(bytes, { ...selector(opts), filename: zip === '-' ? 'skills.zip' : path.basename(zip) }),
-        );
-        if (ctx.json) return ctx.printer.json(result);
-        const lines = [`created: ${result.created.join(', ') || '-'}`, `updated: ${result.updated.join(', ') || '-'}`];
-        for (const s of result.skipped) lines.push(`skipped ${s.entry}: ${s.reason}`);
-        ctx.printer.text(`${lines.join('\n')}\n`);
-      }),
-    );
+    .action(cli.action(uploadSkills));
   examples(upload, 'agentry skills upload skills.zip', 'agentry skills upload team-skills.zip -a support');
+}
+
+async function listSkills(ctx: Context, opts: { scope: SkillScope | 'all'; agent?: string }): Promise<void> {
+  const items = await ctx.spin('loading skills', () => ctx.client.skills.listAll({ scope: opts.scope, ...(opts.agent ? { agentId: opts.agent } : {}) }));
+  ctx.printer.list<Skill>(
+    items,
+    [
+      { header: 'name', value: (s) => s.name },
+      { header: 'scope', value: (s) => s.scope },
+      { header: 'agent', value: (s) => s.agentId },
+      { header: 'status', value: (s) => s.status },
+      { header: 'updated', value: (s) => shortTime(s.updatedAt) },
+      { header: 'description', value: (s) => s.description, max: 70 },
+    ],
+    'no skills',
+  );
+}
+
+async function showSkill(ctx: Context, opts: ScopeOpts, name: string): Promise<void> {
+  const skill = await ctx.spin('loading the skill', () => ctx.client.skills.get(name, selector(opts)));
+  if (ctx.json) return ctx.printer.json(skill);
+  const scope = skill.scope === 'local' ? `local to ${skill.agentId}` : 'global';
+  ctx.printer.text(`# ${skill.name} (${scope}, ${skill.status})\n${skill.description ? `${skill.description}\n` : ''}\n${skill.content ?? ''}\n`);
+}
+
+async function createSkill(ctx: Context, opts: CreateOpts, name: string | undefined): Promise<void> {
+  const skillName = name || skillNameOf(ctx, opts.file);
+  const content = (await ctx.readInput(opts.file)).toString('utf8');
+  const skill = await ctx.spin('creating the skill', () =>
+    ctx.client.skills.create({
+      name: skillName,
+      content,
+      ...(opts.description !== undefined ? { description: opts.description } : {}),
+      ...(opts.draft ? { status: 'draft' as const } : {}),
+      ...selector(opts),
+    }),
+  );
+  ctx.printer.done(`created ${skill.scope} skill ${skill.name}${skill.agentId ? ` of ${skill.agentId}` : ''}`, skill);
+}
+
+/** A skill's default name: its file's without .md, or its directory's for a SKILL.md. */
+function skillNameOf(ctx: Context, file: string): string {
+  if (file === '-') throw new UsageError('name the skill when reading stdin: agentry skills create <name> -f -');
+  const base = path.basename(file).replace(/\.md$/i, '');
+  return base.toUpperCase() === 'SKILL' ? path.basename(path.dirname(path.resolve(ctx.setup.cwd, file))) : base;
+}
+
+async function deleteSkill(ctx: Context, opts: ScopeOpts, name: string): Promise<void> {
+  const answer = await ctx.spin('deleting the skill', () => ctx.client.skills.delete(name, selector(opts)));
+  ctx.printer.done(`deleted skill ${name}`, answer);
+}
+
+async function uploadSkills(ctx: Context, opts: ScopeOpts, zip: string): Promise<void> {
+  const bytes = await ctx.readInput(zip);
+  const result = await ctx.spin('uploading', () => ctx.client.skills.upload(bytes, { ...selector(opts), filename: zip === '-' ? 'skills.zip' : path.basename(zip) }));
+  if (ctx.json) return ctx.printer.json(result);
+  const lines = [`created: ${result.created.join(', ') || '-'}`, `updated: ${result.updated.join(', ') || '-'}`];
+  for (const s of result.skipped) lines.push(`skipped ${s.entry}: ${s.reason}`);
+  ctx.printer.text(`${lines.join('\n')}\n`);
 }

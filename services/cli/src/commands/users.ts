@@ -2,6 +2,7 @@ import { Argument, Option, type Command } from 'commander';
 import type { User, UserRole } from '@agentry/client';
 import { shortTime } from '../output.js';
 import { examples, type Cli } from '../command-kit.js';
+import { enableDisableCommands } from '../enable-disable.js';
 import { askNewPassword } from './account.js';
 
 const ROLES: readonly UserRole[] = ['admin', 'user'];
@@ -61,25 +62,16 @@ function changeCommands(users: Command, cli: Cli): void {
     );
   examples(setRole, 'agentry users set-role alice admin');
 
-  for (const [name, disabled] of [
-    ['enable', false],
-    ['disable', true],
-  ] as const) {
-    const what = disabled
-      ? 'Disable a user: it cannot log in, and its tokens and API key stop working at once (for good: enabling revives neither).'
-      : 'Enable a disabled user: it logs in again and makes a new API key.';
-    const cmd = users
-      .command(name)
-      .description(what)
-      .argument('<username>', 'the user')
-      .action(
-        cli.action(async (ctx, _opts, username: string) => {
-          const user = await ctx.spin(`${name.replace(/e$/, '')}ing`, () => ctx.client.users.update(username, { disabled }));
-          ctx.printer.done(`${name}d ${user.username}`, user);
-        }),
-      );
-    examples(cmd, `agentry users ${name} alice`);
-  }
+  enableDisableCommands(users, cli, {
+    description: (disabled) =>
+      disabled
+        ? 'Disable a user: it cannot log in, and its tokens and API key stop working at once (for good: enabling revives neither).'
+        : 'Enable a disabled user: it logs in again and makes a new API key.',
+    argument: ['<username>', 'the user'],
+    toggle: (ctx, username, disabled) => ctx.client.users.update(username, { disabled }),
+    name: (user) => user.username,
+    example: (command) => `agentry users ${command} alice`,
+  });
 
   const reset = users
     .command('reset-password')
