@@ -2,19 +2,8 @@ import type { Logger } from 'pino';
 import { ToolError, type ToolContext, type ToolDefinition } from '../tools/types.js';
 import { AddressNotAllowedError, assertPublicAddress, type AddressPolicy } from '../tools/net-policy.js';
 import { policyFetch } from '../tools/policy-fetch.js';
-import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem } from './config.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem, type AgentToolConfig } from './config.js';
 import type { LoopTool } from './loop.js';
-
-/** One entry of an `ai/agent` node's `tools[]`. */
-export interface AgentToolConfig {
-  type?: string;
-  name?: string;
-  description?: string;
-  targetId?: string;
-  config?: Record<string, unknown>;
-  /** Milliseconds one call may take (default 120000, the loop's); at least 1000. */
-  timeout?: number;
-}
 
 export interface ResolveToolsDeps {
   logger: Logger;
