@@ -34,7 +34,7 @@ export interface AgentLoopOptions {
   toolTimeoutMs?: number;
 }
 
-export interface AgentLoopDeps {
+interface AgentLoopDeps {
   stream(req: ModelCallRequest): AsyncIterable<ModelEvent>;
   emit(event: LoopEvent): Promise<void>;
   logger: Logger;

@@ -5,7 +5,7 @@ import { policyFetch } from '../tools/policy-fetch.js';
 import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem, type AgentToolConfig } from './config.js';
 import type { LoopTool } from './loop.js';
 
-export interface ResolveToolsDeps {
+interface ResolveToolsDeps {
   logger: Logger;
   builtin: Record<string, ToolDefinition>;
   /** Everything a built-in tool's context needs but the signal and its own config. */
@@ -16,7 +16,7 @@ export interface ResolveToolsDeps {
   runChain?(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
 }
 
-export interface ResolvedTools {
+interface ResolvedTools {
   tools: LoopTool[];
   /** Problems met while resolving (unknown names, unreachable MCP servers): logged, not fatal. */
   warnings: string[];

@@ -2,7 +2,7 @@ import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
 import { NodeFailure, type ChainContext, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
 
-export interface ChainRunnerOptions {
+interface ChainRunnerOptions {
   /** Node executions per run (sub-chains count their own); more is an error. Default 1000. */
   maxSteps?: number;
   /** Nested `flow` levels. Default 5. */
@@ -19,7 +19,7 @@ export interface ChainRunOptions {
 }
 
 /** One node execution. */
-export interface ChainTraceEntry {
+interface ChainTraceEntry {
   nodeId: string;
   type: string;
   /** The relations the node chose (`Failure` after an error it was routed by; `[]` for `end`). */
@@ -29,13 +29,13 @@ export interface ChainTraceEntry {
 }
 
 /** Where a branch stopped: an `end` node (`relation` undefined) or a node with no edge for its relation. */
-export interface ChainEnd {
+interface ChainEnd {
   nodeId: string;
   relation: string | undefined;
   msg: RuleMsg;
 }
 
-export interface ChainResult {
+interface ChainResult {
   /** The last message that reached an end (the input when the chain has no nodes). */
   msg: RuleMsg;
   /** Every branch end, in execution order. */

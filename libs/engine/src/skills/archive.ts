@@ -3,7 +3,7 @@ import { Errors } from '@agentry/errors';
 import { MAX_SKILL_BYTES, SKILL_NAME_REGEX, SkillFormatError, parseSkillMarkdown } from './markdown.js';
 import { readZipDirectory, unsafeEntryName, type ZipEntryInfo } from './zip.js';
 
-export interface SkillArchiveLimits {
+interface SkillArchiveLimits {
   /** Entries in the central directory (files and folders). */
   maxEntries: number;
   /** Sum of the declared uncompressed sizes of all entries. */
@@ -12,13 +12,13 @@ export interface SkillArchiveLimits {
   maxSkillBytes: number;
 }
 
-export const SKILL_ARCHIVE_LIMITS: SkillArchiveLimits = {
+const SKILL_ARCHIVE_LIMITS: SkillArchiveLimits = {
   maxEntries: 1000,
   maxUncompressedBytes: 200 * 1024 * 1024,
   maxSkillBytes: MAX_SKILL_BYTES,
 };
 
-export interface ArchiveSkill {
+interface ArchiveSkill {
   name: string;
   description: string;
   content: string;
@@ -27,12 +27,12 @@ export interface ArchiveSkill {
   entry: string;
 }
 
-export interface SkippedEntry {
+interface SkippedEntry {
   entry: string;
   reason: string;
 }
 
-export interface SkillArchive {
+interface SkillArchive {
   skills: ArchiveSkill[];
   skipped: SkippedEntry[];
 }

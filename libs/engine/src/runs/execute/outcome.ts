@@ -94,7 +94,7 @@ export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, 
 }
 
 /** A failed run tells the chat so, briefly: silence would look like a lost message. */
-export function failureNotice(error: string): string {
+function failureNotice(error: string): string {
   return `Sorry, I could not answer that: ${error}`;
 }
 

@@ -22,7 +22,7 @@ import { silentConversation } from './system-prompt.js';
 const MAX_AGENT_DEPTH = 3;
 
 /** What one agent is asked: its configuration and conversation; `request` when it answers a client (its model parameters). */
-export interface AgentTurn {
+interface AgentTurn {
   config: AiAgentConfig;
   messages: ChatMessage[];
   request?: RunRequest;
