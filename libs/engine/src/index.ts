@@ -6,7 +6,6 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
-export { type AgentToolConfig, type AiAgentConfig } from './agent/config.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';
@@ -28,7 +27,7 @@ export { RunRelay, storedEnding } from './runs/events/relay.js';
 export { checkSchedule, nextTick } from './runs/schedule.js';
 export { buildConversation } from './runs/execute/conversation.js';
 export { retryWhileDbDown } from './runs/execute/db-retry.js';
-export { type AgentRun, type RunDeps, type RunMetrics, type RunReplies } from './runs/execute/deps.js';
+export { type RunDeps, type RunMetrics, type RunReplies } from './runs/execute/deps.js';
 export { runAgent } from './runs/execute/run-agent.js';
 export { agentInstructions } from './runs/execute/system-prompt.js';
 export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './runs/submit.js';
