@@ -13,7 +13,7 @@ interface ResolveToolsDeps {
   /** A nested run of another agent (toolType `subagent`); the caller enforces depth and cycles. */
   runSubagent(agentId: string, message: string, signal: AbortSignal): Promise<string>;
   /** Runs a rule chain with the arguments as `msg.data`; its final `msg.data` is the result. */
-  runChain?(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+  runChain(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
 }
 
 interface ResolvedTools {
@@ -101,15 +101,14 @@ function builtinTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool | s
 }
 
 function ruleChainTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool | string {
-  const runChain = deps.runChain;
-  if (!cfg.targetId || !runChain) return `rule-chain tool "${cfg.name ?? ''}" has no targetId or rule chains cannot run here; left out`;
+  if (!cfg.targetId) return `rule-chain tool "${cfg.name ?? ''}" has no targetId; left out`;
   const chainId = cfg.targetId;
   return {
     name: cfg.name ?? chainId,
     description: cfg.description ?? `Runs the rule chain ${chainId}.`,
     parameters: (cfg.config?.parameters as object | undefined) ?? { type: 'object', additionalProperties: true },
     toolType: 'rulechain',
-    run: (args, signal) => runChain(chainId, args, signal),
+    run: (args, signal) => deps.runChain(chainId, args, signal),
   };
 }
 
