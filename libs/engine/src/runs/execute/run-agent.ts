@@ -3,7 +3,7 @@ import { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import { loadHistory, type RuleChainRow, type RunRecord } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
-import { runAgentChain, type ClientTurn } from './chain-run.js';
+import { runAgentChain, type Answer, type ClientTurn } from './chain-run.js';
 import { agentNode, buildConversation, nodesOf } from './conversation.js';
 import type { AgentRun, RunDeps } from './deps.js';
 import { deliverAnswer, endCancelled, endFailed } from './outcome.js';
@@ -46,6 +46,6 @@ async function prepare(ctx: AgentRun, progress: RunProgress): Promise<{ agent: R
     agentInstructions(deps, config, run.agentId),
   ]);
   const { messages, newTurns } = buildConversation(instructions, request, history);
-  const deliver = (answer: Parameters<ClientTurn['deliver']>[0]) => deliverAnswer(ctx, progress, { request, newTurns }, answer);
+  const deliver = (answer: Answer) => deliverAnswer(ctx, progress, { request, newTurns }, answer);
   return { agent, config, client: { messages, request, deliver } };
 }
