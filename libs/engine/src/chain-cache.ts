@@ -12,7 +12,7 @@ export interface StoredChain {
   isAgent?: boolean;
 }
 
-export type ChainStatus = { state: 'loaded' } | { state: 'error'; error: string } | { state: 'unloaded' };
+type ChainStatus = { state: 'loaded' } | { state: 'error'; error: string } | { state: 'unloaded' };
 
 /** Parses and validates one stored chain (no caching). */
 export function parseChain(stored: StoredChain): LoadResult {

@@ -29,7 +29,7 @@ export const SECRET_MARKER = '[secret]';
  */
 export const SEALED_PREFIX = 'sealed:';
 
-export const SECRET_KEY_PATTERN = /token|secret|password|passwd|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|credential|authorization|cookie/i;
+const SECRET_KEY_PATTERN = /token|secret|password|passwd|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|credential|authorization|cookie/i;
 const SECRET_HEADER_PATTERN = /auth/i;
 const SECRET_QUERY_NAMES = new Set(['key', 'sig', 'signature']);
 const URL_START = /^[a-z][a-z0-9+.-]*:\/\/([^\s/?#]*)/i;
@@ -70,7 +70,7 @@ function decodeName(name: string): string {
   }
 }
 
-export function isSealed(value: unknown): value is string {
+function isSealed(value: unknown): value is string {
   return typeof value === 'string' && value.startsWith(SEALED_PREFIX);
 }
 

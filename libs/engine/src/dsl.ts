@@ -50,7 +50,7 @@ export const RuleConnection = Type.Object({
 });
 export type RuleConnection = Static<typeof RuleConnection>;
 
-export const RuleMetadata = Type.Object({
+const RuleMetadata = Type.Object({
   firstNodeIndex: Type.Optional(Type.Integer({ minimum: 0 })),
   nodes: Type.Array(RuleNode, { maxItems: 1000 }),
   connections: Type.Array(RuleConnection, { maxItems: 5000 }),

@@ -5,7 +5,7 @@
  */
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
-export { resolveTools, type AgentToolConfig } from './agent/tools.js';
+export { resolveTools } from './agent/tools.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';
@@ -25,6 +25,11 @@ export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
 export { EventGapError, RunEventQueue } from './runs/events/queue.js';
 export { RunRelay, storedEnding } from './runs/events/relay.js';
 export { checkSchedule, nextTick } from './runs/schedule.js';
+export { buildConversation } from './runs/execute/conversation.js';
+export { retryWhileDbDown } from './runs/execute/db-retry.js';
+export { type RunDeps, type RunMetrics, type RunReplies } from './runs/execute/deps.js';
+export { runAgent } from './runs/execute/run-agent.js';
+export { agentInstructions } from './runs/execute/system-prompt.js';
 export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './runs/submit.js';
 export { watchRun, type RunWatch, type RunWatchResult } from './runs/watch.js';
 export { ScriptError, ScriptSandbox, type ScriptInput } from './sandbox/sandbox.js';

@@ -11,7 +11,7 @@ export interface WorkspaceFile {
   content: string;
 }
 
-export interface TemplateOptions {
+interface TemplateOptions {
   /** `models.default_provider`; left out of the node when empty. */
   defaultProvider: string;
   id?: string;

@@ -1,13 +1,13 @@
 import { AGENT_NODE_TYPE, RuleChainDsl, isAgentChain, schemaErrors } from './dsl.js';
 import { nodeTypes } from './nodes/index.js';
 
-export interface ValidationResult {
+interface ValidationResult {
   ok: boolean;
   /** One line per problem, naming the node or connection: `metadata.nodes[2] ("n1"): ...`. */
   errors: string[];
 }
 
-export interface ValidateOptions {
+interface ValidateOptions {
   /** Agents need at least one `ai/agent` node. */
   requireAgent?: boolean;
 }

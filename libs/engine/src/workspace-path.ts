@@ -5,8 +5,8 @@ import { Errors } from '@agentry/errors';
  * or empty segments. The root itself is `''`.
  */
 
-export const MAX_PATH_LENGTH = 1024;
-export const MAX_NAME_LENGTH = 255;
+const MAX_PATH_LENGTH = 1024;
+const MAX_NAME_LENGTH = 255;
 
 /**
  * Characters no name may hold: control characters (C0, DEL, C1), line and paragraph separators,

@@ -143,6 +143,7 @@ describe('resolveTools', () => {
     builtin: { echo },
     context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger },
     runSubagent: async () => '',
+    runChain: async () => '',
   };
 
   it('takes tools[].timeout as milliseconds, and ignores (with a warning) one under 1000 that was meant as seconds', async () => {

@@ -119,7 +119,7 @@ describe('policyFetch', () => {
 });
 
 describe('MCP servers under the outbound-address policy', () => {
-  const deps = { logger, builtin: {}, context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger }, runSubagent: async () => '' };
+  const deps = { logger, builtin: {}, context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger }, runSubagent: async () => '', runChain: async () => '' };
   const mcp = (config: Record<string, unknown>) => resolveTools([{ type: 'mcp', name: 'srv', config }], deps);
 
   it.each([

@@ -1,4 +1,4 @@
-import { isPlatform, type RunReply } from '@agentry/contracts';
+import { isPlatform } from '@agentry/contracts';
 import {
   agentMaySendThrough,
   enqueueOutbound,
@@ -10,39 +10,38 @@ import {
   type OutboxQueue,
 } from '@agentry/channels';
 import type { Db } from '@agentry/db';
-import type { Logger } from 'pino';
+import type { RunReplies } from '@agentry/engine';
 
 /**
- * Answers of runs that came from a channel go back to the chat they came from. The outbound row
- * is written in the transaction that completes the run (an answer is never stored without its
- * reply, nor sent for a run that did not complete); its job is enqueued after the commit, and
- * the connector's sweep covers an enqueue that fails.
+ * Answers of runs that came from a channel go back to the chat they came from, through the
+ * outbox (the engine decides what and when; `RunDeps.replies`). The outbound row is written in
+ * the transaction that ends the run (an answer is never stored without its reply, nor sent for a
+ * run that did not complete); its job is enqueued after the commit, and the connector's sweep
+ * covers an enqueue that fails.
  */
-export async function queueReply(tx: Db, runId: string, reply: RunReply, text: string): Promise<string | undefined> {
-  if (text.trim() === '') return undefined;
-  return queueOutbound(tx, {
-    platform: reply.platform,
-    accountId: reply.accountId,
-    chatId: reply.chatId,
-    kind: 'text',
-    payload: { text },
-    source: 'agent',
-    runId,
-  });
-}
-
-/** A failed run tells the chat so, briefly: silence would look like a lost message. */
-export function failureNotice(error: string): string {
-  return `Sorry, I could not answer that: ${error}`;
-}
-
-export async function enqueueReply(queue: OutboxQueue, id: string | undefined, logger: Logger): Promise<void> {
-  if (!id) return;
-  try {
-    await enqueueOutbound(queue, id);
-  } catch (err) {
-    logger.warn({ err, outboundId: id }, 'could not enqueue the reply; the connector sweep will send it');
-  }
+export function outboxReplies(queue: OutboxQueue): RunReplies {
+  return {
+    queue: async (tx, runId, reply, text) => {
+      if (text.trim() === '') return undefined;
+      return queueOutbound(tx, {
+        platform: reply.platform,
+        accountId: reply.accountId,
+        chatId: reply.chatId,
+        kind: 'text',
+        payload: { text },
+        source: 'agent',
+        runId,
+      });
+    },
+    enqueue: async (id, logger) => {
+      if (!id) return;
+      try {
+        await enqueueOutbound(queue, id);
+      } catch (err) {
+        logger.warn({ err, outboundId: id }, 'could not enqueue the reply; the connector sweep will send it');
+      }
+    },
+  };
 }
 
 /** How long the send_message tool waits for the platform. */

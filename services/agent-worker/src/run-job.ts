@@ -4,8 +4,7 @@ import { AgentRunJob, PubSubChannels, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
-import { runAgent, type RunDeps } from './run-agent.js';
-import { retryWhileDbDown } from './db-retry.js';
+import { retryWhileDbDown, runAgent, type RunDeps } from '@agentry/engine';
 import type { ListenerWatchdog } from './listener-watchdog.js';
 import type { SessionTurnGate } from './session-turns.js';
 

@@ -1,4 +1,4 @@
-import { PubSubChannels, QueueNames } from '@agentry/contracts';
+import { PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
 import {
   AgentCache,
@@ -6,19 +6,19 @@ import {
   ChainRunner,
   ModelProviders,
   ScriptSandbox,
-  agentSystemPrompt,
   builtinTools,
   type ModelCallRequest,
   type ModelEvent,
+  type RunDeps,
+  type RunMetrics,
   type ToolDefinition,
 } from '@agentry/engine';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
-import { channelSender } from './reply.js';
+import { channelSender, outboxReplies } from './reply.js';
 import { ListenerWatchdog } from './listener-watchdog.js';
 import { RunSweeper } from './run-sweeper.js';
 import { SessionTurnGate } from './session-turns.js';
 import { runJobHandler } from './run-job.js';
-import type { RunDeps } from './run-agent.js';
 
 export interface AgentWorkerOptions {
   /** Runs at once in this process (default `worker.concurrency`). */
@@ -44,16 +44,49 @@ export interface AgentWorkerOptions {
  * job was lost are enqueued again).
  */
 export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOptions = {}): Promise<void> {
-  const { db, bus, logger } = runtime;
+  const { bus, logger } = runtime;
   const concurrency = opts.concurrency ?? runtime.config.current.worker.concurrency;
   const running = new Map<string, AbortController>();
-
-  const models = await modelClient(runtime, opts.stream);
-  const jobDuration = serviceMetrics.jobDuration(runtime.metrics);
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
+  const models = await modelClient(runtime, opts.stream);
+  const shared = await sharedParts(runtime);
+  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => cancelRunningHere(running, msg));
+  const watchdog = new ListenerWatchdog(bus, logger, () => runtime.config.current.reliability.listener_check_ms);
+  watchdog.start();
+  const sweeper = runSweeper(runtime, running);
+  sweeper.start();
+  const handleRun = runJobHandler({
+    db: runtime.db.db,
+    bus,
+    logger,
+    watchdog,
+    turns: new SessionTurnGate(runtime.db.db, logger, opts.sessionPollMs ?? 100),
+    running,
+    agent: sharedRunDeps(runtime, { ...shared, stream: models.stream, builtin: opts.builtin ?? builtinTools }),
+  });
+  const consumer = consumeRuns(runtime, handleRun, concurrency);
+
+  runtime.lifecycle.add('agent-worker', async (remainingMs) => {
+    watchdog.stop();
+    sweeper.stop();
+    await consumer.close(Math.max(0, remainingMs - 500));
+    await unsubscribe();
+    await shared.unfollow();
+    await models.close();
+    await shared.chains.sandbox.close();
+    logger.info('agent-worker stopped');
+  });
+  runtime.health.register('agent-worker', async () => {
+    if (runtime.lifecycle.stopping) throw new Error('stopping');
+  });
+  logger.info({ bus: bus.kind, database: runtime.db.dialect, concurrency }, 'agent-worker started');
+}
+
+/** What the runs of this process share: the chain runner and script sandbox, and the caches of agents and skills. */
+async function sharedParts(runtime: Runtime): Promise<{ chains: { runner: ChainRunner; sandbox: ScriptSandbox }; agents: AgentCache; skills: SkillsCache; unfollow: () => Promise<void> }> {
+  const { db, bus } = runtime;
   // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
   const chains = { runner: new ChainRunner(), sandbox: new ScriptSandbox({ workers: runtime.config.current.worker.script_workers }) };
-
   // Agent rows, kept until the gateway announces a change (`invalidate {area:'agents', id}`) or 5 s.
   const agents = new AgentCache(db.db);
   // The skills of each agent for its system prompt, until the gateway announces a skill change.
@@ -61,33 +94,30 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const unfollow = await Promise.all([agents.follow(bus.pubsub), skills.follow(bus.pubsub)]).then(
     (stops) => () => Promise.all(stops.map((stop) => stop())).then(() => undefined),
   );
+  return { chains, agents, skills, unfollow };
+}
 
-  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, ({ runId }) => {
-    const ctl = runId ? running.get(runId) : undefined;
-    if (ctl && !ctl.signal.aborted) ctl.abort(new Error('the client went away'));
-  });
+/** `run-cancel`: a run in hand here whose client went away is aborted. */
+function cancelRunningHere(running: Map<string, AbortController>, { runId }: RunCancelMessage): void {
+  const ctl = runId ? running.get(runId) : undefined;
+  if (ctl && !ctl.signal.aborted) ctl.abort(new Error('the client went away'));
+}
 
-  const watchdog = new ListenerWatchdog(bus, logger, () => runtime.config.current.reliability.listener_check_ms);
-  watchdog.start();
-  const sweeper = new RunSweeper({
-    db: db.db,
-    queue: bus.queue,
-    logger,
+function runSweeper(runtime: Runtime, running: Map<string, AbortController>): RunSweeper {
+  return new RunSweeper({
+    db: runtime.db.db,
+    queue: runtime.bus.queue,
+    logger: runtime.logger,
     timing: () => ({ stallMs: runtime.config.current.worker.stall_timeout_ms, sweepMs: runtime.config.current.reliability.run_sweep_ms }),
     isRunningHere: (runId) => running.has(runId),
   });
-  sweeper.start();
-  const handleRun = runJobHandler({
-    db: db.db,
-    bus,
-    logger,
-    watchdog,
-    turns: new SessionTurnGate(db.db, logger, opts.sessionPollMs ?? 100),
-    running,
-    agent: sharedRunDeps(runtime, { stream: models.stream, chains, agents, skills, builtin: opts.builtin ?? builtinTools }),
-  });
+}
 
-  const consumer: Consumer = bus.queue.consume(
+/** Consumes `agent-run`, measuring each job. */
+function consumeRuns(runtime: Runtime, handleRun: ReturnType<typeof runJobHandler>, concurrency: number): Consumer {
+  const { bus, logger } = runtime;
+  const jobDuration = serviceMetrics.jobDuration(runtime.metrics);
+  return bus.queue.consume(
     QueueNames.agentRun,
     async (job, shutdownSignal) => {
       const jobStarted = Date.now();
@@ -107,21 +137,6 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
       onFailed: (job, err, willRetry) => logger.warn({ jobId: job.id, err: err.message, willRetry }, 'agent-run job failed'),
     },
   );
-
-  runtime.lifecycle.add('agent-worker', async (remainingMs) => {
-    watchdog.stop();
-    sweeper.stop();
-    await consumer.close(Math.max(0, remainingMs - 500));
-    await unsubscribe();
-    await unfollow();
-    await models.close();
-    await chains.sandbox.close();
-    logger.info('agent-worker stopped');
-  });
-  runtime.health.register('agent-worker', async () => {
-    if (runtime.lifecycle.stopping) throw new Error('stopping');
-  });
-  logger.info({ bus: bus.kind, database: db.dialect, concurrency }, 'agent-worker started');
 }
 
 /** What every run of this process shares, read per run: configuration changes live. */
@@ -137,11 +152,14 @@ function sharedRunDeps(
 ): () => Omit<RunDeps, 'publish' | 'delivered'> {
   const { db, bus, logger } = runtime;
   const sendMessage = channelSender({ db: db.db, queue: bus.queue, events: bus.pubsub });
+  const replies = outboxReplies(bus.queue);
+  const metrics = runMetrics(runtime.metrics);
   return () => ({
     db: db.db,
     logger,
     stream: parts.stream,
     agent: (agentId) => parts.agents.get(agentId),
+    loadSkills: (agentId) => parts.skills.get(agentId),
     secrets: runtime.secrets,
     maxMessages: runtime.config.current.agents.defaults.session.max_messages,
     maxFileBytes: runtime.config.current.workspace.max_file_bytes,
@@ -149,11 +167,21 @@ function sharedRunDeps(
     builtin: parts.builtin,
     chains: parts.chains,
     publishInvalidate: (message) => bus.pubsub.publish(PubSubChannels.invalidate, message),
-    outboundQueue: bus.queue,
+    replies,
     sendMessage,
-    metrics: runtime.metrics,
-    systemPrompt: (config, agentId) => agentSystemPrompt(config, { db: db.db, agentId, logger, loadSkills: (id) => parts.skills.get(id) }),
+    metrics,
   });
+}
+
+/** Run counts and latencies in the process's registry. */
+function runMetrics(registry: Registry): RunMetrics {
+  return {
+    runEnded: ({ status, source, durationMs, ttftMs }) => {
+      serviceMetrics.runs(registry).inc({ status, source });
+      serviceMetrics.runDuration(registry).observe({ status }, durationMs / 1000);
+      if (ttftMs !== undefined) serviceMetrics.runTtft(registry).observe({ source }, ttftMs / 1000);
+    },
+  };
 }
 
 /** The configured providers (or a test's stream), measured; `close` stops the providers' watch. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { hasEarlierActiveRun, type Db } from '@agentry/db';
-import { retryWhileDbDown } from './db-retry.js';
+import { retryWhileDbDown } from '@agentry/engine';
 
 /**
  * Turns of one session run one at a time in arrival order (the run's `seq`): a turn waits while

@@ -10,50 +10,7 @@ import { ensureSession, getRun, insertRuleChain, insertRun, listCronJobs, listSe
 import type { ModelCallRequest, ModelEvent } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
-import { buildConversation, startAgentWorker } from '@agentry/agent-worker';
-
-describe('buildConversation', () => {
-  const request = {
-    messages: [
-      { role: 'system' as const, content: 'Be brief.' },
-      { role: 'user' as const, content: 'old question' },
-      { role: 'assistant' as const, content: 'old answer' },
-      { role: 'user' as const, content: 'new 1' },
-      { role: 'user' as const, content: 'new 2' },
-    ],
-  };
-
-  it('without a session sends the request as it is, after the instructions', () => {
-    const { messages, newTurns } = buildConversation({ systemPrompt: 'You are X.' }, request, null);
-    expect(messages).toEqual([
-      { role: 'system', content: 'You are X.\n\nBe brief.' },
-      { role: 'user', content: 'old question' },
-      { role: 'assistant', content: 'old answer' },
-      { role: 'user', content: 'new 1' },
-      { role: 'user', content: 'new 2' },
-    ]);
-    expect(newTurns).toEqual([]);
-  });
-
-  it('with a session sends the stored history and only the trailing user messages', () => {
-    const history = [
-      { role: 'user' as const, content: 'h1' },
-      { role: 'assistant' as const, content: 'h2' },
-    ];
-    const { messages, newTurns } = buildConversation({}, request, history);
-    expect(messages).toEqual([
-      { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: 'h1' },
-      { role: 'assistant', content: 'h2' },
-      { role: 'user', content: 'new 1' },
-      { role: 'user', content: 'new 2' },
-    ]);
-    expect(newTurns).toEqual([
-      { role: 'user', content: 'new 1' },
-      { role: 'user', content: 'new 2' },
-    ]);
-  });
-});
+import { startAgentWorker } from '@agentry/agent-worker';
 
 const FAILING_SCRIPTS = {
   'script-throws': "throw new Error('no temperature');",

@@ -43,8 +43,15 @@ export const AiAgentConfiguration = Type.Object({
   disabledSkills: Type.Optional(Type.Array(Type.String())),
 });
 
+/**
+ * One entry of `tools[]`. Its `config` belongs to the tool's type (an MCP server's url and
+ * headers, a rule chain's parameters, a built-in's options), so the schema leaves it unchecked
+ * and only the type names it.
+ */
+export type AgentToolConfig = Static<typeof Tool> & { config?: Record<string, unknown> };
+
 /** The configuration of an `ai/agent` node, as `runAgent` receives it. */
-export type AiAgentConfig = Static<typeof AiAgentConfiguration>;
+export type AiAgentConfig = Omit<Static<typeof AiAgentConfiguration>, 'tools'> & { tools?: AgentToolConfig[] };
 
 /** Why `tools[index].timeout` is refused, or undefined when it is fine (absent or >= 1000 ms). */
 export function toolTimeoutProblem(timeout: number | undefined, index: number): string | undefined {

@@ -34,7 +34,7 @@ export interface AgentLoopOptions {
   toolTimeoutMs?: number;
 }
 
-export interface AgentLoopDeps {
+interface AgentLoopDeps {
   stream(req: ModelCallRequest): AsyncIterable<ModelEvent>;
   emit(event: LoopEvent): Promise<void>;
   logger: Logger;
@@ -108,84 +108,29 @@ export async function runAgentLoop(
   signal: AbortSignal,
 ): Promise<AgentLoopResult> {
   const maxStep = opts.maxStep ?? 50;
-  const maxOut = opts.maxToolOutputLength ?? 50_000;
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  const definitions = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  const toolbox = new Toolbox(tools, opts);
   const messages = [...input];
   const added: ChatMessage[] = [];
   let usage: ModelUsage | null = null;
-  let lastSignature = '';
-  let repeats = 0;
+  const guard = new RepeatGuard();
 
   for (let step = 1; step <= maxStep; step++) {
-    let text = '';
-    let calls: ToolCall[] = [];
-    let finishReason = 'stop';
-    for await (const ev of deps.stream({
-      provider: opts.provider,
-      model: opts.model,
-      failover: opts.failover,
-      messages,
-      params: opts.params,
-      ...(definitions.length > 0 ? { tools: definitions } : {}),
-      signal,
-    })) {
-      if (ev.type === 'text') {
-        if (ev.text === '') continue;
-        text += ev.text;
-        await deps.emit({ type: 'text', text: ev.text });
-      } else if (ev.type === 'tool_calls') {
-        calls = ev.calls;
-      } else {
-        finishReason = ev.finishReason;
-        usage = addUsage(usage, ev.usage);
-      }
+    const reply = await callModel(deps, { ...opts, messages, tools: toolbox.definitions }, signal);
+    usage = addUsage(usage, reply.usage);
+    if (reply.calls.length === 0) {
+      added.push({ role: 'assistant', content: reply.text });
+      return { output: reply.text, added, usage, finishReason: reply.finishReason === 'tool_calls' ? 'stop' : reply.finishReason, steps: step };
     }
-    if (signal.aborted) throw signal.reason ?? new Error('cancelled');
-
-    if (calls.length === 0) {
-      const final: ChatMessage = { role: 'assistant', content: text };
-      added.push(final);
-      return { output: text, added, usage, finishReason: finishReason === 'tool_calls' ? 'stop' : finishReason, steps: step };
-    }
-
-    const assistant: ChatMessage = {
-      role: 'assistant',
-      content: text,
-      tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
-    };
+    const assistant = assistantCalling(reply.text, reply.calls);
     messages.push(assistant);
     added.push(assistant);
-
-    const signature = JSON.stringify(calls.map((c) => [c.name, c.arguments]));
-    repeats = signature === lastSignature ? repeats + 1 : 1;
-    lastSignature = signature;
-    if (repeats >= DOOM_REPEATS) {
-      const note = `\n\n[Stopped: the same tool call (${calls.map((c) => c.name).join(', ')}) was requested ${DOOM_REPEATS} times in a row without progress.]`;
-      // Tool calls need answers in the transcript, or the next turn's model call is invalid.
-      for (const c of calls) {
-        const skipped: ChatMessage = { role: 'tool', tool_call_id: c.id, content: 'Not run: repeated identical call (loop guard).' };
-        added.push(skipped);
-      }
-      added.push({ role: 'assistant', content: note.trim() });
-      await deps.emit({ type: 'text', text: note });
-      deps.logger.warn({ tools: calls.map((c) => c.name) }, 'agent loop stopped by the doom-loop guard');
-      return { output: text + note, added, usage, finishReason: 'stop', steps: step };
+    if (guard.repeated(reply.calls)) {
+      const note = await stopRepeating(deps, reply.calls, added);
+      return { output: reply.text + note, added, usage, finishReason: 'stop', steps: step };
     }
-
-    for (const c of calls) {
-      const tool = byName.get(c.name);
-      await deps.emit({ type: 'tool_start', toolCallId: c.id, toolName: c.name, toolType: tool?.toolType ?? 'builtin', arguments: c.arguments });
-    }
-    const results = await Promise.all(calls.map((c) => runTool(byName.get(c.name), c, signal, byName.get(c.name)?.timeoutMs ?? opts.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS)));
-    for (const [i, c] of calls.entries()) {
-      const r = results[i]!;
-      const content = truncate(r.content, maxOut);
-      const toolType = byName.get(c.name)?.toolType ?? 'builtin';
-      await deps.emit({ type: 'tool_result', toolCallId: c.id, toolName: c.name, toolType, content, ...(r.isError ? { isError: true } : {}) });
-      const msg: ChatMessage = { role: 'tool', tool_call_id: c.id, content };
-      messages.push(msg);
-      added.push(msg);
+    for (const result of await toolbox.run(deps, reply.calls, signal)) {
+      messages.push(result);
+      added.push(result);
     }
   }
 
@@ -193,4 +138,100 @@ export async function runAgentLoop(
   await deps.emit({ type: 'text', text: note });
   added.push({ role: 'assistant', content: note });
   return { output: note, added, usage, finishReason: 'length', steps: maxStep };
+}
+
+/** One model call, its text streamed out as it comes; what it asked for once it ended. */
+async function callModel(
+  deps: AgentLoopDeps,
+  req: Pick<AgentLoopOptions, 'provider' | 'model' | 'failover' | 'params'> & { messages: ChatMessage[]; tools: object[] },
+  signal: AbortSignal,
+): Promise<{ text: string; calls: ToolCall[]; finishReason: string; usage: ModelUsage | undefined }> {
+  let text = '';
+  let calls: ToolCall[] = [];
+  let finishReason = 'stop';
+  let usage: ModelUsage | undefined;
+  for await (const ev of deps.stream({
+    provider: req.provider,
+    model: req.model,
+    failover: req.failover,
+    messages: req.messages,
+    params: req.params,
+    ...(req.tools.length > 0 ? { tools: req.tools } : {}),
+    signal,
+  })) {
+    if (ev.type === 'text') {
+      if (ev.text === '') continue;
+      text += ev.text;
+      await deps.emit({ type: 'text', text: ev.text });
+    } else if (ev.type === 'tool_calls') {
+      calls = ev.calls;
+    } else {
+      finishReason = ev.finishReason;
+      usage = addUsage(usage ?? null, ev.usage) ?? undefined;
+    }
+  }
+  if (signal.aborted) throw signal.reason ?? new Error('cancelled');
+  return { text, calls, finishReason, usage };
+}
+
+function assistantCalling(text: string, calls: ToolCall[]): ChatMessage {
+  return { role: 'assistant', content: text, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
+}
+
+/** The doom-loop guard: the same calls (names and arguments) DOOM_REPEATS times in a row. */
+class RepeatGuard {
+  #last = '';
+  #repeats = 0;
+
+  repeated(calls: ToolCall[]): boolean {
+    const signature = JSON.stringify(calls.map((c) => [c.name, c.arguments]));
+    this.#repeats = signature === this.#last ? this.#repeats + 1 : 1;
+    this.#last = signature;
+    return this.#repeats >= DOOM_REPEATS;
+  }
+}
+
+/** Ends a loop the guard stopped: the calls answered as not run, and a note for the client and the transcript. */
+async function stopRepeating(deps: AgentLoopDeps, calls: ToolCall[], added: ChatMessage[]): Promise<string> {
+  const note = `\n\n[Stopped: the same tool call (${calls.map((c) => c.name).join(', ')}) was requested ${DOOM_REPEATS} times in a row without progress.]`;
+  // Tool calls need answers in the transcript, or the next turn's model call is invalid.
+  for (const c of calls) added.push({ role: 'tool', tool_call_id: c.id, content: 'Not run: repeated identical call (loop guard).' });
+  added.push({ role: 'assistant', content: note.trim() });
+  await deps.emit({ type: 'text', text: note });
+  deps.logger.warn({ tools: calls.map((c) => c.name) }, 'agent loop stopped by the doom-loop guard');
+  return note;
+}
+
+/** The agent's tools by name, with what the model is told of them and how one round of calls runs. */
+class Toolbox {
+  readonly definitions: object[];
+  readonly #byName: Map<string, LoopTool>;
+
+  constructor(
+    tools: LoopTool[],
+    private readonly opts: Pick<AgentLoopOptions, 'maxToolOutputLength' | 'toolTimeoutMs'>,
+  ) {
+    this.#byName = new Map(tools.map((t) => [t.name, t]));
+    this.definitions = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  }
+
+  /** Runs the calls concurrently and answers them in call order (results cut to the output limit). */
+  async run(deps: AgentLoopDeps, calls: ToolCall[], signal: AbortSignal): Promise<ChatMessage[]> {
+    const maxOut = this.opts.maxToolOutputLength ?? 50_000;
+    const toolType = (c: ToolCall) => this.#byName.get(c.name)?.toolType ?? 'builtin';
+    for (const c of calls) {
+      await deps.emit({ type: 'tool_start', toolCallId: c.id, toolName: c.name, toolType: toolType(c), arguments: c.arguments });
+    }
+    const results = await Promise.all(
+      calls.map((c) => runTool(this.#byName.get(c.name), c, signal, this.#byName.get(c.name)?.timeoutMs ?? this.opts.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS)),
+    );
+    const answers: ChatMessage[] = [];
+    for (const [i, c] of calls.entries()) {
+      const r = results[i]!;
+      const content = truncate(r.content, maxOut);
+      await deps.emit({ type: 'tool_result', toolCallId: c.id, toolName: c.name, toolType: toolType(c), content, ...(r.isError ? { isError: true } : {}) });
+      answers.push({ role: 'tool', tool_call_id: c.id, content });
+    }
+    return answers;
+  }
 }

@@ -12,7 +12,7 @@ import { normaliseWorkspacePath } from '../workspace-path.js';
  * in `${...}` is left as written, and included text is not rendered again.
  */
 
-export interface RenderPromptOptions {
+interface RenderPromptOptions {
   db: Db;
   agentId: string;
   /** The time `${now()}` shows, or a clock (default: the current time). */
@@ -79,7 +79,7 @@ export async function renderSystemPrompt(template: string, opts: RenderPromptOpt
   return out + template.slice(last);
 }
 
-export interface AgentPromptOptions extends RenderPromptOptions {
+interface AgentPromptOptions extends RenderPromptOptions {
   /** Size of the skills block (default 4000 characters). */
   skillsBudgetChars?: number;
   /** Where the agent's skills come from (default: read them; the worker passes its SkillsCache). */

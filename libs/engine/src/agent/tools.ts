@@ -2,21 +2,10 @@ import type { Logger } from 'pino';
 import { ToolError, type ToolContext, type ToolDefinition } from '../tools/types.js';
 import { AddressNotAllowedError, assertPublicAddress, type AddressPolicy } from '../tools/net-policy.js';
 import { policyFetch } from '../tools/policy-fetch.js';
-import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem } from './config.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem, type AgentToolConfig } from './config.js';
 import type { LoopTool } from './loop.js';
 
-/** One entry of an `ai/agent` node's `tools[]`. */
-export interface AgentToolConfig {
-  type?: string;
-  name?: string;
-  description?: string;
-  targetId?: string;
-  config?: Record<string, unknown>;
-  /** Milliseconds one call may take (default 120000, the loop's); at least 1000. */
-  timeout?: number;
-}
-
-export interface ResolveToolsDeps {
+interface ResolveToolsDeps {
   logger: Logger;
   builtin: Record<string, ToolDefinition>;
   /** Everything a built-in tool's context needs but the signal and its own config. */
@@ -24,10 +13,10 @@ export interface ResolveToolsDeps {
   /** A nested run of another agent (toolType `subagent`); the caller enforces depth and cycles. */
   runSubagent(agentId: string, message: string, signal: AbortSignal): Promise<string>;
   /** Runs a rule chain with the arguments as `msg.data`; its final `msg.data` is the result. */
-  runChain?(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+  runChain(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
 }
 
-export interface ResolvedTools {
+interface ResolvedTools {
   tools: LoopTool[];
   /** Problems met while resolving (unknown names, unreachable MCP servers): logged, not fatal. */
   warnings: string[];
@@ -56,88 +45,88 @@ export async function resolveTools(configs: AgentToolConfig[], deps: ResolveTool
   };
 
   for (const [index, cfg] of configs.entries()) {
-    const type = cfg.type ?? 'builtin';
     // Validation refuses a timeout under 1000 ms; one stored before that rule was seconds.
     const tooShort = toolTimeoutProblem(cfg.timeout, index);
     if (tooShort) warn(`${tooShort} The default (${DEFAULT_TOOL_TIMEOUT_MS} ms) is used.`);
     const timeoutMs = cfg.timeout && !tooShort ? cfg.timeout : undefined;
-    switch (type) {
-      case 'builtin': {
-        const def = cfg.name ? deps.builtin[cfg.name] : undefined;
-        if (!def) {
-          warn(`unknown built-in tool "${cfg.name ?? ''}"; left out`);
-          break;
-        }
-        add({
-          name: def.name,
-          description: cfg.description ?? def.description,
-          parameters: def.parameters,
-          toolType: 'builtin',
-          ...(timeoutMs ? { timeoutMs } : {}),
-          run: (args, signal) => def.run(args, { ...deps.context, signal, config: cfg.config ?? {} }),
-        });
-        break;
-      }
-      case 'rulechain': {
-        const runChain = deps.runChain;
-        if (!cfg.targetId || !runChain) {
-          warn(`rule-chain tool "${cfg.name ?? ''}" has no targetId or rule chains cannot run here; left out`);
-          break;
-        }
-        const chainId = cfg.targetId;
-        add({
-          name: cfg.name ?? chainId,
-          description: cfg.description ?? `Runs the rule chain ${chainId}.`,
-          parameters: (cfg.config?.parameters as object | undefined) ?? { type: 'object', additionalProperties: true },
-          toolType: 'rulechain',
-          ...(timeoutMs ? { timeoutMs } : {}),
-          run: (args, signal) => runChain(chainId, args, signal),
-        });
-        break;
-      }
-      case 'agent':
-      case 'subagent': {
-        if (!cfg.targetId) {
-          warn(`agent tool "${cfg.name ?? ''}" has no targetId; left out`);
-          break;
-        }
-        const agentId = cfg.targetId;
-        add({
-          name: cfg.name ?? agentId,
-          description: cfg.description ?? `Asks the agent ${agentId} and returns its answer.`,
-          parameters: {
-            type: 'object',
-            properties: { message: { type: 'string', description: 'what to ask the agent' } },
-            required: ['message'],
-          },
-          toolType: 'subagent',
-          ...(timeoutMs ? { timeoutMs } : {}),
-          run: (args, signal) => {
-            if (typeof args.message !== 'string' || args.message.trim() === '') throw new ToolError('message must be a non-empty string');
-            return deps.runSubagent(agentId, args.message, signal);
-          },
-        });
-        break;
-      }
-      case 'mcp': {
-        const server = await connectMcp(cfg, deps.logger).catch((err: unknown) => {
-          warn(`MCP server "${cfg.name ?? ''}" is unreachable: ${(err as Error).message}; its tools are left out`);
-          return undefined;
-        });
-        if (!server) break;
-        closers.push(server.close);
-        for (const t of server.tools) add({ ...t, ...(timeoutMs ? { timeoutMs } : {}) });
-        break;
-      }
-      default:
-        warn(`unknown tool type "${type}"; left out`);
+    const resolved = await resolveOne(cfg, deps);
+    if (typeof resolved === 'string') {
+      warn(resolved);
+      continue;
     }
+    if (resolved.close) closers.push(resolved.close);
+    for (const tool of resolved.tools) add(timeoutMs ? { ...tool, timeoutMs } : tool);
   }
   return {
     tools,
     warnings,
     close: async () => {
       await Promise.allSettled(closers.map((c) => c()));
+    },
+  };
+}
+
+/** The tools of one `tools[]` entry (an MCP server may give several), or why it is left out. */
+async function resolveOne(cfg: AgentToolConfig, deps: ResolveToolsDeps): Promise<{ tools: LoopTool[]; close?: () => Promise<void> } | string> {
+  const type = cfg.type ?? 'builtin';
+  switch (type) {
+    case 'builtin':
+      return one(builtinTool(cfg, deps));
+    case 'rulechain':
+      return one(ruleChainTool(cfg, deps));
+    case 'agent':
+    case 'subagent':
+      return one(agentTool(cfg, deps));
+    case 'mcp':
+      return connectMcp(cfg, deps.logger).catch((err: unknown) => `MCP server "${cfg.name ?? ''}" is unreachable: ${(err as Error).message}; its tools are left out`);
+    default:
+      return `unknown tool type "${type}"; left out`;
+  }
+}
+
+function one(tool: LoopTool | string): { tools: LoopTool[] } | string {
+  return typeof tool === 'string' ? tool : { tools: [tool] };
+}
+
+function builtinTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool | string {
+  const def = cfg.name ? deps.builtin[cfg.name] : undefined;
+  if (!def) return `unknown built-in tool "${cfg.name ?? ''}"; left out`;
+  return {
+    name: def.name,
+    description: cfg.description ?? def.description,
+    parameters: def.parameters,
+    toolType: 'builtin',
+    run: (args, signal) => def.run(args, { ...deps.context, signal, config: cfg.config ?? {} }),
+  };
+}
+
+function ruleChainTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool | string {
+  if (!cfg.targetId) return `rule-chain tool "${cfg.name ?? ''}" has no targetId; left out`;
+  const chainId = cfg.targetId;
+  return {
+    name: cfg.name ?? chainId,
+    description: cfg.description ?? `Runs the rule chain ${chainId}.`,
+    parameters: (cfg.config?.parameters as object | undefined) ?? { type: 'object', additionalProperties: true },
+    toolType: 'rulechain',
+    run: (args, signal) => deps.runChain(chainId, args, signal),
+  };
+}
+
+function agentTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool | string {
+  if (!cfg.targetId) return `agent tool "${cfg.name ?? ''}" has no targetId; left out`;
+  const agentId = cfg.targetId;
+  return {
+    name: cfg.name ?? agentId,
+    description: cfg.description ?? `Asks the agent ${agentId} and returns its answer.`,
+    parameters: {
+      type: 'object',
+      properties: { message: { type: 'string', description: 'what to ask the agent' } },
+      required: ['message'],
+    },
+    toolType: 'subagent',
+    run: (args, signal) => {
+      if (typeof args.message !== 'string' || args.message.trim() === '') throw new ToolError('message must be a non-empty string');
+      return deps.runSubagent(agentId, args.message, signal);
     },
   };
 }

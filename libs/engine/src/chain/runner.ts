@@ -2,7 +2,7 @@ import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
 import { NodeFailure, type ChainContext, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
 
-export interface ChainRunnerOptions {
+interface ChainRunnerOptions {
   /** Node executions per run (sub-chains count their own); more is an error. Default 1000. */
   maxSteps?: number;
   /** Nested `flow` levels. Default 5. */
@@ -19,7 +19,7 @@ export interface ChainRunOptions {
 }
 
 /** One node execution. */
-export interface ChainTraceEntry {
+interface ChainTraceEntry {
   nodeId: string;
   type: string;
   /** The relations the node chose (`Failure` after an error it was routed by; `[]` for `end`). */
@@ -29,13 +29,13 @@ export interface ChainTraceEntry {
 }
 
 /** Where a branch stopped: an `end` node (`relation` undefined) or a node with no edge for its relation. */
-export interface ChainEnd {
+interface ChainEnd {
   nodeId: string;
   relation: string | undefined;
   msg: RuleMsg;
 }
 
-export interface ChainResult {
+interface ChainResult {
   /** The last message that reached an end (the input when the chain has no nodes). */
   msg: RuleMsg;
   /** Every branch end, in execution order. */
@@ -61,6 +61,19 @@ export class ChainError extends Error {
 
 const FAILURE = 'Failure';
 
+type ChainFailure = (message: string, nodeId: string | undefined, cause?: unknown) => ChainError;
+
+/** The error of a run of `chain` that failed, carrying its trace so far. */
+function failureIn(chain: ParsedChain, trace: ChainTraceEntry[]): ChainFailure {
+  return (message, nodeId, cause) => new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause });
+}
+
+/** Where a node's message goes: every connection whose type is one of its relations, relation by relation in DSL order. */
+function nextNodes(chain: ParsedChain, nodeId: string, relations: readonly string[], out: RuleMsg): Array<{ nodeId: string; msg: RuleMsg }> {
+  const edges = chain.outgoing.get(nodeId) ?? [];
+  return relations.flatMap((relation) => edges.filter((c) => c.type === relation).map((c) => ({ nodeId: c.toId, msg: out })));
+}
+
 /**
  * Runs messages through parsed chains (`parseChain` / `ChainCache`). Execution starts at the
  * chain's first node (`metadata.firstNodeIndex`, default 0) and follows the connections whose
@@ -83,28 +96,10 @@ export class ChainRunner {
   }
 
   async run(chain: ParsedChain, input: RuleMsg, ctx: ChainContext, opts: ChainRunOptions = {}): Promise<ChainResult> {
-    const depth = opts.depth ?? 0;
-    const path = opts.path ?? [chain.id];
     const trace: ChainTraceEntry[] = [];
     const ends: ChainEnd[] = [];
-    const fail = (message: string, nodeId: string | undefined, cause?: unknown) =>
-      new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause });
-
-    // Built field by field (not spread) so that a context whose functions are class methods works.
-    const base: Omit<NodeContext, 'node'> = {
-      logger: ctx.logger,
-      signal: ctx.signal,
-      sandbox: ctx.sandbox,
-      runChain: (id, msg, d, p) => ctx.runChain(id, msg, d, p),
-      complete: (req) => ctx.complete(req),
-      runAgent: (config, msg) => ctx.runAgent(config, msg),
-      ...(ctx.http ? { http: ctx.http } : {}),
-      chain,
-      depth,
-      path,
-      maxFlowDepth: this.maxFlowDepth,
-    };
-
+    const fail = failureIn(chain, trace);
+    const base = this.#nodeContext(chain, ctx, opts);
     const stack: Array<{ nodeId: string; msg: RuleMsg }> = [];
     if (chain.firstNodeId !== undefined) stack.push({ nodeId: chain.firstNodeId, msg: cloneMsg(input) });
     let steps = 0;
@@ -114,45 +109,10 @@ export class ChainRunner {
       if (++steps > this.maxSteps) {
         throw fail(`chain "${chain.id}": step limit ${this.maxSteps} reached at node "${nodeId}"; does the chain loop?`, nodeId);
       }
-      const node = chain.nodes.get(nodeId);
-      if (!node) throw fail(`chain "${chain.id}": no node "${nodeId}"`, nodeId);
-      const where = `chain "${chain.id}", node "${node.id}" (${node.type})`;
-      const executor = this.#executors[node.type];
-      if (!executor) throw fail(`${where}: no executor for node type "${node.type}"`, nodeId);
-      const nodeCtx: NodeContext = { ...base, node };
-
-      const started = performance.now();
-      let out: RuleMsg;
-      let relations: readonly string[];
-      try {
-        const result = await executor.execute(msg, node.configuration ?? {}, nodeCtx);
-        out = result.msg;
-        relations = 'relations' in result ? result.relations : [result.relation];
-        trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started) });
-      } catch (err) {
-        const message = errorMessage(err);
-        trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message });
-        if (ctx.signal.aborted) throw fail(`chain "${chain.id}": cancelled`, nodeId, ctx.signal.reason);
-        if (!(chain.outgoing.get(nodeId) ?? []).some((c) => c.type === FAILURE)) {
-          // A sub-chain's error already names its chain and node: keep it as it is.
-          throw err instanceof ChainError ? fail(err.message, nodeId, err) : fail(`${where}: ${message}`, nodeId, err);
-        }
-        const failed = err instanceof NodeFailure && err.msg ? err.msg : msg;
-        out = { ...failed, metadata: { ...failed.metadata, error: message } };
-        relations = [FAILURE];
-      }
-
-      if (relations.length === 0) {
-        ends.push({ nodeId, relation: undefined, msg: out });
-        continue;
-      }
-      const next: Array<{ nodeId: string; msg: RuleMsg }> = [];
-      const edges = chain.outgoing.get(nodeId) ?? [];
-      for (const relation of relations) {
-        for (const c of edges) if (c.type === relation) next.push({ nodeId: c.toId, msg: out });
-      }
+      const { out, relations } = await this.#execute({ nodeId, msg }, base, trace, fail);
+      const next = nextNodes(chain, nodeId, relations, out);
       if (next.length === 0) {
-        ends.push({ nodeId, relation: relations.join(','), msg: out });
+        ends.push({ nodeId, relation: relations.length === 0 ? undefined : relations.join(','), msg: out });
         continue;
       }
       // Each branch gets its own copy; the first is run first (depth first).
@@ -163,6 +123,60 @@ export class ChainRunner {
     }
     const last = ends[ends.length - 1];
     return { msg: last ? last.msg : cloneMsg(input), ends, trace, steps };
+  }
+
+  /** What every node of this run sees besides itself. */
+  #nodeContext(chain: ParsedChain, ctx: ChainContext, opts: ChainRunOptions): Omit<NodeContext, 'node'> {
+    // Built field by field (not spread) so that a context whose functions are class methods works.
+    return {
+      logger: ctx.logger,
+      signal: ctx.signal,
+      sandbox: ctx.sandbox,
+      runChain: (id, msg, d, p) => ctx.runChain(id, msg, d, p),
+      complete: (req) => ctx.complete(req),
+      runAgent: (config, msg) => ctx.runAgent(config, msg),
+      ...(ctx.http ? { http: ctx.http } : {}),
+      chain,
+      depth: opts.depth ?? 0,
+      path: opts.path ?? [chain.id],
+      maxFlowDepth: this.maxFlowDepth,
+    };
+  }
+
+  /**
+   * Runs one node and traces it. A node that throws goes on along `Failure` (its input, or the
+   * message of a NodeFailure, with `metadata.error`) when it has such a connection; otherwise
+   * the run fails.
+   */
+  async #execute(
+    { nodeId, msg }: { nodeId: string; msg: RuleMsg },
+    base: Omit<NodeContext, 'node'>,
+    trace: ChainTraceEntry[],
+    fail: ChainFailure,
+  ): Promise<{ out: RuleMsg; relations: readonly string[] }> {
+    const { chain, signal } = base;
+    const node = chain.nodes.get(nodeId);
+    if (!node) throw fail(`chain "${chain.id}": no node "${nodeId}"`, nodeId);
+    const where = `chain "${chain.id}", node "${node.id}" (${node.type})`;
+    const executor = this.#executors[node.type];
+    if (!executor) throw fail(`${where}: no executor for node type "${node.type}"`, nodeId);
+    const started = performance.now();
+    try {
+      const result = await executor.execute(msg, node.configuration ?? {}, { ...base, node });
+      const relations = 'relations' in result ? result.relations : [result.relation];
+      trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started) });
+      return { out: result.msg, relations };
+    } catch (err) {
+      const message = errorMessage(err);
+      trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message });
+      if (signal.aborted) throw fail(`chain "${chain.id}": cancelled`, nodeId, signal.reason);
+      if (!(chain.outgoing.get(nodeId) ?? []).some((c) => c.type === FAILURE)) {
+        // A sub-chain's error already names its chain and node: keep it as it is.
+        throw err instanceof ChainError ? fail(err.message, nodeId, err) : fail(`${where}: ${message}`, nodeId, err);
+      }
+      const failed = err instanceof NodeFailure && err.msg ? err.msg : msg;
+      return { out: { ...failed, metadata: { ...failed.metadata, error: message } }, relations: [FAILURE] };
+    }
   }
 
   /**

@@ -210,41 +210,12 @@ export class ModelProviders {
 
   /** One HTTP call to one provider, with its first-token, silence and total timers. */
   async *#attempt(target: Target, req: ModelCallRequest, deadline: number): AsyncGenerator<ModelEvent> {
-    const t = this.#timeouts;
-    const ctl = new AbortController();
-    const onAbort = () => ctl.abort(req.signal.reason);
-    req.signal.addEventListener('abort', onAbort, { once: true });
-    let timedOut: AttemptTimeout | undefined;
-    const fail = (message: string) => {
-      timedOut = new AttemptTimeout(message);
-      ctl.abort(timedOut);
-    };
-    const remaining = () => Math.max(0, deadline - Date.now());
-    const total = setTimeout(() => fail(`the call took longer than ${t.totalMs} ms`), remaining());
-    let silence = setTimeout(() => fail(`no first token within ${t.firstTokenMs} ms`), Math.min(t.firstTokenMs, remaining()));
-    let started = false;
-    const progress = () => {
-      started = true;
-      clearTimeout(silence);
-      silence = setTimeout(() => fail(`no data for ${t.firstTokenMs} ms`), t.firstTokenMs);
-    };
-
-    const calls = new Map<number, ToolCall>();
+    const timers = new AttemptTimers(this.#timeouts, req.signal, deadline);
+    const calls = new ToolCallAssembler();
     let finishReason: string | undefined;
     let usage: Extract<ModelEvent, { type: 'done' }>['usage'];
     try {
-      const body = {
-        model: target.model,
-        messages: req.messages.map(toWireMessage),
-        stream: true as const,
-        stream_options: { include_usage: true },
-        ...(req.params?.temperature !== undefined ? { temperature: req.params.temperature } : {}),
-        ...(req.params?.top_p !== undefined ? { top_p: req.params.top_p } : {}),
-        ...(req.params?.max_tokens !== undefined ? { max_tokens: req.params.max_tokens } : {}),
-        ...(req.params?.stop !== undefined ? { stop: req.params.stop } : {}),
-        ...(req.tools && req.tools.length > 0 ? { tools: req.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
-      };
-      const stream = await target.entry.client.chat.completions.create(body, { signal: ctl.signal, timeout: Math.max(1, remaining()) });
+      const stream = await target.entry.client.chat.completions.create(requestBody(target, req), { signal: timers.signal, timeout: Math.max(1, timers.remaining()) });
       for await (const chunk of stream) {
         if (chunk.usage) {
           usage = {
@@ -256,34 +227,18 @@ export class ModelProviders {
         for (const choice of chunk.choices ?? []) {
           if (choice.index !== undefined && choice.index !== 0) continue;
           const delta = choice.delta ?? {};
-          if (delta.content || delta.tool_calls?.length || (delta as { reasoning_content?: unknown }).reasoning_content) progress();
-          else if (started) progress();
-          for (const tc of delta.tool_calls ?? []) {
-            const index = tc.index ?? calls.size;
-            const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
-            if (tc.id) call.id = tc.id;
-            const name = tc.function?.name;
-            if (name && name !== call.name) call.name = call.name ? call.name + name : name;
-            if (tc.function?.arguments) call.arguments += tc.function.arguments;
-            calls.set(index, call);
-          }
+          timers.chunk(Boolean(delta.content || delta.tool_calls?.length || (delta as { reasoning_content?: unknown }).reasoning_content));
+          for (const tc of delta.tool_calls ?? []) calls.add(tc);
           if (delta.content) yield { type: 'text', text: delta.content };
           if (choice.finish_reason) finishReason = choice.finish_reason;
         }
       }
     } catch (err) {
-      if (timedOut) throw timedOut;
-      throw err;
+      throw timers.timedOut ?? err;
     } finally {
-      clearTimeout(total);
-      clearTimeout(silence);
-      req.signal.removeEventListener('abort', onAbort);
-      // Ends the HTTP request when the caller stopped reading early (or anything threw).
-      ctl.abort(new Error('model call finished'));
+      timers.close();
     }
-    const assembled = [...calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, c]) => ({ id: c.id || `call_${index}_${Date.now().toString(36)}`, name: c.name, arguments: c.arguments }));
+    const assembled = calls.assembled();
     if (assembled.length > 0) yield { type: 'tool_calls', calls: assembled };
     yield {
       type: 'done',
@@ -293,6 +248,94 @@ export class ModelProviders {
       ...(usage ? { usage } : {}),
     };
   }
+}
+
+/**
+ * The timers of one attempt: the total deadline, no first token within `firstTokenMs`, then no
+ * data for as long once it started. Either aborts the call with an AttemptTimeout; the caller's
+ * cancel aborts it with the caller's reason.
+ */
+class AttemptTimers {
+  readonly #ctl = new AbortController();
+  readonly #total: ReturnType<typeof setTimeout>;
+  #silence: ReturnType<typeof setTimeout>;
+  #started = false;
+  timedOut: AttemptTimeout | undefined;
+  readonly #onAbort = () => this.#ctl.abort(this.caller.reason);
+
+  constructor(
+    private readonly t: Pick<ModelTimeouts, 'totalMs' | 'firstTokenMs'>,
+    private readonly caller: AbortSignal,
+    private readonly deadline: number,
+  ) {
+    caller.addEventListener('abort', this.#onAbort, { once: true });
+    this.#total = setTimeout(() => this.#fail(`the call took longer than ${t.totalMs} ms`), this.remaining());
+    this.#silence = setTimeout(() => this.#fail(`no first token within ${t.firstTokenMs} ms`), Math.min(t.firstTokenMs, this.remaining()));
+  }
+
+  get signal(): AbortSignal {
+    return this.#ctl.signal;
+  }
+
+  remaining(): number {
+    return Math.max(0, this.deadline - Date.now());
+  }
+
+  /** A chunk arrived: one with content starts the silence timer over, and once started any chunk does. */
+  chunk(hasContent: boolean): void {
+    if (!hasContent && !this.#started) return;
+    this.#started = true;
+    clearTimeout(this.#silence);
+    this.#silence = setTimeout(() => this.#fail(`no data for ${this.t.firstTokenMs} ms`), this.t.firstTokenMs);
+  }
+
+  #fail(message: string): void {
+    this.timedOut = new AttemptTimeout(message);
+    this.#ctl.abort(this.timedOut);
+  }
+
+  close(): void {
+    clearTimeout(this.#total);
+    clearTimeout(this.#silence);
+    this.caller.removeEventListener('abort', this.#onAbort);
+    // Ends the HTTP request when the caller stopped reading early (or anything threw).
+    this.#ctl.abort(new Error('model call finished'));
+  }
+}
+
+/** Tool calls arrive in pieces by index: ids and names once (or split), arguments as they stream. */
+class ToolCallAssembler {
+  readonly #calls = new Map<number, ToolCall>();
+
+  add(tc: { index?: number; id?: string; function?: { name?: string; arguments?: string } }): void {
+    const index = tc.index ?? this.#calls.size;
+    const call = this.#calls.get(index) ?? { id: '', name: '', arguments: '' };
+    if (tc.id) call.id = tc.id;
+    const name = tc.function?.name;
+    if (name && name !== call.name) call.name = call.name ? call.name + name : name;
+    if (tc.function?.arguments) call.arguments += tc.function.arguments;
+    this.#calls.set(index, call);
+  }
+
+  assembled(): ToolCall[] {
+    return [...this.#calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, c]) => ({ id: c.id || `call_${index}_${Date.now().toString(36)}`, name: c.name, arguments: c.arguments }));
+  }
+}
+
+function requestBody(target: Target, req: ModelCallRequest) {
+  return {
+    model: target.model,
+    messages: req.messages.map(toWireMessage),
+    stream: true as const,
+    stream_options: { include_usage: true },
+    ...(req.params?.temperature !== undefined ? { temperature: req.params.temperature } : {}),
+    ...(req.params?.top_p !== undefined ? { top_p: req.params.top_p } : {}),
+    ...(req.params?.max_tokens !== undefined ? { max_tokens: req.params.max_tokens } : {}),
+    ...(req.params?.stop !== undefined ? { stop: req.params.stop } : {}),
+    ...(req.tools && req.tools.length > 0 ? { tools: req.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
+  };
 }
 
 function label(t: Target): string {

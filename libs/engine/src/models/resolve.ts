@@ -1,6 +1,6 @@
 /** How a provider's models are named: the default model, and a requested name or alias. */
 
-export interface ProviderModels {
+interface ProviderModels {
   /** Default model name as written ('' when not set). */
   model: string;
   models: ReadonlyArray<{ name: string; alias?: string }>;

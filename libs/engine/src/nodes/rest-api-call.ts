@@ -5,7 +5,7 @@ import { NodeFailure } from '../chain/types.js';
 import { defineNodeType } from './types.js';
 
 /** `readTimeoutMs` when absent or 0. */
-export const REST_DEFAULT_TIMEOUT_MS = 30_000;
+const REST_DEFAULT_TIMEOUT_MS = 30_000;
 
 /**
  * An HTTP call (RuleGo's `restApiCall` and field names): `restEndpointUrlPattern` and header

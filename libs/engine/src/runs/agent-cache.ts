@@ -2,11 +2,11 @@ import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import { getRuleChain, listSkills, type Db, type RuleChainRow, type SkillRow } from '@agentry/db';
 
 /** The pub/sub side of runtime's `Bus` as this needs it. */
-export interface InvalidateSource {
+interface InvalidateSource {
   subscribe(channel: typeof PubSubChannels.invalidate, handler: (message: InvalidateMessage) => void): Promise<() => Promise<void>>;
 }
 
-export interface InvalidatedCacheOptions<T> {
+interface InvalidatedCacheOptions<T> {
   /** Reads the value of an id; `undefined` (nothing there) is never cached. */
   load: (id: string) => Promise<T | undefined>;
   /** The `invalidate` areas whose messages drop entries (`{area, id}` one, `{area}` all). */
@@ -27,7 +27,7 @@ interface Entry<T> {
  * TTL, whichever comes first. A load that started before an invalidation does not store its
  * (possibly stale) result; concurrent gets of one id share one load.
  */
-export class InvalidatedCache<T> {
+class InvalidatedCache<T> {
   readonly #entries = new Map<string, Entry<T>>();
   /**
    * Loads in flight. `invalidate` marks one stale so that it does not store its result; nothing
@@ -92,7 +92,7 @@ export class InvalidatedCache<T> {
   }
 }
 
-export interface AgentCacheOptions {
+interface AgentCacheOptions {
   /** Reads an agent's row (default: `getRuleChain`). */
   load?: (id: string) => Promise<RuleChainRow | undefined>;
   ttlMs?: number;

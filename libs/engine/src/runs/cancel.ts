@@ -2,7 +2,7 @@ import { PubSubChannels, type RunCancelMessage } from '@agentry/contracts';
 import { finishRun, type Db } from '@agentry/db';
 
 /** What cancelling needs: the database and the pub/sub side of the bus. */
-export interface CancelRunDeps {
+interface CancelRunDeps {
   db: Db;
   pubsub: { publish(channel: typeof PubSubChannels.runCancel, message: RunCancelMessage): Promise<void> };
 }

@@ -4,7 +4,7 @@ import { insertCronJob, type CronDeliver, type CronJobRecord, type Db } from '@a
 import { checkSchedule } from './schedule.js';
 
 /** A job as a caller asks for it; the defaults are filled in here, once for every caller. */
-export interface CronJobDraft {
+interface CronJobDraft {
   agentId: string;
   name: string;
   schedule: string;
@@ -24,7 +24,7 @@ export interface CronJobDraft {
  * refusal reads to their client (a 400 or a ToolError), their own rules, and how a failed write
  * is reported. The operation itself (check the schedule, insert, announce) is the same.
  */
-export interface CronCreateRules {
+interface CronCreateRules {
   /** The error for a schedule `checkSchedule` refuses, given its reason. */
   invalidSchedule(reason: string): Error;
   /**
@@ -37,7 +37,7 @@ export interface CronCreateRules {
   write?(insert: () => Promise<CronJobRecord>): Promise<CronJobRecord>;
 }
 
-export interface CronCreatePorts {
+interface CronCreatePorts {
   db: Db;
   /** Absent where there is no bus: the schedulers then find the job at their periodic reconcile. */
   pubsub?: InvalidatePublisher;

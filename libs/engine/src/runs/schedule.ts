@@ -1,10 +1,10 @@
 import { Cron } from 'croner';
 
 /** The field order of a cron job's schedule. */
-export const SCHEDULE_FIELDS = ['second', 'minute', 'hour', 'day', 'month', 'weekday'] as const;
+const SCHEDULE_FIELDS = ['second', 'minute', 'hour', 'day', 'month', 'weekday'] as const;
 
 /** The schedule with its whitespace normalised, or the reason it is refused. */
-export type ScheduleCheck = { ok: true; schedule: string } | { ok: false; reason: string };
+type ScheduleCheck = { ok: true; schedule: string } | { ok: false; reason: string };
 
 /**
  * Checks a cron job's schedule the way both scheduler adapters will read it: exactly six fields
@@ -36,7 +36,7 @@ export function checkSchedule(schedule: string, timezone: string): ScheduleCheck
 }
 
 /** Is this an IANA time zone name the runtime knows? */
-export function checkTimezone(timezone: string): { ok: true } | { ok: false; reason: string } {
+function checkTimezone(timezone: string): { ok: true } | { ok: false; reason: string } {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: timezone });
     if (timezone.trim() === '') throw new RangeError('empty');

@@ -4,11 +4,11 @@ import { QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contract
 import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonValue, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
-export interface RunQueue {
+interface RunQueue {
   enqueue(queue: typeof QueueNames.agentRun, data: AgentRunJob, opts?: { jobId?: string; attempts?: number; backoffMs?: number }): Promise<string>;
 }
 
-export interface SubmitRunDeps {
+interface SubmitRunDeps {
   db: Db;
   queue: RunQueue;
 }
@@ -41,7 +41,7 @@ export interface SubmitRunInput {
   signal?: AbortSignal;
 }
 
-export interface SubmittedRun {
+interface SubmittedRun {
   run: RunRecord;
   session: SessionRecord | null;
   /** True when `signal` was aborted: the run is cancelled and was never enqueued. */

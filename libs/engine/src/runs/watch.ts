@@ -2,11 +2,11 @@ import { PubSubChannels, type RunChannel, type RunEvent } from '@agentry/contrac
 import { getRun, isFinalRunStatus, type Db, type RunRecord } from '@agentry/db';
 
 /** The pub/sub side of runtime's `Bus` as this needs it. */
-export interface RunEventSource {
+interface RunEventSource {
   subscribe(channel: RunChannel, handler: (message: RunEvent) => void): Promise<() => Promise<void>>;
 }
 
-export interface RunWatchOptions {
+interface RunWatchOptions {
   /** Give up after this long (the outcome is then `timeout`). */
   timeoutMs: number;
   /** Read the run row this often, should the end event be lost (default 2 s). */

@@ -3,7 +3,7 @@ import { Errors } from '@agentry/errors';
 import { MAX_SKILL_BYTES, SKILL_NAME_REGEX, SkillFormatError, parseSkillMarkdown } from './markdown.js';
 import { readZipDirectory, unsafeEntryName, type ZipEntryInfo } from './zip.js';
 
-export interface SkillArchiveLimits {
+interface SkillArchiveLimits {
   /** Entries in the central directory (files and folders). */
   maxEntries: number;
   /** Sum of the declared uncompressed sizes of all entries. */
@@ -12,13 +12,13 @@ export interface SkillArchiveLimits {
   maxSkillBytes: number;
 }
 
-export const SKILL_ARCHIVE_LIMITS: SkillArchiveLimits = {
+const SKILL_ARCHIVE_LIMITS: SkillArchiveLimits = {
   maxEntries: 1000,
   maxUncompressedBytes: 200 * 1024 * 1024,
   maxSkillBytes: MAX_SKILL_BYTES,
 };
 
-export interface ArchiveSkill {
+interface ArchiveSkill {
   name: string;
   description: string;
   content: string;
@@ -27,12 +27,12 @@ export interface ArchiveSkill {
   entry: string;
 }
 
-export interface SkippedEntry {
+interface SkippedEntry {
   entry: string;
   reason: string;
 }
 
-export interface SkillArchive {
+interface SkillArchive {
   skills: ArchiveSkill[];
   skipped: SkippedEntry[];
 }
@@ -101,6 +101,23 @@ function inflateCapped(file: JSZip.JSZipObject, cap: number): Promise<Buffer | '
  */
 export async function readSkillArchive(data: Uint8Array, limits: SkillArchiveLimits = SKILL_ARCHIVE_LIMITS): Promise<SkillArchive> {
   const entries = readZipDirectory(data, limits.maxEntries);
+  const names = checkDirectory(entries, limits);
+  const byName = await openChecked(data, entries, names);
+  const skipped: SkippedEntry[] = [];
+  const found = new Map<string, ArchiveSkill>();
+  for (const entry of entries) {
+    if (entry.isDir) continue;
+    const skill = await readEntry(entry, byName, limits);
+    if (typeof skill === 'string') skipped.push({ entry: entry.name, reason: skill });
+    else keepSkill(found, skipped, skill);
+  }
+  return { skills: [...found.values()], skipped };
+}
+
+type DirectoryEntry = ReturnType<typeof readZipDirectory>[number];
+
+/** The entries' names, once the directory shows nothing dangerous (names, links, duplicates, declared size). */
+function checkDirectory(entries: DirectoryEntry[], limits: SkillArchiveLimits): Set<string> {
   const names = new Set<string>();
   let declared = 0;
   for (const entry of entries) {
@@ -119,7 +136,11 @@ export async function readSkillArchive(data: Uint8Array, limits: SkillArchiveLim
       `the archive expands to ${declared} bytes; at most ${limits.maxUncompressedBytes} are accepted`,
     );
   }
+  return names;
+}
 
+/** The archive's files as jszip reads them, by original name; each must be one the directory check saw. */
+async function openChecked(data: Uint8Array, entries: DirectoryEntry[], names: Set<string>): Promise<Map<string, JSZip.JSZipObject>> {
   let zip: JSZip;
   try {
     zip = await JSZip.loadAsync(data);
@@ -135,76 +156,64 @@ export async function readSkillArchive(data: Uint8Array, limits: SkillArchiveLim
     if (!checked.has(original)) throw new Errors.VALIDATION(`archive entry "${original}" is not what its directory says`);
     byName.set(original, file);
   }
+  return byName;
+}
 
-  const skipped: SkippedEntry[] = [];
-  const found = new Map<string, ArchiveSkill>();
-  for (const entry of entries) {
-    if (entry.isDir) continue;
-    const candidate = classify(entry);
-    if (typeof candidate === 'string') {
-      skipped.push({ entry: entry.name, reason: candidate });
-      continue;
-    }
-    if (entry.encrypted) {
-      skipped.push({ entry: entry.name, reason: 'encrypted' });
-      continue;
-    }
-    if (entry.method !== 0 && entry.method !== 8) {
-      skipped.push({ entry: entry.name, reason: `unsupported compression method ${entry.method}` });
-      continue;
-    }
-    if (entry.uncompressedSize > limits.maxSkillBytes) {
-      skipped.push({ entry: entry.name, reason: `larger than ${limits.maxSkillBytes} bytes` });
-      continue;
-    }
-    const file = byName.get(entry.unicodeName ?? entry.name) ?? byName.get(entry.name);
-    if (!file) throw new Errors.VALIDATION(`archive entry "${entry.name}" could not be read`);
-    let bytes: Buffer | 'too-large';
-    try {
-      bytes = await inflateCapped(file, entry.uncompressedSize);
-    } catch (err) {
-      throw new Errors.VALIDATION(`archive entry "${entry.name}" is damaged: ${(err as Error).message}`);
-    }
-    if (bytes === 'too-large') {
-      throw new Errors.VALIDATION(`archive entry "${entry.name}" expands beyond its declared ${entry.uncompressedSize} bytes`);
-    }
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    } catch {
-      skipped.push({ entry: entry.name, reason: 'not UTF-8 text' });
-      continue;
-    }
-    let parsed;
-    try {
-      parsed = parseSkillMarkdown(text);
-    } catch (err) {
-      if (!(err instanceof SkillFormatError)) throw err;
-      skipped.push({ entry: entry.name, reason: err.message });
-      continue;
-    }
-    const name = parsed.name || candidate.impliedName;
-    if (!name) {
-      skipped.push({ entry: entry.name, reason: 'no name (give one in the front matter)' });
-      continue;
-    }
-    if (!SKILL_NAME_REGEX.test(name)) {
-      skipped.push({ entry: entry.name, reason: `invalid skill name "${name}" (letters, digits, _ and -, 1 to 64)` });
-      continue;
-    }
-    const skill: ArchiveSkill = { name, description: parsed.description ?? '', content: parsed.body, status: candidate.status, entry: entry.name };
-    const previous = found.get(name);
-    if (previous) {
-      // As in TpClaw, a DRAFT.md takes precedence over the SKILL.md beside it.
-      const [kept, dropped] = previous.status === 'active' && skill.status === 'draft' ? [skill, previous] : [previous, skill];
-      found.set(name, kept);
-      skipped.push({
-        entry: dropped.entry,
-        reason: kept.status === 'draft' && dropped.status === 'active' ? `DRAFT.md takes precedence for skill "${name}"` : `duplicate skill name "${name}"`,
-      });
-      continue;
-    }
-    found.set(name, skill);
+/** One file entry as a skill, or why it is skipped; throws for a damaged entry (the whole archive is refused). */
+async function readEntry(entry: DirectoryEntry, byName: Map<string, JSZip.JSZipObject>, limits: SkillArchiveLimits): Promise<ArchiveSkill | string> {
+  const candidate = classify(entry);
+  if (typeof candidate === 'string') return candidate;
+  if (entry.encrypted) return 'encrypted';
+  if (entry.method !== 0 && entry.method !== 8) return `unsupported compression method ${entry.method}`;
+  if (entry.uncompressedSize > limits.maxSkillBytes) return `larger than ${limits.maxSkillBytes} bytes`;
+  const text = await entryText(entry, byName);
+  if (text === undefined) return 'not UTF-8 text';
+  let parsed;
+  try {
+    parsed = parseSkillMarkdown(text);
+  } catch (err) {
+    if (!(err instanceof SkillFormatError)) throw err;
+    return err.message;
   }
-  return { skills: [...found.values()], skipped };
+  const name = parsed.name || candidate.impliedName;
+  if (!name) return 'no name (give one in the front matter)';
+  if (!SKILL_NAME_REGEX.test(name)) return `invalid skill name "${name}" (letters, digits, _ and -, 1 to 64)`;
+  return { name, description: parsed.description ?? '', content: parsed.body, status: candidate.status, entry: entry.name };
+}
+
+/** The entry inflated (never past its declared size) and decoded; undefined when it is not UTF-8. */
+async function entryText(entry: DirectoryEntry, byName: Map<string, JSZip.JSZipObject>): Promise<string | undefined> {
+  const file = byName.get(entry.unicodeName ?? entry.name) ?? byName.get(entry.name);
+  if (!file) throw new Errors.VALIDATION(`archive entry "${entry.name}" could not be read`);
+  let bytes: Buffer | 'too-large';
+  try {
+    bytes = await inflateCapped(file, entry.uncompressedSize);
+  } catch (err) {
+    throw new Errors.VALIDATION(`archive entry "${entry.name}" is damaged: ${(err as Error).message}`);
+  }
+  if (bytes === 'too-large') {
+    throw new Errors.VALIDATION(`archive entry "${entry.name}" expands beyond its declared ${entry.uncompressedSize} bytes`);
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Adds a skill, or settles a second one of the same name: a DRAFT.md beside a SKILL.md wins, otherwise the first. */
+function keepSkill(found: Map<string, ArchiveSkill>, skipped: SkippedEntry[], skill: ArchiveSkill): void {
+  const { name } = skill;
+  const previous = found.get(name);
+  if (!previous) {
+    found.set(name, skill);
+    return;
+  }
+  // As in TpClaw, a DRAFT.md takes precedence over the SKILL.md beside it.
+  const [kept, dropped] = previous.status === 'active' && skill.status === 'draft' ? [skill, previous] : [previous, skill];
+  found.set(name, kept);
+  skipped.push({
+    entry: dropped.entry,
+    reason: kept.status === 'draft' && dropped.status === 'active' ? `DRAFT.md takes precedence for skill "${name}"` : `duplicate skill name "${name}"`,
+  });
 }

@@ -7,9 +7,9 @@ import { listSkills, type Db, type SkillRow } from '@agentry/db';
  */
 
 /** The default size of the skills block, in characters. */
-export const DEFAULT_SKILLS_BUDGET_CHARS = 4000;
+const DEFAULT_SKILLS_BUDGET_CHARS = 4000;
 /** A description longer than this is cut in the block (the skill tool still returns it whole). */
-export const MAX_SKILL_DESCRIPTION_CHARS = 300;
+const MAX_SKILL_DESCRIPTION_CHARS = 300;
 
 /**
  * The skills an agent may use: active ones, its own (local) overriding a global one of the same

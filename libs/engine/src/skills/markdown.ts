@@ -8,7 +8,7 @@ export const SKILL_NAME_REGEX = new RegExp(SKILL_NAME_PATTERN);
 /** The largest skill body kept, in bytes (UTF-8). */
 export const MAX_SKILL_BYTES = 1024 * 1024;
 
-export interface ParsedSkill {
+interface ParsedSkill {
   name?: string;
   description?: string;
   /** The Markdown after the front matter. */

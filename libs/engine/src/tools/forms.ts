@@ -9,11 +9,11 @@ import { builtinTools } from './builtin/index.js';
  * schema of its `configuration`, and the shape of one entry of an `ai/agent` node's `tools`.
  */
 
-export const TOOL_KINDS = ['builtin', 'rulechain', 'agent', 'mcp'] as const;
-export type ToolKind = (typeof TOOL_KINDS)[number];
+const TOOL_KINDS = ['builtin', 'rulechain', 'agent', 'mcp'] as const;
+type ToolKind = (typeof TOOL_KINDS)[number];
 
 /** One entry of an `ai/agent` node's `tools` (what the agent loop's resolveTools reads). */
-export const AgentToolEntry = Type.Object({
+const AgentToolEntry = Type.Object({
   type: Type.Optional(Type.Union(TOOL_KINDS.map((k) => Type.Literal(k)), { description: 'what the tool is (default builtin)' })),
   name: Type.Optional(Type.String({ description: 'builtin: the tool\'s name; rulechain and agent: the name the model sees; mcp: the prefix of the server\'s tools' })),
   description: Type.Optional(Type.String({ description: 'overrides the description the model sees' })),
@@ -48,7 +48,7 @@ const KIND_FORMS: Record<Exclude<ToolKind, 'builtin'>, { description: string; re
   },
 };
 
-export interface ToolListItem {
+interface ToolListItem {
   name: string;
   description: string;
   parameters: object;

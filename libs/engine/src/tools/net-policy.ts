@@ -150,7 +150,7 @@ function hostAllowed(host: string, policy: AddressPolicy): boolean {
 }
 
 /** The URL parsed, or an error naming what is wrong: only http and https, no credentials in the URL. */
-export function parseOutboundUrl(input: string | URL): URL {
+function parseOutboundUrl(input: string | URL): URL {
   let url: URL;
   try {
     url = new URL(input);

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { assertPublicAddress, policyLookup, type AddressPolicy } from './net-policy.js';
 
 /** The `fetch` shape SDKs accept as an option (the MCP client's `FetchLike`). */
-export type PolicyFetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
+type PolicyFetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
 /** Statuses whose Response must have no body. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);

@@ -13,7 +13,7 @@ export interface BuiltinTool extends ToolDefinition {
 }
 
 /** The largest workspace file the tools write unless `config.maxFileSize` says otherwise. */
-export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
 
 /**
  * The largest file a tool may write: its `maxFileSize`, else the deployment's

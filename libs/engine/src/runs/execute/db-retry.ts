@@ -6,7 +6,7 @@ import { isDatabaseUnavailable } from '@agentry/db';
  * outcome, the session turn) while the database is unreachable. Past it the job fails and the
  * sweep (`reliability.run_sweep_ms`) picks the run up again once the database is back.
  */
-export const DB_RETRY_MS = 60_000;
+const DB_RETRY_MS = 60_000;
 
 /**
  * Runs `fn`, and runs it again with backoff (0.2 s doubling to 2 s) while it fails because the

@@ -1,0 +1,73 @@
+import type { RunRequest } from '@agentry/contracts';
+import type { JsonValue, SessionMessage } from '@agentry/db';
+import type { AiAgentConfig } from '../../agent/config.js';
+import type { ChatMessage, ModelCallRequest } from '../../models/types.js';
+
+/**
+ * The `ai/agent` node of an agent's DSL (the first one), or undefined. The stored DSL was
+ * validated when it was saved, so this is the one place its configuration is taken as typed.
+ */
+export function agentNode(dsl: JsonValue): AiAgentConfig | undefined {
+  const node = nodesOf(dsl).find((n) => n.type === 'ai/agent');
+  return node ? ((node.configuration ?? {}) as AiAgentConfig) : undefined;
+}
+
+/** The nodes of a stored DSL (an agent with more than its `ai/agent` node runs as a chain). */
+export function nodesOf(dsl: JsonValue): Array<{ type?: string; configuration?: unknown }> {
+  return (dsl as { metadata?: { nodes?: Array<{ type?: string; configuration?: unknown }> } } | null)?.metadata?.nodes ?? [];
+}
+
+/**
+ * The conversation sent to the answering agent's model. System prompt: the agent's instructions
+ * (`agentInstructions`), then any `system` messages of the request. Without a session, the
+ * request's messages are the whole context (as in the OpenAI API). With one, the stored history
+ * is the context and only the request's trailing user messages (after its last assistant
+ * message) are new.
+ */
+export function buildConversation(
+  instructions: string,
+  request: RunRequest,
+  history: SessionMessage[] | null,
+): { messages: ChatMessage[]; newTurns: SessionMessage[] } {
+  const system = [instructions, ...request.messages.filter((m) => m.role === 'system').map((m) => m.content)]
+    .filter((s) => s.trim() !== '')
+    .join('\n\n');
+  const rest = request.messages.filter((m) => m.role !== 'system');
+  const { body, newTurns } = history === null ? { body: rest.map((m) => ({ role: m.role, content: m.content })), newTurns: [] } : withHistory(rest, history);
+  const messages: ChatMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...body];
+  return { messages, newTurns };
+}
+
+/** A session's turn: the stored history, then the request's new user messages. */
+function withHistory(rest: RunRequest['messages'], history: SessionMessage[]): { body: ChatMessage[]; newTurns: SessionMessage[] } {
+  const lastAssistant = rest.map((m) => m.role).lastIndexOf('assistant');
+  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user');
+  const newTurns: SessionMessage[] = trailing.map((m) => ({ role: 'user', content: m.content }));
+  // A window that starts inside a tool exchange would orphan tool results: skip to a clean start.
+  let start = 0;
+  while (start < history.length && history[start]!.role === 'tool') start++;
+  const past: ChatMessage[] = history
+    .slice(start)
+    .filter((m) => m.role !== 'system')
+    .map((m) => ({
+      role: m.role as ChatMessage['role'],
+      content: m.content,
+      ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
+      ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+    }));
+  return { body: [...past, ...trailing.map((m) => ({ role: 'user' as const, content: m.content }))], newTurns };
+}
+
+/** The model parameters of a call: the agent's `params`, overridden by the request's. */
+export function modelParams(config: AiAgentConfig, request: Pick<RunRequest, 'params'> | undefined): ModelCallRequest['params'] {
+  const p = config.params ?? {};
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const fromAgent = {
+    temperature: num(p.temperature),
+    top_p: num(p.topP ?? p.top_p),
+    max_tokens: num(p.maxTokens ?? p.max_tokens),
+    stop: typeof p.stop === 'string' || Array.isArray(p.stop) ? (p.stop as string | string[]) : undefined,
+  };
+  const merged = { ...fromAgent, ...Object.fromEntries(Object.entries(request?.params ?? {}).filter(([, v]) => v !== undefined)) };
+  return Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)) as ModelCallRequest['params'];
+}

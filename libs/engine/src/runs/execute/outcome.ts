@@ -1,0 +1,117 @@
+import type { RunRequest } from '@agentry/contracts';
+import { isAppError, type AppError } from '@agentry/errors';
+import { appendMessages, finishRun, isDatabaseUnavailable, type JsonValue, type SessionMessage } from '@agentry/db';
+import { ScriptError } from '../../sandbox/sandbox.js';
+import type { Answer } from './chain-run.js';
+import { retryWhileDbDown } from './db-retry.js';
+import type { AgentRun } from './deps.js';
+import type { RunProgress } from './progress.js';
+
+type Usage = { promptTokens: number; completionTokens: number; totalTokens: number };
+
+/**
+ * Commits the answer (the run's output, the turn appended to the session, the reply to a chat)
+ * and then sends `done`. False when the run had already ended elsewhere (the gateway cancelled
+ * it). A completed turn is appended in the transaction that marks the run succeeded, and `done`
+ * goes out only after that commit, so the next turn of the session sees it.
+ */
+export async function deliverAnswer(
+  { deps, run }: AgentRun,
+  progress: RunProgress,
+  asked: { request: RunRequest; newTurns: SessionMessage[] },
+  answer: Answer,
+): Promise<boolean> {
+  const { log } = progress;
+  const output = (progress.output = answer.output);
+  const usage: JsonValue | null = answer.usage;
+  const turn = [...asked.newTurns, ...answer.added.map(sessionMessage)];
+  let replyId: string | undefined;
+  // All or nothing, retried while the database is away: a repeat after a lost commit finds
+  // the run ended and writes nothing (the relay then reads the stored answer).
+  const committed = await retryWhileDbDown(log, 'commit the answer', () =>
+    deps.db.transaction().execute(async (tx) => {
+      replyId = undefined;
+      const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
+      if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, turn);
+      if (ok && asked.request.reply) replyId = await deps.replies.queue(tx, run.id, asked.request.reply, output);
+      return ok;
+    }),
+  );
+  await deps.replies.enqueue(replyId, log);
+  if (!committed) {
+    log.info('run ended elsewhere (cancelled) before it could complete');
+    return false;
+  }
+  await progress.emit({ type: 'done', finishReason: answer.finishReason, ...(usage ? { usage: usage as Usage } : {}) });
+  deps.delivered();
+  const tokens = usage as Partial<Usage> | null;
+  progress.count('succeeded');
+  log.info({ chars: output.length, ...progress.timing(), ...(tokens ? { promptTokens: tokens.promptTokens, completionTokens: tokens.completionTokens } : {}) }, 'run succeeded');
+  return true;
+}
+
+function sessionMessage(m: Answer['added'][number]): SessionMessage {
+  return {
+    role: m.role,
+    content: m.content,
+    ...(m.tool_calls ? { toolCalls: m.tool_calls as JsonValue } : {}),
+    ...(m.tool_call_id ? { toolCallId: m.tool_call_id } : {}),
+  };
+}
+
+/** A cancelled run keeps what it had streamed; the session is left untouched. */
+export async function endCancelled({ deps, run, signal }: AgentRun, progress: RunProgress): Promise<void> {
+  const { log } = progress;
+  await retryWhileDbDown(log, 'cancel run', () => finishRun(deps.db, run.id, { status: 'cancelled', output: progress.output || null, error: 'cancelled' }));
+  progress.count('cancelled');
+  log.info({ reason: String((signal.reason as Error | undefined)?.message ?? signal.reason), ...progress.timing() }, 'run cancelled');
+}
+
+/**
+ * A failed run: its status and message come from the registered error it is or wraps, the
+ * database's absence is a 503, anything else a 500 without details. A chat it came from is told
+ * (cron deliveries stay silent); the session is left untouched.
+ */
+export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, err: unknown): Promise<void> {
+  const { log } = progress;
+  const { message, status, known } = failureOf(err);
+  progress.count('failed');
+  // A script's failure is its author's to read in the answer: no stack for the operator.
+  if (status >= 500 && !(known instanceof ScriptError)) log.error({ err, ...progress.timing() }, 'run failed');
+  else log.info({ err: message, ...(known ? { code: known.code } : {}), ...progress.timing() }, 'run failed');
+  let noticeId: string | undefined;
+  const reply = (run.request as Partial<RunRequest> | null)?.reply;
+  await retryWhileDbDown(log, 'fail run', () =>
+    deps.db.transaction().execute(async (tx) => {
+      noticeId = undefined;
+      const ok = await finishRun(tx, run.id, { status: 'failed', output: progress.output || null, error: message });
+      // A chat user would otherwise wait for an answer that never comes.
+      if (ok && reply && run.source !== 'cron') noticeId = await deps.replies.queue(tx, run.id, reply, failureNotice(message));
+    }),
+  );
+  await deps.replies.enqueue(noticeId, log);
+  await progress.emit({ type: 'error', message, status });
+}
+
+/** A failed run tells the chat so, briefly: silence would look like a lost message. */
+function failureNotice(error: string): string {
+  return `Sorry, I could not answer that: ${error}`;
+}
+
+/**
+ * A rule chain wraps a node's failure (ChainError, cause = the provider's AppError): the
+ * registered error inside decides the status, the wrapper's message says where it happened.
+ */
+function failureOf(err: unknown): { message: string; status: number; known: AppError | undefined } {
+  const known = registeredCause(err);
+  if (known) return { message: (err as Error).message, status: known.status, known };
+  if (isDatabaseUnavailable(err)) return { message: 'the database was unavailable; please retry', status: 503, known };
+  return { message: 'the agent failed unexpectedly', status: 500, known };
+}
+
+/** The registered error a failure is or wraps (through `cause`, a few levels at most), if any. */
+function registeredCause(err: unknown): AppError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e instanceof Error; depth++, e = e.cause) if (isAppError(e)) return e;
+  return undefined;
+}

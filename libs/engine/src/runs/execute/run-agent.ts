@@ -1,0 +1,51 @@
+import { Value } from 'typebox/value';
+import { RunRequest } from '@agentry/contracts';
+import { AppError } from '@agentry/errors';
+import { loadHistory, type RuleChainRow, type RunRecord } from '@agentry/db';
+import type { AiAgentConfig } from '../../agent/config.js';
+import { runAgentChain, type Answer, type ClientTurn } from './chain-run.js';
+import { agentNode, buildConversation, nodesOf } from './conversation.js';
+import type { AgentRun, RunDeps } from './deps.js';
+import { deliverAnswer, endCancelled, endFailed } from './outcome.js';
+import { RunProgress } from './progress.js';
+import { readAgent } from './stored.js';
+import { agentInstructions } from './system-prompt.js';
+import { runAgentWithTools } from './tool-agent.js';
+
+/**
+ * Runs one claimed run to its end: publishes its events in order (seq from 0), and commits the
+ * outcome. A completed turn is appended to the session in the same transaction that marks the
+ * run succeeded, and `done` is published only after that commit, so the next turn of the
+ * session sees it. A failed or cancelled run leaves the session untouched.
+ */
+export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
+  const progress = new RunProgress(deps, run);
+  const ctx: AgentRun = { deps, run, log: progress.log, signal, emit: (ev) => progress.onLoopEvent(ev), stack: [run.agentId] };
+  progress.started();
+  try {
+    const { agent, config, client } = await prepare(ctx, progress);
+    if (nodesOf(agent.dsl).length > 1) await runAgentChain(ctx, agent.dsl, client);
+    else await client.deliver(await runAgentWithTools(ctx, { config, messages: client.messages, request: client.request }));
+  } catch (err) {
+    if (signal.aborted) await endCancelled(ctx, progress);
+    else await endFailed(ctx, progress, err);
+  }
+}
+
+/** The run's agent, its configuration and what the client asked, with the session's history. */
+async function prepare(ctx: AgentRun, progress: RunProgress): Promise<{ agent: RuleChainRow; config: AiAgentConfig; client: ClientTurn }> {
+  const { deps, run } = ctx;
+  if (!Value.Check(RunRequest, run.request)) throw new AppError('VALIDATION', 400, 'the stored run request is malformed');
+  const request = run.request as RunRequest;
+  const agent = await readAgent(deps, run.agentId);
+  if (!agent || agent.kind !== 'agent') throw new AppError('NOT_FOUND', 404, `Not found: agent "${run.agentId}"`);
+  const config = agentNode(agent.dsl);
+  if (!config) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" has no ai/agent node`);
+  const [history, instructions] = await Promise.all([
+    run.sessionId ? loadHistory(deps.db, run.sessionId, deps.maxMessages) : null,
+    agentInstructions(deps, config, run.agentId),
+  ]);
+  const { messages, newTurns } = buildConversation(instructions, request, history);
+  const deliver = (answer: Answer) => deliverAnswer(ctx, progress, { request, newTurns }, answer);
+  return { agent, config, client: { messages, request, deliver } };
+}

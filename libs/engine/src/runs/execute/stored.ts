@@ -1,0 +1,26 @@
+import { getRuleChain, type RuleChainRow } from '@agentry/db';
+import { parseChain } from '../../chain-cache.js';
+import { unsealDefinition } from '../../definition-secrets.js';
+import type { RunDeps } from './deps.js';
+
+/**
+ * A stored chain with its secrets opened, for this run only: rows, caches and job payloads keep
+ * them sealed, so the plain text lives no longer than the run that sends it.
+ */
+function opened(deps: Pick<RunDeps, 'secrets'>, row: RuleChainRow): RuleChainRow {
+  return { ...row, dsl: unsealDefinition(row.dsl, deps.secrets, `${row.kind === 'agent' ? 'agent' : 'rule chain'} "${row.id}"`) };
+}
+
+/** An agent's row with its secrets opened (undefined when it does not exist). */
+export async function readAgent(deps: Pick<RunDeps, 'agent' | 'secrets'>, agentId: string): Promise<RuleChainRow | undefined> {
+  const row = await deps.agent(agentId);
+  return row && opened(deps, row);
+}
+
+/** Loads a stored chain for the runner (undefined when it does not exist). */
+export async function loadChain(deps: Pick<RunDeps, 'db' | 'secrets'>, id: string) {
+  const row = await getRuleChain(deps.db, id);
+  if (!row) return undefined;
+  const { dsl } = opened(deps, row);
+  return parseChain({ id: row.id, dsl, isAgent: row.kind === 'agent' });
+}

@@ -1,0 +1,118 @@
+import type { RunRequest } from '@agentry/contracts';
+import { AppError } from '@agentry/errors';
+import type { AgentToolConfig, AiAgentConfig } from '../../agent/config.js';
+import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult } from '../../agent/loop.js';
+import { resolveTools } from '../../agent/tools.js';
+import { createRuleMsg } from '../../chain/message.js';
+import type { ChatMessage } from '../../models/types.js';
+import type { ToolContext } from '../../tools/types.js';
+import { chainContext } from './chain-context.js';
+import { agentNode, modelParams } from './conversation.js';
+import { silent, type AgentRun } from './deps.js';
+import { loadChain, readAgent } from './stored.js';
+import { silentConversation } from './system-prompt.js';
+
+/*
+ * The tool loop and the agents it calls back into (sub-agents, rule-chain tools, silent
+ * `ai/agent` nodes) live in one module: they call each other recursively, and split apart they
+ * would import each other in a cycle.
+ */
+
+/** Sub-agents nest at most this deep. */
+const MAX_AGENT_DEPTH = 3;
+
+/** What one agent is asked: its configuration and conversation; `request` when it answers a client (its model parameters). */
+interface AgentTurn {
+  config: AiAgentConfig;
+  messages: ChatMessage[];
+  request?: RunRequest;
+}
+
+/**
+ * One agent's tool loop: resolves its tools (built-ins, rule chains, sub-agents, MCP) and runs
+ * the loop. Sub-agents run silently (their answer is the tool result), nest at most
+ * MAX_AGENT_DEPTH deep, and an agent already on the stack cannot be called again (cycle).
+ */
+export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise<AgentLoopResult> {
+  const { deps } = ctx;
+  const resolved = await resolveTools(toolConfigs(turn.config), {
+    logger: deps.logger,
+    builtin: deps.builtin,
+    context: toolContext(ctx),
+    runSubagent: (agentId, message, signal) => runSubagent(silent(ctx, { signal }), agentId, message),
+    runChain: (chainId, args, signal) => runChainTool({ ...ctx, signal }, chainId, args),
+  });
+  try {
+    return await runAgentLoop({ stream: deps.stream, emit: ctx.emit, logger: deps.logger }, loopOptions(turn), turn.messages, resolved.tools, ctx.signal);
+  } finally {
+    await resolved.close();
+  }
+}
+
+/** An `ai/agent` node that does not answer the client: its instructions and `text` as the user turn, nothing streamed. */
+export async function runSilentAgent(ctx: AgentRun, config: AiAgentConfig, text: string): Promise<string> {
+  const messages = await silentConversation(ctx.deps, config, ctx.stack.at(-1)!, text);
+  const result = await runAgentWithTools(silent(ctx), { config, messages });
+  return result.output;
+}
+
+/** The skill tool must not load what the agent disabled: it gets the list through its config. */
+function toolConfigs(config: AiAgentConfig): AgentToolConfig[] {
+  return (config.tools ?? []).map((t) =>
+    (t.type ?? 'builtin') === 'builtin' && t.name === 'skill' && config.disabledSkills?.length
+      ? { ...t, config: { ...t.config, disabledSkills: config.disabledSkills } }
+      : t,
+  );
+}
+
+/** What a built-in tool of the executing agent sees (its signal and config come per call). */
+function toolContext({ deps, run, stack }: AgentRun): Omit<ToolContext, 'signal' | 'config'> {
+  return {
+    db: deps.db,
+    agentId: stack.at(-1)!,
+    runId: run.id,
+    sessionId: run.sessionId,
+    logger: deps.logger,
+    maxFileBytes: deps.maxFileBytes,
+    allowUnsandboxedBash: deps.allowUnsandboxedBash(),
+    publishInvalidate: (message) => deps.publishInvalidate(message),
+    sendMessage: deps.sendMessage,
+  };
+}
+
+function loopOptions({ config, request }: AgentTurn): AgentLoopOptions {
+  const failover = (config.failover ?? []).filter((f): f is typeof f & { provider: string } => typeof f.provider === 'string');
+  return {
+    provider: config.provider,
+    model: config.model,
+    failover,
+    params: modelParams(config, request),
+    ...(config.maxStep ? { maxStep: config.maxStep } : {}),
+    ...(config.maxToolOutputLength ? { maxToolOutputLength: config.maxToolOutputLength } : {}),
+  };
+}
+
+/** Another agent called as a tool: `message` is its user turn, its answer the tool's result. */
+async function runSubagent(ctx: AgentRun, agentId: string, message: string): Promise<string> {
+  const { stack } = ctx;
+  if (stack.includes(agentId)) throw new AppError('VALIDATION', 400, `agent ${agentId} is already running in this chain (${[...stack, agentId].join(' -> ')})`);
+  if (stack.length >= MAX_AGENT_DEPTH) throw new AppError('VALIDATION', 400, `sub-agents nest at most ${MAX_AGENT_DEPTH} deep`);
+  const sub = await readAgent(ctx.deps, agentId);
+  const config = sub?.kind === 'agent' ? agentNode(sub.dsl) : undefined;
+  if (!config) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
+  const subCtx = { ...ctx, stack: [...stack, agentId] };
+  const messages = await silentConversation(ctx.deps, config, agentId, message);
+  const result = await runAgentWithTools(subCtx, { config, messages });
+  return result.output;
+}
+
+/**
+ * A rule-chain tool: the arguments become `msg.data` (JSON), the chain runs, and the final
+ * `msg.data` is the tool's result. `ai/llm` nodes call the agent's providers, `ai/agent` nodes
+ * run a silent nested agent loop on behalf of the calling agent, `flow` nodes run sub-chains.
+ */
+async function runChainTool(ctx: AgentRun, chainId: string, args: Record<string, unknown>): Promise<string> {
+  const chain = chainContext(ctx, (config, msg) => runSilentAgent(ctx, config, msg.data));
+  const result = await ctx.deps.chains.runner.runById((id) => loadChain(ctx.deps, id), chainId, createRuleMsg({ data: args }), chain);
+  return result.msg.data;
+}
