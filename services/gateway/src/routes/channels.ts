@@ -113,13 +113,16 @@ type AccountParams = Static<typeof AccountParams>;
 /** The written form is open (platform fields): these are the ones read by name. */
 type WrittenAccount = Record<string, unknown> & { name?: string; enabled?: boolean };
 type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: BindingRecord['match'] } };
-/** What a handler reads of its request (the route's schemas type it). */
+/**
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
+ */
 interface Req<P = unknown, B = unknown> {
   params: P;
   body: B;
   log: FastifyBaseLogger;
 }
-/** The reply, for the status of a create. */
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
 interface Reply {
   code(status: 201): unknown;
 }

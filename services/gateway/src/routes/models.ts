@@ -63,13 +63,16 @@ const NameParams = Type.Object({ name: Id });
 const QUICK_SETUP_ID = 'default';
 
 type NameParams = Static<typeof NameParams>;
-/** What a handler reads of its request (the route's schemas type it). */
+/**
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
+ */
 interface Req<P = unknown, B = unknown> {
   params: P;
   body: B;
   log: FastifyBaseLogger;
 }
-/** The reply, for the status of a create. */
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
 interface Reply {
   code(status: 201): unknown;
 }

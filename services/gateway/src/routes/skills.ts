@@ -52,13 +52,16 @@ const UploadDoc = documentBody(
 );
 
 type Db = GatewayDeps['db']['db'];
-/** What a handler reads of its request (the route's schemas type it). */
+/**
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
+ */
 interface Req<P = unknown, Q = unknown, B = unknown> {
   params: P;
   query: Q;
   body: B;
 }
-/** The reply, for the status of a create. */
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
 interface Reply {
   code(status: 201): unknown;
 }

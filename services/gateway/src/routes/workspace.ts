@@ -95,13 +95,16 @@ type Db = GatewayDeps['db']['db'];
 type Params = Static<typeof Params>;
 type PathQuery = Static<typeof PathQuery>;
 type FileBody = { content: string; encoding?: 'utf8' | 'base64' };
-/** What a handler reads of its request (the route's schemas type it). */
+/**
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
+ */
 interface Req<Q = unknown, B = unknown> {
   params: Params;
   query: Q;
   body: B;
 }
-/** The reply, for the status of a create. */
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
 interface Reply {
   code(status: 201): unknown;
 }
