@@ -193,3 +193,28 @@ describeOnBothEngines('answers keep every field', (env: () => Env) => {
     expect(await req('DELETE', `/config/models/providers/${id}`)).toEqual({ status: 200, body: { success: true } });
   });
 });
+
+describeOnBothEngines('the document shows those answers', (env: () => Env) => {
+  /** Answers that are not JSON of ours: raw file bytes, and each platform's own acknowledgement. */
+  const NOT_JSON = new Set(['get /api/v1/agents/{agentId}/workspace/download', 'get /api/v1/channels/{platform}/accounts/{accountId}/events', 'post /api/v1/channels/{platform}/accounts/{accountId}/events']);
+  const FAMILY = /^\/api\/v1\/(skills|agents\/\{agentId\}\/(skills|workspace|cron)|cron|channels|bindings|config\/models)(\/|$)/;
+
+  it('every JSON route of the skills, workspace, cron, channels and providers families has its success schema in /openapi.json', async () => {
+    const res = await env().req('GET', '/api/v1/openapi.json');
+    expect(res.statusCode).toBe(200);
+    const doc = res.json() as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }> }>> };
+    const missing: string[] = [];
+    let checked = 0;
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      if (!FAMILY.test(path)) continue;
+      for (const [method, op] of Object.entries(ops)) {
+        if (NOT_JSON.has(`${method} ${path}`)) continue;
+        checked += 1;
+        const success = Object.entries(op.responses).find(([code]) => /^2\d\d$/.test(code));
+        if (!success?.[1].content?.['application/json']?.schema) missing.push(`${method} ${path}`);
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+    expect(missing).toEqual([]);
+  });
+});
