@@ -50,65 +50,9 @@ export interface RuleListItem {
   error?: string;
 }
 
-export type SkillScope = 'global' | 'local';
-
-export interface Skill {
-  name: string;
-  description: string;
-  /** Left out of lists. */
-  content?: string;
-  scope: SkillScope;
-  agentId?: string;
-  status: 'active' | 'draft';
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface SkillUploadResult {
-  created: string[];
-  updated: string[];
-  skipped: Array<{ entry: string; reason: string }>;
-}
-
-export interface WorkspaceEntry {
-  name: string;
-  isDir: boolean;
-  size?: number;
-  modTime?: string;
-}
-
-/** A written entry: the listed fields plus its normalised path. */
-export interface WorkspaceWritten extends WorkspaceEntry {
-  path: string;
-}
-
-/** A file's content: text as it is, bytes that are not UTF-8 as base64. */
-export interface WorkspaceFile {
-  content: string;
-  encoding?: 'base64';
-}
-
-export interface CronDeliver {
-  platform: string;
-  accountId: string;
-  chatId: string;
-}
-
-export interface CronJob {
-  id: string;
-  name: string;
-  schedule: string;
-  message: string;
-  target: string;
-  disabled: boolean;
-  timezone: string;
-  deliver: CronDeliver | null;
-  nextRunAt: string | null;
-  lastRunAt: string | null;
-  lastStatus: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+// Skills, workspace files and cron jobs: the gateway's response schemas are their one definition.
+export type { Skill, SkillScope, SkillUploadResult, WorkspaceEntry, WorkspaceFile, WorkspaceWritten, CronDeliver, CronJob, CronRun } from '@agentry/contracts';
+import type { CronDeliver } from '@agentry/contracts';
 
 export interface NewCronJob {
   name: string;
@@ -118,20 +62,6 @@ export interface NewCronJob {
   timezone?: string;
   disabled?: boolean;
   deliver?: CronDeliver | null;
-}
-
-export interface CronRun {
-  id: string;
-  cronJobId: string;
-  scheduledAt: string;
-  runId: string | null;
-  startedAt: string;
-  finishedAt: string | null;
-  status: string;
-  outputExcerpt: string | null;
-  error: string | null;
-  deliveryStatus: string | null;
-  deliveryError: string | null;
 }
 
 export interface Session {
@@ -164,26 +94,8 @@ export interface SessionFilter {
   scope?: string;
 }
 
-/** A channel account as read (camelCase; secrets only as `hasSecret`). */
-export interface ChannelAccount {
-  id: string;
-  name?: string;
-  enabled?: boolean;
-  dmPolicy?: string;
-  groupPolicy?: string;
-  appId?: string;
-  hasSecret?: boolean;
-  [extra: string]: unknown;
-}
-
-export interface ChannelPlatformView {
-  enabled: boolean;
-  accounts: Record<string, ChannelAccount>;
-}
-
-export interface ChannelsView {
-  platforms: Record<string, ChannelPlatformView>;
-}
+// Channel accounts as read (secrets only as `hasSecret`) and platform views, from the response schemas.
+export type { ChannelAccount, ChannelPlatformView, ChannelsView } from '@agentry/contracts';
 
 /** `POST /channels/{platform}/send`: all strings; `accountId` picks the sending account. */
 export interface SendMessage {

@@ -1,22 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Errors } from '@agentry/errors';
-import { announceChange, isPlatform, type Platform } from '@agentry/contracts';
+import { announceChange, isPlatform, type ChannelAccount, type ChannelPlatformView, type Platform } from '@agentry/contracts';
 import { isPolicy, isSessionScope, POLICIES, SESSION_SCOPES } from '@agentry/channels';
 import { listChannelAccounts, type ChannelAccountRecord, type JsonValue } from '@agentry/db';
 import { ACCOUNT_SECRET_FIELDS } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
-
-/** An account as read (camelCase): the spec's fields, then its other non-secret settings. */
-export interface AccountView {
-  id: string;
-  name: string;
-  enabled: boolean;
-  dmPolicy: string;
-  groupPolicy: string;
-  appId: string;
-  hasSecret: boolean;
-  [field: string]: unknown;
-}
 
 const SECRET_FIELDS: ReadonlySet<string> = new Set(ACCOUNT_SECRET_FIELDS);
 
@@ -35,7 +23,8 @@ export function requirePlatform(platform: string): Platform {
   return platform;
 }
 
-export function accountView(a: ChannelAccountRecord): AccountView {
+/** An account as read (camelCase): the spec's fields, then its other non-secret settings. */
+export function accountView(a: ChannelAccountRecord): ChannelAccount {
   const s = a.settings;
   const str = (v: JsonValue | undefined) => (typeof v === 'string' ? v : '');
   const extra: Record<string, unknown> = {};
@@ -57,7 +46,7 @@ export function accountView(a: ChannelAccountRecord): AccountView {
 }
 
 /** `{enabled, accounts}` of one platform; the platform switch comes from the configuration file. */
-export async function platformView(deps: GatewayDeps, platform: Platform): Promise<{ enabled: boolean; accounts: Record<string, AccountView> }> {
+export async function platformView(deps: GatewayDeps, platform: Platform): Promise<ChannelPlatformView> {
   const accounts = await listChannelAccounts(deps.db.db, platform);
   return {
     enabled: deps.config.current.channels[platform]?.enabled ?? true,

@@ -1,4 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+/*
+ * No response schema here: each platform is answered in its own format (a challenge echo, a
+ * plain-text or JSON acknowledgement), which the adapter decides, not a shape of ours.
+ */
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors, isAppError } from '@agentry/errors';
 import {
   accountContext,
@@ -11,10 +15,15 @@ import {
   resolveBinding,
   sessionKeyFor,
   UnsupportedOperationError,
+  type AccountContext,
   type AdapterIo,
+  type ChannelAdapter,
+  type InboundMessage,
   type InboundRequest,
+  type InboundResult,
 } from '@agentry/channels';
-import { forgetInboundEvent, getChannelAccount, getRuleChain, listBindings, recordInboundEvent, setInboundEventRun } from '@agentry/db';
+import type { Platform } from '@agentry/contracts';
+import { type ChannelAccountRecord, forgetInboundEvent, getChannelAccount, getRuleChain, listBindings, recordInboundEvent, setInboundEventRun } from '@agentry/db';
 import { submitRun } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
@@ -61,6 +70,9 @@ export function inboundRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   });
 }
 
+/** The account an event names, its unsealed context and a logger for both; none is an unverifiable event. */
+type Target = { platform: Platform; accountId: string; record: ChannelAccountRecord; account: AccountContext; log: FastifyBaseLogger };
+
 async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Params: Params }>, reply: FastifyReply): Promise<unknown> {
   const platform = requirePlatform(req.params.platform);
   const accountId = req.params.accountId;
@@ -73,35 +85,9 @@ async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Pa
     log.warn({ reason: 'no such account' }, 'inbound event refused: verification failed');
     throw new Errors.UNAUTHORIZED(UNVERIFIED);
   }
-  const account = accountContext(record, deps.secrets);
-
-  const request: InboundRequest = {
-    method: req.method,
-    headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v])),
-    query: Object.fromEntries(Object.entries((req.query ?? {}) as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
-    rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-  };
-  let result;
-  try {
-    result = await adapter.parseInbound(account, io, request);
-  } catch (err) {
-    if (err instanceof InboundAuthError) {
-      log.warn({ reason: err.message }, 'inbound event refused: verification failed');
-      throw new Errors.UNAUTHORIZED(UNVERIFIED);
-    }
-    if (err instanceof InboundParseError || err instanceof UnsupportedOperationError) throw new Errors.VALIDATION(err.message);
-    if (isAppError(err)) throw err;
-    log.error({ err }, 'inbound event could not be parsed');
-    throw new Errors.VALIDATION('the event could not be read');
-  }
-
-  // Recorded where the platforms' message ids are (Postgres or PGlite), so every replica refuses
-  // the second use; kept as long as they are, well past the platform's timestamp window.
-  const signature = result.singleUse === undefined ? undefined : { platform, accountId, eventId: singleUseId(result.singleUse) };
-  if (signature && !(await recordInboundEvent(deps.db.db, signature))) {
-    log.warn({ reason: 'signature used before' }, 'inbound event refused: replayed signature');
-    throw new Errors.UNAUTHORIZED('this signature was used already; a platform signs each event anew');
-  }
+  const target: Target = { platform, accountId, record, account: accountContext(record, deps.secrets), log };
+  const result = await parseEvent(adapter, target, io, inboundRequest(req));
+  const signature = await spendSignature(deps, target, result.singleUse);
 
   const inbound = serviceMetrics.inboundEvents(deps.metrics);
   const ack = (outcome: string) => {
@@ -117,35 +103,80 @@ async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Pa
       log.debug({ reason: result.reason }, 'inbound event ignored');
       return ack('ignored');
     case 'message':
-      break;
+      return ack(await admitMessage(deps, target, result.message, signature));
     default: {
       const never: never = result;
       throw new Errors.INTERNAL(`unknown inbound result ${String(never)}`);
     }
   }
+}
 
-  const message = result.message;
-  const mlog = log.child({ eventId: message.eventId, chatType: message.chatType });
+/** What the adapter reads of a request: lower-cased headers, string query values, the raw body. */
+function inboundRequest(req: FastifyRequest): InboundRequest {
+  return {
+    method: req.method,
+    headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v])),
+    query: Object.fromEntries(Object.entries((req.query ?? {}) as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
+    rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+  };
+}
+
+/** The adapter's verified reading of the event; a failed verification says no more than UNVERIFIED. */
+async function parseEvent(adapter: ChannelAdapter, target: Target, io: AdapterIo, request: InboundRequest): Promise<InboundResult> {
+  try {
+    return await adapter.parseInbound(target.account, io, request);
+  } catch (err) {
+    if (err instanceof InboundAuthError) {
+      target.log.warn({ reason: err.message }, 'inbound event refused: verification failed');
+      throw new Errors.UNAUTHORIZED(UNVERIFIED);
+    }
+    if (err instanceof InboundParseError || err instanceof UnsupportedOperationError) throw new Errors.VALIDATION(err.message);
+    if (isAppError(err)) throw err;
+    target.log.error({ err }, 'inbound event could not be parsed');
+    throw new Errors.VALIDATION('the event could not be read');
+  }
+}
+
+type EventKey = { platform: Platform; accountId: string; eventId: string };
+
+/**
+ * Recorded where the platforms' message ids are (Postgres or PGlite), so every replica refuses
+ * the second use; kept as long as they are, well past the platform's timestamp window.
+ */
+async function spendSignature(deps: GatewayDeps, target: Target, singleUse: string | undefined): Promise<EventKey | undefined> {
+  if (singleUse === undefined) return undefined;
+  const signature = { platform: target.platform, accountId: target.accountId, eventId: singleUseId(singleUse) };
+  if (!(await recordInboundEvent(deps.db.db, signature))) {
+    target.log.warn({ reason: 'signature used before' }, 'inbound event refused: replayed signature');
+    throw new Errors.UNAUTHORIZED('this signature was used already; a platform signs each event anew');
+  }
+  return signature;
+}
+
+/** Turns a verified message into a run of the bound agent, or says why not (the outcome counted). */
+async function admitMessage(deps: GatewayDeps, target: Target, message: InboundMessage, signature: EventKey | undefined): Promise<string> {
+  const { platform, accountId, record, account } = target;
+  const mlog = target.log.child({ eventId: message.eventId, chatType: message.chatType });
   // Verified but switched off: acknowledged so the platform stops redelivering, and logged.
   if (!record.enabled || deps.config.current.channels[platform]?.enabled === false) {
     mlog.info('inbound message on a disabled account dropped');
-    return ack('disabled');
+    return 'disabled';
   }
   const event = { platform, accountId, eventId: message.eventId };
   if (!(await recordInboundEvent(deps.db.db, event))) {
     mlog.info('duplicate inbound event dropped');
-    return ack('duplicate');
+    return 'duplicate';
   }
   const decision = applyPolicy(account, message);
   if (!decision.admitted) {
     mlog.info({ reason: decision.reason }, 'inbound message blocked by policy');
-    return ack('blocked');
+    return 'blocked';
   }
   const binding = resolveBinding(await listBindings(deps.db.db), platform, accountId);
   const agent = binding ? await getRuleChain(deps.db.db, binding.agentId) : undefined;
   if (!binding || !agent || agent.kind !== 'agent') {
     mlog.warn('inbound message with no agent bound to this account (PUT /api/v1/bindings)');
-    return ack('unbound');
+    return 'unbound';
   }
   const scope = isSessionScope(record.settings.session_scope) ? record.settings.session_scope : 'per_peer';
   try {
@@ -169,5 +200,5 @@ async function handle(deps: GatewayDeps, io: AdapterIo, req: FastifyRequest<{ Pa
     if (signature) await forgetInboundEvent(deps.db.db, signature).catch(() => undefined);
     throw err;
   }
-  return ack('accepted');
+  return 'accepted';
 }

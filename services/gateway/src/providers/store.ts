@@ -1,21 +1,11 @@
 import { Errors } from '@agentry/errors';
-import { announceChange } from '@agentry/contracts';
+import { announceChange, type ModelProvider } from '@agentry/contracts';
 import { chainsUsingProvider, getProvider, listProviders, type Db, type ProviderModel, type ProviderRecord } from '@agentry/db';
 import { defaultModelOf } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
 
 /** A provider as the API shows it: never the key, only whether one is set. */
-export interface ProviderView {
-  id: string;
-  name: string;
-  base_url: string;
-  /** The default model: `model`, else the `models` entry aliased `default`, else the first. */
-  model: string;
-  models: ProviderModel[];
-  hasApiKey: boolean;
-}
-
-export function providerView(p: ProviderRecord): ProviderView {
+export function providerView(p: ProviderRecord): ModelProvider {
   return { id: p.id, name: p.name || p.id, base_url: p.baseUrl, model: defaultModelOf(p), models: p.models.map(modelEntry), hasApiKey: p.apiKeySealed !== null };
 }
 

@@ -1,7 +1,21 @@
-import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
+/*
+ * The inbound events URL (channels/inbound.ts) has no response schema: it answers each platform
+ * in that platform's own format (challenge echoes, plain-text or JSON acknowledgements).
+ */
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { PLATFORMS, type Platform } from '@agentry/contracts';
+import {
+  BindingList,
+  ChannelAccount,
+  ChannelAccountCreated,
+  ChannelPlatformView,
+  ChannelSendResult,
+  ChannelsView,
+  PLATFORMS,
+  SuccessBody,
+  type Platform,
+} from '@agentry/contracts';
 import { accountContext, adapterFor, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
 import {
   appendBinding,
@@ -94,56 +108,82 @@ export interface ChannelRouteOptions {
   reloadCredentials: () => Promise<void>;
 }
 
+type PlatformParams = Static<typeof PlatformParams>;
+type AccountParams = Static<typeof AccountParams>;
+/** The written form is open (platform fields): these are the ones read by name. */
+type WrittenAccount = Record<string, unknown> & { name?: string; enabled?: boolean };
+type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: BindingRecord['match'] } };
 /**
- * Channels: accounts per platform, bindings, outbound sends and the inbound events URL.
- * Accounts are written in snake_case and read in camelCase; secret fields are sealed at rest and
- * never returned (`hasSecret`). Every change tells every replica (credential index, connector).
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
  */
-export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: ChannelRouteOptions): void {
-  const api = typed(app);
-  const db = (): Db => deps.db.db;
-  // Other replicas hear the invalidation; this one must not answer before its own index knows.
-  const changed = async (id?: string) => {
-    await opts.reloadCredentials().catch((err: unknown) => deps.logger.warn({ err }, 'credential reload after a channels change failed'));
-    await publishChannelsChange(deps, id);
-  };
+interface Req<P = unknown, B = unknown> {
+  params: P;
+  body: B;
+  log: FastifyBaseLogger;
+}
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
+interface Reply {
+  code(status: 201): unknown;
+}
 
-  api.get('/channels', { config: { access: 'user' } }, async () => {
-    const platforms: Record<string, Awaited<ReturnType<typeof platformView>>> = {};
+/** After a change: this replica's key index first (it must not answer before it knows), then the others. */
+async function changed(deps: GatewayDeps, opts: ChannelRouteOptions, id?: string): Promise<void> {
+  await opts.reloadCredentials().catch((err: unknown) => deps.logger.warn({ err }, 'credential reload after a channels change failed'));
+  await publishChannelsChange(deps, id);
+}
+
+/** The sealed secrets and the api key's lookup hash of a merged account, as stored. */
+function sealed(deps: GatewayDeps, platform: Platform, merged: { secrets: Record<string, string> }) {
+  const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
+  return {
+    secretsSealed: Object.keys(merged.secrets).length > 0 ? deps.secrets.seal(JSON.stringify(merged.secrets)) : null,
+    apiKeyHash: apiKey ? hashApiKey(apiKey) : null,
+  };
+}
+
+function listPlatforms(deps: GatewayDeps) {
+  return async (): Promise<ChannelsView> => {
+    const platforms: Record<string, ChannelPlatformView> = {};
     for (const p of PLATFORMS) platforms[p] = await platformView(deps, p);
     return { platforms };
-  });
+  };
+}
 
-  api.get('/channels/:platform', { config: { access: 'user' }, schema: { params: PlatformParams } }, async (req) => platformView(deps, requirePlatform(req.params.platform)));
+function getPlatform(deps: GatewayDeps) {
+  return async (req: Req<PlatformParams>): Promise<ChannelPlatformView> => platformView(deps, requirePlatform(req.params.platform));
+}
 
-  api.get('/channels/:platform/accounts/:accountId', { config: { access: 'user' }, schema: { params: AccountParams } }, async (req) => {
+function getAccount(deps: GatewayDeps) {
+  return async (req: Req<AccountParams>): Promise<ChannelAccount> => {
     const platform = requirePlatform(req.params.platform);
-    const account = await getChannelAccount(db(), platform, req.params.accountId);
+    const account = await getChannelAccount(deps.db.db, platform, req.params.accountId);
     if (!account) throw new Errors.NOT_FOUND(`${platform} account "${req.params.accountId}"`);
     return accountView(account);
-  });
+  };
+}
 
-  api.post('/channels/:platform/accounts', { config: { access: 'admin' }, schema: { params: PlatformParams, body: CreateBody } }, async (req, reply) => {
+function createAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
+  return async (req: Req<PlatformParams, unknown>, reply: Reply): Promise<ChannelAccountCreated> => {
+    const db = deps.db.db;
     const platform = requirePlatform(req.params.platform);
-    const body = req.body as Record<string, unknown> & { id: string; name?: string; enabled?: boolean; binding?: { agentId: string; match?: BindingRecord['match'] } };
+    const body = req.body as NewAccount;
     checkWrittenFields(body);
     checkPlatformFields(platform, body);
     const binding = body.binding ? { agentId: body.binding.agentId, match: body.binding.match ?? { channel: platform, accountId: body.id } } : undefined;
-    if (binding) await checkBinding(db(), binding, new Set([...(await accountKeys(db())), `${platform}/${body.id}`]));
+    if (binding) await checkBinding(db, binding, new Set([...(await accountKeys(db)), `${platform}/${body.id}`]));
 
     let generatedKey: string | undefined;
     if (platform === 'api' && body.api_key === undefined) body.api_key = generatedKey = newAccountApiKey();
     const merged = mergeAccount({ settings: {}, secrets: {} }, body);
-    const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
-    const created = await inTransaction(db(), async (trx) => {
+    const created = await inTransaction(db, async (trx) => {
       const ok = await insertChannelAccount(trx, {
         platform,
         id: body.id,
         name: body.name ?? body.id,
         enabled: body.enabled ?? true,
         settings: merged.settings,
-        secretsSealed: Object.keys(merged.secrets).length > 0 ? deps.secrets.seal(JSON.stringify(merged.secrets)) : null,
-        apiKeyHash: apiKey ? hashApiKey(apiKey) : null,
+        ...sealed(deps, platform, merged),
         fileHmac: null,
       });
       if (!ok) return false;
@@ -155,53 +195,57 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
       throw err;
     });
     if (!created) throw new Errors.CONFLICT(`${platform} account "${body.id}"`);
-    await changed(`${platform}/${body.id}`);
+    await changed(deps, opts, `${platform}/${body.id}`);
     req.log.info({ platform, accountId: body.id, binding: binding?.agentId }, 'channel account created');
-    const account = await getChannelAccount(db(), platform, body.id);
+    const account = await getChannelAccount(db, platform, body.id);
+    reply.code(201);
     // The generated key is shown this once; it can be replaced later with PUT {api_key}.
-    return reply.status(201).send({ ...accountView(account!), ...(generatedKey ? { apiKey: generatedKey } : {}) });
-  });
+    return { ...accountView(account!), ...(generatedKey ? { apiKey: generatedKey } : {}) };
+  };
+}
 
-  api.put('/channels/:platform/accounts/:accountId', { config: { access: 'admin' }, schema: { params: AccountParams, body: UpdateBody } }, async (req) => {
+function updateAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
+  return async (req: Req<AccountParams, unknown>): Promise<ChannelAccount> => {
+    const db = deps.db.db;
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
-    const body = req.body as Record<string, unknown> & { name?: string; enabled?: boolean };
+    const body = req.body as WrittenAccount;
     if (body.id !== undefined && body.id !== id) throw new Errors.VALIDATION(`id: the account id cannot change ("${id}" in the path)`);
     if ('binding' in body) throw new Errors.VALIDATION('binding: change bindings with PUT /api/v1/bindings');
     checkWrittenFields(body);
     checkPlatformFields(platform, body);
     if (platform === 'api' && body.api_key === null) throw new Errors.VALIDATION('api_key: an api account needs a key; send a new one to replace it');
-    const existing = await getChannelAccount(db(), platform, id);
+    const existing = await getChannelAccount(db, platform, id);
     if (!existing) throw new Errors.NOT_FOUND(`${platform} account "${id}"`);
     const stored = existing.secretsSealed ? (JSON.parse(deps.secrets.open(existing.secretsSealed)) as Record<string, string>) : {};
     const secrets = secretsKeptOnUpdate(platform, existing.settings, stored, body);
     if (secrets !== stored && Object.keys(stored).length > 0) req.log.info({ platform, accountId: id }, 'channel account moved to another host: its stored secrets were cleared');
     const merged = mergeAccount({ settings: existing.settings, secrets }, body);
-    const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
     try {
-      await upsertChannelAccount(db(), {
+      await upsertChannelAccount(db, {
         platform,
         id,
         name: body.name ?? existing.name,
         enabled: body.enabled ?? existing.enabled,
         settings: merged.settings,
-        secretsSealed: Object.keys(merged.secrets).length > 0 ? deps.secrets.seal(JSON.stringify(merged.secrets)) : null,
-        apiKeyHash: apiKey ? hashApiKey(apiKey) : null,
+        ...sealed(deps, platform, merged),
         fileHmac: existing.fileHmac,
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw new Errors.CONFLICT('an account with this api_key');
       throw err;
     }
-    await changed(`${platform}/${id}`);
+    await changed(deps, opts, `${platform}/${id}`);
     req.log.info({ platform, accountId: id, fields: Object.keys(body) }, 'channel account updated');
-    return accountView((await getChannelAccount(db(), platform, id))!);
-  });
+    return accountView((await getChannelAccount(db, platform, id))!);
+  };
+}
 
-  api.delete('/channels/:platform/accounts/:accountId', { config: { access: 'admin' }, schema: { params: AccountParams } }, async (req) => {
+function deleteAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
+  return async (req: Req<AccountParams>): Promise<SuccessBody> => {
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
-    const removed = await inTransaction(db(), async (trx) => {
+    const removed = await inTransaction(deps.db.db, async (trx) => {
       const ok = await deleteChannelAccount(trx, platform, id);
       if (!ok) return false;
       // Bindings naming the account would match nothing: they go with it.
@@ -210,78 +254,122 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
       return true;
     });
     if (!removed) throw new Errors.NOT_FOUND(`${platform} account "${id}"`);
-    await changed(`${platform}/${id}`);
+    await changed(deps, opts, `${platform}/${id}`);
     req.log.info({ platform, accountId: id }, 'channel account deleted');
     return { success: true };
-  });
-
-  api.get('/bindings', { config: { access: 'user' } }, async () => ({ bindings: await listBindings(db()) }));
-
-  api.put('/bindings', { config: { access: 'admin' }, schema: { body: BindingsBody } }, async (req) => {
-    const bindings = req.body.bindings.map((b) => ({ agentId: b.agentId, match: dropUndefined(b.match) }));
-    const accounts = await accountKeys(db());
-    for (const [i, b] of bindings.entries()) await checkBinding(db(), b, accounts, `bindings[${i}]`);
-    await inTransaction(db(), (trx) => replaceBindings(trx, bindings));
-    await changed();
-    req.log.info({ count: bindings.length }, 'bindings replaced');
-    return { bindings: await listBindings(db()) };
-  });
-
-  const send = async (platformParam: string, accountId: string | undefined, chatId: string, build: (platform: Platform) => Promise<Pick<OutboundInput, 'kind' | 'payload'>>) => {
-    const platform = requirePlatform(platformParam);
-    if (platform === 'api') throw new Errors.VALIDATION('the api platform has no chats to send to (its clients call /chat/completions)');
-    const account = await sendingAccount(db(), platform, accountId);
-    if (deps.config.current.channels[platform]?.enabled === false) throw new Errors.VALIDATION(`the ${platform} platform is disabled in the configuration file`);
-    const adapter = adapterFor(platform)!;
-    const content = await build(platform);
-    if (content.kind === 'image' && !adapter.supports.image) throw new Errors.VALIDATION(`${platform} accounts cannot send images`);
-    if (content.kind === 'file' && !adapter.supports.file) throw new Errors.VALIDATION(`${platform} accounts cannot send files`);
-    // Fails early on an account the platform could never accept (a secret that cannot be opened).
-    accountContext(account, deps.secrets);
-    const outcome = await sendAndWait(
-      { db: db(), queue: deps.bus.queue, events: deps.bus.pubsub },
-      { platform, accountId: account.id, chatId, source: 'api', ...content },
-      { timeoutMs: opts.sendWaitMs },
-    );
-    switch (outcome.kind) {
-      case 'sent':
-        return { success: true, messageId: outcome.message.platformMessageId ?? '' };
-      case 'failed':
-        throw new Errors.UPSTREAM(`${platform} refused the message: ${outcome.message.error ?? 'unknown error'}`);
-      case 'pending':
-        throw new Errors.UPSTREAM(
-          `${platform} did not confirm the message within ${Math.round(opts.sendWaitMs / 1000)} s; it stays queued as ${outcome.message.id} and may still be delivered` +
-            (outcome.message.error ? ` (last error: ${outcome.message.error})` : ''),
-        );
-      default: {
-        const never: never = outcome;
-        throw new Errors.INTERNAL(`unknown send outcome ${String(never)}`);
-      }
-    }
   };
+}
 
-  api.post('/channels/:platform/send', { config: { access: 'admin' }, schema: { params: PlatformParams, body: SendBody } }, async (req) =>
-    send(req.params.platform, req.body.accountId, req.body.chatId, async () => ({ kind: 'text', payload: { text: req.body.message } })),
+function getBindings(deps: GatewayDeps) {
+  return async (): Promise<BindingList> => ({ bindings: await listBindings(deps.db.db) });
+}
+
+function putBindings(deps: GatewayDeps, opts: ChannelRouteOptions) {
+  return async (req: Req<unknown, Static<typeof BindingsBody>>): Promise<BindingList> => {
+    const db = deps.db.db;
+    const bindings = req.body.bindings.map((b) => ({ agentId: b.agentId, match: dropUndefined(b.match) }));
+    const accounts = await accountKeys(db);
+    for (const [i, b] of bindings.entries()) await checkBinding(db, b, accounts, `bindings[${i}]`);
+    await inTransaction(db, (trx) => replaceBindings(trx, bindings));
+    await changed(deps, opts);
+    req.log.info({ count: bindings.length }, 'bindings replaced');
+    return { bindings: await listBindings(db) };
+  };
+}
+
+/** Queues an outbound message and waits (up to `sendWaitMs`) for the platform's answer. */
+async function send(
+  deps: GatewayDeps,
+  opts: ChannelRouteOptions,
+  message: { platform: string; accountId: string | undefined; chatId: string },
+  build: (platform: Platform) => Promise<Pick<OutboundInput, 'kind' | 'payload'>>,
+): Promise<ChannelSendResult> {
+  const db = deps.db.db;
+  const platform = requirePlatform(message.platform);
+  if (platform === 'api') throw new Errors.VALIDATION('the api platform has no chats to send to (its clients call /chat/completions)');
+  const account = await sendingAccount(db, platform, message.accountId);
+  if (deps.config.current.channels[platform]?.enabled === false) throw new Errors.VALIDATION(`the ${platform} platform is disabled in the configuration file`);
+  const adapter = adapterFor(platform)!;
+  const content = await build(platform);
+  if (content.kind === 'image' && !adapter.supports.image) throw new Errors.VALIDATION(`${platform} accounts cannot send images`);
+  if (content.kind === 'file' && !adapter.supports.file) throw new Errors.VALIDATION(`${platform} accounts cannot send files`);
+  // Fails early on an account the platform could never accept (a secret that cannot be opened).
+  accountContext(account, deps.secrets);
+  const outcome = await sendAndWait(
+    { db, queue: deps.bus.queue, events: deps.bus.pubsub },
+    { platform, accountId: account.id, chatId: message.chatId, source: 'api', ...content },
+    { timeoutMs: opts.sendWaitMs },
   );
+  switch (outcome.kind) {
+    case 'sent':
+      return { success: true, messageId: outcome.message.platformMessageId ?? '' };
+    case 'failed':
+      throw new Errors.UPSTREAM(`${platform} refused the message: ${outcome.message.error ?? 'unknown error'}`);
+    case 'pending':
+      throw new Errors.UPSTREAM(
+        `${platform} did not confirm the message within ${Math.round(opts.sendWaitMs / 1000)} s; it stays queued as ${outcome.message.id} and may still be delivered` +
+          (outcome.message.error ? ` (last error: ${outcome.message.error})` : ''),
+      );
+    default: {
+      const never: never = outcome;
+      throw new Errors.INTERNAL(`unknown send outcome ${String(never)}`);
+    }
+  }
+}
 
-  api.post('/channels/:platform/send-image', { config: { access: 'admin' }, schema: { params: PlatformParams, body: SendImageBody } }, async (req) => {
+function sendText(deps: GatewayDeps, opts: ChannelRouteOptions) {
+  return async (req: Req<PlatformParams, Static<typeof SendBody>>): Promise<ChannelSendResult> =>
+    send(deps, opts, { platform: req.params.platform, accountId: req.body.accountId, chatId: req.body.chatId }, async () => ({ kind: 'text', payload: { text: req.body.message } }));
+}
+
+function sendImage(deps: GatewayDeps, opts: ChannelRouteOptions) {
+  return async (req: Req<PlatformParams, Static<typeof SendImageBody>>): Promise<ChannelSendResult> => {
     const b = req.body;
-    return send(req.params.platform, b.accountId, b.chatId, async () => ({
+    return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'image',
-      payload: await mediaPayload(db(), { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
+      payload: await mediaPayload(deps.db.db, { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
     }));
-  });
+  };
+}
 
-  api.post('/channels/:platform/send-file', { config: { access: 'admin' }, schema: { params: PlatformParams, body: SendFileBody } }, async (req) => {
+function sendFile(deps: GatewayDeps, opts: ChannelRouteOptions) {
+  return async (req: Req<PlatformParams, Static<typeof SendFileBody>>): Promise<ChannelSendResult> => {
     const b = req.body;
-    return send(req.params.platform, b.accountId, b.chatId, async () => ({
+    return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'file',
       payload: {
-        ...(await mediaPayload(db(), { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
+        ...(await mediaPayload(deps.db.db, { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
         ...(b.fileName ? { fileName: b.fileName } : {}),
       },
     }));
-  });
+  };
+}
+
+/**
+ * Channels: accounts per platform, bindings, outbound sends and the inbound events URL.
+ * Accounts are written in snake_case and read in camelCase; secret fields are sealed at rest and
+ * never returned (`hasSecret`). Every change tells every replica (credential index, connector).
+ */
+export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: ChannelRouteOptions): void {
+  const api = typed(app);
+  const user = { access: 'user' } as const;
+  const admin = { access: 'admin' } as const;
+  const bindings = { 200: BindingList };
+  const sent = { 200: ChannelSendResult };
+
+  api.get('/channels', { config: user, schema: { response: { 200: ChannelsView } } }, listPlatforms(deps));
+  api.get('/channels/:platform', { config: user, schema: { params: PlatformParams, response: { 200: ChannelPlatformView } } }, getPlatform(deps));
+  api.get('/channels/:platform/accounts/:accountId', { config: user, schema: { params: AccountParams, response: { 200: ChannelAccount } } }, getAccount(deps));
+  api.post('/channels/:platform/accounts', { config: admin, schema: { params: PlatformParams, body: CreateBody, response: { 201: ChannelAccountCreated } } }, createAccount(deps, opts));
+  api.put('/channels/:platform/accounts/:accountId', { config: admin, schema: { params: AccountParams, body: UpdateBody, response: { 200: ChannelAccount } } }, updateAccount(deps, opts));
+  api.delete('/channels/:platform/accounts/:accountId', { config: admin, schema: { params: AccountParams, response: { 200: SuccessBody } } }, deleteAccount(deps, opts));
+
+  api.get('/bindings', { config: user, schema: { response: bindings } }, getBindings(deps));
+  api.put('/bindings', { config: admin, schema: { body: BindingsBody, response: bindings } }, putBindings(deps, opts));
+
+  api.post('/channels/:platform/send', { config: admin, schema: { params: PlatformParams, body: SendBody, response: sent } }, sendText(deps, opts));
+  api.post('/channels/:platform/send-image', { config: admin, schema: { params: PlatformParams, body: SendImageBody, response: sent } }, sendImage(deps, opts));
+  api.post('/channels/:platform/send-file', { config: admin, schema: { params: PlatformParams, body: SendFileBody, response: sent } }, sendFile(deps, opts));
 
   inboundRoutes(app, deps);
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { announceChange } from '@agentry/contracts';
+import { CronJob, CronJobList, CronRunPage, SuccessBody, announceChange, type CronRun } from '@agentry/contracts';
 import {
   deleteCronJob,
   getCronJob,
@@ -21,7 +21,7 @@ import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import { isAdmin, ownerName } from '../auth/ownership.js';
 import type { Principal } from '../auth/credentials.js';
 import type { GatewayDeps } from '../deps.js';
-import { PageQuery, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
+import { PageQuery, iso, pageOf, requireAgent, typed } from './common.js';
 
 const Deliver = Type.Object(
   {
@@ -61,26 +61,27 @@ const IdParams = Type.Object({ id: CronId });
 const AgentParams = Type.Object({ agentId: Id });
 const AgentIdParams = Type.Object({ agentId: Id, id: CronId });
 
-/** A cron job as the API returns it. */
-export interface CronJobView {
-  id: string;
-  name: string;
-  schedule: string;
-  message: string;
-  target: string;
-  disabled: boolean;
-  timezone: string;
-  deliver: CronDeliver | null;
-  /** Username of the creator: only they (or an admin) may change the job. */
-  owner: string;
-  nextRunAt: string | null;
-  lastRunAt: string | null;
-  lastStatus: string | null;
-  createdAt: string;
-  updatedAt: string;
+type Db = GatewayDeps['db']['db'];
+type IdParams = Static<typeof IdParams>;
+type AgentParams = Static<typeof AgentParams>;
+type AgentIdParams = Static<typeof AgentIdParams>;
+type PageParams = { page?: number; size?: number };
+/**
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
+ */
+interface Req<P = unknown, Q = unknown, B = unknown> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: Principal;
+}
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
+interface Reply {
+  code(status: 201): unknown;
 }
 
-function jobView(job: CronJobRecord): CronJobView {
+function jobView(job: CronJobRecord): CronJob {
   const next = job.disabled ? null : nextTick(job.schedule, job.timezone);
   return {
     id: job.id,
@@ -100,7 +101,7 @@ function jobView(job: CronJobRecord): CronJobView {
   };
 }
 
-function runView(run: CronRunRecord) {
+function runView(run: CronRunRecord): CronRun {
   return {
     id: run.id,
     cronJobId: run.cronJobId,
@@ -116,6 +117,205 @@ function runView(run: CronRunRecord) {
   };
 }
 
+// A lost message is healed by the schedulers' periodic reconcile, within a minute.
+const announce = (deps: GatewayDeps, id: string) => announceChange(deps.bus.pubsub, deps.logger, 'cron', [id]);
+
+/** The job, or 404; with `agentId`, only that agent's job. */
+async function requireJob(db: Db, id: string, agentId?: string): Promise<CronJobRecord> {
+  const job = await getCronJob(db, id);
+  if (!job || (agentId !== undefined && job.agentId !== agentId)) throw new Errors.NOT_FOUND(`cron job "${id}"`);
+  return job;
+}
+
+/** A target named in a body must be an existing agent: 400 otherwise (the job is the resource). */
+async function checkTarget(db: Db, target: string): Promise<void> {
+  const row = await getRuleChain(db, target);
+  if (!row || row.kind !== 'agent') throw new Errors.VALIDATION(`target: agent "${target}" does not exist`);
+}
+
+/** An agent-level body may repeat its agent as target, never name another. */
+function checkSameTarget(target: string | undefined, agentId: string): void {
+  if (target !== undefined && target !== agentId) throw new Errors.VALIDATION(`target "${target}" does not match the agent in the path ("${agentId}")`);
+}
+
+async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, agentId: string): Promise<void> {
+  if (!deliver) return;
+  const platforms = PLATFORMS.filter((p) => p !== 'api');
+  if (!(platforms as readonly string[]).includes(deliver.platform)) {
+    throw new Errors.VALIDATION(`deliver.platform "${deliver.platform}" is not a messaging platform (one of ${platforms.join(', ')})`);
+  }
+  const accounts = await listChannelAccounts(db, deliver.platform);
+  if (!accounts.some((a) => a.id === deliver.accountId)) {
+    throw new Errors.VALIDATION(`deliver.accountId "${deliver.accountId}" is not a ${deliver.platform} account`);
+  }
+  if (!(await agentMaySendThrough(db, agentId, deliver.platform, deliver.accountId))) {
+    throw new Errors.FORBIDDEN(notBoundMessage(agentId, deliver.platform, deliver.accountId));
+  }
+}
+
+/** An agent deleted between the check and the write breaks the foreign key: still a 400. */
+async function noVanishedAgent<T>(agentId: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (isForeignKeyViolation(err)) throw new Errors.VALIDATION(`target: agent "${agentId}" does not exist`);
+    throw err;
+  }
+}
+
+function checkedSchedule(schedule: string, timezone: string): string {
+  const result = checkSchedule(schedule, timezone);
+  if (!result.ok) throw new Errors.VALIDATION(result.reason);
+  return result.schedule;
+}
+
+/** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
+async function create(deps: GatewayDeps, agentId: string, body: CreateBody, owner: string): Promise<CronJob> {
+  const db = deps.db.db;
+  const { name, schedule, message, timezone, disabled, deliver } = body;
+  const draft = { agentId, owner, name, schedule, message, timezone, disabled, deliver };
+  const job = await createCronJob({ db, pubsub: deps.bus.pubsub, logger: deps.logger }, draft, {
+    invalidSchedule: (reason) => new Errors.VALIDATION(reason),
+    beforeInsert: () => checkDeliver(db, body.deliver, agentId),
+    write: (insert) => noVanishedAgent(agentId, insert),
+  });
+  return jobView(job);
+}
+
+async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBody): Promise<CronJob> {
+  const db = deps.db.db;
+  if (body.target !== undefined && body.target !== current.agentId) await checkTarget(db, body.target);
+  const timezone = body.timezone ?? current.timezone;
+  const schedule = body.schedule !== undefined || body.timezone !== undefined ? checkedSchedule(body.schedule ?? current.schedule, timezone) : undefined;
+  // A new target must be allowed the delivery the job keeps, and a new delivery the target.
+  if (body.deliver !== undefined || body.target !== undefined) await checkDeliver(db, body.deliver === undefined ? current.deliver : body.deliver, body.target ?? current.agentId);
+  const job = await noVanishedAgent(body.target ?? current.agentId, () =>
+    updateCronJob(db, current.id, {
+      agentId: body.target,
+      name: body.name,
+      schedule,
+      message: body.message,
+      timezone: body.timezone,
+      disabled: body.disabled,
+      deliver: body.deliver,
+    }),
+  );
+  if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
+  await announce(deps, job.id);
+  return jobView(job);
+}
+
+async function toggle(deps: GatewayDeps, current: CronJobRecord, disabled: boolean): Promise<CronJob> {
+  const job = await updateCronJob(deps.db.db, current.id, { disabled });
+  if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
+  await announce(deps, job.id);
+  return jobView(job);
+}
+
+async function remove(deps: GatewayDeps, job: CronJobRecord): Promise<SuccessBody> {
+  if (!(await deleteCronJob(deps.db.db, job.id))) throw new Errors.NOT_FOUND(`cron job "${job.id}"`);
+  await announce(deps, job.id);
+  return { success: true };
+}
+
+async function runs(db: Db, job: CronJobRecord, query: PageParams): Promise<CronRunPage> {
+  const { page, size, limit, offset } = pageOf(query);
+  const { data, total } = await listCronRuns(db, job.id, { limit, offset });
+  return { data: data.map(runView), total, page, size };
+}
+
+/** A user lists its own jobs; admins every job. */
+const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: ownerName(p) });
+
+// Global routes.
+
+function listJobs(deps: GatewayDeps) {
+  return async (req: Req<unknown, { agentId?: string }>): Promise<CronJobList> => {
+    const jobs = await listCronJobs(deps.db.db, { ...(req.query.agentId ? { agentId: req.query.agentId } : {}), ...mine(req.principal) });
+    return jobs.map(jobView);
+  };
+}
+
+function getJob(deps: GatewayDeps) {
+  return async (req: Req<IdParams>): Promise<CronJob> => jobView(await requireJob(deps.db.db, req.params.id));
+}
+
+function createJob(deps: GatewayDeps) {
+  return async (req: Req<unknown, unknown, Static<typeof CreateBody>>, reply: Reply): Promise<CronJob> => {
+    await checkTarget(deps.db.db, req.body.target);
+    const job = await create(deps, req.body.target, req.body, ownerName(req.principal));
+    reply.code(201);
+    return job;
+  };
+}
+
+function updateJob(deps: GatewayDeps) {
+  return async (req: Req<IdParams, unknown, UpdateBody>): Promise<CronJob> => update(deps, await requireJob(deps.db.db, req.params.id), req.body);
+}
+
+function deleteJob(deps: GatewayDeps) {
+  return async (req: Req<IdParams>): Promise<SuccessBody> => remove(deps, await requireJob(deps.db.db, req.params.id));
+}
+
+function toggleJob(deps: GatewayDeps) {
+  return async (req: Req<IdParams, unknown, { disabled: boolean }>): Promise<CronJob> => toggle(deps, await requireJob(deps.db.db, req.params.id), req.body.disabled);
+}
+
+function listJobRuns(deps: GatewayDeps) {
+  return async (req: Req<IdParams, PageParams>): Promise<CronRunPage> => runs(deps.db.db, await requireJob(deps.db.db, req.params.id), req.query);
+}
+
+// Agent-level routes: the agent must exist (404), and only its jobs are visible.
+
+/** The agent's job named in the path, or 404 (for the agent or the job). */
+async function agentJob(db: Db, params: AgentIdParams): Promise<CronJobRecord> {
+  await requireAgent(db, params.agentId);
+  return requireJob(db, params.id, params.agentId);
+}
+
+function listAgentJobs(deps: GatewayDeps) {
+  return async (req: Req<AgentParams>): Promise<CronJobList> => {
+    await requireAgent(deps.db.db, req.params.agentId);
+    return (await listCronJobs(deps.db.db, { agentId: req.params.agentId, ...mine(req.principal) })).map(jobView);
+  };
+}
+
+function createAgentJob(deps: GatewayDeps) {
+  return async (req: Req<AgentParams, unknown, CreateBody>, reply: Reply): Promise<CronJob> => {
+    const { agentId } = req.params;
+    await requireAgent(deps.db.db, agentId);
+    checkSameTarget(req.body.target, agentId);
+    const job = await create(deps, agentId, req.body, ownerName(req.principal));
+    reply.code(201);
+    return job;
+  };
+}
+
+function getAgentJob(deps: GatewayDeps) {
+  return async (req: Req<AgentIdParams>): Promise<CronJob> => jobView(await agentJob(deps.db.db, req.params));
+}
+
+function updateAgentJob(deps: GatewayDeps) {
+  return async (req: Req<AgentIdParams, unknown, UpdateBody>): Promise<CronJob> => {
+    const { agentId, id } = req.params;
+    await requireAgent(deps.db.db, agentId);
+    checkSameTarget(req.body.target, agentId);
+    return update(deps, await requireJob(deps.db.db, id, agentId), req.body);
+  };
+}
+
+function deleteAgentJob(deps: GatewayDeps) {
+  return async (req: Req<AgentIdParams>): Promise<SuccessBody> => remove(deps, await agentJob(deps.db.db, req.params));
+}
+
+function toggleAgentJob(deps: GatewayDeps) {
+  return async (req: Req<AgentIdParams, unknown, { disabled: boolean }>): Promise<CronJob> => toggle(deps, await agentJob(deps.db.db, req.params), req.body.disabled);
+}
+
+function listAgentJobRuns(deps: GatewayDeps) {
+  return async (req: Req<AgentIdParams, PageParams>): Promise<CronRunPage> => runs(deps.db.db, await agentJob(deps.db.db, req.params), req.query);
+}
+
 /**
  * Cron jobs (spec "Cron jobs"): the global routes under `/cron` and the agent-level ones under
  * `/agents/{agentId}/cron`, whose target is that agent (another agent's job is a 404 there).
@@ -125,177 +325,28 @@ function runView(run: CronRunRecord) {
  */
 export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
-  const db = () => deps.db.db;
+  const user = { access: 'user' } as const;
+  const jobOwner = { access: 'owner', owns: 'cron' } as const;
+  const one = { 200: CronJob };
+  const created = { 201: CronJob };
+  const list = { 200: CronJobList };
+  const deleted = { 200: SuccessBody };
+  const runPage = { 200: CronRunPage };
+  const pageQuery = Type.Object(PageQuery);
 
-  // A lost message is healed by the schedulers' periodic reconcile, within a minute.
-  const announce = (id: string) => announceChange(deps.bus.pubsub, deps.logger, 'cron', [id]);
+  api.get('/cron', { config: user, schema: { querystring: Type.Object({ agentId: Type.Optional(Type.String()) }), response: list } }, listJobs(deps));
+  api.get('/cron/:id', { config: jobOwner, schema: { params: IdParams, response: one } }, getJob(deps));
+  api.post('/cron', { config: user, schema: { body: CreateBody, response: created } }, createJob(deps));
+  api.put('/cron/:id', { config: jobOwner, schema: { params: IdParams, body: UpdateBody, response: one } }, updateJob(deps));
+  api.delete('/cron/:id', { config: jobOwner, schema: { params: IdParams, response: deleted } }, deleteJob(deps));
+  api.put('/cron/:id/toggle', { config: jobOwner, schema: { params: IdParams, body: ToggleBody, response: one } }, toggleJob(deps));
+  api.get('/cron/:id/runs', { config: jobOwner, schema: { params: IdParams, querystring: pageQuery, response: runPage } }, listJobRuns(deps));
 
-  /** The job, or 404; with `agentId`, only that agent's job. */
-  const requireJob = async (id: string, agentId?: string): Promise<CronJobRecord> => {
-    const job = await getCronJob(db(), id);
-    if (!job || (agentId !== undefined && job.agentId !== agentId)) throw new Errors.NOT_FOUND(`cron job "${id}"`);
-    return job;
-  };
-
-  /** A target named in a body must be an existing agent: 400 otherwise (the job is the resource). */
-  const checkTarget = async (target: string): Promise<void> => {
-    const row = await getRuleChain(db(), target);
-    if (!row || row.kind !== 'agent') throw new Errors.VALIDATION(`target: agent "${target}" does not exist`);
-  };
-
-  const checkDeliver = async (deliver: CronDeliver | null | undefined, agentId: string): Promise<void> => {
-    if (!deliver) return;
-    const platforms = PLATFORMS.filter((p) => p !== 'api');
-    if (!(platforms as readonly string[]).includes(deliver.platform)) {
-      throw new Errors.VALIDATION(`deliver.platform "${deliver.platform}" is not a messaging platform (one of ${platforms.join(', ')})`);
-    }
-    const accounts = await listChannelAccounts(db(), deliver.platform);
-    if (!accounts.some((a) => a.id === deliver.accountId)) {
-      throw new Errors.VALIDATION(`deliver.accountId "${deliver.accountId}" is not a ${deliver.platform} account`);
-    }
-    if (!(await agentMaySendThrough(db(), agentId, deliver.platform, deliver.accountId))) {
-      throw new Errors.FORBIDDEN(notBoundMessage(agentId, deliver.platform, deliver.accountId));
-    }
-  };
-
-  /** An agent deleted between the check and the write breaks the foreign key: still a 400. */
-  const noVanishedAgent = async <T>(agentId: string, write: () => Promise<T>): Promise<T> => {
-    try {
-      return await write();
-    } catch (err) {
-      if (isForeignKeyViolation(err)) throw new Errors.VALIDATION(`target: agent "${agentId}" does not exist`);
-      throw err;
-    }
-  };
-
-  const checkedSchedule = (schedule: string, timezone: string): string => {
-    const result = checkSchedule(schedule, timezone);
-    if (!result.ok) throw new Errors.VALIDATION(result.reason);
-    return result.schedule;
-  };
-
-  /** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
-  const create = async (agentId: string, body: CreateBody, owner: string): Promise<CronJobView> => {
-    const { name, schedule, message, timezone, disabled, deliver } = body;
-    const draft = { agentId, owner, name, schedule, message, timezone, disabled, deliver };
-    const job = await createCronJob({ db: db(), pubsub: deps.bus.pubsub, logger: deps.logger }, draft, {
-      invalidSchedule: (reason) => new Errors.VALIDATION(reason),
-      beforeInsert: () => checkDeliver(body.deliver, agentId),
-      write: (insert) => noVanishedAgent(agentId, insert),
-    });
-    return jobView(job);
-  };
-
-  const update = async (current: CronJobRecord, body: UpdateBody): Promise<CronJobView> => {
-    if (body.target !== undefined && body.target !== current.agentId) await checkTarget(body.target);
-    const timezone = body.timezone ?? current.timezone;
-    const schedule = body.schedule !== undefined || body.timezone !== undefined ? checkedSchedule(body.schedule ?? current.schedule, timezone) : undefined;
-    // A new target must be allowed the delivery the job keeps, and a new delivery the target.
-    if (body.deliver !== undefined || body.target !== undefined) await checkDeliver(body.deliver === undefined ? current.deliver : body.deliver, body.target ?? current.agentId);
-    const job = await noVanishedAgent(body.target ?? current.agentId, () =>
-      updateCronJob(db(), current.id, {
-        agentId: body.target,
-      name: body.name,
-      schedule,
-      message: body.message,
-      timezone: body.timezone,
-      disabled: body.disabled,
-        deliver: body.deliver,
-      }),
-    );
-    if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
-    await announce(job.id);
-    return jobView(job);
-  };
-
-  const toggle = async (current: CronJobRecord, disabled: boolean): Promise<CronJobView> => {
-    const job = await updateCronJob(db(), current.id, { disabled });
-    if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
-    await announce(job.id);
-    return jobView(job);
-  };
-
-  const remove = async (job: CronJobRecord): Promise<{ success: true }> => {
-    if (!(await deleteCronJob(db(), job.id))) throw new Errors.NOT_FOUND(`cron job "${job.id}"`);
-    await announce(job.id);
-    return { success: true };
-  };
-
-  const runs = async (job: CronJobRecord, query: { page?: number; size?: number }): Promise<Paged<ReturnType<typeof runView>>> => {
-    const { page, size, limit, offset } = pageOf(query);
-    const { data, total } = await listCronRuns(db(), job.id, { limit, offset });
-    return { data: data.map(runView), total, page, size };
-  };
-
-  /** A user lists its own jobs; admins every job. */
-  const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: ownerName(p) });
-
-  // Global routes.
-  api.get('/cron', { config: { access: 'user' }, schema: { querystring: Type.Object({ agentId: Type.Optional(Type.String()) }) } }, async (req) => {
-    const jobs = await listCronJobs(db(), { ...(req.query.agentId ? { agentId: req.query.agentId } : {}), ...mine(req.principal) });
-    return jobs.map(jobView);
-  });
-
-  api.get('/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams } }, async (req) => jobView(await requireJob(req.params.id)));
-
-  api.post('/cron', { config: { access: 'user' }, schema: { body: CreateBody } }, async (req, reply) => {
-    await checkTarget(req.body.target);
-    return reply.status(201).send(await create(req.body.target, req.body, ownerName(req.principal)));
-  });
-
-  api.put('/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams, body: UpdateBody } }, async (req) => update(await requireJob(req.params.id), req.body));
-
-  api.delete('/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams } }, async (req) => remove(await requireJob(req.params.id)));
-
-  api.put('/cron/:id/toggle', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams, body: ToggleBody } }, async (req) =>
-    toggle(await requireJob(req.params.id), req.body.disabled),
-  );
-
-  api.get('/cron/:id/runs', { config: { access: 'owner', owns: 'cron' }, schema: { params: IdParams, querystring: Type.Object(PageQuery) } }, async (req) =>
-    runs(await requireJob(req.params.id), req.query),
-  );
-
-  // Agent-level routes: the agent must exist (404), and only its jobs are visible.
-  api.get('/agents/:agentId/cron', { config: { access: 'user' }, schema: { params: AgentParams } }, async (req) => {
-    await requireAgent(db(), req.params.agentId);
-    return (await listCronJobs(db(), { agentId: req.params.agentId, ...mine(req.principal) })).map(jobView);
-  });
-
-  api.post('/agents/:agentId/cron', { config: { access: 'user' }, schema: { params: AgentParams, body: AgentCreateBody } }, async (req, reply) => {
-    const { agentId } = req.params;
-    await requireAgent(db(), agentId);
-    if (req.body.target !== undefined && req.body.target !== agentId) {
-      throw new Errors.VALIDATION(`target "${req.body.target}" does not match the agent in the path ("${agentId}")`);
-    }
-    return reply.status(201).send(await create(agentId, req.body, ownerName(req.principal)));
-  });
-
-  api.get('/agents/:agentId/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams } }, async (req) => {
-    await requireAgent(db(), req.params.agentId);
-    return jobView(await requireJob(req.params.id, req.params.agentId));
-  });
-
-  api.put('/agents/:agentId/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams, body: UpdateBody } }, async (req) => {
-    const { agentId, id } = req.params;
-    await requireAgent(db(), agentId);
-    if (req.body.target !== undefined && req.body.target !== agentId) {
-      throw new Errors.VALIDATION(`target "${req.body.target}" does not match the agent in the path ("${agentId}")`);
-    }
-    return update(await requireJob(id, agentId), req.body);
-  });
-
-  api.delete('/agents/:agentId/cron/:id', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams } }, async (req) => {
-    await requireAgent(db(), req.params.agentId);
-    return remove(await requireJob(req.params.id, req.params.agentId));
-  });
-
-  api.put('/agents/:agentId/cron/:id/toggle', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams, body: ToggleBody } }, async (req) => {
-    await requireAgent(db(), req.params.agentId);
-    return toggle(await requireJob(req.params.id, req.params.agentId), req.body.disabled);
-  });
-
-  api.get('/agents/:agentId/cron/:id/runs', { config: { access: 'owner', owns: 'cron' }, schema: { params: AgentIdParams, querystring: Type.Object(PageQuery) } }, async (req) => {
-    await requireAgent(db(), req.params.agentId);
-    return runs(await requireJob(req.params.id, req.params.agentId), req.query);
-  });
+  api.get('/agents/:agentId/cron', { config: user, schema: { params: AgentParams, response: list } }, listAgentJobs(deps));
+  api.post('/agents/:agentId/cron', { config: user, schema: { params: AgentParams, body: AgentCreateBody, response: created } }, createAgentJob(deps));
+  api.get('/agents/:agentId/cron/:id', { config: jobOwner, schema: { params: AgentIdParams, response: one } }, getAgentJob(deps));
+  api.put('/agents/:agentId/cron/:id', { config: jobOwner, schema: { params: AgentIdParams, body: UpdateBody, response: one } }, updateAgentJob(deps));
+  api.delete('/agents/:agentId/cron/:id', { config: jobOwner, schema: { params: AgentIdParams, response: deleted } }, deleteAgentJob(deps));
+  api.put('/agents/:agentId/cron/:id/toggle', { config: jobOwner, schema: { params: AgentIdParams, body: ToggleBody, response: one } }, toggleAgentJob(deps));
+  api.get('/agents/:agentId/cron/:id/runs', { config: jobOwner, schema: { params: AgentIdParams, querystring: pageQuery, response: runPage } }, listAgentJobRuns(deps));
 }

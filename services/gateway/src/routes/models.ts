@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { Id, defaultModelOf } from '@agentry/engine';
 import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderModel, type ProviderRecord } from '@agentry/db';
+import { ModelProvider, ModelProviderList, ModelsOverview, ProviderTestResult, SuccessBody } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { seedProviders } from '../providers/seed.js';
 import {
@@ -11,7 +12,6 @@ import {
   providerView,
   publishProviderChange,
   requireProvider,
-  type ProviderView,
 } from '../providers/store.js';
 import { typed } from './common.js';
 
@@ -62,33 +62,42 @@ const NameParams = Type.Object({ name: Id });
 /** The id `PUT /config/models` sets up when no default provider exists. */
 const QUICK_SETUP_ID = 'default';
 
+type NameParams = Static<typeof NameParams>;
 /**
- * Model providers: `/config/models...`. Providers live in Postgres (the file seeds them); the
- * API key is write-only (sealed at rest, shown only as `hasApiKey`). Every change tells every
- * replica to drop its cached provider clients. Admin-only when auth is required (the auth hook
- * guards writes under /config).
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
  */
-export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
-  const api = typed(app);
-  const db = () => deps.db.db;
+interface Req<P = unknown, B = unknown> {
+  params: P;
+  body: B;
+  log: FastifyBaseLogger;
+}
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
+interface Reply {
+  code(status: 201): unknown;
+}
 
-  const overview = async (): Promise<{ default_provider: string; providers: ProviderView[] }> => ({
-    default_provider: deps.config.current.models.default_provider,
-    providers: (await listProviders(db())).map(providerView),
-  });
+async function overview(deps: GatewayDeps): Promise<ModelsOverview> {
+  return { default_provider: deps.config.current.models.default_provider, providers: (await listProviders(deps.db.db)).map(providerView) };
+}
 
-  api.get('/config/models', { config: { access: 'user' } }, overview);
+function getOverview(deps: GatewayDeps) {
+  return (): Promise<ModelsOverview> => overview(deps);
+}
 
-  api.put('/config/models', { config: { access: 'admin' }, schema: { body: QuickSetupBody } }, async (req) => {
+/** Sets up the default provider in one call: updates it, or creates `default` when there is none. */
+function quickSetup(deps: GatewayDeps) {
+  return async (req: Req<unknown, Static<typeof QuickSetupBody>>): Promise<ModelsOverview> => {
+    const db = deps.db.db;
     const body = req.body;
     assertProviderFields(body);
     const current = deps.config.current.models.default_provider;
-    const existingDefault = current ? await getProvider(db(), current) : undefined;
+    const existingDefault = current ? await getProvider(db, current) : undefined;
     const id = existingDefault ? current : QUICK_SETUP_ID;
     const apiKeySealed = body.api_key !== undefined ? deps.secrets.seal(body.api_key) : undefined;
-    const existing = existingDefault ?? (await getProvider(db(), id));
+    const existing = existingDefault ?? (await getProvider(db, id));
     if (existing) {
-      await updateProvider(db(), id, {
+      await updateProvider(db, id, {
         ...(body.base_url !== undefined ? { baseUrl: body.base_url } : {}),
         ...(body.model !== undefined ? { model: body.model } : {}),
         ...(apiKeySealed !== undefined ? { apiKeySealed } : {}),
@@ -96,15 +105,7 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     } else {
       if (body.base_url === undefined) throw new Errors.VALIDATION(`base_url is required to set up model provider "${id}"`);
       try {
-        await insertProvider(db(), {
-          id,
-          name: id,
-          baseUrl: body.base_url,
-          model: body.model ?? '',
-          models: [],
-          apiKeySealed: apiKeySealed ?? null,
-          fileHmac: null,
-        });
+        await insertProvider(db, { id, name: id, baseUrl: body.base_url, model: body.model ?? '', models: [], apiKeySealed: apiKeySealed ?? null, fileHmac: null });
       } catch (err) {
         if (isUniqueViolation(err)) throw new Errors.CONFLICT(`model provider "${id}" (created at the same time by another request)`);
         throw err;
@@ -115,22 +116,26 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
       if (deps.config.current.models.default_provider !== id) await deps.config.update({ models: { default_provider: id } });
     }
     req.log.info({ provider: id }, 'model provider set up');
-    return overview();
-  });
+    return overview(deps);
+  };
+}
 
-  api.get('/config/models/providers', { config: { access: 'user' } }, async () => (await listProviders(db())).map(providerView));
+function listAll(deps: GatewayDeps) {
+  return async (): Promise<ModelProviderList> => (await listProviders(deps.db.db)).map(providerView);
+}
 
-  api.post('/config/models/providers', { config: { access: 'admin' }, schema: { body: CreateBody } }, async (req, reply) => {
+function createProvider(deps: GatewayDeps) {
+  return async (req: Req<unknown, Static<typeof CreateBody>>, reply: Reply): Promise<ModelProvider> => {
     const body = req.body;
     const id = body.id ?? body.name;
     if (id === undefined) throw new Errors.VALIDATION('id: required (or a name usable as id)');
     if (!ID_PATTERN.test(id)) throw new Errors.VALIDATION(`id: "${id}" is not an id (letters, digits, _ and -, 1 to 64 characters); give one in "id"`);
     assertProviderFields(body);
     const conflict = () => new Errors.CONFLICT(`model provider "${id}"`);
-    if (await getProvider(db(), id)) throw conflict();
+    if (await getProvider(deps.db.db, id)) throw conflict();
     let created;
     try {
-      created = await insertProvider(db(), {
+      created = await insertProvider(deps.db.db, {
         id,
         name: body.name ?? id,
         baseUrl: body.base_url,
@@ -145,16 +150,19 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     }
     await publishProviderChange(deps, id);
     req.log.info({ provider: id }, 'model provider created');
-    return reply.status(201).send(providerView(created));
-  });
+    reply.code(201);
+    return providerView(created);
+  };
+}
 
-  api.put('/config/models/providers/:name', { config: { access: 'admin' }, schema: { params: NameParams, body: UpdateBody } }, async (req) => {
+function updateOne(deps: GatewayDeps) {
+  return async (req: Req<NameParams, Static<typeof UpdateBody>>): Promise<ModelProvider> => {
     const id = req.params.name;
     const body = req.body;
     if (body.id !== undefined && body.id !== id) throw new Errors.VALIDATION(`id "${body.id}" does not match the provider in the path ("${id}")`);
     assertProviderFields(body);
-    await requireProvider(db(), id);
-    const updated = await updateProvider(db(), id, {
+    await requireProvider(deps.db.db, id);
+    const updated = await updateProvider(deps.db.db, id, {
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(body.base_url !== undefined ? { baseUrl: body.base_url } : {}),
       ...(body.model !== undefined ? { model: body.model } : {}),
@@ -165,46 +173,80 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
     await publishProviderChange(deps, id);
     req.log.info({ provider: id }, 'model provider updated');
     return providerView(updated);
-  });
+  };
+}
 
-  api.put('/config/models/providers/:name/api-key', { config: { access: 'admin' }, schema: { params: NameParams, body: ApiKeyBody } }, async (req) => {
+function setApiKey(deps: GatewayDeps) {
+  return async (req: Req<NameParams, Static<typeof ApiKeyBody>>): Promise<SuccessBody> => {
     const id = req.params.name;
-    const updated = await updateProvider(db(), id, { apiKeySealed: deps.secrets.seal(req.body.apiKey) });
+    const updated = await updateProvider(deps.db.db, id, { apiKeySealed: deps.secrets.seal(req.body.apiKey) });
     if (!updated) throw new Errors.NOT_FOUND(`model provider "${id}"`);
     await publishProviderChange(deps, id);
     req.log.info({ provider: id }, 'model provider api key changed');
     return { success: true };
-  });
+  };
+}
 
-  api.delete('/config/models/providers/:name', { config: { access: 'admin' }, schema: { params: NameParams } }, async (req) => {
+function deleteOne(deps: GatewayDeps) {
+  return async (req: Req<NameParams>): Promise<SuccessBody> => {
     const id = req.params.name;
-    await requireProvider(db(), id);
+    await requireProvider(deps.db.db, id);
     await assertProviderUnused(deps, id);
-    if (!(await deleteProvider(db(), id))) throw new Errors.NOT_FOUND(`model provider "${id}"`);
+    if (!(await deleteProvider(deps.db.db, id))) throw new Errors.NOT_FOUND(`model provider "${id}"`);
     await publishProviderChange(deps, id);
     req.log.info({ provider: id }, 'model provider deleted');
     return { success: true };
-  });
+  };
+}
 
-  // Test connection (for the web UI): lists the provider's models, or makes a one-token call when
-  // it has no model list. Always 200 with {ok, latencyMs, error?}: a failing provider is an answer.
-  api.post('/config/models/providers/:name/test', { config: { access: 'admin' }, schema: { params: NameParams } }, async (req) => {
-    const provider = await requireProvider(db(), req.params.name);
+/**
+ * Test connection (for the web UI): lists the provider's models, or makes a one-token call when
+ * it has no model list. Always 200 with {ok, latencyMs, error?}: a failing provider is an answer.
+ */
+function testOne(deps: GatewayDeps) {
+  return async (req: Req<NameParams>): Promise<ProviderTestResult> => {
+    const provider = await requireProvider(deps.db.db, req.params.name);
     const apiKey = provider.apiKeySealed ? deps.secrets.open(provider.apiKeySealed) : null;
     const result = await testProvider(provider, apiKey);
     req.log.info({ provider: provider.id, ok: result.ok, latencyMs: result.latencyMs }, 'model provider tested');
     return result;
-  });
+  };
+}
 
-  api.post('/config/models/reload', { config: { access: 'admin' } }, async () => {
-    const imported = await seedProviders({ db: db(), secrets: deps.secrets, config: deps.config.current, logger: deps.logger }, { force: true });
+function reloadFromFile(deps: GatewayDeps) {
+  return async (): Promise<SuccessBody> => {
+    const imported = await seedProviders({ db: deps.db.db, secrets: deps.secrets, config: deps.config.current, logger: deps.logger }, { force: true });
     await publishProviderChange(deps);
     const n = imported.length;
     return {
       success: true,
       message: `${n} model provider${n === 1 ? '' : 's'} re-imported from the configuration file; every replica drops its cached provider clients`,
     };
-  });
+  };
+}
+
+/**
+ * Model providers: `/config/models...`. Providers live in Postgres (the file seeds them); the
+ * API key is write-only (sealed at rest, shown only as `hasApiKey`). Every change tells every
+ * replica to drop its cached provider clients. Admin-only when auth is required (the auth hook
+ * guards writes under /config).
+ */
+export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
+  const api = typed(app);
+  const user = { access: 'user' } as const;
+  const admin = { access: 'admin' } as const;
+  const one = { 200: ModelProvider };
+  const done = { 200: SuccessBody };
+
+  api.get('/config/models', { config: user, schema: { response: { 200: ModelsOverview } } }, getOverview(deps));
+  api.put('/config/models', { config: admin, schema: { body: QuickSetupBody, response: { 200: ModelsOverview } } }, quickSetup(deps));
+  api.get('/config/models/providers', { config: user, schema: { response: { 200: ModelProviderList } } }, listAll(deps));
+  api.post('/config/models/providers', { config: admin, schema: { body: CreateBody, response: { 201: ModelProvider } } }, createProvider(deps));
+  api.put('/config/models/providers/:name', { config: admin, schema: { params: NameParams, body: UpdateBody, response: one } }, updateOne(deps));
+  api.put('/config/models/providers/:name/api-key', { config: admin, schema: { params: NameParams, body: ApiKeyBody, response: done } }, setApiKey(deps));
+  api.delete('/config/models/providers/:name', { config: admin, schema: { params: NameParams, response: done } }, deleteOne(deps));
+  api.post('/config/models/providers/:name/test', { config: admin, schema: { params: NameParams, response: { 200: ProviderTestResult } } }, testOne(deps));
+  api.post('/config/models/reload', { config: admin, schema: { response: done } }, reloadFromFile(deps));
 }
 
 function normaliseModels(models: ProviderModel[] | undefined): ProviderModel[] {
@@ -218,15 +260,6 @@ function normaliseModels(models: ProviderModel[] | undefined): ProviderModel[] {
 /** How long a connection test waits for the provider. */
 const TEST_TIMEOUT_MS = 10_000;
 
-export interface ProviderTestResult {
-  ok: boolean;
-  latencyMs: number;
-  /** `models`: GET /models answered; `chat`: a one-token chat completion answered. */
-  method: 'models' | 'chat';
-  /** Model ids the provider listed (first 100), when it lists them. */
-  models?: string[];
-  error?: string;
-}
 
 /**
  * Asks the provider `GET {base_url}/models`; a provider without that route (404, 405, 501) gets a

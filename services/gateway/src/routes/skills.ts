@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { Errors, isAppError } from '@agentry/errors';
-import { announceChange } from '@agentry/contracts';
+import { Skill, SkillPage, SkillUploadResult, SuccessBody, announceChange } from '@agentry/contracts';
 import { Id, MAX_SKILL_BYTES, SKILL_NAME_PATTERN, SkillFormatError, parseSkillMarkdown, readSkillArchive } from '@agentry/engine';
 import {
   countSkills,
@@ -19,7 +19,7 @@ import {
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { documentBody } from '../openapi.js';
-import { PageQuery, iso, pageOf, requireAgent, typed, type Paged } from './common.js';
+import { PageQuery, iso, pageOf, requireAgent, typed } from './common.js';
 
 /** Largest skill archive accepted, before anything is read from it. */
 export const MAX_ARCHIVE_BYTES = 50 * 1024 * 1024;
@@ -51,19 +51,23 @@ const UploadDoc = documentBody(
   ['multipart/form-data'],
 );
 
-/** A skill as the API shows it; lists leave `content` out. */
-export interface SkillView {
-  name: string;
-  description: string;
-  content?: string;
-  scope: 'global' | 'local';
-  agentId?: string;
-  status: SkillStatus;
-  createdAt: string;
-  updatedAt: string;
+type Db = GatewayDeps['db']['db'];
+/**
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
+ */
+interface Req<P = unknown, Q = unknown, B = unknown> {
+  params: P;
+  query: Q;
+  body: B;
 }
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
+interface Reply {
+  code(status: 201): unknown;
+}
+type Upload<P = unknown> = Pick<FastifyRequest, 'isMultipart' | 'parts'> & { params: P };
 
-function view(row: SkillRow, withContent = true): SkillView {
+function view(row: SkillRow, withContent = true): Skill {
   return {
     name: row.name,
     description: row.description,
@@ -103,209 +107,245 @@ function selectKey(name: string, scope: 'global' | 'local' | undefined, agentId:
   return { scope: 'local', agentId, name };
 }
 
-export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
-  const api = typed(app);
-  const db = () => deps.db.db;
+async function page(db: Db, filter: SkillFilter, query: { page?: number; size?: number }): Promise<SkillPage> {
+  const { page, size, limit, offset } = pageOf(query);
+  const [rows, total] = await Promise.all([listSkills(db, filter, { limit, offset }), countSkills(db, filter)]);
+  return { data: rows.map((r) => view(r, false)), total, page, size };
+}
 
-  async function page(filter: SkillFilter, query: { page?: number; size?: number }): Promise<Paged<SkillView>> {
-    const { page, size, limit, offset } = pageOf(query);
-    const [rows, total] = await Promise.all([listSkills(db(), filter, { limit, offset }), countSkills(db(), filter)]);
-    return { data: rows.map((r) => view(r, false)), total, page, size };
-  }
+/** The workers' skill caches drop the agent's skills (a global skill: every agent's). */
+function announce(deps: GatewayDeps, key: SkillKey): Promise<void> {
+  return announceChange(deps.bus.pubsub, deps.logger, 'skills', key.scope === 'local' ? [key.agentId] : undefined);
+}
 
-  /** The workers' skill caches drop the agent's skills (a global skill: every agent's). */
-  const announce = (key: SkillKey) => announceChange(deps.bus.pubsub, deps.logger, 'skills', key.scope === 'local' ? [key.agentId] : undefined);
+async function required(db: Db, key: SkillKey): Promise<SkillRow> {
+  const row = await getSkill(db, key);
+  if (!row) throw new Errors.NOT_FOUND(describeKey(key));
+  return row;
+}
 
-  async function required(key: SkillKey): Promise<SkillRow> {
-    const row = await getSkill(db(), key);
-    if (!row) throw new Errors.NOT_FOUND(describeKey(key));
-    return row;
-  }
-
-  async function create(key: SkillKey, body: { description?: string; content: string; status?: SkillStatus }): Promise<SkillView> {
-    if (key.scope === 'local') await requireAgent(db(), key.agentId);
-    const split = splitContent(body.content, body.description);
-    if (await getSkill(db(), key)) throw new Errors.CONFLICT(describeKey(key));
-    try {
-      const row = await insertSkill(db(), key, { description: split.description ?? '', content: split.content ?? '', status: body.status ?? 'active' });
-      await announce(key);
-      return view(row);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw new Errors.CONFLICT(describeKey(key));
-      throw err;
-    }
-  }
-
-  async function update(key: SkillKey, body: { description?: string; content?: string; status?: SkillStatus }): Promise<SkillView> {
-    if (key.scope === 'local') await requireAgent(db(), key.agentId);
-    const split = splitContent(body.content, body.description);
-    const change = {
-      ...(split.description !== undefined ? { description: split.description } : {}),
-      ...(split.content !== undefined ? { content: split.content } : {}),
-      ...(body.status !== undefined ? { status: body.status } : {}),
-    };
-    const row = await updateSkill(db(), key, change);
-    if (!row) throw new Errors.NOT_FOUND(describeKey(key));
-    await announce(key);
+async function create(deps: GatewayDeps, key: SkillKey, body: { description?: string; content: string; status?: SkillStatus }): Promise<Skill> {
+  const db = deps.db.db;
+  if (key.scope === 'local') await requireAgent(db, key.agentId);
+  const split = splitContent(body.content, body.description);
+  if (await getSkill(db, key)) throw new Errors.CONFLICT(describeKey(key));
+  try {
+    const row = await insertSkill(db, key, { description: split.description ?? '', content: split.content ?? '', status: body.status ?? 'active' });
+    await announce(deps, key);
     return view(row);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new Errors.CONFLICT(describeKey(key));
+    throw err;
   }
+}
 
-  async function remove(key: SkillKey): Promise<{ success: true }> {
-    if (key.scope === 'local') await requireAgent(db(), key.agentId);
-    if (!(await deleteSkill(db(), key))) throw new Errors.NOT_FOUND(describeKey(key));
-    await announce(key);
-    return { success: true };
-  }
+async function update(deps: GatewayDeps, key: SkillKey, body: { description?: string; content?: string; status?: SkillStatus }): Promise<Skill> {
+  const db = deps.db.db;
+  if (key.scope === 'local') await requireAgent(db, key.agentId);
+  const split = splitContent(body.content, body.description);
+  const change = {
+    ...(split.description !== undefined ? { description: split.description } : {}),
+    ...(split.content !== undefined ? { content: split.content } : {}),
+    ...(body.status !== undefined ? { status: body.status } : {}),
+  };
+  const row = await updateSkill(db, key, change);
+  if (!row) throw new Errors.NOT_FOUND(describeKey(key));
+  await announce(deps, key);
+  return view(row);
+}
 
-  /** Reads a zip of skills and writes them all in one transaction, or nothing. */
-  async function upload(req: FastifyRequest, target: (fields: Record<string, string>) => Promise<(name: string) => SkillKey>) {
-    const { file, fields } = await readUpload(req);
-    const keyOf = await target(fields);
-    const archive = await readSkillArchive(file);
-    const created: string[] = [];
-    const updated: string[] = [];
-    await inTransaction(db(), async (trx) => {
-      for (const skill of archive.skills) {
-        const key = keyOf(skill.name);
-        const values = { description: skill.description, content: skill.content, status: skill.status };
-        if (await updateSkill(trx, key, values)) updated.push(skill.name);
-        else {
-          await insertSkill(trx, key, values);
-          created.push(skill.name);
-        }
+async function remove(deps: GatewayDeps, key: SkillKey): Promise<{ success: true }> {
+  if (key.scope === 'local') await requireAgent(deps.db.db, key.agentId);
+  if (!(await deleteSkill(deps.db.db, key))) throw new Errors.NOT_FOUND(describeKey(key));
+  await announce(deps, key);
+  return { success: true };
+}
+
+/** Reads a zip of skills and writes them all in one transaction, or nothing. */
+async function upload(deps: GatewayDeps, req: Upload, target: (fields: Record<string, string>) => Promise<(name: string) => SkillKey>): Promise<SkillUploadResult> {
+  const { file, fields } = await readUpload(req);
+  const keyOf = await target(fields);
+  const archive = await readSkillArchive(file);
+  const created: string[] = [];
+  const updated: string[] = [];
+  await inTransaction(deps.db.db, async (trx) => {
+    for (const skill of archive.skills) {
+      const key = keyOf(skill.name);
+      const values = { description: skill.description, content: skill.content, status: skill.status };
+      if (await updateSkill(trx, key, values)) updated.push(skill.name);
+      else {
+        await insertSkill(trx, key, values);
+        created.push(skill.name);
       }
-    });
-    // Every skill of one archive has the same scope (and agent): one announcement covers them.
-    const first = archive.skills[0];
-    if (first) await announce(keyOf(first.name));
-    return { created, updated, skipped: archive.skipped };
-  }
-
-  // Agent-private skills.
-  const AgentParams = Type.Object({ agentId: Id });
-  const AgentSkillParams = Type.Object({ agentId: Id, name: SkillName });
-
-  api.get('/agents/:agentId/skills', { config: { access: 'user' }, schema: { params: AgentParams, querystring: Type.Object(PageQuery) } }, async (req) => {
-    await requireAgent(db(), req.params.agentId);
-    return page({ scope: 'local', agentId: req.params.agentId }, req.query);
+    }
   });
+  // Every skill of one archive has the same scope (and agent): one announcement covers them.
+  const first = archive.skills[0];
+  if (first) await announce(deps, keyOf(first.name));
+  return { created, updated, skipped: archive.skipped };
+}
 
-  api.get('/agents/:agentId/skills/:name', { config: { access: 'user' }, schema: { params: AgentSkillParams } }, async (req) => {
-    await requireAgent(db(), req.params.agentId);
-    return view(await required({ scope: 'local', agentId: req.params.agentId, name: req.params.name }));
-  });
+const AgentParams = Type.Object({ agentId: Id });
+const AgentSkillParams = Type.Object({ agentId: Id, name: SkillName });
+const NameParams = Type.Object({ name: SkillName });
+type AgentParams = Static<typeof AgentParams>;
+type AgentSkillParams = Static<typeof AgentSkillParams>;
+type NameParams = Static<typeof NameParams>;
+type PageParams = { page?: number; size?: number };
+type SelectorQuery = { scope?: 'global' | 'local'; agentId?: string };
+type SkillChange = { description?: string; content?: string; status?: SkillStatus };
+type NewSkillBody = SkillChange & { name: string; content: string };
 
-  api.post('/agents/:agentId/skills', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams, body: Type.Object(NewSkill) } }, async (req, reply) => {
-    const skill = await create({ scope: 'local', agentId: req.params.agentId, name: req.body.name }, req.body);
-    return reply.status(201).send(skill);
-  });
+const ListQuery = Type.Object({
+  ...PageQuery,
+  scope: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('global'), Type.Literal('local')])),
+  agentId: Type.Optional(Id),
+});
+const CopyBody = Type.Object({
+  name: SkillName,
+  targetScope: Scope,
+  newName: Type.Optional(SkillName),
+  /** The agent on the local side: the target for targetScope local, the source for global. */
+  agentId: Type.Optional(Id),
+});
 
-  api.put('/agents/:agentId/skills/:name', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentSkillParams, body: Type.Object(SkillFields) } }, async (req) => {
-    return update({ scope: 'local', agentId: req.params.agentId, name: req.params.name }, req.body);
-  });
+// Agent-private skills.
 
-  api.delete('/agents/:agentId/skills/:name', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentSkillParams } }, async (req) => {
-    return remove({ scope: 'local', agentId: req.params.agentId, name: req.params.name });
-  });
+function listAgentSkills(deps: GatewayDeps) {
+  return async (req: Req<AgentParams, PageParams>): Promise<SkillPage> => {
+    await requireAgent(deps.db.db, req.params.agentId);
+    return page(deps.db.db, { scope: 'local', agentId: req.params.agentId }, req.query);
+  };
+}
 
-  api.post('/agents/:agentId/skills/upload', { config: { access: 'owner', owns: 'agent', swaggerTransform: AgentUploadDoc }, schema: { params: AgentParams } }, async (req) => {
+function getAgentSkill(deps: GatewayDeps) {
+  return async (req: Req<AgentSkillParams>): Promise<Skill> => {
+    await requireAgent(deps.db.db, req.params.agentId);
+    return view(await required(deps.db.db, { scope: 'local', agentId: req.params.agentId, name: req.params.name }));
+  };
+}
+
+function createAgentSkill(deps: GatewayDeps) {
+  return async (req: Req<AgentParams, unknown, NewSkillBody>, reply: Reply): Promise<Skill> => {
+    reply.code(201);
+    return create(deps, { scope: 'local', agentId: req.params.agentId, name: req.body.name }, req.body);
+  };
+}
+
+function updateAgentSkill(deps: GatewayDeps) {
+  return async (req: Req<AgentSkillParams, unknown, SkillChange>): Promise<Skill> =>
+    update(deps, { scope: 'local', agentId: req.params.agentId, name: req.params.name }, req.body);
+}
+
+function deleteAgentSkill(deps: GatewayDeps) {
+  return async (req: Req<AgentSkillParams>): Promise<SuccessBody> => remove(deps, { scope: 'local', agentId: req.params.agentId, name: req.params.name });
+}
+
+function uploadAgentSkills(deps: GatewayDeps) {
+  return async (req: Upload<AgentParams>): Promise<SkillUploadResult> => {
     const { agentId } = req.params;
-    return upload(req, async () => {
-      await requireAgent(db(), agentId);
+    return upload(deps, req, async () => {
+      await requireAgent(deps.db.db, agentId);
       return (name) => ({ scope: 'local', agentId, name });
     });
-  });
+  };
+}
 
-  // Global skill routes: both scopes.
-  api.get(
-    '/skills',
-    {
-      config: { access: 'user' }, schema: {
-        querystring: Type.Object({
-          ...PageQuery,
-          scope: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('global'), Type.Literal('local')])),
-          agentId: Type.Optional(Id),
-        }),
-      },
-    },
-    async (req) => page({ scope: req.query.scope ?? 'all', agentId: req.query.agentId }, req.query),
-  );
+// Global skill routes: both scopes.
 
-  api.get(
-    '/skills/:name',
-    { config: { access: 'user' }, schema: { params: Type.Object({ name: SkillName }), querystring: Type.Object(Selector) } },
-    async (req) => {
-      const { name } = req.params;
-      const { scope, agentId } = req.query;
-      // Without a scope, an agent's own skill wins over a global one of the same name.
-      if (scope === undefined && agentId) {
-        const local = await getSkill(db(), { scope: 'local', agentId, name });
-        if (local) return view(local);
-      }
-      return view(await required(selectKey(name, scope, agentId)));
-    },
-  );
+function listAllSkills(deps: GatewayDeps) {
+  return async (req: Req<unknown, Static<typeof ListQuery>>): Promise<SkillPage> =>
+    page(deps.db.db, { scope: req.query.scope ?? 'all', agentId: req.query.agentId }, req.query);
+}
 
-  api.post('/skills', { config: { access: 'admin' }, schema: { body: Type.Object({ ...NewSkill, ...Selector }) } }, async (req, reply) => {
-    const skill = await create(selectKey(req.body.name, req.body.scope, req.body.agentId), req.body);
-    return reply.status(201).send(skill);
-  });
+function getSkillByName(deps: GatewayDeps) {
+  return async (req: Req<NameParams, SelectorQuery>): Promise<Skill> => {
+    const { name } = req.params;
+    const { scope, agentId } = req.query;
+    // Without a scope, an agent's own skill wins over a global one of the same name.
+    if (scope === undefined && agentId) {
+      const local = await getSkill(deps.db.db, { scope: 'local', agentId, name });
+      if (local) return view(local);
+    }
+    return view(await required(deps.db.db, selectKey(name, scope, agentId)));
+  };
+}
 
-  api.put(
-    '/skills/:name',
-    { config: { access: 'admin' }, schema: { params: Type.Object({ name: SkillName }), body: Type.Object({ ...SkillFields, ...Selector }) } },
-    async (req) => update(selectKey(req.params.name, req.body.scope, req.body.agentId), req.body),
-  );
+function createSkill(deps: GatewayDeps) {
+  return async (req: Req<unknown, unknown, NewSkillBody & SelectorQuery>, reply: Reply): Promise<Skill> => {
+    const skill = await create(deps, selectKey(req.body.name, req.body.scope, req.body.agentId), req.body);
+    reply.code(201);
+    return skill;
+  };
+}
 
-  api.delete(
-    '/skills/:name',
-    { config: { access: 'admin' }, schema: { params: Type.Object({ name: SkillName }), querystring: Type.Object(Selector) } },
-    async (req) => remove(selectKey(req.params.name, req.query.scope, req.query.agentId)),
-  );
+function updateSkillByName(deps: GatewayDeps) {
+  return async (req: Req<NameParams, unknown, SkillChange & SelectorQuery>): Promise<Skill> =>
+    update(deps, selectKey(req.params.name, req.body.scope, req.body.agentId), req.body);
+}
 
-  api.post('/skills/upload', { config: { access: 'admin', swaggerTransform: UploadDoc } }, async (req) => {
-    return upload(req, async (fields) => {
+function deleteSkillByName(deps: GatewayDeps) {
+  return async (req: Req<NameParams, SelectorQuery>): Promise<SuccessBody> => remove(deps, selectKey(req.params.name, req.query.scope, req.query.agentId));
+}
+
+function uploadSkills(deps: GatewayDeps) {
+  return async (req: Upload): Promise<SkillUploadResult> =>
+    upload(deps, req, async (fields) => {
       const scope = fields.scope ?? 'global';
       if (scope !== 'global' && scope !== 'local') throw new Errors.VALIDATION('scope must be global or local');
       const agentId = fields.agentId;
       if (scope === 'local') {
         if (!agentId) throw new Errors.VALIDATION('agentId is required when scope is local');
-        await requireAgent(db(), agentId);
+        await requireAgent(deps.db.db, agentId);
         return (name) => ({ scope: 'local', agentId, name });
       }
       return (name) => ({ scope: 'global', name });
     });
-  });
+}
 
-  api.post(
-    '/skills/copy',
-    {
-      config: { access: 'admin' }, schema: {
-        body: Type.Object({
-          name: SkillName,
-          targetScope: Scope,
-          newName: Type.Optional(SkillName),
-          /** The agent on the local side: the target for targetScope local, the source for global. */
-          agentId: Type.Optional(Id),
-        }),
-      },
-    },
-    async (req, reply) => {
-      const { name, targetScope, agentId } = req.body;
-      const newName = req.body.newName ?? name;
-      if (!agentId) throw new Errors.VALIDATION(`agentId is required: it names the agent whose local skills are ${targetScope === 'local' ? 'the target' : 'the source'}`);
-      const source: SkillKey = targetScope === 'local' ? { scope: 'global', name } : { scope: 'local', agentId, name };
-      const target: SkillKey = targetScope === 'local' ? { scope: 'local', agentId, name: newName } : { scope: 'global', name: newName };
-      await requireAgent(db(), agentId);
-      const from = await required(source);
-      const skill = await create(target, { description: from.description, content: from.content, status: from.status });
-      return reply.status(201).send(skill);
-    },
-  );
+function copySkill(deps: GatewayDeps) {
+  return async (req: Req<unknown, unknown, Static<typeof CopyBody>>, reply: Reply): Promise<Skill> => {
+    const { name, targetScope, agentId } = req.body;
+    const newName = req.body.newName ?? name;
+    if (!agentId) throw new Errors.VALIDATION(`agentId is required: it names the agent whose local skills are ${targetScope === 'local' ? 'the target' : 'the source'}`);
+    const source: SkillKey = targetScope === 'local' ? { scope: 'global', name } : { scope: 'local', agentId, name };
+    const target: SkillKey = targetScope === 'local' ? { scope: 'local', agentId, name: newName } : { scope: 'global', name: newName };
+    await requireAgent(deps.db.db, agentId);
+    const from = await required(deps.db.db, source);
+    const skill = await create(deps, target, { description: from.description, content: from.content, status: from.status });
+    reply.code(201);
+    return skill;
+  };
+}
+
+export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
+  const api = typed(app);
+  const user = { access: 'user' } as const;
+  const agentOwner = { access: 'owner', owns: 'agent' } as const;
+  const admin = { access: 'admin' } as const;
+  const one = { 200: Skill };
+  const created = { 201: Skill };
+  const deleted = { 200: SuccessBody };
+  const uploaded = { 200: SkillUploadResult };
+
+  api.get('/agents/:agentId/skills', { config: user, schema: { params: AgentParams, querystring: Type.Object(PageQuery), response: { 200: SkillPage } } }, listAgentSkills(deps));
+  api.get('/agents/:agentId/skills/:name', { config: user, schema: { params: AgentSkillParams, response: one } }, getAgentSkill(deps));
+  api.post('/agents/:agentId/skills', { config: agentOwner, schema: { params: AgentParams, body: Type.Object(NewSkill), response: created } }, createAgentSkill(deps));
+  api.put('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, body: Type.Object(SkillFields), response: one } }, updateAgentSkill(deps));
+  api.delete('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, response: deleted } }, deleteAgentSkill(deps));
+  api.post('/agents/:agentId/skills/upload', { config: { ...agentOwner, swaggerTransform: AgentUploadDoc }, schema: { params: AgentParams, response: uploaded } }, uploadAgentSkills(deps));
+
+  api.get('/skills', { config: user, schema: { querystring: ListQuery, response: { 200: SkillPage } } }, listAllSkills(deps));
+  api.get('/skills/:name', { config: user, schema: { params: NameParams, querystring: Type.Object(Selector), response: one } }, getSkillByName(deps));
+  api.post('/skills', { config: admin, schema: { body: Type.Object({ ...NewSkill, ...Selector }), response: created } }, createSkill(deps));
+  api.put('/skills/:name', { config: admin, schema: { params: NameParams, body: Type.Object({ ...SkillFields, ...Selector }), response: one } }, updateSkillByName(deps));
+  api.delete('/skills/:name', { config: admin, schema: { params: NameParams, querystring: Type.Object(Selector), response: deleted } }, deleteSkillByName(deps));
+  api.post('/skills/upload', { config: { ...admin, swaggerTransform: UploadDoc }, schema: { response: uploaded } }, uploadSkills(deps));
+  api.post('/skills/copy', { config: admin, schema: { body: CopyBody, response: created } }, copySkill(deps));
 }
 
 /** The `file` part (a zip, at most 50 MB) and the text fields of a multipart upload. */
-async function readUpload(req: FastifyRequest): Promise<{ file: Buffer; fields: Record<string, string> }> {
+async function readUpload(req: Upload): Promise<{ file: Buffer; fields: Record<string, string> }> {
   if (!req.isMultipart()) throw new Errors.UNSUPPORTED_MEDIA_TYPE('expected multipart/form-data with a "file" part');
   let file: Buffer | undefined;
   const fields: Record<string, string> = {};

@@ -1,6 +1,9 @@
 import { isUtf8 } from 'node:buffer';
-import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
+/*
+ * GET .../workspace/download has no response schema: it answers the file's raw bytes, not JSON.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { Id, baseName, normaliseWorkspacePath, parentPath } from '@agentry/engine';
 import {
@@ -13,6 +16,7 @@ import {
   writeWorkspaceFile,
   type WorkspaceEntry,
 } from '@agentry/db';
+import { SuccessBody, WorkspaceEntryList, WorkspaceFile, WorkspaceWritten, type WorkspaceEntry as WorkspaceListed } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { iso, requireAgent, typed } from './common.js';
 
@@ -25,12 +29,12 @@ const FileBody = { content: Type.String(), encoding: Encoding };
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** The spec's entry: `name`, `isDir`, and for files `size` and `modTime` (ISO 8601 UTC). */
-function listed(e: WorkspaceEntry) {
+function listed(e: WorkspaceEntry): WorkspaceListed {
   return e.isDir ? { name: e.name, isDir: true } : { name: e.name, isDir: false, size: e.size, modTime: iso(e.modTime) };
 }
 
 /** A single entry in a write's answer: the listed fields plus its normalised `path`. */
-function single(e: WorkspaceEntry) {
+function single(e: WorkspaceEntry): WorkspaceWritten {
   return { path: e.path, ...listed(e) };
 }
 
@@ -87,6 +91,145 @@ function contentDisposition(name: string): string {
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
+type Db = GatewayDeps['db']['db'];
+type Params = Static<typeof Params>;
+type PathQuery = Static<typeof PathQuery>;
+type FileBody = { content: string; encoding?: 'utf8' | 'base64' };
+/**
+ * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
+ * registration; registering one still checks it against the route's schemas (type provider).
+ */
+interface Req<Q = unknown, B = unknown> {
+  params: Params;
+  query: Q;
+  body: B;
+}
+/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
+interface Reply {
+  code(status: 201): unknown;
+}
+
+function checkSize(deps: GatewayDeps, bytes: Buffer): void {
+  const max = deps.config.current.workspace.max_file_bytes;
+  if (bytes.byteLength > max) {
+    throw new Errors.PAYLOAD_TOO_LARGE(`the file is ${bytes.byteLength} bytes; workspace files are limited to ${max} bytes`);
+  }
+}
+
+/** A normalised path that is not the root. */
+function entryPath(raw: string | undefined, what: string): string {
+  const path = normaliseWorkspacePath(raw);
+  if (path === '') throw new Errors.VALIDATION(`${what} needs a path below the workspace root`);
+  return path;
+}
+
+/** The file's bytes, or 404 (no such file) or 400 (a directory). */
+async function fileBytes(db: Db, agentId: string, path: string): Promise<Buffer> {
+  const file = await readWorkspaceFile(db, agentId, path);
+  if (!file) throw new Errors.NOT_FOUND(`workspace file "${path}"`);
+  if (!file.content) throw new Errors.VALIDATION(`"${path}" is a directory`);
+  return file.content;
+}
+
+function listEntries(deps: GatewayDeps) {
+  return async (req: Req<PathQuery>): Promise<WorkspaceEntryList> => {
+    const db = deps.db.db;
+    const { agentId } = req.params;
+    const dir = normaliseWorkspacePath(req.query.path);
+    await requireAgent(db, agentId);
+    if (dir !== '') {
+      const entry = await getWorkspaceEntry(db, agentId, dir);
+      if (!entry) throw new Errors.NOT_FOUND(`workspace path "${dir}"`);
+      if (!entry.isDir) throw new Errors.VALIDATION(`"${dir}" is a file, not a directory`);
+    }
+    return (await listWorkspaceDir(db, agentId, dir)).map(listed);
+  };
+}
+
+function readFile(deps: GatewayDeps) {
+  return async (req: Req<PathQuery>): Promise<WorkspaceFile> => {
+    const { agentId } = req.params;
+    const path = entryPath(req.query.path, 'reading a file');
+    await requireAgent(deps.db.db, agentId);
+    const content = await fileBytes(deps.db.db, agentId, path);
+    // Text as it is; bytes that are not UTF-8 as base64, flagged, so nothing is mangled.
+    return isUtf8(content) ? { content: content.toString('utf8') } : { content: content.toString('base64'), encoding: 'base64' };
+  };
+}
+
+function overwriteFile(deps: GatewayDeps) {
+  return async (req: Req<PathQuery, FileBody>): Promise<WorkspaceWritten> => {
+    const { agentId } = req.params;
+    const path = entryPath(req.query.path, 'writing a file');
+    const bytes = decode(req.body.content, req.body.encoding);
+    checkSize(deps, bytes);
+    await requireAgent(deps.db.db, agentId);
+    return single((await writeWorkspaceFile(deps.db.db, agentId, path, bytes, 'overwrite')).entry);
+  };
+}
+
+function createFile(deps: GatewayDeps) {
+  return async (req: Req<unknown, FileBody & { path: string }>, reply: Reply): Promise<WorkspaceWritten> => {
+    const { agentId } = req.params;
+    const path = entryPath(req.body.path, 'creating a file');
+    const bytes = decode(req.body.content, req.body.encoding);
+    checkSize(deps, bytes);
+    await requireAgent(deps.db.db, agentId);
+    const { entry } = await writeWorkspaceFile(deps.db.db, agentId, path, bytes, 'create');
+    reply.code(201);
+    return single(entry);
+  };
+}
+
+function createDir(deps: GatewayDeps) {
+  return async (req: Req<unknown, { path: string }>, reply: Reply): Promise<WorkspaceWritten> => {
+    const { agentId } = req.params;
+    const path = entryPath(req.body.path, 'creating a directory');
+    await requireAgent(deps.db.db, agentId);
+    const entry = await makeWorkspaceDir(deps.db.db, agentId, path);
+    reply.code(201);
+    return single(entry);
+  };
+}
+
+function deleteEntry(deps: GatewayDeps) {
+  return async (req: Req<PathQuery>): Promise<SuccessBody> => {
+    const { agentId } = req.params;
+    const path = entryPath(req.query.path, 'deleting');
+    await requireAgent(deps.db.db, agentId);
+    if ((await deleteWorkspaceTree(deps.db.db, agentId, path)) === 0) throw new Errors.NOT_FOUND(`workspace path "${path}"`);
+    return { success: true };
+  };
+}
+
+function renameEntry(deps: GatewayDeps) {
+  return async (req: Req<PathQuery, { newName: string }>): Promise<WorkspaceWritten> => {
+    const { agentId } = req.params;
+    const from = entryPath(req.query.path, 'renaming');
+    const { newName } = req.body;
+    // A plain name renames in place; a name with a slash is a path from the root (a move).
+    if (newName === '.' || newName === '..') throw new Errors.VALIDATION('newName must be a file or directory name');
+    const to = entryPath(newName.includes('/') ? newName : `${parentPath(from)}/${newName}`, 'renaming');
+    await requireAgent(deps.db.db, agentId);
+    return single(await moveWorkspaceEntry(deps.db.db, agentId, from, to));
+  };
+}
+
+function downloadFile(deps: GatewayDeps) {
+  return async (req: Req<PathQuery>, reply: FastifyReply): Promise<FastifyReply> => {
+    const { agentId } = req.params;
+    const path = entryPath(req.query.path, 'downloading');
+    await requireAgent(deps.db.db, agentId);
+    const content = await fileBytes(deps.db.db, agentId, path);
+    const name = baseName(path);
+    return reply
+      .header('content-type', guessContentType(name))
+      .header('content-disposition', contentDisposition(name))
+      .header('content-length', content.byteLength)
+      .send(content);
+  };
+}
+
 /**
  * The agent's workspace: a virtual file tree in Postgres. Paths are normalised and confined to
  * the workspace (400 otherwise); writes create the directories above them; files are limited
@@ -94,118 +237,17 @@ function contentDisposition(name: string): string {
  */
 export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
-  const db = () => deps.db.db;
+  const config = { access: 'owner', owns: 'agent' } as const;
+  const Path = Type.String({ minLength: 1, maxLength: 4096 });
+  const written = { 200: WorkspaceWritten };
+  const created = { 201: WorkspaceWritten };
 
-  function checkSize(bytes: Buffer): void {
-    const max = deps.config.current.workspace.max_file_bytes;
-    if (bytes.byteLength > max) {
-      throw new Errors.PAYLOAD_TOO_LARGE(`the file is ${bytes.byteLength} bytes; workspace files are limited to ${max} bytes`);
-    }
-  }
-
-  /** A normalised path that is not the root. */
-  function entryPath(raw: string | undefined, what: string): string {
-    const path = normaliseWorkspacePath(raw);
-    if (path === '') throw new Errors.VALIDATION(`${what} needs a path below the workspace root`);
-    return path;
-  }
-
-  api.get('/agents/:agentId/workspace/entries', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req) => {
-    const { agentId } = req.params;
-    const dir = normaliseWorkspacePath(req.query.path);
-    await requireAgent(db(), agentId);
-    if (dir !== '') {
-      const entry = await getWorkspaceEntry(db(), agentId, dir);
-      if (!entry) throw new Errors.NOT_FOUND(`workspace path "${dir}"`);
-      if (!entry.isDir) throw new Errors.VALIDATION(`"${dir}" is a file, not a directory`);
-    }
-    return (await listWorkspaceDir(db(), agentId, dir)).map(listed);
-  });
-
-  api.get('/agents/:agentId/workspace/file', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req) => {
-    const { agentId } = req.params;
-    const path = entryPath(req.query.path, 'reading a file');
-    await requireAgent(db(), agentId);
-    const file = await readWorkspaceFile(db(), agentId, path);
-    if (!file) throw new Errors.NOT_FOUND(`workspace file "${path}"`);
-    if (!file.content) throw new Errors.VALIDATION(`"${path}" is a directory`);
-    // Text as it is; bytes that are not UTF-8 as base64, flagged, so nothing is mangled.
-    return isUtf8(file.content) ? { content: file.content.toString('utf8') } : { content: file.content.toString('base64'), encoding: 'base64' };
-  });
-
-  api.put(
-    '/agents/:agentId/workspace/file',
-    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery, body: Type.Object(FileBody) } },
-    async (req) => {
-      const { agentId } = req.params;
-      const path = entryPath(req.query.path, 'writing a file');
-      const bytes = decode(req.body.content, req.body.encoding);
-      checkSize(bytes);
-      await requireAgent(db(), agentId);
-      return single((await writeWorkspaceFile(db(), agentId, path, bytes, 'overwrite')).entry);
-    },
-  );
-
-  api.post(
-    '/agents/:agentId/workspace/files',
-    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, body: Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }), ...FileBody }) } },
-    async (req, reply) => {
-      const { agentId } = req.params;
-      const path = entryPath(req.body.path, 'creating a file');
-      const bytes = decode(req.body.content, req.body.encoding);
-      checkSize(bytes);
-      await requireAgent(db(), agentId);
-      const { entry } = await writeWorkspaceFile(db(), agentId, path, bytes, 'create');
-      return reply.status(201).send(single(entry));
-    },
-  );
-
-  api.post(
-    '/agents/:agentId/workspace/dirs',
-    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, body: Type.Object({ path: Type.String({ minLength: 1, maxLength: 4096 }) }) } },
-    async (req, reply) => {
-      const { agentId } = req.params;
-      const path = entryPath(req.body.path, 'creating a directory');
-      await requireAgent(db(), agentId);
-      return reply.status(201).send(single(await makeWorkspaceDir(db(), agentId, path)));
-    },
-  );
-
-  api.delete('/agents/:agentId/workspace/entry', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req) => {
-    const { agentId } = req.params;
-    const path = entryPath(req.query.path, 'deleting');
-    await requireAgent(db(), agentId);
-    if ((await deleteWorkspaceTree(db(), agentId, path)) === 0) throw new Errors.NOT_FOUND(`workspace path "${path}"`);
-    return { success: true };
-  });
-
-  api.patch(
-    '/agents/:agentId/workspace/rename',
-    { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery, body: Type.Object({ newName: Type.String({ minLength: 1, maxLength: 4096 }) }) } },
-    async (req) => {
-      const { agentId } = req.params;
-      const from = entryPath(req.query.path, 'renaming');
-      const { newName } = req.body;
-      // A plain name renames in place; a name with a slash is a path from the root (a move).
-      if (newName === '.' || newName === '..') throw new Errors.VALIDATION('newName must be a file or directory name');
-      const to = entryPath(newName.includes('/') ? newName : `${parentPath(from)}/${newName}`, 'renaming');
-      await requireAgent(db(), agentId);
-      return single(await moveWorkspaceEntry(db(), agentId, from, to));
-    },
-  );
-
-  api.get('/agents/:agentId/workspace/download', { config: { access: 'owner', owns: 'agent' }, schema: { params: Params, querystring: PathQuery } }, async (req, reply) => {
-    const { agentId } = req.params;
-    const path = entryPath(req.query.path, 'downloading');
-    await requireAgent(db(), agentId);
-    const file = await readWorkspaceFile(db(), agentId, path);
-    if (!file) throw new Errors.NOT_FOUND(`workspace file "${path}"`);
-    if (!file.content) throw new Errors.VALIDATION(`"${path}" is a directory`);
-    const name = baseName(path);
-    return reply
-      .header('content-type', guessContentType(name))
-      .header('content-disposition', contentDisposition(name))
-      .header('content-length', file.content.byteLength)
-      .send(file.content);
-  });
+  api.get('/agents/:agentId/workspace/entries', { config, schema: { params: Params, querystring: PathQuery, response: { 200: WorkspaceEntryList } } }, listEntries(deps));
+  api.get('/agents/:agentId/workspace/file', { config, schema: { params: Params, querystring: PathQuery, response: { 200: WorkspaceFile } } }, readFile(deps));
+  api.put('/agents/:agentId/workspace/file', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object(FileBody), response: written } }, overwriteFile(deps));
+  api.post('/agents/:agentId/workspace/files', { config, schema: { params: Params, body: Type.Object({ path: Path, ...FileBody }), response: created } }, createFile(deps));
+  api.post('/agents/:agentId/workspace/dirs', { config, schema: { params: Params, body: Type.Object({ path: Path }), response: created } }, createDir(deps));
+  api.delete('/agents/:agentId/workspace/entry', { config, schema: { params: Params, querystring: PathQuery, response: { 200: SuccessBody } } }, deleteEntry(deps));
+  api.patch('/agents/:agentId/workspace/rename', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object({ newName: Path }), response: written } }, renameEntry(deps));
+  api.get('/agents/:agentId/workspace/download', { config, schema: { params: Params, querystring: PathQuery } }, downloadFile(deps));
 }

@@ -1,0 +1,58 @@
+import Type, { type Static, type TSchema } from 'typebox';
+import { IsoDate, PageOf, type Page } from './common.js';
+
+/** Scheduled jobs (spec "Cron job", "Cron jobs"). */
+
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+/** Where a job's answer is also sent: a chat of a channel account the target agent is bound to. */
+export const CronDeliver = Type.Object({
+  platform: Type.String(),
+  accountId: Type.String(),
+  chatId: Type.String(),
+});
+export type CronDeliver = Static<typeof CronDeliver>;
+
+export const CronJob = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  schedule: Type.String(),
+  message: Type.String(),
+  /** The agent the message goes to. */
+  target: Type.String(),
+  disabled: Type.Boolean(),
+  timezone: Type.String(),
+  deliver: Nullable(CronDeliver),
+  /** Username of the creator: only they (or an admin) may change the job. */
+  owner: Type.String(),
+  /** Null while disabled. */
+  nextRunAt: Nullable(IsoDate),
+  lastRunAt: Nullable(IsoDate),
+  lastStatus: Nullable(Type.String()),
+  createdAt: IsoDate,
+  updatedAt: IsoDate,
+});
+export type CronJob = Static<typeof CronJob>;
+
+export const CronJobList = Type.Array(CronJob);
+export type CronJobList = Static<typeof CronJobList>;
+
+/** One firing of a job. Its `id` is a number (the row's serial), unlike the job's. */
+export const CronRun = Type.Object({
+  id: Type.Integer(),
+  cronJobId: Type.String(),
+  scheduledAt: IsoDate,
+  /** The agent run it started; null when none could be. */
+  runId: Nullable(Type.String()),
+  startedAt: IsoDate,
+  finishedAt: Nullable(IsoDate),
+  status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  outputExcerpt: Nullable(Type.String()),
+  error: Nullable(Type.String()),
+  deliveryStatus: Nullable(Type.Union([Type.Literal('queued'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('skipped')])),
+  deliveryError: Nullable(Type.String()),
+});
+export type CronRun = Static<typeof CronRun>;
+
+export const CronRunPage = PageOf(CronRun);
+export type CronRunPage = Page<CronRun>;
