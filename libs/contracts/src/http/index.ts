@@ -1,2 +1,10 @@
 // The REST API's response shapes, one module per route family.
 export * from './common.js';
+export * from './agents.js';
+export * from './sessions.js';
+export * from './users.js';
+export * from './auth.js';
+export * from './config.js';
+export * from './tools.js';
+export * from './probes.js';
+export * from './chat.js';
