@@ -1,3 +1,5 @@
+import type { UserRole } from '@agentry/contracts';
+
 /**
  * Shapes of the REST API as the gateway answers them (the spec's names; fields the spec leaves
  * open follow the gateway). Unknown extra fields are kept: the client never strips a response.
@@ -16,39 +18,30 @@ export interface PageQuery {
   size?: number;
 }
 
-export interface Success {
-  success: boolean;
-  message?: string;
-}
-
-/** An agent or rule chain in RuleGo's DSL. */
-export interface RuleChainDsl {
-  ruleChain: { id: string; name: string; root?: boolean; debugMode?: boolean; additionalInfo?: Record<string, unknown>; configuration?: Record<string, unknown> };
-  metadata: {
-    firstNodeIndex?: number;
-    nodes: Array<{ id: string; type: string; name?: string; configuration?: Record<string, unknown> }>;
-    connections: Array<{ fromId: string; toId: string; type: string }>;
-  };
-  [extra: string]: unknown;
-}
-
-export interface AgentListItem {
-  ruleChain: { id: string; name: string };
-}
-
-export interface AgentTemplate extends RuleChainDsl {
-  workspaceFiles: Array<{ path: string; content: string }>;
-}
-
-/** A rule chain as `GET /rules` lists it: the DSL plus where it belongs and whether it loads. */
-export interface RuleListItem {
-  ruleChain: RuleChainDsl['ruleChain'];
-  metadata: RuleChainDsl['metadata'];
-  kind: 'agent' | 'rule';
-  agentId?: string;
-  loaded: boolean;
-  error?: string;
-}
+/*
+ * The answers of agents, rules, sessions, users, auth, config, tools and models: the gateway's
+ * response schemas (`@agentry/contracts`), the ones it serializes with, so the client cannot
+ * drift from them. Types only: the client takes no runtime dependency.
+ */
+export type {
+  SuccessBody as Success,
+  RuleChainDocument as RuleChainDsl,
+  AgentListItem,
+  AgentTemplate,
+  RuleListItem,
+  Session,
+  SessionMessage,
+  ConfigDocument as ConfigView,
+  LoginResult,
+  UserRole,
+  User,
+  PasswordChanged,
+  ModelList,
+  ToolInfo,
+  AuthStatus,
+  ApiKeyAnswer,
+  ApiKeyRegenerated,
+} from '@agentry/contracts';
 
 export type SkillScope = 'global' | 'local';
 
@@ -134,28 +127,6 @@ export interface CronRun {
   deliveryError: string | null;
 }
 
-export interface Session {
-  id: string;
-  agentId: string;
-  sessionKey: string;
-  channel: string;
-  scope: string;
-  title: string | null;
-  messageCount: number;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface SessionMessage {
-  role: string;
-  content: string | null;
-  toolCalls?: unknown;
-  toolCallId?: string;
-  name?: string;
-  runId: string | null;
-  createdAt: string;
-}
-
 /** `POST /sessions/clear`: omitted fields match any session. */
 export interface SessionFilter {
   agentId?: string;
@@ -192,56 +163,9 @@ export interface SendMessage {
   accountId?: string;
 }
 
-/** `GET /config`: the live configuration, secrets hidden. */
-export interface ConfigView {
-  server: { host: string; port: number };
-  data: { root_dir: string; logs_dir: string };
-  models: { default_provider: string; providers: Record<string, unknown> };
-  security: { requireAuth: boolean; users: Record<string, boolean> };
-  [extra: string]: unknown;
-}
-
-export interface LoginResult {
-  token: string;
-  /** ISO 8601. */
-  expireAt: string;
-}
-
-export type UserRole = 'admin' | 'user';
-
-/** A user as an admin sees it (`GET /users`): never a password hash or a key. */
-export interface User {
-  username: string;
-  role: UserRole;
-  disabled: boolean;
-  hasApiKey: boolean;
-  /** `file`: seeded from `security.users` of the configuration file; `api`: created through the API. */
-  source: 'file' | 'api';
-  /** ISO 8601. */
-  createdAt: string;
-  updatedAt: string;
-}
-
 /** What an admin may change of a user; a new password or a disable revokes the user's tokens. */
 export interface UserChange {
   role?: UserRole;
   disabled?: boolean;
   password?: string;
-}
-
-export interface PasswordChanged extends LoginResult {
-  success: boolean;
-  message: string;
-}
-
-export interface ModelList {
-  object: 'list';
-  data: Array<{ id: string; object: 'model'; created: number; owned_by: string }>;
-}
-
-export interface ToolInfo {
-  name: string;
-  description: string;
-  parameters: unknown;
-  optIn: boolean;
 }
