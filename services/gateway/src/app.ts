@@ -8,7 +8,7 @@ import { configRoutes } from './routes/config.js';
 import { modelRoutes } from './routes/models.js';
 import { seedProvidersAtStart } from './providers/seed.js';
 import type { GatewayDeps } from './deps.js';
-import { createAuth, registerAuthHook, requireAccessDeclarations } from './auth/auth.js';
+import { createAuth, registerAuthHook, requireAccessDeclarations, type Auth } from './auth/auth.js';
 import { authRoutes } from './routes/auth.js';
 import { userRoutes } from './routes/users.js';
 import { chatRoutes } from './routes/chat.js';
@@ -45,7 +45,35 @@ export interface GatewayOptions {
 
 export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
   const config = deps.config.current;
-  const app = Fastify({
+  const app = createFastify(deps);
+  requireAccessDeclarations(app);
+  capConnectionsPerAddress(app.server, config.server.max_connections_per_address, deps.logger);
+  registerRequestHooks(app, deps);
+  registerErrorHandlers(app);
+
+  await seedProvidersAtStart(deps);
+  await sealStoredDefinitions(deps);
+  const auth = await createAuth(deps);
+  app.addHook('onClose', () => auth.close());
+  // Headers and CORS first: a preflight carries no credentials and is answered before the auth hook.
+  registerSecurityHeaders(app);
+  await registerCors(app, config.server.cors_origins);
+  registerAuthHook(app, deps, auth);
+  registerChatRateLimit(app, deps);
+
+  registerJsonBodyParser(app);
+  // Before every route: the document generator learns the routes as they are added.
+  await registerOpenApi(app);
+  probeRoutes(app, deps);
+  await app.register((api) => registerApiRoutes(api, deps, auth, opts), { prefix: '/api/v1' });
+  if (opts.uiDir !== undefined) await uiRoutes(app, deps, opts.uiDir);
+  return app;
+}
+
+/** The fastify instance with the server's limits, proxy trust and request ids. */
+function createFastify(deps: GatewayDeps): FastifyInstance {
+  const config = deps.config.current;
+  return Fastify({
     // pino's Logger is fastify's logger; the cast only widens the instance's logger type.
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.server.body_limit,
@@ -69,20 +97,20 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   });
-  requireAccessDeclarations(app);
+}
 
-  capConnectionsPerAddress(app.server, config.server.max_connections_per_address, deps.logger);
-
+/** The request id echoed on every answer, and the duration of every request by route. */
+function registerRequestHooks(app: FastifyInstance, deps: GatewayDeps): void {
   // One histogram per registry, however many apps are built on it (tests build several).
   const httpDuration =
     (deps.metrics.getSingleMetric('http_request_duration_seconds') as Histogram<'method' | 'route' | 'status'> | undefined) ??
     new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [deps.metrics],
-  });
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [deps.metrics],
+    });
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
@@ -93,7 +121,10 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
       reply.elapsedTime / 1000,
     );
   });
+}
 
+/** The one place `{error}` answers are built: thrown errors and unknown routes. */
+function registerErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err, req, reply) => {
     const appErr = toAppError(err);
     if (appErr.status >= 500) req.log.error({ err }, 'request failed');
@@ -106,42 +137,24 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
     const err = new Errors.ROUTE_NOT_FOUND(`${req.method} ${req.url.split('?')[0]}`);
     return reply.status(err.status).send({ error: err.message });
   });
+}
 
-  await seedProvidersAtStart(deps);
-  await sealStoredDefinitions(deps);
-  const auth = await createAuth(deps);
-  app.addHook('onClose', () => auth.close());
-  // Headers and CORS first: a preflight carries no credentials and is answered before the auth hook.
-  registerSecurityHeaders(app);
-  await registerCors(app, config.server.cors_origins);
-  registerAuthHook(app, deps, auth);
-  registerChatRateLimit(app, deps);
-
-  registerJsonBodyParser(app);
-  // Before every route: the document generator learns the routes as they are added.
-  await registerOpenApi(app);
-  probeRoutes(app, deps);
-  await app.register(
-    async (api) => {
-      authRoutes(api, deps, auth);
-      userRoutes(api, deps, auth);
-      configRoutes(api, deps);
-      modelRoutes(api, deps);
-      chatRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });
-      sessionRoutes(api, deps);
-      await api.register(multipart, { limits: { fileSize: MAX_ARCHIVE_BYTES, files: 1 } });
-      await chainRoutes(api, deps);
-      skillRoutes(api, deps);
-      workspaceRoutes(api, deps);
-      agentTemplateRoutes(api, deps);
-      cronRoutes(api, deps);
-      toolRoutes(api, deps);
-      channelRoutes(api, deps, { sendWaitMs: opts.sendWaitMs ?? 30_000, reloadCredentials: () => auth.index.reload() });
-    },
-    { prefix: '/api/v1' },
-  );
-  if (opts.uiDir !== undefined) await uiRoutes(app, deps, opts.uiDir);
-  return app;
+/** Every `/api/v1` route family. */
+async function registerApiRoutes(api: FastifyInstance, deps: GatewayDeps, auth: Auth, opts: GatewayOptions): Promise<void> {
+  authRoutes(api, deps, auth);
+  userRoutes(api, deps, auth);
+  configRoutes(api, deps);
+  modelRoutes(api, deps);
+  chatRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });
+  sessionRoutes(api, deps);
+  await api.register(multipart, { limits: { fileSize: MAX_ARCHIVE_BYTES, files: 1 } });
+  await chainRoutes(api, deps);
+  skillRoutes(api, deps);
+  workspaceRoutes(api, deps);
+  agentTemplateRoutes(api, deps);
+  cronRoutes(api, deps);
+  toolRoutes(api, deps);
+  channelRoutes(api, deps, { sendWaitMs: opts.sendWaitMs ?? 30_000, reloadCredentials: () => auth.index.reload() });
 }
 
 /** `server.trust_proxy` as fastify takes it: a hop count becomes "trust the nearest N hops". */

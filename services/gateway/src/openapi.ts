@@ -3,24 +3,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import swagger, { type SwaggerTransform } from '@fastify/swagger';
+import { ErrorBody } from '@agentry/contracts';
 import type { Access } from './auth/auth.js';
 
 /**
  * `GET /api/v1/openapi.json`: the OpenAPI 3 document of every route, produced by @fastify/swagger
- * from the schemas the routes validate with (TypeBox). It describes routes, never data. What a
- * route cannot declare as a validation schema (multipart uploads, raw webhook bodies, the open
- * `PUT /config` patch) it declares for the document alone with `documentBody`.
+ * from the schemas the routes declare (TypeBox): the bodies they validate and the answers they
+ * serialize (`schema.response`, written once in `@agentry/contracts`). It describes routes, never
+ * data. What a route cannot declare as a validation schema (multipart uploads, raw webhook
+ * bodies, the open `PUT /config` patch) it declares for the document alone with `documentBody`.
  */
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
-
-/** Every error answer: `{error}` with a human-readable message (spec "Errors"). */
-const ErrorBody = {
-  type: 'object',
-  properties: { error: { type: 'string' } },
-  required: ['error'],
-  additionalProperties: false,
-} as const;
 
 const TAGS: Array<{ name: string; description: string; match: RegExp }> = [
   { name: 'probes', description: 'liveness, readiness and metrics (no prefix, no authentication)', match: /^\/(health|ready|metrics)$/ },
@@ -86,7 +80,9 @@ const describeRoute: SwaggerTransform = ({ schema, url, route }) => {
       operationId: operationId(method, url),
       description: [schema?.description, AUTH_NOTE[mode]].filter(Boolean).join(' '),
       security: SECURITY[mode],
-      // Error answers only (a response schema on the route itself would filter fields).
+      // A route declares its success answers on purpose (they are its serializer too); errors
+      // are the one `{error}` shape of the error handler, added here so no route repeats them,
+      // and a route still without a 2xx schema is shown as a bare success.
       response: { ...success, ...declared, '4XX': { description: 'client error', ...ErrorBody }, '5XX': { description: 'server error', ...ErrorBody } },
     } as FastifySchema,
     url,

@@ -231,3 +231,17 @@ describe('GET /api/v1/openapi.json', () => {
     expect(doc.paths['/api/v1/agents']!.get!.security).toEqual([{ bearerAuth: [] }]);
   });
 });
+
+describe('declared answers', () => {
+  it('shows the success schema a route declares, next to the shared error answer', () => {
+    const json = (op: Operation, code: string) => op.responses[code]?.content?.['application/json']?.schema;
+    const agents = doc.paths['/api/v1/agents']!;
+    expect(json(agents.get!, '200')).toMatchObject({ properties: { data: { type: 'array' }, total: { type: 'integer' } } });
+    expect(json(agents.post!, '201')).toMatchObject({ properties: { ruleChain: { type: 'object' }, metadata: { type: 'object' } } });
+    expect(json(doc.paths['/api/v1/auth/login']!.post!, '200')).toMatchObject({ required: ['token', 'expireAt'] });
+    expect(json(doc.paths['/api/v1/users']!.get!, '200')).toMatchObject({ properties: { users: { type: 'array' } } });
+    expect(json(agents.get!, '4XX')).toMatchObject({ properties: { error: { type: 'string' } }, required: ['error'] });
+    // A route declaring none is still shown as a bare success.
+    expect(Object.keys(doc.paths['/health']!.get!.responses)).toContain('2XX');
+  });
+});

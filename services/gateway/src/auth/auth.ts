@@ -44,6 +44,8 @@ export interface RouteAccess {
   url: string;
   access: Access;
   owns?: Owned;
+  /** Status codes with a declared response schema (`schema.response`): what a JSON route answers. */
+  responses: string[];
 }
 
 export interface Auth {
@@ -181,7 +183,8 @@ export function requireAccessDeclarations(app: FastifyInstance): void {
     }
     if (access === 'owner' && route.config?.owns === undefined) throw new Error(`owner route ${where} does not say what it owns (config.owns)`);
     const owns = route.config?.owns;
-    for (const method of [route.method].flat()) table.push({ method: String(method), url: route.url, access, ...(owns ? { owns } : {}) });
+    const responses = Object.keys((route.schema?.response as Record<string, unknown> | undefined) ?? {});
+    for (const method of [route.method].flat()) table.push({ method: String(method), url: route.url, access, ...(owns ? { owns } : {}), responses });
   });
 }
 

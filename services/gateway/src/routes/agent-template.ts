@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import { AgentTemplate } from '@agentry/contracts';
 import { agentTemplate, defaultWorkspaceFiles } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
+import { serializeAsWritten } from './chain-support.js';
+import { typed } from './common.js';
+
+const GetTemplate = { response: { 200: AgentTemplate } };
 
 /**
  * GET /agent-template: a complete, valid agent DSL (one `ai/agent` node on the default
@@ -9,8 +14,12 @@ import type { GatewayDeps } from '../deps.js';
  * name, plus the files its workspace is seeded with (`workspaceFiles`, ignored by POST /agents).
  */
 export function agentTemplateRoutes(app: FastifyInstance, deps: GatewayDeps): void {
-  app.get('/agent-template', { config: { access: 'user' } }, async () => {
+  typed(app).get('/agent-template', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: GetTemplate }, getAgentTemplate(deps));
+}
+
+function getAgentTemplate(deps: GatewayDeps) {
+  return async function getAgentTemplate(): Promise<AgentTemplate> {
     const dsl = agentTemplate({ defaultProvider: deps.config.current.models.default_provider });
     return { ...dsl, workspaceFiles: defaultWorkspaceFiles(dsl) };
-  });
+  };
 }

@@ -16,13 +16,21 @@ import {
   writeWorkspaceFile,
   type JsonValue,
 } from '@agentry/db';
+import { AgentList, ReloadResult, RuleChainDocument, SuccessBody } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
-import { assertValidChain, reloadAnswer, withPathId, type ChainRoutes } from './chain-support.js';
-import { PageQuery, pageOf, requireAgent, typed, type Paged } from './common.js';
+import { assertValidChain, reloadAnswer, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
+import { PageQuery, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 
 const AgentParams = Type.Object({ agentId: Id });
+
+const ListAgents = { querystring: Type.Object(PageQuery), response: { 200: AgentList } };
+const GetAgent = { params: AgentParams, response: { 200: RuleChainDocument } };
+const CreateAgent = { body: RuleChainDsl, response: { 201: RuleChainDocument } };
+const UpdateAgent = { params: AgentParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
+const DeleteAgent = { params: AgentParams, response: { 200: SuccessBody } };
+const ReloadAgent = { params: AgentParams, response: { 200: ReloadResult } };
 
 /**
  * Agents: rule chains with an `ai/agent` node, addressed by their id (the chat `model`). A new
@@ -30,29 +38,40 @@ const AgentParams = Type.Object({ agentId: Id });
  */
 export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: ChainRoutes): void {
   const api = typed(app);
-  const db = () => deps.db.db;
+  api.get('/agents', { config: { access: 'user' }, schema: ListAgents }, listAgents(deps));
+  api.get('/agents/:agentId', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: GetAgent }, getAgent(deps));
+  api.post('/agents', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: CreateAgent }, createAgent(deps, chains));
+  api.put('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, serializerCompiler: serializeAsWritten, schema: UpdateAgent }, updateAgent(deps, chains));
+  api.delete('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: DeleteAgent }, removeAgent(deps, chains));
+  api.post('/agents/:agentId/reload', { config: { access: 'owner', owns: 'agent' }, schema: ReloadAgent }, reloadAgent(deps, chains));
+}
 
-  api.get('/agents', { config: { access: 'user' }, schema: { querystring: Type.Object(PageQuery) } }, async (req): Promise<Paged<{ ruleChain: { id: string; name: string } }>> => {
+function listAgents(deps: GatewayDeps) {
+  return async function listAgents(req: TypedRequest<typeof ListAgents>): Promise<AgentList> {
     const { page, size, limit, offset } = pageOf(req.query);
     const [rows, total] = await Promise.all([
-      listRuleChains(db(), { kind: 'agent' }, { limit, offset }),
-      countRuleChains(db(), { kind: 'agent' }),
+      listRuleChains(deps.db.db, { kind: 'agent' }, { limit, offset }),
+      countRuleChains(deps.db.db, { kind: 'agent' }),
     ]);
     return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name } })), total, page, size };
-  });
+  };
+}
 
-  api.get('/agents/:agentId', { config: { access: 'user' }, schema: { params: AgentParams } }, async (req) => {
-    return redacted((await requireAgent(db(), req.params.agentId)).dsl);
-  });
+function getAgent(deps: GatewayDeps) {
+  return async function getAgent(req: TypedRequest<typeof GetAgent>) {
+    return redacted((await requireAgent(deps.db.db, req.params.agentId)).dsl) as RuleChainDocument;
+  };
+}
 
-  api.post('/agents', { config: { access: 'user' }, schema: { body: RuleChainDsl } }, async (req, reply) => {
+function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
+  return async function createAgent(req: TypedRequest<typeof CreateAgent>, reply: TypedReply<typeof CreateAgent>) {
     const dsl = sealIncoming(deps, req.body);
     assertValidChain(dsl, true);
     const id = dsl.ruleChain.id;
     const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
-    if (await getRuleChain(db(), id)) throw conflict();
+    if (await getRuleChain(deps.db.db, id)) throw conflict();
     try {
-      await inTransaction(db(), async (trx) => {
+      await inTransaction(deps.db.db, async (trx) => {
         await insertRuleChain(trx, {
           id,
           kind: 'agent',
@@ -72,29 +91,35 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
     }
     await chains.changed([id]);
     return reply.status(201).send(redacted(dsl));
-  });
+  };
+}
 
-  api.put('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams, body: RuleChainUpdate } }, async (req) => {
+function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
+  return async function updateAgent(req: TypedRequest<typeof UpdateAgent>) {
     const { agentId } = req.params;
-    const stored = await requireAgent(db(), agentId);
+    const stored = await requireAgent(deps.db.db, agentId);
     const dsl = sealIncoming(deps, withPathId(req.body, agentId), stored.dsl);
     assertValidChain(dsl, true);
-    const row = await updateRuleChain(db(), agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
+    const row = await updateRuleChain(deps.db.db, agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
     if (!row) throw new Errors.NOT_FOUND(`agent "${agentId}"`);
     await chains.changed([agentId]);
-    return redacted(row.dsl);
-  });
+    return redacted(row.dsl) as RuleChainDocument;
+  };
+}
 
-  api.delete('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams } }, async (req) => {
+function removeAgent(deps: GatewayDeps, chains: ChainRoutes) {
+  return async function removeAgent(req: TypedRequest<typeof DeleteAgent>) {
     const removed = await deleteAgent(deps, req.params.agentId);
     await chains.changed(removed);
     return { success: true };
-  });
+  };
+}
 
-  api.post('/agents/:agentId/reload', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentParams } }, async (req) => {
-    const row = await requireAgent(db(), req.params.agentId);
+function reloadAgent(deps: GatewayDeps, chains: ChainRoutes) {
+  return async function reloadAgent(req: TypedRequest<typeof ReloadAgent>) {
+    const row = await requireAgent(deps.db.db, req.params.agentId);
     return reloadAnswer(await chains.reload(row));
-  });
+  };
 }
 
 /**

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import Type, { type Static } from 'typebox';
+import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { getUser, setApiKey, setPassword } from '@agentry/db';
-import { announceChange, type InvalidateMessage } from '@agentry/contracts';
+import { getUser, setApiKey, setPassword, type UserRecord } from '@agentry/db';
+import { ApiKeyAnswer, ApiKeyRegenerated, AuthStatus, LoginResult, PasswordChanged, announceChange, type InvalidateMessage } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import type { Principal } from '../auth/credentials.js';
+import { typed, type TypedReply, type TypedRequest } from './common.js';
 import { DEFAULT_ADMIN_PASSWORD, dummyHash, newPasswordProblem, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
 
 const Login = Type.Object(
@@ -17,20 +18,47 @@ const ChangePassword = Type.Object(
   { additionalProperties: false },
 );
 
+const LoginRoute = { body: Login, response: { 200: LoginResult } };
+const StatusRoute = { response: { 200: AuthStatus } };
+const GetApiKeyRoute = { response: { 200: ApiKeyAnswer } };
+const NewApiKeyRoute = { response: { 200: ApiKeyRegenerated } };
+const PasswordRoute = { body: ChangePassword, response: { 200: PasswordChanged } };
+
+/** What every handler here works with. */
+interface AuthContext {
+  deps: GatewayDeps;
+  auth: Auth;
+  /** This replica at once, the others by the message (or their periodic reload if it is lost). */
+  announce(area: InvalidateMessage['area']): Promise<void>;
+}
+
 /** Login, the login status, the caller's API key, and password change. */
 export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
-  // This replica at once, the others by the message (or their periodic reload if it is lost).
-  const announce = async (area: InvalidateMessage['area']) => {
-    await auth.index.reload();
-    await announceChange(deps.bus.pubsub, deps.logger, area);
+  const api = typed(app);
+  const ctx: AuthContext = {
+    deps,
+    auth,
+    announce: async (area) => {
+      await auth.index.reload();
+      await announceChange(deps.bus.pubsub, deps.logger, area);
+    },
   };
-  const currentUser = async (principal: Principal) => {
-    const user = principal.kind === 'user' ? await getUser(deps.db.db, principal.username) : undefined;
-    if (!user) throw new Errors.UNAUTHORIZED('invalid token');
-    return user;
-  };
+  api.post('/auth/login', { config: { access: 'public' }, schema: LoginRoute }, login(ctx));
+  api.get('/auth/status', { config: { access: 'public' }, schema: StatusRoute }, loginStatus(ctx));
+  api.get('/auth/api-key', { config: { access: 'self' }, schema: GetApiKeyRoute }, getApiKey(ctx));
+  api.post('/auth/api-key', { config: { access: 'self' }, schema: NewApiKeyRoute }, regenerateApiKey(ctx));
+  api.put('/auth/password', { config: { access: 'self' }, schema: PasswordRoute }, changePassword(ctx));
+}
 
-  app.post<{ Body: Static<typeof Login> }>('/auth/login', { config: { access: 'public' }, schema: { body: Login } }, async (req, reply) => {
+/** The caller's user row; a token whose user is gone is a 401. */
+async function currentUser(deps: GatewayDeps, principal: Principal): Promise<UserRecord> {
+  const user = principal.kind === 'user' ? await getUser(deps.db.db, principal.username) : undefined;
+  if (!user) throw new Errors.UNAUTHORIZED('invalid token');
+  return user;
+}
+
+function login({ deps, auth }: AuthContext) {
+  return async function login(req: TypedRequest<typeof LoginRoute>, reply: TypedReply<typeof LoginRoute>): Promise<LoginResult> {
     const { username, password } = req.body;
     const wait = await auth.login.attempt(req.ip, username);
     if (wait > 0) {
@@ -50,15 +78,17 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     await auth.login.succeeded(req.ip, username);
     const hours = deps.config.current.security.jwtExpireHours;
     return auth.tokens.sign(user, hours);
-  });
+  };
+}
 
-  /**
-   * What a login screen needs before anyone logs in (public): whether management needs a login,
-   * and who the Bearer JWT sent (if any, and still valid) belongs to. `defaultPassword` (admin
-   * still has the documented default password) is told only to the admin: an anonymous caller
-   * must not learn, without even a logged failed login, that admin/admin opens the service.
-   */
-  app.get('/auth/status', { config: { access: 'public' } }, async (req) => {
+/**
+ * What a login screen needs before anyone logs in (public): whether management needs a login,
+ * and who the Bearer JWT sent (if any, and still valid) belongs to. `defaultPassword` (admin
+ * still has the documented default password) is told only to the admin: an anonymous caller
+ * must not learn, without even a logged failed login, that admin/admin opens the service.
+ */
+function loginStatus({ deps, auth }: AuthContext) {
+  return async function loginStatus(req: TypedRequest<typeof StatusRoute>): Promise<AuthStatus> {
     const requireAuth = deps.config.current.security.requireAuth;
     const header = /^Bearer (\S+)$/.exec(req.headers.authorization?.trim() ?? '');
     let user: { username: string; role: string } | null = null;
@@ -71,36 +101,38 @@ export function authRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     const admin = await getUser(deps.db.db, user.username);
     const defaultPassword = admin ? await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash) : false;
     return { requireAuth, user, defaultPassword };
-  });
+  };
+}
 
-  app.get('/auth/api-key', { config: { access: 'self' } }, async (req) => {
-    const user = await currentUser(req.principal);
+function getApiKey({ deps }: AuthContext) {
+  return async function getApiKey(req: TypedRequest<typeof GetApiKeyRoute>): Promise<ApiKeyAnswer> {
+    const user = await currentUser(deps, req.principal);
     return { apiKey: user.apiKeySealed ? deps.secrets.open(user.apiKeySealed) : null };
-  });
+  };
+}
 
-  app.post('/auth/api-key', { config: { access: 'self' } }, async (req) => {
-    const user = await currentUser(req.principal);
+function regenerateApiKey({ deps, announce }: AuthContext) {
+  return async function regenerateApiKey(req: TypedRequest<typeof NewApiKeyRoute>): Promise<ApiKeyRegenerated> {
+    const user = await currentUser(deps, req.principal);
     const apiKey = generateApiKey();
     await setApiKey(deps.db.db, user.username, { hash: hashApiKey(apiKey), sealed: deps.secrets.seal(apiKey) });
     await announce('apiKeys');
     req.log.info({ username: user.username }, 'API key regenerated');
     return { apiKey };
-  });
+  };
+}
 
-  app.put<{ Body: Static<typeof ChangePassword> }>(
-    '/auth/password',
-    { config: { access: 'self' }, schema: { body: ChangePassword } },
-    async (req) => {
-      const user = await currentUser(req.principal);
-      if (!(await verifyPassword(req.body.oldPassword, user.passwordHash))) throw new Errors.FORBIDDEN('the old password is wrong');
-      const problem = newPasswordProblem('newPassword', req.body.newPassword);
-      if (problem) throw new Errors.VALIDATION(problem);
-      const tokenVersion = await setPassword(deps.db.db, user.username, await hashPassword(req.body.newPassword));
-      await announce('users');
-      req.log.info({ username: user.username }, 'password changed; older tokens revoked');
-      // Every older token (this one included) stops working; hand back a fresh one.
-      const fresh = await auth.tokens.sign({ username: user.username, tokenVersion }, deps.config.current.security.jwtExpireHours);
-      return { success: true, message: 'password changed; tokens issued before now are no longer valid', ...fresh };
-    },
-  );
+function changePassword({ deps, auth, announce }: AuthContext) {
+  return async function changePassword(req: TypedRequest<typeof PasswordRoute>): Promise<PasswordChanged> {
+    const user = await currentUser(deps, req.principal);
+    if (!(await verifyPassword(req.body.oldPassword, user.passwordHash))) throw new Errors.FORBIDDEN('the old password is wrong');
+    const problem = newPasswordProblem('newPassword', req.body.newPassword);
+    if (problem) throw new Errors.VALIDATION(problem);
+    const tokenVersion = await setPassword(deps.db.db, user.username, await hashPassword(req.body.newPassword));
+    await announce('users');
+    req.log.info({ username: user.username }, 'password changed; older tokens revoked');
+    // Every older token (this one included) stops working; hand back a fresh one.
+    const fresh = await auth.tokens.sign({ username: user.username, tokenVersion }, deps.config.current.security.jwtExpireHours);
+    return { success: true, message: 'password changed; tokens issued before now are no longer valid', ...fresh };
+  };
 }

@@ -1,3 +1,4 @@
+import type { ReloadResult } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import { validateRuleChain, type ChainCache, type LoadResult, type RuleChainDsl, type StoredChain } from '@agentry/engine';
 import type { RuleChainRow } from '@agentry/db';
@@ -22,7 +23,7 @@ export function assertValidChain(dsl: unknown, isAgent: boolean): asserts dsl is
 }
 
 /** `{success: true}`, or `{success: false, message}` when the chain fails to load. */
-export function reloadAnswer(result: LoadResult): { success: boolean; message?: string } {
+export function reloadAnswer(result: LoadResult): ReloadResult {
   return result.ok ? { success: true } : { success: false, message: result.error };
 }
 
@@ -33,4 +34,15 @@ export function withPathId(body: { ruleChain: { id?: string } & Record<string, u
   }
   const ruleChain = body.ruleChain.id === undefined ? { id, ...body.ruleChain } : body.ruleChain;
   return { ...body, ruleChain } as RuleChainDsl;
+}
+
+/**
+ * The serializer of every route answering a DSL (or part of one): plain JSON.stringify. A chain
+ * is answered exactly as it was written, key order included (editors and `git diff` of exported
+ * chains rely on it), and a schema-driven serializer writes the declared keys first. The route's
+ * response schema still documents the answer and types its handler; the DSL's schemas are open at
+ * every level, so serializing with them would send the same keys, only reordered.
+ */
+export function serializeAsWritten(): (data: unknown) => string {
+  return (data) => JSON.stringify(data);
 }

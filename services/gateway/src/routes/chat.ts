@@ -1,7 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import type { RunRequest } from '@agentry/contracts';
+import { ModelList, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains } from '@agentry/db';
 import { AgentCache } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
@@ -64,6 +64,21 @@ function toRunRequest(body: ChatBody): RunRequest {
   return Object.keys(params).length > 0 ? { messages, params } : { messages };
 }
 
+const ListModels = { response: { 200: ModelList } };
+
+/** OpenAI's model list: every agent, or those an API account is bound to. */
+function listModels(deps: GatewayDeps) {
+  return async function listModels(req: FastifyRequest): Promise<ModelList> {
+    const principal = req.principal;
+    const bound = principal.kind === 'account' ? principal.agents : undefined;
+    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => !bound || bound.includes(a.id));
+    return {
+      object: 'list',
+      data: agents.map((a) => ({ id: a.id, object: 'model', created: Math.floor(a.createdAt.getTime() / 1000), owned_by: 'agentry' })),
+    };
+  };
+}
+
 /**
  * `POST /chat/completions` (OpenAI-compatible; `model` is the agent id) and `GET /models`.
  * The run row is committed before its job is enqueued, and the gateway listens on `run:<id>`
@@ -94,15 +109,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     return row;
   };
 
-  app.get('/models', { config: { access: 'chat' } }, async (req) => {
-    const principal = req.principal;
-    const bound = principal.kind === 'account' ? principal.agents : undefined;
-    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => !bound || bound.includes(a.id));
-    return {
-      object: 'list',
-      data: agents.map((a) => ({ id: a.id, object: 'model', created: Math.floor(a.createdAt.getTime() / 1000), owned_by: 'agentry' })),
-    };
-  });
+  app.get('/models', { config: { access: 'chat' }, schema: ListModels }, listModels(deps));
 
   app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
     const body = req.body;

@@ -1,4 +1,14 @@
-import type { FastifyInstance } from 'fastify';
+import type {
+  ContextConfigDefault,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+} from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
@@ -11,6 +21,22 @@ import type { GatewayDeps } from '../deps.js';
 export function typed(app: FastifyInstance) {
   return app.withTypeProvider<TypeBoxTypeProvider>();
 }
+
+/**
+ * The request and reply of a route declared with schema `S`, as the TypeBox provider types them:
+ * what a named handler, written apart from its registration, takes. Its return value is checked
+ * against `S.response` where it is registered.
+ */
+export type TypedRequest<S extends FastifySchema> = FastifyRequest<RouteGenericInterface, RawServerDefault, RawRequestDefaultExpression, S, TypeBoxTypeProvider>;
+export type TypedReply<S extends FastifySchema> = FastifyReply<
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  ContextConfigDefault,
+  S,
+  TypeBoxTypeProvider
+>;
 
 /**
  * `page` (1..1,000,000, default 1) and `size` (1..100, default 20); anything else is a 400. The

@@ -13,11 +13,12 @@ import {
   type RuleChainFilter,
   type RuleChainRow,
 } from '@agentry/db';
+import { ReloadResult, RuleChainDocument, RuleList, SuccessBody, type RuleListItem } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
 import { deleteAgent } from './agents.js';
-import { assertValidChain, reloadAnswer, storedChain, withPathId, type ChainRoutes } from './chain-support.js';
-import { requireAgent, typed } from './common.js';
+import { assertValidChain, reloadAnswer, storedChain, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
+import { requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 
 const RuleParams = Type.Object({ id: Id });
@@ -28,14 +29,23 @@ const RuleFilters = {
   loaded: Type.Optional(Type.Boolean()),
 };
 
-/** A list item: the DSL plus where it belongs and whether this replica's engine loaded it. */
-interface RuleListItem {
-  ruleChain: unknown;
-  metadata: unknown;
-  kind: 'agent' | 'rule';
-  agentId?: string;
-  loaded: boolean;
-  error?: string;
+const ListRules = { querystring: Type.Object({ agentId: Type.Optional(Id), ...RuleFilters }), response: { 200: RuleList } };
+const GetRule = { params: RuleParams, response: { 200: RuleChainDocument } };
+const CreateRule = { body: RuleChainDsl, response: { 201: RuleChainDocument } };
+const UpdateRule = { params: RuleParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
+const DeleteRule = { params: RuleParams, response: { 200: SuccessBody } };
+const ReloadRule = { params: RuleParams, response: { 200: ReloadResult } };
+const ListAgentRules = { params: Type.Object({ agentId: Id }), querystring: Type.Object(RuleFilters), response: { 200: RuleList } };
+const CreateAgentRule = { params: Type.Object({ agentId: Id }), body: RuleChainDsl, response: { 201: RuleChainDocument } };
+const GetAgentRule = { params: AgentRuleParams, response: { 200: RuleChainDocument } };
+const UpdateAgentRule = { params: AgentRuleParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
+const DeleteAgentRule = { params: AgentRuleParams, response: { 200: SuccessBody } };
+const ReloadAgentRule = { params: AgentRuleParams, response: { 200: ReloadResult } };
+
+/** What every handler here works with. */
+interface RuleContext {
+  deps: GatewayDeps;
+  chains: ChainRoutes;
 }
 
 /**
@@ -44,125 +54,166 @@ interface RuleListItem {
  */
 export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: ChainRoutes): void {
   const api = typed(app);
-  const db = () => deps.db.db;
-
-  async function list(filter: RuleChainFilter, loaded: boolean | undefined): Promise<RuleListItem[]> {
-    const rows = await listRuleChains(db(), filter);
-    const items = rows.map((row): RuleListItem => {
-      const result = chains.cache.admit(storedChain(row));
-      const dsl = redacted((row.dsl ?? {}) as { ruleChain?: unknown; metadata?: unknown });
-      return {
-        ruleChain: dsl.ruleChain,
-        metadata: dsl.metadata,
-        kind: row.kind,
-        ...(row.agentId ? { agentId: row.agentId } : {}),
-        loaded: result.ok,
-        ...(result.ok ? {} : { error: result.error }),
-      };
-    });
-    return loaded === undefined ? items : items.filter((i) => i.loaded === loaded);
-  }
-
-  /** `owner`: the creator of a global chain; an agent-level rule belongs to its agent's owner. */
-  async function create(incoming: RuleChainDsl, agentId: string | null, owner: string): Promise<RuleChainRow> {
-    const body = sealIncoming(deps, incoming);
-    assertValidChain(body, false);
-    const id = body.ruleChain.id;
-    if (await getRuleChain(db(), id)) throw new Errors.CONFLICT(`rule chain "${id}"`);
-    try {
-      const row = await insertRuleChain(db(), { id, kind: 'rule', agentId, name: body.ruleChain.name, category: chainCategory(body), dsl: body as JsonValue, owner });
-      await chains.changed([id]);
-      return row;
-    } catch (err) {
-      if (isUniqueViolation(err)) throw new Errors.CONFLICT(`rule chain "${id}"`);
-      throw err;
-    }
-  }
-
-  async function update(row: RuleChainRow, body: RuleChainUpdate): Promise<JsonValue> {
-    const dsl = sealIncoming(deps, withPathId(body, row.id), row.dsl);
-    assertValidChain(dsl, row.kind === 'agent');
-    const updated = await updateRuleChain(db(), row.id, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
-    if (!updated) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
-    await chains.changed([row.id]);
-    return redacted(updated.dsl);
-  }
-
-  async function remove(row: RuleChainRow): Promise<{ success: true }> {
-    if (row.kind === 'agent') {
-      await chains.changed(await deleteAgent(deps, row.id));
-    } else {
-      if (!(await deleteRuleChain(db(), row.id))) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
-      await chains.changed([row.id]);
-    }
-    return { success: true };
-  }
-
-  async function requireChain(id: string): Promise<RuleChainRow> {
-    const row = await getRuleChain(db(), id);
-    if (!row) throw new Errors.NOT_FOUND(`rule chain "${id}"`);
-    return row;
-  }
-
-  async function requireAgentRule(agentId: string, id: string): Promise<RuleChainRow> {
-    await requireAgent(db(), agentId);
-    const row = await getRuleChain(db(), id);
-    if (!row || row.agentId !== agentId) throw new Errors.NOT_FOUND(`rule chain "${id}" of agent "${agentId}"`);
-    return row;
-  }
+  const ctx: RuleContext = { deps, chains };
+  const owner = { access: 'owner', owns: 'chain' } as const;
+  const agentOwner = { access: 'owner', owns: 'agent' } as const;
 
   // Global routes: every chain.
-  api.get('/rules', { config: { access: 'user' }, schema: { querystring: Type.Object({ agentId: Type.Optional(Id), ...RuleFilters }) } }, async (req) => {
-    const { agentId, category, loaded } = req.query;
-    return list({ agentId, category }, loaded);
-  });
-
-  api.get('/rules/:id', { config: { access: 'user' }, schema: { params: RuleParams } }, async (req) => redacted((await requireChain(req.params.id)).dsl));
-
-  api.post('/rules', { config: { access: 'user' }, schema: { body: RuleChainDsl } }, async (req, reply) => {
-    const row = await create(req.body, null, ownerName(req.principal));
-    return reply.status(201).send(redacted(row.dsl));
-  });
-
-  api.put('/rules/:id', { config: { access: 'owner', owns: 'chain' }, schema: { params: RuleParams, body: RuleChainUpdate } }, async (req) => {
-    return update(await requireChain(req.params.id), req.body);
-  });
-
-  api.delete('/rules/:id', { config: { access: 'owner', owns: 'chain' }, schema: { params: RuleParams } }, async (req) => remove(await requireChain(req.params.id)));
-
-  api.post('/rules/:id/reload', { config: { access: 'owner', owns: 'chain' }, schema: { params: RuleParams } }, async (req) => {
-    return reloadAnswer(await chains.reload(await requireChain(req.params.id)));
-  });
+  api.get('/rules', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: ListRules }, listRules(ctx));
+  api.get('/rules/:id', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: GetRule }, getRule(ctx));
+  api.post('/rules', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: CreateRule }, createRule(ctx));
+  api.put('/rules/:id', { config: owner, serializerCompiler: serializeAsWritten, schema: UpdateRule }, updateRule(ctx));
+  api.delete('/rules/:id', { config: owner, schema: DeleteRule }, deleteRule(ctx));
+  api.post('/rules/:id/reload', { config: owner, schema: ReloadRule }, reloadRule(ctx));
 
   // Agent-level routes: only the rules of that agent.
-  api.get(
-    '/agents/:agentId/rules',
-    { config: { access: 'user' }, schema: { params: Type.Object({ agentId: Id }), querystring: Type.Object(RuleFilters) } },
-    async (req) => {
-      await requireAgent(db(), req.params.agentId);
-      return list({ agentId: req.params.agentId, category: req.query.category }, req.query.loaded);
-    },
-  );
+  api.get('/agents/:agentId/rules', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: ListAgentRules }, listAgentRules(ctx));
+  api.post('/agents/:agentId/rules', { config: agentOwner, serializerCompiler: serializeAsWritten, schema: CreateAgentRule }, createAgentRule(ctx));
+  api.get('/agents/:agentId/rules/:id', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: GetAgentRule }, getAgentRule(ctx));
+  api.put('/agents/:agentId/rules/:id', { config: agentOwner, serializerCompiler: serializeAsWritten, schema: UpdateAgentRule }, updateAgentRule(ctx));
+  api.delete('/agents/:agentId/rules/:id', { config: agentOwner, schema: DeleteAgentRule }, deleteAgentRule(ctx));
+  api.post('/agents/:agentId/rules/:id/reload', { config: agentOwner, schema: ReloadAgentRule }, reloadAgentRule(ctx));
+}
 
-  api.post('/agents/:agentId/rules', { config: { access: 'owner', owns: 'agent' }, schema: { params: Type.Object({ agentId: Id }), body: RuleChainDsl } }, async (req, reply) => {
-    const agent = await requireAgent(db(), req.params.agentId);
-    const row = await create(req.body, req.params.agentId, agent.owner);
-    return reply.status(201).send(redacted(row.dsl));
-  });
+function listRules(ctx: RuleContext) {
+  return async function listRules(req: TypedRequest<typeof ListRules>) {
+    const { agentId, category, loaded } = req.query;
+    return list(ctx, { agentId, category }, loaded);
+  };
+}
 
-  api.get('/agents/:agentId/rules/:id', { config: { access: 'user' }, schema: { params: AgentRuleParams } }, async (req) => {
-    return redacted((await requireAgentRule(req.params.agentId, req.params.id)).dsl);
-  });
+function getRule(ctx: RuleContext) {
+  return async function getRule(req: TypedRequest<typeof GetRule>) {
+    return redacted((await requireChain(ctx, req.params.id)).dsl) as RuleChainDocument;
+  };
+}
 
-  api.put('/agents/:agentId/rules/:id', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentRuleParams, body: RuleChainUpdate } }, async (req) => {
-    return update(await requireAgentRule(req.params.agentId, req.params.id), req.body);
-  });
+function createRule(ctx: RuleContext) {
+  return async function createRule(req: TypedRequest<typeof CreateRule>, reply: TypedReply<typeof CreateRule>) {
+    const row = await create(ctx, req.body, null, ownerName(req.principal));
+    return reply.status(201).send(redacted(row.dsl) as RuleChainDocument);
+  };
+}
 
-  api.delete('/agents/:agentId/rules/:id', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentRuleParams } }, async (req) => {
-    return remove(await requireAgentRule(req.params.agentId, req.params.id));
-  });
+function updateRule(ctx: RuleContext) {
+  return async function updateRule(req: TypedRequest<typeof UpdateRule>) {
+    return update(ctx, await requireChain(ctx, req.params.id), req.body);
+  };
+}
 
-  api.post('/agents/:agentId/rules/:id/reload', { config: { access: 'owner', owns: 'agent' }, schema: { params: AgentRuleParams } }, async (req) => {
-    return reloadAnswer(await chains.reload(await requireAgentRule(req.params.agentId, req.params.id)));
+function deleteRule(ctx: RuleContext) {
+  return async function deleteRule(req: TypedRequest<typeof DeleteRule>) {
+    return remove(ctx, await requireChain(ctx, req.params.id));
+  };
+}
+
+function reloadRule(ctx: RuleContext) {
+  return async function reloadRule(req: TypedRequest<typeof ReloadRule>) {
+    return reloadAnswer(await ctx.chains.reload(await requireChain(ctx, req.params.id)));
+  };
+}
+
+function listAgentRules(ctx: RuleContext) {
+  return async function listAgentRules(req: TypedRequest<typeof ListAgentRules>) {
+    await requireAgent(ctx.deps.db.db, req.params.agentId);
+    return list(ctx, { agentId: req.params.agentId, category: req.query.category }, req.query.loaded);
+  };
+}
+
+function createAgentRule(ctx: RuleContext) {
+  return async function createAgentRule(req: TypedRequest<typeof CreateAgentRule>, reply: TypedReply<typeof CreateAgentRule>) {
+    const agent = await requireAgent(ctx.deps.db.db, req.params.agentId);
+    const row = await create(ctx, req.body, req.params.agentId, agent.owner);
+    return reply.status(201).send(redacted(row.dsl) as RuleChainDocument);
+  };
+}
+
+function getAgentRule(ctx: RuleContext) {
+  return async function getAgentRule(req: TypedRequest<typeof GetAgentRule>) {
+    return redacted((await requireAgentRule(ctx, req.params.agentId, req.params.id)).dsl) as RuleChainDocument;
+  };
+}
+
+function updateAgentRule(ctx: RuleContext) {
+  return async function updateAgentRule(req: TypedRequest<typeof UpdateAgentRule>) {
+    return update(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), req.body);
+  };
+}
+
+function deleteAgentRule(ctx: RuleContext) {
+  return async function deleteAgentRule(req: TypedRequest<typeof DeleteAgentRule>) {
+    return remove(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id));
+  };
+}
+
+function reloadAgentRule(ctx: RuleContext) {
+  return async function reloadAgentRule(req: TypedRequest<typeof ReloadAgentRule>) {
+    return reloadAnswer(await ctx.chains.reload(await requireAgentRule(ctx, req.params.agentId, req.params.id)));
+  };
+}
+
+/** The list items, each admitted to this replica's cache to say whether it loads. */
+async function list({ deps, chains }: RuleContext, filter: RuleChainFilter, loaded: boolean | undefined): Promise<RuleListItem[]> {
+  const rows = await listRuleChains(deps.db.db, filter);
+  const items = rows.map((row): RuleListItem => {
+    const result = chains.cache.admit(storedChain(row));
+    const dsl = redacted((row.dsl ?? {}) as RuleChainDocument);
+    return {
+      ruleChain: dsl.ruleChain,
+      metadata: dsl.metadata,
+      kind: row.kind,
+      ...(row.agentId ? { agentId: row.agentId } : {}),
+      loaded: result.ok,
+      ...(result.ok ? {} : { error: result.error }),
+    };
   });
+  return loaded === undefined ? items : items.filter((i) => i.loaded === loaded);
+}
+
+/** `owner`: the creator of a global chain; an agent-level rule belongs to its agent's owner. */
+async function create({ deps, chains }: RuleContext, incoming: RuleChainDsl, agentId: string | null, owner: string): Promise<RuleChainRow> {
+  const body = sealIncoming(deps, incoming);
+  assertValidChain(body, false);
+  const id = body.ruleChain.id;
+  if (await getRuleChain(deps.db.db, id)) throw new Errors.CONFLICT(`rule chain "${id}"`);
+  try {
+    const row = await insertRuleChain(deps.db.db, { id, kind: 'rule', agentId, name: body.ruleChain.name, category: chainCategory(body), dsl: body as JsonValue, owner });
+    await chains.changed([id]);
+    return row;
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new Errors.CONFLICT(`rule chain "${id}"`);
+    throw err;
+  }
+}
+
+async function update({ deps, chains }: RuleContext, row: RuleChainRow, body: RuleChainUpdate): Promise<RuleChainDocument> {
+  const dsl = sealIncoming(deps, withPathId(body, row.id), row.dsl);
+  assertValidChain(dsl, row.kind === 'agent');
+  const updated = await updateRuleChain(deps.db.db, row.id, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
+  if (!updated) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
+  await chains.changed([row.id]);
+  return redacted(updated.dsl) as RuleChainDocument;
+}
+
+async function remove({ deps, chains }: RuleContext, row: RuleChainRow): Promise<{ success: true }> {
+  if (row.kind === 'agent') {
+    await chains.changed(await deleteAgent(deps, row.id));
+  } else {
+    if (!(await deleteRuleChain(deps.db.db, row.id))) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
+    await chains.changed([row.id]);
+  }
+  return { success: true };
+}
+
+async function requireChain({ deps }: RuleContext, id: string): Promise<RuleChainRow> {
+  const row = await getRuleChain(deps.db.db, id);
+  if (!row) throw new Errors.NOT_FOUND(`rule chain "${id}"`);
+  return row;
+}
+
+async function requireAgentRule({ deps }: RuleContext, agentId: string, id: string): Promise<RuleChainRow> {
+  await requireAgent(deps.db.db, agentId);
+  const row = await getRuleChain(deps.db.db, id);
+  if (!row || row.agentId !== agentId) throw new Errors.NOT_FOUND(`rule chain "${id}" of agent "${agentId}"`);
+  return row;
 }

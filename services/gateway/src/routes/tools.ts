@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import { ToolForms, ToolList } from '@agentry/contracts';
 import { toolForms, toolList } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
+import { typed } from './common.js';
+
+const ListTools = { response: { 200: ToolList } };
+const GetForms = { response: { 200: ToolForms } };
 
 /**
  * `GET /tools`: the built-in tools (`{name, description, parameters, optIn}`, parameters as JSON
@@ -9,8 +14,20 @@ import type { GatewayDeps } from '../deps.js';
  * per-agent `config`, the tool kinds and the shape of an `ai/agent` node's `tools[]` entry.
  */
 export function toolRoutes(app: FastifyInstance, _deps: GatewayDeps): void {
-  const forms = toolForms();
-  const list = toolList();
-  app.get('/tools', { config: { access: 'user' } }, async () => list);
-  app.get('/tools/forms', { config: { access: 'user' } }, async () => forms);
+  const api = typed(app);
+  api.get('/tools', { config: { access: 'user' }, schema: ListTools }, listTools(toolList()));
+  api.get('/tools/forms', { config: { access: 'user' }, schema: GetForms }, getToolForms(toolForms()));
+}
+
+/** Both answers are computed once: the registries they read are fixed at start. */
+function listTools(list: ToolList) {
+  return async function listTools(): Promise<ToolList> {
+    return list;
+  };
+}
+
+function getToolForms(forms: ToolForms) {
+  return async function getToolForms(): Promise<ToolForms> {
+    return forms;
+  };
 }

@@ -2,11 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { deleteUser, getUser, inTransaction, insertUser, listUsers, lockEnabledAdmins, updateUser, type Role, type UserChange, type UserRecord } from '@agentry/db';
-import { announceChange } from '@agentry/contracts';
+import { SuccessBody, User, UserList, announceChange } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import { hashPassword, newPasswordProblem } from '../auth/passwords.js';
-import { typed } from './common.js';
+import { typed, type TypedReply, type TypedRequest } from './common.js';
 
 /** Names a login form, a URL segment and a log line carry without quoting. */
 const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -31,18 +31,7 @@ const UpdateBody = Type.Object(
 );
 
 /** What an admin sees of a user: never a hash or a key, only whether a key exists. */
-export interface UserView {
-  username: string;
-  role: Role;
-  disabled: boolean;
-  hasApiKey: boolean;
-  /** `file`: seeded from `security.users` (deleted by removing it there); `api`: created here. */
-  source: 'file' | 'api';
-  createdAt: string;
-  updatedAt: string;
-}
-
-export function userView(u: UserRecord): UserView {
+export function userView(u: UserRecord): User {
   return {
     username: u.username,
     role: u.role,
@@ -76,36 +65,62 @@ async function keepAnAdmin(trx: Parameters<typeof lockEnabledAdmins>[0], usernam
   }
 }
 
+const ListUsers = { response: { 200: UserList } };
+const CreateUser = { body: CreateBody, response: { 201: User } };
+const UpdateUser = { params: NameParams, body: UpdateBody, response: { 200: User } };
+const DeleteUser = { params: NameParams, response: { 200: SuccessBody } };
+
+/** What every handler here works with. */
+interface UserContext {
+  deps: GatewayDeps;
+  /**
+   * This replica at once, the others by the message: a revoked JWT or key stops working
+   * everywhere (a lost message is healed by each replica's periodic credential reload).
+   */
+  announce(): Promise<void>;
+}
+
 /** Admin user management: list, create, change (role, disabled, password), delete. */
 export function userRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
   const api = typed(app);
-  const db = () => deps.db.db;
   const admin = { access: 'admin' as const };
-  // This replica at once, the others by the message: a revoked JWT or key stops working everywhere
-  // (a lost message is healed by each replica's periodic credential reload).
-  const announce = async () => {
-    await auth.index.reload();
-    await announceChange(deps.bus.pubsub, deps.logger, 'users');
+  const ctx: UserContext = {
+    deps,
+    announce: async () => {
+      await auth.index.reload();
+      await announceChange(deps.bus.pubsub, deps.logger, 'users');
+    },
   };
+  api.get('/users', { config: admin, schema: ListUsers }, listAllUsers(ctx));
+  api.post('/users', { config: admin, schema: CreateUser }, createUser(ctx));
+  api.put('/users/:name', { config: admin, schema: UpdateUser }, changeUser(ctx));
+  api.delete('/users/:name', { config: admin, schema: DeleteUser }, removeUser(ctx));
+}
 
-  api.get('/users', { config: admin }, async () => ({ users: (await listUsers(db())).map(userView) }));
+function listAllUsers({ deps }: UserContext) {
+  return async function listAllUsers(): Promise<UserList> {
+    return { users: (await listUsers(deps.db.db)).map(userView) };
+  };
+}
 
-  api.post('/users', { config: admin, schema: { body: CreateBody } }, async (req, reply) => {
+function createUser({ deps, announce }: UserContext) {
+  return async function createUser(req: TypedRequest<typeof CreateUser>, reply: TypedReply<typeof CreateUser>) {
     const { username, password } = req.body;
     if (!USERNAME.test(username)) {
       throw new Errors.VALIDATION('username must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
     }
     const role = checkRole(req.body.role)!;
     checkPassword(password);
-    const created = await insertUser(db(), { username, passwordHash: await hashPassword(password), role });
+    const created = await insertUser(deps.db.db, { username, passwordHash: await hashPassword(password), role });
     if (!created) throw new Errors.CONFLICT(`user "${username}"`);
     await announce();
     req.log.info({ username, role }, 'user created');
-    reply.status(201);
-    return userView(created);
-  });
+    return reply.status(201).send(userView(created));
+  };
+}
 
-  api.put('/users/:name', { config: admin, schema: { params: NameParams, body: UpdateBody } }, async (req) => {
+function changeUser({ deps, announce }: UserContext) {
+  return async function changeUser(req: TypedRequest<typeof UpdateUser>): Promise<User> {
     const name = req.params.name;
     const { disabled, password } = req.body;
     const role = checkRole(req.body.role);
@@ -113,7 +128,7 @@ export function userRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     checkPassword(password);
     const change: UserChange = { ...(role ? { role } : {}), ...(disabled !== undefined ? { disabled } : {}) };
     if (password !== undefined) change.passwordHash = await hashPassword(password);
-    const updated = await inTransaction(db(), async (trx) => {
+    const updated = await inTransaction(deps.db.db, async (trx) => {
       await keepAnAdmin(trx, name, role === 'user' || disabled === true);
       return updateUser(trx, name, change);
     });
@@ -121,11 +136,13 @@ export function userRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     await announce();
     req.log.info({ username: name, changed: Object.keys(req.body) }, 'user changed by an admin');
     return userView(updated);
-  });
+  };
+}
 
-  api.delete('/users/:name', { config: admin, schema: { params: NameParams } }, async (req) => {
+function removeUser({ deps, announce }: UserContext) {
+  return async function removeUser(req: TypedRequest<typeof DeleteUser>): Promise<SuccessBody> {
     const name = req.params.name;
-    await inTransaction(db(), async (trx) => {
+    await inTransaction(deps.db.db, async (trx) => {
       const user = await getUser(trx, name);
       if (!user) throw new Errors.NOT_FOUND(`user "${name}"`);
       // The next start would import it again: removing it from the file is what deletes it.
@@ -138,5 +155,5 @@ export function userRoutes(app: FastifyInstance, deps: GatewayDeps, auth: Auth):
     await announce();
     req.log.info({ username: name }, 'user deleted');
     return { success: true };
-  });
+  };
 }

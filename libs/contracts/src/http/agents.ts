@@ -1,0 +1,83 @@
+import Type, { type Static } from 'typebox';
+import { PageOf, SuccessBody } from './common.js';
+
+/**
+ * Agents and rule chains as the gateway answers them. RuleGo's DSL is open: editors add layout
+ * data and other keys at every level, and the gateway stores and returns them as they came, so
+ * every object here keeps keys it does not name (`additionalProperties: true`; serializing with a
+ * closed schema would drop them). Secrets inside are the marker, never the value.
+ */
+
+const Open = { additionalProperties: true } as const;
+const FreeForm = Type.Record(Type.String(), Type.Unknown());
+
+export const RuleChainInfo = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    root: Type.Optional(Type.Boolean()),
+    debugMode: Type.Optional(Type.Boolean()),
+    additionalInfo: Type.Optional(FreeForm),
+    configuration: Type.Optional(FreeForm),
+  },
+  Open,
+);
+
+export const RuleNodeDocument = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.String(),
+    name: Type.Optional(Type.String()),
+    debugMode: Type.Optional(Type.Boolean()),
+    additionalInfo: Type.Optional(FreeForm),
+    configuration: Type.Optional(FreeForm),
+  },
+  Open,
+);
+
+export const RuleConnectionDocument = Type.Object({ fromId: Type.String(), toId: Type.String(), type: Type.String() }, Open);
+
+export const RuleMetadataDocument = Type.Object(
+  { firstNodeIndex: Type.Optional(Type.Integer()), nodes: Type.Array(RuleNodeDocument), connections: Type.Array(RuleConnectionDocument) },
+  Open,
+);
+
+/** An agent or a rule chain in RuleGo's DSL (`GET /agents/{id}`, `GET /rules/{id}`, creates, updates). */
+export const RuleChainDocument = Type.Object({ ruleChain: RuleChainInfo, metadata: RuleMetadataDocument }, Open);
+export type RuleChainDocument = Static<typeof RuleChainDocument>;
+
+/** The spec's list item: `{ruleChain: {id, name}}`, nothing else. */
+export const AgentListItem = Type.Object({ ruleChain: Type.Object({ id: Type.String(), name: Type.String() }) });
+export type AgentListItem = Static<typeof AgentListItem>;
+
+export const AgentList = PageOf(AgentListItem);
+export type AgentList = Static<typeof AgentList>;
+
+export const WorkspaceSeedFile = Type.Object({ path: Type.String(), content: Type.String() });
+export type WorkspaceSeedFile = Static<typeof WorkspaceSeedFile>;
+
+/** `GET /agent-template`: a valid agent DSL plus the files a new agent's workspace gets. */
+export const AgentTemplate = Type.Object(
+  { ruleChain: RuleChainInfo, metadata: RuleMetadataDocument, workspaceFiles: Type.Array(WorkspaceSeedFile) },
+  Open,
+);
+export type AgentTemplate = Static<typeof AgentTemplate>;
+
+/** `GET /rules` item: the DSL plus where it belongs and whether this replica's engine loaded it. */
+export const RuleListItem = Type.Object({
+  ruleChain: RuleChainInfo,
+  metadata: RuleMetadataDocument,
+  kind: Type.Union([Type.Literal('agent'), Type.Literal('rule')]),
+  agentId: Type.Optional(Type.String()),
+  loaded: Type.Boolean(),
+  error: Type.Optional(Type.String()),
+});
+export type RuleListItem = Static<typeof RuleListItem>;
+
+/** Rule lists are arrays, not paged. */
+export const RuleList = Type.Array(RuleListItem);
+export type RuleList = Static<typeof RuleList>;
+
+/** `POST .../reload`: `{success: true}`, or `{success: false, message}` when the chain fails to load. */
+export const ReloadResult = SuccessBody;
+export type ReloadResult = Static<typeof ReloadResult>;

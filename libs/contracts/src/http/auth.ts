@@ -1,0 +1,29 @@
+import Type, { type Static } from 'typebox';
+import { IsoDate } from './common.js';
+
+/** `POST /auth/login` (spec): a JWT and when it expires. */
+export const LoginResult = Type.Object({ token: Type.String(), expireAt: IsoDate });
+export type LoginResult = Static<typeof LoginResult>;
+
+/**
+ * `GET /auth/status`: whether management needs a login and whose valid JWT was sent (null for
+ * none). `defaultPassword` only in an admin's answer: whether admin still has the default password.
+ */
+export const AuthStatus = Type.Object({
+  requireAuth: Type.Boolean(),
+  user: Type.Union([Type.Object({ username: Type.String(), role: Type.String() }), Type.Null()]),
+  defaultPassword: Type.Optional(Type.Boolean()),
+});
+export type AuthStatus = Static<typeof AuthStatus>;
+
+/** `GET /auth/api-key`: the caller's key, null while it has none. */
+export const ApiKeyAnswer = Type.Object({ apiKey: Type.Union([Type.String(), Type.Null()]) });
+export type ApiKeyAnswer = Static<typeof ApiKeyAnswer>;
+
+/** `POST /auth/api-key`: the new key (the old one stops working). */
+export const ApiKeyRegenerated = Type.Object({ apiKey: Type.String() });
+export type ApiKeyRegenerated = Static<typeof ApiKeyRegenerated>;
+
+/** `PUT /auth/password`: every older token is revoked, so a fresh one comes back. */
+export const PasswordChanged = Type.Object({ success: Type.Boolean(), message: Type.String(), token: Type.String(), expireAt: IsoDate });
+export type PasswordChanged = Static<typeof PasswordChanged>;

@@ -1,0 +1,32 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * `GET /config` (and `PUT /config`'s answer): the live configuration, secrets hidden. The spec's
+ * table names the fields below; each section is open, so what the configuration grows is sent
+ * without touching this schema.
+ */
+const Open = { additionalProperties: true } as const;
+
+export const ConfigProvider = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    base_url: Type.String(),
+    model: Type.String(),
+    models: Type.Array(Type.Object({ name: Type.String(), alias: Type.Optional(Type.String()) }, Open)),
+  },
+  Open,
+);
+export type ConfigProvider = Static<typeof ConfigProvider>;
+
+export const ConfigDocument = Type.Object(
+  {
+    server: Type.Object({ host: Type.String(), port: Type.Integer() }, Open),
+    data: Type.Object({ root_dir: Type.String(), logs_dir: Type.String() }, Open),
+    models: Type.Object({ default_provider: Type.String(), providers: Type.Record(Type.String(), ConfigProvider) }, Open),
+    /** `users`: username to `true`; passwords and keys are never sent. */
+    security: Type.Object({ requireAuth: Type.Boolean(), users: Type.Record(Type.String(), Type.Boolean()) }, Open),
+  },
+  Open,
+);
+export type ConfigDocument = Static<typeof ConfigDocument>;
