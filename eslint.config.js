@@ -38,6 +38,13 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { paths: serviceImports('gateway').filter((p) => p.name !== '@agentry/web') }] },
   },
   {
+    // Functions do one thing: past 80 lines a function is split into named parts. The few that
+    // read better long say so with an eslint-disable-next-line comment and a line in
+    // docs/conventions.md ("Long functions"); e2e/architecture.test.ts keeps the two in step.
+    files: ['libs/*/src/**/*.{ts,tsx}', 'services/*/src/**/*.{ts,tsx}', 'services/web/app/**/*.{ts,tsx}'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: false, skipComments: false, IIFEs: true }] },
+  },
+  {
     // Entry points and test code may read the environment.
     files: ['**/src/main.ts', '**/src/cli.ts', '**/test/**', 'e2e/**', 'bench/**', 'libs/testing/**', '*.config.ts', '*.config.js'],
     rules: { 'no-restricted-syntax': 'off' },

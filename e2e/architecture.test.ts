@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '@agentry/testing';
@@ -42,4 +44,61 @@ describe('architecture rules', () => {
     expect(await errors('services/gateway/src/app2.ts', code)).toEqual([expect.stringMatching(/^no-restricted-syntax: Only a main.ts/)]);
     expect(await errors('services/gateway/src/main.ts', code)).toEqual([]);
   });
+
+  it('stops a function past 80 lines in services and libs, tests aside', async () => {
+    const body = (lines: number) => `export function f(): number {\n${'  void 0;\n'.repeat(lines - 3)}  return 1;\n}\n`;
+    expect(await errors('services/gateway/src/x.ts', body(81))).toEqual([expect.stringMatching(/^max-lines-per-function: Function 'f' has too many lines \(81\)/)]);
+    expect(await errors('services/gateway/src/x.ts', body(80))).toEqual([]);
+    expect(await errors('libs/engine/src/x.ts', body(81))).toHaveLength(1);
+    expect(await errors('services/web/app/pages/X.tsx', body(81))).toHaveLength(1);
+    expect(await errors('services/gateway/test/x.test.ts', body(81))).toEqual([]);
+  });
+
+  it('lets at most five functions run long, each named in docs/conventions.md with its reason', () => {
+    const allowed = longFunctionsSection();
+    const exceptions = sourceFiles().flatMap((file) => {
+      const lines = fs.readFileSync(file, 'utf8').split('\n');
+      return lines.flatMap((line, i) => {
+        if (!line.includes('eslint-disable-next-line max-lines-per-function')) return [];
+        const name = /(?:function\*?|const|class)\s+([A-Za-z0-9_$#]+)|^\s*(?:async\s+)?\*?([A-Za-z0-9_$#]+)\s*\(/.exec(lines[i + 1] ?? '');
+        return [`${path.relative(repoRoot, file)} ${name?.[1] ?? name?.[2] ?? '?'}`];
+      });
+    });
+    expect(exceptions.length).toBeLessThanOrEqual(5);
+    for (const exception of exceptions) {
+      const [file, name] = exception.split(' ');
+      expect(allowed, `${exception} is not listed under "Long functions" in docs/conventions.md`).toContainEqual(expect.stringContaining(`\`${name}\``));
+      expect(allowed.find((l) => l.includes(`\`${name}\``))).toContain(file);
+    }
+    // The list names no function that is no longer long.
+    expect(allowed.length).toBe(exceptions.length);
+  });
 });
+
+/** The bullets of the "Long functions" section of docs/conventions.md. */
+function longFunctionsSection(): string[] {
+  const doc = fs.readFileSync(path.join(repoRoot, 'docs/conventions.md'), 'utf8');
+  const start = doc.indexOf('## Long functions');
+  expect(start, 'docs/conventions.md has a "## Long functions" section').toBeGreaterThanOrEqual(0);
+  const section = doc.slice(start).split(/\n## /)[0]!;
+  return section.split('\n').filter((l) => l.startsWith('- '));
+}
+
+/** Every TypeScript source of services and libs that the length rule covers. */
+function sourceFiles(): string[] {
+  const roots = [
+    ...['libs', 'services'].flatMap((top) => fs.readdirSync(path.join(repoRoot, top)).map((pkg) => path.join(repoRoot, top, pkg, 'src'))),
+    path.join(repoRoot, 'services/web/app'),
+  ];
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    if (!fs.existsSync(dir)) return;
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/\.tsx?$/.test(e.name)) out.push(p);
+    }
+  };
+  roots.forEach(walk);
+  return out;
+}
