@@ -3,6 +3,8 @@ import { StreamError } from './errors.js';
 import { Http, type ClientOptions, type QueryValue } from './http.js';
 import type {
   AgentListItem,
+  ApiKeyAnswer,
+  ApiKeyRegenerated,
   AgentTemplate,
   AuthStatus,
   ChannelPlatformView,
@@ -28,6 +30,7 @@ import type {
   Success,
   ToolInfo,
   User,
+  UserList,
   UserChange,
   UserRole,
   WorkspaceEntry,
@@ -93,15 +96,15 @@ export class AgentryClient {
       this.http.request<LoginResult>('POST', '/auth/login', { purpose: 'public', json: { username, password } }),
     /** Whether management needs a login, and whose the JWT sent is (public, but it reads the token). */
     status: () => this.http.request<AuthStatus>('GET', '/auth/status', { purpose: 'account' }),
-    apiKey: () => this.http.request<{ apiKey: string | null }>('GET', '/auth/api-key', { purpose: 'account' }),
-    regenerateApiKey: () => this.http.request<{ apiKey: string }>('POST', '/auth/api-key', { purpose: 'account' }),
+    apiKey: () => this.http.request<ApiKeyAnswer>('GET', '/auth/api-key', { purpose: 'account' }),
+    regenerateApiKey: () => this.http.request<ApiKeyRegenerated>('POST', '/auth/api-key', { purpose: 'account' }),
     changePassword: (oldPassword: string, newPassword: string) =>
       this.http.request<PasswordChanged>('PUT', '/auth/password', { purpose: 'account', json: { oldPassword, newPassword } }),
   };
 
   /** Admin user management (admins only when authentication is required). */
   readonly users = {
-    list: async () => (await this.http.request<{ users: User[] }>('GET', '/users')).users,
+    list: async () => (await this.http.request<UserList>('GET', '/users')).users,
     create: (user: { username: string; password: string; role: UserRole }) => this.http.request<User>('POST', '/users', { json: user }),
     update: (username: string, change: UserChange) => this.http.request<User>('PUT', `/users/${seg(username)}`, { json: change }),
     delete: (username: string) => this.http.request<Success>('DELETE', `/users/${seg(username)}`),

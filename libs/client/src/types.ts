@@ -41,6 +41,7 @@ export type {
   AuthStatus,
   ApiKeyAnswer,
   ApiKeyRegenerated,
+  UserList,
 } from '@agentry/contracts';
 
 // Skills, workspace files and cron jobs: the gateway's response schemas are their one definition.
