@@ -1,0 +1,86 @@
+import { createOpenAI } from '@ai-sdk/openai';
+import { tool } from '@langchain/core/tools';
+import { APICallError, generateText, type LanguageModel } from 'ai';
+import { expect, it } from 'vitest';
+import { z } from 'zod';
+import type { ChatTarget } from './chat-conformance.js';
+import { CASE_TIMEOUT_MS, SDK_CALL, SDK_USAGE, USAGE, aiSdkChatModels, failProvider, langchainModel, scriptFresh, streamWithAiSdk, streamWithLangchain } from './clients-conformance.js';
+
+/**
+ * What the third-party clients need beyond what this branch serves (the dependencies are
+ * explained in clients-conformance.ts), kept apart so clients-conformance.ts stays green:
+ * - the AI SDK's default OpenAI model (`createOpenAI(...)(id)`) speaks the Responses API,
+ *   `POST /responses`;
+ * - a stream that fails before its first token answers HTTP 502, since its headers wait for
+ *   the first event (until then the 200 stream carries an error event and the status is lost);
+ * - a request with client-side tools is refused with 400, since the agent's tools run on the
+ *   server and a client would wait for tool calls that never come.
+ */
+export function pendingClientsConformance(target: () => ChatTarget): void {
+  const responsesModel = (): LanguageModel => createOpenAI({ baseURL: target().baseURL, apiKey: target().apiKey })(target().agentId);
+
+  it('AI SDK openai (Responses API): generateText gets the text, usage and finish reason', { timeout: CASE_TIMEOUT_MS }, async () => {
+    scriptFresh(target().fake, { text: 'Hello from Agentry', usage: USAGE });
+    const res = await generateText({ model: responsesModel(), prompt: 'hi', ...SDK_CALL });
+    expect(res.text).toBe('Hello from Agentry');
+    expect(res.finishReason).toBe('stop');
+    expect(res.usage).toMatchObject(SDK_USAGE);
+  });
+
+  it('AI SDK openai (Responses API): streamText streams the text, then usage and finish reason', { timeout: CASE_TIMEOUT_MS }, async () => {
+    scriptFresh(target().fake, { text: ['Once ', 'upon ', 'a time'], usage: USAGE });
+    const { result, text, errors } = await streamWithAiSdk(responsesModel(), 'story');
+    expect(errors).toEqual([]);
+    expect(text).toBe('Once upon a time');
+    expect(await result.finishReason).toBe('stop');
+    expect(await result.usage).toMatchObject(SDK_USAGE);
+  });
+
+  it('AI SDK openai (Responses API): a failing provider is an APICallError with status 502', { timeout: CASE_TIMEOUT_MS }, async () => {
+    failProvider(target().fake);
+    const err = await generateText({ model: responsesModel(), prompt: 'x', ...SDK_CALL }).catch((e: unknown) => e);
+    expect(APICallError.isInstance(err), String(err)).toBe(true);
+    expect((err as APICallError).statusCode).toBe(502);
+  });
+
+  const models = (): Record<string, LanguageModel> => ({ ...aiSdkChatModels(target()), 'openai (Responses API)': responsesModel() });
+  // (`openai .chat()` is in clients-conformance.ts: it reads the status from the error event.)
+  for (const name of ['openai-compatible', 'openai (Responses API)']) {
+    it(`AI SDK ${name}: a failing provider fails streamText with an APICallError with status 502`, { timeout: CASE_TIMEOUT_MS }, async () => {
+      failProvider(target().fake);
+      const { text, errors } = await streamWithAiSdk(models()[name]!, 'x');
+      expect(text).toBe('');
+      expect(errors).toHaveLength(1);
+      expect(APICallError.isInstance(errors[0]), String(errors[0])).toBe(true);
+      expect((errors[0] as APICallError).statusCode).toBe(502);
+    });
+  }
+
+  it('LangChain ChatOpenAI: a failing provider makes stream throw with status 502', { timeout: CASE_TIMEOUT_MS }, async () => {
+    const t = target();
+    failProvider(t.fake);
+    const { merged, error } = await streamWithLangchain(langchainModel(t), 'x');
+    expect(error).toBeInstanceOf(Error);
+    expect((error as { status?: number }).status).toBe(502);
+    expect(merged?.content ?? '').toBe('');
+  });
+
+  it('LangChain ChatOpenAI: bindTools is refused with 400, the provider never called', { timeout: CASE_TIMEOUT_MS }, async () => {
+    const t = target();
+    // Were the tools ignored, this answer would come back as if nothing were wrong.
+    scriptFresh(t.fake, { text: 'I will not call your tool' });
+    const weather = tool(({ city }) => `sunny in ${city}`, {
+      name: 'get_weather',
+      description: 'The weather in a city.',
+      schema: z.object({ city: z.string() }),
+    });
+    const err = await langchainModel(t)
+      .bindTools([weather])
+      .invoke('weather in Paris?')
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as { status?: number }).status).toBe(400);
+    expect((err as Error).message).toContain("client-side tools are not supported: the agent's tools run on the server");
+    expect(t.fake.requests).toHaveLength(0);
+  });
+}
