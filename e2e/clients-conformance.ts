@@ -45,6 +45,11 @@ export function failProvider(fake: FakeModel): void {
   scriptFresh(fake, fail, fail, fail, fail, fail, fail);
 }
 
+/** An error as a failed assertion should show it: the AI SDK also reports plain objects. */
+export function describeError(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : JSON.stringify(e);
+}
+
 /** The AI SDK's own retries are off: a 502 must reach the test as the APICallError, not a RetryError. */
 export const SDK_CALL = { maxRetries: 0, timeout: 60_000 } as const;
 
@@ -108,7 +113,7 @@ export function clientsConformance(target: () => ChatTarget): void {
     it(`AI SDK ${name}: a failing provider is an APICallError with status 502`, { timeout: CASE_TIMEOUT_MS }, async () => {
       failProvider(target().fake);
       const err = await generateText({ model: model(), prompt: 'x', ...SDK_CALL }).catch((e: unknown) => e);
-      expect(APICallError.isInstance(err), String(err)).toBe(true);
+      expect(APICallError.isInstance(err), describeError(err)).toBe(true);
       expect((err as APICallError).statusCode).toBe(502);
     });
 
@@ -129,7 +134,7 @@ export function clientsConformance(target: () => ChatTarget): void {
     const { text, errors } = await streamWithAiSdk(aiSdkChatModels(target())['openai .chat()']!, 'x');
     expect(text).toBe('');
     expect(errors).toHaveLength(1);
-    expect(APICallError.isInstance(errors[0]), String(errors[0])).toBe(true);
+    expect(APICallError.isInstance(errors[0]), describeError(errors[0])).toBe(true);
     expect((errors[0] as APICallError).statusCode).toBe(502);
   });
 

@@ -4,7 +4,7 @@ import { APICallError, generateText, type LanguageModel } from 'ai';
 import { expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ChatTarget } from './chat-conformance.js';
-import { CASE_TIMEOUT_MS, SDK_CALL, SDK_USAGE, USAGE, aiSdkChatModels, failProvider, langchainModel, scriptFresh, streamWithAiSdk, streamWithLangchain } from './clients-conformance.js';
+import { CASE_TIMEOUT_MS, SDK_CALL, SDK_USAGE, USAGE, describeError, aiSdkChatModels, failProvider, langchainModel, scriptFresh, streamWithAiSdk, streamWithLangchain } from './clients-conformance.js';
 
 /**
  * What the third-party clients need beyond what this branch serves (the dependencies are
@@ -39,7 +39,7 @@ export function pendingClientsConformance(target: () => ChatTarget): void {
   it('AI SDK openai (Responses API): a failing provider is an APICallError with status 502', { timeout: CASE_TIMEOUT_MS }, async () => {
     failProvider(target().fake);
     const err = await generateText({ model: responsesModel(), prompt: 'x', ...SDK_CALL }).catch((e: unknown) => e);
-    expect(APICallError.isInstance(err), String(err)).toBe(true);
+    expect(APICallError.isInstance(err), describeError(err)).toBe(true);
     expect((err as APICallError).statusCode).toBe(502);
   });
 
@@ -51,7 +51,7 @@ export function pendingClientsConformance(target: () => ChatTarget): void {
       const { text, errors } = await streamWithAiSdk(models()[name]!, 'x');
       expect(text).toBe('');
       expect(errors).toHaveLength(1);
-      expect(APICallError.isInstance(errors[0]), String(errors[0])).toBe(true);
+      expect(APICallError.isInstance(errors[0]), describeError(errors[0])).toBe(true);
       expect((errors[0] as APICallError).statusCode).toBe(502);
     });
   }
