@@ -10,7 +10,8 @@
  *   (`clients-responses.ts`);
  * - `@langchain/openai` (with its peer `@langchain/core`) is LangChain JS's OpenAI chat model,
  *   which wraps the `openai` SDK but reads usage, finish reasons and errors its own way.
- * Versions are the newest majors that still run on Node 20.
+ * Each is the newest release that still runs on Node 20 (ai 7, its providers' next majors and
+ * @langchain/openai from 1.5.9 want Node 22).
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -56,6 +57,7 @@ export const SDK_CALL = { maxRetries: 0, timeout: 60_000 } as const;
 /** The chat-completions models of the AI SDK that clients point at Agentry. */
 export function aiSdkChatModels(t: ChatTarget): Record<string, LanguageModel> {
   return {
+    // Without includeUsage this provider asks for no usage on streams, and reports none.
     'openai-compatible': createOpenAICompatible({ baseURL: t.baseURL, apiKey: t.apiKey, name: 'agentry', includeUsage: true })(t.agentId),
     'openai .chat()': createOpenAI({ baseURL: t.baseURL, apiKey: t.apiKey }).chat(t.agentId),
   };
