@@ -12,6 +12,7 @@ import { createAuth, registerAuthHook, requireAccessDeclarations, type Auth } fr
 import { authRoutes } from './routes/auth.js';
 import { userRoutes } from './routes/users.js';
 import { chatRoutes } from './routes/chat.js';
+import { responsesRoutes } from './routes/responses.js';
 import { sessionRoutes } from './routes/sessions.js';
 import multipart from '@fastify/multipart';
 import { chainRoutes } from './routes/chains.js';
@@ -146,6 +147,7 @@ async function registerApiRoutes(api: FastifyInstance, deps: GatewayDeps, auth: 
   configRoutes(api, deps);
   modelRoutes(api, deps);
   chatRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });
+  responsesRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });
   sessionRoutes(api, deps);
   await api.register(multipart, { limits: { fileSize: MAX_ARCHIVE_BYTES, files: 1 } });
   await chainRoutes(api, deps);

@@ -310,7 +310,7 @@ function matrix(open: () => Promise<{ db: () => Promise<DbHandle>; bus: (logger:
   it('answers an unknown path 404 to every caller, without asking for credentials', async () => {
     for (const [method, url] of [
       ['GET', '/api/v1/models/some-agent'],
-      ['POST', '/api/v1/responses'],
+      ['POST', '/api/v1/embeddings'],
       ['GET', '/api/v1/nothing/here'],
       ['DELETE', '/api/v1/agents'],
     ] as const) {

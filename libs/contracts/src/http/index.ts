@@ -13,3 +13,4 @@ export * from './config.js';
 export * from './tools.js';
 export * from './probes.js';
 export * from './chat.js';
+export * from './responses.js';

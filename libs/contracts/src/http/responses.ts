@@ -1,0 +1,64 @@
+import Type, { type Static, type TSchema } from 'typebox';
+
+/**
+ * `POST /responses` (OpenAI's Responses API, text only): the `Response` object. Every field the
+ * official type marks required is here, null where Agentry has nothing to say (no reasoning, no
+ * tools, no truncation), so the OpenAI SDKs and OpenAI's own OpenAPI schema accept it.
+ */
+
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+export const ResponseOutputText = Type.Object({
+  type: Type.Literal('output_text'),
+  text: Type.String(),
+  annotations: Type.Array(Type.Unknown()),
+  logprobs: Type.Array(Type.Unknown()),
+});
+
+export const ResponseOutputMessage = Type.Object({
+  type: Type.Literal('message'),
+  id: Type.String(),
+  role: Type.Literal('assistant'),
+  status: Type.Union([Type.Literal('in_progress'), Type.Literal('completed'), Type.Literal('incomplete')]),
+  content: Type.Array(ResponseOutputText),
+});
+export type ResponseOutputMessage = Static<typeof ResponseOutputMessage>;
+
+export const ResponseUsage = Type.Object({
+  input_tokens: Type.Integer(),
+  input_tokens_details: Type.Object({ cached_tokens: Type.Integer(), cache_write_tokens: Type.Integer() }),
+  output_tokens: Type.Integer(),
+  output_tokens_details: Type.Object({ reasoning_tokens: Type.Integer() }),
+  total_tokens: Type.Integer(),
+});
+export type ResponseUsage = Static<typeof ResponseUsage>;
+
+export const ResponseObject = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('response'),
+  created_at: Type.Integer(),
+  completed_at: Nullable(Type.Integer()),
+  status: Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('in_progress')]),
+  /** `code` is one of OpenAI's `ResponseErrorCode`s (`server_error` for every failure of a run). */
+  error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
+  incomplete_details: Type.Null(),
+  instructions: Nullable(Type.String()),
+  max_output_tokens: Nullable(Type.Integer()),
+  /** The agent id. */
+  model: Type.String(),
+  output: Type.Array(ResponseOutputMessage),
+  parallel_tool_calls: Type.Boolean(),
+  previous_response_id: Nullable(Type.String()),
+  reasoning: Type.Null(),
+  store: Type.Boolean(),
+  temperature: Nullable(Type.Number()),
+  top_p: Nullable(Type.Number()),
+  text: Type.Object({ format: Type.Object({ type: Type.Literal('text') }) }),
+  tool_choice: Type.Union([Type.Literal('auto'), Type.Literal('none')]),
+  tools: Type.Array(Type.Unknown()),
+  truncation: Type.Literal('disabled'),
+  /** Absent until the response completes (OpenAI's schema has no null here, though its examples do). */
+  usage: Type.Optional(ResponseUsage),
+  metadata: Type.Record(Type.String(), Type.String()),
+});
+export type ResponseObject = Static<typeof ResponseObject>;

@@ -1,0 +1,242 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Type, { type Static } from 'typebox';
+import { Errors } from '@agentry/errors';
+import { ResponseObject, type RunMessage, type RunRequest } from '@agentry/contracts';
+import { appendMessages, ensureSession, getRuleChain, getRun, getSession, loadHistory, type SessionMessage } from '@agentry/db';
+import { AgentCache } from '@agentry/engine';
+import { serviceMetrics } from '@agentry/runtime';
+import type { GatewayDeps } from '../deps.js';
+import type { Principal } from '../auth/credentials.js';
+import { sessionOwner } from '../auth/ownership.js';
+import { ChatRun } from '../chat/chat-run.js';
+import { awaitResponse, streamResponse } from '../chat/responses-answer.js';
+import { responseIdOf, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+const ResponsesBody = Type.Object(
+  {
+    model: Type.String({ minLength: 1 }),
+    // `input` is checked by hand (see inputMessages): fastify's ajv would coerce inside a union.
+    input: Type.Unknown(),
+    instructions: Nullable(Type.String()),
+    stream: Nullable(Type.Boolean()),
+    store: Nullable(Type.Boolean()),
+    previous_response_id: Nullable(Type.String({ minLength: 1, maxLength: 256 })),
+    temperature: Nullable(Type.Number({ minimum: 0, maximum: 2 })),
+    top_p: Nullable(Type.Number({ minimum: 0, maximum: 1 })),
+    max_output_tokens: Nullable(Type.Integer({ minimum: 1 })),
+    metadata: Nullable(Type.Record(Type.String(), Type.String({ maxLength: 512 }), { maxProperties: 16 })),
+    tools: Type.Optional(Type.Unknown()),
+    tool_choice: Type.Optional(Type.Unknown()),
+    text: Type.Optional(Type.Unknown()),
+    background: Type.Optional(Type.Unknown()),
+    conversation: Type.Optional(Type.Unknown()),
+  },
+  // OpenAI clients send more (user, parallel_tool_calls, truncation, ...): accepted and ignored.
+  { additionalProperties: true },
+);
+type ResponsesBody = Static<typeof ResponsesBody>;
+
+const ROLES: Record<string, RunMessage['role']> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
+
+/** The text of one input message: a string, or its `input_text` / `output_text` parts joined. */
+function itemText(content: unknown, where: string): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw new Errors.VALIDATION(`${where}.content must be a string or an array of content parts`);
+  return content
+    .map((part: unknown, j) => {
+      const p = part as { type?: unknown; text?: unknown } | null;
+      if (!p || typeof p !== 'object' || (p.type !== 'input_text' && p.type !== 'output_text') || typeof p.text !== 'string') {
+        throw new Errors.VALIDATION(`${where}.content[${j}]: only input_text and output_text parts are supported (got ${JSON.stringify(p?.type ?? null)})`);
+      }
+      return p.text;
+    })
+    .join('\n');
+}
+
+/** `input` as run messages: a string is one user message; an array holds message items only. */
+function inputMessages(input: unknown): RunMessage[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  if (!Array.isArray(input) || input.length === 0) throw new Errors.VALIDATION('input must be a string or a non-empty array of message items');
+  return input.map((raw: unknown, i) => {
+    const item = raw as { type?: unknown; role?: unknown; content?: unknown } | null;
+    const where = `input[${i}]`;
+    if (!item || typeof item !== 'object') throw new Errors.VALIDATION(`${where} must be a message item`);
+    if (item.type !== undefined && item.type !== 'message') throw new Errors.VALIDATION(`${where}: items of type ${JSON.stringify(item.type)} are not supported, only messages`);
+    const role = typeof item.role === 'string' ? ROLES[item.role] : undefined;
+    if (!role) throw new Errors.VALIDATION(`${where}.role must be user, assistant, system or developer`);
+    return { role, content: itemText(item.content, where) };
+  });
+}
+
+/** Refuses what this endpoint does not do, naming the field, rather than silently ignoring it. */
+function refuseUnsupported(body: ResponsesBody): void {
+  if (Array.isArray(body.tools) ? body.tools.length > 0 : body.tools !== undefined && body.tools !== null) {
+    throw new Errors.VALIDATION('tools: client tools are not supported; the agent brings its own');
+  }
+  const choice = body.tool_choice;
+  if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none') throw new Errors.VALIDATION('tool_choice must be "auto" or "none"');
+  const format = (body.text as { format?: { type?: unknown } } | null | undefined)?.format?.type;
+  if (format !== undefined && format !== 'text') throw new Errors.VALIDATION('text.format: only plain text output is supported');
+  if (body.background === true) throw new Errors.VALIDATION('background: background responses are not supported');
+  if (body.conversation !== undefined && body.conversation !== null) throw new Errors.VALIDATION('conversation: not supported; continue with previous_response_id');
+}
+
+function toRunRequest(body: ResponsesBody, messages: RunMessage[]): RunRequest {
+  const params: NonNullable<RunRequest['params']> = {};
+  if (typeof body.temperature === 'number') params.temperature = body.temperature;
+  if (typeof body.top_p === 'number') params.top_p = body.top_p;
+  if (typeof body.max_output_tokens === 'number') params.max_tokens = body.max_output_tokens;
+  return Object.keys(params).length > 0 ? { messages, params } : { messages };
+}
+
+/** Sessions of this endpoint, apart from chat's: a response id continues only a Responses conversation. */
+const CHANNEL = 'responses';
+
+/**
+ * The session a `previous_response_id` continues. Another caller's response, a chat completion's
+ * run and a response made with `store: false` are all "not found": a caller learns nothing of
+ * conversations that are not its own.
+ */
+async function previousSession(deps: GatewayDeps, principal: Principal, id: string, agentId: string) {
+  const notFound = () => new Errors.NOT_FOUND(`response "${id}"`);
+  const runId = runIdOfResponse(id);
+  if (!runId) throw notFound();
+  const prev = await getRun(deps.db.db, runId);
+  const session = prev?.sessionId ? await getSession(deps.db.db, prev.sessionId) : undefined;
+  if (!session || session.channel !== CHANNEL || session.owner !== sessionOwner(principal)) throw notFound();
+  if (session.agentId !== agentId) {
+    throw new Errors.VALIDATION(`previous_response_id: response "${id}" was answered by agent "${session.agentId}", not by "${agentId}"`);
+  }
+  return session;
+}
+
+type Session = NonNullable<Awaited<ReturnType<typeof previousSession>>>;
+
+/** The earlier turns of a session as plain text messages (tool exchanges left out). */
+async function historyMessages(deps: GatewayDeps, session: Session): Promise<RunMessage[]> {
+  const history = await loadHistory(deps.db.db, session.id, deps.config.current.agents.defaults.session.max_messages);
+  return history
+    .filter((m) => (m.role === 'user' || m.role === 'assistant') && !m.toolCalls && m.content !== '')
+    .map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content }));
+}
+
+/**
+ * Where the turn lives. Stored (the default): in a session of its own, or the previous
+ * response's, so the worker keeps it like any chat turn. A session turn takes only the trailing
+ * user messages of a request as new (the rest is the stored history), so the items before them
+ * (earlier user and assistant messages of `input`) are appended to the session first.
+ * `store: false`: no session at all; the previous response's history, if any, is sent with the
+ * request, so the model sees the conversation and nothing of this turn is kept.
+ */
+async function placeTurn(
+  deps: GatewayDeps,
+  principal: Principal,
+  turn: { agentId: string; runId: string; store: boolean; previous: Session | undefined; messages: RunMessage[] },
+): Promise<{ session: { key: string; channel: string; owner: string } | null; messages: RunMessage[] }> {
+  if (!turn.store) return { session: null, messages: turn.previous ? [...(await historyMessages(deps, turn.previous)), ...turn.messages] : turn.messages };
+  const owner = sessionOwner(principal);
+  const session = turn.previous ?? (await ensureSession(deps.db.db, { agentId: turn.agentId, sessionKey: responseIdOf(turn.runId), channel: CHANNEL, owner }));
+  const rest = turn.messages.filter((m) => m.role !== 'system');
+  const earlier: SessionMessage[] = rest.slice(0, rest.map((m) => m.role).lastIndexOf('assistant') + 1).map((m) => ({ role: m.role, content: m.content }));
+  await appendMessages(deps.db.db, session.id, turn.runId, earlier);
+  return { session: { key: session.sessionKey, channel: CHANNEL, owner }, messages: turn.messages };
+}
+
+function metaOf(body: ResponsesBody, runId: string, store: boolean): ResponseMeta {
+  return {
+    id: responseIdOf(runId),
+    itemId: `msg_${runId}`,
+    createdAt: Math.floor(Date.now() / 1000),
+    model: body.model,
+    instructions: body.instructions ?? null,
+    previousResponseId: body.previous_response_id ?? null,
+    store,
+    temperature: body.temperature ?? null,
+    topP: body.top_p ?? null,
+    maxOutputTokens: body.max_output_tokens ?? null,
+    toolChoice: body.tool_choice === 'none' ? 'none' : 'auto',
+    metadata: body.metadata ?? {},
+  };
+}
+
+type RequireAgent = (agentId: string) => Promise<{ id: string }>;
+
+/** `POST /responses`: checks as chat completions do, places the turn, then answers as JSON or SSE. */
+function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeatMs: number) {
+  return async function createResponse(req: FastifyRequest<{ Body: ResponsesBody }>, reply: FastifyReply): Promise<unknown> {
+    const body = req.body;
+    refuseUnsupported(body);
+    const input = inputMessages(body.input);
+    const messages: RunMessage[] = body.instructions ? [{ role: 'system', content: body.instructions }, ...input] : input;
+    const agent = await requireAgent(body.model);
+    const principal = req.principal;
+    if (principal.kind === 'account' && principal.agents && !principal.agents.includes(agent.id)) {
+      throw new Errors.FORBIDDEN(`api account "${principal.accountId}" is bound to ${principal.agents.map((a) => `"${a}"`).join(', ')}, not to agent "${agent.id}"`);
+    }
+    const store = body.store !== false;
+    const previous = body.previous_response_id ? await previousSession(deps, principal, body.previous_response_id, agent.id) : undefined;
+
+    const run = new ChatRun(deps, req, reply);
+    try {
+      const turn = await placeTurn(deps, principal, { agentId: agent.id, runId: run.runId, store, previous, messages });
+      const { session, started } = await run.start({ agentId: agent.id, session: turn.session, source: 'api', request: toRunRequest(body, turn.messages) });
+      if (!started) {
+        req.log.info({ runId: run.runId }, 'run cancelled before it was enqueued: the client went away');
+        reply.hijack();
+        return reply;
+      }
+      req.log.info({ runId: run.runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'response run enqueued');
+      const meta = metaOf(body, run.runId, store);
+      if (body.stream !== true) return await awaitResponse(run, reply, run.relay(), meta);
+      const streams = serviceMetrics.activeStreams(deps.metrics);
+      streams.inc();
+      reply.raw.once('close', () => streams.dec());
+      return await streamResponse(run, req, reply, run.relay(), meta, { heartbeatMs });
+    } finally {
+      await run.close().catch((err: unknown) => req.log.warn({ err }, 'unsubscribe failed'));
+    }
+  };
+}
+
+/**
+ * Agent rows for this endpoint, kept until `invalidate {area:'agents', id}` (or 5 s), as chat
+ * completions keep theirs; until the subscription is in place every request reads the row.
+ */
+function agentLookup(app: FastifyInstance, deps: GatewayDeps): RequireAgent {
+  const agents = new AgentCache(deps.db.db, { load: (id) => getRuleChain(deps.db.db, id) });
+  let following = false;
+  const follow = agents.follow(deps.bus.pubsub).then(
+    (unsubscribe) => {
+      following = true;
+      return unsubscribe;
+    },
+    (err: unknown) => {
+      deps.logger.warn({ err }, 'responses: no agent invalidations; agents are read on every request');
+      return undefined;
+    },
+  );
+  app.addHook('onClose', async () => {
+    following = false;
+    await (await follow)?.().catch(() => undefined);
+  });
+  return async (agentId) => {
+    const row = following ? await agents.get(agentId) : await getRuleChain(deps.db.db, agentId);
+    if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
+    return row;
+  };
+}
+
+/**
+ * `POST /responses`: OpenAI's Responses API for text, `model` being the agent id. Runs go through
+ * `ChatRun` like chat completions; the response id is `resp_<runId>`, so a `previous_response_id`
+ * leads to the run row and its session.
+ */
+export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
+  const requireAgent = agentLookup(app, deps);
+  app.post<{ Body: ResponsesBody }>(
+    '/responses',
+    { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ResponsesBody, response: { 200: ResponseObject } } },
+    createResponse(deps, requireAgent, opts.heartbeatMs),
+  );
+}
