@@ -184,6 +184,18 @@ describe('runAgent through its hooks', () => {
     expect(record.delivered).toBe(0);
   });
 
+  it('refuses a run of an agent disabled after it was queued: 403 naming it, no model call, the chat told', async () => {
+    const dsl = { ruleChain: { id: 'sleeper', name: 'sleeper', disabled: true }, metadata: { nodes: [agentNode('a', { provider: 'p', systemPrompt: 'Zzz' })], connections: [] } };
+    await insertRuleChain(handle.db, { id: 'sleeper', kind: 'agent', agentId: null, name: 'sleeper', category: null, dsl });
+    const reply = { platform: 'chat_a', accountId: 'acc', chatId: 'chat' };
+    const { id, record, stored } = await runOf('sleeper', { messages: [{ role: 'user', content: 'hi' }], reply });
+    const message = 'Not allowed: agent "sleeper" is disabled';
+    expect(record.calls).toEqual([]);
+    expect(record.events).toEqual([{ runId: id, seq: 0, type: 'error', message, status: 403 }]);
+    expect(stored).toMatchObject({ status: 'failed', error: message });
+    expect(record.replies).toEqual([{ runId: id, text: `Sorry, I could not answer that: ${message}` }]);
+  });
+
   it('cancels a run whose signal aborts, keeping what it had streamed', async () => {
     const ctl = new AbortController();
     const slow = async function* (req: ModelCallRequest): AsyncIterable<ModelEvent> {
