@@ -196,6 +196,17 @@ describe('runAgent through its hooks', () => {
     expect(record.replies).toEqual([{ runId: id, text: `Sorry, I could not answer that: ${message}` }]);
   });
 
+  it('a disabled agent called as a tool runs nothing: the calling agent gets the refusal as the tool result', async () => {
+    await chain('napper', 'agent', [agentNode('a', { provider: 'p', systemPrompt: 'Zzz' })]);
+    await handle.db.updateTable('rule_chains').set({ dsl: JSON.stringify({ ruleChain: { id: 'napper', name: 'napper', disabled: true }, metadata: { nodes: [agentNode('a', { provider: 'p', systemPrompt: 'Zzz' })], connections: [] } }) }).where('id', '=', 'napper').execute();
+    await chain('waker', 'agent', [agentNode('a', { provider: 'p', systemPrompt: 'Waker', tools: [{ type: 'agent', name: 'ask_napper', targetId: 'napper' }] })]);
+    const { record, stored } = await runOf('waker', { messages: [{ role: 'user', content: 'delegate' }] });
+    expect(stored?.status).toBe('succeeded');
+    expect(record.calls.some((c) => systemOf(c.messages) === 'Zzz')).toBe(false);
+    const toolResult = record.calls.at(-1)!.messages.find((m) => m.role === 'tool');
+    expect(toolResult?.content).toContain('agent "napper" is disabled');
+  });
+
   it('cancels a run whose signal aborts, keeping what it had streamed', async () => {
     const ctl = new AbortController();
     const slow = async function* (req: ModelCallRequest): AsyncIterable<ModelEvent> {
