@@ -165,6 +165,27 @@ describeWithServers('channels end to end (cluster mode)', () => {
     expect(answersTo('5005')[0]).toMatch(/^Sorry, I could not answer that: .*HTTP 400: context too long/);
   });
 
+  it('a message to a disabled agent gets the failure notice naming why; enabled again, it answers', async () => {
+    const setDisabled = async (disabled: boolean) => {
+      const dsl = (await api('GET', '/agents/helper')).body as { ruleChain: Record<string, unknown> };
+      const res = await api('PUT', '/agents/helper', { ...dsl, ruleChain: { ...dsl.ruleChain, disabled } });
+      expect(res.status, res.text).toBe(200);
+    };
+    await setDisabled(true);
+    try {
+      const calls = model.requests.length;
+      await post('tg', dm('6006', 'anyone there?'));
+      await waitFor(async () => answersTo('6006').length > 0, 20_000);
+      expect(answersTo('6006')).toEqual(['Sorry, I could not answer that: Not allowed: agent "helper" is disabled']);
+      expect(model.requests.length).toBe(calls);
+    } finally {
+      await setDisabled(false);
+    }
+    await post('tg', dm('6006', 'and now?'));
+    await waitFor(async () => answersTo('6006').length > 1, 20_000);
+    expect(answersTo('6006')[1]).toBe('answer: and now?');
+  });
+
   it('an agent sends through a channel with the send_message tool', async () => {
     const notifier = await api('POST', '/agents', {
       ruleChain: { id: 'notifier', name: 'Notifier' },

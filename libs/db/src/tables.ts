@@ -56,8 +56,11 @@ export function isFinalRunStatus(status: RunStatus): status is FinalRunStatus {
 /** Who started a run: a chat completion (`api`), a cron fire, or a message on a channel platform. */
 export type RunSource = 'cron' | Platform;
 
-/** A cron fire (`cron_runs.status`, mirrored in `cron_jobs.last_status`). */
-export type CronRunStatus = 'running' | 'succeeded' | 'failed';
+/**
+ * A cron fire (`cron_runs.status`, mirrored in `cron_jobs.last_status`); `skipped` started no
+ * run (its agent is disabled) and says why in `error`.
+ */
+export type CronRunStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
 
 /**
  * How a fire's answer was delivered: `queued` (handed to the outbound queue, not sent yet),

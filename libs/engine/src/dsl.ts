@@ -25,6 +25,8 @@ function ruleChainInfo<T extends TSchema>(id: T) {
     name: Type.String({ minLength: 1, maxLength: 200 }),
     root: Type.Optional(Type.Boolean()),
     debugMode: Type.Optional(Type.Boolean()),
+    /** RuleGo's switch: true turns the agent off (no chat, no cron, not in `/models`); absent means enabled. */
+    disabled: Type.Optional(Type.Boolean()),
     /** `category` (the `GET /rules?category=` filter), `description`, `icon`, ... */
     additionalInfo: Type.Optional(Info),
     configuration: Type.Optional(Info),

@@ -19,6 +19,7 @@ export { type ChatMessage, type ModelCallRequest, type ModelEvent, type ModelTim
 export { nodeTypes } from './nodes/index.js';
 export { defineNodeType } from './nodes/types.js';
 export { AgentCache, SkillsCache } from './runs/agent-cache.js';
+export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './runs/agent-enabled.js';
 export { cancelRun } from './runs/cancel.js';
 export { createCronJob } from './runs/create-cron-job.js';
 export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';

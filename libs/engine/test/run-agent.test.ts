@@ -184,6 +184,29 @@ describe('runAgent through its hooks', () => {
     expect(record.delivered).toBe(0);
   });
 
+  it('refuses a run of an agent disabled after it was queued: 403 naming it, no model call, the chat told', async () => {
+    const dsl = { ruleChain: { id: 'sleeper', name: 'sleeper', disabled: true }, metadata: { nodes: [agentNode('a', { provider: 'p', systemPrompt: 'Zzz' })], connections: [] } };
+    await insertRuleChain(handle.db, { id: 'sleeper', kind: 'agent', agentId: null, name: 'sleeper', category: null, dsl });
+    const reply = { platform: 'chat_a', accountId: 'acc', chatId: 'chat' };
+    const { id, record, stored } = await runOf('sleeper', { messages: [{ role: 'user', content: 'hi' }], reply });
+    const message = 'Not allowed: agent "sleeper" is disabled';
+    expect(record.calls).toEqual([]);
+    expect(record.events).toEqual([{ runId: id, seq: 0, type: 'error', message, status: 403 }]);
+    expect(stored).toMatchObject({ status: 'failed', error: message });
+    expect(record.replies).toEqual([{ runId: id, text: `Sorry, I could not answer that: ${message}` }]);
+  });
+
+  it('a disabled agent called as a tool runs nothing: the calling agent gets the refusal as the tool result', async () => {
+    await chain('napper', 'agent', [agentNode('a', { provider: 'p', systemPrompt: 'Zzz' })]);
+    await handle.db.updateTable('rule_chains').set({ dsl: JSON.stringify({ ruleChain: { id: 'napper', name: 'napper', disabled: true }, metadata: { nodes: [agentNode('a', { provider: 'p', systemPrompt: 'Zzz' })], connections: [] } }) }).where('id', '=', 'napper').execute();
+    await chain('waker', 'agent', [agentNode('a', { provider: 'p', systemPrompt: 'Waker', tools: [{ type: 'agent', name: 'ask_napper', targetId: 'napper' }] })]);
+    const { record, stored } = await runOf('waker', { messages: [{ role: 'user', content: 'delegate' }] });
+    expect(stored?.status).toBe('succeeded');
+    expect(record.calls.some((c) => systemOf(c.messages) === 'Zzz')).toBe(false);
+    const toolResult = record.calls.at(-1)!.messages.find((m) => m.role === 'tool');
+    expect(toolResult?.content).toContain('agent "napper" is disabled');
+  });
+
   it('cancels a run whose signal aborts, keeping what it had streamed', async () => {
     const ctl = new AbortController();
     const slow = async function* (req: ModelCallRequest): AsyncIterable<ModelEvent> {

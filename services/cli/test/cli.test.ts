@@ -124,6 +124,24 @@ describe('agents', () => {
     expect(deleted.json()).toEqual({ success: true });
     expect((await cli(['agents', 'list'])).json<unknown[]>()).toHaveLength(2);
   });
+
+  it('disable and enable an agent: the flag is in its DSL and the list, and chat to it is refused meanwhile', async () => {
+    const disabled = await cli(['agents', 'disable', 'support']);
+    expect(disabled.code, disabled.stderr).toBe(0);
+    expect(disabled.json()).toMatchObject({ ruleChain: { id: 'support', disabled: true } });
+    expect((await cli(['agents', 'get', 'support'])).json()).toMatchObject({ ruleChain: { disabled: true } });
+    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', disabled: true } });
+    const refused = await cli(['chat', '-a', 'support', 'hi']);
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('agent "support" is disabled') });
+
+    const enabled = await cli(['agents', 'enable', 'support']);
+    expect(enabled.code, enabled.stderr).toBe(0);
+    expect(enabled.json()).toMatchObject({ ruleChain: { id: 'support', disabled: false } });
+    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk' } });
+
+    const missing = await cli(['agents', 'disable', 'no-such-agent']);
+    expect(missing).toMatchObject({ code: 1, stderr: 'error: Not found: agent "no-such-agent"\n' });
+  });
 });
 
 describe('workspace', () => {

@@ -7,17 +7,19 @@ import {
   getCronJob,
   getCronRunByTick,
   getOutboundByRun,
+  getRuleChain,
   getRun,
   insertCronRun,
   isFinalRunStatus,
   listUnfinishedCronRuns,
   type CronDeliver,
   type CronDeliveryStatus,
+  type CronJobRecord,
   type CronRunRecord,
   type Db,
   type RunRecord,
 } from '@agentry/db';
-import { cancelRun, enqueueRun, newRunId, submitRun, watchRun, type RunWatchResult, type RunWatch } from '@agentry/engine';
+import { agentDisabledError, cancelRun, enqueueRun, isAgentDisabled, newRunId, submitRun, watchRun, type RunWatchResult, type RunWatch } from '@agentry/engine';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
@@ -78,6 +80,8 @@ export class Firer {
       await this.reconciler.one(job.id);
       return;
     }
+    const agent = await getRuleChain(this.db, job.agentId);
+    if (agent && isAgentDisabled(agent.dsl)) return this.skipDisabledAgent(job, scheduledAt, log);
 
     const runId = newRunId();
     // Listening before the job exists: the run's end event cannot be missed.
@@ -221,13 +225,29 @@ export class Firer {
     log.info('fire delivered again; this tick already ran, skipped');
   }
 
+  /**
+   * The job stays scheduled (enabling the agent again needs no cron change), but a tick of a
+   * disabled agent starts no run: it gets a `skipped` row whose error says why, so the history
+   * explains the silence. A second delivery of the tick finds the row and adds nothing.
+   */
+  private async skipDisabledAgent(job: CronJobRecord, scheduledAt: Date, log: Logger): Promise<void> {
+    this.opts.count?.('skipped');
+    log.info({ agentId: job.agentId }, 'fire skipped: its agent is disabled');
+    const delivery = job.deliver ? { deliveryStatus: 'skipped' as const, deliveryError: 'no run was started; nothing to deliver' } : {};
+    await this.recordFireWithoutRun(job.id, scheduledAt, { status: 'skipped', error: agentDisabledError(job.agentId).message, ...delivery });
+  }
+
   /** A fire whose run could not even be created still leaves a row, so the history shows it. */
   private async recordFailedFire(cronJobId: string, scheduledAt: Date, error: string, deliver: CronDeliver | null): Promise<void> {
+    await this.recordFireWithoutRun(cronJobId, scheduledAt, { status: 'failed', error, ...deliveryOf(deliver, false) });
+  }
+
+  private async recordFireWithoutRun(cronJobId: string, scheduledAt: Date, outcome: Outcome): Promise<void> {
     try {
       const row = await insertCronRun(this.db, { cronJobId, scheduledAt, runId: null });
-      if (row) await finishCronRun(this.db, row.id, { status: 'failed', error, ...deliveryOf(deliver, false) });
+      if (row) await finishCronRun(this.db, row.id, outcome);
     } catch (err) {
-      this.logger.error({ err, cronJobId }, 'could not record the failed cron fire');
+      this.logger.error({ err, cronJobId, status: outcome.status }, 'could not record the cron fire');
     }
   }
 

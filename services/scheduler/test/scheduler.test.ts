@@ -102,9 +102,13 @@ function harness(): () => Harness {
   };
 }
 
-async function agentWithJob(db: Db, job: { schedule?: string; message?: string; disabled?: boolean; deliver?: CronDeliver | null; unbound?: boolean } = {}) {
+async function agentWithJob(
+  db: Db,
+  job: { schedule?: string; message?: string; disabled?: boolean; deliver?: CronDeliver | null; unbound?: boolean; agentDisabled?: boolean } = {},
+) {
   const agentId = uid('agent');
-  await insertRuleChain(db, { id: agentId, kind: 'agent', agentId: null, name: agentId, category: null, dsl: { ruleChain: { id: agentId, name: agentId }, metadata: { nodes: [], connections: [] } } });
+  const ruleChain = { id: agentId, name: agentId, ...(job.agentDisabled ? { disabled: true } : {}) };
+  await insertRuleChain(db, { id: agentId, kind: 'agent', agentId: null, name: agentId, category: null, dsl: { ruleChain, metadata: { nodes: [], connections: [] } } });
   // An agent delivers only through an account bound to it (an admin's binding).
   if (job.deliver && !job.unbound) await appendBinding(db, { agentId, match: { channel: job.deliver.platform, accountId: job.deliver.accountId } });
   const cron = await insertCronJob(db, {
@@ -308,6 +312,24 @@ describe('Firer: fires become runs, once per tick', () => {
     const [fire] = await settled(db, job.id);
     expect(fire).toMatchObject({ status: 'failed', error: expect.stringMatching(/may not send through chat_a account "team": no binding connects them/) });
     expect(await countRunsOfAgent(db, agentId)).toBe(0);
+    await f.close();
+  });
+
+  it('a fire of a disabled agent starts no run and is recorded as skipped with the reason; the job stays scheduled', async () => {
+    const { db, runtime } = env();
+    const { agentId, job } = await agentWithJob(db, { agentDisabled: true, deliver: { platform: 'chat_a', accountId: 'team', chatId: 'room' } });
+    await runtime.bus.scheduler.upsert(job.id, { pattern: FAR }, fireData(job.id));
+    const f = firer();
+    const tick = new Date('2026-03-01T18:30:00Z');
+    await f.fire({ id: job.id, scheduledAt: tick, data: fireData(job.id) });
+    // A second delivery of the tick finds its row and adds nothing.
+    await f.fire({ id: job.id, scheduledAt: tick, data: fireData(job.id) });
+    expect(await runsOf(db, job.id)).toEqual([
+      expect.objectContaining({ status: 'skipped', runId: null, error: `Not allowed: agent "${agentId}" is disabled`, deliveryStatus: 'skipped', finishedAt: expect.any(Date) }),
+    ]);
+    expect(await getCronJob(db, job.id)).toMatchObject({ lastRunAt: tick, lastStatus: 'skipped' });
+    expect(await countRunsOfAgent(db, agentId)).toBe(0);
+    expect((await runtime.bus.scheduler.list()).map((s) => s.id)).toContain(job.id);
     await f.close();
   });
 

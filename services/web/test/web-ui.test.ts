@@ -199,6 +199,30 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       expect((await apiAs('PUT', '/agents/helper', latest)).status).toBe(200);
     }));
 
+  it('disables an agent from the list and enables it again', () =>
+    step('agent-toggle', async () => {
+      await nav('Agents').click();
+      const row = page.locator('tr[data-agent="helper"]');
+      const toggle = row.getByRole('checkbox', { name: 'Enable helper' });
+      expect(await toggle.isChecked()).toBe(true);
+      await toggle.click();
+      await row.locator('.badge').filter({ hasText: 'disabled' }).waitFor();
+      expect(await toggle.isChecked()).toBe(false);
+      const off = (await apiAs('GET', '/agents/helper')).json as { ruleChain: { disabled?: boolean } };
+      expect(off.ruleChain.disabled).toBe(true);
+      const models = (await apiAs('GET', '/models')).json as { data: Array<{ id: string }> };
+      expect(models.data.map((m) => m.id)).not.toContain('helper');
+      // Still marked after a reload: the list reads the flag from the server.
+      await page.reload();
+      await row.locator('.badge').filter({ hasText: 'disabled' }).waitFor();
+
+      // The next steps chat with this agent.
+      await toggle.click();
+      await expect.poll(() => row.locator('.badge').count()).toBe(0);
+      expect(await toggle.isChecked()).toBe(true);
+      expect(((await apiAs('GET', '/agents/helper')).json as { ruleChain: { disabled?: boolean } }).ruleChain.disabled).toBe(false);
+    }));
+
   it('chats: streams the answer token by token and shows the tool call as a card', () =>
     step('chat', async () => {
       fake.script(

@@ -17,6 +17,8 @@ export const RuleChainInfo = Type.Object(
     name: Type.String(),
     root: Type.Optional(Type.Boolean()),
     debugMode: Type.Optional(Type.Boolean()),
+    /** RuleGo's switch: true turns the agent off; absent means enabled. */
+    disabled: Type.Optional(Type.Boolean()),
     additionalInfo: Type.Optional(FreeForm),
     configuration: Type.Optional(FreeForm),
   },
@@ -46,8 +48,13 @@ export const RuleMetadataDocument = Type.Object(
 export const RuleChainDocument = Type.Object({ ruleChain: RuleChainInfo, metadata: RuleMetadataDocument }, Open);
 export type RuleChainDocument = Static<typeof RuleChainDocument>;
 
-/** The spec's list item: `{ruleChain: {id, name}}`, nothing else. */
-export const AgentListItem = Type.Object({ ruleChain: Type.Object({ id: Type.String(), name: Type.String() }) });
+/**
+ * The spec's list item: `{ruleChain: {id, name}}`, plus `disabled: true` only for an agent that
+ * is switched off (so the list can say so without a request per agent).
+ */
+export const AgentListItem = Type.Object({
+  ruleChain: Type.Object({ id: Type.String(), name: Type.String(), disabled: Type.Optional(Type.Boolean()) }),
+});
 export type AgentListItem = Static<typeof AgentListItem>;
 
 export const AgentList = PageOf(AgentListItem);

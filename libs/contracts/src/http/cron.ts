@@ -46,7 +46,8 @@ export const CronRun = Type.Object({
   runId: Nullable(Type.String()),
   startedAt: IsoDate,
   finishedAt: Nullable(IsoDate),
-  status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  /** `skipped`: the fire started no run (its agent is disabled); `error` says why. */
+  status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('skipped')]),
   outputExcerpt: Nullable(Type.String()),
   error: Nullable(Type.String()),
   deliveryStatus: Nullable(Type.Union([Type.Literal('queued'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('skipped')])),

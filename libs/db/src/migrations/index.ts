@@ -10,6 +10,7 @@ import * as runsUnfinished from './20261123T000000_runs_unfinished.js';
 import * as retention from './20261124T000000_retention.js';
 import * as ownership from './20261125T000000_ownership.js';
 import * as usersDisabled from './20261125T010000_users_disabled.js';
+import * as cronRunsSkipped from './20261125T220000_cron_runs_skipped.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '20261124T000000_retention': retention,
   '20261125T000000_ownership': ownership,
   '20261125T010000_users_disabled': usersDisabled,
+  '20261125T220000_cron_runs_skipped': cronRunsSkipped,
 };

@@ -6,6 +6,7 @@ import { CliError, UsageError } from '../errors.js';
 import { yaml } from '../lazy.js';
 import { examples, intOption, type Cli } from '../command-kit.js';
 import { pageOrAll, type PageOpts } from '../page-or-all.js';
+import { enableDisableCommands } from '../enable-disable.js';
 
 /** A rule-chain DSL from a JSON or YAML file (`-` reads stdin). */
 export async function readDsl(ctx: Context, file: string): Promise<RuleChainDsl> {
@@ -38,7 +39,7 @@ export function reportReload(ctx: Context, what: string, answer: { success: bool
 }
 
 export function agentCommands(program: Command, cli: Cli): void {
-  const agents = program.command('agents').summary('list, show, create, change, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
+  const agents = program.command('agents').summary('list, show, create, change, enable, disable, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
   examples(agents, 'agentry agents list', 'agentry agents get support > support.json', 'agentry agents update -f support.json');
 
   const list = agents
@@ -78,6 +79,17 @@ export function agentCommands(program: Command, cli: Cli): void {
     .action(cli.action(deleteAgent));
   examples(del, 'agentry agents delete old-helper');
 
+  enableDisableCommands(agents, cli, {
+    description: (disabled) =>
+      disabled
+        ? 'Disable an agent (ruleChain.disabled): chat to it is refused, it leaves /models, its cron fires are skipped.'
+        : 'Enable an agent again (clears ruleChain.disabled).',
+    argument: ['<id>', 'agent id'],
+    toggle: setAgentDisabled,
+    name: (dsl) => `agent ${dsl.ruleChain.id}`,
+    example: (command) => `agentry agents ${command} support`,
+  });
+
   const reload = agents
     .command('reload')
     .description('Drop the agent from every replica\'s cache and load it again; fails when it does not load.')
@@ -96,6 +108,7 @@ async function listAgents(ctx: Context, opts: PageOpts): Promise<void> {
     [
       { header: 'id', value: (a) => a.ruleChain.id },
       { header: 'name', value: (a) => a.ruleChain.name },
+      { header: 'enabled', value: (a) => !a.ruleChain.disabled },
     ],
     'no agents',
   );
@@ -124,6 +137,16 @@ async function updateAgent(ctx: Context, opts: { file: string }, id: string | un
   if (!target) throw new UsageError('name the agent: agentry agents update <id> -f <file>');
   const updated = await ctx.spin('updating the agent', () => ctx.client.agents.update(target, { ...dsl, ruleChain: { ...dsl.ruleChain, id: target } }));
   ctx.printer.done(`updated agent ${target}`, updated);
+}
+
+/**
+ * The agent's DSL with `ruleChain.disabled` set, written back through the update route: the spec
+ * names no agent toggle, and that route already validates, keeps secrets (the markers read here
+ * are resolved against the stored values) and tells every replica.
+ */
+async function setAgentDisabled(ctx: Context, id: string, disabled: boolean): Promise<RuleChainDsl> {
+  const dsl = await ctx.client.agents.get(id);
+  return ctx.client.agents.update(id, { ...dsl, ruleChain: { ...dsl.ruleChain, disabled } });
 }
 
 async function deleteAgent(ctx: Context, _opts: unknown, id: string): Promise<void> {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainDsl, RuleChainUpdate, cancelRun, chainCategory, defaultWorkspaceFiles } from '@agentry/engine';
+import { Id, RuleChainDsl, RuleChainUpdate, cancelRun, chainCategory, defaultWorkspaceFiles, isAgentDisabled } from '@agentry/engine';
 import {
   countRuleChains,
   deleteRuleChain,
@@ -53,7 +53,7 @@ function listAgents(deps: GatewayDeps) {
       listRuleChains(deps.db.db, { kind: 'agent' }, { limit, offset }),
       countRuleChains(deps.db.db, { kind: 'agent' }),
     ]);
-    return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name } })), total, page, size };
+    return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name, ...(isAgentDisabled(r.dsl) ? { disabled: true } : {}) } })), total, page, size };
   };
 }
 

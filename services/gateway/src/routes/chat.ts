@@ -3,7 +3,7 @@ import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { ModelList, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains } from '@agentry/db';
-import { AgentCache } from '@agentry/engine';
+import { AgentCache, assertAgentEnabled, isAgentDisabled } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { ChatRun } from '../chat/chat-run.js';
@@ -66,12 +66,12 @@ function toRunRequest(body: ChatBody): RunRequest {
 
 const ListModels = { response: { 200: ModelList } };
 
-/** OpenAI's model list: every agent, or those an API account is bound to. */
+/** OpenAI's model list: every enabled agent, or those an API account is bound to. */
 function listModels(deps: GatewayDeps) {
   return async function listModels(req: FastifyRequest): Promise<ModelList> {
     const principal = req.principal;
     const bound = principal.kind === 'account' ? principal.agents : undefined;
-    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => !bound || bound.includes(a.id));
+    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => (!bound || bound.includes(a.id)) && !isAgentDisabled(a.dsl));
     return {
       object: 'list',
       data: agents.map((a) => ({ id: a.id, object: 'model', created: Math.floor(a.createdAt.getTime() / 1000), owned_by: 'agentry' })),
@@ -106,6 +106,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   const requireAgent = async (agentId: string) => {
     const row = following ? await agents.get(agentId) : await getRuleChain(deps.db.db, agentId);
     if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
+    assertAgentEnabled(row);
     return row;
   };
 

@@ -6,8 +6,29 @@ import { Link, navigate } from '../lib/router';
 import { ErrorText, Loading, PageHeader, TextArea, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
+/**
+ * Switches an agent on or off through its DSL (`ruleChain.disabled`, RuleGo's own field): the
+ * update route is the one write path of an agent, which validates it, keeps its secrets and
+ * tells every replica. The DSL read here carries secret markers, which the update resolves.
+ */
+async function setAgentDisabled(id: string, disabled: boolean): Promise<RuleChainDsl> {
+  const dsl = await api.get<RuleChainDsl>(`/agents/${encodeURIComponent(id)}`);
+  return api.put<RuleChainDsl>(`/agents/${encodeURIComponent(id)}`, { ...dsl, ruleChain: { ...dsl.ruleChain, disabled } });
+}
+
 export function AgentsPage() {
+  const { notify } = useApp();
   const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const action = useAction();
+  const toggle = async (agent: AgentListItem['ruleChain']) => {
+    const updated = await action.run(() => setAgentDisabled(agent.id, !agent.disabled));
+    if (updated && agents.data) {
+      const disabled = updated.ruleChain.disabled === true;
+      const data = agents.data.data.map((a) => (a.ruleChain.id === agent.id ? { ruleChain: { id: agent.id, name: updated.ruleChain.name, ...(disabled ? { disabled } : {}) } } : a));
+      agents.set({ ...agents.data, data });
+      notify(`${agent.id} ${disabled ? 'disabled' : 'enabled'}`);
+    }
+  };
   return (
     <div className="page">
       <PageHeader title="Agents">
@@ -15,7 +36,7 @@ export function AgentsPage() {
           New agent
         </Link>
       </PageHeader>
-      <ErrorText error={agents.error} />
+      <ErrorText error={agents.error ?? action.error} />
       {!agents.data ? (
         <Loading />
       ) : agents.data.data.length === 0 ? (
@@ -24,37 +45,52 @@ export function AgentsPage() {
         </p>
       ) : (
         <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Id (the chat model)</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {agents.data.data.map((a) => (
-                <tr key={a.ruleChain.id}>
-                  <td>
-                    <Link to={`/agents/${encodeURIComponent(a.ruleChain.id)}`}>{a.ruleChain.name || a.ruleChain.id}</Link>
-                  </td>
-                  <td>
-                    <code>{a.ruleChain.id}</code>
-                  </td>
-                  <td className="row-actions">
-                    <Link to={`/chat/${encodeURIComponent(a.ruleChain.id)}`}>Chat</Link>
-                    <Link to={`/workspace/${encodeURIComponent(a.ruleChain.id)}`}>Workspace</Link>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <AgentsTable agents={agents.data.data} busy={action.busy} onToggle={(a) => void toggle(a)} />
           {agents.data.total > agents.data.data.length ? <p className="muted">Showing the first {agents.data.data.length} of {agents.data.total}.</p> : null}
         </div>
       )}
     </div>
+  );
+}
+
+/** A disabled agent says so next to its name: it answers no chat, runs no cron job and is not in /models. */
+function AgentsTable({ agents, busy, onToggle }: { agents: AgentListItem[]; busy: boolean; onToggle: (agent: AgentListItem['ruleChain']) => void }) {
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Enabled</th>
+          <th scope="col">Name</th>
+          <th scope="col">Id (the chat model)</th>
+          <th scope="col">
+            <span className="sr-only">Actions</span>
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {agents.map(({ ruleChain: a }) => (
+          <tr key={a.id} data-agent={a.id}>
+            <td>
+              <label className="switch">
+                <input type="checkbox" checked={!a.disabled} onChange={() => onToggle(a)} disabled={busy} />
+                <span className="sr-only">Enable {a.id}</span>
+              </label>
+            </td>
+            <td>
+              <Link to={`/agents/${encodeURIComponent(a.id)}`}>{a.name || a.id}</Link>
+              {a.disabled ? <span className="badge">disabled</span> : null}
+            </td>
+            <td>
+              <code>{a.id}</code>
+            </td>
+            <td className="row-actions">
+              <Link to={`/chat/${encodeURIComponent(a.id)}`}>Chat</Link>
+              <Link to={`/workspace/${encodeURIComponent(a.id)}`}>Workspace</Link>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 

@@ -9,6 +9,7 @@ import type { AgentRun, RunDeps } from './deps.js';
 import { deliverAnswer, endCancelled, endFailed } from './outcome.js';
 import { RunProgress } from './progress.js';
 import { readAgent } from './stored.js';
+import { assertAgentEnabled } from '../agent-enabled.js';
 import { agentInstructions } from './system-prompt.js';
 import { runAgentWithTools } from './tool-agent.js';
 
@@ -39,6 +40,8 @@ async function prepare(ctx: AgentRun, progress: RunProgress): Promise<{ agent: R
   const request = run.request as RunRequest;
   const agent = await readAgent(deps, run.agentId);
   if (!agent || agent.kind !== 'agent') throw new AppError('NOT_FOUND', 404, `Not found: agent "${run.agentId}"`);
+  // Runs queued before the agent was switched off are refused here, with the words chat gets.
+  assertAgentEnabled(agent);
   const config = agentNode(agent.dsl);
   if (!config) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" has no ai/agent node`);
   const [history, instructions] = await Promise.all([

@@ -10,6 +10,7 @@ import { chainContext } from './chain-context.js';
 import { agentNode, modelParams } from './conversation.js';
 import { silent, type AgentRun } from './deps.js';
 import { loadChain, readAgent } from './stored.js';
+import { assertAgentEnabled } from '../agent-enabled.js';
 import { silentConversation } from './system-prompt.js';
 
 /*
@@ -100,6 +101,8 @@ async function runSubagent(ctx: AgentRun, agentId: string, message: string): Pro
   const sub = await readAgent(ctx.deps, agentId);
   const config = sub?.kind === 'agent' ? agentNode(sub.dsl) : undefined;
   if (!config) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
+  // Switched off means it runs for nobody, another agent included.
+  assertAgentEnabled(sub!);
   const subCtx = { ...ctx, stack: [...stack, agentId] };
   const messages = await silentConversation(ctx.deps, config, agentId, message);
   const result = await runAgentWithTools(subCtx, { config, messages });
