@@ -107,7 +107,7 @@ export function chatConformance(target: () => ChatTarget): void {
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
   });
 
-  it('maps a provider failure before the first token to 502 (non-stream) and an error event (stream)', async () => {
+  it('maps a provider failure before the first token to 502, streamed or not (SDKs see the status)', async () => {
     const t = target();
     const fail = { status: 500, body: { error: { message: 'upstream exploded' } } };
     t.fake.script(fail, fail, fail, fail, fail, fail);
@@ -118,11 +118,12 @@ export function chatConformance(target: () => ChatTarget): void {
     expect((err as APIError).status).toBe(502);
     t.fake.reset();
     t.fake.script(fail, fail, fail, fail, fail, fail);
-    const stream = await client().chat.completions.create({ model: t.agentId, messages: user('x'), stream: true });
-    const failed = await (async () => {
-      for await (const _ of stream) void _;
-    })().catch((e: unknown) => e);
+    const failed = await client()
+      .chat.completions.create({ model: t.agentId, messages: user('x'), stream: true })
+      .catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(APIError);
+    expect((failed as APIError).status).toBe(502);
+    expect((failed as APIError).message).toMatch(/upstream exploded/);
     t.fake.reset();
   });
 

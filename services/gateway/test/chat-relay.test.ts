@@ -25,6 +25,9 @@ const SCRIPTS: Record<string, Body[]> = {
   ],
   failing: [{ type: 'text', text: 'partial' }, { type: 'error', message: 'provider fake failed: 500', status: 502 }],
   early: [{ type: 'error', message: 'Upstream failure: provider fake answered 500', status: 502 }],
+  early429: [{ type: 'error', message: 'the provider is rate limiting', status: 429 }],
+  slowfail: [{ type: 'error', message: 'Upstream failure: provider fake answered 500', status: 502 }],
+  silent: [{ type: 'done', finishReason: 'stop' }],
 };
 
 let runtime: Runtime;
@@ -32,8 +35,9 @@ let app: FastifyInstance;
 const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-relay-'));
 
 beforeAll(async () => {
-  // A short silence before the relay reads the run row (the lost-events tests).
-  fs.writeFileSync(path.join(cwd, 'config.yaml'), 'reliability: {relay_check_ms: 200}\n');
+  // A short silence before the relay reads the run row (the lost-events tests); a stream's
+  // headers wait for the first event at most 500 ms (the slow runs take longer).
+  fs.writeFileSync(path.join(cwd, 'config.yaml'), 'reliability: {relay_check_ms: 200}\nserver: {stream_headers_after_ms: 500}\n');
   runtime = await bootstrap({
     service: 'relay-test',
     mode: 'embedded',
@@ -60,7 +64,7 @@ beforeAll(async () => {
       const [scenario, option] = prompt.split(':');
       let seq = 0;
       const publish = (e: Body) => runtime.bus.pubsub.publish(PubSubChannels.run(job.data.runId), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
-      if (scenario === 'slow') await new Promise((r) => setTimeout(r, 300));
+      if (scenario === 'slow' || scenario === 'slowfail') await new Promise((r) => setTimeout(r, 800));
       // Events lost on the way (Redis away), the outcome committed all the same.
       if (scenario === 'lost') {
         await publish({ type: 'text', text: 'par' });
@@ -147,6 +151,37 @@ describe('failures', () => {
     expect(res.json()).toEqual({ error: 'Upstream failure: provider fake answered 500' });
   });
 
+  it('before the first event, streamed: the same status and {error} as non-stream, no event stream', async () => {
+    for (const [scenario, status] of [
+      ['early', 502],
+      ['early429', 429],
+    ] as const) {
+      const streamed = await chat(scenario);
+      const plain = await chat(scenario, { stream: false });
+      expect(streamed.statusCode).toBe(status);
+      expect(plain.statusCode).toBe(status);
+      expect(streamed.headers['content-type']).toMatch(/^application\/json/);
+      expect(streamed.json()).toEqual(plain.json());
+    }
+  });
+
+  it('after stream_headers_after_ms without an event: 200, keep-alive comments, then the failure in-stream', async () => {
+    const res = await chat('slowfail');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream');
+    expect(res.body).toMatch(/^: ping$/m);
+    expect(events(res.body)).toEqual([{ error: { message: 'Upstream failure: provider fake answered 500', type: 'server_error', code: 502 } }]);
+  });
+
+  it('a run that answers with nothing still streams its role chunk and stop', async () => {
+    const list = events((await chat('silent')).body) as Array<{ choices: Array<{ delta: unknown; finish_reason: string | null }> }>;
+    expect(list.slice(0, -1).map((c) => c.choices[0])).toEqual([
+      { index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null },
+      { index: 0, delta: { content: '' }, finish_reason: 'stop' },
+    ]);
+    expect(list.at(-1)).toBe('[DONE]');
+  });
+
   it('a gap in the events fails the stream instead of emitting a corrupted answer', async () => {
     const res = await chat('gap');
     const list = events(res.body);
@@ -175,11 +210,12 @@ describe('lost events', () => {
     expect(res.json()).toMatchObject({ choices: [{ message: { role: 'assistant', content: 'partial answer' }, finish_reason: 'stop' }], usage: { total_tokens: 5 } });
   });
 
-  it('a failed run whose error event was lost: its stored error, as an event or as 502 {error}', async () => {
-    expect(events((await chat('lostfail')).body).at(-1)).toEqual({ error: { message: 'the provider broke', type: 'server_error', code: 502 } });
-    const res = await chat('lostfail', { stream: false });
-    expect(res.statusCode).toBe(502);
-    expect(res.json()).toEqual({ error: 'the provider broke' });
+  it('a failed run whose error event was lost (before any output): its stored error as 502 {error}, streamed or not', async () => {
+    for (const stream of [true, false]) {
+      const res = await chat('lostfail', { stream });
+      expect(res.statusCode).toBe(502);
+      expect(res.json()).toEqual({ error: 'the provider broke' });
+    }
   });
 });
 

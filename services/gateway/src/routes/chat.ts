@@ -144,6 +144,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         agui: String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui',
         includeUsage: body.stream_options?.include_usage === true,
         heartbeatMs: opts.heartbeatMs,
+        headersAfterMs: deps.config.current.server.stream_headers_after_ms,
       });
       return reply;
     } finally {
