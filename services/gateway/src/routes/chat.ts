@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { ModelList, type RunRequest } from '@agentry/contracts';
+import { ModelInfo, ModelList, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains } from '@agentry/db';
 import { AgentCache } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
@@ -65,22 +65,43 @@ function toRunRequest(body: ChatBody): RunRequest {
 }
 
 const ListModels = { response: { 200: ModelList } };
+const ModelParams = Type.Object({ id: Type.String({ minLength: 1 }) });
+const GetModel = { params: ModelParams, response: { 200: ModelInfo } };
+
+/** Whether the caller may see (and chat with) an agent: an API account bound to agents sees those only. */
+function visibleTo(req: FastifyRequest): (agentId: string) => boolean {
+  const principal = req.principal;
+  const bound = principal.kind === 'account' ? principal.agents : undefined;
+  return (agentId) => !bound || bound.includes(agentId);
+}
+
+function modelOf(agent: { id: string; createdAt: Date }): ModelInfo {
+  return { id: agent.id, object: 'model', created: Math.floor(agent.createdAt.getTime() / 1000), owned_by: 'agentry' };
+}
 
 /** OpenAI's model list: every agent, or those an API account is bound to. */
 function listModels(deps: GatewayDeps) {
   return async function listModels(req: FastifyRequest): Promise<ModelList> {
-    const principal = req.principal;
-    const bound = principal.kind === 'account' ? principal.agents : undefined;
-    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => !bound || bound.includes(a.id));
-    return {
-      object: 'list',
-      data: agents.map((a) => ({ id: a.id, object: 'model', created: Math.floor(a.createdAt.getTime() / 1000), owned_by: 'agentry' })),
-    };
+    const visible = visibleTo(req);
+    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => visible(a.id));
+    return { object: 'list', data: agents.map(modelOf) };
   };
 }
 
 /**
- * `POST /chat/completions` (OpenAI-compatible; `model` is the agent id) and `GET /models`.
+ * OpenAI's model retrieve (`models.retrieve`): one agent of the list. An agent the caller may
+ * not see is not found, as it is missing from the list, rather than forbidden.
+ */
+function getModel(deps: GatewayDeps) {
+  return async function getModel(req: FastifyRequest<{ Params: Static<typeof ModelParams> }>): Promise<ModelInfo> {
+    const row = await getRuleChain(deps.db.db, req.params.id);
+    if (!row || row.kind !== 'agent' || !visibleTo(req)(row.id)) throw new Errors.NOT_FOUND(`model "${req.params.id}"`);
+    return modelOf(row);
+  };
+}
+
+/**
+ * `POST /chat/completions` (OpenAI-compatible; `model` is the agent id), `GET /models` and `GET /models/{id}`.
  * The run row is committed before its job is enqueued, and the gateway listens on `run:<id>`
  * before enqueueing, so no event can be missed; it relays them as one body or as SSE chunks.
  */
@@ -110,6 +131,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   };
 
   app.get('/models', { config: { access: 'chat' }, schema: ListModels }, listModels(deps));
+  app.get('/models/:id', { config: { access: 'chat' }, schema: GetModel }, getModel(deps));
 
   app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
     const body = req.body;
