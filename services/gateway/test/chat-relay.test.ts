@@ -30,6 +30,7 @@ const SCRIPTS: Record<string, Body[]> = {
   silent: [{ type: 'done', finishReason: 'stop' }],
 };
 
+const logs: string[] = [];
 let runtime: Runtime;
 let app: FastifyInstance;
 const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-relay-'));
@@ -44,7 +45,7 @@ beforeAll(async () => {
     argv: [],
     env: { AGENTRY_SECRET_KEY: 'relay-master-key-0123456789-abcdef' },
     cwd,
-    logDestination: { write: () => {} },
+    logDestination: { write: (line: string) => void logs.push(line) },
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
@@ -134,7 +135,7 @@ describe('agui tool events', () => {
     expect(streamed.body).not.toMatch(/tool_calls|TOOL_CALL/);
     expect(streamed.body).toMatch(/The tool said hi\./);
     const plain = await chat('tools', { stream: false });
-    expect(plain.json().choices[0].message).toEqual({ role: 'assistant', content: 'The tool said hi.' });
+    expect(plain.json().choices[0].message).toEqual({ role: 'assistant', content: 'The tool said hi.', refusal: null });
   });
 });
 
@@ -236,5 +237,51 @@ describe('keep-alive', () => {
     const res = await chat('hello:world', { stream: false });
     const id = (res.json() as { id: string }).id.replace('chatcmpl-', '');
     await waitFor(async () => (await getRun(runtime.db.db, id)) !== undefined);
+  });
+});
+
+describe('OpenAI fields: honoured or refused, never dropped', () => {
+  const post = (payload: Record<string, unknown>) =>
+    app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { model: 'relay', messages: [{ role: 'user', content: 'ok' }], ...payload } });
+
+  it('n > 1 is a 400 naming n; n = 1 is fine', async () => {
+    const res = await post({ n: 2 });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatch(/\bn\b/);
+    expect((await post({ n: 1 })).statusCode).toBe(200);
+  });
+
+  it('client-side tools or a tool choice asking for them are a 400 saying why', async () => {
+    const tool = { type: 'function', function: { name: 'f', parameters: { type: 'object' } } };
+    for (const fields of [{ tools: [tool] }, { tool_choice: 'required' }, { tool_choice: { type: 'function', function: { name: 'f' } } }, { functions: [tool.function] }]) {
+      const res = await post(fields);
+      expect(res.statusCode, JSON.stringify(fields)).toBe(400);
+      expect(res.json()).toEqual({ error: "Invalid input: client-side tools are not supported: the agent's tools run on the server" });
+    }
+    for (const fields of [{ tools: [] }, { tool_choice: 'none' }, { tool_choice: 'auto' }, { tools: null, tool_choice: null }]) {
+      expect((await post(fields)).statusCode, JSON.stringify(fields)).toBe(200);
+    }
+  });
+
+  it('response_format is stored with the run request for the model call; a malformed one is a 400', async () => {
+    const format = { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } } }, strict: true } };
+    const res = await post({ response_format: format });
+    expect(res.statusCode).toBe(200);
+    const run = await getRun(runtime.db.db, (res.json() as { id: string }).id.replace('chatcmpl-', ''));
+    expect((run!.request as { params?: unknown }).params).toEqual({ response_format: format });
+    const text = await post({ response_format: { type: 'text' } });
+    expect((await getRun(runtime.db.db, (text.json() as { id: string }).id.replace('chatcmpl-', '')))!.request).not.toHaveProperty('params');
+    for (const bad of [{ type: 'yaml' }, { type: 'json_schema' }, 'json']) {
+      const refused = await post({ response_format: bad });
+      expect(refused.statusCode, JSON.stringify(bad)).toBe(400);
+      expect(refused.json().error).toMatch(/response_format/);
+    }
+  });
+
+  it("user is kept in the run's log line", async () => {
+    const res = await post({ user: 'end-user-42' });
+    const runId = (res.json() as { id: string }).id.replace('chatcmpl-', '');
+    const line = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.runId === runId && l.msg === 'run enqueued');
+    expect(line).toMatchObject({ user: 'end-user-42' });
   });
 });
