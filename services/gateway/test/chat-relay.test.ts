@@ -171,7 +171,10 @@ describe('failures', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream');
     expect(res.body).toMatch(/^: ping$/m);
-    expect(events(res.body)).toEqual([{ error: { message: 'Upstream failure: provider fake answered 500', type: 'server_error', code: 502 } }]);
+    expect(events(res.body)).toEqual([
+      expect.objectContaining({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }),
+      { error: { message: 'Upstream failure: provider fake answered 500', type: 'server_error', code: 502 } },
+    ]);
   });
 
   it('a run that answers with nothing still streams its role chunk and stop', async () => {

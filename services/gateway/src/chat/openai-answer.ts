@@ -135,6 +135,8 @@ export async function streamCompletion(
     heartbeatMs: opts.heartbeatMs,
     headersAfterMs: opts.headersAfterMs,
     onOpen: () => reply.hijack(),
+    // A stream opened by the bound starts as it always did, with the role, for clients that wait for a chunk.
+    onTimedOpen: () => out.begin(),
   });
   const out = new ChunkStream(run, sse, meta, opts.includeUsage);
   // The text since the last tool event: what a stored answer must start with to be completed.

@@ -13,6 +13,8 @@ export interface SseWriterOptions {
   headersAfterMs?: number;
   /** Called once, just before the headers are written (the owner takes over the response). */
   onOpen?: () => void;
+  /** Called once the bound opened the stream (no `send()` did): the owner may start it off. */
+  onTimedOpen?: () => void;
 }
 
 /**
@@ -31,7 +33,11 @@ export class SseWriter {
     private readonly opts: SseWriterOptions,
   ) {
     if (opts.headersAfterMs === undefined) this.open();
-    else this.#openTimer = setTimeout(() => this.open({ flush: true }), opts.headersAfterMs);
+    else
+      this.#openTimer = setTimeout(() => {
+        this.open({ flush: true });
+        opts.onTimedOpen?.();
+      }, opts.headersAfterMs);
   }
 
   /** Whether the headers (status 200) are out: from then on a failure can only be told in-stream. */
