@@ -2,6 +2,7 @@ import OpenAI, { APIError } from 'openai';
 import { expect, it } from 'vitest';
 import type { FakeModel } from '@agentry/testing';
 import { waitFor } from '@agentry/testing';
+import { assertValid } from './openai-schema.js';
 
 /** What a deployment under test offers the conformance suite. */
 export interface ChatTarget {
@@ -37,6 +38,11 @@ const runIdOf = (completionId: string) => completionId.replace(/^chatcmpl-/, '')
 /**
  * The OpenAI-client conformance suite: the official SDK (and raw fetch for the bytes) against a
  * deployment, with the fake model scripted per test. Registered inside the caller's describe.
+ * Every completion, stream chunk, model list and model it reads is checked against OpenAI's own
+ * schemas (`assertValid`). Error bodies are not: the spec makes them `{error: string}`, where
+ * OpenAI's ErrorResponse is `{error: {message, type, param, code}}`, and the spec wins; stream
+ * error events keep their numeric `code`, and AG-UI tool deltas are the spec's, not OpenAI's
+ * `tool_calls` (the suite reads no `agui` stream).
  */
 export function chatConformance(target: () => ChatTarget): void {
   const client = () => new OpenAI({ baseURL: target().baseURL, apiKey: target().apiKey, maxRetries: 0, timeout: 20_000 });
@@ -50,7 +56,8 @@ export function chatConformance(target: () => ChatTarget): void {
     expect(res.object).toBe('chat.completion');
     expect(res.model).toBe(t.agentId);
     expect(Number.isInteger(res.created)).toBe(true);
-    expect(res.choices).toEqual([{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }]);
+    expect(res.choices).toEqual([{ index: 0, message: { role: 'assistant', content: 'Hello there', refusal: null }, logprobs: null, finish_reason: 'stop' }]);
+    assertValid('CreateChatCompletionResponse', res);
     expect(res.usage).toEqual({ prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 });
     // The provider saw the agent's system prompt, then the user's message, with its key.
     const seen = t.fake.requests.at(-1)!;
@@ -68,6 +75,7 @@ export function chatConformance(target: () => ChatTarget): void {
     const stream = await client().chat.completions.create({ model: t.agentId, messages: user('story'), stream: true });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
+    for (const chunk of chunks) assertValid('CreateChatCompletionStreamResponse', chunk);
     expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
     expect(new Set(chunks.map((c) => c.created)).size).toBe(1);
@@ -101,13 +109,14 @@ export function chatConformance(target: () => ChatTarget): void {
     });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
+    for (const chunk of chunks) assertValid('CreateChatCompletionStreamResponse', chunk);
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
     expect(last.usage).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
   });
 
-  it('maps a provider failure before the first token to 502 (non-stream) and an error event (stream)', async () => {
+  it('maps a provider failure before the first token to 502, streamed or not (SDKs see the status)', async () => {
     const t = target();
     const fail = { status: 500, body: { error: { message: 'upstream exploded' } } };
     t.fake.script(fail, fail, fail, fail, fail, fail);
@@ -118,11 +127,12 @@ export function chatConformance(target: () => ChatTarget): void {
     expect((err as APIError).status).toBe(502);
     t.fake.reset();
     t.fake.script(fail, fail, fail, fail, fail, fail);
-    const stream = await client().chat.completions.create({ model: t.agentId, messages: user('x'), stream: true });
-    const failed = await (async () => {
-      for await (const _ of stream) void _;
-    })().catch((e: unknown) => e);
+    const failed = await client()
+      .chat.completions.create({ model: t.agentId, messages: user('x'), stream: true })
+      .catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(APIError);
+    expect((failed as APIError).status).toBe(502);
+    expect((failed as APIError).message).toMatch(/upstream exploded/);
     t.fake.reset();
   });
 
@@ -180,17 +190,30 @@ export function chatConformance(target: () => ChatTarget): void {
     expect(events.at(-1)).toBe('data: [DONE]');
     const chunks = events.slice(0, -1).map((e) => {
       expect(e.startsWith('data: ')).toBe(true);
-      return JSON.parse(e.slice(6)) as { id: string; choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }> };
+      const parsed = JSON.parse(e.slice(6)) as { id: string; choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }> };
+      assertValid('CreateChatCompletionStreamResponse', parsed);
+      return parsed;
     });
     expect(chunks.map((c) => c.choices[0]!.delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'He' }, { content: 'llo' }, { content: '' }]);
     expect(chunks.map((c) => c.choices[0]!.finish_reason)).toEqual([null, null, null, 'stop']);
     expect(text).not.toMatch(/tool_calls/);
   });
 
-  it('lists agents as models', async () => {
+  it('lists agents as models, and retrieves one', async () => {
     const t = target();
     const page = await client().models.list();
     expect(page.data.map((m) => m.id)).toContain(t.agentId);
+    const auth = { authorization: `Bearer ${t.apiKey}` };
+    assertValid('ListModelsResponse', await (await fetch(`${t.baseURL}/models`, { headers: auth })).json());
+    const model = await client().models.retrieve(t.agentId);
+    expect(model).toMatchObject({ id: t.agentId, object: 'model', owned_by: 'agentry' });
+    expect(model.created).toBe(page.data.find((m) => m.id === t.agentId)!.created);
+    assertValid('Model', await (await fetch(`${t.baseURL}/models/${t.agentId}`, { headers: auth })).json());
+    const missing = await client()
+      .models.retrieve('no-such-agent')
+      .catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(APIError);
+    expect((missing as APIError).status).toBe(404);
   });
 
   it('answers an unknown model with 404 and bad input with 400, as {error}', async () => {
@@ -245,6 +268,36 @@ export function chatConformance(target: () => ChatTarget): void {
     const body = t.fake.requests.at(-1)!.body as unknown as Record<string, unknown> & { messages: unknown[] };
     expect(body).toMatchObject({ temperature: 0.2, max_tokens: 33, stop: ['END'] });
     expect(body.messages[0]).toEqual({ role: 'system', content: `${SYSTEM_PROMPT}\n\nAnswer briefly.` });
+  });
+
+  it("passes response_format to the agent's model call", async () => {
+    const t = target();
+    const formats = [
+      { type: 'json_object' as const },
+      { type: 'json_schema' as const, json_schema: { name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }, strict: true } },
+    ];
+    for (const response_format of formats) {
+      t.fake.script({ text: '{"a":"b"}' });
+      const res = await client().chat.completions.create({ model: t.agentId, messages: user('json please'), response_format });
+      expect(res.choices[0]!.message.content).toBe('{"a":"b"}');
+      expect((t.fake.requests.at(-1)!.body as unknown as Record<string, unknown>).response_format).toEqual(response_format);
+    }
+  });
+
+  it('refuses with 400 what it cannot honour: n > 1, client-side tools', async () => {
+    const t = target();
+    const refused = async (extra: Record<string, unknown>) => {
+      const err = await client()
+        .chat.completions.create({ model: t.agentId, messages: user('x'), ...extra } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming)
+        .catch((e: unknown) => e);
+      expect(err, JSON.stringify(extra)).toBeInstanceOf(APIError);
+      expect((err as APIError).status).toBe(400);
+      return (err as APIError).message;
+    };
+    expect(await refused({ n: 2 })).toMatch(/\bn\b/);
+    const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }];
+    expect(await refused({ tools })).toMatch(/client-side tools are not supported: the agent's tools run on the server/);
+    expect(await refused({ tool_choice: 'required' })).toMatch(/client-side tools are not supported/);
   });
 }
 
@@ -377,13 +430,14 @@ export function sessionConformance(target: () => ChatTarget): void {
     await ask('keep this', sid);
     t.fake.script({ text: Array.from({ length: 40 }, () => 'z '), chunkDelayMs: 100 });
     const controller = new AbortController();
+    // Counted before the request: the stream opens with its first token, once the provider was called.
+    const before = t.fake.requests.length;
     const stream = await client().chat.completions.create(
       { model: t.agentId, messages: [{ role: 'user', content: 'cancel this' }], stream: true, sessionId: sid } as OpenAI.Chat.ChatCompletionCreateParamsStreaming,
       { signal: controller.signal },
     );
-    const before = t.fake.requests.length;
     await (async () => {
-      // Abort once the provider is streaming (the first chunk, the role, comes before it is called).
+      // Abort once the provider is streaming.
       for await (const chunk of stream) if (chunk.choices[0]?.delta.content) controller.abort();
     })().catch(() => undefined);
     await t.fake.waitForAbort({ index: before, timeoutMs: 3000 });

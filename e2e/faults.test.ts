@@ -56,6 +56,9 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
       configLines: [
         // One run per worker at a time: a third chat waits in the queue while two are running.
         'worker: {concurrency: 1, stall_timeout_ms: 2000}',
+        // Streams open at once, as they did before issue 22: these tests read a stream's id
+        // before its first token (a run that hangs, runs queued behind busy workers).
+        'server: {stream_headers_after_ms: 0}',
         'reliability:',
         '  provider_first_token_ms: 4000',
         '  provider_retries: 1',

@@ -18,6 +18,24 @@ export const RunReply = Type.Object({
 });
 export type RunReply = Static<typeof RunReply>;
 
+/**
+ * OpenAI's `response_format` of a chat request, handed to the agent's model call as given
+ * (`{type: 'text'}`, the default, is never sent).
+ */
+export const ResponseFormat = Type.Union([
+  Type.Object({ type: Type.Literal('json_object') }),
+  Type.Object({
+    type: Type.Literal('json_schema'),
+    json_schema: Type.Object({
+      name: Type.String({ minLength: 1, maxLength: 64 }),
+      description: Type.Optional(Type.String()),
+      schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+    }),
+  }),
+]);
+export type ResponseFormat = Static<typeof ResponseFormat>;
+
 export const RunRequest = Type.Object({
   messages: Type.Array(RunMessage),
   reply: Type.Optional(RunReply),
@@ -27,6 +45,7 @@ export const RunRequest = Type.Object({
       top_p: Type.Optional(Type.Number()),
       max_tokens: Type.Optional(Type.Integer()),
       stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+      response_format: Type.Optional(ResponseFormat),
     }),
   ),
 });

@@ -105,6 +105,12 @@ export const ConfigSchema = Type.Object(
           description:
             'behind an ingress or load balancer: true, the number of proxy hops, or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed (client addresses for rate limits and logs)',
         }),
+        stream_headers_after_ms: Type.Integer({
+          minimum: 0,
+          default: 5000,
+          description:
+            'a streamed chat holds its 200 and headers back until the run says something, so a failure before that is an HTTP error (status and {error}) that clients can see and retry; after this long without a word they go out anyway, with keep-alive comments, so proxies do not cut a slow model as idle (0: at once)',
+        }),
         cors_origins: Type.Array(Type.String({ pattern: '^(\\*|https?://[^/\\s]+)$' }), {
           default: [],
           description:

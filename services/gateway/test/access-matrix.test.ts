@@ -136,7 +136,7 @@ async function fixturesFor(w: World, route: RouteAccess, n: number): Promise<Rec
     w.app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${w.tokens[who]}` }, ...(payload !== undefined ? { payload: payload as object } : {}) });
   const params: Record<string, string> = { platform: 'chat_a', '*': 'x' };
   const url = route.url;
-  if (url.includes(':agentId') || url.includes('/cron/:id') || url.includes('/sessions/:id')) {
+  if (url.includes(':agentId') || url.includes('/cron/:id') || url.includes('/sessions/:id') || url.endsWith('/models/:id')) {
     params.agentId = `mx_agent_${n}`;
     await ok(await as('alice', 'POST', '/agents', agentDsl(params.agentId)), 'agent');
   }
@@ -168,6 +168,8 @@ async function fixturesFor(w: World, route: RouteAccess, n: number): Promise<Rec
   } else if (url.includes('/cron/:id')) {
     const res = await ok(await as('alice', 'POST', '/cron', { name: 'c', schedule: '0 0 3 * * *', message: 'm', target: params.agentId }), 'cron job');
     params.id = (res.json() as { id: string }).id;
+  } else if (url.endsWith('/models/:id')) {
+    params.id = params.agentId!;
   } else if (url.includes('/sessions/:id')) {
     params.id = (await ensureSession(w.runtime.db.db, { agentId: params.agentId!, sessionKey: `s${n}`, owner: 'user:alice' })).id;
   }
@@ -309,7 +311,7 @@ function matrix(open: () => Promise<{ db: () => Promise<DbHandle>; bus: (logger:
 
   it('answers an unknown path 404 to every caller, without asking for credentials', async () => {
     for (const [method, url] of [
-      ['GET', '/api/v1/models/some-agent'],
+      ['GET', '/api/v1/models/some-agent/details'],
       ['POST', '/api/v1/embeddings'],
       ['GET', '/api/v1/nothing/here'],
       ['DELETE', '/api/v1/agents'],

@@ -241,6 +241,16 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     const models = await env().app.inject({ method: 'GET', url: '/api/v1/models', headers: auth });
     expect(models.statusCode).toBe(200);
     expect((json(models.body).data as Array<{ id: string }>).map((m) => m.id)).toEqual([mine]);
+    // models.retrieve sees what the list shows: the bound agent, and no other.
+    const retrieved = await env().app.inject({ method: 'GET', url: `/api/v1/models/${mine}`, headers: auth });
+    expect(retrieved.statusCode).toBe(200);
+    expect(json(retrieved.body)).toEqual((json(models.body).data as unknown[])[0]);
+    expect(json(retrieved.body)).toEqual({ id: mine, object: 'model', created: expect.any(Number), owned_by: 'agentry' });
+    for (const hidden of [other, 'no-such-agent']) {
+      const res = await env().app.inject({ method: 'GET', url: `/api/v1/models/${hidden}`, headers: auth });
+      expect(res.statusCode).toBe(404);
+      expect(json(res.body)).toEqual({ error: `Not found: model "${hidden}"` });
+    }
     const refused = await env().app.inject({
       method: 'POST',
       url: '/api/v1/chat/completions',

@@ -25,22 +25,27 @@ const SCRIPTS: Record<string, Body[]> = {
   ],
   failing: [{ type: 'text', text: 'partial' }, { type: 'error', message: 'provider fake failed: 500', status: 502 }],
   early: [{ type: 'error', message: 'Upstream failure: provider fake answered 500', status: 502 }],
+  early429: [{ type: 'error', message: 'the provider is rate limiting', status: 429 }],
+  slowfail: [{ type: 'error', message: 'Upstream failure: provider fake answered 500', status: 502 }],
+  silent: [{ type: 'done', finishReason: 'stop' }],
 };
 
+const logs: string[] = [];
 let runtime: Runtime;
 let app: FastifyInstance;
 const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-relay-'));
 
 beforeAll(async () => {
-  // A short silence before the relay reads the run row (the lost-events tests).
-  fs.writeFileSync(path.join(cwd, 'config.yaml'), 'reliability: {relay_check_ms: 200}\n');
+  // A short silence before the relay reads the run row (the lost-events tests); a stream's
+  // headers wait for the first event at most 500 ms (the slow runs take longer).
+  fs.writeFileSync(path.join(cwd, 'config.yaml'), 'reliability: {relay_check_ms: 200}\nserver: {stream_headers_after_ms: 500}\n');
   runtime = await bootstrap({
     service: 'relay-test',
     mode: 'embedded',
     argv: [],
     env: { AGENTRY_SECRET_KEY: 'relay-master-key-0123456789-abcdef' },
     cwd,
-    logDestination: { write: () => {} },
+    logDestination: { write: (line: string) => void logs.push(line) },
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
@@ -60,7 +65,7 @@ beforeAll(async () => {
       const [scenario, option] = prompt.split(':');
       let seq = 0;
       const publish = (e: Body) => runtime.bus.pubsub.publish(PubSubChannels.run(job.data.runId), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
-      if (scenario === 'slow') await new Promise((r) => setTimeout(r, 300));
+      if (scenario === 'slow' || scenario === 'slowfail') await new Promise((r) => setTimeout(r, 800));
       // Events lost on the way (Redis away), the outcome committed all the same.
       if (scenario === 'lost') {
         await publish({ type: 'text', text: 'par' });
@@ -130,7 +135,7 @@ describe('agui tool events', () => {
     expect(streamed.body).not.toMatch(/tool_calls|TOOL_CALL/);
     expect(streamed.body).toMatch(/The tool said hi\./);
     const plain = await chat('tools', { stream: false });
-    expect(plain.json().choices[0].message).toEqual({ role: 'assistant', content: 'The tool said hi.' });
+    expect(plain.json().choices[0].message).toEqual({ role: 'assistant', content: 'The tool said hi.', refusal: null });
   });
 });
 
@@ -145,6 +150,40 @@ describe('failures', () => {
     const res = await chat('early', { stream: false });
     expect(res.statusCode).toBe(502);
     expect(res.json()).toEqual({ error: 'Upstream failure: provider fake answered 500' });
+  });
+
+  it('before the first event, streamed: the same status and {error} as non-stream, no event stream', async () => {
+    for (const [scenario, status] of [
+      ['early', 502],
+      ['early429', 429],
+    ] as const) {
+      const streamed = await chat(scenario);
+      const plain = await chat(scenario, { stream: false });
+      expect(streamed.statusCode).toBe(status);
+      expect(plain.statusCode).toBe(status);
+      expect(streamed.headers['content-type']).toMatch(/^application\/json/);
+      expect(streamed.json()).toEqual(plain.json());
+    }
+  });
+
+  it('after stream_headers_after_ms without an event: 200, keep-alive comments, then the failure in-stream', async () => {
+    const res = await chat('slowfail');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream');
+    expect(res.body).toMatch(/^: ping$/m);
+    expect(events(res.body)).toEqual([
+      expect.objectContaining({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }),
+      { error: { message: 'Upstream failure: provider fake answered 500', type: 'server_error', code: 502 } },
+    ]);
+  });
+
+  it('a run that answers with nothing still streams its role chunk and stop', async () => {
+    const list = events((await chat('silent')).body) as Array<{ choices: Array<{ delta: unknown; finish_reason: string | null }> }>;
+    expect(list.slice(0, -1).map((c) => c.choices[0])).toEqual([
+      { index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null },
+      { index: 0, delta: { content: '' }, finish_reason: 'stop' },
+    ]);
+    expect(list.at(-1)).toBe('[DONE]');
   });
 
   it('a gap in the events fails the stream instead of emitting a corrupted answer', async () => {
@@ -175,11 +214,12 @@ describe('lost events', () => {
     expect(res.json()).toMatchObject({ choices: [{ message: { role: 'assistant', content: 'partial answer' }, finish_reason: 'stop' }], usage: { total_tokens: 5 } });
   });
 
-  it('a failed run whose error event was lost: its stored error, as an event or as 502 {error}', async () => {
-    expect(events((await chat('lostfail')).body).at(-1)).toEqual({ error: { message: 'the provider broke', type: 'server_error', code: 502 } });
-    const res = await chat('lostfail', { stream: false });
-    expect(res.statusCode).toBe(502);
-    expect(res.json()).toEqual({ error: 'the provider broke' });
+  it('a failed run whose error event was lost (before any output): its stored error as 502 {error}, streamed or not', async () => {
+    for (const stream of [true, false]) {
+      const res = await chat('lostfail', { stream });
+      expect(res.statusCode).toBe(502);
+      expect(res.json()).toEqual({ error: 'the provider broke' });
+    }
   });
 });
 
@@ -200,5 +240,51 @@ describe('keep-alive', () => {
     const res = await chat('hello:world', { stream: false });
     const id = (res.json() as { id: string }).id.replace('chatcmpl-', '');
     await waitFor(async () => (await getRun(runtime.db.db, id)) !== undefined);
+  });
+});
+
+describe('OpenAI fields: honoured or refused, never dropped', () => {
+  const post = (payload: Record<string, unknown>) =>
+    app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { model: 'relay', messages: [{ role: 'user', content: 'ok' }], ...payload } });
+
+  it('n > 1 is a 400 naming n; n = 1 is fine', async () => {
+    const res = await post({ n: 2 });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatch(/\bn\b/);
+    expect((await post({ n: 1 })).statusCode).toBe(200);
+  });
+
+  it('client-side tools or a tool choice asking for them are a 400 saying why', async () => {
+    const tool = { type: 'function', function: { name: 'f', parameters: { type: 'object' } } };
+    for (const fields of [{ tools: [tool] }, { tool_choice: 'required' }, { tool_choice: { type: 'function', function: { name: 'f' } } }, { functions: [tool.function] }]) {
+      const res = await post(fields);
+      expect(res.statusCode, JSON.stringify(fields)).toBe(400);
+      expect(res.json()).toEqual({ error: "Invalid input: client-side tools are not supported: the agent's tools run on the server" });
+    }
+    for (const fields of [{ tools: [] }, { tool_choice: 'none' }, { tool_choice: 'auto' }, { tools: null, tool_choice: null }]) {
+      expect((await post(fields)).statusCode, JSON.stringify(fields)).toBe(200);
+    }
+  });
+
+  it('response_format is stored with the run request for the model call; a malformed one is a 400', async () => {
+    const format = { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } } }, strict: true } };
+    const res = await post({ response_format: format });
+    expect(res.statusCode).toBe(200);
+    const run = await getRun(runtime.db.db, (res.json() as { id: string }).id.replace('chatcmpl-', ''));
+    expect((run!.request as { params?: unknown }).params).toEqual({ response_format: format });
+    const text = await post({ response_format: { type: 'text' } });
+    expect((await getRun(runtime.db.db, (text.json() as { id: string }).id.replace('chatcmpl-', '')))!.request).not.toHaveProperty('params');
+    for (const bad of [{ type: 'yaml' }, { type: 'json_schema' }, 'json']) {
+      const refused = await post({ response_format: bad });
+      expect(refused.statusCode, JSON.stringify(bad)).toBe(400);
+      expect(refused.json().error).toMatch(/response_format/);
+    }
+  });
+
+  it("user is kept in the run's log line", async () => {
+    const res = await post({ user: 'end-user-42' });
+    const runId = (res.json() as { id: string }).id.replace('chatcmpl-', '');
+    const line = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.runId === runId && l.msg === 'run enqueued');
+    expect(line).toMatchObject({ user: 'end-user-42' });
   });
 });

@@ -9,7 +9,7 @@ describe('OpenAI chunk encoders', () => {
     expect(completion(meta, 'hi', 'stop', { promptTokens: 3, completionTokens: 1, totalTokens: 4 })).toEqual({
       ...meta,
       object: 'chat.completion',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: 'stop' }],
       usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
     });
     expect(usageChunk(meta, null)).toEqual({ ...meta, object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });

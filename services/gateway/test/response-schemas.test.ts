@@ -147,6 +147,7 @@ describe('response schemas', () => {
       ['PUT', `/api/v1/agents/${AGENT.ruleChain.id}`, { body: AGENT }],
       ['POST', `/api/v1/agents/${AGENT.ruleChain.id}/reload`],
       ['GET', '/api/v1/models', { token }],
+      ['GET', `/api/v1/models/${AGENT.ruleChain.id}`, { token }],
       ['POST', `/api/v1/agents/${AGENT.ruleChain.id}/rules`, { body: ruleDsl('schema_rule') }],
       ['GET', '/api/v1/rules'],
       ['GET', '/api/v1/rules/schema_rule'],

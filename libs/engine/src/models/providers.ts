@@ -334,6 +334,7 @@ function requestBody(target: Target, req: ModelCallRequest) {
     ...(req.params?.top_p !== undefined ? { top_p: req.params.top_p } : {}),
     ...(req.params?.max_tokens !== undefined ? { max_tokens: req.params.max_tokens } : {}),
     ...(req.params?.stop !== undefined ? { stop: req.params.stop } : {}),
+    ...(req.params?.response_format !== undefined ? { response_format: req.params.response_format as OpenAI.Chat.ChatCompletionCreateParams['response_format'] } : {}),
     ...(req.tools && req.tools.length > 0 ? { tools: req.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
   };
 }

@@ -1,3 +1,5 @@
+import type { ResponseFormat } from '@agentry/contracts';
+
 /** What the agent loop sends to a model provider and what comes back. */
 
 export interface ChatMessage {
@@ -17,7 +19,7 @@ export interface ModelCallRequest {
   /** Tried in order when the provider fails before the first token. */
   failover?: Array<{ provider: string; model?: string }>;
   messages: ChatMessage[];
-  params?: { temperature?: number; top_p?: number; max_tokens?: number; stop?: string | string[] };
+  params?: { temperature?: number; top_p?: number; max_tokens?: number; stop?: string | string[]; response_format?: ResponseFormat };
   /** OpenAI tool definitions, passed through. */
   tools?: unknown[];
   /** Aborts the HTTP request at once. */

@@ -42,7 +42,7 @@ export async function awaitCompletion(run: ChatRun, reply: FastifyReply, relay: 
     if (event.type === 'text') content += event.text;
     else if (event.type === 'error') {
       run.settle();
-      throw new AppError('RUN_FAILED', event.status && event.status >= 400 ? event.status : 502, event.message);
+      throw runFailure(event.message, event.status);
     } else if (event.type === 'done') {
       run.settle();
       return completion(meta, content, event.finishReason, event.usage);
@@ -60,71 +60,121 @@ function storedCompletion(stored: RunOutcome | undefined, meta: CompletionMeta) 
   return completion(meta, ending.rest, 'stop', stored?.usage as DoneEvent['usage'] | null | undefined);
 }
 
-/** Writes the run's events as OpenAI `chat.completion.chunk` SSE lines (AG-UI tool events with `agui`). */
+/** What a run's failure answers without a stream: the event's status when it is an HTTP error one, else 502. */
+export function runFailure(message: string, status: number | undefined): AppError {
+  return new AppError('RUN_FAILED', status && status >= 400 ? status : 502, message);
+}
+
+/**
+ * The SSE side of one streamed answer: the role chunk goes out with the run's first event (the
+ * headers with it), and a failure before that is thrown as the HTTP error the non-stream answer
+ * gives; after it, the failure is one error event and the stream closes without [DONE].
+ */
+class ChunkStream {
+  #begun = false;
+  constructor(
+    private readonly run: ChatRun,
+    readonly sse: SseWriter,
+    private readonly meta: CompletionMeta,
+    private readonly includeUsage: boolean,
+  ) {}
+
+  /** The first event of the run is in: the stream starts with the assistant's role. */
+  begin(): void {
+    if (this.#begun) return;
+    this.#begun = true;
+    this.sse.send(chunk(this.meta, { role: 'assistant', content: '' }));
+  }
+
+  delta(delta: Record<string, unknown>): void {
+    this.begin();
+    this.sse.send(chunk(this.meta, delta));
+  }
+
+  finish(finishReason: string, usage: DoneEvent['usage'] | null): void {
+    this.run.settle();
+    this.begin();
+    this.sse.send(chunk(this.meta, { content: '' }, finishReason));
+    if (this.includeUsage) this.sse.send(usageChunk(this.meta, usage));
+    this.sse.done();
+  }
+
+  /** Throws `error` while the headers are not out; otherwise tells it in-stream. */
+  fail(error: AppError, eventStatus: number | undefined): void {
+    this.run.settle();
+    if (!this.sse.opened) throw error;
+    this.sse.send(streamError(error.message, eventStatus));
+  }
+}
+
+/** The next relay step; a gap in the events cancels the run and becomes a failure. */
+async function nextStep(run: ChatRun, relay: RunRelay): Promise<Awaited<ReturnType<RunRelay['next']>> | { type: 'gap'; message: string }> {
+  try {
+    return await relay.next();
+  } catch (err) {
+    if (!(err instanceof EventGapError)) throw err;
+    await run.cancel('event stream gap');
+    return { type: 'gap', message: err.message };
+  }
+}
+
+/**
+ * Writes the run's events as OpenAI `chat.completion.chunk` SSE lines (AG-UI tool events with
+ * `agui`). Throws the run's failure as an HTTP error when it comes before the stream opened.
+ */
 export async function streamCompletion(
   run: ChatRun,
   req: FastifyRequest,
   reply: FastifyReply,
   relay: RunRelay,
   meta: CompletionMeta,
-  opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number },
+  opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number; headersAfterMs?: number },
 ): Promise<void> {
-  reply.hijack();
-  const sse = new SseWriter(reply.raw, { requestId: String(req.id), heartbeatMs: opts.heartbeatMs });
+  const sse = new SseWriter(reply.raw, {
+    requestId: String(req.id),
+    heartbeatMs: opts.heartbeatMs,
+    headersAfterMs: opts.headersAfterMs,
+    onOpen: () => reply.hijack(),
+    // A stream opened by the bound starts as it always did, with the role, for clients that wait for a chunk.
+    onTimedOpen: () => out.begin(),
+  });
+  const out = new ChunkStream(run, sse, meta, opts.includeUsage);
   // The text since the last tool event: what a stored answer must start with to be completed.
   let sinceTool = '';
-  const finish = (finishReason: string, usage: DoneEvent['usage'] | null) => {
-    run.settle();
-    sse.send(chunk(meta, { content: '' }, finishReason));
-    if (opts.includeUsage) sse.send(usageChunk(meta, usage));
-    sse.done();
-  };
   try {
-    sse.send(chunk(meta, { role: 'assistant', content: '' }));
     for (;;) {
-      let event: RunEvent;
-      try {
-        const next = await relay.next();
-        if (next.type === 'closed') return;
-        if (next.type === 'ended') {
-          // Its last events were lost (see RunRelay): end from what is stored.
-          const ending = storedEnding(next.run, sinceTool);
-          if ('error' in ending) {
-            run.settle();
-            sse.send(streamError(ending.error, ending.status));
-            return;
-          }
-          if (ending.rest) sse.send(chunk(meta, { content: ending.rest }));
-          finish('stop', (next.run?.usage ?? null) as DoneEvent['usage'] | null);
-          return;
-        }
-        event = next.event;
-      } catch (err) {
-        if (!(err instanceof EventGapError)) throw err;
-        await run.cancel('event stream gap');
-        sse.send(streamError(err.message, 500));
+      const next = await nextStep(run, relay);
+      if (next.type === 'closed') {
+        if (!sse.opened) reply.hijack();
         return;
       }
+      if (next.type === 'gap') return out.fail(new Errors.INTERNAL(next.message), 500);
+      if (next.type === 'ended') {
+        // Its last events were lost (see RunRelay): end from what is stored.
+        const ending = storedEnding(next.run, sinceTool);
+        if ('error' in ending) return out.fail(new AppError('RUN_FAILED', ending.status, ending.error), ending.status);
+        if (ending.rest) out.delta({ content: ending.rest });
+        return out.finish('stop', (next.run?.usage ?? null) as DoneEvent['usage'] | null);
+      }
+      const event: RunEvent = next.event;
       if (event.type === 'tool_start' || event.type === 'tool_result') sinceTool = '';
       switch (event.type) {
         case 'text':
           sinceTool += event.text;
-          sse.send(chunk(meta, { content: event.text }));
+          out.delta({ content: event.text });
           break;
         case 'tool_start':
-          if (opts.agui) sse.send(chunk(meta, aguiToolStart(event)));
+          if (opts.agui) out.delta(aguiToolStart(event));
+          else out.begin();
           break;
         case 'tool_result':
-          if (opts.agui) sse.send(chunk(meta, aguiToolResult(event)));
+          if (opts.agui) out.delta(aguiToolResult(event));
+          else out.begin();
           break;
         case 'error':
-          run.settle();
-          // A failure after the stream started: one error event, then the stream closes without [DONE].
-          sse.send(streamError(event.message, event.status));
-          return;
+          return out.fail(runFailure(event.message, event.status), event.status);
         case 'done':
-          finish(event.finishReason, event.usage ?? null);
-          return;
+          return out.finish(event.finishReason, event.usage ?? null);
         default: {
           const never: never = event;
           req.log.warn({ event: never }, 'unknown run event');

@@ -22,12 +22,15 @@ export function usageOf(event: Pick<DoneEvent, 'usage'>) {
   return { prompt_tokens: u?.promptTokens ?? 0, completion_tokens: u?.completionTokens ?? 0, total_tokens: u?.totalTokens ?? 0 };
 }
 
-/** The non-stream answer. */
+/**
+ * The non-stream answer. `refusal` and `logprobs` are always null (an agent neither refuses as a
+ * model does nor reports log probabilities) but present: OpenAI's schema requires both.
+ */
 export function completion(meta: CompletionMeta, content: string, finishReason: string, usage: DoneEvent['usage'] | null | undefined) {
   return {
     ...meta,
     object: 'chat.completion',
-    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: finishReason }],
+    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: finishReason }],
     usage: usageOf({ usage: usage ?? undefined }),
   };
 }

@@ -1,32 +1,75 @@
 import type { ServerResponse } from 'node:http';
 
+export interface SseWriterOptions {
+  requestId: string;
+  heartbeatMs: number;
+  /**
+   * Hold the headers back until the first `send()` or this many ms, whichever comes first, so a
+   * run that fails before saying anything can still be answered with an HTTP status (SDKs retry
+   * on 5xx, and see no status at all on an error inside a 200 stream). Past the bound they go
+   * out anyway with keep-alive comments, or a proxy's idle timeout would cut a slow model.
+   * Without it the headers are written at once.
+   */
+  headersAfterMs?: number;
+  /** Called once, just before the headers are written (the owner takes over the response). */
+  onOpen?: () => void;
+  /** Called once the bound opened the stream (no `send()` did): the owner may start it off. */
+  onTimedOpen?: () => void;
+}
+
 /**
  * One server-sent-event stream on a raw response: the headers, `data:` lines, `: ping` comments
  * while nothing happens, and the end. Writes of one event-loop turn leave in one syscall.
  */
 export class SseWriter {
   #corked = false;
-  readonly #heartbeat: NodeJS.Timeout;
+  #opened = false;
+  #ended = false;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #openTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly raw: ServerResponse,
-    opts: { requestId: string; heartbeatMs: number },
+    private readonly opts: SseWriterOptions,
   ) {
+    if (opts.headersAfterMs === undefined) this.open();
+    else
+      this.#openTimer = setTimeout(() => {
+        this.open({ flush: true });
+        opts.onTimedOpen?.();
+      }, opts.headersAfterMs);
+  }
+
+  /** Whether the headers (status 200) are out: from then on a failure can only be told in-stream. */
+  get opened(): boolean {
+    return this.#opened;
+  }
+
+  /** Writes the headers and starts the keep-alive comments; `flush` sends the headers before any data. */
+  open(how: { flush?: boolean } = {}): void {
+    if (this.#opened || this.#ended) return;
+    clearTimeout(this.#openTimer);
+    this.#opened = true;
+    this.opts.onOpen?.();
+    const raw = this.raw;
+    if (raw.destroyed) return;
     raw.writeHead(200, {
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
-      'x-request-id': opts.requestId,
+      'x-request-id': this.opts.requestId,
     });
+    if (how.flush) raw.flushHeaders();
     // Comment lines keep idle streams alive through proxies while the agent thinks.
     this.#heartbeat = setInterval(() => {
       if (!raw.destroyed) raw.write(': ping\n\n');
-    }, opts.heartbeatMs);
+    }, this.opts.heartbeatMs);
   }
 
-  /** One `data:` event holding `data` as JSON; nothing once the client is gone. */
+  /** One `data:` event holding `data` as JSON (opening the stream if need be); nothing once the client is gone. */
   send(data: unknown): void {
+    this.open();
     this.#write(`data: ${JSON.stringify(data)}\n\n`);
   }
 
@@ -35,15 +78,20 @@ export class SseWriter {
     this.#write('data: [DONE]\n\n');
   }
 
-  /** Stops the heartbeat and ends the response. Idempotent. */
+  /**
+   * Stops the timers and ends the response. Idempotent. A stream never opened is left alone: its
+   * owner answers it some other way (an HTTP error).
+   */
   end(): void {
+    this.#ended = true;
+    clearTimeout(this.#openTimer);
     clearInterval(this.#heartbeat);
-    if (!this.raw.destroyed) this.raw.end();
+    if (this.#opened && !this.raw.destroyed) this.raw.end();
   }
 
   #write(text: string): void {
     const raw = this.raw;
-    if (raw.destroyed) return;
+    if (raw.destroyed || !this.#opened) return;
     // Every chunk written in one turn of the event loop leaves in one write: events that arrive
     // together (a burst from the model, a busy Redis connection) cost one syscall, not one each.
     if (!this.#corked) {

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
+import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
-import { ModelList, type RunRequest } from '@agentry/contracts';
+import { ModelInfo, ModelList, ResponseFormat, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains } from '@agentry/db';
 import { AgentCache, assertAgentEnabled, isAgentDisabled } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
@@ -27,8 +28,17 @@ const ChatBody = Type.Object(
     max_tokens: Nullable(Type.Integer({ minimum: 1 })),
     max_completion_tokens: Nullable(Type.Integer({ minimum: 1 })),
     stop: Type.Optional(Type.Unknown()),
+    // Checked by hand like `content`: a union of objects would be coerced, not refused.
+    response_format: Type.Optional(Type.Unknown()),
+    n: Nullable(Type.Integer({ minimum: 1 })),
+    user: Nullable(Type.String({ maxLength: 256 })),
+    tools: Type.Optional(Type.Unknown()),
+    tool_choice: Type.Optional(Type.Unknown()),
+    functions: Type.Optional(Type.Unknown()),
+    function_call: Type.Optional(Type.Unknown()),
   },
-  // OpenAI clients send many more fields (n, user, tools, ...): accepted and ignored.
+  // Other OpenAI fields (seed, logprobs, metadata, ...) are accepted and ignored: the README's
+  // table "Where Agentry differs from the OpenAI API" says which and why.
   { additionalProperties: true },
 );
 type ChatBody = Static<typeof ChatBody>;
@@ -48,12 +58,41 @@ function textOf(content: unknown, where: string): string {
     .join('\n');
 }
 
+const CLIENT_TOOLS_REFUSED = "client-side tools are not supported: the agent's tools run on the server";
+
+/**
+ * Fields a client relies on that an agent cannot honour are refused rather than dropped: the
+ * answer would look right and be wrong (one choice instead of n, no call of the client's tool).
+ */
+function refuseUnsupported(body: ChatBody): void {
+  if (typeof body.n === 'number' && body.n > 1) throw new Errors.VALIDATION(`n must be 1: an agent gives one answer per request (got n = ${body.n})`);
+  const given = (list: unknown) => list !== undefined && list !== null && !(Array.isArray(list) && list.length === 0);
+  // 'none' and 'auto' ask for nothing the server does not do already when no tools are given.
+  const asksForTools = (choice: unknown) => choice !== undefined && choice !== null && choice !== 'none' && choice !== 'auto';
+  if (given(body.tools) || given(body.functions) || asksForTools(body.tool_choice) || asksForTools(body.function_call)) {
+    throw new Errors.VALIDATION(CLIENT_TOOLS_REFUSED);
+  }
+}
+
+/** `response_format` for the model call; `text` is the default and not sent. */
+function responseFormatOf(value: unknown): ResponseFormat | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'object' && (value as { type?: unknown }).type === 'text' && Object.keys(value).length === 1) return undefined;
+  if (!Value.Check(ResponseFormat, value)) {
+    throw new Errors.VALIDATION('response_format must be {type: "text"}, {type: "json_object"} or {type: "json_schema", json_schema: {name, schema?, description?, strict?}}');
+  }
+  return value;
+}
+
 function toRunRequest(body: ChatBody): RunRequest {
+  refuseUnsupported(body);
   const messages = body.messages.map((m, i) => ({
     role: m.role === 'developer' ? ('system' as const) : m.role,
     content: textOf(m.content, `messages[${i}]`),
   }));
   const params: NonNullable<RunRequest['params']> = {};
+  const responseFormat = responseFormatOf(body.response_format);
+  if (responseFormat) params.response_format = responseFormat;
   if (typeof body.temperature === 'number') params.temperature = body.temperature;
   if (typeof body.top_p === 'number') params.top_p = body.top_p;
   const maxTokens = body.max_completion_tokens ?? body.max_tokens;
@@ -65,22 +104,43 @@ function toRunRequest(body: ChatBody): RunRequest {
 }
 
 const ListModels = { response: { 200: ModelList } };
+const ModelParams = Type.Object({ id: Type.String({ minLength: 1 }) });
+const GetModel = { params: ModelParams, response: { 200: ModelInfo } };
+
+/** Whether the caller may see (and chat with) an agent: an API account bound to agents sees those only. */
+function visibleTo(req: FastifyRequest): (agentId: string) => boolean {
+  const principal = req.principal;
+  const bound = principal.kind === 'account' ? principal.agents : undefined;
+  return (agentId) => !bound || bound.includes(agentId);
+}
+
+function modelOf(agent: { id: string; createdAt: Date }): ModelInfo {
+  return { id: agent.id, object: 'model', created: Math.floor(agent.createdAt.getTime() / 1000), owned_by: 'agentry' };
+}
 
 /** OpenAI's model list: every enabled agent, or those an API account is bound to. */
 function listModels(deps: GatewayDeps) {
   return async function listModels(req: FastifyRequest): Promise<ModelList> {
-    const principal = req.principal;
-    const bound = principal.kind === 'account' ? principal.agents : undefined;
-    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => (!bound || bound.includes(a.id)) && !isAgentDisabled(a.dsl));
-    return {
-      object: 'list',
-      data: agents.map((a) => ({ id: a.id, object: 'model', created: Math.floor(a.createdAt.getTime() / 1000), owned_by: 'agentry' })),
-    };
+    const visible = visibleTo(req);
+    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => visible(a.id) && !isAgentDisabled(a.dsl));
+    return { object: 'list', data: agents.map(modelOf) };
   };
 }
 
 /**
- * `POST /chat/completions` (OpenAI-compatible; `model` is the agent id) and `GET /models`.
+ * OpenAI's model retrieve (`models.retrieve`): one agent of the list. An agent the caller may
+ * not see is not found, as it is missing from the list, rather than forbidden.
+ */
+function getModel(deps: GatewayDeps) {
+  return async function getModel(req: FastifyRequest<{ Params: Static<typeof ModelParams> }>): Promise<ModelInfo> {
+    const row = await getRuleChain(deps.db.db, req.params.id);
+    if (!row || row.kind !== 'agent' || !visibleTo(req)(row.id) || isAgentDisabled(row.dsl)) throw new Errors.NOT_FOUND(`model "${req.params.id}"`);
+    return modelOf(row);
+  };
+}
+
+/**
+ * `POST /chat/completions` (OpenAI-compatible; `model` is the agent id), `GET /models` and `GET /models/{id}`.
  * The run row is committed before its job is enqueued, and the gateway listens on `run:<id>`
  * before enqueueing, so no event can be missed; it relays them as one body or as SSE chunks.
  */
@@ -111,6 +171,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   };
 
   app.get('/models', { config: { access: 'chat' }, schema: ListModels }, listModels(deps));
+  app.get('/models/:id', { config: { access: 'chat' }, schema: GetModel }, getModel(deps));
 
   app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
     const body = req.body;
@@ -135,7 +196,9 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         reply.hijack();
         return reply;
       }
-      req.log.info({ runId: run.runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'run enqueued');
+      // The client's `user` (OpenAI's end-user id, for abuse tracing) is kept here only: in the run's log line.
+      const user = typeof body.user === 'string' ? { user: body.user } : {};
+      req.log.info({ runId: run.runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id, ...user }, 'run enqueued');
       const meta = { id: `chatcmpl-${run.runId}`, created: Math.floor(Date.now() / 1000), model: body.model };
       if (body.stream !== true) return await awaitCompletion(run, reply, run.relay(), meta);
       const streams = serviceMetrics.activeStreams(deps.metrics);
@@ -145,6 +208,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         agui: String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui',
         includeUsage: body.stream_options?.include_usage === true,
         heartbeatMs: opts.heartbeatMs,
+        headersAfterMs: deps.config.current.server.stream_headers_after_ms,
       });
       return reply;
     } finally {
