@@ -4,10 +4,11 @@ import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
 import { ModelInfo, ModelList, ResponseFormat, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains } from '@agentry/db';
-import { AgentCache, assertAgentEnabled, isAgentDisabled } from '@agentry/engine';
+import { isAgentDisabled } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { ChatRun } from '../chat/chat-run.js';
+import { agentLookup } from '../chat/agent-lookup.js';
 import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
 import { sessionOwner } from '../auth/ownership.js';
 
@@ -145,30 +146,7 @@ function getModel(deps: GatewayDeps) {
  * before enqueueing, so no event can be missed; it relays them as one body or as SSE chunks.
  */
 export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
-  // Agent rows for the chat path, kept until `invalidate {area:'agents', id}` (or 5 s). Until the
-  // subscription is in place the cache is not used, so no invalidation can be missed.
-  const agents = new AgentCache(deps.db.db, { load: (id) => getRuleChain(deps.db.db, id) });
-  let following = false;
-  const follow = agents.follow(deps.bus.pubsub).then(
-    (unsubscribe) => {
-      following = true;
-      return unsubscribe;
-    },
-    (err: unknown) => {
-      deps.logger.warn({ err }, 'chat: no agent invalidations; agents are read on every request');
-      return undefined;
-    },
-  );
-  app.addHook('onClose', async () => {
-    following = false;
-    await (await follow)?.().catch(() => undefined);
-  });
-  const requireAgent = async (agentId: string) => {
-    const row = following ? await agents.get(agentId) : await getRuleChain(deps.db.db, agentId);
-    if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
-    assertAgentEnabled(row);
-    return row;
-  };
+  const requireAgent = agentLookup(app, deps, 'chat');
 
   app.get('/models', { config: { access: 'chat' }, schema: ListModels }, listModels(deps));
   app.get('/models/:id', { config: { access: 'chat' }, schema: GetModel }, getModel(deps));

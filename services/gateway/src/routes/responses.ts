@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { ResponseObject, type RunMessage, type RunRequest } from '@agentry/contracts';
-import { appendMessages, ensureSession, getRuleChain, getRun, getSession, loadHistory, type SessionMessage } from '@agentry/db';
-import { AgentCache } from '@agentry/engine';
+import { appendMessages, ensureSession, getRun, getSession, loadHistory, type SessionMessage } from '@agentry/db';
+import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
@@ -160,7 +160,6 @@ function metaOf(body: ResponsesBody, runId: string, store: boolean): ResponseMet
   };
 }
 
-type RequireAgent = (agentId: string) => Promise<{ id: string }>;
 
 /** `POST /responses`: checks as chat completions do, places the turn, then answers as JSON or SSE. */
 function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeatMs: number) {
@@ -199,33 +198,6 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
   };
 }
 
-/**
- * Agent rows for this endpoint, kept until `invalidate {area:'agents', id}` (or 5 s), as chat
- * completions keep theirs; until the subscription is in place every request reads the row.
- */
-function agentLookup(app: FastifyInstance, deps: GatewayDeps): RequireAgent {
-  const agents = new AgentCache(deps.db.db, { load: (id) => getRuleChain(deps.db.db, id) });
-  let following = false;
-  const follow = agents.follow(deps.bus.pubsub).then(
-    (unsubscribe) => {
-      following = true;
-      return unsubscribe;
-    },
-    (err: unknown) => {
-      deps.logger.warn({ err }, 'responses: no agent invalidations; agents are read on every request');
-      return undefined;
-    },
-  );
-  app.addHook('onClose', async () => {
-    following = false;
-    await (await follow)?.().catch(() => undefined);
-  });
-  return async (agentId) => {
-    const row = following ? await agents.get(agentId) : await getRuleChain(deps.db.db, agentId);
-    if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
-    return row;
-  };
-}
 
 /**
  * `POST /responses`: OpenAI's Responses API for text, `model` being the agent id. Runs go through
@@ -233,7 +205,7 @@ function agentLookup(app: FastifyInstance, deps: GatewayDeps): RequireAgent {
  * leads to the run row and its session.
  */
 export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
-  const requireAgent = agentLookup(app, deps);
+  const requireAgent = agentLookup(app, deps, 'responses');
   app.post<{ Body: ResponsesBody }>(
     '/responses',
     { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ResponsesBody, response: { 200: ResponseObject } } },

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import { Errors } from '@agentry/errors';
+import { getRuleChain, type RuleChainRow } from '@agentry/db';
+import { AgentCache, assertAgentEnabled } from '@agentry/engine';
+import type { GatewayDeps } from '../deps.js';
+
+/** The agent a chat or a response names, or the error its caller gets. */
+export type RequireAgent = (agentId: string) => Promise<RuleChainRow>;
+
+/**
+ * Agent rows for an OpenAI endpoint (chat completions, the Responses API), kept until
+ * `invalidate {area:'agents', id}` (or 5 s). Until the subscription is in place every request
+ * reads the row, so no invalidation can be missed. An unknown agent is 404, a disabled one 403.
+ */
+export function agentLookup(app: FastifyInstance, deps: GatewayDeps, endpoint: string): RequireAgent {
+  const agents = new AgentCache(deps.db.db, { load: (id) => getRuleChain(deps.db.db, id) });
+  let following = false;
+  const follow = agents.follow(deps.bus.pubsub).then(
+    (unsubscribe) => {
+      following = true;
+      return unsubscribe;
+    },
+    (err: unknown) => {
+      deps.logger.warn({ err }, `${endpoint}: no agent invalidations; agents are read on every request`);
+      return undefined;
+    },
+  );
+  app.addHook('onClose', async () => {
+    following = false;
+    await (await follow)?.().catch(() => undefined);
+  });
+  return async (agentId) => {
+    const row = following ? await agents.get(agentId) : await getRuleChain(deps.db.db, agentId);
+    if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
+    assertAgentEnabled(row);
+    return row;
+  };
+}
