@@ -37,6 +37,15 @@ export const ConfigPatch = Type.Object(
   { additionalProperties: false },
 );
 
+/** 400 naming every key of `patch` that `update` would refuse, before anything is written. */
+export function assertConfigPatch(patch: unknown): asserts patch is object {
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw new Errors.VALIDATION('body must be a JSON object');
+  const problems = describeErrors(ConfigPatch, patch).map((p) =>
+    p.startsWith('unknown key ') ? `${p.slice('unknown key '.length)} cannot be changed through this endpoint` : p,
+  );
+  if (problems.length > 0) throw new Errors.VALIDATION(problems.join('; '));
+}
+
 /** The settings table as LiveConfig needs it (structural, so runtime does not import db). */
 export interface SettingsAccess {
   list(prefix: string): Promise<Array<{ key: string; value: unknown }>>;
@@ -194,11 +203,7 @@ export class LiveConfig {
 
   /** Validates a partial configuration, persists it, and tells every replica. */
   async update(patch: unknown): Promise<AgentryConfig> {
-    if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw new Errors.VALIDATION('body must be a JSON object');
-    const problems = describeErrors(ConfigPatch, patch).map((p) =>
-      p.startsWith('unknown key ') ? `${p.slice('unknown key '.length)} cannot be changed through this endpoint` : p,
-    );
-    if (problems.length > 0) throw new Errors.VALIDATION(problems.join('; '));
+    assertConfigPatch(patch);
     const flat = flatten(patch, EDITABLE_KEYS);
     const live = { ...this.#live, ...flat };
     let next: AgentryConfig;

@@ -13,7 +13,8 @@ const FILE_KEY = 'sk-file-provider-secret-0001';
 const API_KEY_1 = 'sk-api-provider-secret-0002';
 const API_KEY_2 = 'sk-api-provider-secret-0003';
 const QUICK_KEY = 'sk-quick-setup-secret-0004';
-const SECRETS = [FILE_KEY, API_KEY_1, API_KEY_2, QUICK_KEY];
+const PATCH_KEY = 'sk-config-patch-secret-0005';
+const SECRETS = [FILE_KEY, API_KEY_1, API_KEY_2, QUICK_KEY, PATCH_KEY];
 
 const CONFIG = `
 models:
@@ -310,6 +311,45 @@ function restSuite(openDb: () => Promise<{ db?: DbHandle; cleanup(): Promise<voi
     const list = (await env.req('GET', '/api/v1/config/models/providers')).json() as Array<{ id: string; name: string; base_url: string }>;
     expect(list.map((p) => p.id)).toEqual(['default', 'local_llm', 'p1', 'p2']);
     expect(list.find((p) => p.id === 'p1')).toMatchObject({ name: 'One', base_url: 'http://127.0.0.1:1/v1' });
+  });
+
+  it('PUT /config takes models.providers: adds and changes providers like the provider routes, the key sealed and never echoed', async () => {
+    const db = env.h.runtime.db.db;
+    const res = await env.req('PUT', '/api/v1/config', {
+      models: {
+        default_provider: 'patched',
+        providers: {
+          patched: { name: 'Patched', base_url: 'https://patched.example/v1', api_key: PATCH_KEY, models: [{ name: 'pm', alias: 'default' }] },
+          p2: { model: 'bigger' },
+        },
+      },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().models.default_provider).toBe('patched');
+    expect(res.json().models.providers.patched).toEqual({ id: 'patched', name: 'Patched', base_url: 'https://patched.example/v1', model: 'pm', models: [{ name: 'pm', alias: 'default' }] });
+    expect(res.json().models.providers.p2.model).toBe('bigger');
+    const row = await getProvider(db, 'patched');
+    expect(row?.apiKeySealed).not.toContain(PATCH_KEY);
+    expect(env.h.runtime.secrets.open(row!.apiKeySealed!)).toBe(PATCH_KEY);
+    await waitForInvalidation('patched');
+
+    // The provider routes' checks, naming where in the patch; nothing is written when one fails.
+    const refused: Array<[unknown, string]> = [
+      [{ fresh: { name: 'No URL' } }, 'models.providers.fresh: must have required properties base_url'],
+      [{ p2: { base_url: 'ftp://x' } }, 'models.providers.p2.base_url: must match pattern "^https?://"'],
+      [{ p2: { colour: 'red' } }, 'models.providers.p2.colour is not a provider field'],
+      [{ p2: { id: 'p9' } }, 'models.providers.p2.id: "p9" does not match its key "p2"'],
+      [{ p2: { models: [{ name: 'a', alias: 'default' }, { name: 'b', alias: 'default' }] } }, 'models.providers.p2.models: more than one model has alias "default"'],
+      [{ 'bad id!': { base_url: 'https://x.example' } }, 'id: "bad id!" is not an id (letters, digits, _ and -, 1 to 64 characters); name the provider by another key of models.providers'],
+    ];
+    for (const [providers, error] of refused) {
+      const bad = await env.req('PUT', '/api/v1/config', { models: { providers: { later: { base_url: 'https://later.example/v1' }, ...(providers as object) } } });
+      expect(bad.statusCode, error).toBe(400);
+      expect(bad.json().error).toBe(`Invalid input: ${error}`);
+    }
+    expect(await getProvider(db, 'later')).toBeUndefined();
+    expect((await env.req('PUT', '/api/v1/config', { models: { providers: { later: { base_url: 'https://later.example/v1' } } }, server: { port: 'x' } })).statusCode).toBe(400);
+    expect(await getProvider(db, 'later')).toBeUndefined();
   });
 }
 

@@ -180,6 +180,22 @@ describeOnBothEngines('skills', (env: () => Env) => {
     expect((await req('POST', '/skills/copy', { name, targetScope: 'global', agentId: agent, newName: 'bad name' })).statusCode).toBe(400);
   });
 
+  it('POST /skills/copy with the spec\'s body {name, targetScope, newName}: global -> global, no agentId', async () => {
+    const name = uid('g2g');
+    await req('POST', '/skills', { name, description: 'D', content: 'Global body' });
+    const copy = await req('POST', '/skills/copy', { name, targetScope: 'global', newName: `${name}_copy` });
+    expect(copy.statusCode).toBe(201);
+    expect(copy.json()).toMatchObject({ name: `${name}_copy`, scope: 'global', description: 'D', content: 'Global body' });
+    expect((await req('GET', `/skills/${name}`)).json()).toMatchObject({ name, content: 'Global body' });
+
+    const onto = await req('POST', '/skills/copy', { name, targetScope: 'global' });
+    expect(onto.statusCode).toBe(400);
+    expect(onto.json().error).toMatch(/newName is required to copy global skill ".*" to global/);
+    const noAgent = await req('POST', '/skills/copy', { name, targetScope: 'local', newName: 'x' });
+    expect(noAgent.json().error).toBe('Invalid input: agentId is required when targetScope is local: it names the agent that receives the copy');
+    expect((await req('POST', '/skills/copy', { name: 'nothing_here', targetScope: 'global', newName: 'elsewhere' })).statusCode).toBe(404);
+  });
+
   it('upload: each <name>/SKILL.md or top-level .md becomes a skill; the answer lists created, updated and skipped', async () => {
     const agent = uid('up_agent');
     await createAgent(env, agent);

@@ -72,6 +72,22 @@ export async function getSession(db: Db, id: string): Promise<SessionRecord | un
   return row && toSession(row);
 }
 
+/** The session a client names by its own key: (agent, channel, owner, key) is unique. */
+export async function findSessionByKey(
+  db: Db,
+  q: { agentId: string; sessionKey: string; channel: string; owner: string },
+): Promise<SessionRecord | undefined> {
+  const row = await db
+    .selectFrom('sessions')
+    .select(SESSION_COLUMNS)
+    .where('agent_id', '=', q.agentId)
+    .where('session_key', '=', q.sessionKey)
+    .where('channel', '=', q.channel)
+    .where('owner', '=', q.owner)
+    .executeTakeFirst();
+  return row && toSession(row);
+}
+
 /** The last `limit` messages, oldest first. */
 export async function loadHistory(db: Db, sessionId: string, limit: number): Promise<SessionMessage[]> {
   const rows = await db
@@ -157,7 +173,11 @@ export async function listSessionMessages(db: Db, sessionId: string): Promise<Ar
   }));
 }
 
-/** Forgets the conversation of every session matching the given fields (omitted fields match any). */
+/**
+ * Forgets the conversation of every session matching the given fields (omitted fields match any).
+ * `scope` narrows only sessions that have one (channel chats): a chat-completions session is
+ * named by its `sessionId` alone and stores none, so whatever scope a client sends matches it.
+ */
 export async function clearSessions(
   db: Db,
   q: { agentId?: string; sessionKey?: string; channel?: string; scope?: string; owner?: string },
@@ -167,7 +187,8 @@ export async function clearSessions(
   if (q.agentId) sessions = sessions.where('agent_id', '=', q.agentId);
   if (q.sessionKey) sessions = sessions.where('session_key', '=', q.sessionKey);
   if (q.channel) sessions = sessions.where('channel', '=', q.channel);
-  if (q.scope) sessions = sessions.where('scope', '=', q.scope);
+  const scope = q.scope;
+  if (scope) sessions = sessions.where((eb) => eb.or([eb('scope', '=', scope), eb('scope', '=', '')]));
   const ids = (await sessions.execute()).map((r) => r.id);
   if (ids.length === 0) return 0;
   await db.deleteFrom('session_messages').where('session_id', 'in', ids).execute();

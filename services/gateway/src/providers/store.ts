@@ -1,6 +1,16 @@
 import { Errors } from '@agentry/errors';
 import { announceChange, type ModelProvider } from '@agentry/contracts';
-import { chainsUsingProvider, getProvider, listProviders, type Db, type ProviderModel, type ProviderRecord } from '@agentry/db';
+import {
+  chainsUsingProvider,
+  getProvider,
+  insertProvider,
+  isUniqueViolation,
+  listProviders,
+  updateProvider,
+  type Db,
+  type ProviderModel,
+  type ProviderRecord,
+} from '@agentry/db';
 import { defaultModelOf } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
 
@@ -45,8 +55,11 @@ export async function assertDefaultProviderExists(db: Db, value: unknown): Promi
   if (!(await getProvider(db, value))) throw new Errors.VALIDATION(`models.default_provider: "${value}" is not one of models.providers`);
 }
 
-/** 400 when `base_url` is not an http(s) URL, or two models claim alias `default`. */
-export function assertProviderFields(fields: { base_url?: string; models?: ProviderModel[] }): void {
+/**
+ * 400 when `base_url` is not an http(s) URL, or two models claim alias `default`. `at` is where
+ * the fields sit in the body (`models.providers.p1.`), so the message points at them.
+ */
+export function assertProviderFields(fields: { base_url?: string; models?: ProviderModel[] }, at = ''): void {
   if (fields.base_url !== undefined) {
     let ok = /^https?:\/\//.test(fields.base_url);
     try {
@@ -54,10 +67,10 @@ export function assertProviderFields(fields: { base_url?: string; models?: Provi
     } catch {
       ok = false;
     }
-    if (!ok) throw new Errors.VALIDATION(`base_url: "${fields.base_url}" is not an http(s) URL`);
+    if (!ok) throw new Errors.VALIDATION(`${at}base_url: "${fields.base_url}" is not an http(s) URL`);
   }
   if (fields.models && fields.models.filter((m) => m.alias === 'default').length > 1) {
-    throw new Errors.VALIDATION('models: more than one model has alias "default"');
+    throw new Errors.VALIDATION(`${at}models: more than one model has alias "default"`);
   }
 }
 
@@ -82,4 +95,68 @@ export async function assertProviderUnused(deps: GatewayDeps, id: string): Promi
  */
 export async function publishProviderChange(deps: Pick<GatewayDeps, 'bus' | 'logger'>, id?: string): Promise<void> {
   await announceChange(deps.bus.pubsub, deps.logger, 'providers', id === undefined ? undefined : [id]);
+}
+
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** 400 unless `id` can name a new provider; `hint` says where the caller may give another. */
+export function assertProviderId(id: string, hint = 'give one in "id"'): void {
+  if (!ID_PATTERN.test(id)) throw new Errors.VALIDATION(`id: "${id}" is not an id (letters, digits, _ and -, 1 to 64 characters); ${hint}`);
+}
+
+/** A provider as written (snake_case, like the file): `api_key` null removes the key. */
+export interface ProviderFields {
+  name?: string;
+  base_url?: string;
+  api_key?: string | null;
+  model?: string;
+  models?: ProviderModel[];
+}
+
+function normaliseModels(models: ProviderModel[] | undefined): ProviderModel[] {
+  return (models ?? []).map(modelEntry);
+}
+
+/**
+ * Creates provider `id` (the key sealed), then tells every replica: the one write behind
+ * `POST /config/models/providers` and the providers `PUT /config` adds. 409 when the id is taken.
+ */
+export async function createProviderRecord(deps: GatewayDeps, id: string, fields: ProviderFields & { base_url: string }): Promise<ProviderRecord> {
+  assertProviderId(id);
+  const conflict = () => new Errors.CONFLICT(`model provider "${id}"`);
+  if (await getProvider(deps.db.db, id)) throw conflict();
+  let created;
+  try {
+    created = await insertProvider(deps.db.db, {
+      id,
+      name: fields.name ?? id,
+      baseUrl: fields.base_url,
+      model: fields.model ?? '',
+      models: normaliseModels(fields.models),
+      apiKeySealed: typeof fields.api_key === 'string' ? deps.secrets.seal(fields.api_key) : null,
+      fileHmac: null,
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict();
+    throw err;
+  }
+  await publishProviderChange(deps, id);
+  return created;
+}
+
+/**
+ * Changes the given fields of provider `id` (a new `base_url` drops the key unless `api_key`
+ * comes with it), then tells every replica. 404 when there is no such provider.
+ */
+export async function changeProviderRecord(deps: GatewayDeps, id: string, fields: ProviderFields): Promise<ProviderRecord> {
+  const updated = await updateProvider(deps.db.db, id, {
+    ...(fields.name !== undefined ? { name: fields.name } : {}),
+    ...(fields.base_url !== undefined ? { baseUrl: fields.base_url } : {}),
+    ...(fields.model !== undefined ? { model: fields.model } : {}),
+    ...(fields.models !== undefined ? { models: normaliseModels(fields.models) } : {}),
+    ...(fields.api_key !== undefined ? { apiKeySealed: fields.api_key === null ? null : deps.secrets.seal(fields.api_key) } : {}),
+  });
+  if (!updated) throw new Errors.NOT_FOUND(`model provider "${id}"`);
+  await publishProviderChange(deps, id);
+  return updated;
 }

@@ -1,13 +1,45 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import { Errors } from '@agentry/errors';
 import { ConfigDocument } from '@agentry/contracts';
-import { listUsers } from '@agentry/db';
-import { ConfigPatch } from '@agentry/runtime';
+import { getProvider, listUsers } from '@agentry/db';
+import { ConfigPatch, assertConfigPatch, describeErrors } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
-import { assertDefaultProviderExists, providerConfigViews } from '../providers/store.js';
+import {
+  assertDefaultProviderExists,
+  assertProviderFields,
+  assertProviderId,
+  changeProviderRecord,
+  createProviderRecord,
+  providerConfigViews,
+  type ProviderFields,
+} from '../providers/store.js';
 import { documentBody } from '../openapi.js';
+import { CreateBody, UpdateBody } from './models.js';
 import { typed } from './common.js';
 
 const GetConfig = { response: { 200: ConfigDocument } };
+
+/** What the OpenAPI document shows of the patch: ConfigPatch, plus the providers this route writes. */
+const DocumentedPatch = Type.Object(
+  {
+    ...ConfigPatch.properties,
+    models: Type.Optional(
+      Type.Object(
+        {
+          default_provider: Type.Optional(Type.String()),
+          providers: Type.Optional(
+            Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), UpdateBody, {
+              description: 'providers to add (base_url required) or change, keyed by id; api_key is write-only',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /** GET/PUT /config: the live configuration, secrets hidden; PUT persists and reaches every replica. */
 export function configRoutes(app: FastifyInstance, deps: GatewayDeps): void {
@@ -15,7 +47,7 @@ export function configRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   api.get('/config', { config: { access: 'user' }, schema: GetConfig }, getConfig(deps));
   // The patch is checked by LiveConfig.update (its messages name the key), not by fastify: a
   // body schema here would coerce types and word those messages differently.
-  api.put('/config', { config: { access: 'admin', swaggerTransform: documentBody(ConfigPatch) }, schema: GetConfig }, updateConfig(deps));
+  api.put('/config', { config: { access: 'admin', swaggerTransform: documentBody(DocumentedPatch) }, schema: GetConfig }, updateConfig(deps));
 }
 
 /**
@@ -38,12 +70,60 @@ function getConfig(deps: GatewayDeps) {
   };
 }
 
+/** Takes `models.providers` out of the patch: providers live in their own table, not in settings. */
+function splitPatch(body: unknown): { patch: unknown; providers: unknown } {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return { patch: body, providers: undefined };
+  const models = (body as { models?: unknown }).models;
+  if (!models || typeof models !== 'object' || Array.isArray(models) || !('providers' in models)) return { patch: body, providers: undefined };
+  const { providers, ...rest } = models as Record<string, unknown>;
+  return { patch: { ...body, models: rest }, providers };
+}
+
+interface ProviderWrite {
+  id: string;
+  fields: ProviderFields;
+  exists: boolean;
+}
+
+/**
+ * Checks every provider of `models.providers` as the provider routes would (a new one as
+ * `POST .../providers`, an existing one as `PUT .../providers/{id}`), all before any is written.
+ */
+async function checkProviderWrites(deps: GatewayDeps, providers: unknown): Promise<ProviderWrite[]> {
+  if (providers === undefined) return [];
+  if (!providers || typeof providers !== 'object' || Array.isArray(providers)) throw new Errors.VALIDATION('models.providers: must be an object keyed by provider id');
+  const writes: ProviderWrite[] = [];
+  for (const [id, entry] of Object.entries(providers)) {
+    const at = `models.providers.${id}`;
+    const exists = (await getProvider(deps.db.db, id)) !== undefined;
+    if (!exists) assertProviderId(id, `name the provider by another key of models.providers`);
+    const problems = describeErrors(exists ? UpdateBody : CreateBody, entry, at).map((p) =>
+      p.startsWith('unknown key ') ? `${p.slice('unknown key '.length)} is not a provider field` : p,
+    );
+    if (problems.length > 0) throw new Errors.VALIDATION(problems.join('; '));
+    const fields = entry as ProviderFields & { id?: string };
+    if (fields.id !== undefined && fields.id !== id) throw new Errors.VALIDATION(`${at}.id: "${fields.id}" does not match its key "${id}"`);
+    assertProviderFields(fields, `${at}.`);
+    writes.push({ id, fields, exists });
+  }
+  return writes;
+}
+
 function updateConfig(deps: GatewayDeps) {
   return async function updateConfig(req: FastifyRequest): Promise<ConfigDocument> {
-    // The default provider must exist among the database's providers (the file's are seeded there).
-    const models = (req.body as { models?: { default_provider?: unknown } } | null)?.models;
-    if (models && typeof models === 'object') await assertDefaultProviderExists(deps.db.db, models.default_provider);
-    await deps.config.update(req.body);
+    const { patch, providers } = splitPatch(req.body);
+    assertConfigPatch(patch);
+    const writes = await checkProviderWrites(deps, providers);
+    // The default provider must exist among the database's providers (the file's are seeded
+    // there), or be one this same patch adds.
+    const defaultProvider = (patch as { models?: { default_provider?: unknown } }).models?.default_provider;
+    if (!writes.some((w) => w.id === defaultProvider)) await assertDefaultProviderExists(deps.db.db, defaultProvider);
+    for (const w of writes) {
+      if (w.exists) await changeProviderRecord(deps, w.id, w.fields);
+      else await createProviderRecord(deps, w.id, { ...w.fields, base_url: w.fields.base_url ?? '' });
+      req.log.info({ provider: w.id }, w.exists ? 'model provider updated' : 'model provider created');
+    }
+    await deps.config.update(patch);
     return configView(deps, req);
   };
 }

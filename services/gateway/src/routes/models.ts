@@ -2,20 +2,20 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { Id, defaultModelOf } from '@agentry/engine';
-import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderModel, type ProviderRecord } from '@agentry/db';
+import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderRecord } from '@agentry/db';
 import { ModelProvider, ModelProviderList, ModelsOverview, ProviderTestResult, SuccessBody } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { seedProviders } from '../providers/seed.js';
 import {
   assertProviderFields,
   assertProviderUnused,
+  changeProviderRecord,
+  createProviderRecord,
   providerView,
   publishProviderChange,
   requireProvider,
 } from '../providers/store.js';
 import { typed } from './common.js';
-
-const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 const ModelEntry = Type.Object(
   {
@@ -36,8 +36,8 @@ const Fields = {
   models: Type.Optional(Type.Array(ModelEntry, { maxItems: 1000 })),
 };
 
-const CreateBody = Type.Object({ id: Type.Optional(Id), base_url: BaseUrl, api_key: Type.Optional(ApiKey), ...Fields }, { additionalProperties: false });
-const UpdateBody = Type.Object(
+export const CreateBody = Type.Object({ id: Type.Optional(Id), base_url: BaseUrl, api_key: Type.Optional(ApiKey), ...Fields }, { additionalProperties: false });
+export const UpdateBody = Type.Object(
   {
     id: Type.Optional(Type.String()),
     base_url: Type.Optional(BaseUrl),
@@ -129,26 +129,8 @@ function createProvider(deps: GatewayDeps) {
     const body = req.body;
     const id = body.id ?? body.name;
     if (id === undefined) throw new Errors.VALIDATION('id: required (or a name usable as id)');
-    if (!ID_PATTERN.test(id)) throw new Errors.VALIDATION(`id: "${id}" is not an id (letters, digits, _ and -, 1 to 64 characters); give one in "id"`);
     assertProviderFields(body);
-    const conflict = () => new Errors.CONFLICT(`model provider "${id}"`);
-    if (await getProvider(deps.db.db, id)) throw conflict();
-    let created;
-    try {
-      created = await insertProvider(deps.db.db, {
-        id,
-        name: body.name ?? id,
-        baseUrl: body.base_url,
-        model: body.model ?? '',
-        models: normaliseModels(body.models),
-        apiKeySealed: body.api_key !== undefined ? deps.secrets.seal(body.api_key) : null,
-        fileHmac: null,
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict();
-      throw err;
-    }
-    await publishProviderChange(deps, id);
+    const created = await createProviderRecord(deps, id, body);
     req.log.info({ provider: id }, 'model provider created');
     reply.code(201);
     return providerView(created);
@@ -162,15 +144,7 @@ function updateOne(deps: GatewayDeps) {
     if (body.id !== undefined && body.id !== id) throw new Errors.VALIDATION(`id "${body.id}" does not match the provider in the path ("${id}")`);
     assertProviderFields(body);
     await requireProvider(deps.db.db, id);
-    const updated = await updateProvider(deps.db.db, id, {
-      ...(body.name !== undefined ? { name: body.name } : {}),
-      ...(body.base_url !== undefined ? { baseUrl: body.base_url } : {}),
-      ...(body.model !== undefined ? { model: body.model } : {}),
-      ...(body.models !== undefined ? { models: normaliseModels(body.models) } : {}),
-      ...(body.api_key !== undefined ? { apiKeySealed: body.api_key === null ? null : deps.secrets.seal(body.api_key) } : {}),
-    });
-    if (!updated) throw new Errors.NOT_FOUND(`model provider "${id}"`);
-    await publishProviderChange(deps, id);
+    const updated = await changeProviderRecord(deps, id, body);
     req.log.info({ provider: id }, 'model provider updated');
     return providerView(updated);
   };
@@ -247,14 +221,6 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   api.delete('/config/models/providers/:name', { config: admin, schema: { params: NameParams, response: done } }, deleteOne(deps));
   api.post('/config/models/providers/:name/test', { config: admin, schema: { params: NameParams, response: { 200: ProviderTestResult } } }, testOne(deps));
   api.post('/config/models/reload', { config: admin, schema: { response: done } }, reloadFromFile(deps));
-}
-
-function normaliseModels(models: ProviderModel[] | undefined): ProviderModel[] {
-  return (models ?? []).map((m) => ({
-    name: m.name,
-    ...(m.alias ? { alias: m.alias } : {}),
-    ...(m.context_window !== undefined ? { context_window: m.context_window } : {}),
-  }));
 }
 
 /** How long a connection test waits for the provider. */

@@ -2,9 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { SessionList, SessionMessages, SuccessBody } from '@agentry/contracts';
-import { clearSessions as clearStoredSessions, getSession, listSessionMessages, listSessions as listStoredSessions } from '@agentry/db';
+import {
+  clearSessions as clearStoredSessions,
+  findSessionByKey,
+  getSession,
+  listSessionMessages,
+  listSessions as listStoredSessions,
+  type SessionRecord,
+} from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
-import { visibleSessionOwner } from '../auth/ownership.js';
+import type { Principal } from '../auth/credentials.js';
+import { sessionOwner, visibleSessionOwner } from '../auth/ownership.js';
 import { PageQuery, iso, pageOf, typed, type TypedRequest } from './common.js';
 
 const ClearBody = Type.Object(
@@ -26,7 +34,18 @@ const ListSessions = {
   }),
   response: { 200: SessionList },
 };
-const ListMessages = { params: Type.Object({ id: Type.String() }), response: { 200: SessionMessages } };
+/** `{id}` of a session named by the client's key instead of Agentry's id. */
+const BY_KEY = '-';
+const ListMessages = {
+  params: Type.Object({ id: Type.String({ description: `the session's id, or "${BY_KEY}" to name it by agentId and sessionKey` }) }),
+  querystring: Type.Object({
+    agentId: Type.Optional(Type.String({ description: `with id "${BY_KEY}": the agent of the session` })),
+    sessionKey: Type.Optional(Type.String({ description: `with id "${BY_KEY}": the chat request's sessionId (or a channel's session key)` })),
+    channel: Type.Optional(Type.String({ description: `with id "${BY_KEY}": where the session came from; default api` })),
+    owner: Type.Optional(Type.String({ description: `with id "${BY_KEY}", admins: whose session (\`user:<name>\`, \`api:<account>\`, empty for channels); default the caller's` })),
+  }),
+  response: { 200: SessionMessages },
+};
 
 /**
  * Conversations: clear (spec), and list/read for the UI and CLI. A user sees and clears only
@@ -72,12 +91,35 @@ function listSessions(deps: GatewayDeps) {
   };
 }
 
+/**
+ * The session `GET /sessions/{id}/messages` names: by id, or with id `-` by the key the client
+ * chose (`sessionId` of its chat requests). Keys are per principal, so a key names the caller's
+ * own session; an admin may name another's with `owner`. Another principal's session answers as
+ * a missing one: its id tells nothing.
+ */
+async function namedSession(deps: GatewayDeps, p: Principal, params: { id: string }, q: TypedRequest<typeof ListMessages>['query']): Promise<SessionRecord> {
+  const mine = visibleSessionOwner(p);
+  if (params.id !== BY_KEY) {
+    if (q.agentId !== undefined || q.sessionKey !== undefined) {
+      throw new Errors.VALIDATION(`agentId and sessionKey name a session only with "${BY_KEY}" as its id (/sessions/${BY_KEY}/messages?agentId=...&sessionKey=...)`);
+    }
+    const session = await getSession(deps.db.db, params.id);
+    if (!session || (mine !== undefined && session.owner !== mine)) throw new Errors.NOT_FOUND(`session "${params.id}"`);
+    return session;
+  }
+  const missing = (['agentId', 'sessionKey'] as const).filter((k) => !q[k]);
+  if (missing.length > 0) throw new Errors.VALIDATION(`${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required to name a session by its key (session id "${BY_KEY}")`);
+  const agentId = q.agentId ?? '';
+  const sessionKey = q.sessionKey ?? '';
+  const owner = mine ?? q.owner ?? sessionOwner(p);
+  const session = await findSessionByKey(deps.db.db, { agentId, sessionKey, channel: q.channel || 'api', owner });
+  if (!session) throw new Errors.NOT_FOUND(`session "${sessionKey}" of agent "${agentId}"`);
+  return session;
+}
+
 function listMessages(deps: GatewayDeps) {
   return async function listMessages(req: TypedRequest<typeof ListMessages>): Promise<SessionMessages> {
-    const session = await getSession(deps.db.db, req.params.id);
-    const mine = visibleSessionOwner(req.principal);
-    // Another principal's session answers as a missing one: its id tells nothing.
-    if (!session || (mine !== undefined && session.owner !== mine)) throw new Errors.NOT_FOUND(`session "${req.params.id}"`);
+    const session = await namedSession(deps, req.principal, req.params, req.query);
     const messages = await listSessionMessages(deps.db.db, session.id);
     return messages.map((m) => ({
       role: m.role,

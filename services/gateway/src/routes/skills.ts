@@ -205,7 +205,7 @@ const CopyBody = Type.Object({
   name: SkillName,
   targetScope: Scope,
   newName: Type.Optional(SkillName),
-  /** The agent on the local side: the target for targetScope local, the source for global. */
+  /** The agent on the local side: the target for targetScope local, the source for global; none copies global -> global. */
   agentId: Type.Optional(Id),
 });
 
@@ -303,14 +303,29 @@ function uploadSkills(deps: GatewayDeps) {
     });
 }
 
+/**
+ * Where a copy reads and writes. The spec's body names no source scope: without `agentId` it is
+ * global -> global (under `newName`); with it, the other side of the copy is that agent's local
+ * skills (global -> local for targetScope local, local -> global for global).
+ */
+function copyKeys(body: Static<typeof CopyBody>): { source: SkillKey; target: SkillKey; agentId?: string } {
+  const { name, targetScope, agentId } = body;
+  const newName = body.newName ?? name;
+  if (targetScope === 'local') {
+    if (!agentId) throw new Errors.VALIDATION('agentId is required when targetScope is local: it names the agent that receives the copy');
+    return { source: { scope: 'global', name }, target: { scope: 'local', agentId, name: newName }, agentId };
+  }
+  if (agentId) return { source: { scope: 'local', agentId, name }, target: { scope: 'global', name: newName }, agentId };
+  if (newName === name) {
+    throw new Errors.VALIDATION(`newName is required to copy global skill "${name}" to global: give the copy another name (or agentId to copy an agent's local skill)`);
+  }
+  return { source: { scope: 'global', name }, target: { scope: 'global', name: newName } };
+}
+
 function copySkill(deps: GatewayDeps) {
   return async (req: Req<unknown, unknown, Static<typeof CopyBody>>, reply: Reply): Promise<Skill> => {
-    const { name, targetScope, agentId } = req.body;
-    const newName = req.body.newName ?? name;
-    if (!agentId) throw new Errors.VALIDATION(`agentId is required: it names the agent whose local skills are ${targetScope === 'local' ? 'the target' : 'the source'}`);
-    const source: SkillKey = targetScope === 'local' ? { scope: 'global', name } : { scope: 'local', agentId, name };
-    const target: SkillKey = targetScope === 'local' ? { scope: 'local', agentId, name: newName } : { scope: 'global', name: newName };
-    await requireAgent(deps.db.db, agentId);
+    const { source, target, agentId } = copyKeys(req.body);
+    if (agentId) await requireAgent(deps.db.db, agentId);
     const from = await required(deps.db.db, source);
     const skill = await create(deps, target, { description: from.description, content: from.content, status: from.status });
     reply.code(201);
