@@ -144,6 +144,6 @@ suite('agentry on a terminal (tmux)', () => {
     await new AgentryClient({ url: gw.url }).agents.create(agentDsl('a-much-longer-agent-id', 'Longer'));
     const w = open(`${agentry} agents list; ${agentry} cron list`);
     await waitFor(async () => screen(w).includes('[exit'), 10_000, 50);
-    expect(screen(w)).toBe(['ID                      NAME', 'a-much-longer-agent-id  Longer', 'slow                    slow', 'no cron jobs', '[exit 0]'].join('\n'));
+    expect(screen(w)).toBe(['ID                      NAME    ENABLED', 'a-much-longer-agent-id  Longer  true', 'slow                    slow    true', 'no cron jobs', '[exit 0]'].join('\n'));
   });
 });
