@@ -16,7 +16,7 @@ import {
   SuccessBody,
   type Platform,
 } from '@agentry/contracts';
-import { accountContext, adapterFor, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
+import { accountContext, adapterFor, mediaDirOf, normaliseMediaPath, resolveMediaFile, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
 import {
   appendBinding,
   deleteChannelAccount,
@@ -84,7 +84,7 @@ const SendImageBody = Type.Object(
     chatId: ChatId,
     imagePath: Type.Optional(WorkspacePath),
     imageKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds imagePath' })),
+    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds imagePath; without it imagePath names a file of the media area' })),
     accountId: SendAccount,
   },
   { additionalProperties: false },
@@ -95,7 +95,7 @@ const SendFileBody = Type.Object(
     filePath: Type.Optional(WorkspacePath),
     fileName: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
     fileKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds filePath' })),
+    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds filePath; without it filePath names a file of the media area' })),
     accountId: SendAccount,
   },
   { additionalProperties: false },
@@ -327,7 +327,7 @@ function sendImage(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const b = req.body;
     return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'image',
-      payload: await mediaPayload(deps.db.db, { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
+      payload: await mediaPayload(deps, { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
     }));
   };
 }
@@ -338,7 +338,7 @@ function sendFile(deps: GatewayDeps, opts: ChannelRouteOptions) {
     return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'file',
       payload: {
-        ...(await mediaPayload(deps.db.db, { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
+        ...(await mediaPayload(deps, { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
         ...(b.fileName ? { fileName: b.fileName } : {}),
       },
     }));
@@ -406,14 +406,23 @@ async function checkBinding(db: Db, b: BindingRecord, accounts: ReadonlySet<stri
   }
 }
 
-/** Exactly one of a workspace path (of `agentId`'s workspace, which must hold the file) or a platform key. */
+/**
+ * What an image or file message sends: a platform key (which wins when a path comes too: the file
+ * is already on the platform), a file of `agentId`'s workspace, or a file of the media area
+ * (`<data root_dir>/media/`). Never any other host path.
+ */
 async function mediaPayload(
-  db: Db,
+  deps: GatewayDeps,
   m: { path: string | undefined; key: string | undefined; agentId: string | undefined; pathField: string; keyField: string },
 ): Promise<Record<string, JsonValue>> {
-  if ((m.path === undefined) === (m.key === undefined)) throw new Errors.VALIDATION(`give exactly one of ${m.pathField} or ${m.keyField}`);
   if (m.key !== undefined) return { key: m.key };
-  if (m.agentId === undefined) throw new Errors.VALIDATION(`agentId: required with ${m.pathField} (the agent whose workspace holds the file)`);
+  if (m.path === undefined) throw new Errors.VALIDATION(`give ${m.pathField} or ${m.keyField}`);
+  if (m.agentId === undefined) {
+    const media = normaliseMediaPath(m.path, m.pathField);
+    await resolveMediaFile(mediaDirOf(deps.loaded.paths.rootDir), media, m.pathField);
+    return { media };
+  }
+  const db = deps.db.db;
   const agent = await getRuleChain(db, m.agentId);
   if (!agent || agent.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${m.agentId}"`);
   const path = normaliseWorkspacePath(m.path);
