@@ -108,7 +108,7 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     const first = await env().req('POST', '/api/v1/channels/chat_d/accounts', { id, app_secret: 'first-bot-token', binding: { agentId: agent } });
     expect(first.statusCode, first.body).toBe(201);
     let bindings = json((await env().req('GET', '/api/v1/bindings')).body).bindings as unknown[];
-    expect(bindings).toContainEqual({ agentId: agent, match: { channel: 'chat_d', accountId: id } });
+    expect(bindings).toContainEqual({ agentId: agent, match: { default: false, channel: 'chat_d', accountId: id } });
 
     const updated = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { name: 'Renamed', enabled: false, group_policy: 'disabled', app_secret: 'second-bot-token' });
     expect(updated.statusCode, updated.body).toBe(200);
@@ -126,7 +126,7 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     expect(deleted.statusCode).toBe(200);
     expect(json(deleted.body)).toEqual({ success: true });
     bindings = json((await env().req('GET', '/api/v1/bindings')).body).bindings as unknown[];
-    expect(bindings).not.toContainEqual({ agentId: agent, match: { channel: 'chat_d', accountId: id } });
+    expect(bindings).not.toContainEqual({ agentId: agent, match: { default: false, channel: 'chat_d', accountId: id } });
     expect((await env().req('DELETE', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
     expect((await env().req('GET', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
   });
@@ -220,9 +220,37 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     ];
     const put = await env().req('PUT', '/api/v1/bindings', { bindings: list });
     expect(put.statusCode, put.body).toBe(200);
-    expect(json(put.body)).toEqual({ bindings: list });
-    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual({ bindings: list });
+    const shown = list.map((b) => ({ ...b, match: { default: false, ...b.match } }));
+    expect(json(put.body)).toEqual({ bindings: shown });
+    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual({ bindings: shown });
     expect(json((await env().req('PUT', '/api/v1/bindings', { bindings: [] })).body)).toEqual({ bindings: [] });
+  });
+
+  it('PUT /bindings takes the file spelling match.account_id as accountId and never widens a binding to the whole platform', async () => {
+    const agent = uid('agent');
+    await createAgent(env, agent);
+    const account = uid('sl');
+    expect((await env().req('POST', '/api/v1/channels/chat_e/accounts', { id: account, app_secret: 'xoxb-1' })).statusCode).toBe(201);
+    const put = await env().req('PUT', '/api/v1/bindings', { bindings: [{ agentId: agent, match: { channel: 'chat_e', account_id: account } }] });
+    expect(put.statusCode, put.body).toBe(200);
+    const expected = { bindings: [{ agentId: agent, match: { default: false, channel: 'chat_e', accountId: account } }] };
+    expect(json(put.body)).toEqual(expected);
+    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual(expected);
+
+    const refused: Array<[unknown, RegExp]> = [
+      // Two spellings that disagree: neither is chosen silently.
+      [{ agentId: agent, match: { channel: 'chat_e', accountId: account, account_id: 'other' } }, /bindings\[0\]\.match: accountId and account_id disagree/],
+      [{ agentId: agent, match: { channel: 'chat_e', acount: account } }, /body\.bindings\.0\.match: unknown field acount/],
+      [{ agentId: agent, match: { channel: 'chat_e' }, priority: 1 }, /body\.bindings\.0: unknown field priority/],
+    ];
+    for (const [binding, message] of refused) {
+      const res = await env().req('PUT', '/api/v1/bindings', { bindings: [binding] });
+      expect(res.statusCode, JSON.stringify(binding)).toBe(400);
+      expect(json(res.body).error).toMatch(message);
+    }
+    // Refused bodies changed nothing: the account binding is still the only one.
+    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual(expected);
+    await env().req('PUT', '/api/v1/bindings', { bindings: [] });
   });
 
   it('an api account gets a generated key shown once; bound to one agent, it may chat with that agent only', async () => {

@@ -59,6 +59,8 @@ const Match = Type.Object(
     default: Type.Optional(Type.Boolean()),
     channel: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    // The configuration file's spelling: taken as accountId, so a copied binding keeps its account.
+    account_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the configuration file spelling of accountId' })),
   },
   { additionalProperties: false },
 );
@@ -112,7 +114,7 @@ type PlatformParams = Static<typeof PlatformParams>;
 type AccountParams = Static<typeof AccountParams>;
 /** The written form is open (platform fields): these are the ones read by name. */
 type WrittenAccount = Record<string, unknown> & { name?: string; enabled?: boolean };
-type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: BindingRecord['match'] } };
+type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: Static<typeof Match> } };
 /**
  * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
  * registration; registering one still checks it against the route's schemas (type provider).
@@ -170,7 +172,9 @@ function createAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const body = req.body as NewAccount;
     checkWrittenFields(body);
     checkPlatformFields(platform, body);
-    const binding = body.binding ? { agentId: body.binding.agentId, match: body.binding.match ?? { channel: platform, accountId: body.id } } : undefined;
+    const binding = body.binding
+      ? { agentId: body.binding.agentId, match: body.binding.match ? writtenMatch(body.binding.match, 'binding') : { channel: platform, accountId: body.id } }
+      : undefined;
     if (binding) await checkBinding(db, binding, new Set([...(await accountKeys(db)), `${platform}/${body.id}`]));
 
     let generatedKey: string | undefined;
@@ -260,20 +264,34 @@ function deleteAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
   };
 }
 
+/** Bindings as read: `match.default` always shown, false unless it is the default binding. */
+async function bindingsView(db: Db): Promise<BindingList> {
+  return { bindings: (await listBindings(db)).map((b) => ({ agentId: b.agentId, match: { ...b.match, default: b.match.default === true } })) };
+}
+
 function getBindings(deps: GatewayDeps) {
-  return async (): Promise<BindingList> => ({ bindings: await listBindings(deps.db.db) });
+  return async (): Promise<BindingList> => bindingsView(deps.db.db);
+}
+
+/** A written match with the file spelling `account_id` folded into `accountId`. */
+function writtenMatch(m: Static<typeof Match>, where: string): BindingRecord['match'] {
+  const { account_id: fileSpelling, ...match } = m;
+  if (fileSpelling !== undefined && match.accountId !== undefined && fileSpelling !== match.accountId) {
+    throw new Errors.VALIDATION(`${where}.match: accountId and account_id disagree ("${match.accountId}" and "${fileSpelling}"); send accountId alone`);
+  }
+  return dropUndefined({ ...match, accountId: match.accountId ?? fileSpelling });
 }
 
 function putBindings(deps: GatewayDeps, opts: ChannelRouteOptions) {
   return async (req: Req<unknown, Static<typeof BindingsBody>>): Promise<BindingList> => {
     const db = deps.db.db;
-    const bindings = req.body.bindings.map((b) => ({ agentId: b.agentId, match: dropUndefined(b.match) }));
+    const bindings = req.body.bindings.map((b, i) => ({ agentId: b.agentId, match: writtenMatch(b.match, `bindings[${i}]`) }));
     const accounts = await accountKeys(db);
     for (const [i, b] of bindings.entries()) await checkBinding(db, b, accounts, `bindings[${i}]`);
     await inTransaction(db, (trx) => replaceBindings(trx, bindings));
     await changed(deps, opts);
     req.log.info({ count: bindings.length }, 'bindings replaced');
-    return { bindings: await listBindings(db) };
+    return bindingsView(db);
   };
 }
 
