@@ -5,3 +5,4 @@ export { splitText } from './split.js';
 export { adapterFor, ADAPTERS } from './registry.js';
 export * from './outbox.js';
 export * from './routing.js';
+export { MEDIA_MAX_BYTES, mediaDirOf, normaliseMediaPath, readMediaFile, resolveMediaFile } from './media-area.js';

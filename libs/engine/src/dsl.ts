@@ -86,14 +86,20 @@ export function chainCategory(dsl: RuleChainDsl): string | null {
 }
 
 /** TypeBox errors as `path: message` lines, `path` in dotted form (`metadata.nodes[1].id`). */
-export function schemaErrors(schema: TSchema, value: unknown, root = ''): string[] {
+/** A word of advice for a field a closed schema does not know at `path` (`configuration.tools[0]`). */
+export type UnknownFieldHint = (path: string, key: string) => string | undefined;
+
+export function schemaErrors(schema: TSchema, value: unknown, root = '', hint?: UnknownFieldHint): string[] {
   const out: string[] = [];
   for (const e of Value.Errors(schema, value)) {
     if (e.keyword === 'boolean') continue; // repeats an additionalProperties error
     const path = pointerToPath(root, e.instancePath);
     if (e.keyword === 'additionalProperties') {
       const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? [];
-      for (const key of extra) out.push(`${path ? `${path}.` : ''}${key}: unknown field`);
+      for (const key of extra) {
+        const more = hint?.(path, key);
+        out.push(`${path ? `${path}: ` : ''}unknown field "${key}"${more ? ` (${more})` : ''}`);
+      }
       continue;
     }
     out.push(`${path || '(root)'}: ${e.message}`);

@@ -35,7 +35,7 @@ export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): Val
       return;
     }
     const config = node.configuration ?? {};
-    const schema = schemaErrors(def.configuration, config, 'configuration');
+    const schema = schemaErrors(def.configuration, config, 'configuration', def.unknownFieldHint);
     for (const e of schema) errors.push(`${where}, ${node.type}: ${e}`);
     // The type's own checks see only a configuration its schema accepted.
     if (schema.length === 0 && def.validate) {

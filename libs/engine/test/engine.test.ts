@@ -51,7 +51,7 @@ describe('validateRuleChain', () => {
 
   it('reports shape errors with dotted paths, and unknown top-level fields', () => {
     expect(validateRuleChain({ ruleChain: { id: 'bad id', name: 'n' }, metadata: { nodes: [], connections: [] }, extra: 1 }).errors).toEqual([
-      'extra: unknown field',
+      'unknown field "extra"',
       'ruleChain.id: must match pattern "^[A-Za-z0-9_-]{1,64}$"',
     ]);
     expect(validateRuleChain(null).ok).toBe(false);

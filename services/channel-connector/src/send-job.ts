@@ -25,6 +25,8 @@ export interface SendJobContext {
   logger: Logger;
   secrets: Runtime['secrets'];
   io: AdapterIo;
+  /** The media area (`<data root_dir>/media/`) that `media` payloads name files of. */
+  mediaDir: string;
   policy: RetryPolicy;
   /** How long a claim lasts: a connector that died mid-send frees its message after this. */
   claimMs: number;
@@ -84,7 +86,7 @@ async function deliver(ctx: SendJobContext, messageId: string): Promise<void> {
 /** Sends the message's content; answers the platform's id of the message (of its first part for a long text). */
 async function send(ctx: SendJobContext, m: OutboundMessageRecord, adapter: Adapter, account: Account): Promise<string | null | undefined> {
   if (m.kind !== 'text') {
-    const media = await mediaOf(ctx.db, m);
+    const media = await mediaOf(ctx.db, ctx.mediaDir, m);
     const payload: OutboundPayload = m.kind === 'image' ? { kind: 'image', image: media } : { kind: 'file', file: media };
     return (await adapter.send(account, ctx.io, m.chatId, payload)).messageId;
   }

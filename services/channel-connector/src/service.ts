@@ -1,6 +1,6 @@
 import { QueueNames } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
-import { MemoryTokenCache, type AdapterIo } from '@agentry/channels';
+import { MemoryTokenCache, mediaDirOf, type AdapterIo } from '@agentry/channels';
 import { registerQueueDepth, serviceMetrics, type Runtime } from '@agentry/runtime';
 import { DEFAULT_CONNECTOR_OPTIONS, type ConnectorOptions } from './options.js';
 import { OutboundSweeper } from './outbound-sweep.js';
@@ -34,6 +34,7 @@ export async function startChannelConnector(runtime: Runtime, overrides: Partial
     logger,
     secrets: runtime.secrets,
     io,
+    mediaDir: mediaDirOf(runtime.loaded.paths.rootDir),
     policy: opts,
     claimMs: opts.claimMs,
     metrics: {

@@ -92,6 +92,10 @@ function createFastify(deps: GatewayDeps): FastifyInstance {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
+    // Fastify's ajv removes fields a closed schema does not name, silently: a misspelt field
+    // (match.acount_id) vanished and the request did something else than asked. Off, it is a 400
+    // naming the field (http-errors.ts). Open schemas (chat completions) are unaffected.
+    ajv: { customOptions: { removeAdditional: false } },
     // What the router and Node's parser refuse is answered as {error} too.
     frameworkErrors: sendFrameworkError,
     clientErrorHandler: onClientError,

@@ -112,7 +112,7 @@ describe('seeding channel accounts and bindings from the file', () => {
     expect(JSON.parse(await get('/api/v1/channels/chat_d/accounts/tg'))).toMatchObject({ id: 'tg', name: 'Team', hasSecret: true, dmPolicy: 'allow' });
     expect(await get('/api/v1/channels')).not.toContain('file-bot-token-123');
     // The binding naming an unknown agent is skipped with a warning, not a failed start.
-    expect(JSON.parse(await get('/api/v1/bindings'))).toEqual({ bindings: [{ agentId: 'helper', match: { channel: 'chat_d', accountId: 'tg' } }] });
+    expect(JSON.parse(await get('/api/v1/bindings'))).toEqual({ bindings: [{ agentId: 'helper', match: { default: false, channel: 'chat_d', accountId: 'tg' } }] });
     expect(h.logs.some((l) => l.includes('no such agent'))).toBe(true);
     expect(h.logs.join('')).not.toContain('file-bot-token-123');
     await h.close();
@@ -130,7 +130,7 @@ describe('seeding channel accounts and bindings from the file', () => {
     open.length = 0;
 
     h = await start(file('[{agent_id: helper, match: {channel: chat_d}}]'), db);
-    expect(JSON.parse(await get('/api/v1/bindings'))).toEqual({ bindings: [{ agentId: 'helper', match: { channel: 'chat_d' } }] });
+    expect(JSON.parse(await get('/api/v1/bindings'))).toEqual({ bindings: [{ agentId: 'helper', match: { default: false, channel: 'chat_d' } }] });
   });
 });
 

@@ -1,4 +1,7 @@
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { expect, it } from 'vitest';
 import { accountContext, adapterFor, MemoryTokenCache } from '@agentry/channels';
@@ -105,7 +108,7 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     const first = await env().req('POST', '/api/v1/channels/chat_d/accounts', { id, app_secret: 'first-bot-token', binding: { agentId: agent } });
     expect(first.statusCode, first.body).toBe(201);
     let bindings = json((await env().req('GET', '/api/v1/bindings')).body).bindings as unknown[];
-    expect(bindings).toContainEqual({ agentId: agent, match: { channel: 'chat_d', accountId: id } });
+    expect(bindings).toContainEqual({ agentId: agent, match: { default: false, channel: 'chat_d', accountId: id } });
 
     const updated = await env().req('PUT', `/api/v1/channels/chat_d/accounts/${id}`, { name: 'Renamed', enabled: false, group_policy: 'disabled', app_secret: 'second-bot-token' });
     expect(updated.statusCode, updated.body).toBe(200);
@@ -123,7 +126,7 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     expect(deleted.statusCode).toBe(200);
     expect(json(deleted.body)).toEqual({ success: true });
     bindings = json((await env().req('GET', '/api/v1/bindings')).body).bindings as unknown[];
-    expect(bindings).not.toContainEqual({ agentId: agent, match: { channel: 'chat_d', accountId: id } });
+    expect(bindings).not.toContainEqual({ agentId: agent, match: { default: false, channel: 'chat_d', accountId: id } });
     expect((await env().req('DELETE', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
     expect((await env().req('GET', `/api/v1/channels/chat_d/accounts/${id}`)).statusCode).toBe(404);
   });
@@ -217,9 +220,37 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     ];
     const put = await env().req('PUT', '/api/v1/bindings', { bindings: list });
     expect(put.statusCode, put.body).toBe(200);
-    expect(json(put.body)).toEqual({ bindings: list });
-    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual({ bindings: list });
+    const shown = list.map((b) => ({ ...b, match: { default: false, ...b.match } }));
+    expect(json(put.body)).toEqual({ bindings: shown });
+    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual({ bindings: shown });
     expect(json((await env().req('PUT', '/api/v1/bindings', { bindings: [] })).body)).toEqual({ bindings: [] });
+  });
+
+  it('PUT /bindings takes the file spelling match.account_id as accountId and never widens a binding to the whole platform', async () => {
+    const agent = uid('agent');
+    await createAgent(env, agent);
+    const account = uid('sl');
+    expect((await env().req('POST', '/api/v1/channels/chat_e/accounts', { id: account, app_secret: 'xoxb-1' })).statusCode).toBe(201);
+    const put = await env().req('PUT', '/api/v1/bindings', { bindings: [{ agentId: agent, match: { channel: 'chat_e', account_id: account } }] });
+    expect(put.statusCode, put.body).toBe(200);
+    const expected = { bindings: [{ agentId: agent, match: { default: false, channel: 'chat_e', accountId: account } }] };
+    expect(json(put.body)).toEqual(expected);
+    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual(expected);
+
+    const refused: Array<[unknown, RegExp]> = [
+      // Two spellings that disagree: neither is chosen silently.
+      [{ agentId: agent, match: { channel: 'chat_e', accountId: account, account_id: 'other' } }, /bindings\[0\]\.match: accountId and account_id disagree/],
+      [{ agentId: agent, match: { channel: 'chat_e', acount: account } }, /body\.bindings\.0\.match: unknown field acount/],
+      [{ agentId: agent, match: { channel: 'chat_e' }, priority: 1 }, /body\.bindings\.0: unknown field priority/],
+    ];
+    for (const [binding, message] of refused) {
+      const res = await env().req('PUT', '/api/v1/bindings', { bindings: [binding] });
+      expect(res.statusCode, JSON.stringify(binding)).toBe(400);
+      expect(json(res.body).error).toMatch(message);
+    }
+    // Refused bodies changed nothing: the account binding is still the only one.
+    expect(json((await env().req('GET', '/api/v1/bindings')).body)).toEqual(expected);
+    await env().req('PUT', '/api/v1/bindings', { bindings: [] });
   });
 
   it('an api account gets a generated key shown once; bound to one agent, it may chat with that agent only', async () => {
@@ -289,9 +320,10 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     const tgId = uid('tg');
     expect((await env().req('POST', '/api/v1/channels/chat_d/accounts', { id: tgId, app_secret: 'bot-token' })).statusCode).toBe(201);
     cases.push(
-      ['chat_d', 'send-image', { chatId: '1', accountId: tgId }, 400, /exactly one of imagePath or imageKey/],
-      ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'a.png', imageKey: 'k' }, 400, /exactly one/],
-      ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'a.png' }, 400, /agentId: required/],
+      ['chat_d', 'send-image', { chatId: '1', accountId: tgId }, 400, /give imagePath or imageKey/],
+      // The key wins: the path is not even looked at (this platform then refuses images at all).
+      ['chat_a_webhook', 'send-image', { chatId: '1', imagePath: '../../etc/passwd', imageKey: 'k' }, 400, /cannot send images/],
+      ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'a.png' }, 404, /file "a.png" in the media area/],
       ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'a.png', agentId: 'nobody' }, 404, /nobody/],
       ['chat_d', 'send-image', { chatId: '1', accountId: tgId, imagePath: 'missing.png', agentId: agent }, 400, /no file "missing.png"/],
       ['chat_d', 'send-file', { chatId: '1', accountId: tgId, filePath: '../../etc/passwd', agentId: agent }, 400, /leaves the workspace/],
@@ -301,6 +333,44 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
       expect(res.statusCode, `${platform}/${route} ${JSON.stringify(body)}: ${res.body}`).toBe(status);
       expect(json(res.body).error).toMatch(message);
     }
+  });
+
+  it('send-image and send-file read paths from the media area only: no .., absolute path, escaping link, NUL or oversized file', async () => {
+    const media = path.join(env().runtime.loaded.paths.rootDir, 'media');
+    fs.mkdirSync(path.join(media, 'sub'), { recursive: true });
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-outside-'));
+    fs.writeFileSync(path.join(outside, 'secret.txt'), 'host secret');
+    fs.symlinkSync(path.join(outside, 'secret.txt'), path.join(media, 'escape.txt'));
+    fs.symlinkSync(outside, path.join(media, 'escape-dir'));
+    // Sparse: its size is what counts, not what is written.
+    fs.mkdirSync(path.join(media, 'big'));
+    fs.writeFileSync(path.join(media, 'big', 'huge.bin'), '');
+    fs.truncateSync(path.join(media, 'big', 'huge.bin'), 21 * 1024 * 1024);
+    const tgId = uid('tg');
+    expect((await env().req('POST', '/api/v1/channels/chat_d/accounts', { id: tgId, app_secret: 'bot-token' })).statusCode).toBe(201);
+    const cases: Array<[string, Record<string, string>, number, RegExp]> = [
+      ['send-file', { filePath: '../../etc/passwd' }, 400, /filePath: "..\/..\/etc\/passwd" leaves the media area/],
+      ['send-file', { filePath: 'sub/../../secret.txt' }, 400, /leaves the media area/],
+      ['send-image', { imagePath: '/etc/passwd' }, 400, /imagePath: "\/etc\/passwd" is an absolute path/],
+      ['send-file', { filePath: 'C:/Windows/win.ini' }, 400, /absolute path/],
+      ['send-file', { filePath: '..\\..\\etc\\passwd' }, 400, /backslash/],
+      // JSON is not URL-decoded: %2e%2e is a (missing) name, never a way up.
+      ['send-file', { filePath: '%2e%2e/%2e%2e/etc/passwd' }, 404, /file "%2e%2e\/%2e%2e\/etc\/passwd" in the media area/],
+      ['send-file', { filePath: 'escape.txt' }, 400, /"escape.txt" is a link leading out of the media area/],
+      ['send-file', { filePath: 'escape-dir/secret.txt' }, 400, /link leading out of the media area/],
+      ['send-image', { imagePath: 'a.png\u0000.txt' }, 400, /NUL byte/],
+      ['send-file', { filePath: 'big/huge.bin' }, 400, /21 MB, more than the 20 MB/],
+      ['send-file', { filePath: 'sub' }, 400, /"sub" is not a file/],
+      ['send-file', { filePath: '.' }, 400, /name a file/],
+      ['send-file', { filePath: 'nothing.pdf' }, 404, /file "nothing.pdf" in the media area/],
+    ];
+    for (const [route, body, status, message] of cases) {
+      const res = await env().req('POST', `/api/v1/channels/chat_d/${route}`, { chatId: '1', accountId: tgId, ...body });
+      expect(res.statusCode, `${route} ${JSON.stringify(body)}: ${res.body}`).toBe(status);
+      expect(json(res.body).error).toMatch(message);
+      expect(res.body).not.toContain('host secret');
+    }
+    fs.rmSync(outside, { recursive: true, force: true });
   });
 
   it('the events URL verifies the platform signature and answers handshakes', async () => {

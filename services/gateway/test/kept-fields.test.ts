@@ -153,12 +153,12 @@ describeOnBothEngines('answers keep every field', (env: () => Env) => {
       body: { id: apiId, name: apiId, enabled: true, dmPolicy: 'allow', groupPolicy: 'allow', appId: '', hasSecret: true, description: 'bot', apiKey: expect.stringMatching(/^sk-/) },
     });
 
-    expect(await req('GET', '/bindings')).toEqual({ status: 200, body: { bindings: expect.arrayContaining([{ agentId: agent, match: { channel: 'chat_a', accountId: id } }]) } });
+    expect(await req('GET', '/bindings')).toEqual({ status: 200, body: { bindings: expect.arrayContaining([{ agentId: agent, match: { default: false, channel: 'chat_a', accountId: id } }]) } });
     const bindings = [
       { agentId: agent, match: { channel: 'chat_a', accountId: id } },
       { agentId: agent, match: { default: true } },
     ];
-    expect(await req('PUT', '/bindings', { bindings })).toEqual({ status: 200, body: { bindings } });
+    expect(await req('PUT', '/bindings', { bindings })).toEqual({ status: 200, body: { bindings: [{ ...bindings[0], match: { default: false, ...bindings[0]!.match } }, bindings[1]] } });
     expect(await req('DELETE', `/channels/chat_a/accounts/${id}`)).toEqual({ status: 200, body: { success: true } });
     expect(await req('PUT', '/bindings', { bindings: [] })).toEqual({ status: 200, body: { bindings: [] } });
   });

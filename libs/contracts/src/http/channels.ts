@@ -54,7 +54,18 @@ export const ChannelBinding = Type.Object({
 });
 export type ChannelBinding = Static<typeof ChannelBinding>;
 
-export const BindingList = Type.Object({ bindings: Type.Array(ChannelBinding) });
+/** A binding as read: `match.default` is always there (false for account and platform bindings). */
+export const ChannelBindingView = Type.Object({
+  agentId: Type.String(),
+  match: Type.Object({
+    default: Type.Boolean(),
+    channel: Type.Optional(Type.String()),
+    accountId: Type.Optional(Type.String()),
+  }),
+});
+export type ChannelBindingView = Static<typeof ChannelBindingView>;
+
+export const BindingList = Type.Object({ bindings: Type.Array(ChannelBindingView) });
 export type BindingList = Static<typeof BindingList>;
 
 /** A message the platform accepted, with the id it gave it (empty when it gives none). */

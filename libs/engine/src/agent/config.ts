@@ -23,13 +23,16 @@ const Tool = Type.Object({
   description: Type.Optional(Type.String()),
   targetId: Type.Optional(Type.String()),
   timeout: Type.Optional(Type.Integer({ minimum: 1, description: `milliseconds one call may take (default ${DEFAULT_TOOL_TIMEOUT_MS}, at least ${MIN_TOOL_TIMEOUT_MS})` })),
-});
+  config: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), { description: "the tool type's own settings: an MCP server's url and headers, a rule chain's parameters, ..." }),
+  ),
+}, { additionalProperties: false });
 
 const Failover = Type.Object({
   provider: Type.Optional(Type.String()),
   model: Type.Optional(Type.String()),
   params: Type.Optional(Params),
-});
+}, { additionalProperties: false });
 
 export const AiAgentConfiguration = Type.Object({
   provider: Type.Optional(Type.String({ description: 'provider id; models.default_provider when absent' })),
@@ -41,17 +44,30 @@ export const AiAgentConfiguration = Type.Object({
   tools: Type.Optional(Type.Array(Tool)),
   failover: Type.Optional(Type.Array(Failover)),
   disabledSkills: Type.Optional(Type.Array(Type.String())),
-});
+}, { additionalProperties: false });
 
 /**
  * One entry of `tools[]`. Its `config` belongs to the tool's type (an MCP server's url and
  * headers, a rule chain's parameters, a built-in's options), so the schema leaves it unchecked
  * and only the type names it.
  */
-export type AgentToolConfig = Static<typeof Tool> & { config?: Record<string, unknown> };
+export type AgentToolConfig = Static<typeof Tool>;
 
 /** The configuration of an `ai/agent` node, as `runAgent` receives it. */
-export type AiAgentConfig = Omit<Static<typeof AiAgentConfiguration>, 'tools'> & { tools?: AgentToolConfig[] };
+export type AiAgentConfig = Static<typeof AiAgentConfiguration>;
+
+const TOOL_ENTRY = /^configuration\.tools\[\d+\]$/;
+
+/**
+ * A tool entry's own settings go under `config`; written beside `type` and `name` they used to be
+ * stored and ignored (a rule chain tool offered with an empty schema), so say where they belong.
+ */
+export function agentUnknownFieldHint(path: string, key: string): string | undefined {
+  if (TOOL_ENTRY.test(path)) return `did you mean config.${key}? a tool's own settings go under config`;
+  if (path === 'configuration' && (key === 'prompt' || key === 'system_prompt' || key === 'instructions')) return 'did you mean systemPrompt?';
+  if (path === 'configuration' && (key === 'max_steps' || key === 'maxSteps')) return 'did you mean maxStep?';
+  return undefined;
+}
 
 /** Why `tools[index].timeout` is refused, or undefined when it is fine (absent or >= 1000 ms). */
 export function toolTimeoutProblem(timeout: number | undefined, index: number): string | undefined {

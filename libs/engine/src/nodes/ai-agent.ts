@@ -1,4 +1,4 @@
-import { AiAgentConfiguration, agentConfigProblems } from '../agent/config.js';
+import { AiAgentConfiguration, agentConfigProblems, agentUnknownFieldHint } from '../agent/config.js';
 import { defineNodeType } from './types.js';
 
 /**
@@ -11,6 +11,7 @@ export const aiAgent = defineNodeType({
   description: 'runs an LLM tool loop (the agent)',
   configuration: AiAgentConfiguration,
   validate: agentConfigProblems,
+  unknownFieldHint: agentUnknownFieldHint,
   async execute(msg, config, ctx) {
     const text = await ctx.runAgent(config, msg);
     return { msg: { ...msg, data: text }, relation: 'Success' };

@@ -17,9 +17,9 @@ export const aiLlm = defineNodeType({
     provider: Type.Optional(Type.String()),
     model: Type.Optional(Type.String()),
     systemPrompt: Type.Optional(Type.String()),
-    messages: Type.Optional(Type.Array(Type.Object({ role: Type.String(), content: Type.String() }))),
+    messages: Type.Optional(Type.Array(Type.Object({ role: Type.String(), content: Type.String() }, { additionalProperties: false }))),
     params: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  }),
+  }, { additionalProperties: false }),
   async execute(msg, config, ctx) {
     const messages: ChatMessage[] = [];
     if (config.systemPrompt) messages.push({ role: 'system', content: renderTemplate(config.systemPrompt, msg) });

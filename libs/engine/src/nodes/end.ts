@@ -5,7 +5,7 @@ import { defineNodeType } from './types.js';
 export const end = defineNodeType({
   type: 'end',
   description: 'ends the chain',
-  configuration: Type.Object({}),
+  configuration: Type.Object({}, { additionalProperties: false }),
   async execute(msg) {
     return { msg, relations: [] };
   },

@@ -13,7 +13,7 @@ export const flow = defineNodeType({
   configuration: Type.Object({
     targetId: Type.String({ minLength: 1, description: 'id of the chain to run' }),
     extend: Type.Optional(Type.Boolean()),
-  }),
+  }, { additionalProperties: false }),
   async execute(msg, config, ctx) {
     const path = [...ctx.path, config.targetId];
     if (ctx.depth + 1 > ctx.maxFlowDepth) {

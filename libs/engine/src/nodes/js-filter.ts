@@ -7,7 +7,7 @@ import { defineNodeType } from './types.js';
 export const jsFilter = defineNodeType({
   type: 'jsFilter',
   description: 'routes along True or False by the result of a script',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }),
+  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
   async execute(msg, config, ctx) {
     if (!config.jsScript) throw new ScriptError('result', 'jsFilter needs a jsScript that returns true or false');
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });

@@ -10,7 +10,7 @@ import { defineNodeType } from './types.js';
 export const jsSwitch = defineNodeType({
   type: 'jsSwitch',
   description: 'routes along the relations a script returns',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }),
+  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
   async execute(msg, config, ctx) {
     if (!config.jsScript) throw new ScriptError('result', 'jsSwitch needs a jsScript that returns relation names');
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });

@@ -11,7 +11,7 @@ import { defineNodeType } from './types.js';
 export const jsTransform = defineNodeType({
   type: 'jsTransform',
   description: 'rewrites the message with a script',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }),
+  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
   async execute(msg, config, ctx) {
     if (!config.jsScript) return { msg, relation: 'Success' };
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });

@@ -9,7 +9,7 @@ import { defineNodeType } from './types.js';
 export const log = defineNodeType({
   type: 'log',
   description: 'writes a log line',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }),
+  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
   async execute(msg, config, ctx) {
     const where = { chainId: ctx.chain.id, nodeId: ctx.node.id, msgId: msg.id, msgType: msg.type };
     if (config.jsScript) {

@@ -29,7 +29,7 @@ export const restApiCall = defineNodeType({
     readTimeoutMs: Type.Optional(Type.Integer({ minimum: 0 })),
     allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow loopback, private and link-local addresses (default false), as for http_fetch' })),
     allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains' })),
-  }),
+  }, { additionalProperties: false }),
   async execute(msg, config, ctx) {
     const method: string = config.requestMethod ?? 'POST';
     const url = renderTemplate(config.restEndpointUrlPattern, msg);

@@ -1,5 +1,6 @@
 import type { Static, TSchema } from 'typebox';
 import type { NodeContext, NodeResult, RuleMsg } from '../chain/types.js';
+import type { UnknownFieldHint } from '../dsl.js';
 
 /**
  * A node type of the rule-chain DSL: everything about it in one definition. Adding one is a
@@ -18,6 +19,8 @@ export interface NodeType<S extends TSchema = TSchema> {
    * problem, starting with the path below `configuration` (`tools[0].timeout is ...`).
    */
   validate?(config: Static<S>): string[];
+  /** Advice added to an unknown field's error, for mistakes people often make with this type. */
+  unknownFieldHint?: UnknownFieldHint;
   /** What the node does when it runs: the message it passes on and the relation(s) to follow. */
   execute(msg: RuleMsg, config: Static<S>, ctx: NodeContext): Promise<NodeResult>;
 }

@@ -16,7 +16,7 @@ import {
   SuccessBody,
   type Platform,
 } from '@agentry/contracts';
-import { accountContext, adapterFor, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
+import { accountContext, adapterFor, mediaDirOf, normaliseMediaPath, resolveMediaFile, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
 import {
   appendBinding,
   deleteChannelAccount,
@@ -59,6 +59,8 @@ const Match = Type.Object(
     default: Type.Optional(Type.Boolean()),
     channel: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    // The configuration file's spelling: taken as accountId, so a copied binding keeps its account.
+    account_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the configuration file spelling of accountId' })),
   },
   { additionalProperties: false },
 );
@@ -84,7 +86,7 @@ const SendImageBody = Type.Object(
     chatId: ChatId,
     imagePath: Type.Optional(WorkspacePath),
     imageKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds imagePath' })),
+    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds imagePath; without it imagePath names a file of the media area' })),
     accountId: SendAccount,
   },
   { additionalProperties: false },
@@ -95,7 +97,7 @@ const SendFileBody = Type.Object(
     filePath: Type.Optional(WorkspacePath),
     fileName: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
     fileKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds filePath' })),
+    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds filePath; without it filePath names a file of the media area' })),
     accountId: SendAccount,
   },
   { additionalProperties: false },
@@ -112,7 +114,7 @@ type PlatformParams = Static<typeof PlatformParams>;
 type AccountParams = Static<typeof AccountParams>;
 /** The written form is open (platform fields): these are the ones read by name. */
 type WrittenAccount = Record<string, unknown> & { name?: string; enabled?: boolean };
-type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: BindingRecord['match'] } };
+type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: Static<typeof Match> } };
 /**
  * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
  * registration; registering one still checks it against the route's schemas (type provider).
@@ -170,7 +172,9 @@ function createAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const body = req.body as NewAccount;
     checkWrittenFields(body);
     checkPlatformFields(platform, body);
-    const binding = body.binding ? { agentId: body.binding.agentId, match: body.binding.match ?? { channel: platform, accountId: body.id } } : undefined;
+    const binding = body.binding
+      ? { agentId: body.binding.agentId, match: body.binding.match ? writtenMatch(body.binding.match, 'binding') : { channel: platform, accountId: body.id } }
+      : undefined;
     if (binding) await checkBinding(db, binding, new Set([...(await accountKeys(db)), `${platform}/${body.id}`]));
 
     let generatedKey: string | undefined;
@@ -260,20 +264,34 @@ function deleteAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
   };
 }
 
+/** Bindings as read: `match.default` always shown, false unless it is the default binding. */
+async function bindingsView(db: Db): Promise<BindingList> {
+  return { bindings: (await listBindings(db)).map((b) => ({ agentId: b.agentId, match: { ...b.match, default: b.match.default === true } })) };
+}
+
 function getBindings(deps: GatewayDeps) {
-  return async (): Promise<BindingList> => ({ bindings: await listBindings(deps.db.db) });
+  return async (): Promise<BindingList> => bindingsView(deps.db.db);
+}
+
+/** A written match with the file spelling `account_id` folded into `accountId`. */
+function writtenMatch(m: Static<typeof Match>, where: string): BindingRecord['match'] {
+  const { account_id: fileSpelling, ...match } = m;
+  if (fileSpelling !== undefined && match.accountId !== undefined && fileSpelling !== match.accountId) {
+    throw new Errors.VALIDATION(`${where}.match: accountId and account_id disagree ("${match.accountId}" and "${fileSpelling}"); send accountId alone`);
+  }
+  return dropUndefined({ ...match, accountId: match.accountId ?? fileSpelling });
 }
 
 function putBindings(deps: GatewayDeps, opts: ChannelRouteOptions) {
   return async (req: Req<unknown, Static<typeof BindingsBody>>): Promise<BindingList> => {
     const db = deps.db.db;
-    const bindings = req.body.bindings.map((b) => ({ agentId: b.agentId, match: dropUndefined(b.match) }));
+    const bindings = req.body.bindings.map((b, i) => ({ agentId: b.agentId, match: writtenMatch(b.match, `bindings[${i}]`) }));
     const accounts = await accountKeys(db);
     for (const [i, b] of bindings.entries()) await checkBinding(db, b, accounts, `bindings[${i}]`);
     await inTransaction(db, (trx) => replaceBindings(trx, bindings));
     await changed(deps, opts);
     req.log.info({ count: bindings.length }, 'bindings replaced');
-    return { bindings: await listBindings(db) };
+    return bindingsView(db);
   };
 }
 
@@ -327,7 +345,7 @@ function sendImage(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const b = req.body;
     return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'image',
-      payload: await mediaPayload(deps.db.db, { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
+      payload: await mediaPayload(deps, { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
     }));
   };
 }
@@ -338,7 +356,7 @@ function sendFile(deps: GatewayDeps, opts: ChannelRouteOptions) {
     return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'file',
       payload: {
-        ...(await mediaPayload(deps.db.db, { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
+        ...(await mediaPayload(deps, { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
         ...(b.fileName ? { fileName: b.fileName } : {}),
       },
     }));
@@ -406,14 +424,23 @@ async function checkBinding(db: Db, b: BindingRecord, accounts: ReadonlySet<stri
   }
 }
 
-/** Exactly one of a workspace path (of `agentId`'s workspace, which must hold the file) or a platform key. */
+/**
+ * What an image or file message sends: a platform key (which wins when a path comes too: the file
+ * is already on the platform), a file of `agentId`'s workspace, or a file of the media area
+ * (`<data root_dir>/media/`). Never any other host path.
+ */
 async function mediaPayload(
-  db: Db,
+  deps: GatewayDeps,
   m: { path: string | undefined; key: string | undefined; agentId: string | undefined; pathField: string; keyField: string },
 ): Promise<Record<string, JsonValue>> {
-  if ((m.path === undefined) === (m.key === undefined)) throw new Errors.VALIDATION(`give exactly one of ${m.pathField} or ${m.keyField}`);
   if (m.key !== undefined) return { key: m.key };
-  if (m.agentId === undefined) throw new Errors.VALIDATION(`agentId: required with ${m.pathField} (the agent whose workspace holds the file)`);
+  if (m.path === undefined) throw new Errors.VALIDATION(`give ${m.pathField} or ${m.keyField}`);
+  if (m.agentId === undefined) {
+    const media = normaliseMediaPath(m.path, m.pathField);
+    await resolveMediaFile(mediaDirOf(deps.loaded.paths.rootDir), media, m.pathField);
+    return { media };
+  }
+  const db = deps.db.db;
   const agent = await getRuleChain(db, m.agentId);
   if (!agent || agent.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${m.agentId}"`);
   const path = normaliseWorkspacePath(m.path);
