@@ -85,10 +85,10 @@ export function chainCategory(dsl: RuleChainDsl): string | null {
   return typeof category === 'string' ? category : null;
 }
 
-/** TypeBox errors as `path: message` lines, `path` in dotted form (`metadata.nodes[1].id`). */
 /** A word of advice for a field a closed schema does not know at `path` (`configuration.tools[0]`). */
 export type UnknownFieldHint = (path: string, key: string) => string | undefined;
 
+/** TypeBox errors as `path: message` lines, `path` in dotted form (`metadata.nodes[1].id`). */
 export function schemaErrors(schema: TSchema, value: unknown, root = '', hint?: UnknownFieldHint): string[] {
   const out: string[] = [];
   for (const e of Value.Errors(schema, value)) {

@@ -20,7 +20,7 @@ describeOnBothEngines('agents', (env: () => Env) => {
     // It can be posted as it is once given a fresh id.
     const id = uid('from_template');
     const created = await req('POST', '/agents', { ...template, ruleChain: { ...dsl.ruleChain, id } });
-    expect(created.statusCode).toBe(201);
+    expect(created.statusCode, created.body).toBe(201);
     expect(created.json()).not.toHaveProperty('workspaceFiles');
   });
 

@@ -16,7 +16,7 @@ import {
   writeWorkspaceFile,
   type JsonValue,
 } from '@agentry/db';
-import { AgentList, ReloadResult, RuleChainDocument, SuccessBody } from '@agentry/contracts';
+import { AgentList, ReloadResult, RuleChainDocument, SuccessBody, WorkspaceSeedFile } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
 import { assertValidChain, reloadAnswer, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
@@ -27,7 +27,13 @@ const AgentParams = Type.Object({ agentId: Id });
 
 const ListAgents = { querystring: Type.Object(PageQuery), response: { 200: AgentList } };
 const GetAgent = { params: AgentParams, response: { 200: RuleChainDocument } };
-const CreateAgent = { body: RuleChainDsl, response: { 201: RuleChainDocument } };
+/**
+ * `POST /agents` takes the DSL, and the `workspaceFiles` of `GET /agent-template` so the template
+ * posts as it is; they are not stored (the workspace is seeded from the DSL, which gives the same
+ * files). Any other unknown field is a 400 naming it.
+ */
+const NewAgent = Type.Object({ ...RuleChainDsl.properties, workspaceFiles: Type.Optional(Type.Array(WorkspaceSeedFile, { maxItems: 100 })) }, { additionalProperties: false });
+const CreateAgent = { body: NewAgent, response: { 201: RuleChainDocument } };
 const UpdateAgent = { params: AgentParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
 const DeleteAgent = { params: AgentParams, response: { 200: SuccessBody } };
 const ReloadAgent = { params: AgentParams, response: { 200: ReloadResult } };
@@ -65,7 +71,8 @@ function getAgent(deps: GatewayDeps) {
 
 function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
   return async function createAgent(req: TypedRequest<typeof CreateAgent>, reply: TypedReply<typeof CreateAgent>) {
-    const dsl = sealIncoming(deps, req.body);
+    const { workspaceFiles: _seeded, ...body } = req.body;
+    const dsl = sealIncoming(deps, body);
     assertValidChain(dsl, true);
     const id = dsl.ruleChain.id;
     const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
