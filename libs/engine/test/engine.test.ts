@@ -69,6 +69,20 @@ describe('validateRuleChain', () => {
     ]);
   });
 
+  it('refuses an unknown configuration field in every node type, naming it, with a hint for the usual mistakes', () => {
+    const agent = (configuration: Record<string, unknown>) => chain('a', [{ id: 'n1', type: 'ai/agent', configuration }]);
+    expect(validateRuleChain(agent({ tools: [{ type: 'builtin', name: 'read', parameters: {} }] })).errors).toEqual([
+      expect.stringMatching(/^metadata\.nodes\[0\] \("n1"\), ai\/agent: configuration\.tools\[0\]: unknown field "parameters" \(did you mean config\.parameters\?/),
+    ]);
+    expect(validateRuleChain(agent({ prompt: 'hi' })).errors).toEqual([expect.stringMatching(/configuration: unknown field "prompt" \(.*systemPrompt/)]);
+    expect(validateRuleChain(agent({ maxSteps: 3 })).errors).toEqual([expect.stringMatching(/configuration: unknown field "maxSteps" \(.*maxStep/)]);
+    // Every other node type is closed too: a field none of them has is named.
+    for (const type of Object.keys(nodeTypes).filter((t) => t !== 'ai/agent')) {
+      const errors = validateRuleChain(chain('c', [{ id: 'x', type, configuration: { surelyNotAField: 1 } }])).errors;
+      expect(errors, type).toContainEqual(expect.stringContaining(`${type}: configuration: unknown field "surelyNotAField"`));
+    }
+  });
+
   it('registers the nine node types of the first engine issue', () => {
     expect(Object.keys(nodeTypes).sort()).toEqual(['ai/agent', 'ai/llm', 'end', 'flow', 'jsFilter', 'jsSwitch', 'jsTransform', 'log', 'restApiCall']);
   });

@@ -116,6 +116,8 @@ describeOnBothEngines('cron jobs', (env: () => Env) => {
       [job('no_such_agent'), /target: agent "no_such_agent" does not exist/],
       [{ ...job(agent), timezone: 'Mars/Olympus' }, /timezone "Mars\/Olympus" is not a known IANA time zone/],
       [{ ...job(agent), disabled: 'maybe' }, /disabled/],
+      // Unknown fields are named, never dropped (a misspelt time zone would otherwise run in UTC).
+      [{ ...job(agent), timeZone: 'Europe/Paris' }, /unknown field "?timeZone"?/],
     ];
     for (const [body, reason] of cases) {
       const res = await req('POST', '/cron', body);

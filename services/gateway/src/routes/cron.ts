@@ -41,8 +41,10 @@ const fields = {
   deliver: Type.Optional(Type.Union([Deliver, Type.Null()])),
 };
 
-const CreateBody = Type.Object({ ...fields, target: Type.String({ minLength: 1 }) });
-const AgentCreateBody = Type.Object({ ...fields, target: Type.Optional(Type.String({ minLength: 1 })) });
+// Closed: an unknown field (`timeZone`, `agentId`...) is a 400 naming it, not a setting lost.
+const Closed = { additionalProperties: false } as const;
+const CreateBody = Type.Object({ ...fields, target: Type.String({ minLength: 1 }) }, Closed);
+const AgentCreateBody = Type.Object({ ...fields, target: Type.Optional(Type.String({ minLength: 1 })) }, Closed);
 const UpdateBody = Type.Object({
   name: Type.Optional(fields.name),
   schedule: Type.Optional(fields.schedule),
@@ -51,8 +53,8 @@ const UpdateBody = Type.Object({
   disabled: fields.disabled,
   deliver: fields.deliver,
   target: Type.Optional(Type.String({ minLength: 1 })),
-});
-const ToggleBody = Type.Object({ disabled: Type.Boolean() });
+}, Closed);
+const ToggleBody = Type.Object({ disabled: Type.Boolean() }, Closed);
 type CreateBody = Static<typeof AgentCreateBody>;
 type UpdateBody = Static<typeof UpdateBody>;
 
