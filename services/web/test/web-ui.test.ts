@@ -350,7 +350,7 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       expect(view.accounts.team).toMatchObject({ id: 'team', name: 'Team bot', groupPolicy: 'disabled', hasSecret: true });
       expect(JSON.stringify(view)).not.toContain('very-secret');
       const bindings = (await apiAs('GET', '/bindings')).json as { bindings: unknown[] };
-      expect(bindings.bindings).toEqual([{ agentId: 'helper', match: { channel: 'chat_d', accountId: 'team' } }]);
+      expect(bindings.bindings).toEqual([{ agentId: 'helper', match: { default: false, channel: 'chat_d', accountId: 'team' } }]);
       // The binding shows in the bindings section.
       await expect.poll(() => page.locator('.binding-row').count()).toBe(1);
     }));
