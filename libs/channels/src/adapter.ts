@@ -16,6 +16,12 @@ export interface ChannelAdapter {
   ack?: { contentType: 'application/json' | 'text/plain'; body: string };
   /** What the platform (as this adapter drives it) can do; the rest answers a clear 400. */
   supports: { image: boolean; file: boolean; inbound: boolean };
+  /**
+   * The account fields this adapter reads, beyond those of every platform (policies, allow_from,
+   * session_scope, description): an account written with any other is refused, naming it, so a
+   * misspelt or misplaced field never sits stored and ignored.
+   */
+  fields: { settings: readonly string[]; secrets: readonly string[] };
   /** Sends one message (text no longer than `textLimit`). Throws PlatformError on failure. */
   send(account: AccountContext, io: AdapterIo, chatId: string, payload: OutboundPayload): Promise<SendResult>;
   /**

@@ -27,3 +27,15 @@ export const ADAPTERS: Readonly<Record<Exclude<Platform, 'api'>, ChannelAdapter>
 export function adapterFor(platform: Platform): ChannelAdapter | undefined {
   return platform === 'api' ? undefined : ADAPTERS[platform];
 }
+
+/**
+ * Fields an account of any platform may carry: routing and policy (read by the connector), and
+ * `app_id`, which the spec gives every account (shown as `appId`) though not every platform reads it.
+ */
+const COMMON_ACCOUNT_FIELDS = ['description', 'app_id', 'dm_policy', 'group_policy', 'allow_from', 'session_scope'] as const;
+
+/** Every written field an account of `platform` is read by (besides id, name, enabled, binding). */
+export function accountFields(platform: Platform): readonly string[] {
+  const own = platform === 'api' ? { settings: [], secrets: ['api_key'] } : ADAPTERS[platform].fields;
+  return [...COMMON_ACCOUNT_FIELDS, ...own.settings, ...own.secrets];
+}

@@ -88,6 +88,10 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
       ['chat_d', { id: uid('a'), allow_from: 'everyone' }, /allow_from/],
       ['chat_d', { id: uid('a'), api_base: 'ftp://x' }, /api_base/],
       ['chat_d', { id: uid('a'), nested: { a: 1 } }, /nested/],
+      // A field the platform's adapter never reads is named, not stored and ignored.
+      ['chat_d', { id: uid('a'), bot_token: 'x' }, /"bot_token": not a field of chat_d accounts \(they take .*app_secret/],
+      ['chat_e', { id: uid('a'), app_id: 'A1', robot_code: 'r' }, /"robot_code": not a field of chat_e/],
+      ['api', { id: uid('a'), app_secret: 's' }, /"app_secret": not a field of api accounts/],
       ['chat_d', { id: 'bad id!' }, /id/],
       ['chat_d', { name: 'no id' }, /id/],
       ['chat_d', { id: uid('a'), api_key: 'sk-0123456789abcdef' }, /only api accounts/],

@@ -257,6 +257,7 @@ function parseEvent(rawBody: Buffer): InboundResult {
 
 export const dingtalk: ChannelAdapter = {
   platform: 'chat_b',
+  fields: { settings: ['app_id', 'robot_code', 'api_base', 'oapi_base'], secrets: ['app_secret'] },
   // DingTalk documents no character cap for sampleText. 5000 UTF-16 units keep one message
   // readable on a phone, and even all-CJK (about 15 KB of UTF-8) well inside the request sizes
   // its robot APIs accept.

@@ -102,6 +102,7 @@ async function send(ctx: AccountContext, io: AdapterIo, _chatId: string, payload
 
 export const larkWebhook: ChannelAdapter = {
   platform: 'chat_a_webhook',
+  fields: { settings: ['api_base'], secrets: ['app_secret', 'secret'] },
   textLimit: TEXT_LIMIT,
   supports: { image: false, file: false, inbound: false },
   send,

@@ -334,6 +334,7 @@ function messageEvent(header: Record<string, unknown>, eventValue: unknown): Inb
 
 export const lark: ChannelAdapter = {
   platform: 'chat_a',
+  fields: { settings: ['app_id', 'api_base'], secrets: ['app_secret', 'encrypt_key', 'token'] },
   textLimit: TEXT_LIMIT,
   supports: { image: true, file: true, inbound: true },
   send,

@@ -33,6 +33,7 @@ const RETRYABLE_ERRORS = new Set(['ratelimited', 'rate_limited', 'internal_error
 
 export const slack: ChannelAdapter = {
   platform: 'chat_e',
+  fields: { settings: ['api_base'], secrets: ['app_secret', 'signing_secret'] },
   // Slack cuts text at 40,000 characters but recommends staying under 4,000 per message.
   textLimit: 4000,
   supports: { image: true, file: true, inbound: true },

@@ -30,6 +30,7 @@ const TOKEN_SHAPE = /^[A-Za-z0-9:_-]+$/;
 
 export const telegram: ChannelAdapter = {
   platform: 'chat_d',
+  fields: { settings: ['api_base'], secrets: ['app_secret', 'secret'] },
   textLimit: 4096,
   supports: { image: true, file: true, inbound: true },
 

@@ -365,6 +365,7 @@ async function parseInbound(account: AccountContext, _io: AdapterIo, request: In
 
 export const wecom: ChannelAdapter = {
   platform: 'chat_c',
+  fields: { settings: ['app_id', 'agent_id', 'api_base'], secrets: ['app_secret', 'token', 'encoding_aes_key'] },
   // WeCom caps text content at 2048 bytes of UTF-8, while parts are cut by UTF-16 units. One unit
   // is at most 3 UTF-8 bytes (a surrogate pair is 2 units for 4 bytes), so 680 units can never
   // pass 2040 bytes, whatever the script. Latin text gets shorter parts than it could; a

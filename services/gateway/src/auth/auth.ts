@@ -46,6 +46,8 @@ export interface RouteAccess {
   owns?: Owned;
   /** Status codes with a declared response schema (`schema.response`): what a JSON route answers. */
   responses: string[];
+  /** The declared request body schema, if any: the closed-bodies test walks it. */
+  body?: unknown;
 }
 
 export interface Auth {
@@ -184,7 +186,10 @@ export function requireAccessDeclarations(app: FastifyInstance): void {
     if (access === 'owner' && route.config?.owns === undefined) throw new Error(`owner route ${where} does not say what it owns (config.owns)`);
     const owns = route.config?.owns;
     const responses = Object.keys((route.schema?.response as Record<string, unknown> | undefined) ?? {});
-    for (const method of [route.method].flat()) table.push({ method: String(method), url: route.url, access, ...(owns ? { owns } : {}), responses });
+    const body = route.schema?.body;
+    for (const method of [route.method].flat()) {
+      table.push({ method: String(method), url: route.url, access, ...(owns ? { owns } : {}), responses, ...(body ? { body } : {}) });
+    }
   });
 }
 

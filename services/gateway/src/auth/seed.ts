@@ -16,6 +16,7 @@ import {
   type JsonValue,
 } from '@agentry/db';
 import { ACCOUNT_SECRET_FIELDS, PLATFORMS, type AgentryConfig, type Sealer } from '@agentry/runtime';
+import { accountFields } from '@agentry/channels';
 import { DEFAULT_ADMIN_PASSWORD, hashApiKey, hashPassword } from './passwords.js';
 
 /**
@@ -58,6 +59,10 @@ export async function seedFromConfig(deps: { db: Db; secrets: Sealer; config: Ag
     for (const [id, account] of Object.entries(config.channels[platform]?.accounts ?? {})) {
       const fileHmac = secrets.hmac(`account:${platform}:${id}:${stableJson(account)}`);
       if (stored.get(`${platform}/${id}`)?.fileHmac === fileHmac) continue;
+      // The file is the operator's: a start is not refused over it, but a field nothing reads is named.
+      const known = accountFields(platform);
+      const unread = Object.keys(account).filter((k) => k !== 'name' && k !== 'enabled' && !known.includes(k));
+      if (unread.length > 0) logger.warn({ platform, accountId: id, fields: unread }, `channels.${platform}.accounts.${id}: ${unread.join(', ')} ${unread.length === 1 ? 'is' : 'are'} not read by ${platform} accounts`);
       const settings: Record<string, JsonValue> = {};
       const sealed: Record<string, string> = {};
       for (const [k, v] of Object.entries(account)) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Errors } from '@agentry/errors';
 import { announceChange, isPlatform, type ChannelAccount, type ChannelPlatformView, type Platform } from '@agentry/contracts';
-import { isPolicy, isSessionScope, POLICIES, SESSION_SCOPES } from '@agentry/channels';
+import { accountFields, isPolicy, isSessionScope, POLICIES, SESSION_SCOPES } from '@agentry/channels';
 import { listChannelAccounts, type ChannelAccountRecord, type JsonValue } from '@agentry/db';
 import { ACCOUNT_SECRET_FIELDS } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
@@ -59,7 +59,8 @@ export async function platformView(deps: GatewayDeps, platform: Platform): Promi
  * field values (strings, numbers, booleans; arrays of strings for allow_from). Values null mean
  * "remove" on update.
  */
-export function checkWrittenFields(body: Record<string, unknown>): void {
+export function checkWrittenFields(platform: Platform, body: Record<string, unknown>): void {
+  checkKnownFields(platform, body);
   for (const field of ['dm_policy', 'group_policy'] as const) {
     const v = body[field];
     if (v !== undefined && v !== null && !isPolicy(v)) throw new Errors.VALIDATION(`${field}: must be one of ${POLICIES.join(', ')} (got ${JSON.stringify(v)})`);
@@ -88,6 +89,15 @@ export function checkWrittenFields(body: Record<string, unknown>): void {
   if (typeof body.api_base === 'string' && !/^https?:\/\/[^\s]+$/.test(body.api_base)) {
     throw new Errors.VALIDATION('api_base: must be an http(s) URL');
   }
+}
+
+/** A field no adapter reads would be stored and ignored: refused, naming it and what is taken. */
+function checkKnownFields(platform: Platform, body: Record<string, unknown>): void {
+  const known = accountFields(platform);
+  const unknown = Object.keys(body).filter((k) => !STRUCTURAL.has(k) && !READ_ONLY.has(k) && !known.includes(k));
+  if (unknown.length === 0) return;
+  const names = unknown.map((k) => `"${k}"`).join(', ');
+  throw new Errors.VALIDATION(`${names}: not ${unknown.length === 1 ? 'a field' : 'fields'} of ${platform} accounts (they take ${[...STRUCTURAL, ...known].join(', ')})`);
 }
 
 /**

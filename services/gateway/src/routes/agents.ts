@@ -32,7 +32,7 @@ const GetAgent = { params: AgentParams, response: { 200: RuleChainDocument } };
  * posts as it is; they are not stored (the workspace is seeded from the DSL, which gives the same
  * files). Any other unknown field is a 400 naming it.
  */
-const NewAgent = Type.Object({ ...RuleChainDsl.properties, workspaceFiles: Type.Optional(Type.Array(WorkspaceSeedFile, { maxItems: 100 })) }, { additionalProperties: false });
+const NewAgent = Type.Object({ ...RuleChainDsl.properties, workspaceFiles: Type.Optional(Type.Array(Type.Object(WorkspaceSeedFile.properties, { additionalProperties: false }), { maxItems: 100 })) }, { additionalProperties: false });
 const CreateAgent = { body: NewAgent, response: { 201: RuleChainDocument } };
 const UpdateAgent = { params: AgentParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
 const DeleteAgent = { params: AgentParams, response: { 200: SuccessBody } };

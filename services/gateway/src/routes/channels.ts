@@ -69,7 +69,8 @@ const Binding = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 12
 const AccountBinding = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 128 }), match: Type.Optional(Match) }, { additionalProperties: false });
 const BindingsBody = Type.Object({ bindings: Type.Array(Binding, { maxItems: 10_000 }) }, { additionalProperties: false });
 
-// Platforms have fields of their own, so the written form is open; checkWrittenFields vets them.
+// Platforms have fields of their own, so the schema is open; checkWrittenFields refuses any field
+// the platform's adapter does not read, naming it.
 const Common = {
   name: Type.Optional(Type.String({ maxLength: 256 })),
   enabled: Type.Optional(Type.Boolean()),
@@ -170,8 +171,8 @@ function createAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const db = deps.db.db;
     const platform = requirePlatform(req.params.platform);
     const body = req.body as NewAccount;
-    checkWrittenFields(body);
     checkPlatformFields(platform, body);
+    checkWrittenFields(platform, body);
     const binding = body.binding
       ? { agentId: body.binding.agentId, match: body.binding.match ? writtenMatch(body.binding.match, 'binding') : { channel: platform, accountId: body.id } }
       : undefined;
@@ -216,8 +217,8 @@ function updateAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const body = req.body as WrittenAccount;
     if (body.id !== undefined && body.id !== id) throw new Errors.VALIDATION(`id: the account id cannot change ("${id}" in the path)`);
     if ('binding' in body) throw new Errors.VALIDATION('binding: change bindings with PUT /api/v1/bindings');
-    checkWrittenFields(body);
     checkPlatformFields(platform, body);
+    checkWrittenFields(platform, body);
     if (platform === 'api' && body.api_key === null) throw new Errors.VALIDATION('api_key: an api account needs a key; send a new one to replace it');
     const existing = await getChannelAccount(db, platform, id);
     if (!existing) throw new Errors.NOT_FOUND(`${platform} account "${id}"`);

@@ -196,6 +196,9 @@ type SelectorQuery = { scope?: 'global' | 'local'; agentId?: string };
 type SkillChange = { description?: string; content?: string; status?: SkillStatus };
 type NewSkillBody = SkillChange & { name: string; content: string };
 
+/** A body field the route does not name is a 400 naming it, not stored and ignored. */
+const Closed = { additionalProperties: false } as const;
+
 const ListQuery = Type.Object({
   ...PageQuery,
   scope: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('global'), Type.Literal('local')])),
@@ -207,7 +210,7 @@ const CopyBody = Type.Object({
   newName: Type.Optional(SkillName),
   /** The agent on the local side: the target for targetScope local, the source for global; none copies global -> global. */
   agentId: Type.Optional(Id),
-});
+}, Closed);
 
 // Agent-private skills.
 
@@ -345,15 +348,15 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   api.get('/agents/:agentId/skills', { config: user, schema: { params: AgentParams, querystring: Type.Object(PageQuery), response: { 200: SkillPage } } }, listAgentSkills(deps));
   api.get('/agents/:agentId/skills/:name', { config: user, schema: { params: AgentSkillParams, response: one } }, getAgentSkill(deps));
-  api.post('/agents/:agentId/skills', { config: agentOwner, schema: { params: AgentParams, body: Type.Object(NewSkill), response: created } }, createAgentSkill(deps));
-  api.put('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, body: Type.Object(SkillFields), response: one } }, updateAgentSkill(deps));
+  api.post('/agents/:agentId/skills', { config: agentOwner, schema: { params: AgentParams, body: Type.Object(NewSkill, Closed), response: created } }, createAgentSkill(deps));
+  api.put('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, body: Type.Object(SkillFields, Closed), response: one } }, updateAgentSkill(deps));
   api.delete('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, response: deleted } }, deleteAgentSkill(deps));
   api.post('/agents/:agentId/skills/upload', { config: { ...agentOwner, swaggerTransform: AgentUploadDoc }, schema: { params: AgentParams, response: uploaded } }, uploadAgentSkills(deps));
 
   api.get('/skills', { config: user, schema: { querystring: ListQuery, response: { 200: SkillPage } } }, listAllSkills(deps));
   api.get('/skills/:name', { config: user, schema: { params: NameParams, querystring: Type.Object(Selector), response: one } }, getSkillByName(deps));
-  api.post('/skills', { config: admin, schema: { body: Type.Object({ ...NewSkill, ...Selector }), response: created } }, createSkill(deps));
-  api.put('/skills/:name', { config: admin, schema: { params: NameParams, body: Type.Object({ ...SkillFields, ...Selector }), response: one } }, updateSkillByName(deps));
+  api.post('/skills', { config: admin, schema: { body: Type.Object({ ...NewSkill, ...Selector }, Closed), response: created } }, createSkill(deps));
+  api.put('/skills/:name', { config: admin, schema: { params: NameParams, body: Type.Object({ ...SkillFields, ...Selector }, Closed), response: one } }, updateSkillByName(deps));
   api.delete('/skills/:name', { config: admin, schema: { params: NameParams, querystring: Type.Object(Selector), response: deleted } }, deleteSkillByName(deps));
   api.post('/skills/upload', { config: { ...admin, swaggerTransform: UploadDoc }, schema: { response: uploaded } }, uploadSkills(deps));
   api.post('/skills/copy', { config: admin, schema: { body: CopyBody, response: created } }, copySkill(deps));

@@ -20,6 +20,8 @@ import { SuccessBody, WorkspaceEntryList, WorkspaceFile, WorkspaceWritten, type 
 import type { GatewayDeps } from '../deps.js';
 import { iso, requireAgent, typed } from './common.js';
 
+/** A body field the route does not name is a 400 naming it, not stored and ignored. */
+const Closed = { additionalProperties: false } as const;
 const Params = Type.Object({ agentId: Id });
 const PathQuery = Type.Object({ path: Type.Optional(Type.String({ maxLength: 4096 })) });
 /** `utf8` (default) or `base64`, for binary files sent as JSON. */
@@ -244,10 +246,10 @@ export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
 
   api.get('/agents/:agentId/workspace/entries', { config, schema: { params: Params, querystring: PathQuery, response: { 200: WorkspaceEntryList } } }, listEntries(deps));
   api.get('/agents/:agentId/workspace/file', { config, schema: { params: Params, querystring: PathQuery, response: { 200: WorkspaceFile } } }, readFile(deps));
-  api.put('/agents/:agentId/workspace/file', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object(FileBody), response: written } }, overwriteFile(deps));
-  api.post('/agents/:agentId/workspace/files', { config, schema: { params: Params, body: Type.Object({ path: Path, ...FileBody }), response: created } }, createFile(deps));
-  api.post('/agents/:agentId/workspace/dirs', { config, schema: { params: Params, body: Type.Object({ path: Path }), response: created } }, createDir(deps));
+  api.put('/agents/:agentId/workspace/file', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object(FileBody, Closed), response: written } }, overwriteFile(deps));
+  api.post('/agents/:agentId/workspace/files', { config, schema: { params: Params, body: Type.Object({ path: Path, ...FileBody }, Closed), response: created } }, createFile(deps));
+  api.post('/agents/:agentId/workspace/dirs', { config, schema: { params: Params, body: Type.Object({ path: Path }, Closed), response: created } }, createDir(deps));
   api.delete('/agents/:agentId/workspace/entry', { config, schema: { params: Params, querystring: PathQuery, response: { 200: SuccessBody } } }, deleteEntry(deps));
-  api.patch('/agents/:agentId/workspace/rename', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object({ newName: Path }), response: written } }, renameEntry(deps));
+  api.patch('/agents/:agentId/workspace/rename', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object({ newName: Path }, Closed), response: written } }, renameEntry(deps));
   api.get('/agents/:agentId/workspace/download', { config, schema: { params: Params, querystring: PathQuery } }, downloadFile(deps));
 }
