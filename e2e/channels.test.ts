@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { getOutboundByRun, type Db } from '@agentry/db';
 import {
@@ -27,6 +30,8 @@ describeWithServers('channels end to end (cluster mode)', () => {
   let db: Db;
   let base: string;
   let updateSeq = 0;
+  /** The data folder every service reads; its media/ folder holds what send-image/send-file name. */
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-channels-data-'));
 
   const api = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
@@ -53,7 +58,7 @@ describeWithServers('channels end to end (cluster mode)', () => {
     cluster = await startTestCluster({
       workers: 1,
       connectors: 1,
-      configLines: ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${model.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`],
+      configLines: ['data:', `  root_dir: "${dataDir}"`, 'models:', '  default_provider: fake', `  providers: {fake: {base_url: "${model.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`],
     });
     base = cluster.baseURL;
     db = cluster.db.handle.db;
@@ -85,6 +90,7 @@ describeWithServers('channels end to end (cluster mode)', () => {
     await cluster?.stop();
     await tg?.close();
     await model?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('an inbound DM on a bound account is answered through the same account', async () => {
@@ -156,6 +162,29 @@ describeWithServers('channels end to end (cluster mode)', () => {
     const bad = await api('POST', '/channels/chat_d/send', { chatId: '778', message: 'nobody home' });
     expect(bad.status).toBe(502);
     expect(bad.body.error).toEqual(expect.stringContaining('chat not found'));
+  });
+
+  it('send-image and send-file deliver a file of the media area, bytes and name, through the connector', async () => {
+    const media = path.join(dataDir, 'media', 'reports');
+    fs.mkdirSync(media, { recursive: true });
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(1000, 7)]);
+    fs.writeFileSync(path.join(media, 'chart.png'), png);
+    const csv = Buffer.from('week,answers\n1,42\n');
+    fs.writeFileSync(path.join(media, 'weekly.csv'), csv);
+
+    const image = await api('POST', '/channels/chat_d/send-image', { chatId: '881', imagePath: 'reports/chart.png', accountId: 'tg' });
+    expect(image.status, image.text).toBe(200);
+    expect(tg.sent.at(-1)).toMatchObject({ chatId: '881', kind: 'image', bytes: png.length, messageId: image.body.messageId });
+
+    const file = await api('POST', '/channels/chat_d/send-file', { chatId: '881', filePath: 'reports/weekly.csv', accountId: 'tg' });
+    expect(file.status, file.text).toBe(200);
+    expect(tg.sent.at(-1)).toMatchObject({ chatId: '881', kind: 'file', fileName: 'weekly.csv', bytes: csv.length });
+
+    // A path out of the media area never reaches the platform.
+    const before = tg.sent.length;
+    const escape = await api('POST', '/channels/chat_d/send-file', { chatId: '881', filePath: '../config.yaml', accountId: 'tg' });
+    expect(escape.status).toBe(400);
+    expect(tg.sent.length).toBe(before);
   });
 
   it('a failed run tells the chat so instead of staying silent', async () => {
