@@ -207,6 +207,34 @@ export function responsesConformance(target: () => ResponsesTarget): void {
     t.fake.reset();
   });
 
+  it('a failed turn keeps none of its input items: the conversation continues as before it', async () => {
+    const t = target();
+    const fail = { status: 500, body: { error: { message: 'upstream exploded' } } };
+    t.fake.reset();
+    t.fake.script({ text: 'kept answer' }, fail, fail, fail, { text: 'after the failure' });
+    const kept = await client().responses.create({ model: t.agentId, input: 'kept question' });
+    const failed = await client()
+      .responses.create({
+        model: t.agentId,
+        previous_response_id: kept.id,
+        input: [
+          { role: 'user', content: 'lost aside' },
+          { role: 'assistant', content: 'lost reply' },
+          { role: 'user', content: 'lost question' },
+        ],
+      })
+      .catch((e: unknown) => e);
+    expect((failed as APIError).status).toBe(502);
+    await client().responses.create({ model: t.agentId, input: 'next question', previous_response_id: kept.id });
+    expect(lastMessages()).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: 'kept question' },
+      { role: 'assistant', content: 'kept answer' },
+      { role: 'user', content: 'next question' },
+    ]);
+    t.fake.reset();
+  });
+
   it('ends a stream that breaks after output with response.failed', async () => {
     const t = target();
     t.fake.reset();

@@ -39,6 +39,13 @@ export type ResponseFormat = Static<typeof ResponseFormat>;
 export const RunRequest = Type.Object({
   messages: Type.Array(RunMessage),
   reply: Type.Optional(RunReply),
+  /**
+   * Which of the messages a session keeps as this turn: the trailing user messages (default:
+   * chat clients resend the whole conversation, the session already holds the rest), or all but
+   * `system` (the Responses API sends only new items, earlier ones included). Kept with the
+   * answer in one commit, so a failed turn leaves none of them behind.
+   */
+  sessionTurns: Type.Optional(Type.Union([Type.Literal('trailing'), Type.Literal('all')])),
   params: Type.Optional(
     Type.Object({
       temperature: Type.Optional(Type.Number()),

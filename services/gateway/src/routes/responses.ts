@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { ResponseObject, type RunMessage, type RunRequest } from '@agentry/contracts';
-import { appendMessages, ensureSession, getRun, getSession, loadHistory, type SessionMessage } from '@agentry/db';
+import { getRun, getSession, loadHistory } from '@agentry/db';
 import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
@@ -82,12 +82,13 @@ function refuseUnsupported(body: ResponsesBody): void {
   if (body.conversation !== undefined && body.conversation !== null) throw new Errors.VALIDATION('conversation: not supported; continue with previous_response_id');
 }
 
+/** Every input item is new to the session (the Responses API never resends earlier turns). */
 function toRunRequest(body: ResponsesBody, messages: RunMessage[]): RunRequest {
   const params: NonNullable<RunRequest['params']> = {};
   if (typeof body.temperature === 'number') params.temperature = body.temperature;
   if (typeof body.top_p === 'number') params.top_p = body.top_p;
   if (typeof body.max_output_tokens === 'number') params.max_tokens = body.max_output_tokens;
-  return Object.keys(params).length > 0 ? { messages, params } : { messages };
+  return { messages, sessionTurns: 'all', ...(Object.keys(params).length > 0 ? { params } : {}) };
 }
 
 /** Sessions of this endpoint, apart from chat's: a response id continues only a Responses conversation. */
@@ -123,11 +124,9 @@ async function historyMessages(deps: GatewayDeps, session: Session): Promise<Run
 
 /**
  * Where the turn lives. Stored (the default): in a session of its own, or the previous
- * response's, so the worker keeps it like any chat turn. A session turn takes only the trailing
- * user messages of a request as new (the rest is the stored history), so the items before them
- * (earlier user and assistant messages of `input`) are appended to the session first.
- * `store: false`: no session at all; the previous response's history, if any, is sent with the
- * request, so the model sees the conversation and nothing of this turn is kept.
+ * response's, so the worker keeps every input item with the answer in one commit (a failed turn
+ * keeps none). `store: false`: no session at all; the previous response's history, if any, is
+ * sent with the request, so the model sees the conversation and nothing of this turn is kept.
  */
 async function placeTurn(
   deps: GatewayDeps,
@@ -136,11 +135,8 @@ async function placeTurn(
 ): Promise<{ session: { key: string; channel: string; owner: string } | null; messages: RunMessage[] }> {
   if (!turn.store) return { session: null, messages: turn.previous ? [...(await historyMessages(deps, turn.previous)), ...turn.messages] : turn.messages };
   const owner = sessionOwner(principal);
-  const session = turn.previous ?? (await ensureSession(deps.db.db, { agentId: turn.agentId, sessionKey: responseIdOf(turn.runId), channel: CHANNEL, owner }));
-  const rest = turn.messages.filter((m) => m.role !== 'system');
-  const earlier: SessionMessage[] = rest.slice(0, rest.map((m) => m.role).lastIndexOf('assistant') + 1).map((m) => ({ role: m.role, content: m.content }));
-  await appendMessages(deps.db.db, session.id, turn.runId, earlier);
-  return { session: { key: session.sessionKey, channel: CHANNEL, owner }, messages: turn.messages };
+  const sessionKey = turn.previous?.sessionKey ?? responseIdOf(turn.runId);
+  return { session: { key: sessionKey, channel: CHANNEL, owner }, messages: turn.messages };
 }
 
 function metaOf(body: ResponsesBody, runId: string, store: boolean): ResponseMeta {

@@ -22,7 +22,7 @@ export function nodesOf(dsl: JsonValue): Array<{ type?: string; configuration?: 
  * (`agentInstructions`), then any `system` messages of the request. Without a session, the
  * request's messages are the whole context (as in the OpenAI API). With one, the stored history
  * is the context and only the request's trailing user messages (after its last assistant
- * message) are new.
+ * message) are new, or all of them with `sessionTurns: 'all'`.
  */
 export function buildConversation(
   instructions: string,
@@ -33,16 +33,21 @@ export function buildConversation(
     .filter((s) => s.trim() !== '')
     .join('\n\n');
   const rest = request.messages.filter((m) => m.role !== 'system');
-  const { body, newTurns } = history === null ? { body: rest.map((m) => ({ role: m.role, content: m.content })), newTurns: [] } : withHistory(rest, history);
+  const { body, newTurns } =
+    history === null ? { body: rest.map((m) => ({ role: m.role, content: m.content })), newTurns: [] } : withHistory(rest, history, request.sessionTurns ?? 'trailing');
   const messages: ChatMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...body];
   return { messages, newTurns };
 }
 
 /** A session's turn: the stored history, then the request's new user messages. */
-function withHistory(rest: RunRequest['messages'], history: SessionMessage[]): { body: ChatMessage[]; newTurns: SessionMessage[] } {
-  const lastAssistant = rest.map((m) => m.role).lastIndexOf('assistant');
-  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user');
-  const newTurns: SessionMessage[] = trailing.map((m) => ({ role: 'user', content: m.content }));
+function withHistory(
+  rest: RunRequest['messages'],
+  history: SessionMessage[],
+  turns: NonNullable<RunRequest['sessionTurns']>,
+): { body: ChatMessage[]; newTurns: SessionMessage[] } {
+  const lastAssistant = turns === 'all' ? -1 : rest.map((m) => m.role).lastIndexOf('assistant');
+  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user' || turns === 'all');
+  const newTurns: SessionMessage[] = trailing.map((m) => ({ role: m.role, content: m.content }));
   // A window that starts inside a tool exchange would orphan tool results: skip to a clean start.
   let start = 0;
   while (start < history.length && history[start]!.role === 'tool') start++;
@@ -55,7 +60,7 @@ function withHistory(rest: RunRequest['messages'], history: SessionMessage[]): {
       ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
       ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
     }));
-  return { body: [...past, ...trailing.map((m) => ({ role: 'user' as const, content: m.content }))], newTurns };
+  return { body: [...past, ...trailing.map((m) => ({ role: m.role, content: m.content }))], newTurns };
 }
 
 /** The model parameters of a call: the agent's `params`, overridden by the request's. */
