@@ -119,8 +119,8 @@ export function clientsConformance(target: () => ChatTarget): void {
       expect((err as APICallError).statusCode).toBe(502);
     });
 
-    // The status of a streamed failure is in clients-responses.ts: it is 502 only once the
-    // headers wait for the first event; until then the 200 stream carries an error event.
+    // The status of a streamed failure (502, the headers waiting for the first event) is
+    // checked in clients-responses.ts.
     it(`AI SDK ${name}: a failing provider fails streamText with an error, not an empty answer`, { timeout: CASE_TIMEOUT_MS }, async () => {
       failProvider(target().fake);
       const { text, errors } = await streamWithAiSdk(model(), 'x');

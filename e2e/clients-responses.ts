@@ -7,8 +7,8 @@ import type { ChatTarget } from './chat-conformance.js';
 import { CASE_TIMEOUT_MS, SDK_CALL, SDK_USAGE, USAGE, describeError, aiSdkChatModels, failProvider, langchainModel, scriptFresh, streamWithAiSdk, streamWithLangchain } from './clients-conformance.js';
 
 /**
- * What the third-party clients need beyond what this branch serves (the dependencies are
- * explained in clients-conformance.ts), kept apart so clients-conformance.ts stays green:
+ * The third-party clients' cases that need what chat completions alone did not give them (the
+ * dependencies are explained in clients-conformance.ts):
  * - the AI SDK's default OpenAI model (`createOpenAI(...)(id)`) speaks the Responses API,
  *   `POST /responses`;
  * - a stream that fails before its first token answers HTTP 502, since its headers wait for
@@ -16,7 +16,7 @@ import { CASE_TIMEOUT_MS, SDK_CALL, SDK_USAGE, USAGE, describeError, aiSdkChatMo
  * - a request with client-side tools is refused with 400, since the agent's tools run on the
  *   server and a client would wait for tool calls that never come.
  */
-export function pendingClientsConformance(target: () => ChatTarget): void {
+export function responsesClientsConformance(target: () => ChatTarget): void {
   const responsesModel = (): LanguageModel => createOpenAI({ baseURL: target().baseURL, apiKey: target().apiKey })(target().agentId);
 
   it('AI SDK openai (Responses API): generateText gets the text, usage and finish reason', { timeout: CASE_TIMEOUT_MS }, async () => {

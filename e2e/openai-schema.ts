@@ -31,6 +31,22 @@ const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false
 ajv.addSchema(withNullables(document) as object, DOCUMENT_ID);
 const compiled = new Map<string, ValidateFunction>();
 
+type Schemas = Record<string, { anyOf?: Array<{ $ref?: string }>; properties?: { type?: { enum?: unknown[] } } }>;
+
+/**
+ * The member of a union like `ResponseStreamEvent` that a body's `type` names: a failure is then
+ * reported against that one schema, not as every member's complaint at once.
+ */
+function memberFor(name: string, body: unknown): string {
+  const schemas = document.components.schemas as Schemas;
+  const type = (body as { type?: unknown } | null)?.type;
+  for (const ref of schemas[name]?.anyOf ?? []) {
+    const member = ref.$ref?.split('/').pop();
+    if (member && schemas[member]?.properties?.type?.enum?.includes(type)) return member;
+  }
+  return name;
+}
+
 function validatorOf(schemaName: string): ValidateFunction {
   let validate = compiled.get(schemaName);
   if (!validate) {
@@ -44,8 +60,10 @@ function validatorOf(schemaName: string): ValidateFunction {
 
 /** Fails the test, naming each violation, unless `body` is valid against OpenAI's schema `schemaName`. */
 export function assertValid(schemaName: string, body: unknown): void {
-  const validate = validatorOf(schemaName);
+  const member = memberFor(schemaName, body);
+  const validate = validatorOf(member);
   const valid = validate(body);
-  const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
-  expect(valid, `not a valid OpenAI ${schemaName}:\n${problems.join('\n')}\n${JSON.stringify(body)}`).toBe(true);
+  const problems = (validate.errors ?? []).slice(0, 20).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
+  const named = member === schemaName ? schemaName : `${schemaName} (${member})`;
+  expect(valid, `not a valid OpenAI ${named}:\n${problems.join('\n')}\n${JSON.stringify(body).slice(0, 2000)}`).toBe(true);
 }

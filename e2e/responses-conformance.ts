@@ -1,7 +1,7 @@
 import OpenAI, { APIError } from 'openai';
 import { expect, it } from 'vitest';
 import { SYSTEM_PROMPT, type ChatTarget } from './chat-conformance.js';
-import { assertValid } from './responses-schema.js';
+import { assertValid } from './openai-schema.js';
 
 /** A chat target with a second caller, whose responses the first may not continue. */
 export interface ResponsesTarget extends ChatTarget {
