@@ -39,11 +39,12 @@ const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 /**
  * 502 means a platform or provider outside the service failed (DESIGN §8). It is the right
  * answer of an outbound send that the platform does not confirm in time (no channel-connector
- * runs here, so nothing confirms) and of a chat whose agent's provider fails; no other route
+ * runs here, so nothing confirms) and of a chat or response whose agent's provider fails; no other route
  * may answer 5xx.
  */
 const UPSTREAM_OPERATIONS = new Set([
   'POST /api/v1/chat/completions',
+  'POST /api/v1/responses',
   'POST /api/v1/channels/{platform}/send',
   'POST /api/v1/channels/{platform}/send-image',
   'POST /api/v1/channels/{platform}/send-file',

@@ -207,6 +207,27 @@ export function responsesConformance(target: () => ResponsesTarget): void {
     t.fake.reset();
   });
 
+  it('going on from an earlier response branches there: later turns are not part of the branch, and both branches go on', async () => {
+    const t = target();
+    t.fake.reset();
+    t.fake.script({ text: 'a1' }, { text: 'a2' }, { text: 'a3' }, { text: 'b3' }, { text: 'b4' }, { text: 'a4' }, { text: 'c3' });
+    const r1 = await client().responses.create({ model: t.agentId, input: 'q1' });
+    const r2 = await client().responses.create({ model: t.agentId, input: 'q2', previous_response_id: r1.id });
+    const r3 = await client().responses.create({ model: t.agentId, input: 'q3', previous_response_id: r2.id });
+    const turns = (...pairs: string[]) => pairs.map((content, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content }));
+    const b3 = await client().responses.create({ model: t.agentId, input: 'branch q3', previous_response_id: r2.id });
+    expect(lastMessages()).toEqual([{ role: 'system', content: SYSTEM_PROMPT }, ...turns('q1', 'a1', 'q2', 'a2', 'branch q3')]);
+    await client().responses.create({ model: t.agentId, input: 'branch q4', previous_response_id: b3.id });
+    expect(lastMessages()).toEqual([{ role: 'system', content: SYSTEM_PROMPT }, ...turns('q1', 'a1', 'q2', 'a2', 'branch q3', 'b3', 'branch q4')]);
+    // The first line goes on as it was.
+    await client().responses.create({ model: t.agentId, input: 'q4', previous_response_id: r3.id });
+    expect(lastMessages()).toEqual([{ role: 'system', content: SYSTEM_PROMPT }, ...turns('q1', 'a1', 'q2', 'a2', 'q3', 'a3', 'q4')]);
+    // A store: false turn from an earlier response reads the conversation up to it, too.
+    await client().responses.create({ model: t.agentId, input: 'unkept q3', previous_response_id: r2.id, store: false });
+    expect(lastMessages()).toEqual([{ role: 'system', content: SYSTEM_PROMPT }, ...turns('q1', 'a1', 'q2', 'a2', 'unkept q3')]);
+    t.fake.reset();
+  });
+
   it('a failed turn keeps none of its input items: the conversation continues as before it', async () => {
     const t = target();
     const fail = { status: 500, body: { error: { message: 'upstream exploded' } } };

@@ -88,12 +88,18 @@ export async function findSessionByKey(
   return row && toSession(row);
 }
 
-/** The last `limit` messages, oldest first. */
-export async function loadHistory(db: Db, sessionId: string, limit: number): Promise<SessionMessage[]> {
+/** The last `limit` messages, oldest first; with `throughRunId`, the last up to that run's turn. */
+export async function loadHistory(db: Db, sessionId: string, limit: number, opts: { throughRunId?: string } = {}): Promise<SessionMessage[]> {
+  const through = opts.throughRunId;
   const rows = await db
     .selectFrom('session_messages')
     .select(['id', 'role', 'content', 'tool_calls', 'tool_call_id', 'name'])
     .where('session_id', '=', sessionId)
+    .$if(through !== undefined, (q) =>
+      q.where('id', '<=', (eb) =>
+        eb.selectFrom('session_messages').select((e) => e.fn.max('id').as('last')).where('session_id', '=', sessionId).where('run_id', '=', through!),
+      ),
+    )
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();
@@ -194,4 +200,49 @@ export async function clearSessions(
   await db.deleteFrom('session_messages').where('session_id', 'in', ids).execute();
   await db.updateTable('sessions').set({ message_count: 0, title: '', updated_at: sql<Date>`now()` }).where('id', 'in', ids).execute();
   return ids.length;
+}
+
+/** The id of the last message a run left in a session, or undefined when it left none. */
+async function lastMessageOfRun(db: Db, sessionId: string, runId: string): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('session_messages')
+    .select((eb) => eb.fn.max('id').as('last'))
+    .where('session_id', '=', sessionId)
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
+  return row?.last ?? undefined;
+}
+
+/**
+ * The session a turn continuing from run `throughRunId` goes on in. When that run's turn is the
+ * session's last, the session itself; when later turns followed it (the caller went back to an
+ * earlier answer), a new session `into` holding a copy of the conversation up to and including
+ * that run's turn, so the later turns are not part of this branch.
+ */
+export async function branchSessionAt(
+  db: Db,
+  from: SessionRecord,
+  throughRunId: string,
+  into: { sessionKey: string },
+): Promise<SessionRecord> {
+  const last = await lastMessageOfRun(db, from.id, throughRunId);
+  if (last === undefined) return from;
+  const later = await db.selectFrom('session_messages').select('id').where('session_id', '=', from.id).where('id', '>', last).limit(1).executeTakeFirst();
+  if (!later) return from;
+  const branch = await ensureSession(db, { agentId: from.agentId, sessionKey: into.sessionKey, channel: from.channel, scope: from.scope, owner: from.owner });
+  await db
+    .insertInto('session_messages')
+    .columns(['session_id', 'role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at'])
+    .expression(
+      db
+        .selectFrom('session_messages')
+        .select([sql<string>`${branch.id}`.as('session_id'), 'role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at'])
+        .where('session_id', '=', from.id)
+        .where('id', '<=', last)
+        .orderBy('id'),
+    )
+    .execute();
+  const copied = await db.selectFrom('session_messages').select((eb) => eb.fn.countAll<number>().as('n')).where('session_id', '=', branch.id).executeTakeFirstOrThrow();
+  await db.updateTable('sessions').set({ message_count: Number(copied.n), title: from.title }).where('id', '=', branch.id).execute();
+  return { ...branch, messageCount: Number(copied.n), title: from.title };
 }

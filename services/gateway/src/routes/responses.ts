@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import { ResponseObject, type RunMessage, type RunRequest } from '@agentry/contracts';
-import { getRun, getSession, loadHistory } from '@agentry/db';
+import { branchSessionAt, getRun, getSession, inTransaction, loadHistory } from '@agentry/db';
 import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
 import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
@@ -109,14 +109,15 @@ async function previousSession(deps: GatewayDeps, principal: Principal, id: stri
   if (session.agentId !== agentId) {
     throw new Errors.VALIDATION(`previous_response_id: response "${id}" was answered by agent "${session.agentId}", not by "${agentId}"`);
   }
-  return session;
+  return { session, runId };
 }
 
-type Session = NonNullable<Awaited<ReturnType<typeof previousSession>>>;
+type Previous = NonNullable<Awaited<ReturnType<typeof previousSession>>>;
 
-/** The earlier turns of a session as plain text messages (tool exchanges left out). */
-async function historyMessages(deps: GatewayDeps, session: Session): Promise<RunMessage[]> {
-  const history = await loadHistory(deps.db.db, session.id, deps.config.current.agents.defaults.session.max_messages);
+/** The conversation up to the previous response as plain text messages (tool exchanges left out). */
+async function historyMessages(deps: GatewayDeps, previous: Previous): Promise<RunMessage[]> {
+  const limit = deps.config.current.agents.defaults.session.max_messages;
+  const history = await loadHistory(deps.db.db, previous.session.id, limit, { throughRunId: previous.runId });
   return history
     .filter((m) => (m.role === 'user' || m.role === 'assistant') && !m.toolCalls && m.content !== '')
     .map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content }));
@@ -124,18 +125,21 @@ async function historyMessages(deps: GatewayDeps, session: Session): Promise<Run
 
 /**
  * Where the turn lives. Stored (the default): in a session of its own, or the previous
- * response's, so the worker keeps every input item with the answer in one commit (a failed turn
+ * response's (a branch of it when later turns followed that response), so the worker keeps every input item with the answer in one commit (a failed turn
  * keeps none). `store: false`: no session at all; the previous response's history, if any, is
  * sent with the request, so the model sees the conversation and nothing of this turn is kept.
  */
 async function placeTurn(
   deps: GatewayDeps,
   principal: Principal,
-  turn: { agentId: string; runId: string; store: boolean; previous: Session | undefined; messages: RunMessage[] },
+  turn: { agentId: string; runId: string; store: boolean; previous: Previous | undefined; messages: RunMessage[] },
 ): Promise<{ session: { key: string; channel: string; owner: string } | null; messages: RunMessage[] }> {
-  if (!turn.store) return { session: null, messages: turn.previous ? [...(await historyMessages(deps, turn.previous)), ...turn.messages] : turn.messages };
+  const { previous } = turn;
+  if (!turn.store) return { session: null, messages: previous ? [...(await historyMessages(deps, previous)), ...turn.messages] : turn.messages };
   const owner = sessionOwner(principal);
-  const sessionKey = turn.previous?.sessionKey ?? responseIdOf(turn.runId);
+  const own = { sessionKey: responseIdOf(turn.runId) };
+  // Going on from an earlier answer than the last branches the conversation there, as OpenAI does.
+  const sessionKey = previous ? (await inTransaction(deps.db.db, (tx) => branchSessionAt(tx, previous.session, previous.runId, own))).sessionKey : own.sessionKey;
   return { session: { key: sessionKey, channel: CHANNEL, owner }, messages: turn.messages };
 }
 
