@@ -8,10 +8,10 @@
  *   OpenAPI schemas that `kubernetes-models` ships as precompiled validators.
  * - docker-compose.yml is validated against the Compose Specification JSON schema shipped by
  *   `dclint` (schemas/compose.schema.json).
- * - Then the project's own rules: probes, Prometheus scrape annotations, resources, non-root, the restricted Pod Security
- *   profile, one Deployment per service of the image's entrypoint, Services, HPAs, PDBs, the
- *   SSE ingress, the migration Job, and a compose file whose services are the ones the image
- *   knows. Every problem names the file and the object.
+ * - Then the project's own rules: probes, Prometheus scrape annotations, resources, non-root,
+ *   the restricted Pod Security profile, one Deployment per service of the image's entrypoint,
+ *   Services, HPAs, PDBs, the SSE ingress, the migration Job, and a compose file whose services
+ *   are the ones the image knows. Every problem names the file and the object.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
