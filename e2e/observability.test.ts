@@ -90,6 +90,14 @@ describe('deploy/observability files', () => {
     expect(logs.templating.list.map((v) => v.name)).toEqual(expect.arrayContaining(['datasource', 'runId']));
   });
 
+  it("docs/operations.md's alerts table is the rules file: same alerts, expressions and durations", () => {
+    const docs = fs.readFileSync(path.join(root, 'docs/operations.md'), 'utf8');
+    const table = docs.slice(docs.indexOf('\n## Alerts\n'));
+    const documented = [...table.matchAll(/^\| `(Agentry\w+)` \| `(.+?)` \|\s*(\w*)\s*\|/gm)].map(([, alert, expr, dur]) => ({ alert, expr: expr!.replaceAll('\\|', '|'), for: dur || undefined }));
+    const rules = (parseYaml(fs.readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string; for?: string }> }> }).groups.flatMap((g) => g.rules);
+    expect(documented).toEqual(rules.map((r) => ({ alert: r.alert, expr: r.expr, for: r.for })));
+  });
+
   it('the metrics dashboard queries Prometheus through its datasource variable, one query per target', () => {
     const metrics = readDashboard('agentry-metrics.dashboard.json');
     expect(metrics.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource', query: 'prometheus' }));
