@@ -198,6 +198,11 @@ describeWithPrometheus('dashboards and alerts against a real Prometheus scraping
         left = await empty();
       }
       expect(left).toEqual([]);
+      // The one failed run shows as a rate although it was the first since the worker started
+      // (its series began at 0), and so does the first failed channel send.
+      const peak = async (expr: string) => Math.max(0, ...(await prom.range(expr, startedAt, Date.now() / 1000)).flatMap((s) => s.values.map(([, v]) => Number(v))).filter(Number.isFinite));
+      expect(await peak('sum(rate(agentry_runs_total{status="failed"}[1m]))')).toBeGreaterThan(0);
+      expect(await peak('sum(rate(agentry_channel_sends_total{status="failed"}[1m]))')).toBeGreaterThan(0);
     }, 60_000);
 
     it('agentry_tokens_total counts the usage each model call reported, by agent, provider and kind', async () => {

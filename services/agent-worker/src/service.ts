@@ -1,4 +1,4 @@
-import { PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
+import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
 import {
   AgentCache,
@@ -13,7 +13,7 @@ import {
   type RunMetrics,
   type ToolDefinition,
 } from '@agentry/engine';
-import type { RunRecord } from '@agentry/db';
+import { FINAL_RUN_STATUSES, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';
 import { ListenerWatchdog } from './listener-watchdog.js';
@@ -177,9 +177,13 @@ function sharedRunDeps(
 
 /** Run counts and latencies in the process's registry. */
 function runMetrics(registry: Registry): RunMetrics {
+  // Every status and source starts at 0: a rate (and AgentryRunsFailing) sees the first failure
+  // after a restart, which a series born at 1 would hide.
+  const runs = serviceMetrics.runs(registry);
+  for (const status of FINAL_RUN_STATUSES) for (const source of ['cron', ...PLATFORMS] as const) runs.inc({ status, source }, 0);
   return {
     runEnded: ({ status, source, durationMs, ttftMs }) => {
-      serviceMetrics.runs(registry).inc({ status, source });
+      runs.inc({ status, source });
       serviceMetrics.runDuration(registry).observe({ status }, durationMs / 1000);
       if (ttftMs !== undefined) serviceMetrics.runTtft(registry).observe({ source }, ttftMs / 1000);
     },
