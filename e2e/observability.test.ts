@@ -98,6 +98,19 @@ describe('deploy/observability files', () => {
     expect(documented).toEqual(rules.map((r) => ({ alert: r.alert, expr: r.expr, for: r.for })));
   });
 
+  it.each(['agentry-metrics.dashboard.json', 'agentry-logs.dashboard.json'])('%s lays its panels out on the 24-column grid without overlaps, ids unique', (file) => {
+    const d = readDashboard(file) as Dashboard & { panels: Array<Panel & { id: number; gridPos: { x: number; y: number; w: number; h: number } }> };
+    expect(new Set(d.panels.map((p) => p.id)).size).toBe(d.panels.length);
+    const cells = new Map<string, string>();
+    for (const p of d.panels) {
+      expect(p.gridPos.x + p.gridPos.w, p.title).toBeLessThanOrEqual(24);
+      for (let x = p.gridPos.x; x < p.gridPos.x + p.gridPos.w; x++) for (let y = p.gridPos.y; y < p.gridPos.y + p.gridPos.h; y++) {
+        expect(cells.get(`${x},${y}`), `${p.title} overlaps`).toBeUndefined();
+        cells.set(`${x},${y}`, p.title);
+      }
+    }
+  });
+
   it('the metrics dashboard queries Prometheus through its datasource variable, one query per target', () => {
     const metrics = readDashboard('agentry-metrics.dashboard.json');
     expect(metrics.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource', query: 'prometheus' }));
