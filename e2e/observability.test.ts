@@ -39,8 +39,10 @@ interface Target {
   refId: string;
 }
 interface Panel {
+  id: number;
   type: string;
   title: string;
+  gridPos: { x: number; y: number; w: number; h: number };
   datasource?: { type: string };
   targets?: Target[];
 }
@@ -99,7 +101,7 @@ describe('deploy/observability files', () => {
   });
 
   it.each(['agentry-metrics.dashboard.json', 'agentry-logs.dashboard.json'])('%s lays its panels out on the 24-column grid without overlaps, ids unique', (file) => {
-    const d = readDashboard(file) as Dashboard & { panels: Array<Panel & { id: number; gridPos: { x: number; y: number; w: number; h: number } }> };
+    const d = readDashboard(file);
     expect(new Set(d.panels.map((p) => p.id)).size).toBe(d.panels.length);
     const cells = new Map<string, string>();
     for (const p of d.panels) {
