@@ -15,6 +15,8 @@ import {
   waitFor,
   type FakeModel,
   type FakePlatform,
+  type FakeReply,
+  type FakeRequest,
   type TestCluster,
 } from '@agentry/testing';
 
@@ -33,6 +35,17 @@ const RULES = path.join(DIR, 'agentry-alerts.rules.yml');
 const RULE_TESTS = path.join(DIR, 'agentry-alerts.test.yml');
 const PROVIDER_KEY = 'sk-observability-provider-0123456789';
 const API_KEY = 'sk-observability-account-0123456789';
+/** Chats the fake model answers specially, by their text: a cron job's runs share the fake, so a scripted queue could go to them. */
+const FAILING = 'the provider fails';
+const COUNTED = 'count me';
+const USAGE = { prompt_tokens: 1234, completion_tokens: 56 };
+
+function replyTo(req: FakeRequest): FakeReply {
+  const last = req.body.messages.filter((m) => m.role === 'user').at(-1)?.content;
+  if (last === FAILING) return { status: 500 };
+  if (last === COUNTED) return { text: 'counted', usage: USAGE };
+  return { text: `answer: ${String(last)}` };
+}
 
 interface Target {
   expr: string;
@@ -165,7 +178,7 @@ describeWithPrometheus('dashboards and alerts against a real Prometheus scraping
     let startedAt: number;
 
     beforeAll(async () => {
-      model = await startFakeModel({ apiKey: PROVIDER_KEY });
+      model = await startFakeModel({ apiKey: PROVIDER_KEY, defaultReply: replyTo });
       tg = await startFakeTelegram();
       cluster = await startTestCluster({
         workers: 1,
@@ -188,7 +201,7 @@ describeWithPrometheus('dashboards and alerts against a real Prometheus scraping
       expect(targets).toHaveLength(4);
       startedAt = Date.now() / 1000;
       prom = await startPrometheus(targets);
-      await makeTraffic(cluster.baseURL, model, tg);
+      await makeTraffic(cluster.baseURL, tg);
     }, 180_000);
 
     afterAll(async () => {
@@ -221,13 +234,12 @@ describeWithPrometheus('dashboards and alerts against a real Prometheus scraping
     }, 60_000);
 
     it('agentry_tokens_total counts the usage each model call reported, by agent, provider and kind', async () => {
-      model.script({ text: 'counted', usage: { prompt_tokens: 1234, completion_tokens: 56 } });
-      const res = await chat(cluster.baseURL, 'tokens', 'count me');
+      const res = await chat(cluster.baseURL, 'tokens', COUNTED);
       expect(res.status).toBe(200);
       const worker = cluster.local.readyUrl(cluster.local.byRole.worker[0]!).replace(/\/ready$/, '/metrics');
       const text = await (await fetch(worker)).text();
       const value = (kind: string) => Number(new RegExp(`^agentry_tokens_total\\{agent="tokens",provider="fake",kind="${kind}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1]);
-      expect([value('prompt'), value('completion')]).toEqual([1234, 56]);
+      expect([value('prompt'), value('completion')]).toEqual([USAGE.prompt_tokens, USAGE.completion_tokens]);
     });
 
     it('every alert rule is loaded by Prometheus and evaluates without error; failed channel sends fire their alert', async () => {
@@ -274,7 +286,7 @@ async function chat(base: string, agent: string, content: string, stream = false
  * scrapes so rates are not zero), a chat whose provider fails, Telegram messages answered through
  * the connector (one retried after a 500, one refused with 403), and a cron job firing every second.
  */
-async function makeTraffic(base: string, model: FakeModel, tg: FakePlatform): Promise<void> {
+async function makeTraffic(base: string, tg: FakePlatform): Promise<void> {
   const agent = (id: string) => ({
     ruleChain: { id, name: id },
     metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', systemPrompt: 'Be brief.' } }], connections: [] },
@@ -293,8 +305,8 @@ async function makeTraffic(base: string, model: FakeModel, tg: FakePlatform): Pr
     expect(res.status, res.text).toBe(200);
     await new Promise((r) => setTimeout(r, 1200));
   }
-  model.script({ status: 500 });
-  expect((await chat(base, 'obs', 'the provider fails')).status).toBe(502);
+  const failing = await chat(base, 'obs', FAILING);
+  expect(failing.status, failing.text).toBe(502);
 
   let seq = 0;
   const dm = async (text: string) => {
