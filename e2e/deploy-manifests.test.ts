@@ -8,10 +8,10 @@
  *   OpenAPI schemas that `kubernetes-models` ships as precompiled validators.
  * - docker-compose.yml is validated against the Compose Specification JSON schema shipped by
  *   `dclint` (schemas/compose.schema.json).
- * - Then the project's own rules: probes, resources, non-root, the restricted Pod Security
- *   profile, one Deployment per service of the image's entrypoint, Services, HPAs, PDBs, the
- *   SSE ingress, the migration Job, and a compose file whose services are the ones the image
- *   knows. Every problem names the file and the object.
+ * - Then the project's own rules: probes, Prometheus scrape annotations, resources, non-root,
+ *   the restricted Pod Security profile, one Deployment per service of the image's entrypoint,
+ *   Services, HPAs, PDBs, the SSE ingress, the migration Job, and a compose file whose services
+ *   are the ones the image knows. Every problem names the file and the object.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -259,6 +259,13 @@ function clusterProblems(resources: Resource[], context: string, opts: { overlay
         const port = declaredPorts.get(String(get.port));
         if (port === undefined) problems.push(`${cl}: ${probe} port ${String(get.port)} is not a declared container port`);
         else if (expectedPort !== undefined && port !== expectedPort) problems.push(`${cl}: ${probe} port ${port} is not where "${args[0]}" listens (${expectedPort})`);
+      }
+
+      // Scraped by Prometheus' pod discovery: /metrics on the port the service listens on.
+      const scrape = obj(at(r.doc, 'spec', 'template', 'metadata', 'annotations'));
+      const wantedScrape = { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(expectedPort), 'prometheus.io/path': '/metrics' };
+      for (const [key, value] of Object.entries(wantedScrape)) {
+        if (scrape[key] !== value) problems.push(`${label(r)}: pod annotation ${key} is ${JSON.stringify(scrape[key])}, not "${value}"`);
       }
 
       // The configuration file: AGENTRY_CONFIG inside a mounted ConfigMap that has that key.
@@ -704,6 +711,17 @@ describe('deployment files', () => {
           'k8s/base/ingress.yaml (overlay prod): Ingress/agentry-chat: /api/v1/chat/completions needs nginx.ingress.kubernetes.io/proxy-buffering: "off" (SSE)',
         ]),
       );
+    });
+
+    it('a Deployment Prometheus would not scrape, or would scrape on the wrong port', () => {
+      const { resources } = renderOverlay('prod');
+      const annotations = (name: string) => obj(at(findResource(resources, 'Deployment', name).doc, 'spec', 'template', 'metadata', 'annotations'));
+      delete annotations('agentry-scheduler')['prometheus.io/scrape'];
+      annotations('agentry-agent-worker')['prometheus.io/port'] = '9527';
+      expect(clusterProblems(resources, 'overlay prod', { overlay: true, imageTag: overlayTag('prod') })).toEqual([
+        'k8s/base/agent-worker.yaml (overlay prod): Deployment/agentry-agent-worker: pod annotation prometheus.io/port is "9527", not "9601"',
+        'k8s/base/scheduler.yaml (overlay prod): Deployment/agentry-scheduler: pod annotation prometheus.io/scrape is undefined, not "true"',
+      ]);
     });
 
     it('a schema violation and a dangling HPA', () => {

@@ -29,6 +29,8 @@ export const serviceMetrics = {
   runDuration: (r: Registry) => histogram(r, 'agentry_run_duration_seconds', 'run duration on the worker, by status', ['status'] as const),
   /** One model call (a step of the tool loop), by the provider asked and its outcome. */
   providerCalls: (r: Registry) => counter(r, 'agentry_provider_calls_total', 'model calls, by provider and outcome (ok, error)', ['provider', 'outcome'] as const),
+  /** Tokens a model call used, by the run's agent, the provider that answered, and kind (prompt, completion). */
+  tokens: (r: Registry) => counter(r, 'agentry_tokens_total', 'model tokens used, by agent, provider and kind (prompt, completion)', ['agent', 'provider', 'kind'] as const),
   providerTtft: (r: Registry) => histogram(r, 'agentry_provider_ttft_seconds', 'model call time to first event, by provider', ['provider'] as const),
   /** Job handling time per queue (agent-run, channel-send, cron-fire). */
   jobDuration: (r: Registry) => histogram(r, 'agentry_job_duration_seconds', 'job handling time, by queue and outcome', ['queue', 'outcome'] as const),

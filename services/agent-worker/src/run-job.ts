@@ -23,8 +23,8 @@ export interface RunJobContext {
   turns: SessionTurnGate;
   /** Runs in hand in this process, by id: `run-cancel` and the sweep look here. */
   running: Map<string, AbortController>;
-  /** What every run of this process shares, read per run (configuration is live); the job adds its own publish and delivery hook. */
-  agent: () => Omit<RunDeps, 'publish' | 'delivered'>;
+  /** What every run of this process shares, read per run (configuration is live; the run labels its token counts); the job adds its own publish and delivery hook. */
+  agent: (run: RunRecord) => Omit<RunDeps, 'publish' | 'delivered'>;
 }
 
 /**
@@ -65,7 +65,7 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
         return;
       }
       // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
-      await runAgent({ ...ctx.agent(), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
+      await runAgent({ ...ctx.agent(run), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
     } finally {
       shutdownSignal.removeEventListener('abort', onShutdown);
       ctx.running.delete(runId);

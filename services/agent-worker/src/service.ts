@@ -1,4 +1,4 @@
-import { PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
+import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
 import {
   AgentCache,
@@ -13,6 +13,7 @@ import {
   type RunMetrics,
   type ToolDefinition,
 } from '@agentry/engine';
+import { FINAL_RUN_STATUSES, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';
 import { ListenerWatchdog } from './listener-watchdog.js';
@@ -143,21 +144,22 @@ function consumeRuns(runtime: Runtime, handleRun: ReturnType<typeof runJobHandle
 function sharedRunDeps(
   runtime: Runtime,
   parts: {
-    stream: RunDeps['stream'];
+    stream: MeasuredStream;
     chains: RunDeps['chains'];
     agents: AgentCache;
     skills: SkillsCache;
     builtin: Record<string, ToolDefinition>;
   },
-): () => Omit<RunDeps, 'publish' | 'delivered'> {
+): (run: RunRecord) => Omit<RunDeps, 'publish' | 'delivered'> {
   const { db, bus, logger } = runtime;
   const sendMessage = channelSender({ db: db.db, queue: bus.queue, events: bus.pubsub });
   const replies = outboxReplies(bus.queue);
   const metrics = runMetrics(runtime.metrics);
-  return () => ({
+  return (run) => ({
     db: db.db,
     logger,
-    stream: parts.stream,
+    // Every model call of the run (sub-agents and chain nodes included) counts its tokens for the run's agent.
+    stream: (req) => parts.stream(req, run.agentId),
     agent: (agentId) => parts.agents.get(agentId),
     loadSkills: (agentId) => parts.skills.get(agentId),
     secrets: runtime.secrets,
@@ -175,9 +177,13 @@ function sharedRunDeps(
 
 /** Run counts and latencies in the process's registry. */
 function runMetrics(registry: Registry): RunMetrics {
+  // Every status and source starts at 0: a rate (and AgentryRunsFailing) sees the first failure
+  // after a restart, which a series born at 1 would hide.
+  const runs = serviceMetrics.runs(registry);
+  for (const status of FINAL_RUN_STATUSES) for (const source of ['cron', ...PLATFORMS] as const) runs.inc({ status, source }, 0);
   return {
     runEnded: ({ status, source, durationMs, ttftMs }) => {
-      serviceMetrics.runs(registry).inc({ status, source });
+      runs.inc({ status, source });
       serviceMetrics.runDuration(registry).observe({ status }, durationMs / 1000);
       if (ttftMs !== undefined) serviceMetrics.runTtft(registry).observe({ source }, ttftMs / 1000);
     },
@@ -188,7 +194,7 @@ function runMetrics(registry: Registry): RunMetrics {
 async function modelClient(
   runtime: Runtime,
   testStream: AgentWorkerOptions['stream'],
-): Promise<{ stream: (req: ModelCallRequest) => AsyncIterable<ModelEvent>; close: () => Promise<void> }> {
+): Promise<{ stream: MeasuredStream; close: () => Promise<void> }> {
   let providers: ModelProviders | undefined;
   if (!testStream) {
     const r = runtime.config.current.reliability;
@@ -212,18 +218,19 @@ async function modelClient(
   return { stream, close: async () => providers?.close() };
 }
 
+/** A model call on behalf of an agent (the label of its token counts). */
+type MeasuredStream = (req: ModelCallRequest, agentId: string) => AsyncIterable<ModelEvent>;
+
 /**
  * The model client with provider metrics: calls by outcome and time to the first event, labelled
- * with the provider asked for (failover inside the call is the provider layer's business).
+ * with the provider asked for (failover inside the call is the provider layer's business), and
+ * the tokens of the answer's usage, labelled with the provider that answered (the one that bills).
  */
-function measuredStream(
-  inner: (req: ModelCallRequest) => AsyncIterable<ModelEvent>,
-  metrics: Registry,
-  defaultProvider: () => string,
-): (req: ModelCallRequest) => AsyncIterable<ModelEvent> {
+function measuredStream(inner: (req: ModelCallRequest) => AsyncIterable<ModelEvent>, metrics: Registry, defaultProvider: () => string): MeasuredStream {
   const calls = serviceMetrics.providerCalls(metrics);
   const ttft = serviceMetrics.providerTtft(metrics);
-  return async function* (req) {
+  const tokens = serviceMetrics.tokens(metrics);
+  return async function* (req, agent) {
     const provider = req.provider || defaultProvider() || 'default';
     const started = Date.now();
     let first = true;
@@ -232,6 +239,12 @@ function measuredStream(
         if (first) {
           first = false;
           ttft.observe({ provider }, (Date.now() - started) / 1000);
+        }
+        if (event.type === 'done' && event.usage) {
+          // A provider's usage is read off its wire: a missing or odd count is skipped (prom-client throws on a negative one).
+          const { promptTokens, completionTokens } = event.usage;
+          if (promptTokens >= 0) tokens.inc({ agent, provider: event.provider, kind: 'prompt' }, promptTokens);
+          if (completionTokens >= 0) tokens.inc({ agent, provider: event.provider, kind: 'completion' }, completionTokens);
         }
         yield event;
       }

@@ -135,6 +135,20 @@ describe('agent-worker', () => {
     expect(calls.at(-1)).toMatchObject({ provider: 'p', params: { temperature: 0.5 }, messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hi' }] });
   });
 
+  it("counts each model call's tokens in agentry_tokens_total, by the run's agent, the provider that answered and kind", async () => {
+    const tokens = async () => {
+      const metric = await runtime.metrics.getSingleMetric('agentry_tokens_total')?.get();
+      const of = (agent: string, kind: string) => metric?.values.find((v) => v.labels.agent === agent && v.labels.kind === kind && v.labels.provider === 'p')?.value ?? 0;
+      return { w: [of('w', 'prompt'), of('w', 'completion')], post: [of('post', 'prompt'), of('post', 'completion')] };
+    };
+    const before = await tokens();
+    await run('hi');
+    await run('hi', { agentId: 'post' });
+    await run('hi', { agentId: 'post' });
+    const after = await tokens();
+    expect({ w: [after.w[0]! - before.w[0]!, after.w[1]! - before.w[1]!], post: [after.post[0]! - before.post[0]!, after.post[1]! - before.post[1]!] }).toEqual({ w: [1, 2], post: [2, 4] });
+  });
+
   it('appends the turn to the session only when the run succeeds', async () => {
     const session = await ensureSession(runtime.db.db, { agentId: 'w', sessionKey: 'sess-1' });
     await run('first', { sessionId: session.id });

@@ -1,6 +1,6 @@
 import { QueueNames } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
-import { MemoryTokenCache, mediaDirOf, type AdapterIo } from '@agentry/channels';
+import { ADAPTERS, MemoryTokenCache, mediaDirOf, type AdapterIo } from '@agentry/channels';
 import { registerQueueDepth, serviceMetrics, type Runtime } from '@agentry/runtime';
 import { DEFAULT_CONNECTOR_OPTIONS, type ConnectorOptions } from './options.js';
 import { OutboundSweeper } from './outbound-sweep.js';
@@ -28,6 +28,10 @@ export async function startChannelConnector(runtime: Runtime, overrides: Partial
   const io: AdapterIo = { fetch: opts.fetch, tokens: new MemoryTokenCache(), now: Date.now, timeoutMs: opts.requestTimeoutMs };
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
 
+  const sends = serviceMetrics.channelSends(runtime.metrics);
+  // Every platform's series exist from the start at 0: a rate (and the AgentryChannelSendsFailing
+  // alert) sees even the first failure after a restart, which a series born at 1 would hide.
+  for (const platform of Object.keys(ADAPTERS)) for (const status of ['sent', 'failed']) sends.inc({ platform, status }, 0);
   const handleSend = sendJobHandler({
     db: db.db,
     bus,
@@ -38,7 +42,7 @@ export async function startChannelConnector(runtime: Runtime, overrides: Partial
     policy: opts,
     claimMs: opts.claimMs,
     metrics: {
-      sends: serviceMetrics.channelSends(runtime.metrics),
+      sends,
       retries: serviceMetrics.channelRetries(runtime.metrics),
       jobDuration: serviceMetrics.jobDuration(runtime.metrics),
     },
