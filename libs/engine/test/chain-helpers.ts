@@ -38,7 +38,7 @@ const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.
 
 export const runner = new ChainRunner();
 
-export function context(sandbox: ChainContext['sandbox'] = { run: () => Promise.reject(new Error('no scripts in this test')) }, signal = new AbortController().signal): ChainContext {
+export function context(sandbox: ChainContext['sandbox'] = { run: () => Promise.reject(new Error('no scripts in this test')) }, signal: AbortSignal = new AbortController().signal): ChainContext {
   return {
     logger,
     signal,
