@@ -107,6 +107,13 @@ describe('join', () => {
     expect(Object.keys(data(result.msg) as object).sort()).toEqual(['c', 'jg']);
   });
 
+  it('merges each message alone when its branches have no common ancestor', async () => {
+    const c = chain('roots', [js('a', 'jsTransform', 'return {msg};'), js('b', 'jsTransform', 'return {msg};'), join()], [['a', 'j', 'Success'], ['b', 'j', 'Success']]);
+    const result = await runner.run(c, createRuleMsg({ data: { x: 1 } }), context(sandbox));
+    expect(result.ends.map((e) => [e.nodeId, e.relation])).toEqual([['j', 'Success']]);
+    expect((data(result.msg) as Item[]).map((i) => [i.nodeId, JSON.parse(i.msg.data)])).toEqual([['a', { x: 1 }]]);
+  });
+
   describe('timeout', () => {
     const slow = (failureEdge: boolean): ParsedChain =>
       chain(

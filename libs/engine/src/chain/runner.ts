@@ -39,7 +39,7 @@ interface ChainEnd {
 interface ChainResult {
   /** The last message that reached an end (the input when the chain has no nodes). */
   msg: RuleMsg;
-  /** Every branch end, in execution order. */
+  /** Every branch end, in branch order (depth first, relation by relation), joins after their branches. */
   ends: ChainEnd[];
   trace: ChainTraceEntry[];
   steps: number;
@@ -109,6 +109,12 @@ class JoinScope {
   }
 }
 
+/** A message reaching a join: the error is that of a message that came along Failure. */
+function branchMsg(step: Step): BranchMsg {
+  const err = step.relation === FAILURE ? step.msg.metadata.error || 'failed' : '';
+  return { nodeId: step.from ?? '', msg: step.msg, err };
+}
+
 /** Waits for every promise (no branch is left running behind a failed run) and rethrows the first failure. */
 async function settleAll<T>(promises: Array<Promise<T>>): Promise<T[]> {
   const settled = await Promise.allSettled(promises);
@@ -173,6 +179,7 @@ export class ChainRunner {
   /** Runs the branch starting at `step` to its ends (a join inside `scopes` only records its arrival). */
   async #walk(w: Walk, step: Step, scopes: readonly JoinScope[]): Promise<ChainEnd[]> {
     const executor = this.#executors[w.chain.nodes.get(step.nodeId)?.type ?? ''];
+    let joined: JoinInput | undefined;
     if (executor?.join && step.from !== undefined) {
       const ancestor = w.joins.ancestorOf.get(step.nodeId);
       const scope = [...scopes].reverse().find((s) => s.ancestorId === ancestor);
@@ -180,9 +187,11 @@ export class ChainRunner {
         this.#arrive(w, scope, step, executor.join, scopes.slice(0, scopes.indexOf(scope)));
         return [];
       }
+      // Not below its common ancestor (reached another way): it merges this message alone.
+      joined = { msgs: [branchMsg(step)], timedOut: false };
     }
     this.#step(w, step.nodeId);
-    const { out, relations } = await this.#execute(step, w);
+    const { out, relations } = await this.#execute(step, w, joined);
     return this.#follow(w, step.nodeId, relations, out, scopes);
   }
 
@@ -227,8 +236,7 @@ export class ChainRunner {
       w.base.logger.warn({ chainId: w.chain.id, nodeId: step.nodeId, from: step.from }, 'a branch reached a join after its timeout; its message is dropped');
       return;
     }
-    const err = step.relation === FAILURE ? step.msg.metadata.error || 'failed' : '';
-    entry.msgs.push({ nodeId: step.from ?? '', msg: step.msg, err });
+    entry.msgs.push(branchMsg(step));
   }
 
   /** Runs the joins of `scope` that have not timed out, then waits for those that have. */
