@@ -133,6 +133,16 @@ describe('join', () => {
       expect(logLines.filter((l) => l.msg === 'a branch reached a join after its timeout; its message is dropped')).toEqual([expect.objectContaining({ nodeId: 'j', from: 'wait' })]);
     });
 
+    it('waits for a timeout too long for a timer instead of timing out at once', async () => {
+      const c = chain(
+        'long',
+        [fork, { id: 'wait', type: 'delay', configuration: { delayMs: 50 } }, js('fast', 'jsTransform', 'return {msg};'), join({ timeout: 3_000_000 })],
+        [['f', 'fast', 'Success'], ['f', 'wait', 'Success'], ['fast', 'j', 'Success'], ['wait', 'j', 'Success']],
+      );
+      const result = await runner.run(c, createRuleMsg({ data: {} }), context(sandbox));
+      expect(result.ends.map((e) => [e.nodeId, e.relation])).toEqual([['j', 'Success']]);
+    });
+
     it('fails the run at the timeout without a Failure connection', async () => {
       const err = await runError(slow(false), createRuleMsg({ data: {} }), context(sandbox));
       expect(err.message).toBe('chain "slow", node "j" (join): timed out after 1 s waiting for the parallel branches (1 arrived)');

@@ -61,6 +61,8 @@ export class ChainError extends Error {
 }
 
 const FAILURE = 'Failure';
+/** The longest setTimeout Node honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type ChainFailure = (message: string, nodeId: string | undefined, cause?: unknown) => ChainError;
 
@@ -132,9 +134,10 @@ async function settleAll<T>(promises: Array<Promise<T>>): Promise<T[]> {
  * starts (`parallel` node types), which run at the same time; either way `ends` lists branch
  * ends in branch order. A `join` (`join` node types) below several branches waits for the
  * branches of their lowest common ancestor and runs once with all the messages that reached it
- * (JoinScope). A relation without a connection ends its branch. A node that throws goes on along `Failure` with its input
- * message plus `metadata.error`; without a `Failure` connection the whole run fails with a
- * ChainError naming the chain and node. Stateless: one runner serves any number of runs.
+ * (JoinScope). A relation without a connection ends its branch. A node that throws goes on
+ * along `Failure` with its input message plus `metadata.error`; without a `Failure` connection
+ * the whole run fails with a ChainError naming the chain and node, once every branch still
+ * running has ended. Stateless: one runner serves any number of runs.
  */
 export class ChainRunner {
   readonly maxSteps: number;
@@ -212,6 +215,11 @@ export class ChainRunner {
       }
       if (scope) ends.push(...(await this.#fireJoins(w, scope, scopes)));
       return ends;
+    } catch (err) {
+      // A join its timeout started is part of the run: let it end before the run fails.
+      scope?.close();
+      if (scope) await Promise.allSettled(scope.early);
+      throw err;
     } finally {
       scope?.close();
     }
@@ -222,7 +230,8 @@ export class ChainRunner {
     let entry = scope.arrivals.get(step.nodeId);
     if (!entry) {
       const created: { msgs: BranchMsg[]; fired: boolean; timer?: NodeJS.Timeout } = { msgs: [], fired: false };
-      const ms = join.timeoutMs(w.chain.nodes.get(step.nodeId)?.configuration ?? {});
+      // setTimeout fires at once past 2^31 - 1 ms.
+      const ms = Math.min(join.timeoutMs(w.chain.nodes.get(step.nodeId)?.configuration ?? {}), MAX_TIMER_MS);
       created.timer = setTimeout(() => {
         created.fired = true;
         const run = this.#runJoin(w, step.nodeId, { msgs: [...created.msgs], timedOut: true }, outer);

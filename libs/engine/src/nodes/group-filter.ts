@@ -26,7 +26,8 @@ export const groupFilter = defineNodeType({
     const seconds = config.timeout !== undefined && config.timeout > 0 ? config.timeout : GROUP_DEFAULT_TIMEOUT_S;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${seconds} s waiting for ${ids.join(', ')}`)), seconds * 1000);
+      // setTimeout fires at once past 2^31 - 1 ms.
+      timer = setTimeout(() => reject(new Error(`timed out after ${seconds} s waiting for ${ids.join(', ')}`)), Math.min(seconds * 1000, 2 ** 31 - 1));
     });
     const verdicts = Promise.all(ids.map((id) => ctx.runNode(id, msg).then((r) => r.relations.includes('True'), () => false)));
     try {
