@@ -41,6 +41,20 @@ describe('join', () => {
     expect(result.msg).toMatchObject({ id: input.id, type: 'TEST_MSG_TYPE1', metadata: { productType: 'test01' } });
   });
 
+  it('merges the one branch a filter chose (test_join_multi_branch.json)', async () => {
+    const pass = "return {'msg':msg,'metadata':metadata,'msgType':msgType,'dataType':dataType};";
+    const c = chain(
+      'multiBranchJoinTest',
+      [js('node_2', 'jsFilter', 'return msg.temperature > 50;'), js('node_4', 'jsTransform', pass), js('node_5', 'jsTransform', pass), join({ timeout: 0 }, 'node_7')],
+      [['node_2', 'node_4', 'True'], ['node_2', 'node_5', 'False'], ['node_4', 'node_7', 'Success'], ['node_5', 'node_7', 'Success']],
+    );
+    for (const [temperature, from] of [[60, 'node_4'], [20, 'node_5']] as const) {
+      const result = await runner.run(c, createRuleMsg({ type: 'HIGH_TEMP_TEST', data: { temperature } }), context(sandbox));
+      expect(result.ends.map((e) => [e.nodeId, e.relation])).toEqual([['node_7', 'Success']]);
+      expect((data(result.msg) as Item[]).map((i) => i.nodeId)).toEqual([from]);
+    }
+  });
+
   it('merges a fork straight into a join with a delayed branch (test_fork_direct_join.json)', async () => {
     const c = chain(
       'test_fork_direct_join',
