@@ -226,7 +226,6 @@ describe('ChainRunner: failures and limits', () => {
 
   it('treats a wrong script result as a node failure', async () => {
     const cases: Array<[N, RegExp]> = [
-      [js('x', 'jsFilter', "return 'yes';"), /jsFilter: the script must return true or false, not "yes"/],
       [js('x', 'jsSwitch', 'return [1];'), /jsSwitch: the script must return an array of relation names, not \[1\]/],
       [js('x', 'jsTransform', 'return 5;'), /jsTransform: the script must return an object/],
       [js('x', 'jsFilter', 'return msg.;'), /SyntaxError: .*\(line 1\)/],
@@ -265,6 +264,33 @@ describe('node types', () => {
     ], [['t', 'u', 'Success'], ['u', 'v', 'Success']]);
     const result = await runner.run(c, createRuleMsg({ data: { n: 7 }, type: 'IN', metadata: { name: 'n1', drop: 'me' } }), context());
     expect(result.msg).toMatchObject({ data: 'plain 7', type: 'OUT', metadata: { count: '3', ok: 'true', name: 'n1', more: 'x' } });
+  });
+
+  it('jsFilter: a result that is not a boolean is False with a warning, as in RuleGo', async () => {
+    for (const [script, relation] of [["return 'yes';", 'False'], ['return 1;', 'False'], ['return msg.missing;', 'False'], ['return true;', 'True']] as const) {
+      logLines.length = 0;
+      const result = await runner.run(chain('nb', [js('f', 'jsFilter', script)]), createRuleMsg({ data: {} }), context());
+      expect(result.ends[0]?.relation, script).toBe(relation);
+      const warned = logLines.filter((l) => l.level === 40 && String(l.msg).startsWith('jsFilter: the script returned'));
+      expect(warned, script).toHaveLength(relation === 'True' ? 0 : 1);
+    }
+    expect(logLines).toEqual([]);
+    await runner.run(chain('nb', [js('f', 'jsFilter', "return 'yes';")]), createRuleMsg({ data: {} }), context());
+    expect(logLines[0]).toMatchObject({ chainId: 'nb', nodeId: 'f', msg: 'jsFilter: the script returned "yes", not true or false; taken as False' });
+  });
+
+  it("scripts get RuleGo's fourth parameter dataType: JSON when the data is JSON, else TEXT", async () => {
+    const c = (type: 'jsFilter' | 'jsSwitch' | 'jsTransform', script: string) => chain('dt', [js('x', type, script)]);
+    const json = createRuleMsg({ data: { a: 1 } });
+    const text = createRuleMsg({ data: 'test data' });
+    // RuleGo's js_filter_node_test: "return String(dataType) === 'JSON';"
+    expect((await runner.run(c('jsFilter', "return String(dataType) === 'JSON';"), json, context())).ends[0]?.relation).toBe('True');
+    expect((await runner.run(c('jsFilter', "return String(dataType) === 'TEXT';"), json, context())).ends[0]?.relation).toBe('False');
+    expect((await runner.run(c('jsFilter', "return String(dataType) === 'TEXT';"), text, context())).ends[0]?.relation).toBe('True');
+    // js_switch_node_test: "return [String(dataType)];"
+    expect((await runner.run(c('jsSwitch', 'return [String(dataType)];'), text, context())).ends[0]?.relation).toBe('TEXT');
+    const out = await runner.run(c('jsTransform', 'metadata.dt = dataType; return {msg, metadata, msgType};'), json, context());
+    expect(out.msg.metadata.dt).toBe('JSON');
   });
 
   it('jsFilter and friends see non-JSON data as a string', async () => {

@@ -41,7 +41,15 @@ beforeAll(async () => {
         res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"broken"}');
         return;
       }
-      res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' });
+      if (req.url?.startsWith('/created')) {
+        res.writeHead(201, { 'content-type': 'application/json' }).end('{"id":7}');
+        return;
+      }
+      if (req.url?.startsWith('/empty')) {
+        res.writeHead(204).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: true, method: req.method }));
     });
   });
@@ -119,7 +127,7 @@ describe('restApiCall against a local server (private networks allowed explicitl
     expect(seen[0]?.headers).toMatchObject({ authorization: 'Bearer secret-token', 'x-item': 'a b', 'content-type': 'application/json' });
     expect(result.ends[0]?.nodeId).toBe('ok');
     expect(result.msg.data).toBe('{"ok":true,"method":"POST"}');
-    expect(result.msg.metadata).toEqual({ id: '42', token: 'secret-token', status: '201 Created', statusCode: '201' });
+    expect(result.msg.metadata).toEqual({ id: '42', token: 'secret-token', status: '200 OK', statusCode: '200' });
   });
 
   it('sends no body for GET or withoutRequestBody', async () => {
@@ -139,12 +147,12 @@ describe('restApiCall against a local server (private networks allowed explicitl
     expect(byName.msg.metadata.statusCode).toBe('200');
   });
 
-  it('routes a non-2xx answer along Failure with the response, or fails the run', async () => {
+  it('routes any answer but 200 along Failure with the data unchanged and the body in errorBody, or fails the run', async () => {
     const url = `http://127.0.0.1:${port}/broken?key=do-not-show`;
     const result = await call({ restEndpointUrlPattern: url }, createRuleMsg({ data: '{}' }), ALLOW, true);
     expect(result.ends[0]?.nodeId).toBe('failed');
-    expect(result.msg.data).toBe('{"error":"broken"}');
-    expect(result.msg.metadata).toMatchObject({ status: '500 Internal Server Error', statusCode: '500' });
+    expect(result.msg.data).toBe('{}');
+    expect(result.msg.metadata).toMatchObject({ status: '500 Internal Server Error', statusCode: '500', errorBody: '{"error":"broken"}' });
     expect(result.msg.metadata.error).toBe(`POST http://127.0.0.1:${port}/broken answered 500 Internal Server Error`);
 
     const err = await call({ restEndpointUrlPattern: url }, createRuleMsg({ data: '{}' }), ALLOW).catch((e: unknown) => e);
@@ -152,10 +160,21 @@ describe('restApiCall against a local server (private networks allowed explicitl
     expect((err as Error).message).toBe(`chain "rest", node "call" (restApiCall): POST http://127.0.0.1:${port}/broken answered 500 Internal Server Error`);
   });
 
-  it('gives up after readTimeoutMs', async () => {
-    const result = await call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/slow`, readTimeoutMs: 150 }, createRuleMsg(), ALLOW, true);
+  it('takes only 200 as Success, as RuleGo: 201 and 204 go along Failure', async () => {
+    for (const [path, status, body] of [['created', '201 Created', '{"id":7}'], ['empty', '204 No Content', '']]) {
+      const result = await call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/${path}` }, createRuleMsg({ data: 'sent' }), ALLOW, true);
+      expect(result.ends[0]?.nodeId, path).toBe('failed');
+      expect(result.msg.data).toBe('sent');
+      expect(result.msg.metadata).toMatchObject({ status, errorBody: body });
+    }
+  });
+
+  it('gives up after readTimeoutMs, with the reason in errorBody', async () => {
+    const result = await call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/slow`, readTimeoutMs: 150 }, createRuleMsg({ data: 'sent' }), ALLOW, true);
     expect(result.ends[0]?.nodeId).toBe('failed');
+    expect(result.msg.data).toBe('sent');
     expect(result.msg.metadata.error).toBe(`POST http://127.0.0.1:${port}/slow timed out after 150 ms`);
+    expect(result.msg.metadata.errorBody).toBe(`POST http://127.0.0.1:${port}/slow timed out after 150 ms`);
   });
 });
 

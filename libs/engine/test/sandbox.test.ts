@@ -39,6 +39,11 @@ describe('ScriptSandbox: results', () => {
     expect(await sandbox.run('return function () {};', input)).toBeUndefined();
   });
 
+  it("passes RuleGo's fourth parameter dataType (undefined when the input has none)", async () => {
+    expect(await sandbox.run('return dataType;', { ...input, dataType: 'TEXT' })).toBe('TEXT');
+    expect(await sandbox.run('return typeof dataType;', input)).toBe('undefined');
+  });
+
   it('keeps nothing between evaluations', async () => {
     expect(await sandbox.run('globalThis.leak = 42; Object.prototype.polluted = 1; return leak;', input)).toBe(42);
     for (let i = 0; i < 4; i++) {

@@ -15,13 +15,26 @@ export function cloneMsg(msg: RuleMsg): RuleMsg {
 
 /** `data` parsed when it is JSON, else the text itself (what scripts see as `msg`). */
 export function parseMsgData(data: string): unknown {
+  const parsed = parseJson(data);
+  return parsed ? parsed.value : data;
+}
+
+function parseJson(data: string): { value: unknown } | undefined {
   const t = data.trimStart();
-  if (t === '' || !'{["-0123456789tfn'.includes(t[0] as string)) return data;
+  if (t === '' || !'{["-0123456789tfn'.includes(t[0] as string)) return undefined;
   try {
-    return JSON.parse(data) as unknown;
+    return { value: JSON.parse(data) as unknown };
   } catch {
-    return data;
+    return undefined;
   }
+}
+
+/**
+ * RuleGo's `dataType` of a message: Agentry messages carry no such field, so it is told from the
+ * data: `JSON` when it parses as JSON, else `TEXT` (BINARY never occurs: data is text).
+ */
+export function dataTypeOf(msg: RuleMsg): 'JSON' | 'TEXT' {
+  return parseJson(msg.data) ? 'JSON' : 'TEXT';
 }
 
 /** A value as message data: strings as they are, anything else as JSON. */
@@ -37,9 +50,10 @@ export function toMetadataValue(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** The arguments of a chain script: `msg` (parsed data), `metadata`, `msgType`. */
+/** The arguments of a chain script: `msg` (parsed data), `metadata`, `msgType`, `dataType`. */
 export function scriptInput(msg: RuleMsg): ScriptInput {
-  return { msg: parseMsgData(msg.data), metadata: { ...msg.metadata }, msgType: msg.type };
+  const parsed = parseJson(msg.data);
+  return { msg: parsed ? parsed.value : msg.data, metadata: { ...msg.metadata }, msgType: msg.type, dataType: parsed ? 'JSON' : 'TEXT' };
 }
 
 /** A script result for an error message: JSON, cut at 60 characters. */
@@ -47,4 +61,13 @@ export function describeValue(value: unknown): string {
   if (value === undefined) return 'undefined';
   const text = JSON.stringify(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * What RuleGo's expressions see: `id`, `data` (the text), `msg` (parsed when JSON), `metadata`,
+ * `type` and `dataType` (`ts` is nil: Agentry messages carry no timestamp).
+ */
+export function exprEnv(msg: RuleMsg): Record<string, unknown> {
+  const input = scriptInput(msg);
+  return { id: msg.id, data: msg.data, msg: input.msg, metadata: input.metadata, type: msg.type, dataType: input.dataType };
 }

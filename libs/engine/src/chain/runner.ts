@@ -1,6 +1,7 @@
 import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
-import { NodeFailure, type ChainContext, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
+import { joinAncestors, type JoinAncestors } from './join-ancestors.js';
+import { NodeFailure, type BranchMsg, type ChainContext, type JoinInput, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
 
 interface ChainRunnerOptions {
   /** Node executions per run (sub-chains count their own); more is an error. Default 1000. */
@@ -38,7 +39,7 @@ interface ChainEnd {
 interface ChainResult {
   /** The last message that reached an end (the input when the chain has no nodes). */
   msg: RuleMsg;
-  /** Every branch end, in execution order. */
+  /** Every branch end, in branch order (depth first, relation by relation), joins after their branches. */
   ends: ChainEnd[];
   trace: ChainTraceEntry[];
   steps: number;
@@ -60,6 +61,8 @@ export class ChainError extends Error {
 }
 
 const FAILURE = 'Failure';
+/** The longest setTimeout Node honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type ChainFailure = (message: string, nodeId: string | undefined, cause?: unknown) => ChainError;
 
@@ -68,10 +71,58 @@ function failureIn(chain: ParsedChain, trace: ChainTraceEntry[]): ChainFailure {
   return (message, nodeId, cause) => new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause });
 }
 
+/** A message on its way to a node: from which node, along which relation (none for the first node). */
+interface Step {
+  nodeId: string;
+  msg: RuleMsg;
+  from?: string;
+  relation?: string;
+}
+
 /** Where a node's message goes: every connection whose type is one of its relations, relation by relation in DSL order. */
-function nextNodes(chain: ParsedChain, nodeId: string, relations: readonly string[], out: RuleMsg): Array<{ nodeId: string; msg: RuleMsg }> {
+function nextNodes(chain: ParsedChain, nodeId: string, relations: readonly string[], out: RuleMsg): Step[] {
   const edges = chain.outgoing.get(nodeId) ?? [];
-  return relations.flatMap((relation) => edges.filter((c) => c.type === relation).map((c) => ({ nodeId: c.toId, msg: out })));
+  return relations.flatMap((relation) => edges.filter((c) => c.type === relation).map((c) => ({ nodeId: c.toId, msg: out, from: nodeId, relation })));
+}
+
+/** One run of one chain: what every branch shares. */
+interface Walk {
+  chain: ParsedChain;
+  base: Omit<NodeContext, 'node'>;
+  trace: ChainTraceEntry[];
+  fail: ChainFailure;
+  steps: number;
+  joins: JoinAncestors;
+}
+
+/**
+ * The messages reaching the joins below one node (their common ancestor) while its branches
+ * run. A join runs once, when they have all ended, or at its timeout (counted from the first
+ * arrival), then with `timedOut`; a branch arriving after that is dropped, as in RuleGo.
+ */
+class JoinScope {
+  readonly arrivals = new Map<string, { msgs: BranchMsg[]; fired: boolean; timer?: NodeJS.Timeout }>();
+  /** Joins run by their timeout, still going while the branches are. */
+  readonly early: Array<Promise<ChainEnd[]>> = [];
+  constructor(readonly ancestorId: string) {}
+
+  close(): void {
+    for (const entry of this.arrivals.values()) clearTimeout(entry.timer);
+  }
+}
+
+/** A message reaching a join: the error is that of a message that came along Failure. */
+function branchMsg(step: Step): BranchMsg {
+  const err = step.relation === FAILURE ? step.msg.metadata.error || 'failed' : '';
+  return { nodeId: step.from ?? '', msg: step.msg, err };
+}
+
+/** Waits for every promise (no branch is left running behind a failed run) and rethrows the first failure. */
+async function settleAll<T>(promises: Array<Promise<T>>): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
 /**
@@ -79,15 +130,20 @@ function nextNodes(chain: ParsedChain, nodeId: string, relations: readonly strin
  * chain's first node (`metadata.firstNodeIndex`, default 0) and follows the connections whose
  * `type` equals the relation a node returns: `Success`, `Failure`, `True`, `False` or any name
  * a `jsSwitch` returns (exact, case-sensitive match; every matching connection, in DSL order).
- * Branches run one after the other, depth first, in relation order. A relation without a
- * connection ends its branch. A node that throws goes on along `Failure` with its input
- * message plus `metadata.error`; without a `Failure` connection the whole run fails with a
- * ChainError naming the chain and node. Stateless: one runner serves any number of runs.
+ * Branches run one after the other, depth first, in relation order, except those a `fork`
+ * starts (`parallel` node types), which run at the same time; either way `ends` lists branch
+ * ends in branch order. A `join` (`join` node types) below several branches waits for the
+ * branches of their lowest common ancestor and runs once with all the messages that reached it
+ * (JoinScope). A relation without a connection ends its branch. A node that throws goes on
+ * along `Failure` with its input message plus `metadata.error`; without a `Failure` connection
+ * the whole run fails with a ChainError naming the chain and node, once every branch still
+ * running has ended. Stateless: one runner serves any number of runs.
  */
 export class ChainRunner {
   readonly maxSteps: number;
   readonly maxFlowDepth: number;
   readonly #executors: Readonly<Record<string, NodeExecutor>>;
+  readonly #joins = new WeakMap<ParsedChain, JoinAncestors>();
 
   constructor(opts: ChainRunnerOptions = {}) {
     this.maxSteps = opts.maxSteps ?? 1000;
@@ -97,36 +153,124 @@ export class ChainRunner {
 
   async run(chain: ParsedChain, input: RuleMsg, ctx: ChainContext, opts: ChainRunOptions = {}): Promise<ChainResult> {
     const trace: ChainTraceEntry[] = [];
-    const ends: ChainEnd[] = [];
-    const fail = failureIn(chain, trace);
-    const base = this.#nodeContext(chain, ctx, opts);
-    const stack: Array<{ nodeId: string; msg: RuleMsg }> = [];
-    if (chain.firstNodeId !== undefined) stack.push({ nodeId: chain.firstNodeId, msg: cloneMsg(input) });
-    let steps = 0;
-    while (stack.length > 0) {
-      const { nodeId, msg } = stack.pop() as { nodeId: string; msg: RuleMsg };
-      if (ctx.signal.aborted) throw fail(`chain "${chain.id}": cancelled`, nodeId, ctx.signal.reason);
-      if (++steps > this.maxSteps) {
-        throw fail(`chain "${chain.id}": step limit ${this.maxSteps} reached at node "${nodeId}"; does the chain loop?`, nodeId);
-      }
-      const { out, relations } = await this.#execute({ nodeId, msg }, base, trace, fail);
-      const next = nextNodes(chain, nodeId, relations, out);
-      if (next.length === 0) {
-        ends.push({ nodeId, relation: relations.length === 0 ? undefined : relations.join(','), msg: out });
-        continue;
-      }
-      // Each branch gets its own copy; the first is run first (depth first).
-      for (let i = next.length - 1; i >= 0; i--) {
-        const item = next[i] as { nodeId: string; msg: RuleMsg };
-        stack.push({ nodeId: item.nodeId, msg: next.length === 1 ? item.msg : cloneMsg(item.msg) });
-      }
-    }
+    const w: Walk = { chain, trace, fail: failureIn(chain, trace), steps: 0, joins: this.#joinsOf(chain), base: undefined as unknown as Walk['base'] };
+    w.base = this.#nodeContext(w, ctx, opts);
+    if (chain.firstNodeId === undefined) return { msg: cloneMsg(input), ends: [], trace, steps: 0 };
+    const ends = await this.#walk(w, { nodeId: chain.firstNodeId, msg: cloneMsg(input) }, []);
     const last = ends[ends.length - 1];
-    return { msg: last ? last.msg : cloneMsg(input), ends, trace, steps };
+    return { msg: last ? last.msg : cloneMsg(input), ends, trace, steps: w.steps };
+  }
+
+  /** Where each join's branches start, per chain (computed once per parsed chain and runner). */
+  #joinsOf(chain: ParsedChain): JoinAncestors {
+    let joins = this.#joins.get(chain);
+    if (!joins) {
+      joins = joinAncestors(chain, (type) => this.#executors[type]?.join !== undefined);
+      this.#joins.set(chain, joins);
+    }
+    return joins;
+  }
+
+  /** Counts a step; refuses it after a cancel or past the step limit. */
+  #step(w: Walk, nodeId: string): void {
+    if (w.base.signal.aborted) throw w.fail(`chain "${w.chain.id}": cancelled`, nodeId, w.base.signal.reason);
+    if (++w.steps > this.maxSteps) {
+      throw w.fail(`chain "${w.chain.id}": step limit ${this.maxSteps} reached at node "${nodeId}"; does the chain loop?`, nodeId);
+    }
+  }
+
+  /** Runs the branch starting at `step` to its ends (a join inside `scopes` only records its arrival). */
+  async #walk(w: Walk, step: Step, scopes: readonly JoinScope[]): Promise<ChainEnd[]> {
+    const executor = this.#executors[w.chain.nodes.get(step.nodeId)?.type ?? ''];
+    let joined: JoinInput | undefined;
+    if (executor?.join && step.from !== undefined) {
+      const ancestor = w.joins.ancestorOf.get(step.nodeId);
+      const scope = [...scopes].reverse().find((s) => s.ancestorId === ancestor);
+      if (scope) {
+        this.#arrive(w, scope, step, executor.join, scopes.slice(0, scopes.indexOf(scope)));
+        return [];
+      }
+      // Not below its common ancestor (reached another way): it merges this message alone.
+      joined = { msgs: [branchMsg(step)], timedOut: false };
+    }
+    this.#step(w, step.nodeId);
+    const { out, relations } = await this.#execute(step, w, joined);
+    return this.#follow(w, step.nodeId, relations, out, scopes);
+  }
+
+  /** Sends a node's output along its relations: one branch per connection, then the joins it is the ancestor of. */
+  async #follow(w: Walk, nodeId: string, relations: readonly string[], out: RuleMsg, scopes: readonly JoinScope[]): Promise<ChainEnd[]> {
+    const next = nextNodes(w.chain, nodeId, relations, out);
+    if (next.length === 0) return [{ nodeId, relation: relations.length === 0 ? undefined : relations.join(','), msg: out }];
+    const scope = w.joins.joinsBelow.has(nodeId) ? new JoinScope(nodeId) : undefined;
+    const inner = scope ? [...scopes, scope] : scopes;
+    // Each branch gets its own copy.
+    const branches = next.map((n) => ({ ...n, msg: next.length === 1 ? n.msg : cloneMsg(n.msg) }));
+    try {
+      const ends: ChainEnd[] = [];
+      if (this.#executors[w.chain.nodes.get(nodeId)?.type ?? '']?.parallel) {
+        ends.push(...(await settleAll(branches.map((b) => this.#walk(w, b, inner)))).flat());
+      } else {
+        for (const b of branches) ends.push(...(await this.#walk(w, b, inner)));
+      }
+      if (scope) ends.push(...(await this.#fireJoins(w, scope, scopes)));
+      return ends;
+    } catch (err) {
+      // A join its timeout started is part of the run: let it end before the run fails.
+      scope?.close();
+      if (scope) await Promise.allSettled(scope.early);
+      throw err;
+    } finally {
+      scope?.close();
+    }
+  }
+
+  /** Records a message reaching a join; the first arrival starts its timeout. */
+  #arrive(w: Walk, scope: JoinScope, step: Step, join: NonNullable<NodeExecutor['join']>, outer: readonly JoinScope[]): void {
+    let entry = scope.arrivals.get(step.nodeId);
+    if (!entry) {
+      const created: { msgs: BranchMsg[]; fired: boolean; timer?: NodeJS.Timeout } = { msgs: [], fired: false };
+      // setTimeout fires at once past 2^31 - 1 ms.
+      const ms = Math.min(join.timeoutMs(w.chain.nodes.get(step.nodeId)?.configuration ?? {}), MAX_TIMER_MS);
+      created.timer = setTimeout(() => {
+        created.fired = true;
+        const run = this.#runJoin(w, step.nodeId, { msgs: [...created.msgs], timedOut: true }, outer);
+        run.catch(() => undefined); // awaited (and rethrown) by #fireJoins
+        scope.early.push(run);
+      }, ms);
+      scope.arrivals.set(step.nodeId, created);
+      entry = created;
+    }
+    if (entry.fired) {
+      w.base.logger.warn({ chainId: w.chain.id, nodeId: step.nodeId, from: step.from }, 'a branch reached a join after its timeout; its message is dropped');
+      return;
+    }
+    entry.msgs.push(branchMsg(step));
+  }
+
+  /** Runs the joins of `scope` that have not timed out, then waits for those that have. */
+  async #fireJoins(w: Walk, scope: JoinScope, outer: readonly JoinScope[]): Promise<ChainEnd[]> {
+    scope.close();
+    const ends: ChainEnd[] = [];
+    for (const [joinId, entry] of scope.arrivals) {
+      if (entry.fired) continue;
+      entry.fired = true;
+      ends.push(...(await this.#runJoin(w, joinId, { msgs: entry.msgs, timedOut: false }, outer)));
+    }
+    for (const early of scope.early) ends.push(...(await early));
+    return ends;
+  }
+
+  /** Runs a join node with the messages that reached it, then follows it. */
+  async #runJoin(w: Walk, joinId: string, joined: JoinInput, scopes: readonly JoinScope[]): Promise<ChainEnd[]> {
+    this.#step(w, joinId);
+    const first = joined.msgs[0]?.msg as RuleMsg;
+    const { out, relations } = await this.#execute({ nodeId: joinId, msg: cloneMsg(first) }, w, joined);
+    return this.#follow(w, joinId, relations, out, scopes);
   }
 
   /** What every node of this run sees besides itself. */
-  #nodeContext(chain: ParsedChain, ctx: ChainContext, opts: ChainRunOptions): Omit<NodeContext, 'node'> {
+  #nodeContext(w: Walk, ctx: ChainContext, opts: ChainRunOptions): Omit<NodeContext, 'node'> {
     // Built field by field (not spread) so that a context whose functions are class methods works.
     return {
       logger: ctx.logger,
@@ -136,47 +280,59 @@ export class ChainRunner {
       complete: (req) => ctx.complete(req),
       runAgent: (config, msg) => ctx.runAgent(config, msg),
       ...(ctx.http ? { http: ctx.http } : {}),
-      chain,
+      chain: w.chain,
       depth: opts.depth ?? 0,
-      path: opts.path ?? [chain.id],
+      path: opts.path ?? [w.chain.id],
       maxFlowDepth: this.maxFlowDepth,
+      runNode: async (nodeId, msg) => {
+        this.#step(w, nodeId);
+        const done = await this.#runOne({ nodeId, msg: cloneMsg(msg) }, w);
+        return { msg: done.out, relations: 'error' in done ? [FAILURE] : done.relations };
+      },
     };
   }
 
-  /**
-   * Runs one node and traces it. A node that throws goes on along `Failure` (its input, or the
-   * message of a NodeFailure, with `metadata.error`) when it has such a connection; otherwise
-   * the run fails.
-   */
-  async #execute(
-    { nodeId, msg }: { nodeId: string; msg: RuleMsg },
-    base: Omit<NodeContext, 'node'>,
-    trace: ChainTraceEntry[],
-    fail: ChainFailure,
-  ): Promise<{ out: RuleMsg; relations: readonly string[] }> {
-    const { chain, signal } = base;
+  /** Runs one node and traces it; a throw comes back as `error` with the message to pass along Failure. */
+  async #runOne(
+    { nodeId, msg }: Step,
+    w: Walk,
+    joined?: JoinInput,
+  ): Promise<{ out: RuleMsg; relations: readonly string[] } | { out: RuleMsg; error: unknown; message: string }> {
+    const { chain } = w;
     const node = chain.nodes.get(nodeId);
-    if (!node) throw fail(`chain "${chain.id}": no node "${nodeId}"`, nodeId);
-    const where = `chain "${chain.id}", node "${node.id}" (${node.type})`;
+    if (!node) throw w.fail(`chain "${chain.id}": no node "${nodeId}"`, nodeId);
     const executor = this.#executors[node.type];
-    if (!executor) throw fail(`${where}: no executor for node type "${node.type}"`, nodeId);
+    if (!executor) throw w.fail(`chain "${chain.id}", node "${node.id}" (${node.type}): no executor for node type "${node.type}"`, nodeId);
     const started = performance.now();
     try {
-      const result = await executor.execute(msg, node.configuration ?? {}, { ...base, node });
+      const result = await executor.execute(msg, node.configuration ?? {}, { ...w.base, node, ...(joined ? { joined } : {}) });
       const relations = 'relations' in result ? result.relations : [result.relation];
-      trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started) });
+      w.trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started) });
       return { out: result.msg, relations };
-    } catch (err) {
-      const message = errorMessage(err);
-      trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message });
-      if (signal.aborted) throw fail(`chain "${chain.id}": cancelled`, nodeId, signal.reason);
-      if (!(chain.outgoing.get(nodeId) ?? []).some((c) => c.type === FAILURE)) {
-        // A sub-chain's error already names its chain and node: keep it as it is.
-        throw err instanceof ChainError ? fail(err.message, nodeId, err) : fail(`${where}: ${message}`, nodeId, err);
-      }
-      const failed = err instanceof NodeFailure && err.msg ? err.msg : msg;
-      return { out: { ...failed, metadata: { ...failed.metadata, error: message } }, relations: [FAILURE] };
+    } catch (error) {
+      const message = errorMessage(error);
+      w.trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message });
+      const failed = error instanceof NodeFailure && error.msg ? error.msg : msg;
+      return { out: { ...failed, metadata: { ...failed.metadata, error: message } }, error, message };
     }
+  }
+
+  /**
+   * Runs one node. A node that throws goes on along `Failure` (its input, or the message of a
+   * NodeFailure, with `metadata.error`) when it has such a connection; otherwise the run fails.
+   */
+  async #execute(step: Step, w: Walk, joined?: JoinInput): Promise<{ out: RuleMsg; relations: readonly string[] }> {
+    const done = await this.#runOne(step, w, joined);
+    if (!('error' in done)) return done;
+    const { chain, base } = w;
+    const node = chain.nodes.get(step.nodeId) as NonNullable<ReturnType<typeof chain.nodes.get>>;
+    if (base.signal.aborted) throw w.fail(`chain "${chain.id}": cancelled`, step.nodeId, base.signal.reason);
+    if (!(chain.outgoing.get(step.nodeId) ?? []).some((c) => c.type === FAILURE)) {
+      // A sub-chain's error already names its chain and node: keep it as it is.
+      const { error } = done;
+      throw error instanceof ChainError ? w.fail(error.message, step.nodeId, error) : w.fail(`chain "${chain.id}", node "${node.id}" (${node.type}): ${done.message}`, step.nodeId, error);
+    }
+    return { out: done.out, relations: [FAILURE] };
   }
 
   /**

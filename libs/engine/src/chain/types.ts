@@ -70,6 +70,21 @@ export interface ChainContext {
   http?: AddressPolicy;
 }
 
+/** A message that reached a join: from which node, and the error when it came along `Failure`. */
+export interface BranchMsg {
+  nodeId: string;
+  msg: RuleMsg;
+  err: string;
+}
+
+/** What a join node is given instead of one message (`NodeExecutor.join`). */
+export interface JoinInput {
+  /** The messages of the branches that reached the join, in arrival order. */
+  msgs: readonly BranchMsg[];
+  /** The join's timeout passed before every branch had ended. */
+  timedOut: boolean;
+}
+
 /** What a node executor gets besides the message: the run's context plus where it runs. */
 export interface NodeContext extends ChainContext {
   chain: ParsedChain;
@@ -79,6 +94,14 @@ export interface NodeContext extends ChainContext {
   /** Chain ids from the outermost run down to this one. */
   path: readonly string[];
   maxFlowDepth: number;
+  /**
+   * Runs another node of this chain with `msg` and resolves with its outcome without following
+   * its connections (RuleGo's TellNode, for `groupFilter`); a node that throws resolves with
+   * `Failure`. Counts as a step and is traced.
+   */
+  runNode(nodeId: string, msg: RuleMsg): Promise<{ msg: RuleMsg; relations: readonly string[] }>;
+  /** For a join node (`NodeExecutor.join`): the branch messages it merges. */
+  joined?: JoinInput;
 }
 
 /**
@@ -107,4 +130,12 @@ export class NodeFailure extends Error {
 export interface NodeExecutor {
   type: string;
   execute(msg: RuleMsg, config: Record<string, unknown>, ctx: NodeContext): Promise<NodeResult>;
+  /** The branches this node starts run in parallel (`fork`) instead of one after the other. */
+  parallel?: boolean;
+  /**
+   * This node merges branches (`join`): the runner collects the messages that reach it below
+   * their common ancestor and runs it once, with `ctx.joined`, when every branch has ended or
+   * after `timeoutMs(config)` (then `timedOut`).
+   */
+  join?: { timeoutMs(config: Record<string, unknown>): number };
 }

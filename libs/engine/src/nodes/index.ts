@@ -1,11 +1,18 @@
 import { aiAgent } from './ai-agent.js';
 import { aiLlm } from './ai-llm.js';
+import { delay } from './delay.js';
 import { end } from './end.js';
+import { exprFilter } from './expr-filter.js';
+import { exprTransform } from './expr-transform.js';
 import { flow } from './flow.js';
+import { fork } from './fork.js';
+import { groupFilter } from './group-filter.js';
 import { jsFilter } from './js-filter.js';
 import { jsSwitch } from './js-switch.js';
 import { jsTransform } from './js-transform.js';
+import { join } from './join.js';
 import { log } from './log.js';
+import { msgTypeSwitch } from './msg-type-switch.js';
 import { restApiCall } from './rest-api-call.js';
 import type { NodeType } from './types.js';
 
@@ -25,6 +32,13 @@ const NODE_TYPES: readonly NodeType[] = [
   restApiCall,
   log,
   flow,
+  msgTypeSwitch,
+  fork,
+  join,
+  delay,
+  groupFilter,
+  exprFilter,
+  exprTransform,
 ];
 
 /** The node types by `type`. */

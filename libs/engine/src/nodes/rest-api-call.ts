@@ -11,8 +11,11 @@ const REST_DEFAULT_TIMEOUT_MS = 30_000;
  * An HTTP call (RuleGo's `restApiCall` and field names): `restEndpointUrlPattern` and header
  * values are templates (`${metadata.x}`, `${msg.x}`); the body is the message data (none for
  * GET, HEAD or `withoutRequestBody`); `requestMethod` defaults to POST, `readTimeoutMs` to 30 s.
- * The response body becomes the data, `metadata.status` the status line (`200 OK`) and
- * `metadata.statusCode` the code. 2xx: Success; anything else: Failure with that message.
+ * `metadata.status` is the status line (`200 OK`) and `metadata.statusCode` the code. As in
+ * RuleGo, only 200 is Success, with the response body as the data; any other status (201 and
+ * 204 included) goes along Failure with the data unchanged and the response body in
+ * `metadata.errorBody`; a call that gets no answer (refused address, timeout) goes along Failure
+ * with the reason in `metadata.errorBody`.
  * Outbound addresses are public only unless the node's `allowPrivateNetworks`/`allowHosts`
  * (the switches of http_fetch) or `ctx.http` open more.
  */
@@ -48,13 +51,13 @@ export const restApiCall = defineNodeType({
         allowPrivateNetworks: config.allowPrivateNetworks ?? ctx.http?.allowPrivateNetworks ?? false,
         allowHosts: [...(ctx.http?.allowHosts ?? []), ...(config.allowHosts ?? [])],
       },
+    }).catch((err: unknown) => {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new NodeFailure(reason, { ...msg, metadata: { ...msg.metadata, errorBody: reason } }, { cause: err });
     });
-    const out = {
-      ...msg,
-      data: res.body,
-      metadata: { ...msg.metadata, status: `${res.status} ${res.statusText}`.trim(), statusCode: String(res.status) },
-    };
-    if (res.status >= 200 && res.status < 300) return { msg: out, relation: 'Success' };
-    throw new NodeFailure(`${method} ${safeUrl(new URL(url))} answered ${out.metadata.status}`, out);
+    const metadata = { ...msg.metadata, status: `${res.status} ${res.statusText}`.trim(), statusCode: String(res.status) };
+    if (res.status === 200) return { msg: { ...msg, data: res.body, metadata }, relation: 'Success' };
+    const failed = { ...msg, metadata: { ...metadata, errorBody: res.body } };
+    throw new NodeFailure(`${method} ${safeUrl(new URL(url))} answered ${metadata.status}`, failed);
   },
 });

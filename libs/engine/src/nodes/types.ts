@@ -23,6 +23,10 @@ export interface NodeType<S extends TSchema = TSchema> {
   unknownFieldHint?: UnknownFieldHint;
   /** What the node does when it runs: the message it passes on and the relation(s) to follow. */
   execute(msg: RuleMsg, config: Static<S>, ctx: NodeContext): Promise<NodeResult>;
+  /** The branches the node starts run in parallel (`fork`). */
+  parallel?: boolean;
+  /** The node merges branches (`join`): see `NodeExecutor.join`. */
+  join?: { timeoutMs(config: Static<S>): number };
 }
 
 /** The former name of `NodeType`. */

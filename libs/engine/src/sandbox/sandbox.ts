@@ -38,11 +38,15 @@ export interface SandboxOptions {
   maxQueue?: number;
 }
 
-/** What a script sees: `msg` (the message data, parsed when it is JSON), `metadata`, `msgType`. */
+/**
+ * What a script sees: `msg` (the message data, parsed when it is JSON), `metadata`, `msgType`
+ * and RuleGo's fourth parameter `dataType` (`JSON` or `TEXT`; undefined when not given).
+ */
 export interface ScriptInput {
   msg: unknown;
   metadata: Record<string, string>;
   msgType: string;
+  dataType?: string;
 }
 
 export interface RunScriptOptions {
@@ -155,7 +159,7 @@ export class ScriptSandbox {
 
   /**
    * Runs `code`, a function body (`return msg.temperature > 50;`) called as
-   * `function (msg, metadata, msgType)`, and resolves with what it returns, passed through JSON
+   * `function (msg, metadata, msgType, dataType)`, and resolves with what it returns, passed through JSON
    * (`undefined` when it returns nothing). Rejects with a ScriptError.
    */
   run(code: string, input: ScriptInput, opts: RunScriptOptions = {}): Promise<unknown> {

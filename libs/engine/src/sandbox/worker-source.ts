@@ -15,7 +15,7 @@
  * Each job gets a fresh QuickJS runtime and context with: a memory limit (QuickJS counts it per
  * allocation, and this build does not count strings, so the worker's whole WASM memory is also
  * capped: `wasmPages`), a stack limit, and an interrupt handler at the deadline. The user code
- * is a function body; `(function (msg, metadata, msgType) {` is put on its first line so that
+ * is a function body; `(function (msg, metadata, msgType, dataType) {` is put on its first line so that
  * line numbers in errors are the user's. Input and output cross the boundary as JSON text only.
  */
 
@@ -29,7 +29,7 @@ export interface SandboxWorkerData {
 export interface SandboxJob {
   id: number;
   code: string;
-  /** JSON text of `{msg, metadata, msgType}`. */
+  /** JSON text of `{msg, metadata, msgType, dataType}`. */
   input: string;
   timeoutMs: number;
   memoryBytes: number;
@@ -59,7 +59,7 @@ export const WORKER_SOURCE = String.raw`'use strict';
 const { parentPort, workerData } = require('node:worker_threads');
 
 const CALL =
-  '(function (fn, input) { var i = JSON.parse(input); var r = fn(i.msg, i.metadata, i.msgType);' +
+  '(function (fn, input) { var i = JSON.parse(input); var r = fn(i.msg, i.metadata, i.msgType, i.dataType);' +
   ' if (r === undefined) return undefined;' +
   ' try { return JSON.stringify(r); } catch (e) { var re = new Error("the script returned a value that is not JSON (" + e.message + ")"); re.name = "ResultError"; throw re; } })';
 
@@ -109,7 +109,7 @@ function evaluate(qjs, quickjs, memory, job) {
     rt.setMaxStackSize(job.stackBytes);
     rt.setInterruptHandler(quickjs.shouldInterruptAfterDeadline(Date.now() + job.timeoutMs));
     vm = rt.newContext();
-    const fn = vm.evalCode('(function (msg, metadata, msgType) {' + job.code + '\n})', 'script.js');
+    const fn = vm.evalCode('(function (msg, metadata, msgType, dataType) {' + job.code + '\n})', 'script.js');
     if (fn.error) {
       handles.push(fn.error);
       reply = failure(vm, memory, job.id, fn.error, true);

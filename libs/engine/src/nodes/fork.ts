@@ -1,0 +1,17 @@
+import Type from 'typebox';
+import { defineNodeType } from './types.js';
+
+/**
+ * RuleGo's parallel gateway: passes the message on along `Success`, and the runner runs the
+ * branches it starts at the same time (other nodes' branches run one after the other). A `join`
+ * below merges what the branches produce.
+ */
+export const fork = defineNodeType({
+  type: 'fork',
+  description: 'runs every Success branch in parallel (merge them with join)',
+  configuration: Type.Object({}, { additionalProperties: false }),
+  parallel: true,
+  async execute(msg) {
+    return { msg, relation: 'Success' };
+  },
+});
