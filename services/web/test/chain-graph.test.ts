@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RuleChainDsl } from '@agentry/client';
-import { addNode, chainDsl, chainGraph, connect, editNode, layeredLayout, moveNodes, problemsByElement, removeElements, setRelation, LAYER_GAP, ROW_GAP } from '../app/lib/chain-graph';
-import { parseSteps, replayOf } from '../app/lib/chain-replay';
+import { addNode, chainDsl, chainGraph, connect, editNode, layeredLayout, moveNodes, problemsByElement, removeElements, setRelation, LAYER_GAP, ROW_GAP } from '../app/lib/chain-graph.js';
+import { parseSteps, replayOf } from '../app/lib/chain-replay.js';
 
 /** A chain as RuleGo and TpClaw write them: keys the editor does not know at every level, some positions stored. */
 function sample(): RuleChainDsl {
