@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RuleChainDsl } from '@agentry/client';
-import { addNode, chainDsl, chainGraph, connect, editNode, layeredLayout, moveNodes, problemsByElement, removeElements, setRelation, LAYER_GAP, ROW_GAP } from '../app/lib/chain-graph.js';
+import { addNode, nextPosition, chainDsl, chainGraph, connect, editNode, layeredLayout, moveNodes, problemsByElement, removeElements, setRelation, LAYER_GAP, ROW_GAP } from '../app/lib/chain-graph.js';
 import { parseSteps, replayOf } from '../app/lib/chain-replay.js';
 
 /** A chain as RuleGo and TpClaw write them: keys the editor does not know at every level, some positions stored. */
@@ -77,7 +77,7 @@ describe('chain DSL <-> graph', () => {
     let g = chainGraph(empty);
     const a = addNode(g, 'jsFilter', { x: 0, y: 0 });
     const b = addNode(a.graph, 'ai/agent', { x: 260, y: 0 });
-    const c = addNode(b.graph, 'log', { x: 520, y: 40.4 });
+    const c = addNode(b.graph, 'log', nextPosition(b.graph));
     g = connect(connect(c.graph, a.id, b.id, 'True'), b.id, c.id, 'Success');
     expect(connect(g, a.id, b.id, 'True')).toBe(g);
     expect(connect(g, a.id, 'nope', 'True')).toBe(g);
@@ -88,7 +88,7 @@ describe('chain DSL <-> graph', () => {
         nodes: [
           { id: 'jsFilter_1', type: 'jsFilter', name: 'jsFilter_1', configuration: {}, additionalInfo: { layoutX: 0, layoutY: 0 } },
           { id: 'agent_1', type: 'ai/agent', name: 'agent_1', configuration: { systemPrompt: 'be brief' }, additionalInfo: { layoutX: 260, layoutY: 0 } },
-          { id: 'log_1', type: 'log', name: 'log_1', configuration: {}, additionalInfo: { layoutX: 520, layoutY: 40 } },
+          { id: 'log_1', type: 'log', name: 'log_1', configuration: {}, additionalInfo: { layoutX: 260 + LAYER_GAP, layoutY: 0 } },
         ],
         connections: [
           { fromId: 'jsFilter_1', toId: 'agent_1', type: 'True' },
@@ -101,10 +101,10 @@ describe('chain DSL <-> graph', () => {
   it('edits relations, moves, removes, and keeps firstNodeIndex on the start node', () => {
     const dsl = sample();
     let g = setRelation(chainGraph(dsl), 'c1', 'Other');
-    g = moveNodes(g, new Map([['s3', { x: 5, y: 6 }]]));
+    g = moveNodes(g, new Map([['s3', { x: 5.4, y: 6.6 }]]));
     let out = chainDsl(dsl, g, { positions: true });
     expect(out.metadata.connections[1]).toEqual({ fromId: 's1', toId: 's3', type: 'Other', label: 'kept too' });
-    expect(out.metadata.nodes[2]!.additionalInfo).toEqual({ layoutX: 5, layoutY: 6 });
+    expect(out.metadata.nodes[2]!.additionalInfo).toEqual({ layoutX: 5, layoutY: 7 });
     g = removeElements(g, ['s1'], []);
     out = chainDsl(dsl, g);
     expect(out.metadata.nodes.map((n) => n.id)).toEqual(['s2', 's3', 's4']);
@@ -118,11 +118,11 @@ describe('chain DSL <-> graph', () => {
   it('puts the gateway problems on the node or connection they name', () => {
     const g = chainGraph(sample());
     const p = problemsByElement(
-      ['metadata.nodes[1] ("s2"), ai/agent: configuration.maxStep: must be >= 1', 'metadata.nodes[2].configuration: bad', 'metadata.connections[2]: toId "zz" is not a node of this chain', 'ruleChain.name: must not be empty'],
+      ['Invalid input: metadata.nodes[1] ("s2"), ai/agent: configuration.maxStep: must be >= 1', 'metadata.nodes[2].configuration: bad', 'metadata.connections[2]: toId "zz" is not a node of this chain', 'ruleChain.name: must not be empty'],
       g,
     );
     expect(p).toEqual({
-      nodes: { s2: ['metadata.nodes[1] ("s2"), ai/agent: configuration.maxStep: must be >= 1'], s3: ['metadata.nodes[2].configuration: bad'] },
+      nodes: { s2: ['Invalid input: metadata.nodes[1] ("s2"), ai/agent: configuration.maxStep: must be >= 1'], s3: ['metadata.nodes[2].configuration: bad'] },
       edges: { c2: ['metadata.connections[2]: toId "zz" is not a node of this chain'] },
       other: ['ruleChain.name: must not be empty'],
     });

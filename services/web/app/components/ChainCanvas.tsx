@@ -56,7 +56,7 @@ function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
       {data.problems.length ? (
         <div className="canvas-node-problem" role="alert">
           {data.problems.map((p) => (
-            <div key={p}>{p.replace(/^metadata\.nodes\[\d+\](?: \("[^"]*"\))?,?\s*/, '')}</div>
+            <div key={p}>{p.replace(/^(?:.*?: )?metadata\.nodes\[\d+\](?: \("[^"]*"\))?,?\s*/, '')}</div>
           ))}
         </div>
       ) : null}

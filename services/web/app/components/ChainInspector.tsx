@@ -52,7 +52,7 @@ export function NodeInspector({ node, graph, forms, problems, onEdit, onStart, o
   const config = (node.doc.configuration ?? {}) as Record<string, unknown>;
   const ids = useMemo(() => (fields ? fieldIds(fields) : []), [fields]);
   // The gateway's problems of this node at the field they name; the rest listed above the form.
-  const placed = useMemo(() => fieldErrorsOf(problems.join('; '), node.id, ids), [problems, node.id, ids]);
+  const placed = useMemo(() => (problems.length ? fieldErrorsOf(problems.join('; '), node.id, ids) : { fields: {}, other: [] }), [problems, node.id, ids]);
   const errors = useMemo(() => ({ ...(fields ? clientProblems(fields, config) : {}), ...placed.fields }), [fields, config, placed]);
   const description = forms.nodes.find((n) => n.type === node.type)?.description;
   return (

@@ -43,7 +43,7 @@ export interface ChainGraph {
 /** The relations the engine's node types return; a `jsSwitch` may return any other name. */
 export const COMMON_RELATIONS = ['Success', 'Failure', 'True', 'False'] as const;
 
-export const LAYER_GAP = 260;
+export const LAYER_GAP = 220;
 export const ROW_GAP = 130;
 
 /** RuleGo's stored position of a node (`additionalInfo.layoutX`/`layoutY`), when it has one. */
@@ -195,8 +195,9 @@ export interface GraphProblems {
   other: string[];
 }
 
-const NODE_PATH = /^metadata\.nodes\[(\d+)\](?: \("((?:[^"\\]|\\.)*)"\))?/;
-const CONNECTION_PATH = /^metadata\.connections\[(\d+)\]/;
+// Not anchored: the gateway's message starts with a phrase of its own ("Invalid input: metadata.nodes[1] ...").
+const NODE_PATH = /\bmetadata\.nodes\[(\d+)\](?: \("((?:[^"\\]|\\.)*)"\))?/;
+const CONNECTION_PATH = /\bmetadata\.connections\[(\d+)\]/;
 
 /**
  * A 400's problems (already split, see `splitProblems`) by the graph element they name: a node by
