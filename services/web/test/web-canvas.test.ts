@@ -212,4 +212,16 @@ describe('the rule-chain canvas in Chromium', () => {
       expect(problems).toEqual([]);
       expect(requested.filter((u) => !u.startsWith(base))).toEqual([]);
     }));
+
+  it('fits a 390-pixel phone: the canvas above its panels, no sideways scrolling', () =>
+    step('phone', async () => {
+      await page.setViewportSize({ width: 390, height: 844 });
+      await expect.poll(() => page.locator('.react-flow__node').count()).toBe(3);
+      const flow = await page.locator('.canvas-flow').boundingBox();
+      const side = await page.locator('.canvas-side').boundingBox();
+      expect(flow && side && side.y >= flow.y + flow.height).toBe(true);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      await page.screenshot({ path: path.join(outDir, 'web-canvas-phone.png'), fullPage: true });
+      expect(problems).toEqual([]);
+    }));
 });
