@@ -68,7 +68,10 @@ async function addNode(type: string, id: string): Promise<void> {
   await page.getByLabel('Node type').selectOption(type);
   await page.getByRole('button', { name: 'Add node' }).click();
   await inspector(id).waitFor();
-  await page.locator('.react-flow__controls-fitview').click();
+  // The canvas brings the new node into sight (it is placed right of the others).
+  await expect.poll(() => flowNode(id).isVisible()).toBe(true);
+  const [box, area] = await Promise.all([flowNode(id).boundingBox(), page.locator('.canvas-flow').boundingBox()]);
+  expect(box && area && box.x >= area.x && box.x + box.width <= area.x + area.width).toBe(true);
 }
 
 const positionsOut = (dsl: unknown): unknown =>
@@ -221,6 +224,17 @@ describe('the rule-chain canvas in Chromium', () => {
       const side = await page.locator('.canvas-side').boundingBox();
       expect(flow && side && side.y >= flow.y + flow.height).toBe(true);
       expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      // The whole chain fits the narrow canvas with React Flow's fit-view control.
+      await page.locator('.react-flow__controls-fitview').click();
+      const area = await page.locator('.canvas-flow').boundingBox();
+      for (const id of ['jsFilter_1', 'log_1']) {
+        await expect
+          .poll(async () => {
+            const box = await flowNode(id).boundingBox();
+            return !!(box && area && box.x >= area.x && box.x + box.width <= area.x + area.width);
+          })
+          .toBe(true);
+      }
       await page.screenshot({ path: path.join(outDir, 'web-canvas-phone.png'), fullPage: true });
       expect(problems).toEqual([]);
     }));

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
-import { Background, Controls, Handle, MarkerType, Position, ReactFlow, ReactFlowProvider, applyNodeChanges, type Connection, type Edge, type Node, type NodeChange, type NodeProps } from '@xyflow/react';
+import { Background, Controls, Handle, MarkerType, Position, ReactFlow, ReactFlowProvider, applyNodeChanges, useReactFlow, type Connection, type Edge, type Node, type NodeChange, type NodeProps } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import './chain-canvas.css';
 import type { RuleChainDsl, ToolForms } from '@agentry/client';
@@ -66,6 +66,8 @@ function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
 }
 
 const NODE_TYPES = { rule: RuleNode };
+// Small chains are shown at their size rather than blown up; larger ones are zoomed out to fit.
+const FIT = { padding: 0.2, maxZoom: 1 };
 
 /** The graph of the draft, redrawn when the draft changes from outside (the JSON tab, a save's answer). */
 function useCanvasGraph(dsl: RuleChainDsl, onChange: (next: RuleChainDsl) => void) {
@@ -133,10 +135,13 @@ function ChainCanvasInner({ dsl, forms, problems, onChange }: ChainCanvasProps) 
   const flowNodes = useFlowNodes(graph, selection, byElement.nodes, replay);
   const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
 
+  const flow = useReactFlow();
   const add = (type: string) => {
     const { graph: next, id } = addNode(graph, type, nextPosition(graph));
     emit(next);
     setSelection({ kind: 'node', id });
+    // React Flow runs a fitView once the new node is measured, so the node is in sight.
+    void flow.fitView(FIT);
   };
   const onConnect = (c: Connection) => emit(connect(graph, c.source, c.target, relation.trim() || 'Success'));
   const onDragStop = (_: unknown, _node: Node, dragged: Node[]) => emit(moveNodes(graph, new Map<string, Point>(dragged.map((n) => [n.id, n.position]))));
@@ -172,7 +177,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange }: ChainCanvasProps) 
             deleteKeyCode="Delete"
             colorMode="system"
             fitView
-            fitViewOptions={{ padding: 0.2, maxZoom: 1 }}
+            fitViewOptions={FIT}
           >
             <Background />
             <Controls />
