@@ -186,8 +186,9 @@ describe('the rule-chain canvas in Chromium', () => {
       expect(await page.locator('.react-flow__edge-text').allTextContents()).toEqual(['True', 'Success']);
       expect(await flowNode('jsFilter_1').textContent()).toContain('start');
 
+      const saves = page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith('/api/v1/agents/canvas'));
       await page.getByRole('button', { name: 'Save' }).click();
-      await page.getByText('Agent saved').waitFor();
+      expect((await saves).status()).toBe(200);
       expect((await api('GET', '/agents/canvas')).text).toBe(before);
       // The JSON tab shows the same DSL.
       await page.getByRole('tab', { name: 'DSL (JSON)' }).click();
@@ -236,6 +237,29 @@ describe('the rule-chain canvas in Chromium', () => {
           .toBe(true);
       }
       await page.screenshot({ path: path.join(outDir, 'web-canvas-phone.png'), fullPage: true });
+      expect(problems).toEqual([]);
+    }));
+
+  it('selects a node with the keyboard and connects it without dragging', () =>
+    step('keyboard', async () => {
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await page.getByRole('button', { name: 'Clear replay' }).click();
+      await flowNode('log_1').focus();
+      await page.keyboard.press('Enter');
+      const panel = inspector('log_1');
+      await panel.getByLabel('To node').selectOption('jsFilter_1');
+      await panel.getByLabel('With relation').fill('Failure');
+      await panel.getByRole('button', { name: 'Connect' }).click();
+      await page.locator('.react-flow__edge-text', { hasText: 'Failure' }).waitFor();
+      await page.getByRole('button', { name: 'Save' }).click();
+      // Polled: an earlier save's notice may still be showing.
+      const connections = async () => (JSON.parse((await api('GET', '/agents/canvas')).text) as { metadata: { connections: unknown[] } }).metadata.connections;
+      await expect.poll(connections).toHaveLength(3);
+      expect(await connections()).toEqual([
+        { fromId: 'jsFilter_1', toId: 'agent_1', type: 'True' },
+        { fromId: 'agent_1', toId: 'log_1', type: 'Success' },
+        { fromId: 'log_1', toId: 'jsFilter_1', type: 'Failure' },
+      ]);
       expect(problems).toEqual([]);
     }));
 });

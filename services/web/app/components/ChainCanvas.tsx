@@ -132,7 +132,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange }: ChainCanvasProps) 
   const [steps, setSteps] = useState<RunStep[] | null>(null);
   const byElement = useMemo(() => problemsByElement(problems, graph), [problems, graph]);
   const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
-  const flowNodes = useFlowNodes(graph, selection, byElement.nodes, replay);
+  const flowNodes = useFlowNodes(graph, selection, byElement.nodes, replay, setSelection);
   const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
 
   const flow = useReactFlow();
@@ -172,6 +172,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange }: ChainCanvasProps) 
             onConnect={onConnect}
             onNodeClick={(_, n) => setSelection({ kind: 'node', id: n.id })}
             onEdgeClick={(_, e) => setSelection({ kind: 'edge', id: e.id })}
+            onEdgesChange={(changes) => selectFrom(changes, 'edge', setSelection)}
             onPaneClick={() => setSelection(null)}
             onDelete={({ nodes, edges: gone }) => remove(nodes.map((n) => n.id), gone.map((e) => e.id))}
             deleteKeyCode="Delete"
@@ -216,6 +217,7 @@ function CanvasSide({ graph, forms, selection, problems, emit, remove, children 
           problems={problems.nodes[selectedNode.id] ?? []}
           onEdit={(edit) => emit(editNode(graph, selectedNode.id, edit))}
           onStart={() => emit({ ...graph, firstId: selectedNode.id })}
+          onConnect={(target, relation) => emit(connect(graph, selectedNode.id, target, relation))}
           onDelete={() => remove([selectedNode.id], [])}
         />
       ) : selectedEdge ? (
@@ -232,7 +234,13 @@ function CanvasSide({ graph, forms, selection, problems, emit, remove, children 
  * React Flow's nodes: the graph's, with what React Flow measured and where a drag has them so far
  * (kept across redraws; the graph gets the position when the drag stops).
  */
-function useFlowNodes(graph: ChainGraph, selection: Selection, problems: Record<string, string[]>, replay: ReturnType<typeof replayOf> | null) {
+/** A node or edge React Flow selected (a click, or Enter on a focused one): the page's selection. */
+function selectFrom(changes: ReadonlyArray<{ type: string; id?: string; selected?: boolean }>, kind: 'node' | 'edge', select: (s: Selection) => void): void {
+  const picked = changes.find((c) => c.type === 'select' && c.selected && c.id !== undefined);
+  if (picked?.id !== undefined) select({ kind, id: picked.id });
+}
+
+function useFlowNodes(graph: ChainGraph, selection: Selection, problems: Record<string, string[]>, replay: ReturnType<typeof replayOf> | null, select: (s: Selection) => void) {
   const [nodes, setNodes] = useState<RuleFlowNode[]>([]);
   useEffect(() => {
     setNodes((prev) =>
@@ -244,6 +252,12 @@ function useFlowNodes(graph: ChainGraph, selection: Selection, problems: Record<
     );
   }, [graph, selection, problems, replay]);
   // Selection and removal are the page's (see ChainCanvasInner); React Flow's own go through it.
-  const onNodesChange = useCallback((changes: NodeChange<RuleFlowNode>[]) => setNodes((ns) => applyNodeChanges(changes.filter((c) => c.type !== 'select' && c.type !== 'remove'), ns)), []);
+  const onNodesChange = useCallback(
+    (changes: NodeChange<RuleFlowNode>[]) => {
+      selectFrom(changes, 'node', select);
+      setNodes((ns) => applyNodeChanges(changes.filter((c) => c.type !== 'select' && c.type !== 'remove'), ns));
+    },
+    [select],
+  );
   return { nodes, onNodesChange };
 }

@@ -5,7 +5,7 @@ import { COMMON_RELATIONS, type ChainGraph, type DslNode, type GraphEdge, type G
 import { parseSteps, type Replay, type RunStep } from '../lib/chain-replay';
 import { clientProblems, fieldIds, fieldsOf, type JsonSchema } from '../lib/schema-form';
 import { SchemaForm } from './SchemaForm';
-import { CheckboxField, ErrorText, Notice, TextArea, TextField } from './ui';
+import { CheckboxField, ErrorText, Notice, SelectField, TextArea, TextField } from './ui';
 
 /**
  * The panels beside the rule-chain canvas (components/ChainCanvas.tsx): the selected node's name,
@@ -44,10 +44,12 @@ export interface NodeInspectorProps {
   problems: string[];
   onEdit: (edit: (doc: DslNode) => DslNode) => void;
   onStart: () => void;
+  /** A connection from this node (the way without dragging: keyboard, small touch screens). */
+  onConnect: (target: string, relation: string) => void;
   onDelete: () => void;
 }
 
-export function NodeInspector({ node, graph, forms, problems, onEdit, onStart, onDelete }: NodeInspectorProps) {
+export function NodeInspector({ node, graph, forms, problems, onEdit, onStart, onConnect, onDelete }: NodeInspectorProps) {
   const fields = useNodeFields(forms, node.type);
   const config = (node.doc.configuration ?? {}) as Record<string, unknown>;
   const ids = useMemo(() => (fields ? fieldIds(fields) : []), [fields]);
@@ -77,12 +79,30 @@ export function NodeInspector({ node, graph, forms, problems, onEdit, onStart, o
       ) : (
         <Notice kind="warn">This server describes no configuration for {node.type}; edit it in the DSL (JSON) tab.</Notice>
       )}
+      <ConnectFrom node={node} graph={graph} onConnect={onConnect} />
       <div className="form-actions">
         <button type="button" className="danger" onClick={onDelete}>
           Delete node
         </button>
       </div>
     </section>
+  );
+}
+
+function ConnectFrom({ node, graph, onConnect }: { node: GraphNode; graph: ChainGraph; onConnect: (target: string, relation: string) => void }) {
+  const [target, setTarget] = useState('');
+  const [relation, setRelation] = useState('Success');
+  const targets = graph.nodes.filter((n) => n.id !== node.id);
+  if (targets.length === 0) return null;
+  return (
+    <fieldset className="field wide">
+      <legend>Connect to another node</legend>
+      <SelectField label="To node" value={target} onValue={setTarget} options={[{ value: '', label: '(choose)' }, ...targets.map((n) => ({ value: n.id, label: n.doc.name && n.doc.name !== n.id ? `${n.doc.name} (${n.id})` : n.id }))]} />
+      <RelationInput id={`connect-${node.id}`} label="With relation" value={relation} onValue={setRelation} />
+      <button type="button" className="secondary" disabled={!target || !relation.trim()} onClick={() => onConnect(target, relation.trim())}>
+        Connect
+      </button>
+    </fieldset>
   );
 }
 
