@@ -135,12 +135,13 @@ describe('replaying a run', () => {
     const parsed = parseSteps({
       steps: [
         { nodeId: 's1', type: 'jsFilter', relations: ['True'], ms: 2 },
-        { nodeId: 's2', type: 'ai/agent', relations: ['Success'], ms: 40 },
+        { nodeId: 's2', type: 'ai/agent', relations: ['Success'], ms: 40, debug: { chainId: 'support', in: { data: 'q' }, out: { data: 'a' } } },
         { nodeId: 's4', type: 'end', relations: [], ms: 0 },
         { nodeId: 'gone', relations: [], ms: 1 },
       ],
     });
     if (!parsed.ok) throw new Error(parsed.problem);
+    expect(parsed.steps[1]!.debug).toEqual({ in: { data: 'q' }, out: { data: 'a' } });
     const r = replayOf(g, parsed.steps);
     expect(r.nodes).toEqual({
       s1: { order: [1], relations: ['True'], ms: 2, error: undefined },

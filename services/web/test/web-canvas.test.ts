@@ -212,7 +212,7 @@ describe('the rule-chain canvas in Chromium', () => {
       await page.getByText('Replay a run').click();
       const steps = [
         { nodeId: 'jsFilter_1', type: 'jsFilter', relations: ['True'], ms: 3 },
-        { nodeId: 'agent_1', type: 'ai/agent', relations: ['Success'], ms: 812 },
+        { nodeId: 'agent_1', type: 'ai/agent', relations: ['Success'], ms: 812, debug: { chainId: 'canvas', in: { data: 'hello' }, out: { data: 'Hi!' } } },
         { nodeId: 'log_1', type: 'log', relations: ['Success'], ms: 1 },
       ];
       await page.getByLabel('Run steps (JSON)').fill(JSON.stringify({ steps }));
@@ -221,6 +221,9 @@ describe('the rule-chain canvas in Chromium', () => {
       expect(await flowNode('agent_1').locator('.canvas-node-run').textContent()).toBe('#2 · Success · 812 ms');
       expect(await flowNode('jsFilter_1').locator('.canvas-node').getAttribute('class')).toContain('ran');
       expect(await page.locator('.react-flow__edge.followed').count()).toBe(2);
+      // A debugMode step carries the messages in and out.
+      await page.getByText('Message in and out').click();
+      await page.locator('.replay-steps pre', { hasText: '"Hi!"' }).waitFor();
       await flowNode('agent_1').click();
       fs.mkdirSync(outDir, { recursive: true });
       await page.screenshot({ path: path.join(outDir, 'web-canvas.png'), fullPage: true });

@@ -163,6 +163,12 @@ export function ReplayPanel({ replay, steps, onSteps }: { replay: Replay | null;
             {steps.map((s, i) => (
               <li key={i} className={s.error ? 'failed' : undefined}>
                 <code>{s.nodeId}</code> {s.relations.length ? `→ ${s.relations.join(', ')}` : '(end)'}, {s.ms} ms{s.error ? `: ${s.error}` : ''}
+                {s.debug ? (
+                  <details>
+                    <summary>Message in and out</summary>
+                    <pre>{JSON.stringify(s.debug, null, 2)}</pre>
+                  </details>
+                ) : null}
               </li>
             ))}
           </ol>

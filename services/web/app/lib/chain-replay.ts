@@ -13,6 +13,8 @@ export interface RunStep {
   relations: string[];
   ms: number;
   error?: string;
+  /** With RuleGo's `debugMode`: the message the node got and the one it passed on. */
+  debug?: { in: unknown; out: unknown };
 }
 
 export interface NodeReplay {
@@ -42,7 +44,15 @@ export function parseSteps(value: unknown): { ok: true; steps: RunStep[] } | { o
     const relations = Array.isArray(r.relations) ? r.relations.filter((x): x is string => typeof x === 'string') : typeof r.relation === 'string' ? [r.relation] : [];
     if (typeof r.nodeId !== 'string') return { ok: false, problem: `step ${i + 1} has no "nodeId"` };
     const ms = typeof r.ms === 'number' ? r.ms : typeof r.durationMs === 'number' ? r.durationMs : 0;
-    steps.push({ nodeId: r.nodeId, ...(typeof r.type === 'string' ? { type: r.type } : {}), relations, ms, ...(typeof r.error === 'string' ? { error: r.error } : {}) });
+    const debug = r.debug && typeof r.debug === 'object' ? (r.debug as Record<string, unknown>) : undefined;
+    steps.push({
+      nodeId: r.nodeId,
+      ...(typeof r.type === 'string' ? { type: r.type } : {}),
+      relations,
+      ms,
+      ...(typeof r.error === 'string' ? { error: r.error } : {}),
+      ...(debug ? { debug: { in: debug.in, out: debug.out } } : {}),
+    });
   }
   return { ok: true, steps };
 }
