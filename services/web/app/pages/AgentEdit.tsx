@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from 'react';
 import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf, isCheckboxTool, splitProblems, toggleBuiltin, withOtherTools, type FieldErrors, type ToolEntry } from '../lib/agent-form';
 import { ApiError, api, messageOf } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
@@ -10,7 +10,10 @@ import { ErrorText, Loading, Notice, PageHeader, Tabs, TextArea, TextField } fro
 import { useApp } from '../context';
 
 type AgentConfig = Record<string, unknown>;
-type EditorTab = 'settings' | 'json';
+type EditorTab = 'settings' | 'canvas' | 'json';
+
+// The canvas (React Flow) is its own chunk: only the Canvas tab loads it.
+const ChainCanvas = lazy(() => import('../components/ChainCanvas').then((m) => ({ default: m.ChainCanvas })));
 type ProviderList = { default_provider: string; providers: Provider[] } | null;
 type TextProblemSink = (id: string, problem: string | null) => void;
 
@@ -147,6 +150,7 @@ function useAgentEditor(agentId: string) {
   const [jsonError, setJsonError] = useState<string | null>(null);
   const [errors, setErrors] = useState<FieldErrors>(NO_ERRORS);
   const [formError, setFormError] = useState<string | null>(null);
+  const [saveProblems, setSaveProblems] = useState<string[]>([]);
   const [dirty, setDirty] = useState(false);
   const action = useAction();
   const form = useAgentFields(data.forms, data.providers, data.config, errors);
@@ -174,7 +178,7 @@ function useAgentEditor(agentId: string) {
       if (unparsed) return setFormError(unparsed);
       setJsonText(JSON.stringify(draft, null, 2));
       setJsonError(null);
-    } else {
+    } else if (tab === 'json') {
       const parsed = parseJson(jsonText);
       if (!parsed.ok) return setJsonError(parsed.error);
       setDraft(parsed.value);
@@ -182,8 +186,8 @@ function useAgentEditor(agentId: string) {
     setFormError(null);
     setTab(next);
   };
-  const state = { tab, jsonText, jsonError, errors, formError, dirty, action, unparsed };
-  const setters = { setDraft, setJsonText, setJsonError, setErrors, setFormError, setDirty };
+  const state = { tab, jsonText, jsonError, errors, formError, dirty, action, unparsed, saveProblems };
+  const setters = { setDraft, setJsonText, setJsonError, setErrors, setFormError, setDirty, setSaveProblems };
   const buttons = useAgentButtons(agentId, draft, state, setters, form.ids, notify);
   return { ...data, ...form, ...state, change, setConfig, editJson, switchTab, onTextProblem, ...buttons };
 }
@@ -202,6 +206,7 @@ interface EditorSetters {
   setErrors: (e: FieldErrors) => void;
   setFormError: (e: string | null) => void;
   setDirty: (d: boolean) => void;
+  setSaveProblems: (p: string[]) => void;
 }
 
 /** Save (from either tab, the server's 400 spread over the fields), reload and delete. */
@@ -216,6 +221,7 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
       body = parsed.value;
     } else if (unparsed) return set.setFormError(unparsed);
     set.setErrors(NO_ERRORS);
+    set.setSaveProblems([]);
     set.setJsonError(null);
     set.setFormError(null);
     const saved = await action.run(async () => {
@@ -226,6 +232,7 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
           const agentNode = body.metadata?.nodes?.find((n) => n.type === 'ai/agent');
           if (tab === 'json') set.setJsonError(splitProblems(err.message).join('\n'));
           set.setErrors(fieldErrorsOf(err.message, agentNode?.id, ids));
+          set.setSaveProblems(splitProblems(err.message));
         }
         throw err;
       }
@@ -290,6 +297,7 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
         onValue={editor.switchTab}
         tabs={[
           { id: 'settings', label: 'Settings' },
+          { id: 'canvas', label: 'Canvas' },
           { id: 'json', label: 'DSL (JSON)' },
         ]}
       />
@@ -312,6 +320,10 @@ function AgentEditorForm({ editor, draft, forms }: { editor: ReturnType<typeof u
     >
       {tab === 'settings' ? (
         <AgentSettingsFields editor={editor} draft={draft} forms={forms} />
+      ) : tab === 'canvas' ? (
+        <Suspense fallback={<Loading what="Loading the canvas" />}>
+          <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} />
+        </Suspense>
       ) : (
         <TextArea
           label="Rule chain DSL"

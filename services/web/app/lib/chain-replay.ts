@@ -1,0 +1,83 @@
+import type { ChainGraph } from './chain-graph';
+
+/**
+ * A run of a chain replayed on the canvas: which nodes ran (in order), which relation each one
+ * chose, how long it took, and which connections the run followed. The steps are the engine's
+ * chain trace (`ChainRunner` in libs/engine: one entry per node execution).
+ */
+
+export interface RunStep {
+  nodeId: string;
+  type?: string;
+  /** The relations the node chose (`[]` for an end). */
+  relations: string[];
+  ms: number;
+  error?: string;
+  /** With RuleGo's `debugMode`: the message the node got and the one it passed on. */
+  debug?: { in: unknown; out: unknown };
+}
+
+export interface NodeReplay {
+  /** 1-based positions in the run (a node in a loop runs more than once). */
+  order: number[];
+  relations: string[];
+  ms: number;
+  error: string | undefined;
+}
+
+export interface Replay {
+  nodes: Record<string, NodeReplay>;
+  /** Edge ids the run followed. */
+  edges: string[];
+  /** Steps naming a node the chain does not have (it changed since the run). */
+  unknown: string[];
+  totalMs: number;
+}
+
+/** Steps from JSON: an array of steps, or an object carrying one under `steps` or `trace`. */
+export function parseSteps(value: unknown): { ok: true; steps: RunStep[] } | { ok: false; problem: string } {
+  const list = Array.isArray(value) ? value : value && typeof value === 'object' ? ((value as Record<string, unknown>).steps ?? (value as Record<string, unknown>).trace) : undefined;
+  if (!Array.isArray(list)) return { ok: false, problem: 'expected a list of steps, or an object with "steps"' };
+  const steps: RunStep[] = [];
+  for (const [i, s] of list.entries()) {
+    const r = (s ?? {}) as Record<string, unknown>;
+    const relations = Array.isArray(r.relations) ? r.relations.filter((x): x is string => typeof x === 'string') : typeof r.relation === 'string' ? [r.relation] : [];
+    if (typeof r.nodeId !== 'string') return { ok: false, problem: `step ${i + 1} has no "nodeId"` };
+    const ms = typeof r.ms === 'number' ? r.ms : typeof r.durationMs === 'number' ? r.durationMs : 0;
+    const debug = r.debug && typeof r.debug === 'object' ? (r.debug as Record<string, unknown>) : undefined;
+    steps.push({
+      nodeId: r.nodeId,
+      ...(typeof r.type === 'string' ? { type: r.type } : {}),
+      relations,
+      ms,
+      ...(typeof r.error === 'string' ? { error: r.error } : {}),
+      ...(debug ? { debug: { in: debug.in, out: debug.out } } : {}),
+    });
+  }
+  return { ok: true, steps };
+}
+
+/**
+ * What the canvas shows for `steps`: per node its run positions, relations and time; the edges
+ * followed are those from a node along a relation it chose to a node that ran after it.
+ */
+export function replayOf(graph: ChainGraph, steps: readonly RunStep[]): Replay {
+  const nodes: Record<string, NodeReplay> = {};
+  const edges = new Set<string>();
+  const unknown: string[] = [];
+  const known = new Set(graph.nodes.map((n) => n.id));
+  steps.forEach((s, i) => {
+    if (!known.has(s.nodeId)) {
+      if (!unknown.includes(s.nodeId)) unknown.push(s.nodeId);
+      return;
+    }
+    const r = (nodes[s.nodeId] ??= { order: [], relations: [], ms: 0, error: undefined });
+    r.order.push(i + 1);
+    for (const rel of s.relations) if (!r.relations.includes(rel)) r.relations.push(rel);
+    r.ms += s.ms;
+    r.error ??= s.error;
+    const later = new Set(steps.slice(i + 1).map((x) => x.nodeId));
+    for (const e of graph.edges) if (e.source === s.nodeId && s.relations.includes(e.relation) && later.has(e.target)) edges.add(e.id);
+  });
+  return { nodes, edges: [...edges], unknown, totalMs: steps.reduce((sum, s) => sum + s.ms, 0) };
+}
