@@ -14,7 +14,7 @@ import { userCommands } from './commands/users.js';
 import { examples, type Cli } from './command-kit.js';
 import { Context, type GlobalOptions } from './context.js';
 import { describeSource } from './credentials.js';
-import { CliError, Interrupted } from './errors.js';
+import { CliError, Interrupted, describeError } from './errors.js';
 import { Prompter } from './prompt.js';
 import type { CliSetup } from './setup.js';
 
@@ -25,6 +25,7 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
     .option('--url <url>', 'server address (env AGENTRY_URL, default http://localhost:9527)')
     .option('-c, --config <file>', 'configuration file to take an API key from (env AGENTRY_CONFIG, default ./config.yaml)')
     .option('--json', 'print JSON (the default when stdout is not a terminal)')
+    .option('--verbose', "errors: also the server's own message (which chain, node and provider call failed)")
     .version('0.1.0', '-V, --version')
     .exitOverride()
     .configureOutput({
@@ -85,6 +86,12 @@ function authHint(err: ApiError, ctx: Context | undefined): string {
   return '';
 }
 
+/** `--verbose` anywhere before a `--` (an error can come before commander has parsed the options). */
+function verbose(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--verbose');
+}
+
 /** Runs the CLI on `argv` (without node and script); answers the exit status. */
 export async function run(argv: readonly string[], setup: CliSetup): Promise<number> {
   const prompter = new Prompter(setup.io);
@@ -112,9 +119,9 @@ export async function run(argv: readonly string[], setup: CliSetup): Promise<num
     if (err instanceof CliError) return fail(err.message, err.exitCode);
     if (err instanceof ApiError) {
       const hint = err.status === 401 ? authHint(err, contexts.at(-1)) : '';
-      return fail(`${err.message}${hint}`, 1);
+      return fail(`${describeError(err, verbose(argv))}${hint}`, 1);
     }
-    if (err instanceof ConnectionError || err instanceof StreamError) return fail(err.message, 1);
+    if (err instanceof ConnectionError || err instanceof StreamError) return fail(describeError(err, verbose(argv)), 1);
     if ((err as Error | null)?.name === 'AbortError') return 130;
     const message = err instanceof Error ? err.message : String(err);
     if (setup.env.AGENTRY_DEBUG && err instanceof Error && err.stack) setup.io.stderr.write(`${err.stack}\n`);
