@@ -23,7 +23,7 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
   const program = new Command('agentry')
     .description('Command-line client of an Agentry server: chat with agents and manage them.')
     .option('--url <url>', 'server address (env AGENTRY_URL, default http://localhost:9527)')
-    .option('-c, --config <file>', 'configuration file to take an API key from (env AGENTRY_CONFIG, default ./config.yaml)')
+    .option('-c, --config <file>', 'configuration file to take an API key from: channels.api.accounts, else a security.users "<password>:<API_KEY>" entry (env AGENTRY_CONFIG, default ./config.yaml)')
     .option('--json', 'print JSON (the default when stdout is not a terminal)')
     .option('--verbose', "errors: also the server's own message (which chain, node and provider call failed)")
     .version('0.1.0', '-V, --version')
