@@ -11,6 +11,9 @@ import { sessionCommands } from './commands/sessions.js';
 import { skillCommands } from './commands/skills.js';
 import { workspaceCommands } from './commands/workspace.js';
 import { userCommands } from './commands/users.js';
+import { providerCommands } from './commands/providers.js';
+import { bindingCommands } from './commands/bindings.js';
+import { doctorCommand } from './commands/doctor.js';
 import { examples, type Cli } from './command-kit.js';
 import { Context, type GlobalOptions } from './context.js';
 import { describeSource } from './credentials.js';
@@ -56,10 +59,13 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
   ruleCommands(program, cli);
   cronCommands(program, cli);
   channelCommands(program, cli);
+  bindingCommands(program, cli);
+  providerCommands(program, cli);
   sessionCommands(program, cli);
   configCommands(program, cli);
   accountCommands(program, cli);
   userCommands(program, cli);
+  doctorCommand(program, cli);
 
   examples(
     program,
