@@ -55,7 +55,7 @@ export function bindingCommands(program: Command, cli: Cli): void {
     .description('Replace every binding with a file\'s ({bindings: [...]} or a list; JSON or YAML, "-" reads stdin).')
     .requiredOption('-f, --file <file>', 'the bindings')
     .action(cli.action(replaceBindings));
-  examples(update, 'agentry bindings list --json > b.json && $EDITOR b.json && agentry bindings update -f b.json');
+  examples(update, 'agentry bindings update -f bindings.yaml', 'agentry bindings list --json > b.json   # edit it, then: agentry bindings update -f b.json');
 
   const del = matchOptions(bindings.command('delete').alias('rm').description('Delete the binding that matches exactly these options.')).action(cli.action(deleteBinding));
   examples(del, 'agentry bindings delete -a support --channel chat_d --account bot');
