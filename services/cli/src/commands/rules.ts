@@ -52,6 +52,22 @@ export function ruleCommands(program: Command, cli: Cli): void {
     );
   examples(get, 'agentry rules show triage', 'agentry rules show triage > triage.json');
 
+  writeCommands(rules, cli);
+
+  const reload = rules
+    .command('reload')
+    .description("Drop the chain from every replica's cache and load it again; fails when it does not load.")
+    .argument('<id>', 'rule chain id')
+    .action(
+      cli.action(async (ctx, _opts, id: string) => {
+        reportReload(ctx, `rule chain ${id}`, await ctx.spin('reloading', () => ctx.client.rules.reload(id)));
+      }),
+    );
+  examples(reload, 'agentry rules reload triage');
+}
+
+/** create, update and delete: a chain's DSL from a file, as for agents. */
+function writeCommands(rules: Command, cli: Cli): void {
   const create = rules
     .command('create')
     .description('Create a rule chain from a DSL file (JSON or YAML; "-" reads stdin).')
@@ -93,15 +109,4 @@ export function ruleCommands(program: Command, cli: Cli): void {
       }),
     );
   examples(del, 'agentry rules delete triage');
-
-  const reload = rules
-    .command('reload')
-    .description("Drop the chain from every replica's cache and load it again; fails when it does not load.")
-    .argument('<id>', 'rule chain id')
-    .action(
-      cli.action(async (ctx, _opts, id: string) => {
-        reportReload(ctx, `rule chain ${id}`, await ctx.spin('reloading', () => ctx.client.rules.reload(id)));
-      }),
-    );
-  examples(reload, 'agentry rules reload triage');
 }

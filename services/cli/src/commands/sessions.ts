@@ -47,6 +47,34 @@ export function sessionCommands(program: Command, cli: Cli): void {
     );
   examples(list, 'agentry sessions list', 'agentry sessions list -a support --json');
 
+  oneSessionCommands(sessions, cli);
+
+  const clear = sessions
+    .command('clear')
+    .description('Clear the sessions that match every filter given (--all: every session).')
+    .option('-a, --agent <id>', 'sessions of this agent')
+    .option('-s, --session <key>', 'the session key (the chat sessionId)')
+    .option('--channel <channel>', 'sessions of this channel (api, cron, chat_a, ...)')
+    .option('--scope <scope>', 'sessions of this scope (per_peer, ...)')
+    .option('--all', 'every session, when no filter is given')
+    .action(
+      cli.action(async (ctx, opts: ClearOpts) => {
+        const filter: SessionFilter = {
+          ...(opts.agent ? { agentId: opts.agent } : {}),
+          ...(opts.session ? { sessionKey: opts.session } : {}),
+          ...(opts.channel ? { channel: opts.channel } : {}),
+          ...(opts.scope ? { scope: opts.scope } : {}),
+        };
+        if (Object.keys(filter).length === 0 && !opts.all) throw new UsageError('give a filter (-a, -s, --channel, --scope) or --all to clear every session');
+        const answer = await ctx.spin('clearing', () => ctx.client.sessions.clear(filter));
+        ctx.printer.done(answer.message ?? 'cleared', answer);
+      }),
+    );
+  examples(clear, 'agentry sessions clear -a support -s ticket-42', 'agentry sessions clear -a support', 'agentry sessions clear --all');
+}
+
+/** show and delete: one session, by its id (messages) or its key (delete). */
+function oneSessionCommands(sessions: Command, cli: Cli): void {
   const show = sessions
     .command('show')
     .alias('get')
@@ -81,27 +109,4 @@ export function sessionCommands(program: Command, cli: Cli): void {
       }),
     );
   examples(del, 'agentry sessions delete ticket-42 -a support');
-
-  const clear = sessions
-    .command('clear')
-    .description('Clear the sessions that match every filter given (--all: every session).')
-    .option('-a, --agent <id>', 'sessions of this agent')
-    .option('-s, --session <key>', 'the session key (the chat sessionId)')
-    .option('--channel <channel>', 'sessions of this channel (api, cron, chat_a, ...)')
-    .option('--scope <scope>', 'sessions of this scope (per_peer, ...)')
-    .option('--all', 'every session, when no filter is given')
-    .action(
-      cli.action(async (ctx, opts: ClearOpts) => {
-        const filter: SessionFilter = {
-          ...(opts.agent ? { agentId: opts.agent } : {}),
-          ...(opts.session ? { sessionKey: opts.session } : {}),
-          ...(opts.channel ? { channel: opts.channel } : {}),
-          ...(opts.scope ? { scope: opts.scope } : {}),
-        };
-        if (Object.keys(filter).length === 0 && !opts.all) throw new UsageError('give a filter (-a, -s, --channel, --scope) or --all to clear every session');
-        const answer = await ctx.spin('clearing', () => ctx.client.sessions.clear(filter));
-        ctx.printer.done(answer.message ?? 'cleared', answer);
-      }),
-    );
-  examples(clear, 'agentry sessions clear -a support -s ticket-42', 'agentry sessions clear -a support', 'agentry sessions clear --all');
 }
