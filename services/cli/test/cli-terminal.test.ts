@@ -237,5 +237,21 @@ suite('agentry on a terminal (tmux)', () => {
     await waitFor(async () => screen(w).includes('[exit '), 10_000, 50);
     expect(screen(w)).toBe([`sk-...${key.slice(-4)}`, '(masked: --reveal prints the whole key)', key, '[exit 0]'].join('\n'));
   });
-});
 
+  it('doctor on a terminal: a line per check; a failure carries its fix', async () => {
+    const w = open(`${agentry} doctor`);
+    const text = await waitScreen(w, (s) => s.includes('[exit '), 20_000);
+    expect(text).toMatch(/^ok {4}server {6}http:\/\/127\.0\.0\.1:\d+ answers\nok {4}version {5}\d+\.\d+\.\d+\n/);
+    expect(text).toContain('\nok    auth        open: no login required (security.requireAuth is false)\n');
+    expect(text).toContain('\nok    credential  chat works with the JWT of admin from the login cached in ~/.config/agentry/credentials.json\n');
+    expect(text).toMatch(/\nok {4}provider {4}fake answers \(\w+, \d+ ms\)\n/);
+    expect(text).toMatch(/\nok {4}ready {7}database \(\d+ ms\)/);
+    expect(text).toMatch(/\n\[exit 0\]$/);
+
+    // A key the server does not know: the failure, its fix on the line under it, exit 1.
+    const bad = open(`AGENTRY_API_KEY=sk-unknown-to-this-server-0000 ${agentry} doctor`);
+    const failed = await waitScreen(bad, (s) => s.includes('[exit '), 20_000);
+    expect(failed).toMatch(/\nFAIL {2}credential {2}the credential from env AGENTRY_API_KEY is refused: .+\n {6}fix: set AGENTRY_API_KEY to a key the server knows \(agentry apikey regenerate\)\n/);
+    expect(failed).toMatch(/\nerror: 1 check failed\n\[exit 1\]$/);
+  });
+});

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { AgentryClient, ApiError, type AuthStatus } from '@agentry/client';
 import type { Context } from '../context.js';
-import { describeSource, isExpired } from '../credentials.js';
+import { describeSource, isExpired, maskSecret } from '../credentials.js';
 import { CliError, describeError } from '../errors.js';
 import { examples, type Cli } from '../command-kit.js';
 import { listProviders, testProvider } from './providers.js';
@@ -99,13 +99,15 @@ async function checkCredentials(ctx: Context, report: Report): Promise<void> {
   const source = describeSource(inUse, ctx.setup.home);
   try {
     await new AgentryClient({ url: ctx.url, token: inUse.token }).models();
-    report({ check: 'credential', ok: true, detail: `chat works with the ${inUse.kind === 'jwt' ? 'login' : 'API key'} from ${source}` });
+    const what = inUse.kind === 'jwt' ? `the JWT of ${inUse.username}` : `API key ${maskSecret(inUse.token)}`;
+    report({ check: 'credential', ok: true, detail: `chat works with ${what} from ${source}` });
   } catch (err) {
     const fix = inUse.kind === 'jwt' ? 'agentry login' : inUse.source === 'env' ? `set ${inUse.variable} to a key the server knows (agentry apikey regenerate)` : `fix the key in ${inUse.file}, or set AGENTRY_API_KEY`;
     report({ check: 'credential', ok: false, detail: `the credential from ${source} is refused: ${why(err)}`, fix });
   }
   const login = ctx.credentials.login();
-  if (!login || login === inUse) return;
+  // The login signs management commands too; when it is the credential in use it was checked above.
+  if (!login || inUse.kind === 'jwt') return;
   if (isExpired(login, ctx.credentials.now)) report({ check: 'login', ok: false, detail: `the login of ${login.username} has expired`, fix: 'agentry login' });
   else report({ check: 'login', ok: true, detail: `${login.username} (signs management commands)` });
 }
