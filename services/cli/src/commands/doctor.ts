@@ -21,7 +21,7 @@ const why = (err: unknown) => (err instanceof Error ? describeError(err, false) 
 /** What to do about a failed /ready check, by its name (the registry's: database, redis, services). */
 function readyFix(name: string): string {
   if (name === 'database') return 'check that Postgres is running and DATABASE_URL (or data.root_dir for embedded mode) is right';
-  if (name === 'redis') return 'check that Redis is running and REDIS_URL is right';
+  if (name === 'redis') return 'the queue: check that Redis is running and REDIS_URL is right';
   return `look at the ${name} service's logs; restart it`;
 }
 
