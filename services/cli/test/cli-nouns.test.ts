@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentryClient } from '@agentry/client';
@@ -163,4 +165,38 @@ describe('doctor', () => {
       { check: 'server', ok: false, detail: `cannot reach http://127.0.0.1:${closed} (connection refused)`, fix: expect.stringMatching(/^start the server .* --url \/ AGENTRY_URL/) },
     ]);
   });
+
+  it('reads a 503 from /ready: the failing check (the queue) with its fix, and no provider configured', async () => {
+    // A stand-in server answering only what doctor asks, so /ready can fail on demand.
+    const answers: Record<string, [number, unknown]> = {
+      '/health': [200, 'OK'],
+      '/api/v1/openapi.json': [200, { info: { version: '9.9.9' } }],
+      '/api/v1/auth/status': [200, { requireAuth: true, user: null }],
+      '/api/v1/models': [200, { object: 'list', data: [] }],
+      '/api/v1/config/models/providers': [200, []],
+      '/ready': [503, { error: 'not ready: redis', checks: { database: { ok: true, ms: 2 }, redis: { ok: false, ms: 5, error: 'connect ECONNREFUSED 127.0.0.1:6390' } } }],
+    };
+    const server = http.createServer((req, res) => {
+      const [status, body] = answers[req.url!.split('?')[0]!] ?? [404, { error: 'Route not found' }];
+      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }).end(typeof body === 'string' ? body : JSON.stringify(body));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const doc = await runCli(['doctor', '--json'], tempHome(), url, { env: { AGENTRY_API_KEY: 'sk-some-key-for-the-stand-in-0001' } });
+      expect(doc.code).toBe(1);
+      expect(doc.json<Doctor>().findings).toEqual([
+        { check: 'server', ok: true, detail: `${url} answers` },
+        { check: 'version', ok: true, detail: '9.9.9' },
+        { check: 'auth', ok: true, detail: 'a login is required for management' },
+        { check: 'credential', ok: true, detail: 'chat works with API key sk-...0001 from env AGENTRY_API_KEY' },
+        { check: 'providers', ok: false, detail: 'none configured', fix: 'agentry providers add <id> --base-url <url> --model <name> --key' },
+        { check: 'ready', ok: true, detail: 'database (2 ms)' },
+        { check: 'ready', ok: false, detail: 'redis: connect ECONNREFUSED 127.0.0.1:6390', fix: 'the queue: check that Redis is running and REDIS_URL is right' },
+      ]);
+    } finally {
+      server.close();
+    }
+  });
 });
+
