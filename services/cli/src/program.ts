@@ -69,6 +69,7 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
 
   examples(
     program,
+    'agentry doctor                                  # is everything set up?',
     'agentry login',
     'agentry agents list',
     'agentry chat -a my-agent "What is on my calendar?"',

@@ -70,7 +70,7 @@ function loginCommands(program: Command, cli: Cli): void {
 function whoamiCommand(program: Command, cli: Cli): void {
   const whoami = program
     .command('whoami')
-    .summary('show which credential is in use and where it came from')
+    .summary('show the credential in use, every source looked at and which won')
     .description(
       'Show the credential in use, every source looked at and which one won. Sources, first found wins:\n' +
         '  1. env AGENTRY_API_KEY (or SERVICE_API_KEY)\n' +
@@ -86,7 +86,7 @@ function whoamiCommand(program: Command, cli: Cli): void {
 }
 
 function apiKeyCommands(program: Command, cli: Cli): void {
-  const apikey = program.command('apikey').summary("show or regenerate your user API key").description('Your user API key (sk-...), for chat completions. Needs a login (a JWT).');
+  const apikey = program.command('apikey').summary('show (masked) or regenerate your user API key').description('Your user API key (sk-...), for chat completions. Needs a login (a JWT).');
   examples(apikey, 'agentry apikey show', 'agentry apikey regenerate');
 
   const show = apikey

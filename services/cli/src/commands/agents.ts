@@ -39,7 +39,7 @@ export function reportReload(ctx: Context, what: string, answer: { success: bool
 }
 
 export function agentCommands(program: Command, cli: Cli): void {
-  const agents = program.command('agents').summary('list, show, create, change, enable, disable, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
+  const agents = program.command('agents').summary('list, show, create, update, enable, disable, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
   examples(agents, 'agentry agents list', 'agentry agents show support > support.json', 'agentry agents update -f support.json');
 
   const list = agents

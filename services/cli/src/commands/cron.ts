@@ -30,7 +30,7 @@ const EXAMPLE_ID = '3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b';
 export function cronCommands(program: Command, cli: Cli): void {
   const cron = program
     .command('cron')
-    .summary('list, create, enable, disable and delete cron jobs; show their runs')
+    .summary('list, show, create, update, enable, disable and delete cron jobs; their runs')
     .description(
       'Cron jobs send a message to an agent on a schedule of six fields:\n' +
         'second minute hour day month weekday (0 30 2 * * * is 02:30:00 every day).',
