@@ -14,3 +14,4 @@ export {
   type ChatUsage,
 } from './chat.js';
 export type * from './types.js';
+export { humanError, type HumanError } from './human-error.js';

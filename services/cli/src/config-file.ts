@@ -4,8 +4,9 @@ import { CliError } from './errors.js';
 import { yaml } from './lazy.js';
 
 /**
- * The server's configuration file, read for one thing: the API key of the first enabled
- * account under `channels.api.accounts` (credential source 2). Found as the server finds it:
+ * The server's configuration file, read for one thing: an API key (credential source 2): the
+ * first enabled account's under `channels.api.accounts`, else the first `security.users` entry
+ * of the form `"<password>:<API_KEY>"` (split at the first colon, as the server does). Found as the server finds it:
  * `--config`, else AGENTRY_CONFIG, else `./config.yaml` when present.
  *
  * `${NAME}` and `${NAME:-default}` are replaced from the environment with the server's rules
@@ -49,7 +50,10 @@ export function substituteEnv(value: string, env: Readonly<Record<string, string
 
 export interface ConfigApiKey {
   key: string;
+  /** The account id (channels.api) or the username (security.users). */
   accountId: string;
+  /** Where in the file the key was. */
+  entry: 'channels.api' | 'security.users';
   file: string;
   via: ConfigLocation['via'];
 }
@@ -74,8 +78,8 @@ function enabled(value: unknown): boolean {
   return true;
 }
 
-/** The key of the first enabled `channels.api` account (file order), or null when there is none. */
-export function apiKeyFromConfig(loc: ConfigLocation, env: Readonly<Record<string, string | undefined>>): ConfigApiKey | null {
+/** The file's YAML as maps in file order (`1`, `2` would sort in an object); a bad file names its line. */
+function readConfig(loc: ConfigLocation): Node {
   const name = path.basename(loc.file);
   let text: string;
   try {
@@ -89,8 +93,11 @@ export function apiKeyFromConfig(loc: ConfigLocation, env: Readonly<Record<strin
     const pos = e.linePos?.[0];
     throw new CliError(`${name}: bad YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${e.message.split('\n')[0]}`);
   }
-  // Maps keep the file's order, whatever the keys look like (`1`, `2` would sort in an object).
-  const root = doc.toJS({ mapAsMap: true }) as Node;
+  return doc.toJS({ mapAsMap: true }) as Node;
+}
+
+/** The key of the first enabled `channels.api` account (file order). */
+function apiAccountKey(root: Node, env: Readonly<Record<string, string | undefined>>): { key: string; accountId: string } | null {
   const api = child(child(root, 'channels'), 'api');
   if (!enabled(scalar(child(api, 'enabled'), env, 'channels.api.enabled'))) return null;
   const accounts = child(api, 'accounts');
@@ -100,7 +107,30 @@ export function apiKeyFromConfig(loc: ConfigLocation, env: Readonly<Record<strin
     if (!enabled(scalar(child(account, 'enabled'), env, `${where}.enabled`))) continue;
     const key = scalar(child(account, 'api_key'), env, `${where}.api_key`);
     if (typeof key !== 'string' || key === '') continue;
-    return { key, accountId: String(id), file: loc.file, via: loc.via };
+    return { key, accountId: String(id) };
   }
   return null;
+}
+
+/** The key of the first `security.users` entry written `"<password>:<API_KEY>"`. */
+function userEntryKey(root: Node, env: Readonly<Record<string, string | undefined>>): { key: string; accountId: string } | null {
+  const users = child(child(root, 'security'), 'users');
+  if (!(users instanceof Map)) return null;
+  for (const [name, value] of users) {
+    const entry = scalar(value, env, `security.users.${String(name)}`);
+    if (typeof entry !== 'string') continue;
+    const colon = entry.indexOf(':');
+    const key = colon < 0 ? '' : entry.slice(colon + 1);
+    if (key !== '') return { key, accountId: String(name) };
+  }
+  return null;
+}
+
+/** The API key the file offers (see the module comment), or null when it offers none. */
+export function apiKeyFromConfig(loc: ConfigLocation, env: Readonly<Record<string, string | undefined>>): ConfigApiKey | null {
+  const root = readConfig(loc);
+  const account = apiAccountKey(root, env);
+  if (account) return { ...account, entry: 'channels.api', file: loc.file, via: loc.via };
+  const user = userEntryKey(root, env);
+  return user && { ...user, entry: 'security.users', file: loc.file, via: loc.via };
 }

@@ -14,6 +14,7 @@ export interface GlobalOptions {
   url?: string;
   config?: string;
   json?: boolean;
+  verbose?: boolean;
 }
 
 /** The server address: `--url`, else AGENTRY_URL, else http://localhost:9527. */

@@ -30,16 +30,30 @@ export interface LoginCredential extends StoredLogin {
 
 export type Credential = ApiKeyCredential | LoginCredential;
 
-/** `sk-abc…wxyz`: enough to recognise a key, not enough to use it. */
+/** One credential source as whoami lists it. */
+export interface SourceReport {
+  /** `env AGENTRY_API_KEY`, `config file ~/x.yaml (--config)`, `login cache ...`. */
+  source: string;
+  /** What it held, masked; null when it held nothing. */
+  found: string | null;
+  /** Whether it is the credential in use (the first found). */
+  used: boolean;
+  /** Why it could not be read, when it could not. */
+  problem?: string;
+}
+
+/** `sk-...0001`: enough to recognise a key (its kind and last four), not enough to use it. */
 export function maskSecret(secret: string): string {
-  if (secret.length <= 12) return `${secret.slice(0, 2)}…`;
-  return `${secret.slice(0, 6)}…${secret.slice(-4)}`;
+  if (secret.length <= 12) return `${secret.slice(0, 2)}...`;
+  const kind = /^[A-Za-z]{1,4}-/.exec(secret)?.[0] ?? secret.slice(0, 3);
+  return `${kind}...${secret.slice(-4)}`;
 }
 
 /** Where a credential came from, in words (whoami, error hints). */
 export function describeSource(c: Credential, home?: string): string {
   if (c.kind === 'jwt') return `the login cached in ${tilde(c.file, home)}`;
   if (c.source === 'env') return `env ${c.variable}`;
+  if (c.entry === 'security.users') return `user "${c.accountId}" of security.users in ${tilde(c.file, home)} (${c.via})`;
   return `account "${c.accountId}" of channels.api in ${tilde(c.file, home)} (${c.via})`;
 }
 
@@ -93,6 +107,36 @@ export class Credentials {
     if (!found) return undefined;
     const { key, ...where } = found;
     return { kind: 'apiKey', token: key, source: 'config', ...where };
+  }
+
+  /**
+   * Every source, in order, as whoami shows it: what each one held and which one won (the
+   * first found; a later one is "not used"). A source that cannot be read says why here
+   * instead of failing, since it may not matter (an earlier one won).
+   */
+  survey(): SourceReport[] {
+    const env = this.opts.setup.env;
+    const home = this.opts.setup.home;
+    const reports: SourceReport[] = [];
+    const add = (source: string, found: string | null) => reports.push({ source, found, used: false });
+    for (const variable of ['AGENTRY_API_KEY', 'SERVICE_API_KEY'] as const) add(`env ${variable}`, env[variable] ? `API key ${maskSecret(env[variable])}` : null);
+    try {
+      const loc = findConfigFile(this.opts.configOption, env, this.opts.setup.cwd);
+      if (!loc) add('config file', null);
+      else {
+        const found = apiKeyFromConfig(loc, env);
+        const where = found ? ` (${found.entry === 'channels.api' ? `account "${found.accountId}" of channels.api` : `user "${found.accountId}" of security.users`})` : '';
+        add(`config file ${tilde(loc.file, home)} (${loc.via})`, found ? `API key ${maskSecret(found.key)}${where}` : null);
+      }
+    } catch (err) {
+      add('config file', null);
+      reports.at(-1)!.problem = (err as Error).message;
+    }
+    const login = this.login();
+    add(`login cache ${tilde(this.store.file, home)}`, login ? `JWT of ${login.username}${isExpired(login, this.now) ? ' (expired)' : ''}` : null);
+    const winner = reports.find((r) => r.found !== null);
+    if (winner) winner.used = true;
+    return reports;
   }
 
   /** Source 3: the cached login for this server. */

@@ -1,3 +1,5 @@
+import { humanError } from '@agentry/client';
+
 /** A failure the CLI reports as `error: <message>` on stderr, with its exit status. */
 export class CliError extends Error {
   override name = 'CliError';
@@ -23,4 +25,13 @@ export class Interrupted extends CliError {
   constructor() {
     super('interrupted', 130);
   }
+}
+
+/**
+ * A server's error as a person reads it (humanError: the same wording the web UI shows), with
+ * the server's own message on a second line under --verbose.
+ */
+export function describeError(err: Error, verbose: boolean): string {
+  const { message, detail } = humanError(err.message);
+  return verbose && detail ? `${message}\n  detail: ${detail}` : message;
 }

@@ -5,3 +5,4 @@ export { Prompter, LineReader } from './prompt.js';
 export { formatTable, formatObject, cell, shortTime, type Column } from './output.js';
 export { substituteEnv, apiKeyFromConfig, findConfigFile } from './config-file.js';
 export { CredentialStore, credentialsPath, type StoredLogin } from './store.js';
+export { maskSecret } from './credentials.js';

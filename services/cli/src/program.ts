@@ -11,10 +11,13 @@ import { sessionCommands } from './commands/sessions.js';
 import { skillCommands } from './commands/skills.js';
 import { workspaceCommands } from './commands/workspace.js';
 import { userCommands } from './commands/users.js';
+import { providerCommands } from './commands/providers.js';
+import { bindingCommands } from './commands/bindings.js';
+import { doctorCommand } from './commands/doctor.js';
 import { examples, type Cli } from './command-kit.js';
 import { Context, type GlobalOptions } from './context.js';
 import { describeSource } from './credentials.js';
-import { CliError, Interrupted } from './errors.js';
+import { CliError, Interrupted, describeError } from './errors.js';
 import { Prompter } from './prompt.js';
 import type { CliSetup } from './setup.js';
 
@@ -23,8 +26,9 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
   const program = new Command('agentry')
     .description('Command-line client of an Agentry server: chat with agents and manage them.')
     .option('--url <url>', 'server address (env AGENTRY_URL, default http://localhost:9527)')
-    .option('-c, --config <file>', 'configuration file to take an API key from (env AGENTRY_CONFIG, default ./config.yaml)')
+    .option('-c, --config <file>', 'configuration file to take an API key from: channels.api.accounts, else a security.users "<password>:<API_KEY>" entry (env AGENTRY_CONFIG, default ./config.yaml)')
     .option('--json', 'print JSON (the default when stdout is not a terminal)')
+    .option('--verbose', "errors: also the server's own message (which chain, node and provider call failed)")
     .version('0.1.0', '-V, --version')
     .exitOverride()
     .configureOutput({
@@ -55,13 +59,17 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
   ruleCommands(program, cli);
   cronCommands(program, cli);
   channelCommands(program, cli);
+  bindingCommands(program, cli);
+  providerCommands(program, cli);
   sessionCommands(program, cli);
   configCommands(program, cli);
   accountCommands(program, cli);
   userCommands(program, cli);
+  doctorCommand(program, cli);
 
   examples(
     program,
+    'agentry doctor                                  # is everything set up?',
     'agentry login',
     'agentry agents list',
     'agentry chat -a my-agent "What is on my calendar?"',
@@ -83,6 +91,12 @@ function authHint(err: ApiError, ctx: Context | undefined): string {
     // A credential source that cannot be read now adds no hint; the error itself stands.
   }
   return '';
+}
+
+/** `--verbose` anywhere before a `--` (an error can come before commander has parsed the options). */
+function verbose(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--verbose');
 }
 
 /** Runs the CLI on `argv` (without node and script); answers the exit status. */
@@ -112,9 +126,9 @@ export async function run(argv: readonly string[], setup: CliSetup): Promise<num
     if (err instanceof CliError) return fail(err.message, err.exitCode);
     if (err instanceof ApiError) {
       const hint = err.status === 401 ? authHint(err, contexts.at(-1)) : '';
-      return fail(`${err.message}${hint}`, 1);
+      return fail(`${describeError(err, verbose(argv))}${hint}`, 1);
     }
-    if (err instanceof ConnectionError || err instanceof StreamError) return fail(err.message, 1);
+    if (err instanceof ConnectionError || err instanceof StreamError) return fail(describeError(err, verbose(argv)), 1);
     if ((err as Error | null)?.name === 'AbortError') return 130;
     const message = err instanceof Error ? err.message : String(err);
     if (setup.env.AGENTRY_DEBUG && err instanceof Error && err.stack) setup.io.stderr.write(`${err.stack}\n`);

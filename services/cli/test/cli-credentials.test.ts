@@ -147,7 +147,7 @@ describe('credential sources in order of precedence', () => {
 
     const who = await cli(['whoami'], { env });
     expect(who.json<WhoAmI>()).toMatchObject({
-      credential: { kind: 'apiKey', source: 'config', accountId: 'second', via: 'AGENTRY_CONFIG', key: 'sk-api…-001' },
+      credential: { kind: 'apiKey', source: 'config', accountId: 'second', via: 'AGENTRY_CONFIG', key: 'sk-...-001' },
       login: { username: 'admin' },
     });
     expect(await cli(['chat', '-a', 'echo', 'via the account'], { env })).toMatchObject({ code: 0, stdout: 'via the account\n' });
@@ -182,7 +182,7 @@ describe('credential sources in order of precedence', () => {
 
     const env = { AGENTRY_CONFIG: file, AGENTRY_API_KEY: ALICE_KEY };
     const who = await cli(['whoami'], { env });
-    expect(who.json<WhoAmI>().credential).toEqual(expect.objectContaining({ kind: 'apiKey', source: 'env', variable: 'AGENTRY_API_KEY', key: 'sk-ali…0001' }));
+    expect(who.json<WhoAmI>().credential).toEqual(expect.objectContaining({ kind: 'apiKey', source: 'env', variable: 'AGENTRY_API_KEY', key: 'sk-...0001' }));
     expect(await cli(['chat', '-a', 'echo', 'via the env'], { env })).toMatchObject({ code: 0, stdout: 'via the env\n' });
 
     const bogus = await cli(['chat', '-a', 'echo', 'hi'], { env: { ...env, AGENTRY_API_KEY: BOGUS_KEY } });
@@ -259,8 +259,12 @@ describe('account commands', () => {
 
     const first = (await cli(['apikey', 'regenerate'])).stdout.trim();
     expect(first).toMatch(/^sk-[A-Za-z0-9_-]{20,}$/);
-    expect((await cli(['apikey', 'show'])).stdout).toBe(`${first}\n`);
-    expect((await cli(['apikey', 'show', '--json'])).json()).toEqual({ apiKey: first });
+    // Masked unless --reveal (issue 23, item 5): the kind and the last four only.
+    const masked = `sk-...${first.slice(-4)}`;
+    expect(await cli(['apikey', 'show'])).toMatchObject({ code: 0, stdout: `${masked}\n` });
+    expect((await cli(['apikey', 'show', '--json'])).json()).toEqual({ apiKey: masked });
+    expect((await cli(['apikey', 'show', '--reveal'])).stdout).toBe(`${first}\n`);
+    expect((await cli(['apikey', 'get', '--reveal', '--json'])).json()).toEqual({ apiKey: first });
     expect(await cli(['chat', '-a', 'echo', 'with my key'], { env: { AGENTRY_API_KEY: first } })).toMatchObject({ code: 0, stdout: 'with my key\n' });
 
     const second = (await cli(['apikey', 'regenerate', '--json'])).json<{ apiKey: string }>().apiKey;

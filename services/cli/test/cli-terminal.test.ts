@@ -36,8 +36,19 @@ function open(command: string): string {
   return name;
 }
 
+/** The pane's text; wrapped lines joined (-J), so a long line reads as one. */
+/** Waits until the screen satisfies `ok`; a timeout shows the screen as it was. */
+async function waitScreen(window: string, ok: (s: string) => boolean, timeoutMs = 10_000): Promise<string> {
+  try {
+    await waitFor(async () => ok(screen(window)), timeoutMs, 50);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the screen:\n${screen(window)}`);
+  }
+  return screen(window);
+}
+
 function screen(window: string): string {
-  return tmux('capture-pane', '-p', '-t', `cli:${window}`)
+  return tmux('capture-pane', '-p', '-J', '-t', `cli:${window}`)
     .split('\n')
     .map((l) => l.trimEnd())
     .join('\n')
@@ -145,5 +156,102 @@ suite('agentry on a terminal (tmux)', () => {
     const w = open(`${agentry} agents list; ${agentry} cron list`);
     await waitFor(async () => screen(w).includes('[exit'), 10_000, 50);
     expect(screen(w)).toBe(['ID                      NAME    ENABLED', 'a-much-longer-agent-id  Longer  true', 'slow                    slow    true', 'no cron jobs', '[exit 0]'].join('\n'));
+  });
+
+  // Issue 23, items 1-5: what a newcomer meets when something goes wrong.
+  const upstream500 = { status: 500, body: { error: { message: 'fake upstream exploded', type: 'server_error', param: null, code: null } } };
+  const type = (w: string, line: string) => {
+    tmux('send-keys', '-t', `cli:${w}`, '-l', line);
+    tmux('send-keys', '-t', `cli:${w}`, 'Enter');
+  };
+
+  it('a failed turn prints a human error and the conversation goes on (provider 500, broken stream); exit 1 at the end', async () => {
+    gw.fake.reset();
+    const w = open(`${agentry} chat -a slow -s tty-fail`);
+    await waitFor(async () => screen(w).endsWith('you>'), 10_000, 50);
+    type(w, 'first works');
+    await waitScreen(w, (s) => /\nfirst works\nyou>$/.test(s));
+
+    // The provider answers 500 to every attempt (the gateway retries twice).
+    gw.fake.script(upstream500, upstream500, upstream500);
+    type(w, 'second fails');
+    await waitScreen(w, (s) => /\nyou>$/.test(s.split('you> second fails')[1] ?? ''), 20_000);
+    expect(screen(w).split('you> second fails')[1]).toBe("\nerror: the model provider 'fake' failed: HTTP 500 fake upstream exploded (3 attempts)\nyou>");
+
+    // A stream that breaks after it started: the partial answer, then the error, then the prompt.
+    gw.fake.script({ failAfterChunks: 2 });
+    type(w, 'third breaks');
+    await waitScreen(w, (s) => /\nyou>$/.test(s.split('you> third breaks')[1] ?? ''), 20_000);
+    expect(screen(w).split('you> third breaks')[1]).toMatch(/\nerror: the model provider 'fake' failed: the answer broke off after it had started: .+\nyou>$/);
+
+    // The next typed line is still a message to the agent, not a shell command.
+    type(w, 'echo fourth still here');
+    await waitScreen(w, (s) => /\necho fourth still here\nyou>$/.test(s));
+    expect(gw.fake.requests.at(-1)!.body.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['first works', 'echo fourth still here']);
+
+    type(w, '/exit');
+    await waitFor(async () => screen(w).includes('[exit '), 10_000, 50);
+    expect(screen(w)).toMatch(/\nyou> \/exit\nerror: 2 of 4 turns failed\n\[exit 1\]$/);
+  });
+
+  it('piped: every line is a turn, a failure does not stop the rest, the exit status says one failed; --verbose shows the detail', async () => {
+    gw.fake.reset();
+    gw.fake.script({ text: 'one' }, upstream500, upstream500, upstream500, { text: 'three' });
+    const w = open(`printf 'a\\nb\\nc\\n' | ${agentry} --verbose chat -a slow`);
+    await waitFor(async () => screen(w).includes('[exit '), 30_000, 50);
+    expect(screen(w)).toBe(
+      [
+        'one',
+        "error: the model provider 'fake' failed: HTTP 500 fake upstream exploded (3 attempts)",
+        '  detail: chain "slow", node "agent" (ai/agent): Upstream failure: provider "fake" (model fake-model): HTTP 500: fake upstream exploded (3 attempts)',
+        'three',
+        'error: 1 of 3 turns failed',
+        '[exit 1]',
+      ].join('\n'),
+    );
+  });
+
+  it('agents show works (the verb the help names); -c takes a security.users key and whoami lists every source', async () => {
+    const shown = open(`${agentry} agents show slow --json | head -3`);
+    await waitFor(async () => screen(shown).includes('[exit '), 10_000, 50);
+    expect(screen(shown)).toMatch(/^\{\n {2}"ruleChain": \{\n {4}"id": "slow",\n\[exit 0\]$/);
+
+    const config = `${home}/server-config.yaml`;
+    fs.writeFileSync(config, 'security:\n  users:\n    admin: "admin:sk-from-the-users-entry-0042"\n');
+    const w = open(`${agentry} whoami -c ${config}`);
+    await waitFor(async () => screen(w).includes('[exit '), 10_000, 50);
+    const text = screen(w);
+    expect(text).toContain('credential  API key sk-...0042 from user "admin" of security.users in ~/server-config.yaml (--config)');
+    expect(text).toMatch(/sources {5}\(first found wins\)\n {2}env AGENTRY_API_KEY: nothing\n {2}env SERVICE_API_KEY: nothing\n {2}config file ~\/server-config\.yaml \(--config\): API key sk-\.\.\.0042 \(user "admin" of security\.users\) {2}<- in use\n {2}login cache ~\/\.config\/agentry\/credentials\.json: JWT of admin {2}\(not used\)/);
+    expect(text).not.toContain('sk-from-the-users-entry-0042');
+  });
+
+  it('apikey show masks the key unless --reveal', async () => {
+    // Logged in as admin by the login test above.
+    const made = open(`${agentry} apikey regenerate > ${home}/key.txt`);
+    await waitFor(async () => screen(made).includes('[exit '), 10_000, 50);
+    const key = fs.readFileSync(`${home}/key.txt`, 'utf8').trim();
+    expect(key).toMatch(/^sk-/);
+
+    const w = open(`${agentry} apikey show; ${agentry} apikey show --reveal`);
+    await waitFor(async () => screen(w).includes('[exit '), 10_000, 50);
+    expect(screen(w)).toBe([`sk-...${key.slice(-4)}`, '(masked: --reveal prints the whole key)', key, '[exit 0]'].join('\n'));
+  });
+
+  it('doctor on a terminal: a line per check; a failure carries its fix', async () => {
+    const w = open(`${agentry} doctor`);
+    const text = await waitScreen(w, (s) => s.includes('[exit '), 20_000);
+    expect(text).toMatch(/^ok {4}server {6}http:\/\/127\.0\.0\.1:\d+ answers\nok {4}version {5}\d+\.\d+\.\d+\n/);
+    expect(text).toContain('\nok    auth        open: no login required (security.requireAuth is false)\n');
+    expect(text).toContain('\nok    credential  chat works with the JWT of admin from the login cached in ~/.config/agentry/credentials.json\n');
+    expect(text).toMatch(/\nok {4}provider {4}fake answers \(\w+, \d+ ms\)\n/);
+    expect(text).toMatch(/\nok {4}ready {7}database \(\d+ ms\)/);
+    expect(text).toMatch(/\n\[exit 0\]$/);
+
+    // A key the server does not know: the failure, its fix on the line under it, exit 1.
+    const bad = open(`AGENTRY_API_KEY=sk-unknown-to-this-server-0000 ${agentry} doctor`);
+    const failed = await waitScreen(bad, (s) => s.includes('[exit '), 20_000);
+    expect(failed).toMatch(/\nFAIL {2}credential {2}the credential from env AGENTRY_API_KEY is refused: .+\n {6}fix: set AGENTRY_API_KEY to a key the server knows \(agentry apikey regenerate\)\n/);
+    expect(failed).toMatch(/\nerror: 1 check failed\n\[exit 1\]$/);
   });
 });

@@ -327,8 +327,11 @@ describe('chat', () => {
 
     gw.fake.script({ status: 400, body: { error: { message: 'context too long', type: 'invalid_request_error' } } });
     const failed = await cli(['chat', '-a', 'support', 'hi']);
-    expect(failed).toMatchObject({ code: 1, stdout: '' });
-    expect(failed.stderr).toMatch(/^error: \S.*\n$/);
+    // The sentence a person reads (issue 23, item 3); --verbose adds where it happened.
+    expect(failed).toMatchObject({ code: 1, stdout: '', stderr: "error: the model provider 'fake' failed: HTTP 400 context too long\n" });
+    gw.fake.script({ status: 400, body: { error: { message: 'context too long', type: 'invalid_request_error' } } });
+    const verbose = await cli(['chat', '-a', 'support', 'hi', '--verbose']);
+    expect(verbose.stderr).toMatch(/^error: the model provider 'fake' failed: HTTP 400 context too long\n {2}detail: chain "support", node "\w+" \(ai\/agent\): Upstream failure: provider "fake" \(model fake-model\): HTTP 400: context too long\n$/);
 
     // Broken after the first tokens: what arrived stays on stdout, the failure goes to stderr.
     gw.fake.script({ text: ['partial ', 'answer ', 'lost'], failAfterChunks: 2 });

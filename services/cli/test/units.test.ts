@@ -4,7 +4,8 @@ import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CredentialStore, Prompter, apiKeyFromConfig, buildProgram, cell, credentialsPath, formatObject, formatTable, run, substituteEnv, type CliSetup } from '@agentry/cli';
+import { humanError } from '@agentry/client';
+import { CredentialStore, Prompter, apiKeyFromConfig, buildProgram, cell, credentialsPath, formatObject, formatTable, maskSecret, run, substituteEnv, type CliSetup } from '@agentry/cli';
 
 /** In-process pieces of the CLI: the table formatter, config substitution, the store, help. */
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-cli-unit-'));
@@ -128,6 +129,25 @@ describe('CredentialStore', () => {
   });
 });
 
+describe('errors people read (issue 23, item 3)', () => {
+  it("humanError: a provider's failure as a sentence, the API's message kept as the detail", () => {
+    const api = 'chain "support", node "node_agent" (ai/agent): Upstream failure: provider "fake" (model fake-model): HTTP 500: fake upstream exploded (3 attempts)';
+    expect(humanError(api)).toEqual({ message: "the model provider 'fake' failed: HTTP 500 fake upstream exploded (3 attempts)", detail: api });
+    // Failover: every provider tried, in order; a sub-chain's prefix goes too.
+    const failover = 'chain "outer", node "n" (flow): chain "inner", node "a" (ai/agent): Upstream failure: provider "a" (model m1): HTTP 500: boom; provider "b" (model m2): connection failed: ECONNREFUSED (2 attempts)';
+    expect(humanError(failover).message).toBe("the model provider 'a' failed: HTTP 500 boom; then the model provider 'b' failed: connection failed: ECONNREFUSED (2 attempts)");
+    // A node's own failure loses only the where; a message without internals stays as it is.
+    expect(humanError('chain "c", node "s" (js/script): The script failed: x is not defined')).toEqual({ message: 'The script failed: x is not defined', detail: 'chain "c", node "s" (js/script): The script failed: x is not defined' });
+    expect(humanError('Not found: agent "x"')).toEqual({ message: 'Not found: agent "x"' });
+  });
+
+  it('maskSecret keeps the kind and the last four', () => {
+    expect(maskSecret('sk-abcdefghijklmnop0001')).toBe('sk-...0001');
+    expect(maskSecret('abcdefghijklmnopqrstuvwxyz')).toBe('abc...wxyz');
+    expect(maskSecret('short')).toBe('sh...');
+  });
+});
+
 describe('help', () => {
   /** Every command path: ['agents'], ['agents', 'list'], ... */
   function paths(cmd: Command, prefix: string[] = []): string[][] {
@@ -142,6 +162,28 @@ describe('help', () => {
       const s = setup();
       expect(await run([...p, '--help'], s), p.join(' ')).toBe(0);
       expect(s.out.text(), p.join(' ')).toMatch(new RegExp(`Examples:\\n(?: {2}\\$ .*\\n)*? {2}\\$ (\\S+=\\S+ )?agentry ${p.join(' ')}\\b`));
+    }
+  });
+
+  it('every noun takes the same verbs: list (ls), show (get), create, update, delete (rm)', async () => {
+    const nouns: Record<string, string[]> = {
+      agents: ['list', 'ls', 'show', 'get', 'create', 'update', 'delete', 'rm', 'enable', 'disable'],
+      rules: ['list', 'ls', 'show', 'get', 'create', 'update', 'delete', 'rm'],
+      skills: ['list', 'ls', 'show', 'get', 'create', 'update', 'delete', 'rm'],
+      cron: ['list', 'ls', 'show', 'get', 'create', 'update', 'delete', 'rm'],
+      sessions: ['list', 'ls', 'show', 'get', 'delete', 'rm'],
+      users: ['list', 'ls', 'show', 'get', 'create', 'update', 'delete', 'rm'],
+      providers: ['list', 'ls', 'show', 'get', 'create', 'add', 'update', 'delete', 'rm', 'test', 'set-key'],
+      channels: ['list', 'ls', 'show', 'get', 'create', 'update', 'delete', 'rm'],
+      bindings: ['list', 'ls', 'create', 'update', 'delete', 'rm'],
+      workspace: ['list', 'ls', 'show', 'get', 'cat', 'create', 'update', 'put', 'delete', 'rm'],
+    };
+    for (const [noun, verbs] of Object.entries(nouns)) {
+      for (const verb of verbs) {
+        const s = setup();
+        expect(await run([noun, verb, '--help'], s), `${noun} ${verb}`).toBe(0);
+        expect(s.out.text(), `${noun} ${verb}`).toMatch(new RegExp(`^Usage: agentry ${noun} `));
+      }
     }
   });
 

@@ -70,12 +70,13 @@ function loginCommands(program: Command, cli: Cli): void {
 function whoamiCommand(program: Command, cli: Cli): void {
   const whoami = program
     .command('whoami')
-    .summary('show which credential is in use and where it came from')
+    .summary('show the credential in use, every source looked at and which won')
     .description(
-      'Show the credential in use and where it came from. Sources, first found wins:\n' +
+      'Show the credential in use, every source looked at and which one won. Sources, first found wins:\n' +
         '  1. env AGENTRY_API_KEY (or SERVICE_API_KEY)\n' +
-        '  2. the api_key of the first enabled account under channels.api.accounts of the\n' +
-        '     config file (--config, AGENTRY_CONFIG, ./config.yaml)\n' +
+        '  2. the config file (-c/--config, AGENTRY_CONFIG, ./config.yaml): the api_key of the first\n' +
+        '     enabled account under channels.api.accounts, else the key of the first security.users\n' +
+        '     entry written "<password>:<API_KEY>"\n' +
         '  3. the login cached by "agentry login"\n' +
         'A cached login also signs management and account commands (they need a JWT).',
     )
@@ -85,11 +86,16 @@ function whoamiCommand(program: Command, cli: Cli): void {
 }
 
 function apiKeyCommands(program: Command, cli: Cli): void {
-  const apikey = program.command('apikey').summary("show or regenerate your user API key").description('Your user API key (sk-...), for chat completions. Needs a login (a JWT).');
+  const apikey = program.command('apikey').summary('show (masked) or regenerate your user API key').description('Your user API key (sk-...), for chat completions. Needs a login (a JWT).');
   examples(apikey, 'agentry apikey show', 'agentry apikey regenerate');
 
-  const show = apikey.command('show').description('Print your API key (bare; {apiKey} with --json).').action(cli.action(showApiKey));
-  examples(show, 'agentry apikey show', 'export AGENTRY_API_KEY=$(agentry apikey show)');
+  const show = apikey
+    .command('show')
+    .alias('get')
+    .description('Print your API key masked (sk-...0001); --reveal prints it whole (bare; {apiKey} with --json).')
+    .option('--reveal', 'print the whole key')
+    .action(cli.action(showApiKey));
+  examples(show, 'agentry apikey show', 'export AGENTRY_API_KEY=$(agentry apikey show --reveal)');
 
   const regenerate = apikey
     .command('regenerate')
@@ -145,6 +151,7 @@ async function showWhoami(ctx: Context, opts: { check?: boolean }): Promise<void
     url: ctx.url,
     credential: inUse ? credentialView(ctx, inUse) : null,
     login: login ? credentialView(ctx, login) : null,
+    sources: ctx.credentials.survey(),
   };
   if (opts.check) info.check = await checkCredentials(ctx, inUse, login);
   if (ctx.json) return ctx.printer.json(info);
@@ -169,6 +176,11 @@ function whoamiLines(ctx: Context, inUse: Credential | undefined, login: LoginCr
     const state = isExpired(login, ctx.credentials.now) ? 'expired' : 'expires';
     lines.push(`login       ${login.username}, ${state} ${shortTime(login.expireAt)} UTC${inUse !== undefined && inUse.kind === 'apiKey' ? ' (signs management and account commands)' : ''}`);
   } else lines.push('login       none');
+  lines.push('sources     (first found wins)');
+  for (const r of ctx.credentials.survey()) {
+    const state = r.problem ? `unreadable: ${r.problem}` : r.found === null ? 'nothing' : `${r.found}${r.used ? '  <- in use' : '  (not used)'}`;
+    lines.push(`  ${r.source}: ${state}`);
+  }
   if (check) {
     lines.push(`check       chat: ${check.chat}`);
     if (check.login) lines.push(`            login: ${check.login}`);
@@ -176,12 +188,15 @@ function whoamiLines(ctx: Context, inUse: Credential | undefined, login: LoginCr
   return lines;
 }
 
-async function showApiKey(ctx: Context): Promise<void> {
+async function showApiKey(ctx: Context, opts: { reveal?: boolean }): Promise<void> {
   const answer = await ctx.spin('loading', () => ctx.client.auth.apiKey());
-  // The key is content: printed bare (for $(agentry apikey show)) unless --json asks.
-  if (ctx.options.json) return ctx.printer.json(answer);
-  if (!answer.apiKey) throw new CliError('you have no API key yet: "agentry apikey regenerate" makes one');
-  ctx.printer.text(`${answer.apiKey}\n`);
+  // A screen is read over shoulders and kept in scrollback: the whole key only when asked for.
+  const shown = answer.apiKey && !opts.reveal ? { apiKey: maskSecret(answer.apiKey) } : answer;
+  // The key is content: printed bare (for $(agentry apikey show --reveal)) unless --json asks.
+  if (ctx.options.json) return ctx.printer.json(shown);
+  if (!shown.apiKey) throw new CliError('you have no API key yet: "agentry apikey regenerate" makes one');
+  ctx.printer.text(`${shown.apiKey}\n`);
+  if (!opts.reveal) ctx.printer.note('(masked: --reveal prints the whole key)');
 }
 
 async function regenerateApiKey(ctx: Context): Promise<void> {

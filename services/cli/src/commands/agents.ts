@@ -39,8 +39,8 @@ export function reportReload(ctx: Context, what: string, answer: { success: bool
 }
 
 export function agentCommands(program: Command, cli: Cli): void {
-  const agents = program.command('agents').summary('list, show, create, change, enable, disable, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
-  examples(agents, 'agentry agents list', 'agentry agents get support > support.json', 'agentry agents update -f support.json');
+  const agents = program.command('agents').summary('list, show, create, update, enable, disable, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
+  examples(agents, 'agentry agents list', 'agentry agents show support > support.json', 'agentry agents update -f support.json');
 
   const list = agents
     .command('list')
@@ -51,8 +51,8 @@ export function agentCommands(program: Command, cli: Cli): void {
     .action(cli.action(listAgents));
   examples(list, 'agentry agents list', 'agentry agents list --json | jq -r ".[].ruleChain.id"');
 
-  const get = agents.command('get').description('Print an agent (its rule chain DSL, JSON).').argument('<id>', 'agent id').action(cli.action(printAgent));
-  examples(get, 'agentry agents get support', 'agentry agents get support > support.json');
+  const get = agents.command('show').alias('get').description('Print an agent (its rule chain DSL, JSON).').argument('<id>', 'agent id').action(cli.action(printAgent));
+  examples(get, 'agentry agents show support', 'agentry agents show support > support.json');
 
   const create = agents
     .command('create')

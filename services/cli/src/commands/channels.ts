@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { ChannelAccount } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { examples, type Cli } from '../command-kit.js';
+import { channelAccountCommands } from './channel-accounts.js';
 
 interface AccountRow extends ChannelAccount {
   platform: string;
@@ -30,7 +31,7 @@ export function channelCommands(program: Command, cli: Cli): void {
     );
   examples(send, 'agentry send chat_d 123456789 "Deploy finished"', 'agentry send chat_e C0123ABC --account ops "Disk almost full"', 'tail -n 20 app.log | agentry send chat_d 123456789 -');
 
-  const channels = program.command('channels').summary('list channel platforms and accounts').description('Messaging-platform accounts (channels) of the server.');
+  const channels = program.command('channels').summary('list, show, create, update and delete channel accounts').description('Messaging-platform accounts (channels) of the server.');
   examples(channels, 'agentry channels list');
 
   const list = channels
@@ -61,4 +62,5 @@ export function channelCommands(program: Command, cli: Cli): void {
       }),
     );
   examples(list, 'agentry channels list', 'agentry channels list --json | jq ".platforms.chat_d"');
+  channelAccountCommands(channels, cli);
 }

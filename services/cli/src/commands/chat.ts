@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 import type { Command } from 'commander';
-import { chunkText, chunkToolEvent, type AguiToolEvent, type ChatRequest } from '@agentry/client';
+import { ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, type AguiToolEvent, type ChatRequest } from '@agentry/client';
 import type { Context } from '../context.js';
-import { Interrupted, UsageError } from '../errors.js';
+import { CliError, Interrupted, UsageError, describeError } from '../errors.js';
 import { Spinner } from '../output.js';
 import { examples, type Cli } from '../command-kit.js';
 
@@ -135,40 +135,65 @@ function askLine(ctx: Context, prompt: string, history: string[]): Promise<strin
   });
 }
 
+/** Counts the turns of a conversation and the ones that failed. */
+interface Tally {
+  turns: number;
+  failed: number;
+}
+
+/**
+ * One turn of a conversation. A turn that fails (the provider failed, the stream broke, the
+ * server is away) prints its error and the conversation goes on: the next line is still a
+ * message, not a shell command. Ctrl-C on a terminal stops only the answer.
+ */
+async function conversationTurn(ctx: Context, turn: Turn, tally: Tally): Promise<void> {
+  const { stderr } = ctx.setup.io;
+  tally.turns += 1;
+  try {
+    await runTurn(ctx, turn);
+  } catch (err) {
+    if (err instanceof Interrupted) {
+      if (!ctx.prompter.terminal) throw err;
+      stderr.write('(interrupted)\n');
+      return;
+    }
+    if (!(err instanceof ApiError || err instanceof StreamError || err instanceof ConnectionError)) throw err;
+    tally.failed += 1;
+    stderr.write(`error: ${describeError(err, ctx.options.verbose === true)}\n`);
+  }
+}
+
+/** A line of the loop that is not a message: answers the session to go on with. */
+function runLoopCommand(ctx: Context, command: 'new' | 'session' | 'help', session: string): string {
+  const { stderr } = ctx.setup.io;
+  if (command === 'new') {
+    const next = newSession();
+    stderr.write(`new session ${next}\n`);
+    return next;
+  }
+  stderr.write(command === 'session' ? `session ${session}\n` : `${LOOP_HELP}\n`);
+  return session;
+}
+
 async function conversation(ctx: Context, agent: string, opts: ChatOptions): Promise<void> {
   const { stderr } = ctx.setup.io;
   let session = opts.session ?? newSession();
   const terminal = ctx.prompter.terminal;
   if (!terminal) ctx.prompter.claimStdin();
   const history: string[] = [];
+  const tally: Tally = { turns: 0, failed: 0 };
   if (terminal) stderr.write(`chatting with ${agent} in session ${session} (${LOOP_HELP})\n`);
   for (;;) {
     const line = terminal ? await askLine(ctx, 'you> ', history) : await ctx.prompter.lines().next();
-    if (line === null) return;
+    if (line === null) break;
     if (line.trim() === '') continue;
     const command = loopCommand(line);
-    if (command === 'exit') return;
-    if (command === 'new') {
-      session = newSession();
-      stderr.write(`new session ${session}\n`);
-      continue;
-    }
-    if (command === 'session') {
-      stderr.write(`session ${session}\n`);
-      continue;
-    }
-    if (command === 'help') {
-      stderr.write(`${LOOP_HELP}\n`);
-      continue;
-    }
-    try {
-      await runTurn(ctx, { agent, session, tools: opts.tools === true, message: line });
-    } catch (err) {
-      // Ctrl-C during an answer stops that answer, not the conversation.
-      if (!(err instanceof Interrupted) || !terminal) throw err;
-      stderr.write('(interrupted)\n');
-    }
+    if (command === 'exit') break;
+    if (command) session = runLoopCommand(ctx, command, session);
+    else await conversationTurn(ctx, { agent, session, tools: opts.tools === true, message: line }, tally);
   }
+  // The exit status tells a script whether every turn got its answer.
+  if (tally.failed > 0) throw new CliError(`${tally.failed} of ${tally.turns} turn${tally.turns === 1 ? '' : 's'} failed`);
 }
 
 export function chatCommand(program: Command, cli: Cli): void {
@@ -179,6 +204,8 @@ export function chatCommand(program: Command, cli: Cli): void {
       'Sends a message to an agent and streams the answer to stdout as it arrives.\n' +
         'Without a message: a conversation in one session, a turn per line you type\n' +
         `(${LOOP_HELP}); when stdin is not a terminal, every line of it is a turn.\n` +
+        'A turn that fails prints its error and the conversation goes on; at the end the exit\n' +
+        'status is 1 when any turn failed.\n' +
         'A message of "-" is read from stdin. With --json: the raw chat.completion.',
     )
     .argument('[message...]', 'the message (words are joined with spaces; "-" reads stdin)')

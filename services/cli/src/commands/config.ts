@@ -41,6 +41,7 @@ export function configCommands(program: Command, cli: Cli): void {
 
   const get = config
     .command('get')
+    .alias('show')
     .description('Print the configuration, or one key of it (a.b.c).')
     .argument('[key]', 'dotted key, e.g. models.default_provider')
     .action(
@@ -56,6 +57,7 @@ export function configCommands(program: Command, cli: Cli): void {
 
   const set = config
     .command('set')
+    .alias('update')
     .description('Change one editable key; the value is JSON when it parses as JSON (9600, true), else text.')
     .argument('<key>', 'dotted key: server.host, server.port, models.default_provider, security.requireAuth, ...')
     .argument('<value>', 'the new value')

@@ -30,7 +30,7 @@ const EXAMPLE_ID = '3f0c2a9e-5b1d-4c1e-9a57-0f6f7e1c2d3b';
 export function cronCommands(program: Command, cli: Cli): void {
   const cron = program
     .command('cron')
-    .summary('list, create, enable, disable and delete cron jobs; show their runs')
+    .summary('list, show, create, update, enable, disable and delete cron jobs; their runs')
     .description(
       'Cron jobs send a message to an agent on a schedule of six fields:\n' +
         'second minute hour day month weekday (0 30 2 * * * is 02:30:00 every day).',
@@ -45,7 +45,11 @@ export function cronCommands(program: Command, cli: Cli): void {
     .action(cli.action(listCronJobs));
   examples(list, 'agentry cron list', 'agentry cron list -a support --json');
 
+  const show = cron.command('show').alias('get').description('Show a cron job.').argument('<id>', 'job id').action(cli.action(showCronJob));
+  examples(show, `agentry cron show ${EXAMPLE_ID}`);
+
   createCommand(cron, cli);
+  updateCommand(cron, cli);
   enableDisableCommands(cron, cli, {
     description: (disabled) => `${disabled ? 'Disable' : 'Enable'} a cron job (from the next tick).`,
     argument: ['<id>', 'job id'],
@@ -84,6 +88,37 @@ function createCommand(cron: Command, cli: Cli): void {
     'agentry cron create -a support --name digest --schedule "0 0 9 * * MON-FRI" -m "Send the digest" --timezone Europe/Berlin',
     'agentry cron create -a ops --name ping --schedule "0 */5 * * * *" -m "Check the queue" --deliver chat_d:bot:12345',
   );
+}
+
+function updateCommand(cron: Command, cli: Cli): void {
+  const update = cron
+    .command('update')
+    .description('Change a cron job: only the fields given change.')
+    .argument('<id>', 'job id')
+    .option('--name <name>', 'a new name')
+    .option('--schedule <fields>', 'six fields: second minute hour day month weekday')
+    .option('-m, --message <text>', 'the message sent on every fire')
+    .option('--timezone <tz>', 'IANA time zone of the schedule')
+    .option('--deliver <platform:account:chat>', 'send each answer to this channel chat')
+    .action(cli.action(updateCronJob));
+  examples(update, `agentry cron update ${EXAMPLE_ID} --schedule "0 0 8 * * *"`, `agentry cron update ${EXAMPLE_ID} -m "Send the short digest"`);
+}
+
+async function showCronJob(ctx: Context, _opts: unknown, id: string): Promise<void> {
+  ctx.printer.object(await ctx.spin('loading the job', () => ctx.client.cron.get(id)));
+}
+
+async function updateCronJob(ctx: Context, opts: Partial<Omit<CreateOpts, 'agent' | 'disabled'>>, id: string): Promise<void> {
+  const change = {
+    ...(opts.name !== undefined ? { name: opts.name } : {}),
+    ...(opts.schedule !== undefined ? { schedule: opts.schedule } : {}),
+    ...(opts.message !== undefined ? { message: opts.message } : {}),
+    ...(opts.timezone !== undefined ? { timezone: opts.timezone } : {}),
+    ...(opts.deliver !== undefined ? { deliver: parseDeliver(opts.deliver) } : {}),
+  };
+  if (Object.keys(change).length === 0) throw new UsageError('give what changes: --name, --schedule, -m, --timezone or --deliver');
+  const job = await ctx.spin('updating the job', () => ctx.client.cron.update(id, change));
+  ctx.printer.done(`updated cron job ${job.id}`, job);
 }
 
 async function listCronJobs(ctx: Context, opts: { agent?: string }): Promise<void> {

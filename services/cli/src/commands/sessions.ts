@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Session, SessionFilter } from '@agentry/client';
+import type { Session, SessionFilter, SessionMessage } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { shortTime } from '../output.js';
 import { examples, intOption, type Cli } from '../command-kit.js';
@@ -14,7 +14,7 @@ interface ClearOpts {
 }
 
 export function sessionCommands(program: Command, cli: Cli): void {
-  const sessions = program.command('sessions').summary('list and clear conversations').description('Sessions: the conversations the server keeps (chat sessionId, channel chats, cron jobs).');
+  const sessions = program.command('sessions').summary('list, show, delete and clear conversations').description('Sessions: the conversations the server keeps (chat sessionId, channel chats, cron jobs).');
   examples(sessions, 'agentry sessions list -a support', 'agentry sessions clear -a support -s ticket-42');
 
   const list = sessions
@@ -47,6 +47,8 @@ export function sessionCommands(program: Command, cli: Cli): void {
     );
   examples(list, 'agentry sessions list', 'agentry sessions list -a support --json');
 
+  oneSessionCommands(sessions, cli);
+
   const clear = sessions
     .command('clear')
     .description('Clear the sessions that match every filter given (--all: every session).')
@@ -69,4 +71,42 @@ export function sessionCommands(program: Command, cli: Cli): void {
       }),
     );
   examples(clear, 'agentry sessions clear -a support -s ticket-42', 'agentry sessions clear -a support', 'agentry sessions clear --all');
+}
+
+/** show and delete: one session, by its id (messages) or its key (delete). */
+function oneSessionCommands(sessions: Command, cli: Cli): void {
+  const show = sessions
+    .command('show')
+    .alias('get')
+    .description("A session's messages, oldest first (the id is the ID column of --json lists, not the session key).")
+    .argument('<id>', 'session id')
+    .action(
+      cli.action(async (ctx, _opts, id: string) => {
+        const messages = await ctx.spin('loading messages', () => ctx.client.sessions.messages(id));
+        ctx.printer.list<SessionMessage>(
+          messages,
+          [
+            { header: 'role', value: (m) => m.role },
+            { header: 'time', value: (m) => shortTime(m.createdAt) },
+            { header: 'content', value: (m) => m.content, max: 90 },
+          ],
+          'no messages',
+        );
+      }),
+    );
+  examples(show, 'agentry sessions show 9b2f0c4e-0d1a-4f5e-8c3b-2a1d0e9f8c7b');
+
+  const del = sessions
+    .command('delete')
+    .alias('rm')
+    .description('Delete one session by its key (the chat sessionId), with -a to name its agent.')
+    .argument('<key>', 'the session key')
+    .option('-a, --agent <id>', 'the agent the session is with (default: every agent)')
+    .action(
+      cli.action(async (ctx, opts: { agent?: string }, key: string) => {
+        const answer = await ctx.spin('deleting', () => ctx.client.sessions.clear({ sessionKey: key, ...(opts.agent ? { agentId: opts.agent } : {}) }));
+        ctx.printer.done(answer.message ?? `deleted session ${key}`, answer);
+      }),
+    );
+  examples(del, 'agentry sessions delete ticket-42 -a support');
 }

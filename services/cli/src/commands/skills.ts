@@ -28,7 +28,7 @@ interface CreateOpts extends ScopeOpts {
 export function skillCommands(program: Command, cli: Cli): void {
   const skills = program
     .command('skills')
-    .summary('list, show, create, delete and upload skills')
+    .summary('list, show, create, update, delete and upload skills')
     .description('Skills: Markdown instructions agents load on demand; global, or private to one agent (-a).');
   examples(skills, 'agentry skills list', 'agentry skills create summarise -f SKILL.md', 'agentry skills upload skills.zip -a support');
 
@@ -42,13 +42,14 @@ export function skillCommands(program: Command, cli: Cli): void {
   examples(list, 'agentry skills list', 'agentry skills list --scope local -a support');
 
   const get = skills
-    .command('get')
+    .command('show')
+    .alias('get')
     .description('Show a skill; on a terminal its description and content, else JSON.')
     .argument('<name>', 'skill name')
     .addOption(agentOption())
     .option('--global', 'the global skill (the default)')
     .action(cli.action(showSkill));
-  examples(get, 'agentry skills get summarise', 'agentry skills get triage -a support --json');
+  examples(get, 'agentry skills show summarise', 'agentry skills show triage -a support --json');
 
   const create = skills
     .command('create')
@@ -60,6 +61,18 @@ export function skillCommands(program: Command, cli: Cli): void {
     .option('--draft', 'create it as a draft')
     .action(cli.action(createSkill));
   examples(create, 'agentry skills create summarise -f summarise.md', 'agentry skills create -f skills/triage/SKILL.md -a support');
+
+  const update = skills
+    .command('update')
+    .description("Change a skill: its content from a Markdown file, its description, or whether it is a draft.")
+    .argument('<name>', 'skill name')
+    .option('-f, --file <file>', 'the new Markdown ("-" reads stdin)')
+    .option('-d, --description <text>', 'a new description')
+    .addOption(new Option('--status <status>', 'active or draft').choices(['active', 'draft']))
+    .addOption(agentOption())
+    .option('--global', 'the global skill (the default)')
+    .action(cli.action(updateSkill));
+  examples(update, 'agentry skills update summarise -f summarise.md', 'agentry skills update triage -a support --status draft');
 
   const del = skills
     .command('delete')
@@ -123,6 +136,18 @@ function skillNameOf(ctx: Context, file: string): string {
   if (file === '-') throw new UsageError('name the skill when reading stdin: agentry skills create <name> -f -');
   const base = path.basename(file).replace(/\.md$/i, '');
   return base.toUpperCase() === 'SKILL' ? path.basename(path.dirname(path.resolve(ctx.setup.cwd, file))) : base;
+}
+
+async function updateSkill(ctx: Context, opts: ScopeOpts & { file?: string; description?: string; status?: 'active' | 'draft' }, name: string): Promise<void> {
+  const content = opts.file !== undefined ? (await ctx.readInput(opts.file)).toString('utf8') : undefined;
+  const change = {
+    ...(content !== undefined ? { content } : {}),
+    ...(opts.description !== undefined ? { description: opts.description } : {}),
+    ...(opts.status !== undefined ? { status: opts.status } : {}),
+  };
+  if (Object.keys(change).length === 0) throw new UsageError('give what changes: -f <file>, -d <text> or --status');
+  const skill = await ctx.spin('updating the skill', () => ctx.client.skills.update(name, { ...change, ...selector(opts) }));
+  ctx.printer.done(`updated ${skill.scope} skill ${skill.name}`, skill);
 }
 
 async function deleteSkill(ctx: Context, opts: ScopeOpts, name: string): Promise<void> {

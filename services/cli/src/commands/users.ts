@@ -1,5 +1,6 @@
 import { Argument, Option, type Command } from 'commander';
 import type { User, UserRole } from '@agentry/client';
+import { CliError, UsageError } from '../errors.js';
 import { shortTime } from '../output.js';
 import { examples, type Cli } from '../command-kit.js';
 import { enableDisableCommands } from '../enable-disable.js';
@@ -48,6 +49,40 @@ function createCommand(users: Command, cli: Cli): void {
   examples(create, 'agentry users create alice', 'agentry users create bob --role admin', 'printf "%s\\n" "$PASSWORD" | agentry users create carol');
 }
 
+function showUpdateCommands(users: Command, cli: Cli): void {
+  const show = users
+    .command('show')
+    .alias('get')
+    .description('Show one user.')
+    .argument('<username>', 'the user')
+    .action(
+      cli.action(async (ctx, _opts, username: string) => {
+        const user = (await ctx.spin('loading users', () => ctx.client.users.list())).find((u) => u.username === username);
+        if (!user) throw new CliError(`Not found: user "${username}"`);
+        ctx.printer.object(user);
+      }),
+    );
+  examples(show, 'agentry users show alice');
+
+  const update = users
+    .command('update')
+    .description('Change a user: its role, or whether it is enabled (the password: reset-password).')
+    .argument('<username>', 'the user')
+    .addOption(new Option('-r, --role <role>', 'admin or user').choices(ROLES))
+    .option('--enable', 'enable the user')
+    .option('--disable', 'disable the user')
+    .action(
+      cli.action(async (ctx, opts: { role?: UserRole; enable?: boolean; disable?: boolean }, username: string) => {
+        if (opts.enable && opts.disable) throw new UsageError('give --enable or --disable, not both');
+        const change = { ...(opts.role ? { role: opts.role } : {}), ...(opts.enable || opts.disable ? { disabled: opts.disable === true } : {}) };
+        if (Object.keys(change).length === 0) throw new UsageError('give what changes: --role, --enable or --disable');
+        const user = await ctx.spin('updating the user', () => ctx.client.users.update(username, change));
+        ctx.printer.done(`updated ${user.username} (${user.role}, ${user.disabled ? 'disabled' : 'enabled'})`, user);
+      }),
+    );
+  examples(update, 'agentry users update alice --role admin', 'agentry users update bob --disable');
+}
+
 function changeCommands(users: Command, cli: Cli): void {
   const setRole = users
     .command('set-role')
@@ -90,13 +125,14 @@ function changeCommands(users: Command, cli: Cli): void {
 export function userCommands(program: Command, cli: Cli): void {
   const users = program
     .command('users')
-    .summary('list, create, change, disable and delete users (admins)')
+    .summary('list, show, create, update, disable and delete users (admins)')
     .description(
       'User management; needs an admin login when the server requires authentication.\n' +
         'Users from security.users of the configuration file are deleted by removing them there.',
     );
   examples(users, 'agentry users list', 'agentry users create alice --role user', 'agentry users disable alice');
   listCommand(users, cli);
+  showUpdateCommands(users, cli);
   createCommand(users, cli);
   changeCommands(users, cli);
 

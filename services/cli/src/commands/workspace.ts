@@ -24,11 +24,12 @@ export function workspaceCommands(program: Command, cli: Cli): void {
     .description("An agent's workspace: its own file tree on the server. Paths are relative to the workspace root.");
   examples(ws, 'agentry workspace ls -a support', 'agentry workspace cat AGENTS.md -a support', 'agentry workspace put notes/faq.md -f faq.md -a support');
 
-  const ls = ws.command('ls').description('List a directory (default: the root).').argument('[path]', 'directory', '').addOption(agentOption()).action(cli.action(listDirectory));
+  const ls = ws.command('ls').aliases(['list']).description('List a directory (default: the root).').argument('[path]', 'directory', '').addOption(agentOption()).action(cli.action(listDirectory));
   examples(ls, 'agentry workspace ls -a support', 'agentry workspace ls notes -a support --json');
 
   const cat = ws
     .command('cat')
+    .aliases(['show', 'get'])
     .description('Print a file as it is (bytes included); with --json, {content, encoding?}.')
     .argument('<path>', 'file')
     .addOption(agentOption())
@@ -37,6 +38,7 @@ export function workspaceCommands(program: Command, cli: Cli): void {
 
   const put = ws
     .command('put')
+    .aliases(['create', 'update'])
     .description('Write a file (created or overwritten; directories above are created) from -f or stdin.')
     .argument('<path>', 'file in the workspace')
     .option('-f, --file <file>', 'local file to upload (default: stdin)')
@@ -44,7 +46,7 @@ export function workspaceCommands(program: Command, cli: Cli): void {
     .action(cli.action(writeFile));
   examples(put, 'agentry workspace put notes/faq.md -f faq.md -a support', 'echo "be brief" | agentry workspace put STYLE.md -a support');
 
-  const rm = ws.command('rm').description('Remove a file, or a directory with everything in it.').argument('<path>', 'file or directory').addOption(agentOption()).action(cli.action(removePath));
+  const rm = ws.command('rm').aliases(['delete']).description('Remove a file, or a directory with everything in it.').argument('<path>', 'file or directory').addOption(agentOption()).action(cli.action(removePath));
   examples(rm, 'agentry workspace rm notes/old.md -a support');
 
   const mv = ws
