@@ -83,8 +83,13 @@ describe('validateRuleChain', () => {
     }
   });
 
-  it('registers the nine node types of the first engine issue', () => {
-    expect(Object.keys(nodeTypes).sort()).toEqual(['ai/agent', 'ai/llm', 'end', 'flow', 'jsFilter', 'jsSwitch', 'jsTransform', 'log', 'restApiCall']);
+  it('registers the node types of the first engine issue and the RuleGo ones chains commonly use', () => {
+    expect(Object.keys(nodeTypes).sort()).toEqual(
+      [
+        ...['ai/agent', 'ai/llm', 'end', 'flow', 'jsFilter', 'jsSwitch', 'jsTransform', 'log', 'restApiCall'],
+        ...['delay', 'exprFilter', 'exprTransform', 'fork', 'groupFilter', 'join', 'msgTypeSwitch'],
+      ].sort(),
+    );
   });
 });
 
