@@ -12,8 +12,8 @@ interface ResolveToolsDeps {
   context: Omit<ToolContext, 'signal' | 'config'>;
   /** A nested run of another agent (toolType `subagent`); the caller enforces depth and cycles. */
   runSubagent(agentId: string, message: string, signal: AbortSignal): Promise<string>;
-  /** Runs a rule chain with the arguments as `msg.data`; its final `msg.data` is the result. */
-  runChain(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+  /** Runs a rule chain with the arguments (and the entry's `config`: msgType, metadata, dataField) as its message; answers the final message (`chain/tool.ts`). */
+  runChain(chainId: string, args: Record<string, unknown>, signal: AbortSignal, config: Record<string, unknown>): Promise<string>;
 }
 
 interface ResolvedTools {
@@ -108,7 +108,7 @@ function ruleChainTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool |
     description: cfg.description ?? `Runs the rule chain ${chainId}.`,
     parameters: (cfg.config?.parameters as object | undefined) ?? { type: 'object', additionalProperties: true },
     toolType: 'rulechain',
-    run: (args, signal) => deps.runChain(chainId, args, signal),
+    run: (args, signal) => deps.runChain(chainId, args, signal, cfg.config ?? {}),
   };
 }
 

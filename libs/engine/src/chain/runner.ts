@@ -1,5 +1,6 @@
 import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
+import { fillChainVars } from './vars.js';
 import { NodeFailure, type ChainContext, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
 
 interface ChainRunnerOptions {
@@ -9,6 +10,8 @@ interface ChainRunnerOptions {
   maxFlowDepth?: number;
   /** What runs each node type, by type; default the registry `nodeTypes` (tests may pass their own). */
   executors?: Readonly<Record<string, NodeExecutor>>;
+  /** The server-level map `${global.x}` reads, asked at each node (configuration changes live). */
+  globals?: () => Readonly<Record<string, string>>;
 }
 
 export interface ChainRunOptions {
@@ -19,23 +22,28 @@ export interface ChainRunOptions {
 }
 
 /** One node execution. */
-interface ChainTraceEntry {
+export interface ChainTraceEntry {
   nodeId: string;
   type: string;
   /** The relations the node chose (`Failure` after an error it was routed by; `[]` for `end`). */
   relations: string[];
   ms: number;
   error?: string;
+  /** With `debugMode` (the node's or the chain's): the message the node got and the one it passed on, as RuleGo's OnDebug sees them. */
+  debug?: { chainId: string; in: RuleMsg; out: RuleMsg };
 }
 
+/** The refusal RuleGo gives, in its words, for a chain switched off with `ruleChain.disabled`. */
+export const CHAIN_DISABLED = 'the rule chain has been disabled';
+
 /** Where a branch stopped: an `end` node (`relation` undefined) or a node with no edge for its relation. */
-interface ChainEnd {
+export interface ChainEnd {
   nodeId: string;
   relation: string | undefined;
   msg: RuleMsg;
 }
 
-interface ChainResult {
+export interface ChainResult {
   /** The last message that reached an end (the input when the chain has no nodes). */
   msg: RuleMsg;
   /** Every branch end, in execution order. */
@@ -50,22 +58,25 @@ export class ChainError extends Error {
   readonly nodeId: string | undefined;
   /** The trace up to the failure (empty when the error came from loading). */
   readonly trace: ChainTraceEntry[];
-  constructor(message: string, info: { chainId: string; nodeId?: string; trace?: ChainTraceEntry[]; cause?: unknown }) {
+  /** The message the failing node got (a node error without a `Failure` connection). */
+  readonly msg: RuleMsg | undefined;
+  constructor(message: string, info: { chainId: string; nodeId?: string; trace?: ChainTraceEntry[]; cause?: unknown; msg?: RuleMsg }) {
     super(message, info.cause === undefined ? undefined : { cause: info.cause });
     this.name = 'ChainError';
     this.chainId = info.chainId;
     this.nodeId = info.nodeId;
     this.trace = info.trace ?? [];
+    this.msg = info.msg;
   }
 }
 
 const FAILURE = 'Failure';
 
-type ChainFailure = (message: string, nodeId: string | undefined, cause?: unknown) => ChainError;
+type ChainFailure = (message: string, nodeId: string | undefined, cause?: unknown, msg?: RuleMsg) => ChainError;
 
 /** The error of a run of `chain` that failed, carrying its trace so far. */
 function failureIn(chain: ParsedChain, trace: ChainTraceEntry[]): ChainFailure {
-  return (message, nodeId, cause) => new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause });
+  return (message, nodeId, cause, msg) => new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause, ...(msg ? { msg } : {}) });
 }
 
 /** Where a node's message goes: every connection whose type is one of its relations, relation by relation in DSL order. */
@@ -88,11 +99,13 @@ export class ChainRunner {
   readonly maxSteps: number;
   readonly maxFlowDepth: number;
   readonly #executors: Readonly<Record<string, NodeExecutor>>;
+  readonly #globals: () => Readonly<Record<string, string>>;
 
   constructor(opts: ChainRunnerOptions = {}) {
     this.maxSteps = opts.maxSteps ?? 1000;
     this.maxFlowDepth = opts.maxFlowDepth ?? 5;
     this.#executors = opts.executors ?? nodeTypes;
+    this.#globals = opts.globals ?? (() => ({}));
   }
 
   async run(chain: ParsedChain, input: RuleMsg, ctx: ChainContext, opts: ChainRunOptions = {}): Promise<ChainResult> {
@@ -161,21 +174,26 @@ export class ChainRunner {
     const executor = this.#executors[node.type];
     if (!executor) throw fail(`${where}: no executor for node type "${node.type}"`, nodeId);
     const started = performance.now();
+    // RuleGo's debugMode: the node's own, or the chain's for all of its nodes.
+    const debugIn = node.debugMode || chain.dsl.ruleChain.debugMode ? cloneMsg(msg) : undefined;
+    const debug = (out: RuleMsg) => (debugIn ? { debug: { chainId: chain.id, in: debugIn, out: cloneMsg(out) } } : {});
     try {
-      const result = await executor.execute(msg, node.configuration ?? {}, { ...base, node });
+      const config = fillChainVars(node.configuration ?? {}, { vars: chain.vars ?? {}, global: this.#globals() });
+      const result = await executor.execute(msg, config, { ...base, node });
       const relations = 'relations' in result ? result.relations : [result.relation];
-      trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started) });
+      trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started), ...debug(result.msg) });
       return { out: result.msg, relations };
     } catch (err) {
       const message = errorMessage(err);
-      trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message });
+      const failed = err instanceof NodeFailure && err.msg ? err.msg : msg;
+      const out = { ...failed, metadata: { ...failed.metadata, error: message } };
+      trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message, ...debug(out) });
       if (signal.aborted) throw fail(`chain "${chain.id}": cancelled`, nodeId, signal.reason);
       if (!(chain.outgoing.get(nodeId) ?? []).some((c) => c.type === FAILURE)) {
         // A sub-chain's error already names its chain and node: keep it as it is.
-        throw err instanceof ChainError ? fail(err.message, nodeId, err) : fail(`${where}: ${message}`, nodeId, err);
+        throw err instanceof ChainError ? fail(err.message, nodeId, err, out) : fail(`${where}: ${message}`, nodeId, err, out);
       }
-      const failed = err instanceof NodeFailure && err.msg ? err.msg : msg;
-      return { out: { ...failed, metadata: { ...failed.metadata, error: message } }, relations: [FAILURE] };
+      return { out, relations: [FAILURE] };
     }
   }
 
@@ -194,6 +212,8 @@ export class ChainRunner {
     const loaded = await load(id);
     if (!loaded) throw new ChainError(`chain "${id}" does not exist`, { chainId: id });
     if (!loaded.ok) throw new ChainError(`chain "${id}" does not load: ${loaded.error}`, { chainId: id });
+    // As RuleGo: a disabled chain runs for nobody (a flow node, a tool); agents refuse earlier with their own words.
+    if (loaded.chain.dsl.ruleChain.disabled === true) throw new ChainError(`chain "${id}": ${CHAIN_DISABLED}`, { chainId: id });
     return this.run(loaded.chain, msg, ctx, opts);
   }
 }
