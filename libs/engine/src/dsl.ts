@@ -122,17 +122,32 @@ export interface NormalizedChain {
   generated: string[];
 }
 
+/** Where a chain's id comes from besides the body. */
+export interface ChainIdSource {
+  /** The URL's id. */
+  id?: string | undefined;
+  /**
+   * The URL's id wins over the body's, as RuleGo's `New(id, dsl)` registers a chain under the
+   * id it is given whatever `ruleChain.id` says (an import names the chain). A PUT's path only
+   * fills a missing id: a different one there is a mistake the caller must hear about.
+   */
+  overrides?: boolean;
+  generate: () => string;
+}
+
 /**
- * The strict DSL of a chain written the RuleGo way: a missing `ruleChain.id` is `id` (the URL's)
- * or else `generate()`; a node without an id is `node<index>` as RuleGo names it; `null`
- * configurations and infos become `{}`, null lists `[]`. Every other field, unknown ones
+ * The strict DSL of a chain written the RuleGo way: the chain id from the body or the URL (see
+ * ChainIdSource), else `generate()`; a node without an id is `node<index>` as RuleGo names it;
+ * `null` configurations and infos become `{}`, null lists `[]`. Every other field, unknown ones
  * included, is kept as written and in its place.
  */
-export function normalizeRuleChain(input: RuleChainInput, id: string | undefined, generate: () => string): NormalizedChain {
+export function normalizeRuleChain(input: RuleChainInput, source: ChainIdSource): NormalizedChain {
   const generated: string[] = [];
-  const chainId = input.ruleChain.id ?? id ?? generate();
-  if (input.ruleChain.id === undefined) generated.push(`ruleChain.id = "${chainId}"${id === undefined ? ' (generated)' : ' (from the URL)'}`);
-  const ruleChain = { id: chainId, ...emptyForNull(input.ruleChain) };
+  const written = input.ruleChain.id;
+  const chainId = (source.overrides ? (source.id ?? written) : (written ?? source.id)) ?? source.generate();
+  if (written === undefined) generated.push(`ruleChain.id = "${chainId}"${source.id === undefined ? ' (generated)' : ' (from the URL)'}`);
+  else if (written !== chainId) generated.push(`ruleChain.id = "${chainId}" (from the URL, in place of "${written}")`);
+  const ruleChain = { ...emptyForNull(input.ruleChain), id: chainId };
   const nodes = (input.metadata.nodes ?? []).map((node, index) => {
     if (node.id !== undefined) return emptyForNull(node);
     generated.push(`metadata.nodes[${index}].id = "node${index}"`);

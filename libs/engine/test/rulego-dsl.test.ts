@@ -51,15 +51,19 @@ describe('normalizeRuleChain', () => {
       ruleChain: { name: 'x', configuration: null, extra: 1 },
       metadata: { nodes: [{ type: 'end', additionalInfo: null }, { id: 'b', type: 'end' }, { type: 'end' }], connections: null },
     } as unknown as RuleChainInput;
-    const fromUrl = normalizeRuleChain(input, 'url_id', () => 'never');
+    const fromUrl = normalizeRuleChain(input, { id: 'url_id', generate: () => 'never' });
     expect(fromUrl.dsl).toEqual({
-      ruleChain: { id: 'url_id', name: 'x', configuration: {}, extra: 1 },
+      ruleChain: { name: 'x', configuration: {}, extra: 1, id: 'url_id' },
       metadata: { nodes: [{ id: 'node0', type: 'end', additionalInfo: {} }, { id: 'b', type: 'end' }, { id: 'node2', type: 'end' }], connections: [] },
     });
     expect(fromUrl.generated).toEqual(['ruleChain.id = "url_id" (from the URL)', 'metadata.nodes[0].id = "node0"', 'metadata.nodes[2].id = "node2"']);
-    expect(normalizeRuleChain(input, undefined, () => 'gen').generated[0]).toBe('ruleChain.id = "gen" (generated)');
+    expect(normalizeRuleChain(input, { generate: () => 'gen' }).generated[0]).toBe('ruleChain.id = "gen" (generated)');
     const withId = { ...input, ruleChain: { ...input.ruleChain, id: 'own' } } as RuleChainInput;
-    expect(normalizeRuleChain(withId, 'url_id', () => 'never').dsl.ruleChain.id).toBe('own');
+    expect(normalizeRuleChain(withId, { id: 'url_id', generate: () => 'never' }).dsl.ruleChain.id).toBe('own');
+    // An import's URL id wins, as RuleGo's New(id, dsl), and says whose place it took.
+    const imported = normalizeRuleChain(withId, { id: 'url_id', overrides: true, generate: () => 'never' });
+    expect(imported.dsl.ruleChain.id).toBe('url_id');
+    expect(imported.generated[0]).toBe('ruleChain.id = "url_id" (from the URL, in place of "own")');
     expect(validateRuleChain(fromUrl.dsl).ok).toBe(true);
   });
 });

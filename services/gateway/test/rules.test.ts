@@ -97,6 +97,12 @@ describeOnBothEngines('rule chains', (env: () => Env) => {
     expect(fromUrl.headers['x-agentry-generated-ids']).toMatch(/^ruleChain.id = "from_url_[^"]+" \(from the URL\)$/);
     const complete = await req('POST', '/rules', ruleDsl(uid('complete')));
     expect(complete.headers['x-agentry-generated-ids']).toBeUndefined();
+    // ?id= wins over the body's id, as RuleGo's New(id, dsl) registers a chain under the id it is given.
+    const renamed = uid('renamed');
+    const over = await req('POST', `/rules?id=${renamed}`, ruleDsl('sub_chain'));
+    expect(over.statusCode, over.body).toBe(201);
+    expect(over.json().ruleChain.id).toBe(renamed);
+    expect(over.headers['x-agentry-generated-ids']).toBe(`ruleChain.id = "${renamed}" (from the URL, in place of "sub_chain")`);
     // PUT takes the same shape: the path names the chain, node ids are generated.
     const put = await req('PUT', `/rules/${id}`, { ruleChain: { name: 'renamed', configuration: null }, metadata: { nodes: [{ type: 'end' }] } });
     expect(put.statusCode, put.body).toBe(200);

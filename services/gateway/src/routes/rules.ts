@@ -92,14 +92,14 @@ function getRule(ctx: RuleContext) {
 
 function createRule(ctx: RuleContext) {
   return async function createRule(req: TypedRequest<typeof CreateRule>, reply: TypedReply<typeof CreateRule>) {
-    const row = await create(ctx, imported(req.body, req.query.id, reply), null, ownerName(req.principal));
+    const row = await create(ctx, imported(req.body, req.query.id, reply, true), null, ownerName(req.principal));
     return reply.status(201).header('location', `/api/v1/rules/${row.id}`).send(redacted(row.dsl) as RuleChainDocument);
   };
 }
 
 function updateRule(ctx: RuleContext) {
   return async function updateRule(req: TypedRequest<typeof UpdateRule>, reply: TypedReply<typeof UpdateRule>) {
-    return update(ctx, await requireChain(ctx, req.params.id), imported(req.body, req.params.id, reply));
+    return update(ctx, await requireChain(ctx, req.params.id), imported(req.body, req.params.id, reply, false));
   };
 }
 
@@ -125,7 +125,7 @@ function listAgentRules(ctx: RuleContext) {
 function createAgentRule(ctx: RuleContext) {
   return async function createAgentRule(req: TypedRequest<typeof CreateAgentRule>, reply: TypedReply<typeof CreateAgentRule>) {
     const agent = await requireAgent(ctx.deps.db.db, req.params.agentId);
-    const row = await create(ctx, imported(req.body, req.query.id, reply), req.params.agentId, agent.owner);
+    const row = await create(ctx, imported(req.body, req.query.id, reply, true), req.params.agentId, agent.owner);
     return reply.status(201).header('location', `/api/v1/agents/${req.params.agentId}/rules/${row.id}`).send(redacted(row.dsl) as RuleChainDocument);
   };
 }
@@ -138,7 +138,7 @@ function getAgentRule(ctx: RuleContext) {
 
 function updateAgentRule(ctx: RuleContext) {
   return async function updateAgentRule(req: TypedRequest<typeof UpdateAgentRule>, reply: TypedReply<typeof UpdateAgentRule>) {
-    return update(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), imported(req.body, req.params.id, reply));
+    return update(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), imported(req.body, req.params.id, reply, false));
   };
 }
 
@@ -159,11 +159,12 @@ export const GENERATED_IDS_HEADER = 'x-agentry-generated-ids';
 
 /**
  * A DSL as written (RuleGo's way: ids missing, nulls for empty maps) made strict: the chain id
- * from the body, else `id` (the URL's), else a generated `rule-xxxxxxxx`; nodes without an id
- * `node0`, `node1`... The ids chosen are listed in the answer's GENERATED_IDS_HEADER.
+ * from `?id=` on a create (it wins, as RuleGo's New(id, dsl)), else the body's, else the path's
+ * on a PUT, else a generated `rule-xxxxxxxx`; nodes without an id `node0`, `node1`... The ids
+ * chosen are listed in the answer's GENERATED_IDS_HEADER.
  */
-function imported(body: RuleChainInput, id: string | undefined, reply: FastifyReply): RuleChainDsl {
-  const { dsl, generated } = normalizeRuleChain(body, id, () => `rule-${randomUUID().slice(0, 8)}`);
+function imported(body: RuleChainInput, id: string | undefined, reply: FastifyReply, overrides: boolean): RuleChainDsl {
+  const { dsl, generated } = normalizeRuleChain(body, { id, overrides, generate: () => `rule-${randomUUID().slice(0, 8)}` });
   if (generated.length > 0) void reply.header(GENERATED_IDS_HEADER, generated.join('; '));
   return dsl;
 }
