@@ -36,6 +36,7 @@ beforeAll(async () => {
       '  providers:',
       `    fake: {base_url: "${fake.url}", model: fake-model}`,
       `channels: {api: {accounts: {conformance: {api_key: "${API_KEY}"}}}}`,
+      'worker: {chain_globals: {site: berlin}}',
     ].join('\n'),
   );
   runtime = await bootstrap({
@@ -234,5 +235,20 @@ describe('RuleGo testdata/rule, posted as written and run as the Go tests run th
       expect(res.status, name).toBe(400);
       expect(res.body.error).toMatch(/metadata.endpoints: RuleGo endpoints .* are not started by Agentry; its entry points are chat/);
     }
+  });
+});
+
+describe('RuleGo fields Agentry honours, through the worker', { timeout: 30_000 }, () => {
+  it('fills ${vars.x} from ruleChain.configuration.vars and ${global.x} from worker.chain_globals; a disabled chain refuses the tool call', async () => {
+    const dsl = {
+      ruleChain: { id: 'with_vars', name: 'vars', configuration: { vars: { threshold: 10 } } },
+      metadata: {
+        nodes: [{ type: 'jsTransform', configuration: { jsScript: "metadata.site='${global.site}'; return {msg: msg.t > ${vars.threshold} ? 'hot' : 'cold', metadata, msgType};" } }],
+      },
+    };
+    expect((await postRule(JSON.stringify(dsl))).status).toBe(201);
+    expect(await onMsg('with_vars', 'TEMP', {}, { t: 41 })).toMatchObject({ relation: 'Success', data: 'hot', metadata: { site: 'berlin' } });
+    expect((await postRule(JSON.stringify({ ...dsl, ruleChain: { ...dsl.ruleChain, disabled: true } }), 'with_vars', 'PUT')).status).toBe(200);
+    await expect(onMsg('with_vars', 'TEMP', {}, { t: 41 })).rejects.toThrow(/the tool did not answer a message: .*chain "with_vars": the rule chain has been disabled/);
   });
 });
