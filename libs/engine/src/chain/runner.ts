@@ -58,7 +58,7 @@ export class ChainError extends Error {
   readonly nodeId: string | undefined;
   /** The trace up to the failure (empty when the error came from loading). */
   readonly trace: ChainTraceEntry[];
-  /** The message the failing node got (a node error without a `Failure` connection). */
+  /** For a node error without a `Failure` connection: the message RuleGo would end on Failure (the node's input, or its NodeFailure's message, with `metadata.error`). */
   readonly msg: RuleMsg | undefined;
   constructor(message: string, info: { chainId: string; nodeId?: string; trace?: ChainTraceEntry[]; cause?: unknown; msg?: RuleMsg }) {
     super(message, info.cause === undefined ? undefined : { cause: info.cause });
@@ -93,7 +93,10 @@ function nextNodes(chain: ParsedChain, nodeId: string, relations: readonly strin
  * Branches run one after the other, depth first, in relation order. A relation without a
  * connection ends its branch. A node that throws goes on along `Failure` with its input
  * message plus `metadata.error`; without a `Failure` connection the whole run fails with a
- * ChainError naming the chain and node. Stateless: one runner serves any number of runs.
+ * ChainError naming the chain and node (and carrying that message). As RuleGo: `${vars.x}` and
+ * `${global.x}` in node configurations are filled before each node runs, nodes in `debugMode`
+ * (or all, with the chain's) leave their input and output in the trace, and `runById` refuses a
+ * chain with `ruleChain.disabled`. Stateless: one runner serves any number of runs.
  */
 export class ChainRunner {
   readonly maxSteps: number;
