@@ -11,6 +11,7 @@ import {
   createRuleMsg,
   normalizeRuleChain,
   parseChain,
+  resolveTools,
   validateRuleChain,
   type ChainContext,
   type ParsedChain,
@@ -140,6 +141,28 @@ describe('chains as tools carry messages', () => {
       metadata: { deviceId: 'd1', level: '3' },
     });
     expect(chainToolInput({ list: [1, 2] }, { dataField: 'list' }).data).toBe('[1,2]');
+  });
+
+  it('offers the model one argument of any JSON type with dataField, any object without, and hands the entry\'s config to the run', async () => {
+    const calls: unknown[] = [];
+    const deps = {
+      logger,
+      builtin: {},
+      context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger },
+      runSubagent: async () => '',
+      runChain: async (...args: unknown[]) => {
+        calls.push(args.filter((a) => !(a instanceof AbortSignal)));
+        return 'result';
+      },
+    };
+    const config = { dataField: 'text', msgType: 'T' };
+    const { tools } = await resolveTools([{ type: 'rulechain', name: 'one', targetId: 'c1', config }, { type: 'rulechain', name: 'all', targetId: 'c2' }], deps);
+    expect(tools.map((t) => t.parameters)).toEqual([
+      { type: 'object', properties: { text: { description: 'the message data: text or any JSON value' } }, required: ['text'] },
+      { type: 'object', additionalProperties: true },
+    ]);
+    await tools[0]!.run({ text: 'hi' }, new AbortController().signal);
+    expect(calls).toEqual([['c1', { text: 'hi' }, config]]);
   });
 
   it('answers the final message with its type, metadata and end relation; a node failure ends on Failure with the error', async () => {
