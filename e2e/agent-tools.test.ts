@@ -280,10 +280,11 @@ describe('tools through the chat endpoint', () => {
     expect(text).toBe('It is 5.');
   });
 
-  it('runs a rule chain as a tool (toolType rulechain): arguments in, final msg.data out', async () => {
+  it('runs a rule chain as a tool (toolType rulechain): arguments in, the final message (data, type, metadata, end relation) out', async () => {
     fake.script({ toolCalls: [{ id: 'r1', name: 'double', arguments: '{"n":21}' }] }, { text: 'It is 42.' });
     const { tools } = await agui('main', 'double it');
-    expect(tools[1]).toMatchObject({ type: 'TOOL_CALL_RESULT', toolCallName: 'double', content: '{"n":42}', toolType: 'rulechain' });
+    expect(tools[1]).toMatchObject({ type: 'TOOL_CALL_RESULT', toolCallName: 'double', toolType: 'rulechain' });
+    expect(JSON.parse((tools[1] as { content: string }).content)).toEqual({ relation: 'Success', msgType: 'MESSAGE', metadata: {}, data: { n: 42 } });
   });
 
   it('uses the built-in workspace tools, renders the system prompt and injects active skills', async () => {

@@ -162,7 +162,8 @@ function secretsSuite(target: () => Target): void {
     expect(errors).toEqual([]);
     expect(firstPrompt).toEqual({ role: 'user', content: 'key accepted' });
     const results = tools.filter((t) => t.type === 'TOOL_CALL_RESULT');
-    expect(results.map((r) => [r.toolCallName, r.content])).toEqual([
+    // A rule-chain tool answers its final message; its data is the endpoint's answer.
+    expect(results.map((r) => [r.toolCallName, r.toolCallName === 'notify' ? (JSON.parse(r.content ?? '') as { data: unknown }).data : r.content])).toEqual([
       ['vault__whoami', 'you are trusted'],
       ['notify', 'chain accepted'],
     ]);
@@ -182,7 +183,8 @@ function secretsSuite(target: () => Target): void {
     const { tools, errors, firstPrompt } = await runAll(target());
     expect(errors).toEqual([]);
     expect(firstPrompt).toEqual({ role: 'user', content: 'key accepted' });
-    expect(tools.filter((t) => t.type === 'TOOL_CALL_RESULT').map((r) => r.content)).toEqual(['you are trusted', 'chain accepted']);
+    const results = tools.filter((t) => t.type === 'TOOL_CALL_RESULT').map((r) => r.content);
+    expect([results[0], (JSON.parse(results[1]!) as { relation: string; data: unknown })]).toEqual(['you are trusted', expect.objectContaining({ relation: 'Success', data: 'chain accepted' })]);
     expect(seen.map((s) => s.header)).not.toContain(SECRET_MARKER);
   });
 

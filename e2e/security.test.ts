@@ -506,9 +506,10 @@ describe('SSRF through agent tools (OWASP API7): private targets are refused unl
     it(`restApiCall to ${what} is refused`, async () => {
       hits.length = 0;
       scriptToolCall('call_api', { url: `${url(targetPort)}latest/meta-data/` });
-      const text = answer(await chat(await freshKey(), 'caller', 'call it'));
-      expect(text).toMatch(/^Error: /);
-      expect(text).toMatch(reason);
+      // A node failure ends the chain on Failure with the error (as RuleGo), in the tool's result.
+      const result = JSON.parse(answer(await chat(await freshKey(), 'caller', 'call it'))) as { relation: string; error: string };
+      expect(result.relation).toBe('Failure');
+      expect(result.error).toMatch(reason);
       expect(hits).toEqual([]);
     });
 
@@ -535,7 +536,7 @@ describe('SSRF through agent tools (OWASP API7): private targets are refused unl
     scriptToolCall('http_fetch', { url: `http://127.0.0.1:${targetPort}/data` });
     expect(answer(await chat(await freshKey(), 'fetcher_open', 'fetch'))).toMatch(/internal-data/);
     scriptToolCall('call_open', { url: `http://127.0.0.1:${targetPort}/data` });
-    expect(answer(await chat(await freshKey(), 'caller', 'call'))).toBe('internal-data');
+    expect(JSON.parse(answer(await chat(await freshKey(), 'caller', 'call')))).toMatchObject({ relation: 'Success', data: 'internal-data' });
     await createAgent('mcp_open', { tools: [{ type: 'mcp', name: 'internal', config: { url: `http://127.0.0.1:${targetPort}/mcp`, allowHosts: ['127.0.0.1'] } }] });
     scriptToolCall('internal__secrets', {});
     expect(answer(await chat(await freshKey(), 'mcp_open', 'read'))).toBe('internal-secret');

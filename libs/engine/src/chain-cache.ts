@@ -1,6 +1,7 @@
 import type { LoadResult } from './chain/types.js';
 import type { RuleChainDsl, RuleConnection } from './dsl.js';
 import { validateRuleChain } from './validate.js';
+import { chainVars } from './chain/vars.js';
 
 /** A chain as storage hands it over: the DSL plus a version that changes with every write. */
 export interface StoredChain {
@@ -30,7 +31,7 @@ export function parseChain(stored: StoredChain): LoadResult {
     outgoing.set(c.fromId, list);
   }
   const first = dsl.metadata.nodes[dsl.metadata.firstNodeIndex ?? 0];
-  return { ok: true, chain: { id: stored.id, name: dsl.ruleChain.name, dsl, nodes, firstNodeId: first?.id, outgoing } };
+  return { ok: true, chain: { id: stored.id, name: dsl.ruleChain.name, dsl, nodes, firstNodeId: first?.id, outgoing, vars: chainVars(dsl) } };
 }
 
 interface Entry {

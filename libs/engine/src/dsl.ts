@@ -72,6 +72,98 @@ export const RuleChainUpdate = Type.Object(
 );
 export type RuleChainUpdate = Static<typeof RuleChainUpdate>;
 
+/*
+ * The DSL as people write it (RuleGo's files, TpClaw exports): ids may be missing, `null`
+ * stands for an empty `configuration`/`additionalInfo` (Go writes a nil map as null) and for
+ * empty `nodes`/`connections` (a nil slice). Routes take this shape and `normalizeRuleChain`
+ * turns it into a `RuleChainDsl`; what is stored is always the strict shape.
+ */
+const NullableInfo = Type.Union([Info, Type.Null()]);
+
+const RuleNodeInput = Type.Object({
+  id: Type.Optional(Id),
+  type: Type.String({ minLength: 1, maxLength: 100 }),
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  debugMode: Type.Optional(Type.Boolean()),
+  additionalInfo: Type.Optional(NullableInfo),
+  configuration: Type.Optional(NullableInfo),
+});
+
+function ruleChainInput<T extends TSchema>(id: T) {
+  return Type.Object(
+    {
+      ruleChain: Type.Object({
+        id,
+        name: Type.String({ minLength: 1, maxLength: 200 }),
+        root: Type.Optional(Type.Boolean()),
+        debugMode: Type.Optional(Type.Boolean()),
+        disabled: Type.Optional(Type.Boolean()),
+        additionalInfo: Type.Optional(NullableInfo),
+        configuration: Type.Optional(NullableInfo),
+      }),
+      metadata: Type.Object({
+        firstNodeIndex: Type.Optional(Type.Integer({ minimum: 0 })),
+        nodes: Type.Union([Type.Array(RuleNodeInput, { maxItems: 1000 }), Type.Null()]),
+        connections: Type.Optional(Type.Union([Type.Array(RuleConnection, { maxItems: 5000 }), Type.Null()])),
+      }),
+    },
+    { additionalProperties: false },
+  );
+}
+
+/** `POST` bodies as written: the chain's id may come from elsewhere (the URL) or be generated. */
+export const RuleChainInput = ruleChainInput(Type.Optional(Id));
+export type RuleChainInput = Static<typeof RuleChainInput>;
+
+/** What `normalizeRuleChain` did besides copying: one line per id it had to choose. */
+export interface NormalizedChain {
+  dsl: RuleChainDsl;
+  /** `ruleChain.id = "x" (generated)`, `metadata.nodes[0].id = "node0"`, ... */
+  generated: string[];
+}
+
+/** Where a chain's id comes from besides the body. */
+export interface ChainIdSource {
+  /** The URL's id. */
+  id?: string | undefined;
+  /**
+   * The URL's id wins over the body's, as RuleGo's `New(id, dsl)` registers a chain under the
+   * id it is given whatever `ruleChain.id` says (an import names the chain). A PUT's path only
+   * fills a missing id: a different one there is a mistake the caller must hear about.
+   */
+  overrides?: boolean;
+  generate: () => string;
+}
+
+/**
+ * The strict DSL of a chain written the RuleGo way: the chain id from the body or the URL (see
+ * ChainIdSource), else `generate()`; a node without an id is `node<index>` as RuleGo names it;
+ * `null` configurations and infos become `{}`, null lists `[]`. Every other field, unknown ones
+ * included, is kept as written and in its place.
+ */
+export function normalizeRuleChain(input: RuleChainInput, source: ChainIdSource): NormalizedChain {
+  const generated: string[] = [];
+  const written = input.ruleChain.id;
+  const chainId = (source.overrides ? (source.id ?? written) : (written ?? source.id)) ?? source.generate();
+  if (written === undefined) generated.push(`ruleChain.id = "${chainId}"${source.id === undefined ? ' (generated)' : ' (from the URL)'}`);
+  else if (written !== chainId) generated.push(`ruleChain.id = "${chainId}" (from the URL, in place of "${written}")`);
+  const ruleChain = { ...emptyForNull(input.ruleChain), id: chainId };
+  const nodes = (input.metadata.nodes ?? []).map((node, index) => {
+    if (node.id !== undefined) return emptyForNull(node);
+    generated.push(`metadata.nodes[${index}].id = "node${index}"`);
+    return { id: `node${index}`, ...emptyForNull(node) };
+  });
+  const metadata = { ...input.metadata, nodes, connections: input.metadata.connections ?? [] };
+  return { dsl: { ruleChain, metadata } as RuleChainDsl, generated };
+}
+
+function emptyForNull<T extends { configuration?: unknown; additionalInfo?: unknown }>(obj: T): T {
+  const out = { ...obj };
+  if (out.configuration === null) out.configuration = {};
+  if (out.additionalInfo === null) out.additionalInfo = {};
+  return out;
+}
+
 export const AGENT_NODE_TYPE = 'ai/agent';
 
 /** Does the chain have an `ai/agent` node? */

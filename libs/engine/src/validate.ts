@@ -21,7 +21,7 @@ export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): Val
   const shape = schemaErrors(RuleChainDsl, dsl);
   if (shape.length > 0) return { ok: false, errors: shape };
   const chain = dsl as RuleChainDsl;
-  const errors: string[] = [];
+  const errors: string[] = unsupportedRuleGoFields(chain);
   const { nodes, connections, firstNodeIndex } = chain.metadata;
 
   const seen = new Set<string>();
@@ -58,3 +58,38 @@ export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): Val
   return { ok: errors.length === 0, errors };
 }
 
+
+/**
+ * RuleGo fields Agentry knows but cannot honour. Storing them would promise behaviour that never
+ * happens (an endpoint that is never started), so each is a named refusal instead. Unknown
+ * fields, by contrast, are kept as written: they are an editor's, not a promise.
+ */
+function unsupportedRuleGoFields(chain: RuleChainDsl): string[] {
+  const errors: string[] = [];
+  const metadata = chain.metadata as Record<string, unknown>;
+  if (nonEmpty(metadata.endpoints)) {
+    errors.push(
+      'metadata.endpoints: RuleGo endpoints (http, mqtt, schedule, ...) are not started by Agentry; its entry points are chat (/v1/chat/completions), cron jobs (/api/v1/cron) and channels (/api/v1/channels), or call the chain as a tool or through a flow node. Remove metadata.endpoints',
+    );
+  }
+  if (nonEmpty(metadata.ruleChainConnections)) {
+    errors.push('metadata.ruleChainConnections: connections to other chains are not followed; use a "flow" node with configuration.targetId naming the chain');
+  }
+  const configuration = chain.ruleChain.configuration ?? {};
+  if (configuration.secrets !== undefined) {
+    errors.push(
+      'ruleChain.configuration.secrets: RuleGo\'s encrypted secrets (${secret.x}) cannot be decrypted here; write the value into the node configuration, where Agentry seals secret fields (tokens, passwords, auth headers) at rest',
+    );
+  }
+  const vars = configuration.vars;
+  if (vars !== undefined && (vars === null || typeof vars !== 'object' || Array.isArray(vars))) {
+    errors.push('ruleChain.configuration.vars: must be an object of names to values');
+  }
+  return errors;
+}
+
+function nonEmpty(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (Array.isArray(value)) return value.length > 0;
+  return typeof value !== 'object' || Object.keys(value).length > 0;
+}

@@ -240,6 +240,11 @@ export const ConfigSchema = Type.Object(
           default: 30_000,
           description: 'cluster mode: how long the run of a dead worker stays claimed before another worker takes it over',
         }),
+        /** RuleGo's global properties: rule chains read them as `${global.x}` in node configurations. */
+        chain_globals: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), Type.String(), {
+          default: {},
+          description: 'values rule-chain node configurations read as ${global.<name>} (RuleGo global properties); not for secrets, which belong sealed in the node configuration',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),

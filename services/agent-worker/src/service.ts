@@ -87,7 +87,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
 async function sharedParts(runtime: Runtime): Promise<{ chains: { runner: ChainRunner; sandbox: ScriptSandbox }; agents: AgentCache; skills: SkillsCache; unfollow: () => Promise<void> }> {
   const { db, bus } = runtime;
   // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
-  const chains = { runner: new ChainRunner(), sandbox: new ScriptSandbox({ workers: runtime.config.current.worker.script_workers }) };
+  const chains = { runner: new ChainRunner({ globals: () => runtime.config.current.worker.chain_globals }), sandbox: new ScriptSandbox({ workers: runtime.config.current.worker.script_workers }) };
   // Agent rows, kept until the gateway announces a change (`invalidate {area:'agents', id}`) or 5 s.
   const agents = new AgentCache(db.db);
   // The skills of each agent for its system prompt, until the gateway announces a skill change.

@@ -24,7 +24,7 @@ describeOnBothEngines('rule chains', (env: () => Env) => {
   it('POST /rules validates the DSL (400 naming the node or connection)', async () => {
     const base = ruleDsl(uid('bad_rule'));
     const cases: Array<[unknown, RegExp]> = [
-      [{ ...base, ruleChain: { name: 'no id' } }, /ruleChain/],
+      [{ ...base, ruleChain: { id: { x: 1 }, name: 'bad id' } }, /ruleChain/],
       [{ ...base, ruleChain: { id: 'ok_id' } }, /name/],
       [{ ...base, ruleChain: { id: '../x', name: 'n' } }, /ruleChain.id: must match pattern/],
       [{ ...base, metadata: { ...base.metadata, nodes: [...base.metadata.nodes, { id: 'log', type: 'end' }] } }, /duplicate node id "log"/],
@@ -57,6 +57,79 @@ describeOnBothEngines('rule chains', (env: () => Env) => {
       },
     };
     expect((await req('POST', '/rules', all)).statusCode).toBe(201);
+  });
+
+  it('takes the DSL as RuleGo files write it: missing ids generated (and said so), null means empty, unknown fields kept as written', async () => {
+    const written = {
+      ruleChain: { name: 'as written', firstRuleNodeId: null, root: false, debugMode: false, configuration: null, additionalInfo: { description: '' } },
+      metadata: {
+        firstNodeIndex: 0,
+        nodes: [
+          { type: 'jsFilter', name: 'f', configuration: { jsScript: 'return msg.temperature>10;' }, additionalInfo: { layoutX: 10 } },
+          { id: 'named', type: 'log', configuration: null, additionalInfo: null, editorColour: 'red' },
+        ],
+        connections: null,
+      },
+    };
+    const res = await req('POST', '/rules', written);
+    expect(res.statusCode, res.body).toBe(201);
+    const id = (res.json() as { ruleChain: { id: string } }).ruleChain.id;
+    expect(id).toMatch(/^rule-[0-9a-f]{8}$/);
+    expect(res.headers['x-agentry-generated-ids']).toBe(`ruleChain.id = "${id}" (generated); metadata.nodes[0].id = "node0"`);
+    expect(res.headers.location).toBe(`/api/v1/rules/${id}`);
+    const expected = {
+      ruleChain: { id, name: 'as written', firstRuleNodeId: null, root: false, debugMode: false, configuration: {}, additionalInfo: { description: '' } },
+      metadata: {
+        firstNodeIndex: 0,
+        nodes: [
+          { id: 'node0', type: 'jsFilter', name: 'f', configuration: { jsScript: 'return msg.temperature>10;' }, additionalInfo: { layoutX: 10 } },
+          { id: 'named', type: 'log', configuration: {}, additionalInfo: {}, editorColour: 'red' },
+        ],
+        connections: [],
+      },
+    };
+    expect(res.json()).toEqual(expected);
+    expect((await req('GET', `/rules/${id}`)).json()).toEqual(expected);
+
+    // The id may come from the URL instead; a chain that has ids gets no header.
+    const fromUrl = await req('POST', `/rules?id=${uid('from_url')}`, { ...written, metadata: { ...written.metadata, nodes: [written.metadata.nodes[1]] } });
+    expect(fromUrl.statusCode, fromUrl.body).toBe(201);
+    expect(fromUrl.headers['x-agentry-generated-ids']).toMatch(/^ruleChain.id = "from_url_[^"]+" \(from the URL\)$/);
+    const complete = await req('POST', '/rules', ruleDsl(uid('complete')));
+    expect(complete.headers['x-agentry-generated-ids']).toBeUndefined();
+    // ?id= wins over the body's id, as RuleGo's New(id, dsl) registers a chain under the id it is given.
+    const renamed = uid('renamed');
+    const over = await req('POST', `/rules?id=${renamed}`, ruleDsl('sub_chain'));
+    expect(over.statusCode, over.body).toBe(201);
+    expect(over.json().ruleChain.id).toBe(renamed);
+    expect(over.headers['x-agentry-generated-ids']).toBe(`ruleChain.id = "${renamed}" (from the URL, in place of "sub_chain")`);
+    // PUT takes the same shape: the path names the chain, node ids are generated.
+    const put = await req('PUT', `/rules/${id}`, { ruleChain: { name: 'renamed', configuration: null }, metadata: { nodes: [{ type: 'end' }] } });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(put.json()).toEqual({ ruleChain: { id, name: 'renamed', configuration: {} }, metadata: { nodes: [{ id: 'node0', type: 'end' }], connections: [] } });
+  });
+
+  it('refuses, naming them, the RuleGo fields Agentry cannot honour', async () => {
+    const base = ruleDsl(uid('refused'));
+    const cases: Array<[unknown, RegExp]> = [
+      [
+        { ...base, metadata: { ...base.metadata, endpoints: [{ id: 'e1', type: 'http', configuration: { server: ':9090' }, routers: [] }] } },
+        /metadata.endpoints: RuleGo endpoints \(http, mqtt, schedule, ...\) are not started by Agentry; its entry points are chat/,
+      ],
+      [{ ...base, metadata: { ...base.metadata, ruleChainConnections: [{ fromId: 'filter', toId: 'other', type: 'True' }] } }, /metadata.ruleChainConnections: .*use a "flow" node/],
+      [{ ...base, ruleChain: { ...base.ruleChain, configuration: { secrets: { pwd: 'x' } } } }, /ruleChain.configuration.secrets: RuleGo's encrypted secrets/],
+      [{ ...base, ruleChain: { ...base.ruleChain, configuration: { vars: ['x'] } } }, /ruleChain.configuration.vars: must be an object/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await req('POST', '/rules', body);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(res.json().error).toMatch(message);
+    }
+    // Empty ones promise nothing and are kept as written.
+    const empty = { ...base, metadata: { ...base.metadata, endpoints: [], ruleChainConnections: [] } };
+    const res = await req('POST', '/rules', empty);
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json()).toEqual(empty);
   });
 
   it('GET /rules is an array of every chain (agents included) with its load status, filtered by agentId, category and loaded', async () => {

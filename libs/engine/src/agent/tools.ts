@@ -12,8 +12,8 @@ interface ResolveToolsDeps {
   context: Omit<ToolContext, 'signal' | 'config'>;
   /** A nested run of another agent (toolType `subagent`); the caller enforces depth and cycles. */
   runSubagent(agentId: string, message: string, signal: AbortSignal): Promise<string>;
-  /** Runs a rule chain with the arguments as `msg.data`; its final `msg.data` is the result. */
-  runChain(chainId: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+  /** Runs a rule chain with the arguments (and the entry's `config`: msgType, metadata, dataField) as its message; answers the final message (`chain/tool.ts`). */
+  runChain(chainId: string, args: Record<string, unknown>, signal: AbortSignal, config: Record<string, unknown>): Promise<string>;
 }
 
 interface ResolvedTools {
@@ -106,10 +106,19 @@ function ruleChainTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool |
   return {
     name: cfg.name ?? chainId,
     description: cfg.description ?? `Runs the rule chain ${chainId}.`,
-    parameters: (cfg.config?.parameters as object | undefined) ?? { type: 'object', additionalProperties: true },
+    parameters: (cfg.config?.parameters as object | undefined) ?? chainToolParameters(cfg.config?.dataField),
     toolType: 'rulechain',
-    run: (args, signal) => deps.runChain(chainId, args, signal),
+    run: (args, signal) => deps.runChain(chainId, args, signal, cfg.config ?? {}),
   };
+}
+
+/**
+ * Without a `parameters` schema: any object, or with `dataField` that one argument, which may be
+ * text or any JSON value (it becomes `msg.data` as it is).
+ */
+function chainToolParameters(dataField: unknown): object {
+  if (typeof dataField !== 'string' || dataField === '') return { type: 'object', additionalProperties: true };
+  return { type: 'object', properties: { [dataField]: { description: 'the message data: text or any JSON value' } }, required: [dataField] };
 }
 
 function agentTool(cfg: AgentToolConfig, deps: ResolveToolsDeps): LoopTool | string {

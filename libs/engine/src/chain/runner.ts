@@ -1,6 +1,7 @@
 import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
 import { joinAncestors, type JoinAncestors } from './join-ancestors.js';
+import { fillChainVars } from './vars.js';
 import { NodeFailure, type BranchMsg, type ChainContext, type JoinInput, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
 
 interface ChainRunnerOptions {
@@ -10,6 +11,8 @@ interface ChainRunnerOptions {
   maxFlowDepth?: number;
   /** What runs each node type, by type; default the registry `nodeTypes` (tests may pass their own). */
   executors?: Readonly<Record<string, NodeExecutor>>;
+  /** The server-level map `${global.x}` reads, asked at each node (configuration changes live). */
+  globals?: () => Readonly<Record<string, string>>;
 }
 
 export interface ChainRunOptions {
@@ -20,23 +23,28 @@ export interface ChainRunOptions {
 }
 
 /** One node execution. */
-interface ChainTraceEntry {
+export interface ChainTraceEntry {
   nodeId: string;
   type: string;
   /** The relations the node chose (`Failure` after an error it was routed by; `[]` for `end`). */
   relations: string[];
   ms: number;
   error?: string;
+  /** With `debugMode` (the node's or the chain's): the message the node got and the one it passed on, as RuleGo's OnDebug sees them. */
+  debug?: { chainId: string; in: RuleMsg; out: RuleMsg };
 }
 
+/** The refusal RuleGo gives, in its words, for a chain switched off with `ruleChain.disabled`. */
+export const CHAIN_DISABLED = 'the rule chain has been disabled';
+
 /** Where a branch stopped: an `end` node (`relation` undefined) or a node with no edge for its relation. */
-interface ChainEnd {
+export interface ChainEnd {
   nodeId: string;
   relation: string | undefined;
   msg: RuleMsg;
 }
 
-interface ChainResult {
+export interface ChainResult {
   /** The last message that reached an end (the input when the chain has no nodes). */
   msg: RuleMsg;
   /** Every branch end, in branch order (depth first, relation by relation), joins after their branches. */
@@ -51,12 +59,15 @@ export class ChainError extends Error {
   readonly nodeId: string | undefined;
   /** The trace up to the failure (empty when the error came from loading). */
   readonly trace: ChainTraceEntry[];
-  constructor(message: string, info: { chainId: string; nodeId?: string; trace?: ChainTraceEntry[]; cause?: unknown }) {
+  /** For a node error without a `Failure` connection: the message RuleGo would end on Failure (the node's input, or its NodeFailure's message, with `metadata.error`). */
+  readonly msg: RuleMsg | undefined;
+  constructor(message: string, info: { chainId: string; nodeId?: string; trace?: ChainTraceEntry[]; cause?: unknown; msg?: RuleMsg }) {
     super(message, info.cause === undefined ? undefined : { cause: info.cause });
     this.name = 'ChainError';
     this.chainId = info.chainId;
     this.nodeId = info.nodeId;
     this.trace = info.trace ?? [];
+    this.msg = info.msg;
   }
 }
 
@@ -64,11 +75,11 @@ const FAILURE = 'Failure';
 /** The longest setTimeout Node honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-type ChainFailure = (message: string, nodeId: string | undefined, cause?: unknown) => ChainError;
+type ChainFailure = (message: string, nodeId: string | undefined, cause?: unknown, msg?: RuleMsg) => ChainError;
 
 /** The error of a run of `chain` that failed, carrying its trace so far. */
 function failureIn(chain: ParsedChain, trace: ChainTraceEntry[]): ChainFailure {
-  return (message, nodeId, cause) => new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause });
+  return (message, nodeId, cause, msg) => new ChainError(message, { chainId: chain.id, ...(nodeId ? { nodeId } : {}), trace, cause, ...(msg ? { msg } : {}) });
 }
 
 /** A message on its way to a node: from which node, along which relation (none for the first node). */
@@ -136,19 +147,24 @@ async function settleAll<T>(promises: Array<Promise<T>>): Promise<T[]> {
  * branches of their lowest common ancestor and runs once with all the messages that reached it
  * (JoinScope). A relation without a connection ends its branch. A node that throws goes on
  * along `Failure` with its input message plus `metadata.error`; without a `Failure` connection
- * the whole run fails with a ChainError naming the chain and node, once every branch still
- * running has ended. Stateless: one runner serves any number of runs.
+ * the whole run fails with a ChainError naming the chain and node (and carrying that message),
+ * once every branch still running has ended. As RuleGo: `${vars.x}` and `${global.x}` in node
+ * configurations are filled before each node runs, nodes in `debugMode` (or all, with the
+ * chain's) leave their input and output in the trace, and `runById` refuses a chain with
+ * `ruleChain.disabled`. Stateless: one runner serves any number of runs.
  */
 export class ChainRunner {
   readonly maxSteps: number;
   readonly maxFlowDepth: number;
   readonly #executors: Readonly<Record<string, NodeExecutor>>;
   readonly #joins = new WeakMap<ParsedChain, JoinAncestors>();
+  readonly #globals: () => Readonly<Record<string, string>>;
 
   constructor(opts: ChainRunnerOptions = {}) {
     this.maxSteps = opts.maxSteps ?? 1000;
     this.maxFlowDepth = opts.maxFlowDepth ?? 5;
     this.#executors = opts.executors ?? nodeTypes;
+    this.#globals = opts.globals ?? (() => ({}));
   }
 
   async run(chain: ParsedChain, input: RuleMsg, ctx: ChainContext, opts: ChainRunOptions = {}): Promise<ChainResult> {
@@ -304,16 +320,21 @@ export class ChainRunner {
     const executor = this.#executors[node.type];
     if (!executor) throw w.fail(`chain "${chain.id}", node "${node.id}" (${node.type}): no executor for node type "${node.type}"`, nodeId);
     const started = performance.now();
+    // RuleGo's debugMode: the node's own, or the chain's for all of its nodes.
+    const debugIn = node.debugMode || chain.dsl.ruleChain.debugMode ? cloneMsg(msg) : undefined;
+    const debug = (out: RuleMsg) => (debugIn ? { debug: { chainId: chain.id, in: debugIn, out: cloneMsg(out) } } : {});
     try {
-      const result = await executor.execute(msg, node.configuration ?? {}, { ...w.base, node, ...(joined ? { joined } : {}) });
+      const config = fillChainVars(node.configuration ?? {}, { vars: chain.vars ?? {}, global: this.#globals() });
+      const result = await executor.execute(msg, config, { ...w.base, node, ...(joined ? { joined } : {}) });
       const relations = 'relations' in result ? result.relations : [result.relation];
-      w.trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started) });
+      w.trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started), ...debug(result.msg) });
       return { out: result.msg, relations };
     } catch (error) {
       const message = errorMessage(error);
-      w.trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message });
       const failed = error instanceof NodeFailure && error.msg ? error.msg : msg;
-      return { out: { ...failed, metadata: { ...failed.metadata, error: message } }, error, message };
+      const out = { ...failed, metadata: { ...failed.metadata, error: message } };
+      w.trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message, ...debug(out) });
+      return { out, error, message };
     }
   }
 
@@ -329,8 +350,10 @@ export class ChainRunner {
     if (base.signal.aborted) throw w.fail(`chain "${chain.id}": cancelled`, step.nodeId, base.signal.reason);
     if (!(chain.outgoing.get(step.nodeId) ?? []).some((c) => c.type === FAILURE)) {
       // A sub-chain's error already names its chain and node: keep it as it is.
-      const { error } = done;
-      throw error instanceof ChainError ? w.fail(error.message, step.nodeId, error) : w.fail(`chain "${chain.id}", node "${node.id}" (${node.type}): ${done.message}`, step.nodeId, error);
+      const { error, out } = done;
+      throw error instanceof ChainError
+        ? w.fail(error.message, step.nodeId, error, out)
+        : w.fail(`chain "${chain.id}", node "${node.id}" (${node.type}): ${done.message}`, step.nodeId, error, out);
     }
     return { out: done.out, relations: [FAILURE] };
   }
@@ -350,6 +373,8 @@ export class ChainRunner {
     const loaded = await load(id);
     if (!loaded) throw new ChainError(`chain "${id}" does not exist`, { chainId: id });
     if (!loaded.ok) throw new ChainError(`chain "${id}" does not load: ${loaded.error}`, { chainId: id });
+    // As RuleGo: a disabled chain runs for nobody (a flow node, a tool); agents refuse earlier with their own words.
+    if (loaded.chain.dsl.ruleChain.disabled === true) throw new ChainError(`chain "${id}": ${CHAIN_DISABLED}`, { chainId: id });
     return this.run(loaded.chain, msg, ctx, opts);
   }
 }

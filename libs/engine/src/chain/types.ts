@@ -21,6 +21,8 @@ export interface ParsedChain {
   firstNodeId: string | undefined;
   /** Connections leaving each node, in DSL order. */
   outgoing: ReadonlyMap<string, readonly RuleConnection[]>;
+  /** `ruleChain.configuration.vars` as text: what `${vars.x}` in node configurations reads. */
+  vars?: Readonly<Record<string, string>>;
 }
 
 export type LoadResult = { ok: true; chain: ParsedChain } | { ok: false; error: string };

@@ -1,7 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainDsl, RuleChainUpdate, chainCategory } from '@agentry/engine';
+import { Id, RuleChainInput, type RuleChainDsl, chainCategory, normalizeRuleChain } from '@agentry/engine';
 import {
   deleteRuleChain,
   getRuleChain,
@@ -31,14 +32,15 @@ const RuleFilters = {
 
 const ListRules = { querystring: Type.Object({ agentId: Type.Optional(Id), ...RuleFilters }), response: { 200: RuleList } };
 const GetRule = { params: RuleParams, response: { 200: RuleChainDocument } };
-const CreateRule = { body: RuleChainDsl, response: { 201: RuleChainDocument } };
-const UpdateRule = { params: RuleParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
+/** `?id=` names a chain whose DSL has no `ruleChain.id` (RuleGo files often have none). */
+const CreateRule = { querystring: Type.Object({ id: Type.Optional(Id) }), body: RuleChainInput, response: { 201: RuleChainDocument } };
+const UpdateRule = { params: RuleParams, body: RuleChainInput, response: { 200: RuleChainDocument } };
 const DeleteRule = { params: RuleParams, response: { 200: SuccessBody } };
 const ReloadRule = { params: RuleParams, response: { 200: ReloadResult } };
 const ListAgentRules = { params: Type.Object({ agentId: Id }), querystring: Type.Object(RuleFilters), response: { 200: RuleList } };
-const CreateAgentRule = { params: Type.Object({ agentId: Id }), body: RuleChainDsl, response: { 201: RuleChainDocument } };
+const CreateAgentRule = { params: Type.Object({ agentId: Id }), querystring: Type.Object({ id: Type.Optional(Id) }), body: RuleChainInput, response: { 201: RuleChainDocument } };
 const GetAgentRule = { params: AgentRuleParams, response: { 200: RuleChainDocument } };
-const UpdateAgentRule = { params: AgentRuleParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
+const UpdateAgentRule = { params: AgentRuleParams, body: RuleChainInput, response: { 200: RuleChainDocument } };
 const DeleteAgentRule = { params: AgentRuleParams, response: { 200: SuccessBody } };
 const ReloadAgentRule = { params: AgentRuleParams, response: { 200: ReloadResult } };
 
@@ -90,14 +92,14 @@ function getRule(ctx: RuleContext) {
 
 function createRule(ctx: RuleContext) {
   return async function createRule(req: TypedRequest<typeof CreateRule>, reply: TypedReply<typeof CreateRule>) {
-    const row = await create(ctx, req.body, null, ownerName(req.principal));
-    return reply.status(201).send(redacted(row.dsl) as RuleChainDocument);
+    const row = await create(ctx, imported(req.body, req.query.id, reply, true), null, ownerName(req.principal));
+    return reply.status(201).header('location', `/api/v1/rules/${row.id}`).send(redacted(row.dsl) as RuleChainDocument);
   };
 }
 
 function updateRule(ctx: RuleContext) {
-  return async function updateRule(req: TypedRequest<typeof UpdateRule>) {
-    return update(ctx, await requireChain(ctx, req.params.id), req.body);
+  return async function updateRule(req: TypedRequest<typeof UpdateRule>, reply: TypedReply<typeof UpdateRule>) {
+    return update(ctx, await requireChain(ctx, req.params.id), imported(req.body, req.params.id, reply, false));
   };
 }
 
@@ -123,8 +125,8 @@ function listAgentRules(ctx: RuleContext) {
 function createAgentRule(ctx: RuleContext) {
   return async function createAgentRule(req: TypedRequest<typeof CreateAgentRule>, reply: TypedReply<typeof CreateAgentRule>) {
     const agent = await requireAgent(ctx.deps.db.db, req.params.agentId);
-    const row = await create(ctx, req.body, req.params.agentId, agent.owner);
-    return reply.status(201).send(redacted(row.dsl) as RuleChainDocument);
+    const row = await create(ctx, imported(req.body, req.query.id, reply, true), req.params.agentId, agent.owner);
+    return reply.status(201).header('location', `/api/v1/agents/${req.params.agentId}/rules/${row.id}`).send(redacted(row.dsl) as RuleChainDocument);
   };
 }
 
@@ -135,8 +137,8 @@ function getAgentRule(ctx: RuleContext) {
 }
 
 function updateAgentRule(ctx: RuleContext) {
-  return async function updateAgentRule(req: TypedRequest<typeof UpdateAgentRule>) {
-    return update(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), req.body);
+  return async function updateAgentRule(req: TypedRequest<typeof UpdateAgentRule>, reply: TypedReply<typeof UpdateAgentRule>) {
+    return update(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), imported(req.body, req.params.id, reply, false));
   };
 }
 
@@ -150,6 +152,21 @@ function reloadAgentRule(ctx: RuleContext) {
   return async function reloadAgentRule(req: TypedRequest<typeof ReloadAgentRule>) {
     return reloadAnswer(await ctx.chains.reload(await requireAgentRule(ctx, req.params.agentId, req.params.id)));
   };
+}
+
+/** The header that tells a client which ids it did not write and what they became. */
+export const GENERATED_IDS_HEADER = 'x-agentry-generated-ids';
+
+/**
+ * A DSL as written (RuleGo's way: ids missing, nulls for empty maps) made strict: the chain id
+ * from `?id=` on a create (it wins, as RuleGo's New(id, dsl)), else the body's, else the path's
+ * on a PUT, else a generated `rule-xxxxxxxx`; nodes without an id `node0`, `node1`... The ids
+ * chosen are listed in the answer's GENERATED_IDS_HEADER.
+ */
+function imported(body: RuleChainInput, id: string | undefined, reply: FastifyReply, overrides: boolean): RuleChainDsl {
+  const { dsl, generated } = normalizeRuleChain(body, { id, overrides, generate: () => `rule-${randomUUID().slice(0, 8)}` });
+  if (generated.length > 0) void reply.header(GENERATED_IDS_HEADER, generated.join('; '));
+  return dsl;
 }
 
 /** The list items, each admitted to this replica's cache to say whether it loads. */
@@ -186,7 +203,7 @@ async function create({ deps, chains }: RuleContext, incoming: RuleChainDsl, age
   }
 }
 
-async function update({ deps, chains }: RuleContext, row: RuleChainRow, body: RuleChainUpdate): Promise<RuleChainDocument> {
+async function update({ deps, chains }: RuleContext, row: RuleChainRow, body: RuleChainDsl): Promise<RuleChainDocument> {
   const dsl = sealIncoming(deps, withPathId(body, row.id), row.dsl);
   assertValidChain(dsl, row.kind === 'agent');
   const updated = await updateRuleChain(deps.db.db, row.id, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });

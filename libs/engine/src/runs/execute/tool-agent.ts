@@ -3,7 +3,7 @@ import { AppError } from '@agentry/errors';
 import type { AgentToolConfig, AiAgentConfig } from '../../agent/config.js';
 import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult } from '../../agent/loop.js';
 import { resolveTools } from '../../agent/tools.js';
-import { createRuleMsg } from '../../chain/message.js';
+import { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from '../../chain/tool.js';
 import type { ChatMessage } from '../../models/types.js';
 import type { ToolContext } from '../../tools/types.js';
 import { chainContext } from './chain-context.js';
@@ -41,7 +41,7 @@ export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise
     builtin: deps.builtin,
     context: toolContext(ctx),
     runSubagent: (agentId, message, signal) => runSubagent(silent(ctx, { signal }), agentId, message),
-    runChain: (chainId, args, signal) => runChainTool({ ...ctx, signal }, chainId, args),
+    runChain: (chainId, args, signal, config) => runChainTool({ ...ctx, signal }, chainId, args, config),
   });
   try {
     return await runAgentLoop({ stream: deps.stream, emit: ctx.emit, logger: deps.logger }, loopOptions(turn), turn.messages, resolved.tools, ctx.signal);
@@ -110,12 +110,22 @@ async function runSubagent(ctx: AgentRun, agentId: string, message: string): Pro
 }
 
 /**
- * A rule-chain tool: the arguments become `msg.data` (JSON), the chain runs, and the final
- * `msg.data` is the tool's result. `ai/llm` nodes call the agent's providers, `ai/agent` nodes
- * run a silent nested agent loop on behalf of the calling agent, `flow` nodes run sub-chains.
+ * A rule-chain tool: the arguments (with the entry's msgType and metadata) become the message,
+ * the chain runs, and the final message with its metadata, type and end relation is the tool's
+ * result, as JSON (`chain/tool.ts`); a node failure ends on Failure there rather than failing the
+ * call. `ai/llm` nodes call the agent's providers, `ai/agent` nodes run a silent nested agent
+ * loop on behalf of the calling agent, `flow` nodes run sub-chains.
  */
-async function runChainTool(ctx: AgentRun, chainId: string, args: Record<string, unknown>): Promise<string> {
-  const chain = chainContext(ctx, (config, msg) => runSilentAgent(ctx, config, msg.data));
-  const result = await ctx.deps.chains.runner.runById((id) => loadChain(ctx.deps, id), chainId, createRuleMsg({ data: args }), chain);
-  return result.msg.data;
+async function runChainTool(ctx: AgentRun, chainId: string, args: Record<string, unknown>, config: ChainToolConfig): Promise<string> {
+  const chain = chainContext(ctx, (agentConfig, msg) => runSilentAgent(ctx, agentConfig, msg.data));
+  const input = chainToolInput(args, config);
+  let result: ChainToolResult;
+  try {
+    result = chainToolResult(await ctx.deps.chains.runner.runById((id) => loadChain(ctx.deps, id), chainId, input, chain), input);
+  } catch (err) {
+    const failed = chainToolFailure(err);
+    if (!failed || ctx.signal.aborted) throw err;
+    result = failed;
+  }
+  return JSON.stringify(result);
 }
