@@ -13,7 +13,8 @@ describe('humanError', () => {
   });
 
   it('drops the registry prefix, names an unreachable gateway, and leaves plain text alone', () => {
-    expect(humanError('Not allowed: agent "x" belongs to another user')).toEqual({ summary: 'agent "x" belongs to another user', detail: 'Not allowed: agent "x" belongs to another user' });
+    expect(humanError('Invalid input: title: must not be blank')).toEqual({ summary: 'title: must not be blank', detail: 'Invalid input: title: must not be blank' });
+    expect(humanError('Not allowed: agent "x" belongs to another user')).toEqual({ summary: 'Not allowed: agent "x" belongs to another user', detail: null });
     expect(humanError('Failed to fetch').summary).toMatch(/gateway could not be reached/);
     expect(humanError('the name is taken')).toEqual({ summary: 'the name is taken', detail: null });
   });

@@ -227,6 +227,9 @@ describe('issue 23, web items 8-13, in Chromium', () => {
       await page.getByRole('button', { name: 'Delete' }).click();
       await expect.poll(() => names.count()).toBe(2);
       expect((await api('GET', '/sessions?agentId=helper&nonEmpty=true')).json.total).toBe(2);
+      // Deleting leaves a fresh conversation open, with no error about the one that went.
+      await page.locator('h1.conversation-title', { hasText: 'New conversation' }).waitFor();
+      expect(await page.locator('.conversation [role="alert"]').count()).toBe(0);
       await shot(page, '11-sessions-renamed-and-deleted');
     }));
 
@@ -298,7 +301,9 @@ describe('issue 23, web items 8-13, in Chromium', () => {
         pages.push(carol);
         await signIn(carol, 'carol', 'carol-password-23');
         await carol.goto(`${base}/agents`);
-        await carol.getByLabel('Search agents').fill('e');
+        // "r": in "helper" and "carols", in no bulk agent nor their owner: the two rows this step is about.
+        await carol.getByLabel('Search agents').fill('r');
+        await expect.poll(() => carol.locator('tr[data-agent]').count()).toBe(2);
         const helper = carol.locator('tr[data-agent="helper"]');
         await helper.waitFor();
         expect(await helper.locator('td.owner').innerText()).toMatch(/^admin/);

@@ -13,8 +13,11 @@ export interface HumanError {
 
 /** `chain "x", node "y" (ai/agent): ` prefixes a rule chain adds to a node's failure. */
 const CHAIN_PREFIX = /^(?:chain "[^"]*"(?:, node "[^"]*" \([^)]*\))?: )+/;
-/** The error registry's prefixes (`@agentry/errors`), which say the class, not the cause. */
-const REGISTRY_PREFIX = /^(?:Invalid request|Invalid input|Not allowed|Not found|Upstream failure|Internal server error|Service not ready|The script failed|The script is invalid): /;
+/**
+ * Prefixes of the error registry (`@agentry/errors`) that name a class people need not read
+ * before the cause ("Not found: ..." and "Not allowed: ..." stay: they are the sentence).
+ */
+const REGISTRY_PREFIX = /^(?:Upstream failure|Internal server error|Invalid input): /;
 
 /** What a failing model provider said, one provider at a time: `provider "p" (model m): HTTP 500: text (3 attempts)`. */
 function providerFailure(text: string): string | null {

@@ -336,7 +336,8 @@ function SessionTitle({ agentId, session, busy, onChanged }: { agentId: string; 
       await api.delete(`/sessions/${encodeURIComponent(session.id)}`);
       notify('Conversation deleted');
       onChanged();
-      navigate(`/chat/${encodeURIComponent(agentId)}`);
+      // A fresh conversation, not "the latest": the list may still hold the deleted one.
+      navigate(`/chat/${encodeURIComponent(agentId)}/${newSessionKey()}`);
     } catch (err) {
       notify(messageOf(err), 'error');
     }
