@@ -182,6 +182,7 @@ describe('issue 23, web items 8-13, in Chromium', () => {
       await page.getByText('105 agents').waitFor();
       await page.getByLabel('Search agents').fill('bulk-10');
       await expect.poll(() => page.locator('tr[data-agent]').count()).toBe(4);
+      await page.getByText('4 of 105 agents').waitFor();
 
       await page.goto(`${base}/skills`);
       await page.locator('.skill-list > li').nth(102).waitFor();

@@ -49,13 +49,24 @@ export function AgentsPage() {
       ) : (
         <div className="table-wrap">
           <SearchField label="Search agents" value={search} onValue={setSearch} />
-          <AgentsTable agents={filterItems(agents.data.data, search, (a) => [a.ruleChain.id, a.ruleChain.name, a.ruleChain.owner])} busy={action.busy} onToggle={(a) => void toggle(a)} />
-          <p className="muted">
-            {agents.data.data.length} {agents.data.data.length === 1 ? 'agent' : 'agents'}
-          </p>
+          <AgentsList agents={agents.data.data} search={search} busy={action.busy} onToggle={(a) => void toggle(a)} />
         </div>
       )}
     </div>
+  );
+}
+
+/** The agents the search leaves, and how many of how many. */
+function AgentsList({ agents, search, busy, onToggle }: { agents: AgentListItem[]; search: string; busy: boolean; onToggle: (agent: AgentListItem['ruleChain']) => void }) {
+  const shown = filterItems(agents, search, (a) => [a.ruleChain.id, a.ruleChain.name, a.ruleChain.owner]);
+  const noun = agents.length === 1 ? 'agent' : 'agents';
+  return (
+    <>
+      <AgentsTable agents={shown} busy={busy} onToggle={onToggle} />
+      <p className="muted" role="status">
+        {shown.length === agents.length ? `${agents.length} ${noun}` : `${shown.length} of ${agents.length} ${noun}`}
+      </p>
+    </>
   );
 }
 
