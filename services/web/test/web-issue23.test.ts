@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import JSZip from 'jszip';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
 import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
 
 /**
@@ -44,7 +44,10 @@ async function step(name: string, fn: () => Promise<void>, on: () => Page = () =
 }
 
 const tokens: Record<string, string> = {};
-async function api(method: string, url: string, body?: unknown, as = 'admin'): Promise<{ status: number; json: any }> {
+/** The API's JSON as the steps read it (shapes are checked by the assertions). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- test reads of varied answers
+type Json = any;
+async function api(method: string, url: string, body?: unknown, as = 'admin'): Promise<{ status: number; json: Json }> {
   if (!tokens[as]) {
     const password = as === 'admin' ? ADMIN_PASSWORD : `${as}-password-23`;
     const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: as, password }) });
@@ -269,7 +272,7 @@ describe('issue 23, web items 8-13, in Chromium', () => {
       await shot(page, '12a-workspace-tree-keyboard');
 
       // Slow both operations down in the browser so that their progress can be seen.
-      const hold = async (route: import('playwright-core').Route) => {
+      const hold = async (route: Route) => {
         await new Promise((r) => setTimeout(r, 1500));
         await route.continue();
       };
