@@ -119,6 +119,8 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
     });
     // Once per run: a second writer adds nothing.
     expect(await appendUnfinishedTurn(db, id, 'run-failed', { status: 'stopped', error: 'x', messages: [{ role: 'user', content: 'again' }] })).toBe(false);
+    // A session deleted while its turn ran keeps nothing (and the worker does not fail on it).
+    expect(await appendUnfinishedTurn(db, 'no-such-session', 'run-gone', { status: 'stopped', error: 'x', messages: [{ role: 'user', content: 'q' }] })).toBe(false);
     const res = await call('GET', `/sessions/${id}/messages`, 'carol');
     expect(res.json().map((m: { content: string; status?: string; error?: string }) => [m.content, m.status, m.error])).toEqual([
       ['works', undefined, undefined],

@@ -131,7 +131,8 @@ export async function appendMessages(db: Db, sessionId: string, runId: string, m
 /**
  * Keeps a turn that ended without an answer (`failed`, or `stopped` by its caller): the user's
  * messages and what was streamed, marked so that `loadHistory` leaves them out. Once per run: a
- * run that already has messages (a second writer, a retried commit) adds none.
+ * run that already has messages (a second writer, a retried commit) adds none; nor does a
+ * session that is gone.
  */
 export async function appendUnfinishedTurn(
   db: Db,
@@ -139,8 +140,11 @@ export async function appendUnfinishedTurn(
   runId: string,
   turn: { status: Exclude<SessionMessageStatus, 'ok'>; error: string; messages: SessionMessage[] },
 ): Promise<boolean> {
+  if (turn.messages.length === 0) return false;
   const existing = await db.selectFrom('session_messages').select('id').where('run_id', '=', runId).limit(1).executeTakeFirst();
-  if (existing || turn.messages.length === 0) return false;
+  // The session may have gone while the turn ran (deleted with it, or with its agent): nothing to keep.
+  const session = await db.selectFrom('sessions').select('id').where('id', '=', sessionId).executeTakeFirst();
+  if (existing || !session) return false;
   await insertTurn(db, sessionId, runId, turn.messages, turn.status, turn.error);
   return true;
 }
