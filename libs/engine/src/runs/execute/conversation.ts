@@ -38,19 +38,11 @@ export function buildConversation(
   return { messages, newTurns };
 }
 
-/** The request's new user messages: those after its last assistant message. */
-export function newUserTurns(messages: RunRequest['messages']): SessionMessage[] {
-  const lastAssistant = messages.map((m) => m.role).lastIndexOf('assistant');
-  return messages
-    .slice(lastAssistant + 1)
-    .filter((m) => m.role === 'user')
-    .map((m) => ({ role: 'user', content: m.content }));
-}
-
 /** A session's turn: the stored history, then the request's new user messages. */
 function withHistory(rest: RunRequest['messages'], history: SessionMessage[]): { body: ChatMessage[]; newTurns: SessionMessage[] } {
-  const newTurns = newUserTurns(rest);
-  const trailing = newTurns;
+  const lastAssistant = rest.map((m) => m.role).lastIndexOf('assistant');
+  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user');
+  const newTurns: SessionMessage[] = trailing.map((m) => ({ role: 'user', content: m.content }));
   // A window that starts inside a tool exchange would orphan tool results: skip to a clean start.
   let start = 0;
   while (start < history.length && history[start]!.role === 'tool') start++;

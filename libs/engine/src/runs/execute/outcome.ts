@@ -3,7 +3,6 @@ import { isAppError, type AppError } from '@agentry/errors';
 import { appendMessages, appendUnfinishedTurn, finishRun, isDatabaseUnavailable, type JsonValue, type SessionMessage } from '@agentry/db';
 import { ScriptError } from '../../sandbox/sandbox.js';
 import type { Answer } from './chain-run.js';
-import { newUserTurns } from './conversation.js';
 import { retryWhileDbDown } from './db-retry.js';
 import type { AgentRun } from './deps.js';
 import type { RunProgress } from './progress.js';
@@ -68,7 +67,12 @@ function sessionMessage(m: Answer['added'][number]): SessionMessage {
 function unfinishedTurn(run: AgentRun['run'], output: string): SessionMessage[] {
   const messages = (run.request as Partial<RunRequest> | null)?.messages;
   if (!run.sessionId || !Array.isArray(messages)) return [];
-  const asked = newUserTurns(messages.filter((m) => m && typeof m.content === 'string'));
+  // What the turn asked: the user messages after the request's last assistant message.
+  const lastAssistant = messages.map((m) => m?.role).lastIndexOf('assistant');
+  const asked: SessionMessage[] = messages
+    .slice(lastAssistant + 1)
+    .filter((m) => m?.role === 'user' && typeof m.content === 'string')
+    .map((m) => ({ role: 'user', content: m.content }));
   return asked.length === 0 ? [] : [...asked, { role: 'assistant', content: output }];
 }
 
