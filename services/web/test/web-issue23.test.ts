@@ -321,6 +321,10 @@ describe('issue 23, web items 8-13, in Chromium', () => {
         expect(await carol.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users' }).count()).toBe(0);
         await shot(carol, '13a-user-sees-owners-and-disabled-switches');
 
+        await carol.goto(`${base}/workspace/helper`);
+        await carol.getByText('Only admin (its owner) or an admin may change this agent. Its workspace is open to its owner and admins only.').waitFor();
+        expect(await carol.locator('button.tree-item').count()).toBe(0);
+
         await carol.goto(`${base}/providers`);
         await carol.getByText('Only an admin may change model providers.').waitFor();
         expect(await carol.locator('[data-provider="fake"]').getByRole('button', { name: 'Test connection' }).isDisabled()).toBe(true);

@@ -2,8 +2,9 @@ import { useCallback, useEffect, useState, type FormEvent, type KeyboardEvent, t
 import { ApiError, api, downloadFile, fetchAll, messageOf, qs } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { navigate } from '../lib/router';
+import { notOwnerReason } from '../lib/permissions';
 import type { AgentListItem, WorkspaceEntry } from '@agentry/client';
-import { ErrorText, Loading, PageHeader, TextArea, TextField, fmtBytes, fmtTime } from '../components/ui';
+import { ErrorText, Loading, Notice, PageHeader, TextArea, TextField, fmtBytes, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
 const join = (dir: string, name: string) => (dir ? `${dir}/${name}` : name);
@@ -18,6 +19,9 @@ export function WorkspacePage({ agentId }: { agentId?: string | undefined }) {
   useEffect(() => {
     if (!agentId && agents.data?.data[0]) navigate(`/workspace/${encodeURIComponent(agents.data.data[0].ruleChain.id)}`, { replace: true });
   }, [agentId, agents.data]);
+  // The workspace routes are the owner's (and admins'): say so rather than show their 403.
+  const owner = agents.data?.data.find((a) => a.ruleChain.id === agentId)?.ruleChain.owner;
+  const why = notOwnerReason(useApp().status, owner, 'agent');
 
   return (
     <div className="page">
@@ -36,7 +40,8 @@ export function WorkspacePage({ agentId }: { agentId?: string | undefined }) {
       </PageHeader>
       <ErrorText error={agents.error} />
       {agents.data && agents.data.data.length === 0 ? <p className="muted">No agents, so no workspaces.</p> : null}
-      {agentId ? <Browser agentId={agentId} /> : null}
+      {agentId && why ? <Notice>{why} Its workspace is open to its owner and admins only.</Notice> : null}
+      {agentId && !why ? <Browser agentId={agentId} /> : null}
     </div>
   );
 }
