@@ -325,6 +325,14 @@ describe('issue 23, web items 8-13, in Chromium', () => {
         await carol.getByText('Only admin (its owner) or an admin may change this agent. Its workspace is open to its owner and admins only.').waitFor();
         expect(await carol.locator('button.tree-item').count()).toBe(0);
 
+        await carol.goto(`${base}/skills`);
+        await carol.getByText('Only an admin may change global skills.').waitFor();
+        expect(await carol.getByRole('button', { name: 'New skill' }).isDisabled()).toBe(true);
+        expect(await carol.getByLabel('Upload zip').isDisabled()).toBe(true);
+        await carol.getByLabel('Scope').selectOption('carols');
+        await expect.poll(() => carol.getByRole('button', { name: 'New skill' }).isDisabled()).toBe(false);
+        expect(await carol.getByText('Only an admin may change global skills.').count()).toBe(0);
+
         await carol.goto(`${base}/providers`);
         await carol.getByText('Only an admin may change model providers.').waitFor();
         expect(await carol.locator('[data-provider="fake"]').getByRole('button', { name: 'Test connection' }).isDisabled()).toBe(true);

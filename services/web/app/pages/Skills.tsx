@@ -1,6 +1,7 @@
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { ApiError, api, fetchAll, qs } from '../lib/api';
 import { filterItems } from '../lib/lists';
+import { adminOnlyReason, notOwnerReason } from '../lib/permissions';
 import { useAction, useLoad } from '../lib/hooks';
 import type { AgentListItem, Skill, SkillUploadResult } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
@@ -61,28 +62,23 @@ export function SkillsPage() {
     notify(`Skill ${name} ${verb}`);
   };
   const copied = (msg: string) => (setCopying(null), notify(msg));
+  const { status } = useApp();
+  const owner = agents.data?.data.find((a) => a.ruleChain.id === scopeValue)?.ruleChain.owner;
+  const why = scope.kind === 'global' ? adminOnlyReason(status, 'global skills') : notOwnerReason(status, owner, "agent's skills");
 
   return (
     <div className="page">
-      <PageHeader title="Skills">
-        <ScopePicker
-          value={scopeValue}
-          agents={agents.data?.data ?? []}
-          onValue={(v) => {
-            setScopeValue(v);
-            setEditing(null);
-            setCopying(null);
-          }}
-        />
-        <label className="button secondary file-button">
-          Upload zip
-          <input type="file" accept=".zip,application/zip" className="sr-only" onChange={(e) => void upload(e.target.files).finally(() => (e.target.value = ''))} />
-        </label>
-        <button type="button" onClick={() => setEditing(editing === 'new' ? null : 'new')} aria-expanded={editing === 'new'}>
-          New skill
-        </button>
-      </PageHeader>
+      <SkillsHeader
+        scopeValue={scopeValue}
+        agents={agents.data?.data ?? []}
+        why={why}
+        newOpen={editing === 'new'}
+        onScope={(v) => (setScopeValue(v), setEditing(null), setCopying(null))}
+        onUpload={upload}
+        onNew={() => setEditing(editing === 'new' ? null : 'new')}
+      />
       <p className="muted">Skills are Markdown instructions the agent can load by name. An agent's own skills override global ones of the same name.</p>
+      {why ? <Notice>{why}</Notice> : null}
       {uploading ? <Progress label={`Uploading ${uploading.name}`} since={uploading.since} /> : null}
       {uploadResult ? <Notice kind="ok">Upload: {uploadResult}.</Notice> : null}
       <ErrorText error={skills.error ?? action.error} />
@@ -108,11 +104,38 @@ export function SkillsPage() {
               onDelete={() => void remove(s.name)}
               onSaved={() => saved(s.name, 'saved')}
               onCopied={copied}
+              why={why}
+              copyWhy={adminOnlyReason(status, 'where skills are copied')}
             />
           )}
         </SkillList>
       )}
     </div>
+  );
+}
+
+/** Scope, Upload zip and New skill; both writes disabled, with the reason, where the viewer may not act. */
+function SkillsHeader(props: {
+  scopeValue: string;
+  agents: AgentListItem[];
+  why: string | null;
+  newOpen: boolean;
+  onScope: (v: string) => void;
+  onUpload: (files: FileList | null) => Promise<void>;
+  onNew: () => void;
+}) {
+  const { why } = props;
+  return (
+    <PageHeader title="Skills">
+      <ScopePicker value={props.scopeValue} agents={props.agents} onValue={props.onScope} />
+      <label className={`button secondary file-button${why ? ' disabled' : ''}`} title={why ?? undefined}>
+        Upload zip
+        <input type="file" accept=".zip,application/zip" className="sr-only" disabled={why !== null} onChange={(e) => void props.onUpload(e.target.files).finally(() => (e.target.value = ''))} />
+      </label>
+      <button type="button" onClick={props.onNew} aria-expanded={props.newOpen} disabled={why !== null} title={why ?? undefined}>
+        New skill
+      </button>
+    </PageHeader>
   );
 }
 
@@ -167,7 +190,11 @@ function SkillItem({
   onDelete,
   onSaved,
   onCopied,
+  why,
+  copyWhy,
 }: {
+  why: string | null;
+  copyWhy: string | null;
   skill: Skill;
   scope: Scope;
   agents: AgentListItem[];
@@ -186,13 +213,13 @@ function SkillItem({
           {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
         </h2>
         <div className="row-actions">
-          <button type="button" className="link-button" onClick={() => onEdit(!editing)} aria-expanded={editing}>
+          <button type="button" className="link-button" onClick={() => onEdit(!editing)} aria-expanded={editing} disabled={why !== null} title={why ?? undefined}>
             Edit
           </button>
-          <button type="button" className="link-button" onClick={() => onCopy(!copying)} aria-expanded={copying}>
+          <button type="button" className="link-button" onClick={() => onCopy(!copying)} aria-expanded={copying} disabled={copyWhy !== null} title={copyWhy ?? undefined}>
             Copy to…
           </button>
-          <button type="button" className="link-button danger-text" onClick={onDelete}>
+          <button type="button" className="link-button danger-text" onClick={onDelete} disabled={why !== null} title={why ?? undefined}>
             Delete
           </button>
         </div>
