@@ -148,9 +148,12 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
     await waitFor(async () => (await unfinished()).length === 0, 20_000, 100).catch(() => undefined);
     expect(await unfinished()).toEqual([]);
 
+    // A completed turn belongs to a succeeded run; a kept failed or stopped turn (shown, never
+    // context) to a failed or cancelled one.
     const orphanTurns = await sql<{ run_id: string | null; status: string | null }>`
       select m.run_id, r.status from session_messages m left join runs r on r.id = m.run_id
-      where r.status is distinct from 'succeeded'`.execute(db.handle.db);
+      where (m.status = 'ok' and r.status is distinct from 'succeeded')
+         or (m.status <> 'ok' and (r.status is null or r.status not in ('failed', 'cancelled')))`.execute(db.handle.db);
     expect(orphanTurns.rows).toEqual([]);
     const missingTurns = await sql<{ id: string }>`
       select r.id from runs r
@@ -312,7 +315,7 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
     expect(late.status).toBe(200);
     const turn = await sql<{ role: string; content: string }>`
       select m.role, m.content from session_messages m join sessions s on s.id = m.session_id
-      where s.session_key = 'pg-restart' order by m.id`.execute(db.handle.db);
+      where s.session_key = 'pg-restart' and m.status = 'ok' order by m.id`.execute(db.handle.db);
     expect(turn.rows).toEqual([
       { role: 'user', content: 'remember me' },
       { role: 'assistant', content: words('p', 20).join('') },

@@ -1,6 +1,6 @@
 export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable, ModelProvidersTable } from './tables.js';
 export type { Db, DbHandle } from './handle.js';
-export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable } from './tables.js';
+export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable, SessionMessageStatus } from './tables.js';
 export { inTransaction, isForeignKeyViolation, isUniqueViolation } from './transaction.js';
 export {
   ACTIVE_RUN_STATUSES,

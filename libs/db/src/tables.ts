@@ -165,8 +165,14 @@ export interface SessionMessagesTable {
   tool_call_id: string | null;
   name: string | null;
   run_id: string | null;
+  /** `ok`: a completed turn; `failed` / `stopped`: kept to be shown, never sent to the model. */
+  status: ColumnType<SessionMessageStatus, SessionMessageStatus | undefined, SessionMessageStatus>;
+  error: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: TimestampDefaultNow;
 }
+
+/** A stored message's turn: completed, or ended by a failure or a stop (`session_messages.status`). */
+export type SessionMessageStatus = 'ok' | 'failed' | 'stopped';
 
 export interface RunsTable {
   id: string;

@@ -7,7 +7,7 @@ import { Errors } from '@agentry/errors';
 import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
 import { sql } from 'kysely';
 import { ensureSession, getRun, insertRuleChain, insertRun, listCronJobs, listSessionMessages, markRunStreamed, claimRun, type JsonValue } from '@agentry/db';
-import type { ModelCallRequest, ModelEvent } from '@agentry/engine';
+import { cancelRun, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
@@ -149,15 +149,40 @@ describe('agent-worker', () => {
     expect({ w: [after.w[0]! - before.w[0]!, after.w[1]! - before.w[1]!], post: [after.post[0]! - before.post[0]!, after.post[1]! - before.post[1]!] }).toEqual({ w: [1, 2], post: [2, 4] });
   });
 
-  it('appends the turn to the session only when the run succeeds', async () => {
+  it('keeps a failed turn in the session marked failed with its error, and never sends it to the model', async () => {
     const session = await ensureSession(runtime.db.db, { agentId: 'w', sessionKey: 'sess-1' });
     await run('first', { sessionId: session.id });
-    await run('boom', { sessionId: session.id });
+    await run('refused', { sessionId: session.id });
     const messages = await listSessionMessages(runtime.db.db, session.id);
-    expect(messages.map((m) => [m.role, m.content])).toEqual([
-      ['user', 'first'],
-      ['assistant', 'echo: first'],
+    expect(messages.map((m) => [m.role, m.content, m.status, m.error])).toEqual([
+      ['user', 'first', 'ok', null],
+      ['assistant', 'echo: first', 'ok', null],
+      ['user', 'refused', 'failed', 'Upstream failure: provider p: HTTP 401 invalid api key'],
+      ['assistant', '', 'failed', 'Upstream failure: provider p: HTTP 401 invalid api key'],
     ]);
+    // The next turn's context: the completed turn only.
+    await run('second', { sessionId: session.id });
+    expect(calls.at(-1)!.messages.map((m) => m.content)).toEqual(['sys', 'first', 'echo: first', 'second']);
+  });
+
+  it('keeps a stopped turn with what was streamed, marked stopped, once', async () => {
+    const session = await ensureSession(runtime.db.db, { agentId: 'w', sessionKey: 'sess-stop' });
+    const id = `r${Math.random().toString(36).slice(2)}`;
+    const events: RunEvent[] = [];
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
+    await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: session.id, source: 'api', request: { messages: [{ role: 'user', content: 'slow' }] } });
+    await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'agent-run', v: 1, runId: id });
+    await waitFor(async () => events.some((e) => e.type === 'text'), 5000, 10);
+    // As the gateway does when its client stops: the row is marked first, then the worker told.
+    await cancelRun({ db: runtime.db.db, pubsub: runtime.bus.pubsub }, id, 'the client went away');
+    await waitFor(async () => (await listSessionMessages(runtime.db.db, session.id)).length > 0, 5000, 20);
+    await unsub();
+    const messages = await listSessionMessages(runtime.db.db, session.id);
+    expect(messages.map((m) => [m.role, m.content, m.status])).toEqual([
+      ['user', 'slow', 'stopped'],
+      ['assistant', 'thinking', 'stopped'],
+    ]);
+    expect(messages[0]!.error).toBe('stopped before the answer was complete');
   });
 
   it('turns a model failure into one error event and a failed run', async () => {

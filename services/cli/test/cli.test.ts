@@ -101,9 +101,9 @@ describe('agents', () => {
     expect(both.code).toBe(2);
 
     const list = await cli(['agents', 'list']);
-    expect(list.json()).toEqual([{ ruleChain: { id: 'helper', name: 'Helper' } }, { ruleChain: { id: 'support', name: 'Support' } }]);
+    expect(list.json()).toEqual([{ ruleChain: { id: 'helper', name: 'Helper', owner: 'admin' } }, { ruleChain: { id: 'support', name: 'Support', owner: 'admin' } }]);
     const page = await cli(['agents', 'list', '--page', '2', '--size', '1']);
-    expect(page.json()).toEqual([{ ruleChain: { id: 'support', name: 'Support' } }]);
+    expect(page.json()).toEqual([{ ruleChain: { id: 'support', name: 'Support', owner: 'admin' } }]);
 
     const got = await cli(['agents', 'get', 'support']);
     expect(got.json()).toMatchObject({ ruleChain: { id: 'support' }, metadata: { nodes: [{ type: 'ai/agent' }, { type: 'end' }] } });
@@ -130,14 +130,14 @@ describe('agents', () => {
     expect(disabled.code, disabled.stderr).toBe(0);
     expect(disabled.json()).toMatchObject({ ruleChain: { id: 'support', disabled: true } });
     expect((await cli(['agents', 'get', 'support'])).json()).toMatchObject({ ruleChain: { disabled: true } });
-    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', disabled: true } });
+    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', disabled: true, owner: 'admin' } });
     const refused = await cli(['chat', '-a', 'support', 'hi']);
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('agent "support" is disabled') });
 
     const enabled = await cli(['agents', 'enable', 'support']);
     expect(enabled.code, enabled.stderr).toBe(0);
     expect(enabled.json()).toMatchObject({ ruleChain: { id: 'support', disabled: false } });
-    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk' } });
+    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', owner: 'admin' } });
 
     const missing = await cli(['agents', 'disable', 'no-such-agent']);
     expect(missing).toMatchObject({ code: 1, stderr: 'error: Not found: agent "no-such-agent"\n' });

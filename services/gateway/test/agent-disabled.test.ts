@@ -21,9 +21,9 @@ describeOnBothEngines('disabled agents', (env: () => Env) => {
     await createAgent(env, on);
 
     const items = (await req('GET', '/agents?size=100')).json().data;
-    expect(items).toContainEqual({ ruleChain: { id: off, name: `Agent ${off}`, disabled: true } });
-    // Absent means enabled: the spec's item stays {id, name}.
-    expect(items).toContainEqual({ ruleChain: { id: on, name: `Agent ${on}` } });
+    expect(items).toContainEqual({ ruleChain: { id: off, name: `Agent ${off}`, disabled: true, owner: 'admin' } });
+    // Absent means enabled: the spec's item {id, name}, with the owner the UI shows.
+    expect(items).toContainEqual({ ruleChain: { id: on, name: `Agent ${on}`, owner: 'admin' } });
   });
 
   it('a flag that is not a boolean is 400', async () => {

@@ -104,7 +104,7 @@ describeOnBothEngines('agents', (env: () => Env) => {
     expect((await req('GET', `/agents/${id}`)).statusCode).toBe(404);
   });
 
-  it('GET /agents is paged: defaults, bounds and items {ruleChain:{id,name}}', async () => {
+  it('GET /agents is paged: defaults, bounds and items {ruleChain:{id,name,owner}}', async () => {
     const prefix = uid('pg');
     for (const n of [1, 2, 3]) await createAgent(env, `${prefix}_${n}`);
     const all = await req('GET', '/agents');
@@ -113,7 +113,7 @@ describeOnBothEngines('agents', (env: () => Env) => {
     expect(body).toMatchObject({ page: 1, size: 20 });
     expect(body.total).toBeGreaterThanOrEqual(3);
     expect(body.data.length).toBe(Math.min(body.total, 20));
-    expect(body.data).toContainEqual({ ruleChain: { id: `${prefix}_2`, name: `Agent ${prefix}_2` } });
+    expect(body.data).toContainEqual({ ruleChain: { id: `${prefix}_2`, name: `Agent ${prefix}_2`, owner: 'admin' } });
     for (const item of body.data) expect(Object.keys(item)).toEqual(['ruleChain']);
 
     const pageTwo = await req('GET', '/agents?page=2&size=1');

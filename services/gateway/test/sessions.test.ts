@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { appendMessages, ensureSession, type DbHandle } from '@agentry/db';
+import { appendMessages, appendUnfinishedTurn, ensureSession, loadHistory, type DbHandle } from '@agentry/db';
 import { createTestDatabase, createTestPglite, describeWithPostgres, type TestDatabase } from '@agentry/testing';
 import { bearer, login, startHarness, type Harness } from './auth-harness.js';
 import { agentDsl } from './resources-harness.js';
@@ -26,7 +26,7 @@ models:
 function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void {
   let h: Harness;
   const tokens: Record<string, string> = {};
-  const call = (method: 'GET' | 'POST', url: string, who: string, payload?: object): Promise<LightMyRequestResponse> =>
+  const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, who: string, payload?: object): Promise<LightMyRequestResponse> =>
     h.app.inject({ method, url: `/api/v1${url}`, headers: bearer(tokens[who]!), ...(payload ? { payload } : {}) });
 
   /** A stored conversation of one turn, as a chat request with `sessionId: key` leaves it. */
@@ -105,6 +105,68 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
     expect(await count(carolsOther)).toBe(0);
     expect(await count(daves)).toBe(2);
     expect(await count(channelChat)).toBe(2);
+  });
+  it('GET /sessions/{id}/messages shows a failed turn with its status and error; the model history skips it', async () => {
+    const id = await conversation('user:carol', 'with-failure', 'works');
+    const db = h.runtime.db.db;
+    await appendUnfinishedTurn(db, id, 'run-failed', {
+      status: 'failed',
+      error: 'Upstream failure: HTTP 500',
+      messages: [
+        { role: 'user', content: 'breaks' },
+        { role: 'assistant', content: 'partial' },
+      ],
+    });
+    // Once per run: a second writer adds nothing.
+    expect(await appendUnfinishedTurn(db, id, 'run-failed', { status: 'stopped', error: 'x', messages: [{ role: 'user', content: 'again' }] })).toBe(false);
+    // A session deleted while its turn ran keeps nothing (and the worker does not fail on it).
+    expect(await appendUnfinishedTurn(db, 'no-such-session', 'run-gone', { status: 'stopped', error: 'x', messages: [{ role: 'user', content: 'q' }] })).toBe(false);
+    const res = await call('GET', `/sessions/${id}/messages`, 'carol');
+    expect(res.json().map((m: { content: string; status?: string; error?: string }) => [m.content, m.status, m.error])).toEqual([
+      ['works', undefined, undefined],
+      ['re: works', undefined, undefined],
+      ['breaks', 'failed', 'Upstream failure: HTTP 500'],
+      ['partial', 'failed', 'Upstream failure: HTTP 500'],
+    ]);
+    expect((await loadHistory(db, id, 50)).map((m) => m.content)).toEqual(['works', 're: works']);
+  });
+
+  it('GET /sessions counts turns without tool messages, leaves out empty sessions with nonEmpty, and searches titles', async () => {
+    const db = h.runtime.db.db;
+    expect((await call('POST', '/agents', 'admin', agentDsl('counted'))).statusCode).toBe(201);
+    const s = await ensureSession(db, { agentId: 'counted', sessionKey: 'tools', owner: 'user:dave' });
+    await appendMessages(db, s.id, 'run-tools', [
+      { role: 'user', content: 'What time is it in Paris?' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'time', arguments: '{}' } }] },
+      { role: 'tool', content: '12:00', toolCallId: 'c1' },
+      { role: 'assistant', content: 'Noon.' },
+    ]);
+    await ensureSession(db, { agentId: 'counted', sessionKey: 'empty', owner: 'user:dave' });
+    const all = (await call('GET', '/sessions?agentId=counted', 'dave')).json();
+    expect(all.total).toBe(2);
+    const listed = (await call('GET', '/sessions?agentId=counted&nonEmpty=true', 'dave')).json();
+    expect(listed.data.map((x: { sessionKey: string; messageCount: number; turnCount: number }) => [x.sessionKey, x.messageCount, x.turnCount])).toEqual([['tools', 4, 2]]);
+    expect(listed.total).toBe(1);
+    expect((await call('GET', '/sessions?agentId=counted&search=PARIS', 'dave')).json().data.map((x: { sessionKey: string }) => x.sessionKey)).toEqual(['tools']);
+    expect((await call('GET', '/sessions?agentId=counted&search=100%25', 'dave')).json().total).toBe(0);
+  });
+
+  it('PATCH /sessions/{id} renames and DELETE /sessions/{id} deletes, only for the session\'s owner (or an admin)', async () => {
+    const id = await conversation('user:carol', 'to-rename', 'hello there');
+    const renamed = await call('PATCH', `/sessions/${id}`, 'carol', { title: '  Trip plans  ' });
+    expect(renamed.statusCode).toBe(200);
+    expect(renamed.json()).toMatchObject({ id, title: 'Trip plans', turnCount: 2 });
+    expect((await call('PATCH', `/sessions/${id}`, 'carol', { title: '   ' })).json()).toEqual({ error: 'Invalid input: title: must not be blank' });
+    expect((await call('PATCH', `/sessions/${id}`, 'carol', { title: 'x', owner: 'y' })).statusCode).toBe(400);
+    // Another user's session answers as a missing one, for both verbs.
+    expect((await call('PATCH', `/sessions/${id}`, 'dave', { title: 'mine now' })).json()).toEqual({ error: `Not found: session "${id}"` });
+    expect((await call('DELETE', `/sessions/${id}`, 'dave')).statusCode).toBe(404);
+    const deleted = await call('DELETE', `/sessions/${id}`, 'carol');
+    expect(deleted.json()).toEqual({ success: true, message: 'deleted session "Trip plans"' });
+    expect((await call('GET', `/sessions/${id}/messages`, 'carol')).statusCode).toBe(404);
+    expect((await call('DELETE', `/sessions/${id}`, 'carol')).statusCode).toBe(404);
+    const daves = await conversation('user:dave', 'admin-deletes', 'bye');
+    expect((await call('DELETE', `/sessions/${daves}`, 'admin')).statusCode).toBe(200);
   });
 }
 

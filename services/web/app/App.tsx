@@ -30,6 +30,8 @@ const NAV: Array<{ to: string; label: string; admin?: boolean }> = [
 
 function route(path: string): { title: string; page: ReactNode } {
   let p: Record<string, string> | null;
+  // The login form is drawn by App itself; its tab still needs a title.
+  if (matchPath('/login', path)) return { title: 'Log in', page: null };
   if ((p = matchPath('/chat', path))) return { title: 'Chat', page: <ChatPage /> };
   if ((p = matchPath('/chat/:agentId', path))) return { title: 'Chat', page: <ChatPage agentId={p.agentId} /> };
   if ((p = matchPath('/chat/:agentId/:sessionKey', path))) return { title: 'Chat', page: <ChatPage agentId={p.agentId} sessionKey={p.sessionKey} /> };

@@ -50,10 +50,11 @@ export type RuleChainDocument = Static<typeof RuleChainDocument>;
 
 /**
  * The spec's list item: `{ruleChain: {id, name}}`, plus `disabled: true` only for an agent that
- * is switched off (so the list can say so without a request per agent).
+ * is switched off (so the list can say so without a request per agent), and the username that
+ * owns it (only its owner or an admin may change it).
  */
 export const AgentListItem = Type.Object({
-  ruleChain: Type.Object({ id: Type.String(), name: Type.String(), disabled: Type.Optional(Type.Boolean()) }),
+  ruleChain: Type.Object({ id: Type.String(), name: Type.String(), disabled: Type.Optional(Type.Boolean()), owner: Type.Optional(Type.String()) }),
 });
 export type AgentListItem = Static<typeof AgentListItem>;
 

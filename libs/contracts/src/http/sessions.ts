@@ -10,7 +10,10 @@ export const Session = Type.Object({
   /** The principal that opened it (`user:<name>`, `api:<account>`); '' for channel and open-mode chats. */
   owner: Type.String(),
   title: Type.String(),
+  /** Every stored message, tool calls and results included. */
   messageCount: Type.Integer(),
+  /** User and assistant messages with text: the conversation as a reader counts it. */
+  turnCount: Type.Integer(),
   createdAt: IsoDate,
   updatedAt: IsoDate,
 });
@@ -27,9 +30,17 @@ export const SessionMessage = Type.Object({
   toolCallId: Type.Optional(Type.String()),
   name: Type.Optional(Type.String()),
   runId: Type.Union([Type.String(), Type.Null()]),
+  /** Only on a turn that ended without an answer: it failed, or its caller stopped it. Never sent to the model. */
+  status: Type.Optional(Type.Union([Type.Literal('failed'), Type.Literal('stopped')])),
+  /** Why that turn ended. */
+  error: Type.Optional(Type.String()),
   createdAt: IsoDate,
 });
 export type SessionMessage = Static<typeof SessionMessage>;
 
 export const SessionMessages = Type.Array(SessionMessage);
 export type SessionMessages = Static<typeof SessionMessages>;
+
+/** `PATCH /sessions/{id}`: the owner's title for the conversation. */
+export const SessionRename = Type.Object({ title: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
+export type SessionRename = Static<typeof SessionRename>;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { Db } from '../handle.js';
-import type { JsonValue } from '../tables.js';
+import type { Database, JsonValue, SessionMessageStatus } from '../tables.js';
 
 export interface SessionRecord {
   id: string;
@@ -13,6 +13,8 @@ export interface SessionRecord {
   owner: string;
   title: string;
   messageCount: number;
+  /** User and assistant messages with text: what a reader counts (tool calls and results left out). */
+  turnCount: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -36,6 +38,7 @@ function toSession(r: {
   owner: string;
   title: string;
   message_count: number;
+  turn_count?: number | string | bigint | null;
   created_at: Date;
   updated_at: Date;
 }): SessionRecord {
@@ -48,6 +51,7 @@ function toSession(r: {
     owner: r.owner,
     title: r.title,
     messageCount: r.message_count,
+    turnCount: Number(r.turn_count ?? 0),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -67,8 +71,19 @@ export async function ensureSession(
   return toSession(row);
 }
 
+/** User and assistant messages with text (`turnCount`), as a column of a `sessions` select. */
+function turnCount(eb: ExpressionBuilder<Database, 'sessions'>) {
+  return eb
+    .selectFrom('session_messages as m')
+    .select((c) => c.fn.countAll<number>().as('n'))
+    .whereRef('m.session_id', '=', 'sessions.id')
+    .where('m.role', 'in', ['user', 'assistant'])
+    .where('m.content', '<>', '')
+    .as('turn_count');
+}
+
 export async function getSession(db: Db, id: string): Promise<SessionRecord | undefined> {
-  const row = await db.selectFrom('sessions').select(SESSION_COLUMNS).where('id', '=', id).executeTakeFirst();
+  const row = await db.selectFrom('sessions').select(SESSION_COLUMNS).select(turnCount).where('id', '=', id).executeTakeFirst();
   return row && toSession(row);
 }
 
@@ -88,13 +103,15 @@ export async function findSessionByKey(
   return row && toSession(row);
 }
 
-/** The last `limit` messages, oldest first; with `throughRunId`, the last up to that run's turn. */
+/** The last `limit` messages of completed turns, oldest first; with `throughRunId`, the last up to that run's turn. */
 export async function loadHistory(db: Db, sessionId: string, limit: number, opts: { throughRunId?: string } = {}): Promise<SessionMessage[]> {
   const through = opts.throughRunId;
   const rows = await db
     .selectFrom('session_messages')
     .select(['id', 'role', 'content', 'tool_calls', 'tool_call_id', 'name'])
     .where('session_id', '=', sessionId)
+    // A failed or stopped turn is shown to people, never sent to the model (docs/web-ui.md).
+    .where('status', '=', 'ok')
     .$if(through !== undefined, (q) =>
       q.where('id', '<=', (eb) =>
         eb.selectFrom('session_messages').select((e) => e.fn.max('id').as('last')).where('session_id', '=', sessionId).where('run_id', '=', through!),
@@ -114,6 +131,31 @@ export async function loadHistory(db: Db, sessionId: string, limit: number, opts
 
 /** Appends a completed turn. Call inside the transaction that finishes the run. */
 export async function appendMessages(db: Db, sessionId: string, runId: string, messages: SessionMessage[]): Promise<void> {
+  await insertTurn(db, sessionId, runId, messages, 'ok', null);
+}
+
+/**
+ * Keeps a turn that ended without an answer (`failed`, or `stopped` by its caller): the user's
+ * messages and what was streamed, marked so that `loadHistory` leaves them out. Once per run: a
+ * run that already has messages (a second writer, a retried commit) adds none; nor does a
+ * session that is gone.
+ */
+export async function appendUnfinishedTurn(
+  db: Db,
+  sessionId: string,
+  runId: string,
+  turn: { status: Exclude<SessionMessageStatus, 'ok'>; error: string; messages: SessionMessage[] },
+): Promise<boolean> {
+  if (turn.messages.length === 0) return false;
+  const existing = await db.selectFrom('session_messages').select('id').where('run_id', '=', runId).limit(1).executeTakeFirst();
+  // The session may have gone while the turn ran (deleted with it, or with its agent): nothing to keep.
+  const session = await db.selectFrom('sessions').select('id').where('id', '=', sessionId).executeTakeFirst();
+  if (existing || !session) return false;
+  await insertTurn(db, sessionId, runId, turn.messages, turn.status, turn.error);
+  return true;
+}
+
+async function insertTurn(db: Db, sessionId: string, runId: string, messages: SessionMessage[], status: SessionMessageStatus, error: string | null): Promise<void> {
   if (messages.length === 0) return;
   await db
     .insertInto('session_messages')
@@ -126,6 +168,8 @@ export async function appendMessages(db: Db, sessionId: string, runId: string, m
         tool_calls: m.toolCalls === undefined || m.toolCalls === null ? null : JSON.stringify(m.toolCalls),
         tool_call_id: m.toolCallId ?? null,
         name: m.name ?? null,
+        status,
+        error,
       })),
     )
     .execute();
@@ -141,16 +185,29 @@ export async function appendMessages(db: Db, sessionId: string, runId: string, m
     .execute();
 }
 
+/** `%`, `_` and backslash match themselves in a LIKE pattern (backslash is the default escape). */
+function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * A page of sessions, newest first. `nonEmpty` leaves out sessions without a stored message (a
+ * chat that never got past its first request); `search` matches the title or the key, any case.
+ */
 export async function listSessions(
   db: Db,
-  q: { agentId?: string; owner?: string; page: number; size: number },
+  q: { agentId?: string; owner?: string; nonEmpty?: boolean; search?: string; page: number; size: number },
 ): Promise<{ data: SessionRecord[]; total: number }> {
   let base = db.selectFrom('sessions');
   if (q.agentId) base = base.where('agent_id', '=', q.agentId);
   if (q.owner !== undefined) base = base.where('owner', '=', q.owner);
+  if (q.nonEmpty) base = base.where('message_count', '>', 0);
+  const search = q.search?.trim();
+  if (search) base = base.where((eb) => eb.or([eb('title', 'ilike', likePattern(search)), eb('session_key', 'ilike', likePattern(search))]));
   const [rows, count] = await Promise.all([
     base
       .select(SESSION_COLUMNS)
+      .select(turnCount)
       .orderBy('updated_at', 'desc')
       .orderBy('id')
       .limit(q.size)
@@ -161,10 +218,31 @@ export async function listSessions(
   return { data: rows.map(toSession), total: Number(count.n) };
 }
 
-export async function listSessionMessages(db: Db, sessionId: string): Promise<Array<SessionMessage & { createdAt: Date; runId: string | null }>> {
+/** Gives a session a title of its owner's choosing (the first question names it until then). */
+export async function renameSession(db: Db, id: string, title: string): Promise<void> {
+  await db.updateTable('sessions').set({ title }).where('id', '=', id).execute();
+}
+
+/** Ids of a session's runs still queued or running (to cancel them when the session goes). */
+export async function activeRunIdsOfSession(db: Db, sessionId: string): Promise<string[]> {
+  const rows = await db.selectFrom('runs').select('id').where('session_id', '=', sessionId).where('status', 'in', ['queued', 'running']).execute();
+  return rows.map((r) => r.id);
+}
+
+/** Deletes a session with its messages and runs (the foreign keys cascade). */
+export async function deleteSession(db: Db, id: string): Promise<boolean> {
+  const res = await db.deleteFrom('sessions').where('id', '=', id).executeTakeFirst();
+  return Number(res.numDeletedRows) > 0;
+}
+
+/** Every stored message, oldest first, unfinished turns included (marked by `status`). */
+export async function listSessionMessages(
+  db: Db,
+  sessionId: string,
+): Promise<Array<SessionMessage & { createdAt: Date; runId: string | null; status: SessionMessageStatus; error: string | null }>> {
   const rows = await db
     .selectFrom('session_messages')
-    .select(['role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at'])
+    .select(['role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at', 'status', 'error'])
     .where('session_id', '=', sessionId)
     .orderBy('id')
     .execute();
@@ -176,6 +254,8 @@ export async function listSessionMessages(db: Db, sessionId: string): Promise<Ar
     name: r.name,
     runId: r.run_id,
     createdAt: r.created_at,
+    status: r.status,
+    error: r.error,
   }));
 }
 
@@ -232,11 +312,11 @@ export async function branchSessionAt(
   const branch = await ensureSession(db, { agentId: from.agentId, sessionKey: into.sessionKey, channel: from.channel, scope: from.scope, owner: from.owner });
   await db
     .insertInto('session_messages')
-    .columns(['session_id', 'role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at'])
+    .columns(['session_id', 'role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at', 'status', 'error'])
     .expression(
       db
         .selectFrom('session_messages')
-        .select([sql<string>`${branch.id}`.as('session_id'), 'role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at'])
+        .select([sql<string>`${branch.id}`.as('session_id'), 'role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at', 'status', 'error'])
         .where('session_id', '=', from.id)
         .where('id', '<=', last)
         .orderBy('id'),

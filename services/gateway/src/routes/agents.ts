@@ -59,7 +59,7 @@ function listAgents(deps: GatewayDeps) {
       listRuleChains(deps.db.db, { kind: 'agent' }, { limit, offset }),
       countRuleChains(deps.db.db, { kind: 'agent' }),
     ]);
-    return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name, ...(isAgentDisabled(r.dsl) ? { disabled: true } : {}) } })), total, page, size };
+    return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name, ...(isAgentDisabled(r.dsl) ? { disabled: true } : {}), owner: r.owner } })), total, page, size };
   };
 }
 

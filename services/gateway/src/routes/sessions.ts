@@ -1,13 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { SessionList, SessionMessages, SuccessBody } from '@agentry/contracts';
+import { Session, SessionList, SessionMessages, SessionRename, SuccessBody } from '@agentry/contracts';
+import { cancelRun } from '@agentry/engine';
 import {
+  activeRunIdsOfSession,
   clearSessions as clearStoredSessions,
+  deleteSession as deleteStoredSession,
   findSessionByKey,
   getSession,
   listSessionMessages,
   listSessions as listStoredSessions,
+  renameSession as renameStoredSession,
   type SessionRecord,
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
@@ -30,10 +34,15 @@ const ListSessions = {
   querystring: Type.Object({
     agentId: Type.Optional(Type.String()),
     owner: Type.Optional(Type.String({ description: 'admins: only sessions of this principal (`user:<name>`, `api:<account>`, or empty for channels)' })),
+    nonEmpty: Type.Optional(Type.Boolean({ description: 'true: leave out sessions without a stored message' })),
+    search: Type.Optional(Type.String({ maxLength: 200, description: 'only sessions whose title or key contains this text (any case)' })),
     ...PageQuery,
   }),
   response: { 200: SessionList },
 };
+const SessionId = Type.Object({ id: Type.String() });
+const RenameSession = { params: SessionId, body: SessionRename, response: { 200: Session } };
+const DeleteSession = { params: SessionId, response: { 200: SuccessBody } };
 /** `{id}` of a session named by the client's key instead of Agentry's id. */
 const BY_KEY = '-';
 const ListMessages = {
@@ -56,6 +65,54 @@ export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   api.post('/sessions/clear', { config: { access: 'user' }, schema: ClearSessions }, clearSessions(deps));
   api.get('/sessions', { config: { access: 'user' }, schema: ListSessions }, listSessions(deps));
   api.get('/sessions/:id/messages', { config: { access: 'user' }, schema: ListMessages }, listMessages(deps));
+  // Owner-only like every session route: another principal's session answers as a missing one.
+  api.patch('/sessions/:id', { config: { access: 'user' }, schema: RenameSession }, renameSession(deps));
+  api.delete('/sessions/:id', { config: { access: 'user' }, schema: DeleteSession }, deleteSession(deps));
+}
+
+/** The session `id` names if the caller may see it (its own; any for admins), else a 404. */
+async function ownSession(deps: GatewayDeps, p: Principal, id: string): Promise<SessionRecord> {
+  const mine = visibleSessionOwner(p);
+  const session = await getSession(deps.db.db, id);
+  if (!session || (mine !== undefined && session.owner !== mine)) throw new Errors.NOT_FOUND(`session "${id}"`);
+  return session;
+}
+
+function sessionView(s: SessionRecord): Session {
+  return {
+    id: s.id,
+    agentId: s.agentId,
+    sessionKey: s.sessionKey,
+    channel: s.channel,
+    scope: s.scope,
+    owner: s.owner,
+    title: s.title,
+    messageCount: s.messageCount,
+    turnCount: s.turnCount,
+    createdAt: iso(s.createdAt),
+    updatedAt: iso(s.updatedAt),
+  };
+}
+
+function renameSession(deps: GatewayDeps) {
+  return async function renameSession(req: TypedRequest<typeof RenameSession>): Promise<Session> {
+    const session = await ownSession(deps, req.principal, req.params.id);
+    const title = req.body.title.trim();
+    if (!title) throw new Errors.VALIDATION('title: must not be blank');
+    await renameStoredSession(deps.db.db, session.id, title);
+    return sessionView({ ...session, title });
+  };
+}
+
+/** Deletes the conversation for good; a turn still running in it is cancelled first. */
+function deleteSession(deps: GatewayDeps) {
+  return async function deleteSession(req: TypedRequest<typeof DeleteSession>): Promise<SuccessBody> {
+    const session = await ownSession(deps, req.principal, req.params.id);
+    const active = await activeRunIdsOfSession(deps.db.db, session.id);
+    await Promise.all(active.map((runId) => cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, runId, 'the session was deleted')));
+    await deleteStoredSession(deps.db.db, session.id);
+    return { success: true, message: `deleted session "${session.title || session.sessionKey}"` };
+  };
 }
 
 function clearSessions(deps: GatewayDeps) {
@@ -70,24 +127,9 @@ function listSessions(deps: GatewayDeps) {
   return async function listSessions(req: TypedRequest<typeof ListSessions>): Promise<SessionList> {
     const { page, size } = pageOf(req.query);
     const owner = visibleSessionOwner(req.principal) ?? req.query.owner;
-    const { data, total } = await listStoredSessions(deps.db.db, { agentId: req.query.agentId, owner, page, size });
-    return {
-      data: data.map((s) => ({
-        id: s.id,
-        agentId: s.agentId,
-        sessionKey: s.sessionKey,
-        channel: s.channel,
-        scope: s.scope,
-        owner: s.owner,
-        title: s.title,
-        messageCount: s.messageCount,
-        createdAt: iso(s.createdAt),
-        updatedAt: iso(s.updatedAt),
-      })),
-      total,
-      page,
-      size,
-    };
+    const { agentId, nonEmpty, search } = req.query;
+    const { data, total } = await listStoredSessions(deps.db.db, { agentId, owner, nonEmpty, search, page, size });
+    return { data: data.map(sessionView), total, page, size };
   };
 }
 
@@ -103,9 +145,7 @@ async function namedSession(deps: GatewayDeps, p: Principal, params: { id: strin
     if (q.agentId !== undefined || q.sessionKey !== undefined) {
       throw new Errors.VALIDATION(`agentId and sessionKey name a session only with "${BY_KEY}" as its id (/sessions/${BY_KEY}/messages?agentId=...&sessionKey=...)`);
     }
-    const session = await getSession(deps.db.db, params.id);
-    if (!session || (mine !== undefined && session.owner !== mine)) throw new Errors.NOT_FOUND(`session "${params.id}"`);
-    return session;
+    return ownSession(deps, p, params.id);
   }
   const missing = (['agentId', 'sessionKey'] as const).filter((k) => !q[k]);
   if (missing.length > 0) throw new Errors.VALIDATION(`${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required to name a session by its key (session id "${BY_KEY}")`);
@@ -128,6 +168,7 @@ function listMessages(deps: GatewayDeps) {
       ...(m.toolCallId ? { toolCallId: m.toolCallId } : {}),
       ...(m.name ? { name: m.name } : {}),
       runId: m.runId,
+      ...(m.status !== 'ok' ? { status: m.status, error: m.error ?? '' } : {}),
       createdAt: iso(m.createdAt),
     }));
   };

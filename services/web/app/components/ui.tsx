@@ -1,4 +1,5 @@
-import { useId, type ChangeEvent, type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes } from 'react';
+import { humanError } from '../lib/errors';
+import { useEffect, useId, useState, type ChangeEvent, type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes } from 'react';
 
 /** Small form and layout pieces; every control has a label, errors sit at their field. */
 
@@ -11,12 +12,20 @@ export function PageHeader({ title, children }: { title: string; children?: Reac
   );
 }
 
-export function ErrorText({ error, id }: { error: string | null | undefined; id?: string }) {
+/** An error as people read it (`humanError`), the gateway's own text behind a disclosure. */
+export function ErrorText({ error, id, className = 'error-text' }: { error: string | null | undefined; id?: string; className?: string }) {
   if (!error) return null;
+  const { summary, detail } = humanError(error);
   return (
-    <p className="error-text" role="alert" id={id}>
-      {error}
-    </p>
+    <div className={className} role="alert" id={id}>
+      <p>{summary}</p>
+      {detail ? (
+        <details className="error-detail">
+          <summary>Technical detail</summary>
+          <code>{detail}</code>
+        </details>
+      ) : null}
+    </div>
   );
 }
 
@@ -181,4 +190,40 @@ export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export function idProblem(value: string, what = 'id'): string | null {
   if (!value) return `${what} is required`;
   return ID_PATTERN.test(value) ? null : `${what}: letters, digits, _ and - only (1 to 64)`;
+}
+
+/** A search box over a list (filtered in the browser). */
+export function SearchField({ label, value, onValue }: { label: string; value: string; onValue: (v: string) => void }) {
+  const id = useId();
+  return (
+    <div className="field search-field">
+      <label htmlFor={id} className="sr-only">
+        {label}
+      </label>
+      <input id={id} type="search" placeholder={`${label}…`} value={value} onChange={(e) => onValue(e.target.value)} />
+    </div>
+  );
+}
+
+/** A long operation under way: an indeterminate bar with what it is and how long it has taken. */
+export function Progress({ label, since }: { label: string; since: number }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 250);
+    return () => clearInterval(t);
+  }, []);
+  const seconds = Math.max(0, (now - since) / 1000);
+  return (
+    <div className="progress" role="status">
+      <progress aria-label={label} />
+      <span>
+        {label}… {seconds.toFixed(1)} s
+      </span>
+    </div>
+  );
+}
+
+/** Why the viewer may not use a control (its `title`, and said in words next to it). */
+export function Why({ reason }: { reason: string | null }) {
+  return reason ? <span className="why muted">{reason}</span> : null;
 }

@@ -1,4 +1,4 @@
-import { AgentryClient, ApiError, type LoginResult } from '@agentry/client';
+import { AgentryClient, ApiError, type LoginResult, type Page } from '@agentry/client';
 
 export { ApiError };
 
@@ -102,4 +102,17 @@ export async function downloadFile(path: string, fallbackName: string): Promise<
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/**
+ * Every item of a paged list (`{data, total, page, size}`), fetched 100 at a time: the pages
+ * show whole lists and filter them in the browser.
+ */
+export async function fetchAll<T>(path: string, params: Record<string, string | number | boolean | undefined> = {}): Promise<T[]> {
+  const out: T[] = [];
+  for (let page = 1; ; page++) {
+    const p = await api.get<Page<T>>(`${path}${qs({ ...params, page, size: 100 })}`);
+    out.push(...p.data);
+    if (p.data.length === 0 || out.length >= p.total) return out;
+  }
 }

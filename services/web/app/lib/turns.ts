@@ -75,7 +75,7 @@ export function applyToolResult(
   return [...parts.slice(0, i), done, ...parts.slice(i + 1)];
 }
 
-type StoredMessage = Pick<SessionMessage, 'role' | 'content' | 'toolCallId' | 'toolCalls'>;
+type StoredMessage = Pick<SessionMessage, 'role' | 'content' | 'toolCallId' | 'toolCalls'> & Partial<Pick<SessionMessage, 'status' | 'error'>>;
 
 /** A stored tool call, read defensively: an older row may lack the function's fields. */
 type LooseToolCall = Pick<StoredToolCall, 'id'> & { function?: Partial<StoredToolCall['function']> };
@@ -85,7 +85,17 @@ function toolCallsOf(m: StoredMessage): LooseToolCall[] {
   return Array.isArray(m.toolCalls) ? (m.toolCalls as LooseToolCall[]) : [];
 }
 
-/** Turns of a stored session: everything between two user messages is one assistant turn. */
+/** How a stored turn ended, as the chat shows it: a failed or stopped turn keeps its error. */
+function endOf(m: StoredMessage): Pick<AssistantTurn, 'status' | 'error'> {
+  if (m.status === 'failed') return { status: 'error', error: m.error ?? '' };
+  if (m.status === 'stopped') return { status: 'stopped' };
+  return { status: 'done' };
+}
+
+/**
+ * Turns of a stored session: everything between two user messages is one assistant turn. A
+ * turn that failed or was stopped (its messages carry `status`) ends as it did live.
+ */
 export function turnsFromHistory(messages: StoredMessage[]): Turn[] {
   const turns: Turn[] = [];
   let assistant: AssistantTurn | null = null;
@@ -98,7 +108,7 @@ export function turnsFromHistory(messages: StoredMessage[]): Turn[] {
     }
     if (m.role !== 'assistant' && m.role !== 'tool') continue;
     if (!assistant) {
-      assistant = { role: 'assistant', key: `h${i}`, parts: [], status: 'done' };
+      assistant = { role: 'assistant', key: `h${i}`, parts: [], ...endOf(m) };
       turns.push(assistant);
     }
     if (m.role === 'assistant') {

@@ -1,9 +1,11 @@
 import { useState, type FormEvent } from 'react';
-import type { AgentListItem, AgentTemplate, Page, RuleChainDsl } from '@agentry/client';
-import { ApiError, api } from '../lib/api';
+import type { AgentListItem, AgentTemplate, RuleChainDsl } from '@agentry/client';
+import { ApiError, api, fetchAll } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
+import { filterItems } from '../lib/lists';
+import { notOwnerReason } from '../lib/permissions';
 import { Link, navigate } from '../lib/router';
-import { ErrorText, Loading, PageHeader, TextArea, TextField, idProblem } from '../components/ui';
+import { ErrorText, Loading, PageHeader, SearchField, TextArea, TextField, Why, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
 /**
@@ -18,14 +20,15 @@ async function setAgentDisabled(id: string, disabled: boolean): Promise<RuleChai
 
 export function AgentsPage() {
   const { notify } = useApp();
-  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(async () => ({ data: await fetchAll<AgentListItem>('/agents') }), []);
+  const [search, setSearch] = useState('');
   const action = useAction();
   const toggle = async (agent: AgentListItem['ruleChain']) => {
     const updated = await action.run(() => setAgentDisabled(agent.id, !agent.disabled));
     if (updated && agents.data) {
       const disabled = updated.ruleChain.disabled === true;
-      const data = agents.data.data.map((a) => (a.ruleChain.id === agent.id ? { ruleChain: { id: agent.id, name: updated.ruleChain.name, ...(disabled ? { disabled } : {}) } } : a));
-      agents.set({ ...agents.data, data });
+      const data = agents.data.data.map((a) => (a.ruleChain.id === agent.id ? { ruleChain: { ...a.ruleChain, name: updated.ruleChain.name, disabled } } : a));
+      agents.set({ data });
       notify(`${agent.id} ${disabled ? 'disabled' : 'enabled'}`);
     }
   };
@@ -45,16 +48,31 @@ export function AgentsPage() {
         </p>
       ) : (
         <div className="table-wrap">
-          <AgentsTable agents={agents.data.data} busy={action.busy} onToggle={(a) => void toggle(a)} />
-          {agents.data.total > agents.data.data.length ? <p className="muted">Showing the first {agents.data.data.length} of {agents.data.total}.</p> : null}
+          <SearchField label="Search agents" value={search} onValue={setSearch} />
+          <AgentsList agents={agents.data.data} search={search} busy={action.busy} onToggle={(a) => void toggle(a)} />
         </div>
       )}
     </div>
   );
 }
 
+/** The agents the search leaves, and how many of how many. */
+function AgentsList({ agents, search, busy, onToggle }: { agents: AgentListItem[]; search: string; busy: boolean; onToggle: (agent: AgentListItem['ruleChain']) => void }) {
+  const shown = filterItems(agents, search, (a) => [a.ruleChain.id, a.ruleChain.name, a.ruleChain.owner]);
+  const noun = agents.length === 1 ? 'agent' : 'agents';
+  return (
+    <>
+      <AgentsTable agents={shown} busy={busy} onToggle={onToggle} />
+      <p className="muted" role="status">
+        {shown.length === agents.length ? `${agents.length} ${noun}` : `${shown.length} of ${agents.length} ${noun}`}
+      </p>
+    </>
+  );
+}
+
 /** A disabled agent says so next to its name: it answers no chat, runs no cron job and is not in /models. */
 function AgentsTable({ agents, busy, onToggle }: { agents: AgentListItem[]; busy: boolean; onToggle: (agent: AgentListItem['ruleChain']) => void }) {
+  const { status } = useApp();
   return (
     <table>
       <thead>
@@ -62,19 +80,23 @@ function AgentsTable({ agents, busy, onToggle }: { agents: AgentListItem[]; busy
           <th scope="col">Enabled</th>
           <th scope="col">Name</th>
           <th scope="col">Id (the chat model)</th>
+          <th scope="col">Owner</th>
           <th scope="col">
             <span className="sr-only">Actions</span>
           </th>
         </tr>
       </thead>
       <tbody>
-        {agents.map(({ ruleChain: a }) => (
+        {agents.map(({ ruleChain: a }) => {
+          const why = notOwnerReason(status, a.owner, 'agent');
+          return (
           <tr key={a.id} data-agent={a.id}>
             <td>
-              <label className="switch">
-                <input type="checkbox" checked={!a.disabled} onChange={() => onToggle(a)} disabled={busy} />
+              <label className="switch" title={why ?? undefined}>
+                <input type="checkbox" checked={!a.disabled} onChange={() => onToggle(a)} disabled={busy || why !== null} aria-describedby={why ? `why-${a.id}` : undefined} />
                 <span className="sr-only">Enable {a.id}</span>
               </label>
+              {why ? <span id={`why-${a.id}`} className="sr-only">{why}</span> : null}
             </td>
             <td>
               <Link to={`/agents/${encodeURIComponent(a.id)}`}>{a.name || a.id}</Link>
@@ -83,12 +105,17 @@ function AgentsTable({ agents, busy, onToggle }: { agents: AgentListItem[]; busy
             <td>
               <code>{a.id}</code>
             </td>
+            <td className="owner">
+              {a.owner ?? '—'}
+              <Why reason={why ? 'read-only for you' : null} />
+            </td>
             <td className="row-actions">
               <Link to={`/chat/${encodeURIComponent(a.id)}`}>Chat</Link>
               <Link to={`/workspace/${encodeURIComponent(a.id)}`}>Workspace</Link>
             </td>
           </tr>
-        ))}
+          );
+        })}
       </tbody>
     </table>
   );

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, api } from '../lib/api';
+import { ApiError, api, fetchAll } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Binding, ChannelAccount, Page, ChannelPlatformView } from '@agentry/client';
+import type { AgentListItem, Binding, ChannelAccount, ChannelPlatformView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
@@ -90,7 +90,7 @@ const camel = (snake: string) => snake.replace(/_([a-z0-9])/g, (_, c: string) =>
 export function ChannelsPage() {
   const { notify } = useApp();
   const channels = useLoad(() => api.get<{ platforms: Record<string, ChannelPlatformView> }>('/channels'), []);
-  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(async () => ({ data: await fetchAll<AgentListItem>('/agents') }), []);
   const [editing, setEditing] = useState<Editing | null>(null);
   const [createdKey, setCreatedKey] = useState<{ account: string; key: string } | null>(null);
   const action = useAction();

@@ -1,13 +1,14 @@
 import { useCallback, useEffect, useRef, useState, type Dispatch, type KeyboardEvent, type RefObject, type SetStateAction } from 'react';
-import { api, messageOf, qs } from '../lib/api';
+import { api, fetchAll, messageOf } from '../lib/api';
+import { distinctTitles, filterItems } from '../lib/lists';
 import type { AguiToolEvent } from '@agentry/client';
 import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
 import { applyText, applyToolResult, applyToolStart, prettyJson, turnsFromHistory, type AssistantTurn, type ToolPart, type Turn } from '../lib/turns';
-import type { AgentListItem, Page, Session, SessionMessage } from '@agentry/client';
+import type { AgentListItem, Session, SessionMessage } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
-import { ErrorText, Loading, fmtTime } from '../components/ui';
+import { ErrorText, Loading, SearchField, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
 let keySeq = 0;
@@ -20,12 +21,10 @@ function newSessionKey(): string {
 }
 
 export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined; sessionKey?: string | undefined }) {
-  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(async () => ({ data: await fetchAll<AgentListItem>('/agents') }), []);
   // Tagged with the agent it belongs to: after a switch, the previous agent's list is not this one's.
-  const sessions = useLoad(
-    async () => (agentId ? { agentId, ...(await api.get<Page<Session>>(`/sessions${qs({ agentId, size: 50 })}`)) } : undefined),
-    [agentId],
-  );
+  // Every conversation with a stored message (an empty one has nothing to show).
+  const sessions = useLoad(async () => (agentId ? { agentId, data: await fetchAll<Session>('/sessions', { agentId, nonEmpty: true }) } : undefined), [agentId]);
   const sessionList = sessions.data?.agentId === agentId ? sessions.data : undefined;
   const [showSessions, setShowSessions] = useState(false);
 
@@ -103,6 +102,9 @@ function SessionsAside({
   onPicked: () => void;
 }) {
   const agentKnown = agentId && agents.some((a) => a.ruleChain.id === agentId);
+  const [search, setSearch] = useState('');
+  const titles = distinctTitles(sessions ?? [], fmtTime);
+  const shown = filterItems(sessions ?? [], search, (s) => [titles.get(s.id), s.title, s.sessionKey]);
   return (
     <aside className="chat-sessions" aria-label="Conversations">
       <label className="field">
@@ -121,22 +123,24 @@ function SessionsAside({
       </button>
       <h2 className="sessions-title">Conversations</h2>
       <ErrorText error={error} />
+      {sessions && sessions.length > 5 ? <SearchField label="Search conversations" value={search} onValue={setSearch} /> : null}
       <ul className="session-list">
-        {sessions?.map((s) => (
+        {shown.map((s) => (
           <li key={s.id}>
             <Link
               to={`/chat/${encodeURIComponent(s.agentId)}/${encodeURIComponent(s.sessionKey)}`}
               aria-current={s.sessionKey === sessionKey && s.id === currentId ? 'page' : undefined}
               onClick={onPicked}
             >
-              <span className="session-name">{s.title || s.sessionKey}</span>
+              <span className="session-name">{titles.get(s.id)}</span>
               <span className="session-meta">
-                {s.channel !== 'api' ? <span className="badge">{s.channel}</span> : null} {s.messageCount} msgs · {fmtTime(s.updatedAt)}
+                {s.channel !== 'api' ? <span className="badge">{s.channel}</span> : null} {s.turnCount} {s.turnCount === 1 ? 'message' : 'messages'} · {fmtTime(s.updatedAt)}
               </span>
             </Link>
           </li>
         ))}
         {sessions && sessions.length === 0 ? <li className="muted">No conversations yet.</li> : null}
+        {sessions && sessions.length > 0 && shown.length === 0 ? <li className="muted">No conversation matches.</li> : null}
       </ul>
     </aside>
   );
@@ -293,7 +297,7 @@ function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged,
         <button type="button" className="secondary sessions-toggle" aria-expanded={sessionsOpen} onClick={onToggleSessions}>
           Conversations
         </button>
-        <h1 className="conversation-title">{session?.title || 'New conversation'}</h1>
+        <SessionTitle agentId={agentId} session={session} busy={chat.streaming} onChanged={onChanged} />
         <button type="button" className="secondary" onClick={() => void clear()} disabled={chat.streaming || (!session && turns.length === 0)}>
           Clear
         </button>
@@ -306,6 +310,65 @@ function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged,
       </div>
       <Composer chat={chat} readOnly={readOnly} channel={session?.channel} />
     </section>
+  );
+}
+
+/** The conversation's title, renamed in place (`PATCH /sessions/{id}`), and Delete (`DELETE /sessions/{id}`). */
+function SessionTitle({ agentId, session, busy, onChanged }: { agentId: string; session: Session | undefined; busy: boolean; onChanged: () => void }) {
+  const { notify } = useApp();
+  const [editing, setEditing] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  if (!session) return <h1 className="conversation-title">New conversation</h1>;
+  const save = async () => {
+    try {
+      await api.patch(`/sessions/${encodeURIComponent(session.id)}`, { title: editing ?? '' });
+      setEditing(null);
+      setError(null);
+      onChanged();
+      notify('Conversation renamed');
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  };
+  const remove = async () => {
+    if (!window.confirm(`Delete the conversation "${session.title || session.sessionKey}" and all its messages?`)) return;
+    try {
+      await api.delete(`/sessions/${encodeURIComponent(session.id)}`);
+      notify('Conversation deleted');
+      onChanged();
+      // A fresh conversation, not "the latest": the list may still hold the deleted one.
+      navigate(`/chat/${encodeURIComponent(agentId)}/${newSessionKey()}`);
+    } catch (err) {
+      notify(messageOf(err), 'error');
+    }
+  };
+  if (editing !== null) {
+    return (
+      <form className="conversation-title rename-form" onSubmit={(e) => (e.preventDefault(), void save())}>
+        <label htmlFor="session-title" className="sr-only">
+          Conversation title
+        </label>
+        <input id="session-title" value={editing} onChange={(e) => setEditing(e.target.value)} maxLength={200} autoFocus />
+        <button type="submit" disabled={!editing.trim()}>
+          Save
+        </button>
+        <button type="button" className="secondary" onClick={() => (setEditing(null), setError(null))}>
+          Cancel
+        </button>
+        <ErrorText error={error} />
+      </form>
+    );
+  }
+  return (
+    <>
+      <h1 className="conversation-title">{session.title || session.sessionKey}</h1>
+      <button type="button" className="secondary" onClick={() => setEditing(session.title)} disabled={busy}>
+        Rename
+      </button>
+      <button type="button" className="secondary danger-outline" onClick={() => void remove()} disabled={busy}>
+        Delete
+      </button>
+    </>
   );
 }
 
@@ -364,12 +427,8 @@ function AssistantBubble({ turn }: { turn: AssistantTurn }) {
       <div className="bubble">
         {turn.parts.map((p, i) => (p.kind === 'text' ? <Markdown key={i} text={p.text} /> : <ToolCard key={p.id || i} part={p} />))}
         {turn.status === 'streaming' && turn.parts.length === 0 ? <p className="thinking">Thinking…</p> : null}
-        {turn.status === 'stopped' ? <p className="muted stopped">Stopped.</p> : null}
-        {turn.status === 'error' ? (
-          <p className="turn-error" role="alert">
-            {turn.error}
-          </p>
-        ) : null}
+        {turn.status === 'stopped' ? <p className="muted stopped">Stopped before the answer was complete.</p> : null}
+        {turn.status === 'error' ? <ErrorText className="turn-error" error={turn.error || 'the answer failed'} /> : null}
       </div>
     </div>
   );

@@ -1,9 +1,11 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, api, qs } from '../lib/api';
+import { ApiError, api, fetchAll, qs } from '../lib/api';
+import { filterItems } from '../lib/lists';
+import { notOwnerReason } from '../lib/permissions';
 import { describeSchedule, SCHEDULE_PRESETS } from '../lib/cron';
 import { useAction, useLoad } from '../lib/hooks';
 import type { AgentListItem, CronJob, CronRun, Page } from '@agentry/client';
-import { CheckboxField, ErrorText, Loading, PageHeader, SelectField, TextArea, TextField, fmtTime } from '../components/ui';
+import { CheckboxField, ErrorText, Loading, PageHeader, SearchField, SelectField, TextArea, TextField, Why, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
 const browserZone = (() => {
@@ -17,7 +19,8 @@ const browserZone = (() => {
 export function CronPage() {
   const { notify } = useApp();
   const jobs = useLoad(() => api.get<CronJob[]>('/cron'), []);
-  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(() => fetchAll<AgentListItem>('/agents'), []);
+  const [search, setSearch] = useState('');
   const [creating, setCreating] = useState(false);
   const [history, setHistory] = useState<string | null>(null);
   const action = useAction();
@@ -49,7 +52,7 @@ export function CronPage() {
       </PageHeader>
       {creating ? (
         <CronForm
-          agents={agents.data?.data ?? []}
+          agents={agents.data ?? []}
           onCancel={() => setCreating(false)}
           onCreated={(job) => {
             setCreating(false);
@@ -64,7 +67,10 @@ export function CronPage() {
       ) : jobs.data.length === 0 ? (
         <p className="muted">No cron jobs yet.</p>
       ) : (
-        <JobsTable jobs={jobs.data} busy={action.busy} history={history} onToggle={(job) => void toggle(job)} onHistory={(id) => setHistory((h) => (h === id ? null : id))} onDelete={(job) => void remove(job)} />
+        <>
+          {jobs.data.length > 5 ? <SearchField label="Search cron jobs" value={search} onValue={setSearch} /> : null}
+          <JobsTable jobs={filterItems(jobs.data, search, (j) => [j.name, j.target, j.schedule, j.message, j.owner])} busy={action.busy} history={history} onToggle={(job) => void toggle(job)} onHistory={(id) => setHistory((h) => (h === id ? null : id))} onDelete={(job) => void remove(job)} />
+        </>
       )}
     </div>
   );
@@ -94,6 +100,7 @@ function JobsTable({
             <th scope="col">Name</th>
             <th scope="col">Schedule</th>
             <th scope="col">Agent</th>
+            <th scope="col">Owner</th>
             <th scope="col">Next run</th>
             <th scope="col">Last run</th>
             <th scope="col">
@@ -114,12 +121,13 @@ function JobsTable({
 /** A job's row, and its run history below it when open. */
 function JobRows({ job, busy, historyOpen, onToggle, onHistory, onDelete }: { job: CronJob; busy: boolean; historyOpen: boolean; onToggle: () => void; onHistory: () => void; onDelete: () => void }) {
   const d = describeSchedule(job.schedule);
+  const why = notOwnerReason(useApp().status, job.owner, 'cron job');
   return (
     <>
       <tr data-job={job.name}>
         <td>
-          <label className="switch">
-            <input type="checkbox" checked={!job.disabled} onChange={onToggle} disabled={busy} />
+          <label className="switch" title={why ?? undefined}>
+            <input type="checkbox" checked={!job.disabled} onChange={onToggle} disabled={busy || why !== null} />
             <span className="sr-only">Enable {job.name}</span>
           </label>
         </td>
@@ -131,6 +139,7 @@ function JobRows({ job, busy, historyOpen, onToggle, onHistory, onDelete }: { jo
           </div>
         </td>
         <td>{job.target}</td>
+        <td className="owner">{job.owner}</td>
         <td className="next-run">{job.disabled ? 'disabled' : fmtTime(job.nextRunAt)}</td>
         <td>
           {fmtTime(job.lastRunAt)}
@@ -140,14 +149,15 @@ function JobRows({ job, busy, historyOpen, onToggle, onHistory, onDelete }: { jo
           <button type="button" className="link-button" aria-expanded={historyOpen} onClick={onHistory}>
             History
           </button>
-          <button type="button" className="link-button danger-text" onClick={onDelete}>
+          <button type="button" className="link-button danger-text" onClick={onDelete} disabled={why !== null} title={why ?? undefined}>
             Delete
           </button>
+          <Why reason={why} />
         </td>
       </tr>
       {historyOpen ? (
         <tr>
-          <td colSpan={7}>
+          <td colSpan={8}>
             <RunHistory job={job} />
           </td>
         </tr>
@@ -156,11 +166,38 @@ function JobRows({ job, busy, historyOpen, onToggle, onHistory, onDelete }: { jo
   );
 }
 
+/** A job's fires, newest first, 20 at a time with "Show more" until all are shown. */
 function RunHistory({ job }: { job: CronJob }) {
-  const runs = useLoad(() => api.get<Page<CronRun>>(`/cron/${encodeURIComponent(job.id)}/runs${qs({ size: 20 })}`), [job.id]);
+  const [pages, setPages] = useState(1);
+  const runs = useLoad(async () => {
+    const all: CronRun[] = [];
+    let total = 0;
+    for (let page = 1; page <= pages; page++) {
+      const p = await api.get<Page<CronRun>>(`/cron/${encodeURIComponent(job.id)}/runs${qs({ page, size: 20 })}`);
+      all.push(...p.data);
+      total = p.total;
+    }
+    return { data: all, total };
+  }, [job.id, pages]);
   if (runs.error) return <ErrorText error={runs.error} />;
   if (!runs.data) return <Loading />;
   if (runs.data.data.length === 0) return <p className="muted">{job.name} has not fired yet.</p>;
+  return (
+    <>
+      <RunsTable job={job} runs={runs.data.data} />
+      <p className="muted">
+        {runs.data.data.length} of {runs.data.total} fires.{' '}
+        {runs.data.data.length < runs.data.total ? (
+          <button type="button" className="link-button" onClick={() => setPages((n) => n + 1)} disabled={runs.loading}>
+            Show more
+          </button>
+        ) : null}
+      </p>
+    </>
+  );
+}
+
+function RunsTable({ job, runs }: { job: CronJob; runs: CronRun[] }) {
   return (
     <table className="runs">
       <caption>Latest fires of {job.name}</caption>
@@ -173,7 +210,7 @@ function RunHistory({ job }: { job: CronJob }) {
         </tr>
       </thead>
       <tbody>
-        {runs.data.data.map((r) => (
+        {runs.map((r) => (
           <tr key={r.id}>
             <td>{fmtTime(r.scheduledAt)}</td>
             <td>

@@ -2,7 +2,8 @@ import { useState, type FormEvent } from 'react';
 import { ApiError, api } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import type { Provider, ProviderModel, ProviderTest } from '@agentry/client';
-import { CheckboxField, ErrorText, Loading, PageHeader, SelectField, TextArea, TextField, idProblem } from '../components/ui';
+import { CheckboxField, ErrorText, Loading, Notice, PageHeader, Progress, SelectField, TextArea, TextField, idProblem } from '../components/ui';
+import { adminOnlyReason } from '../lib/permissions';
 import { useApp } from '../context';
 
 /** `name alias context_window` per line <-> models[]. */
@@ -22,10 +23,14 @@ function textToModels(text: string): ProviderModel[] {
 }
 
 /** The providers' overview, and what the page's buttons do to it. */
+/** A connection test under way since this time (the gateway waits up to 10 s for the provider). */
+type Running = { running: number };
+const isRunning = (t: ProviderTest | Running | undefined): t is Running => t !== undefined && 'running' in t;
+
 function useProviders() {
   const { notify } = useApp();
   const overview = useLoad(() => api.get<{ default_provider: string; providers: Provider[] }>('/config/models'), []);
-  const [tests, setTests] = useState<Record<string, ProviderTest | 'running'>>({});
+  const [tests, setTests] = useState<Record<string, ProviderTest | Running>>({});
   const action = useAction();
 
   const setDefault = async (id: string) => {
@@ -35,7 +40,7 @@ function useProviders() {
     }
   };
   const test = async (id: string) => {
-    setTests((t) => ({ ...t, [id]: 'running' }));
+    setTests((t) => ({ ...t, [id]: { running: Date.now() } }));
     try {
       const result = await api.post<ProviderTest>(`/config/models/providers/${encodeURIComponent(id)}/test`);
       setTests((t) => ({ ...t, [id]: result }));
@@ -56,16 +61,18 @@ function useProviders() {
 export function ProvidersPage() {
   const { overview, tests, action, setDefault, test, remove, notify } = useProviders();
   const [editing, setEditing] = useState<Provider | 'new' | null>(null);
+  const why = adminOnlyReason(useApp().status, 'model providers');
 
   const data = overview.data;
   return (
     <div className="page">
       <PageHeader title="Model providers">
-        <button type="button" onClick={() => setEditing(editing === 'new' ? null : 'new')} aria-expanded={editing === 'new'}>
+        <button type="button" onClick={() => setEditing(editing === 'new' ? null : 'new')} aria-expanded={editing === 'new'} disabled={why !== null} title={why ?? undefined}>
           Add provider
         </button>
       </PageHeader>
       <p className="muted">OpenAI-compatible endpoints the agents call. API keys are write-only: stored sealed, never shown.</p>
+      {why ? <Notice>{why} You can see them; an admin adds, edits, tests and deletes them.</Notice> : null}
       <ErrorText error={overview.error ?? action.error} />
       {editing === 'new' ? (
         <ProviderForm
@@ -86,6 +93,7 @@ export function ProvidersPage() {
               label="Default provider (agents that name none)"
               value={data.default_provider}
               onValue={(v) => void setDefault(v)}
+              disabled={why !== null}
               options={[...(data.default_provider ? [] : [{ value: '', label: 'None' }]), ...data.providers.map((p) => ({ value: p.id, label: p.id }))]}
             />
           </div>
@@ -96,6 +104,7 @@ export function ProvidersPage() {
               provider={p}
               isDefault={p.id === data.default_provider}
               test={tests[p.id]}
+              why={why}
               editing={editing !== 'new' && editing?.id === p.id}
               onTest={() => void test(p.id)}
               onEdit={() => setEditing(editing !== 'new' && editing?.id === p.id ? null : p)}
@@ -125,6 +134,7 @@ function ProviderCard({
   provider: p,
   isDefault,
   test: t,
+  why,
   editing,
   onTest,
   onEdit,
@@ -134,7 +144,8 @@ function ProviderCard({
 }: {
   provider: Provider;
   isDefault: boolean;
-  test: ProviderTest | 'running' | undefined;
+  test: ProviderTest | Running | undefined;
+  why: string | null;
   editing: boolean;
   onTest: () => void;
   onEdit: () => void;
@@ -149,13 +160,13 @@ function ProviderCard({
           {p.name} {p.name !== p.id ? <code className="muted">{p.id}</code> : null} {isDefault ? <span className="badge ok">default</span> : null}
         </h2>
         <div className="row-actions">
-          <button type="button" className="secondary" onClick={onTest} disabled={t === 'running'}>
-            {t === 'running' ? 'Testing…' : 'Test connection'}
+          <button type="button" className="secondary" onClick={onTest} disabled={isRunning(t) || why !== null} title={why ?? undefined}>
+            {isRunning(t) ? 'Testing…' : 'Test connection'}
           </button>
-          <button type="button" className="secondary" onClick={onEdit}>
+          <button type="button" className="secondary" onClick={onEdit} disabled={why !== null} title={why ?? undefined}>
             Edit
           </button>
-          <button type="button" className="danger" onClick={onDelete}>
+          <button type="button" className="danger" onClick={onDelete} disabled={why !== null} title={why ?? undefined}>
             Delete
           </button>
         </div>
@@ -172,7 +183,8 @@ function ProviderCard({
         <dt>API key</dt>
         <dd>{p.hasApiKey ? 'set' : 'none'}</dd>
       </dl>
-      {t && t !== 'running' ? (
+      {isRunning(t) ? <Progress label={`Testing the connection to ${p.id}`} since={t.running} /> : null}
+      {t && !isRunning(t) ? (
         <p className={t.ok ? 'test-result ok' : 'test-result error-text'} role="status">
           {testText(t)}
         </p>

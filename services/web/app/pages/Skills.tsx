@@ -1,47 +1,53 @@
-import { useState, type FormEvent } from 'react';
-import { ApiError, api, qs } from '../lib/api';
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { ApiError, api, fetchAll, qs } from '../lib/api';
+import { filterItems } from '../lib/lists';
+import { adminOnlyReason, notOwnerReason } from '../lib/permissions';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Page, Skill, SkillUploadResult } from '@agentry/client';
+import type { AgentListItem, Skill, SkillUploadResult } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
-import { ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField, fmtTime, idProblem } from '../components/ui';
+import { ErrorText, Loading, Notice, PageHeader, Progress, SearchField, SelectField, TextArea, TextField, fmtTime, idProblem } from '../components/ui';
 import { useApp } from '../context';
 
 type Scope = { kind: 'global' } | { kind: 'local'; agentId: string };
 
-const listPath = (s: Scope) => (s.kind === 'global' ? `/skills${qs({ scope: 'global', size: 100 })}` : `/agents/${encodeURIComponent(s.agentId)}/skills${qs({ size: 100 })}`);
+/** Every skill of the scope, all pages. */
+const listAll = (s: Scope) => (s.kind === 'global' ? fetchAll<Skill>('/skills', { scope: 'global' }) : fetchAll<Skill>(`/agents/${encodeURIComponent(s.agentId)}/skills`));
 const skillPath = (s: Scope, name: string) =>
   s.kind === 'global' ? `/skills/${encodeURIComponent(name)}${qs({ scope: 'global' })}` : `/agents/${encodeURIComponent(s.agentId)}/skills/${encodeURIComponent(name)}`;
 
 /** Uploads a zip of skills into the scope and sums up what the server made of it. */
 function useSkillUpload(scope: Scope, action: ReturnType<typeof useAction>, reload: () => void) {
   const [uploadResult, setUploadResult] = useState<string | null>(null);
+  const [uploading, setUploading] = useState<{ name: string; since: number } | null>(null);
   const upload = async (files: FileList | null) => {
     const file = files?.[0];
     if (!file) return;
+    setUploadResult(null);
+    setUploading({ name: file.name, since: Date.now() });
     const form = new FormData();
     form.append('scope', scope.kind);
     if (scope.kind === 'local') form.append('agentId', scope.agentId);
     form.append('file', file);
-    const answer = await action.run(() => api.post<SkillUploadResult>('/skills/upload', form));
+    const answer = await action.run(() => api.post<SkillUploadResult>('/skills/upload', form)).finally(() => setUploading(null));
     if (answer) {
       reload();
       setUploadResult(describeUpload(answer));
     }
   };
 
-  return { upload, uploadResult };
+  return { upload, uploadResult, uploading };
 }
 
 export function SkillsPage() {
   const { notify } = useApp();
-  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(async () => ({ data: await fetchAll<AgentListItem>('/agents') }), []);
   const [scopeValue, setScopeValue] = useState('global');
   const scope: Scope = scopeValue === 'global' ? { kind: 'global' } : { kind: 'local', agentId: scopeValue };
-  const skills = useLoad(() => api.get<Page<Skill>>(listPath(scope)), [scopeValue]);
+  const skills = useLoad(async () => ({ data: await listAll(scope) }), [scopeValue]);
   const [editing, setEditing] = useState<string | 'new' | null>(null);
   const [copying, setCopying] = useState<string | null>(null);
   const action = useAction();
-  const { upload, uploadResult } = useSkillUpload(scope, action, skills.reload);
+  const { upload, uploadResult, uploading } = useSkillUpload(scope, action, skills.reload);
 
   const remove = async (name: string) => {
     if (!window.confirm(`Delete skill "${name}"?`)) return;
@@ -55,32 +61,25 @@ export function SkillsPage() {
     skills.reload();
     notify(`Skill ${name} ${verb}`);
   };
-  const copied = (msg: string) => {
-    setCopying(null);
-    notify(msg);
-  };
+  const copied = (msg: string) => (setCopying(null), notify(msg));
+  const { status } = useApp();
+  const owner = agents.data?.data.find((a) => a.ruleChain.id === scopeValue)?.ruleChain.owner;
+  const why = scope.kind === 'global' ? adminOnlyReason(status, 'global skills') : notOwnerReason(status, owner, "agent's skills");
 
   return (
     <div className="page">
-      <PageHeader title="Skills">
-        <ScopePicker
-          value={scopeValue}
-          agents={agents.data?.data ?? []}
-          onValue={(v) => {
-            setScopeValue(v);
-            setEditing(null);
-            setCopying(null);
-          }}
-        />
-        <label className="button secondary file-button">
-          Upload zip
-          <input type="file" accept=".zip,application/zip" className="sr-only" onChange={(e) => void upload(e.target.files).finally(() => (e.target.value = ''))} />
-        </label>
-        <button type="button" onClick={() => setEditing(editing === 'new' ? null : 'new')} aria-expanded={editing === 'new'}>
-          New skill
-        </button>
-      </PageHeader>
+      <SkillsHeader
+        scopeValue={scopeValue}
+        agents={agents.data?.data ?? []}
+        why={why}
+        newOpen={editing === 'new'}
+        onScope={(v) => (setScopeValue(v), setEditing(null), setCopying(null))}
+        onUpload={upload}
+        onNew={() => setEditing(editing === 'new' ? null : 'new')}
+      />
       <p className="muted">Skills are Markdown instructions the agent can load by name. An agent's own skills override global ones of the same name.</p>
+      {why ? <Notice>{why}</Notice> : null}
+      {uploading ? <Progress label={`Uploading ${uploading.name}`} since={uploading.since} /> : null}
       {uploadResult ? <Notice kind="ok">Upload: {uploadResult}.</Notice> : null}
       <ErrorText error={skills.error ?? action.error} />
       {editing === 'new' ? (
@@ -91,8 +90,8 @@ export function SkillsPage() {
       ) : skills.data.data.length === 0 ? (
         <p className="muted">No skills here yet.</p>
       ) : (
-        <ul className="skill-list">
-          {skills.data.data.map((s) => (
+        <SkillList skills={skills.data.data}>
+          {(s) => (
             <SkillItem
               key={s.name}
               skill={s}
@@ -105,11 +104,49 @@ export function SkillsPage() {
               onDelete={() => void remove(s.name)}
               onSaved={() => saved(s.name, 'saved')}
               onCopied={copied}
+              why={why}
+              copyWhy={adminOnlyReason(status, 'where skills are copied')}
             />
-          ))}
-        </ul>
+          )}
+        </SkillList>
       )}
     </div>
+  );
+}
+
+/** Scope, Upload zip and New skill; both writes disabled, with the reason, where the viewer may not act. */
+function SkillsHeader(props: {
+  scopeValue: string;
+  agents: AgentListItem[];
+  why: string | null;
+  newOpen: boolean;
+  onScope: (v: string) => void;
+  onUpload: (files: FileList | null) => Promise<void>;
+  onNew: () => void;
+}) {
+  const { why } = props;
+  return (
+    <PageHeader title="Skills">
+      <ScopePicker value={props.scopeValue} agents={props.agents} onValue={props.onScope} />
+      <label className={`button secondary file-button${why ? ' disabled' : ''}`} title={why ?? undefined}>
+        Upload zip
+        <input type="file" accept=".zip,application/zip" className="sr-only" disabled={why !== null} onChange={(e) => void props.onUpload(e.target.files).finally(() => (e.target.value = ''))} />
+      </label>
+      <button type="button" onClick={props.onNew} aria-expanded={props.newOpen} disabled={why !== null} title={why ?? undefined}>
+        New skill
+      </button>
+    </PageHeader>
+  );
+}
+
+/** The skills, with a search box once there are more than a few. */
+function SkillList({ skills, children }: { skills: Skill[]; children: (s: Skill) => ReactNode }) {
+  const [search, setSearch] = useState('');
+  return (
+    <>
+      {skills.length > 5 ? <SearchField label="Search skills" value={search} onValue={setSearch} /> : null}
+      <ul className="skill-list">{filterItems(skills, search, (s) => [s.name, s.description]).map(children)}</ul>
+    </>
   );
 }
 
@@ -153,7 +190,11 @@ function SkillItem({
   onDelete,
   onSaved,
   onCopied,
+  why,
+  copyWhy,
 }: {
+  why: string | null;
+  copyWhy: string | null;
   skill: Skill;
   scope: Scope;
   agents: AgentListItem[];
@@ -172,13 +213,13 @@ function SkillItem({
           {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
         </h2>
         <div className="row-actions">
-          <button type="button" className="link-button" onClick={() => onEdit(!editing)} aria-expanded={editing}>
+          <button type="button" className="link-button" onClick={() => onEdit(!editing)} aria-expanded={editing} disabled={why !== null} title={why ?? undefined}>
             Edit
           </button>
-          <button type="button" className="link-button" onClick={() => onCopy(!copying)} aria-expanded={copying}>
+          <button type="button" className="link-button" onClick={() => onCopy(!copying)} aria-expanded={copying} disabled={copyWhy !== null} title={copyWhy ?? undefined}>
             Copy to…
           </button>
-          <button type="button" className="link-button danger-text" onClick={onDelete}>
+          <button type="button" className="link-button danger-text" onClick={onDelete} disabled={why !== null} title={why ?? undefined}>
             Delete
           </button>
         </div>

@@ -1,9 +1,10 @@
-import { useCallback, useEffect, useState, type FormEvent, type ReactNode } from 'react';
-import { ApiError, api, downloadFile, messageOf, qs } from '../lib/api';
+import { useCallback, useEffect, useState, type FormEvent, type KeyboardEvent, type ReactNode } from 'react';
+import { ApiError, api, downloadFile, fetchAll, messageOf, qs } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { navigate } from '../lib/router';
-import type { AgentListItem, Page, WorkspaceEntry } from '@agentry/client';
-import { ErrorText, Loading, PageHeader, TextArea, TextField, fmtBytes, fmtTime } from '../components/ui';
+import { notOwnerReason } from '../lib/permissions';
+import type { AgentListItem, WorkspaceEntry } from '@agentry/client';
+import { ErrorText, Loading, Notice, PageHeader, TextArea, TextField, fmtBytes, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
 const join = (dir: string, name: string) => (dir ? `${dir}/${name}` : name);
@@ -14,10 +15,13 @@ type Listing = { entries: WorkspaceEntry[] } | { error: string } | 'loading';
 
 /** An agent's workspace: a tree on the left, the selected file (view, edit, download) on the right. */
 export function WorkspacePage({ agentId }: { agentId?: string | undefined }) {
-  const agents = useLoad(() => api.get<Page<AgentListItem>>('/agents?size=100'), []);
+  const agents = useLoad(async () => ({ data: await fetchAll<AgentListItem>('/agents') }), []);
   useEffect(() => {
     if (!agentId && agents.data?.data[0]) navigate(`/workspace/${encodeURIComponent(agents.data.data[0].ruleChain.id)}`, { replace: true });
   }, [agentId, agents.data]);
+  // The workspace routes are the owner's (and admins'): say so rather than show their 403.
+  const owner = agents.data?.data.find((a) => a.ruleChain.id === agentId)?.ruleChain.owner;
+  const why = notOwnerReason(useApp().status, owner, 'agent');
 
   return (
     <div className="page">
@@ -36,7 +40,8 @@ export function WorkspacePage({ agentId }: { agentId?: string | undefined }) {
       </PageHeader>
       <ErrorText error={agents.error} />
       {agents.data && agents.data.data.length === 0 ? <p className="muted">No agents, so no workspaces.</p> : null}
-      {agentId ? <Browser agentId={agentId} /> : null}
+      {agentId && why ? <Notice>{why} Its workspace is open to its owner and admins only.</Notice> : null}
+      {agentId && !why ? <Browser agentId={agentId} /> : null}
     </div>
   );
 }
@@ -102,6 +107,8 @@ function renderDir(tree: Tree, selected: Selection, onSelect: (s: Selection) => 
       <li key={path}>
         <button
           type="button"
+          data-path={path}
+          data-dir={e.isDir ? 'true' : undefined}
           aria-expanded={e.isDir ? isOpen : undefined}
           aria-current={selected.path === path ? 'true' : undefined}
           className={`tree-item${selected.path === path ? ' selected' : ''}`}
@@ -121,6 +128,48 @@ function renderDir(tree: Tree, selected: Selection, onSelect: (s: Selection) => 
   });
 }
 
+/**
+ * Arrow keys in the tree, over the entries shown (their buttons in document order): up and down
+ * move, right opens a folder (or enters an open one), left closes it (or goes to the parent),
+ * Home and End jump. Enter and Space stay the buttons' own (select, open).
+ */
+function treeKeys(e: KeyboardEvent<HTMLElement>, tree: Tree): void {
+  const items = Array.from(e.currentTarget.querySelectorAll<HTMLButtonElement>('button.tree-item'));
+  const current = e.target instanceof HTMLButtonElement ? e.target : null;
+  const i = current ? items.indexOf(current) : -1;
+  if (i < 0) return;
+  const path = current!.dataset.path ?? '';
+  const isDir = current!.dataset.dir === 'true';
+  const open = isDir && (path === '' || tree.open.has(path));
+  const focus = (el: HTMLButtonElement | undefined) => el?.focus();
+  const byPath = (p: string) => items.find((b) => b.dataset.path === p);
+  switch (e.key) {
+    case 'ArrowDown':
+      focus(items[i + 1]);
+      break;
+    case 'ArrowUp':
+      focus(items[i - 1]);
+      break;
+    case 'Home':
+      focus(items[0]);
+      break;
+    case 'End':
+      focus(items[items.length - 1]);
+      break;
+    case 'ArrowRight':
+      if (isDir && !open) tree.toggle(path);
+      else if (open) focus(items[i + 1]);
+      break;
+    case 'ArrowLeft':
+      if (open && path !== '') tree.toggle(path);
+      else if (path !== '') focus(byPath(parentOf(path)));
+      break;
+    default:
+      return;
+  }
+  e.preventDefault();
+}
+
 function Browser({ agentId }: { agentId: string }) {
   const { notify } = useApp();
   const base = `/agents/${encodeURIComponent(agentId)}/workspace`;
@@ -130,9 +179,14 @@ function Browser({ agentId }: { agentId: string }) {
 
   return (
     <div className="workspace">
-      <nav className="tree" aria-label="Files">
+      <nav className="tree" aria-label="Files" aria-describedby="tree-keys" onKeyDown={(e) => treeKeys(e, tree)}>
+        <p id="tree-keys" className="sr-only">
+          Up and down arrows move between entries, right opens a folder or enters it, left closes it or goes to its parent, Home and End jump to the first and last.
+        </p>
         <button
           type="button"
+          data-path=""
+          data-dir="true"
           className={`tree-item root${selected.path === '' ? ' selected' : ''}`}
           aria-current={selected.path === '' ? 'true' : undefined}
           onClick={() => setSelected({ path: '', isDir: true })}

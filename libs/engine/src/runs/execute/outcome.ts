@@ -1,6 +1,6 @@
 import type { RunRequest } from '@agentry/contracts';
 import { isAppError, type AppError } from '@agentry/errors';
-import { appendMessages, finishRun, isDatabaseUnavailable, type JsonValue, type SessionMessage } from '@agentry/db';
+import { appendMessages, appendUnfinishedTurn, finishRun, isDatabaseUnavailable, type JsonValue, type SessionMessage } from '@agentry/db';
 import { ScriptError } from '../../sandbox/sandbox.js';
 import type { Answer } from './chain-run.js';
 import { retryWhileDbDown } from './db-retry.js';
@@ -59,10 +59,37 @@ function sessionMessage(m: Answer['added'][number]): SessionMessage {
   };
 }
 
-/** A cancelled run keeps what it had streamed; the session is left untouched. */
+/**
+ * The question and what was streamed of a turn that ended without an answer, for its session
+ * (marked, so the model never gets it as context: docs/web-ui.md). Nothing without a session or
+ * a user message (a malformed stored request has none to show).
+ */
+function unfinishedTurn(run: AgentRun['run'], output: string): SessionMessage[] {
+  const messages = (run.request as Partial<RunRequest> | null)?.messages;
+  if (!run.sessionId || !Array.isArray(messages)) return [];
+  // What the turn asked: the user messages after the request's last assistant message.
+  const lastAssistant = messages.map((m) => m?.role).lastIndexOf('assistant');
+  const asked: SessionMessage[] = messages
+    .slice(lastAssistant + 1)
+    .filter((m) => m?.role === 'user' && typeof m.content === 'string')
+    .map((m) => ({ role: 'user', content: m.content }));
+  return asked.length === 0 ? [] : [...asked, { role: 'assistant', content: output }];
+}
+
+/**
+ * A cancelled run keeps what it had streamed, and its session keeps the turn marked `stopped`
+ * (usually the gateway marked the run first, when its client stopped; the turn is still this
+ * worker's to write, once).
+ */
 export async function endCancelled({ deps, run, signal }: AgentRun, progress: RunProgress): Promise<void> {
   const { log } = progress;
-  await retryWhileDbDown(log, 'cancel run', () => finishRun(deps.db, run.id, { status: 'cancelled', output: progress.output || null, error: 'cancelled' }));
+  const turn = unfinishedTurn(run, progress.output);
+  await retryWhileDbDown(log, 'cancel run', () =>
+    deps.db.transaction().execute(async (tx) => {
+      await finishRun(tx, run.id, { status: 'cancelled', output: progress.output || null, error: 'cancelled' });
+      if (run.sessionId) await appendUnfinishedTurn(tx, run.sessionId, run.id, { status: 'stopped', error: 'stopped before the answer was complete', messages: turn });
+    }),
+  );
   progress.count('cancelled');
   log.info({ reason: String((signal.reason as Error | undefined)?.message ?? signal.reason), ...progress.timing() }, 'run cancelled');
 }
@@ -70,7 +97,7 @@ export async function endCancelled({ deps, run, signal }: AgentRun, progress: Ru
 /**
  * A failed run: its status and message come from the registered error it is or wraps, the
  * database's absence is a 503, anything else a 500 without details. A chat it came from is told
- * (cron deliveries stay silent); the session is left untouched.
+ * (cron deliveries stay silent); the session keeps the turn marked `failed` with the message.
  */
 export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, err: unknown): Promise<void> {
   const { log } = progress;
@@ -85,6 +112,7 @@ export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, 
     deps.db.transaction().execute(async (tx) => {
       noticeId = undefined;
       const ok = await finishRun(tx, run.id, { status: 'failed', output: progress.output || null, error: message });
+      if (ok && run.sessionId) await appendUnfinishedTurn(tx, run.sessionId, run.id, { status: 'failed', error: message, messages: unfinishedTurn(run, progress.output) });
       // A chat user would otherwise wait for an answer that never comes.
       if (ok && reply && run.source !== 'cron') noticeId = await deps.replies.queue(tx, run.id, reply, failureNotice(message));
     }),

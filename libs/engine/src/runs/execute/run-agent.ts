@@ -17,7 +17,8 @@ import { runAgentWithTools } from './tool-agent.js';
  * Runs one claimed run to its end: publishes its events in order (seq from 0), and commits the
  * outcome. A completed turn is appended to the session in the same transaction that marks the
  * run succeeded, and `done` is published only after that commit, so the next turn of the
- * session sees it. A failed or cancelled run leaves the session untouched.
+ * session sees it. A failed or cancelled run leaves its turn in the session marked `failed` or
+ * `stopped`, which the model's history never reads.
  */
 export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
   const progress = new RunProgress(deps, run);

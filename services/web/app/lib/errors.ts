@@ -1,0 +1,57 @@
+/**
+ * Errors as people read them: a sentence saying what went wrong in their terms, and the text the
+ * gateway sent (which names chains, nodes and error classes) kept as the technical detail that
+ * the UI puts behind a disclosure. Pure: unit-tested under Node.
+ */
+
+export interface HumanError {
+  /** What to show first. */
+  summary: string;
+  /** The text as received, when the summary is not it. */
+  detail: string | null;
+}
+
+/** `chain "x", node "y" (ai/agent): ` prefixes a rule chain adds to a node's failure. */
+const CHAIN_PREFIX = /^(?:chain "[^"]*"(?:, node "[^"]*" \([^)]*\))?: )+/;
+/**
+ * Prefixes of the error registry (`@agentry/errors`) that name a class people need not read
+ * before the cause ("Not found: ..." and "Not allowed: ..." stay: they are the sentence).
+ */
+const REGISTRY_PREFIX = /^(?:Upstream failure|Internal server error|Invalid input): /;
+
+/** What a failing model provider said, one provider at a time: `provider "p" (model m): HTTP 500: text (3 attempts)`. */
+function providerFailure(text: string): string | null {
+  const parts = text.split('; ').map((part) => /^provider "([^"]+)" \(model [^)]*\): (.*)$/.exec(part));
+  if (parts.length === 0 || parts.some((m) => !m)) return null;
+  return parts.map((m) => `the model provider '${m![1]}' failed: ${m![2]}`).join('; ');
+}
+
+/** A sentence for a status when the text itself says nothing more useful. */
+function byStatus(status: number | undefined): string | null {
+  if (status === 401) return 'Your login has expired or was not accepted; please log in again.';
+  if (status === 403) return 'You are not allowed to do this.';
+  if (status === 429) return 'Too many requests right now; wait a moment and try again.';
+  if (status === 503) return 'The service is not ready (its database or queue is away); try again shortly.';
+  return null;
+}
+
+function capitalize(text: string): string {
+  return text ? text[0]!.toUpperCase() + text.slice(1) : text;
+}
+
+/** The human sentence for an error text (and its HTTP status when known). */
+export function humanError(text: string, status?: number): HumanError {
+  const raw = text.trim();
+  if (/^(?:Failed to fetch|NetworkError|Load failed)/i.test(raw)) {
+    return { summary: 'The gateway could not be reached. Check that it is running and try again.', detail: raw };
+  }
+  const inner = raw.replace(CHAIN_PREFIX, '');
+  const cause = inner.replace(REGISTRY_PREFIX, '');
+  const provider = providerFailure(cause);
+  let summary: string;
+  if (provider) summary = capitalize(provider);
+  else if (/^the agent failed unexpectedly/i.test(cause)) summary = 'The agent failed unexpectedly. The server log has the details.';
+  else if (/^stopped before the answer was complete/.test(cause)) summary = 'Stopped before the answer was complete.';
+  else summary = cause || byStatus(status) || raw || 'Something went wrong.';
+  return { summary, detail: summary === raw ? null : raw };
+}
