@@ -15,6 +15,11 @@ export interface HumanError {
 /** `chain "x", node "y" (type): `, as the chain runner prefixes a node's failure (sub-chains nest). */
 const WHERE = /^chain "[^"]*", node "[^"]*" \([^)]*\): /;
 const UPSTREAM = 'Upstream failure: ';
+/**
+ * Class words of the error registry (`@agentry/errors`) that come before the cause and mean
+ * nothing to a reader; "Not found: ..." and "Not allowed: ..." stay, they are the sentence.
+ */
+const CLASS_WORDS = /^(?:Internal server error|Invalid input): /;
 /** One provider's failure, as the model layer words it: `provider "p" (model m): what`. */
 const PROVIDER = /^provider "([^"]+)" \(model [^)]*\): ([\s\S]*)$/;
 
@@ -36,5 +41,6 @@ export function humanError(apiMessage: string): HumanError {
       .map(providerSentence)
       .join('; then ');
   }
+  rest = rest.replace(CLASS_WORDS, '');
   return rest === apiMessage ? { message: rest } : { message: rest, detail: apiMessage };
 }

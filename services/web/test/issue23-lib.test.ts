@@ -9,7 +9,7 @@ import { turnsFromHistory } from '../app/lib/turns.js';
 describe('humanError', () => {
   it("says which model provider failed and keeps the chain's wording as the detail", () => {
     const raw = 'chain "support", node "node_agent" (ai/agent): Upstream failure: provider "fake" (model fake-model): HTTP 500: fake upstream exploded (3 attempts)';
-    expect(humanError(raw)).toEqual({ summary: "The model provider 'fake' failed: HTTP 500: fake upstream exploded (3 attempts)", detail: raw });
+    expect(humanError(raw)).toEqual({ summary: "The model provider 'fake' failed: HTTP 500 fake upstream exploded (3 attempts)", detail: raw });
   });
 
   it('drops the registry prefix, names an unreachable gateway, and leaves plain text alone', () => {

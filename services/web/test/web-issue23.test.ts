@@ -146,7 +146,7 @@ describe('issue 23, web items 8-13, in Chromium', () => {
       await page.locator('.turn-user').filter({ hasText: 'please break' }).waitFor();
       await page.locator('.turn-user').filter({ hasText: 'tell a long story' }).waitFor();
       const failed = page.locator('.turn-assistant[data-status="error"]');
-      await expect.poll(() => failed.locator('[role="alert"]').innerText()).toContain("The model provider 'fake' failed: HTTP 400: model refuses");
+      await expect.poll(() => failed.locator('[role="alert"]').innerText()).toContain("The model provider 'fake' failed: HTTP 400 model refuses");
       const stopped = page.locator('.turn-assistant[data-status="stopped"]');
       expect(await stopped.innerText()).toMatch(/w0 w1[\s\S]*Stopped before the answer was complete/);
 

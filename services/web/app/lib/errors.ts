@@ -1,3 +1,5 @@
+import { humanError as sentenceOf } from '@agentry/client';
+
 /**
  * Errors as people read them: a sentence saying what went wrong in their terms, and the text the
  * gateway sent (which names chains, nodes and error classes) kept as the technical detail that
@@ -9,21 +11,6 @@ export interface HumanError {
   summary: string;
   /** The text as received, when the summary is not it. */
   detail: string | null;
-}
-
-/** `chain "x", node "y" (ai/agent): ` prefixes a rule chain adds to a node's failure. */
-const CHAIN_PREFIX = /^(?:chain "[^"]*"(?:, node "[^"]*" \([^)]*\))?: )+/;
-/**
- * Prefixes of the error registry (`@agentry/errors`) that name a class people need not read
- * before the cause ("Not found: ..." and "Not allowed: ..." stay: they are the sentence).
- */
-const REGISTRY_PREFIX = /^(?:Upstream failure|Internal server error|Invalid input): /;
-
-/** What a failing model provider said, one provider at a time: `provider "p" (model m): HTTP 500: text (3 attempts)`. */
-function providerFailure(text: string): string | null {
-  const parts = text.split('; ').map((part) => /^provider "([^"]+)" \(model [^)]*\): (.*)$/.exec(part));
-  if (parts.length === 0 || parts.some((m) => !m)) return null;
-  return parts.map((m) => `the model provider '${m![1]}' failed: ${m![2]}`).join('; ');
 }
 
 /** A sentence for a status when the text itself says nothing more useful. */
@@ -45,11 +32,10 @@ export function humanError(text: string, status?: number): HumanError {
   if (/^(?:Failed to fetch|NetworkError|Load failed)/i.test(raw)) {
     return { summary: 'The gateway could not be reached. Check that it is running and try again.', detail: raw };
   }
-  const inner = raw.replace(CHAIN_PREFIX, '');
-  const cause = inner.replace(REGISTRY_PREFIX, '');
-  const provider = providerFailure(cause);
+  // The wording of a run's error is the client library's, shared with the CLI.
+  const cause = sentenceOf(raw).message;
   let summary: string;
-  if (provider) summary = capitalize(provider);
+  if (cause.startsWith('the model provider ')) summary = capitalize(cause);
   else if (/^the agent failed unexpectedly/i.test(cause)) summary = 'The agent failed unexpectedly. The server log has the details.';
   else if (/^stopped before the answer was complete/.test(cause)) summary = 'Stopped before the answer was complete.';
   else summary = cause || byStatus(status) || raw || 'Something went wrong.';
