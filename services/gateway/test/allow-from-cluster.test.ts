@@ -17,6 +17,7 @@ describeWithServers('security.allowFrom across two gateways', () => {
     await cluster?.stop();
   });
 
+  const allowFrom = async (gateway: number) => ((await (await call(gateway, 'GET', '/config')).json()) as { security: { allowFrom: unknown } }).security.allowFrom;
   const call = (gateway: number, method: string, path: string, body?: unknown) =>
     fetch(`${cluster.local.gatewayUrls[gateway]}/api/v1${path}`, {
       method,
@@ -31,7 +32,7 @@ describeWithServers('security.allowFrom across two gateways', () => {
     await waitFor(async () => (await call(1, 'GET', '/models')).status === 403, 10_000, 50);
     const refused = await call(1, 'GET', '/models');
     expect(((await refused.json()) as { error: string }).error).toMatch(/^Not allowed: address (::ffff:)?127\.0\.0\.1 is not in security\.allowFrom\.chat$/);
-    expect((await (await call(1, 'GET', '/config')).json()).security.allowFrom).toEqual({ management: [], chat: ['10.0.0.0/8'] });
+    expect(await allowFrom(1)).toEqual({ management: [], chat: ['10.0.0.0/8'] });
 
     // The lock-out guard on a real socket: the caller is 127.0.0.1.
     const lockout = await call(1, 'PUT', '/config', { security: { allowFrom: { management: ['10.0.0.0/8'] } } });
@@ -40,6 +41,6 @@ describeWithServers('security.allowFrom across two gateways', () => {
 
     expect((await call(1, 'PUT', '/config', { security: { allowFrom: { chat: [], management: ['127.0.0.0/8', '::1'] } } })).status).toBe(200);
     await waitFor(async () => (await call(0, 'GET', '/models')).status === 200, 10_000, 50);
-    expect((await (await call(0, 'GET', '/config')).json()).security.allowFrom).toEqual({ management: ['127.0.0.0/8', '::1'], chat: [] });
+    expect(await allowFrom(0)).toEqual({ management: ['127.0.0.0/8', '::1'], chat: [] });
   });
 });
