@@ -46,8 +46,8 @@ export function registerAllowFrom(app: FastifyInstance, deps: GatewayDeps): void
   app.addHook('onRequest', async (req) => {
     if (req.is404) return;
     const { access, addressList } = req.routeOptions.config;
-    if (access === undefined) return;
-    const name = addressListOf(access, addressList);
+    // No declaration cannot happen (requireAccessDeclarations); if it did, the stricter list applies.
+    const name = addressListOf(access ?? 'admin', addressList);
     if (name === undefined || lists(deps.config.current)[name].allows(req.ip)) return;
     req.log.warn({ ip: req.ip, list: `security.allowFrom.${name}`, route: req.routeOptions.url }, 'address refused by the allow-list');
     throw new Errors.FORBIDDEN(`address ${req.ip} is not in security.allowFrom.${name}`);
