@@ -48,7 +48,7 @@ describe('embedded mode', () => {
       server: { host: '127.0.0.1', port },
       data: { root_dir: './data', logs_dir: './data/logs' },
       models: { default_provider: '', providers: {} },
-      security: { requireAuth: false, users: { admin: true } },
+      security: { requireAuth: false, users: { admin: true }, allowFrom: { management: [], chat: [] } },
     });
     expect(fs.existsSync(path.join(cwd, 'data', 'pgdata'))).toBe(true);
     expect(fs.existsSync(path.join(cwd, 'data', 'logs', 'agentry.log'))).toBe(true);

@@ -177,6 +177,24 @@ export const ConfigSchema = Type.Object(
           description:
             'let an agent\'s bash tool run with sandbox: none (as the service user, seeing its files, processes and network); off, such a call is refused',
         }),
+        allowFrom: Type.Object(
+          {
+            management: Type.Array(Type.String(), {
+              default: [],
+              description:
+                'CIDRs (or single addresses) that may call every route but chat, the probes (/health, /ready, /metrics), the web UI\'s files and platform webhooks; login included. Empty: every address',
+            }),
+            chat: Type.Array(Type.String(), {
+              default: [],
+              description: 'CIDRs (or single addresses) that may call /chat/completions, /responses, /models and /models/{id}. Empty: every address',
+            }),
+          },
+          {
+            additionalProperties: false,
+            default: {},
+            description: 'client-address allow-lists, checked on the address server.trust_proxy gives; a refused address gets 403. Editable through PUT /config',
+          },
+        ),
         rateLimit: Type.Object(
           {
             chat: Type.Object(

@@ -5,6 +5,7 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
 import { ConfigSchema, describeErrors, type AgentryConfig } from './config-schema.js';
+import { invalidCidrs } from './address-list.js';
 
 export interface LoadedConfig {
   config: AgentryConfig;
@@ -103,6 +104,10 @@ function crossCheck(config: AgentryConfig, raw: Record<string, unknown>, file: b
   for (const [id, p] of Object.entries(providers)) {
     const defaults = (p.models ?? []).filter((m) => m.alias === 'default');
     if (defaults.length > 1) problems.push(`models.providers.${id}.models: more than one model has alias "default"`);
+  }
+  for (const [list, entries] of Object.entries(config.security.allowFrom)) {
+    const bad = invalidCidrs(entries);
+    if (bad.length > 0) problems.push(`security.allowFrom.${list}: not a CIDR or address: ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
   }
   return problems;
 }

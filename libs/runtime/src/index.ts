@@ -10,3 +10,4 @@ export * from './bootstrap.js';
 export * from './run-main.js';
 export * from './secrets.js';
 export * from './service-metrics.js';
+export * from './address-list.js';

@@ -15,7 +15,14 @@ import { applyFlat, validateConfig, type LoadedConfig } from './config.js';
  */
 
 /** The keys `PUT /config` may change: the ones `GET /config` shows and that are not secrets. */
-export const EDITABLE_KEYS = ['server.host', 'server.port', 'models.default_provider', 'security.requireAuth'] as const;
+export const EDITABLE_KEYS = [
+  'server.host',
+  'server.port',
+  'models.default_provider',
+  'security.requireAuth',
+  'security.allowFrom.management',
+  'security.allowFrom.chat',
+] as const;
 
 const LIVE = 'config.live.';
 const SEED = 'config.seed.';
@@ -32,7 +39,21 @@ export const ConfigPatch = Type.Object(
       ),
     ),
     models: Type.Optional(Type.Object({ default_provider: Type.Optional(Type.String()) }, { additionalProperties: false })),
-    security: Type.Optional(Type.Object({ requireAuth: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+    security: Type.Optional(
+      Type.Object(
+        {
+          requireAuth: Type.Optional(Type.Boolean()),
+          // Each list is its own key: a patch naming one leaves the other as it is; [] allows every address.
+          allowFrom: Type.Optional(
+            Type.Object(
+              { management: Type.Optional(Type.Array(Type.String())), chat: Type.Optional(Type.Array(Type.String())) },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -67,7 +88,7 @@ export interface ConfigView {
     default_provider: string;
     providers: Record<string, { id: string; name: string; base_url: string; model: string; models: Array<{ name: string; alias?: string }> }>;
   };
-  security: { requireAuth: boolean; users: Record<string, true> };
+  security: { requireAuth: boolean; users: Record<string, true>; allowFrom: { management: string[]; chat: string[] } };
 }
 
 function get(obj: unknown, key: string): unknown {
@@ -245,6 +266,7 @@ export class LiveConfig {
       security: {
         requireAuth: c.security.requireAuth,
         users: Object.fromEntries((users.length > 0 ? users : ['admin']).map((u) => [u, true as const])),
+        allowFrom: { management: [...c.security.allowFrom.management], chat: [...c.security.allowFrom.chat] },
       },
     };
   }

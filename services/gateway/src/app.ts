@@ -24,6 +24,7 @@ import { toolRoutes } from './routes/tools.js';
 import { channelRoutes } from './routes/channels.js';
 import { uiRoutes } from './ui.js';
 import { registerCors } from './auth/cors.js';
+import { registerAllowFrom } from './auth/allow-from.js';
 import { registerSecurityHeaders } from './auth/security-headers.js';
 import { registerChatRateLimit } from './auth/chat-rate-limit.js';
 import { registerOpenApi } from './openapi.js';
@@ -59,6 +60,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
   // Headers and CORS first: a preflight carries no credentials and is answered before the auth hook.
   registerSecurityHeaders(app);
   await registerCors(app, config.server.cors_origins);
+  registerAllowFrom(app, deps);
   registerAuthHook(app, deps, auth);
   registerChatRateLimit(app, deps);
 

@@ -59,8 +59,8 @@ export async function uiRoutes(app: FastifyInstance, deps: Pick<GatewayDeps, 'lo
       reply.header('cache-control', NO_CACHE);
       return reply.sendFile('index.html');
     };
-    ui.get('/', { config: { access: 'public' }, logLevel: 'warn' }, serve);
-    ui.get('/*', { config: { access: 'public' }, logLevel: 'warn' }, serve);
+    ui.get('/', { config: { access: 'public', addressList: 'none' }, logLevel: 'warn' }, serve);
+    ui.get('/*', { config: { access: 'public', addressList: 'none' }, logLevel: 'warn' }, serve);
   });
 }
 

@@ -107,7 +107,7 @@ describe('GET /api/v1/config', () => {
           p2: { id: 'p2', name: 'p2', base_url: 'https://example.invalid/v1', model: 'big', models: [] },
         },
       },
-      security: { requireAuth: false, users: { admin: true, bob: true } },
+      security: { requireAuth: false, users: { admin: true, bob: true }, allowFrom: { management: [], chat: [] } },
     });
     expect(res.body).not.toMatch(/sk-very-secret|adminpw|sk-admin-key|bobpassword/);
   });

@@ -384,6 +384,21 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await nav('Settings').click();
       await page.getByRole('heading', { name: 'Server configuration' }).waitFor();
       expect(await page.getByLabel('Default model provider').inputValue()).toBe('fake');
+      // The allow-lists: a bad entry and a list that would lock this browser out are refused, a good one is kept.
+      const lists = page.getByRole('form', { name: 'Address allow-lists' });
+      const saveLists = () => lists.getByRole('button', { name: 'Save allow-lists' }).click();
+      await lists.getByLabel('Chat addresses').fill('10.0.0.0/8\nnot-a-cidr');
+      await saveLists();
+      await lists.getByText('not a CIDR or address: "not-a-cidr"').waitFor();
+      await lists.getByLabel('Chat addresses').fill('');
+      await lists.getByLabel('Management addresses').fill('192.0.2.0/24');
+      await saveLists();
+      await lists.getByText(/would lock you out of management/).waitFor();
+      await lists.getByLabel('Management addresses').fill('127.0.0.0/8\n::1, 192.0.2.0/24');
+      await saveLists();
+      await page.getByText('Address allow-lists saved').waitFor();
+      expect(((await apiAs('GET', '/config')).json as { security: { allowFrom: unknown } }).security.allowFrom).toEqual({ management: ['127.0.0.0/8', '::1', '192.0.2.0/24'], chat: [] });
+      expect((await apiAs('PUT', '/config', { security: { allowFrom: { management: [] } } })).status).toBe(200);
     }));
 
   it('is usable on a 390-pixel phone screen', async () => {

@@ -25,7 +25,15 @@ export const ConfigDocument = Type.Object(
     data: Type.Object({ root_dir: Type.String(), logs_dir: Type.String() }, Open),
     models: Type.Object({ default_provider: Type.String(), providers: Type.Record(Type.String(), ConfigProvider) }, Open),
     /** `users`: username to `true`; passwords and keys are never sent. */
-    security: Type.Object({ requireAuth: Type.Boolean(), users: Type.Record(Type.String(), Type.Boolean()) }, Open),
+    /** `allowFrom`: the client-address allow-lists (CIDRs); an empty list allows every address. */
+    security: Type.Object(
+      {
+        requireAuth: Type.Boolean(),
+        users: Type.Record(Type.String(), Type.Boolean()),
+        allowFrom: Type.Object({ management: Type.Array(Type.String()), chat: Type.Array(Type.String()) }, Open),
+      },
+      Open,
+    ),
   },
   Open,
 );

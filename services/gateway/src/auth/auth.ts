@@ -48,6 +48,8 @@ export interface RouteAccess {
   responses: string[];
   /** The declared request body schema, if any: the closed-bodies test walks it. */
   body?: unknown;
+  /** `none`: outside the address allow-lists (see allow-from.ts). */
+  addressList?: 'none';
 }
 
 export interface Auth {
@@ -177,18 +179,21 @@ export function requireAccessDeclarations(app: FastifyInstance): void {
   app.decorate('routeAccess', table);
   app.addHook('onRoute', (route) => {
     // @fastify/cors answers preflights on `OPTIONS *`: no credentials come with a preflight.
-    if (route.method === 'OPTIONS' && route.url === '*' && route.config?.access === undefined) route.config = { ...route.config, access: 'public' };
+    if (route.method === 'OPTIONS' && route.url === '*' && route.config?.access === undefined) route.config = { ...route.config, access: 'public', addressList: 'none' };
     const access = route.config?.access;
     const where = `${String(route.method)} ${route.url}`;
     if (access === undefined || !ACCESS_LEVELS.includes(access)) {
       throw new Error(`route ${where} declares no access (config.access: ${ACCESS_LEVELS.join(' | ')})`);
     }
     if (access === 'owner' && route.config?.owns === undefined) throw new Error(`owner route ${where} does not say what it owns (config.owns)`);
+    // Only a route anyone may call can stand outside the address allow-lists.
+    if (route.config?.addressList === 'none' && access !== 'public') throw new Error(`route ${where} (access ${access}) cannot set addressList: 'none'`);
     const owns = route.config?.owns;
     const responses = Object.keys((route.schema?.response as Record<string, unknown> | undefined) ?? {});
     const body = route.schema?.body;
     for (const method of [route.method].flat()) {
-      table.push({ method: String(method), url: route.url, access, ...(owns ? { owns } : {}), responses, ...(body ? { body } : {}) });
+      const addressList = route.config?.addressList;
+      table.push({ method: String(method), url: route.url, access, ...(owns ? { owns } : {}), responses, ...(body ? { body } : {}), ...(addressList ? { addressList } : {}) });
     }
   });
 }

@@ -65,8 +65,8 @@ export function inboundRoutes(app: FastifyInstance, deps: GatewayDeps): void {
       { type: 'string', format: 'binary', description: "the platform's event as it sent it (verified over these bytes); at most 1 MB" },
       ['*/*'],
     );
-    scope.post<{ Params: Params }>(route, { config: { access: 'public', swaggerTransform: rawEvent }, bodyLimit: MAX_EVENT_BYTES }, handler);
-    scope.get<{ Params: Params }>(route, { config: { access: 'public' } }, handler);
+    scope.post<{ Params: Params }>(route, { config: { access: 'public', addressList: 'none', swaggerTransform: rawEvent }, bodyLimit: MAX_EVENT_BYTES }, handler);
+    scope.get<{ Params: Params }>(route, { config: { access: 'public', addressList: 'none' } }, handler);
   });
 }
 

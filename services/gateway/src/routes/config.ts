@@ -5,6 +5,7 @@ import { ConfigDocument } from '@agentry/contracts';
 import { getProvider, listUsers } from '@agentry/db';
 import { ConfigPatch, assertConfigPatch, describeErrors } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
+import { assertAllowFromPatch } from '../auth/allow-from.js';
 import {
   assertDefaultProviderExists,
   assertProviderFields,
@@ -113,6 +114,7 @@ function updateConfig(deps: GatewayDeps) {
   return async function updateConfig(req: FastifyRequest): Promise<ConfigDocument> {
     const { patch, providers } = splitPatch(req.body);
     assertConfigPatch(patch);
+    assertAllowFromPatch(req, patch);
     const writes = await checkProviderWrites(deps, providers);
     // The default provider must exist among the database's providers (the file's are seeded
     // there), or be one this same patch adds.

@@ -13,9 +13,9 @@ const Ready = { response: { 200: ReadyReport, 503: NotReadyReport } };
  */
 export function probeRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
-  api.get('/health', { config: { access: 'public' }, logLevel: 'warn' }, health);
-  api.get('/ready', { config: { access: 'public' }, logLevel: 'warn', schema: Ready }, ready(deps));
-  api.get('/metrics', { config: { access: 'public' }, logLevel: 'warn' }, metrics(deps));
+  api.get('/health', { config: { access: 'public', addressList: 'none' }, logLevel: 'warn' }, health);
+  api.get('/ready', { config: { access: 'public', addressList: 'none' }, logLevel: 'warn', schema: Ready }, ready(deps));
+  api.get('/metrics', { config: { access: 'public', addressList: 'none' }, logLevel: 'warn' }, metrics(deps));
 }
 
 async function health(_req: unknown, reply: FastifyReply) {

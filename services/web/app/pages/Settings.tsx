@@ -3,7 +3,7 @@ import { api, setToken } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
 import type { ConfigView } from '@agentry/client';
-import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField } from '../components/ui';
+import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField } from '../components/ui';
 import { useApp } from '../context';
 
 export function SettingsPage() {
@@ -15,6 +15,7 @@ export function SettingsPage() {
     <div className="page narrow">
       <PageHeader title="Settings" />
       <ServerSettings />
+      <AllowLists />
       <section id="account" className="card" aria-labelledby="account-title">
         <h2 id="account-title">Your account</h2>
         {status.user ? (
@@ -109,6 +110,57 @@ function ServerSettings() {
       <div className="form-actions">
         <button type="submit" disabled={action.busy}>
           Save configuration
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** Entries as typed: one per line (commas and spaces separate too). */
+const entries = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+
+/** security.allowFrom: the server checks the entries and refuses a list that would lock this browser out. */
+function AllowLists() {
+  const { notify } = useApp();
+  const config = useLoad(() => api.get<ConfigView>('/config'), []);
+  const [management, setManagement] = useState('');
+  const [chat, setChat] = useState('');
+  const action = useAction();
+
+  useEffect(() => {
+    if (!config.data) return;
+    setManagement(config.data.security.allowFrom.management.join('\n'));
+    setChat(config.data.security.allowFrom.chat.join('\n'));
+  }, [config.data]);
+
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    const saved = await action.run(() => api.put<ConfigView>('/config', { security: { allowFrom: { management: entries(management), chat: entries(chat) } } }));
+    if (saved) {
+      config.set(saved);
+      notify('Address allow-lists saved');
+    }
+  };
+
+  if (config.error) return <ErrorText error={config.error} />;
+  if (!config.data) return <Loading />;
+  return (
+    <form className="form card" onSubmit={(e) => void save(e)} aria-labelledby="allow-title">
+      <h2 id="allow-title">Address allow-lists</h2>
+      <p className="hint">CIDRs or addresses, one per line (10.0.0.0/8, 2001:db8::/32, 203.0.113.7). An empty list lets every address in.</p>
+      <TextArea
+        label="Management addresses"
+        value={management}
+        onValue={setManagement}
+        rows={3}
+        spellCheck={false}
+        hint="Every route but chat, the probes, the web UI's files and platform webhooks; sign-in included."
+      />
+      <TextArea label="Chat addresses" value={chat} onValue={setChat} rows={3} spellCheck={false} hint="/chat/completions, /responses and /models." />
+      <ErrorText error={action.error} />
+      <div className="form-actions">
+        <button type="submit" disabled={action.busy}>
+          Save allow-lists
         </button>
       </div>
     </form>
