@@ -7,7 +7,7 @@
  *   npm run bench:chat                          # embedded and cluster, writes docs/benchmarks.md
  *   npm run bench:chat -- --targets=cluster     # a subset (embedded, cluster, embedded-c100, cluster-c100)
  *   npm run bench:chat -- --quick --no-write    # fewer requests, print only
- *   npm run bench:chat -- --runtime=node        # Agentry compiled (npm run build first), as the image runs it
+ *   npm run bench:chat -- --runtime=tsx         # Agentry from its sources under tsx (the default is compiled, as every start path runs it)
  *
  * Three kinds of process, none sharing an event loop: this process is the load generator
  * (node:http, keep-alive, SSE parsed by hand, performance.now()); the fake model is
@@ -58,7 +58,7 @@ for (const a of argv) {
 }
 const QUICK = argv.includes('--quick');
 const WRITE = !argv.includes('--no-write');
-const RUNTIME = option('runtime') === 'node' ? 'node' : 'tsx';
+const RUNTIME = option('runtime') === 'tsx' ? 'tsx' : 'node';
 
 const POSTGRES_URL = BENCH_POSTGRES_URL;
 const REDIS_URL = BENCH_REDIS_URL;
@@ -146,7 +146,7 @@ interface TargetSpec {
   describe: string;
 }
 
-const how = RUNTIME === 'node' ? 'compiled (`node dist/src/main.js`, as the image runs it)' : 'under tsx (as `npm start` runs it)';
+const how = RUNTIME === 'node' ? 'compiled (`node dist/src/main.js`, as the image and `npm run start:*` run it)' : 'under tsx (development)';
 const ALL_TARGETS: TargetSpec[] = [
   { id: 'embedded', mode: 'embedded', concurrency: BENCH_CONCURRENCY, describe: `the standalone ${how}: one process, PGlite, in-process bus` },
   { id: 'cluster', mode: 'cluster', concurrency: BENCH_CONCURRENCY, describe: `gateway + one agent-worker ${how}, Postgres and Redis on 127.0.0.1` },

@@ -143,8 +143,9 @@ export interface SpawnOptions {
   /** Where `<name>.log` goes (default: a temporary folder removed at the end). */
   logDir?: string;
   /**
-   * `tsx` (default): the TypeScript source as `npm start` / `npm run start:*` run it.
-   * `node`: the compiled `dist/src/*.js` beside it, as the image runs it (`npm run build` first).
+   * `node` (default for `src/*.ts` entries): the compiled `dist/src/*.js` beside it, as the image,
+   * `npm start` and `npm run start:*` run it (built first through scripts/start.mjs when stale).
+   * `tsx`: the TypeScript source (development; the bench's own helpers such as the fake model).
    */
   runtime?: 'tsx' | 'node';
   /** Extra node flags (e.g. --cpu-prof). */
@@ -152,6 +153,14 @@ export interface SpawnOptions {
 }
 
 let defaultLogDir: string | undefined;
+const builtEntries = new Set<string>();
+
+/** Builds a `src/*.ts` entry's packages when stale (once per entry and bench run), as `npm run start:*` would. */
+function ensureBuilt(entry: string): void {
+  if (!/\/src\/.+\.ts$/.test(entry) || builtEntries.has(entry)) return;
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/start.mjs'), '--build-only', entry], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  builtEntries.add(entry);
+}
 
 /**
  * The compiled file of a source entry: `services/x/src/main.ts` -> `services/x/dist/src/main.js`;
@@ -180,7 +189,8 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
   const fd = fs.openSync(log, 'a');
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...opts.env };
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, name)}`] : [];
-  const compiled = opts.runtime === 'node';
+  const compiled = (opts.runtime ?? (/\/src\/.+\.ts$/.test(entry) ? 'node' : 'tsx')) === 'node';
+  if (compiled) ensureBuilt(entry);
   const file = path.resolve(ROOT, compiled ? compiledEntry(entry) : entry);
   if (compiled && !fs.existsSync(file)) throw new Error(`${path.relative(ROOT, file)} is missing: run \`npm run build\` first`);
   const args = compiled ? [...prof, ...(opts.nodeArgs ?? []), file] : [...prof, ...(opts.nodeArgs ?? []), '--conditions=@agentry/source', '--import', import.meta.resolve('tsx'), file];

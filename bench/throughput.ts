@@ -7,7 +7,7 @@
  *
  *   npm run bench:throughput                        # writes docs/benchmarks.md
  *   npm run bench:throughput -- --quick --no-write  # shorter, print only
- *   npm run bench:throughput -- --runtime=node      # Agentry compiled (npm run build first), as the image runs it
+ *   npm run bench:throughput -- --runtime=tsx       # Agentry from its sources under tsx (the default is compiled, as every start path runs it)
  *
  * Targets, one at a time, each on its own processes: `fake` (bench/fake-model.ts alone), `portkey`
  * (Portkey -> fake), `agentry-cluster` (gateway + one agent-worker on the local Postgres and Redis
@@ -55,7 +55,7 @@ for (const a of argv) {
 }
 const QUICK = argv.includes('--quick');
 const WRITE = !argv.includes('--no-write');
-const RUNTIME = argv.includes('--runtime=node') ? 'node' : 'tsx';
+const RUNTIME = argv.includes('--runtime=tsx') ? 'tsx' : 'node';
 const POSTGRES_URL = BENCH_POSTGRES_URL;
 const REDIS_URL = BENCH_REDIS_URL;
 
@@ -245,7 +245,7 @@ const TARGETS: Target[] = [
   },
   {
     id: 'agentry-cluster',
-    describe: `gateway + one agent-worker (${RUNTIME === 'node' ? 'compiled, `node dist`' : 'under tsx, as `npm run start:*`'}), Postgres and Redis on 127.0.0.1 -> fake`,
+    describe: `gateway + one agent-worker (${RUNTIME === 'node' ? 'compiled, `node dist`, as `npm run start:*`' : 'under tsx'}), Postgres and Redis on 127.0.0.1 -> fake`,
     async start(fakePort, work) {
       const dir = fs.mkdtempSync(path.join(work, 'cluster-'));
       const config = writeConfig(dir, fakePort);
@@ -277,7 +277,7 @@ const TARGETS: Target[] = [
   },
   {
     id: 'agentry-embedded',
-    describe: `the standalone (${RUNTIME === 'node' ? 'compiled' : 'under tsx, as `npm start`'}): one process, PGlite, in-process bus -> fake`,
+    describe: `the standalone (${RUNTIME === 'node' ? 'compiled, as `npm start`' : 'under tsx'}): one process, PGlite, in-process bus -> fake`,
     async start(fakePort, work) {
       const dir = fs.mkdtempSync(path.join(work, 'embedded-'));
       const config = writeConfig(dir, fakePort);
