@@ -4,8 +4,9 @@
  * agent-worker, compiled) on the local Postgres (a database each) and a Redis of the bench's
  * own (so that `INFO commandstats` counts only them), against one zero-latency fake model.
  *
- *   npm run bench:ab -- --base=<commit> [--rounds=3] [--seconds=6] [--base-runtime=tsx]
+ *   npm run bench:ab -- --base=<commit> [--head=<commit>] [--rounds=3] [--seconds=6] [--base-runtime=tsx]
  *
+ * `--head` (default: this working tree) takes a commit too, so that work can go on meanwhile.
  * `--base-runtime=tsx` runs the base from its sources under tsx (how `npm run start:*` ran them
  * before issue 24), the head always compiled.
  * Per round and side: non-streamed closed loop (C=16), 50-token streams closed loop (C=16),
@@ -54,6 +55,7 @@ if (!BASE) {
 }
 const ROUNDS = Number(option('rounds') ?? 3);
 const SECONDS = Number(option('seconds') ?? 6);
+const HEAD = option('head');
 const BASE_RUNTIME = option('base-runtime') === 'tsx' ? 'tsx' : 'node';
 const TOKENS = 50;
 const ANSWER = fakeAnswer(TOKENS);
@@ -63,7 +65,7 @@ const COUNT_RUNS = 200;
 /** Postgres 15 reports an idle backend's counters within 10 s. */
 const PG_REPORT_MS = 11_000;
 
-/** The base commit as a tree of its own beside this one, its node_modules linked to ours, built. */
+/** A commit as a tree of its own beside this one, its node_modules linked to ours, built. */
 function prepareBase(commit: string): string {
   const sha = execFileSync('git', ['rev-parse', '--short', commit], { cwd: ROOT }).toString().trim();
   const dir = path.join(os.tmpdir(), `agentry-ab-${sha}`);
@@ -263,12 +265,13 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ab-run-'));
   onCleanup('work', async () => fs.rmSync(work, { recursive: true, force: true }));
   const baseRoot = prepareBase(BASE!);
+  const headRoot = HEAD ? prepareBase(HEAD) : ROOT;
   const fakePort = await freePort();
   const fake = spawnEntry('fake', 'bench/fake-model.ts', { runtime: 'tsx', args: [`--port=${fakePort}`, '--ttft-ms=0', '--tokens-per-second=0', `--tokens=${TOKENS}`], cwd: work });
   onCleanup('fake', () => fake.stop());
   await fake.waitForLog(/fake model listening/, 60_000);
   const redis = await startPrivateRedis(await freePort());
-  const sides = [await startSide('base', baseRoot, fakePort, redis.url, work, BASE_RUNTIME), await startSide('head', ROOT, fakePort, redis.url, work, 'node')];
+  const sides = [await startSide('base', baseRoot, fakePort, redis.url, work, BASE_RUNTIME), await startSide('head', headRoot, fakePort, redis.url, work, 'node')];
   const results = new Map<string, { plain: Load[]; stream: Load[]; one: Load[] }>(sides.map((s) => [s.name, { plain: [], stream: [], one: [] }]));
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? sides : [...sides].reverse();
@@ -318,7 +321,7 @@ async function main(): Promise<void> {
     'Redis commands per streamed run',
   ];
   const [b, h] = [col('base'), col('head')];
-  const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+  const head = HEAD ?? `${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim()} (working tree)`;
   console.log(`\n${new Date().toISOString()} ${machineLine()}; ${ROUNDS} rounds x ${SECONDS} s, medians\n`);
   console.log(`| figure | base ${BASE}${BASE_RUNTIME === 'tsx' ? ' (tsx)' : ''} | head ${head} |\n|---|---:|---:|`);
   labels.forEach((l, i) => console.log(`| ${l} | ${b[i]} | ${h[i]} |`));
