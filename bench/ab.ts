@@ -251,7 +251,7 @@ async function cost(side: Side, redisUrl: string, stream: boolean): Promise<Cost
   const idleXacts = (p1.xacts - p0.xacts - 1) / idleMs;
   const per = (x: number) => x / Math.max(1, l.done);
   const delta = new Map([...r2].map(([k, v]) => [k, v - (r1.get(k) ?? 0)]));
-  const top = [...delta].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k} ${per(v).toFixed(1)}`).join(', ');
+  const top = [...delta].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).slice(0, 14).map(([k, v]) => `${k} ${per(v).toFixed(1)}`).join(', ');
   void loadMs;
   return {
     xacts: per(p2.xacts - p1.xacts - 1 - idleXacts * busyMs),
