@@ -136,7 +136,7 @@ export async function markRunStreamed(db: Db, id: string): Promise<void> {
 export async function finishRun(
   db: Db,
   id: string,
-  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null },
+  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null; streamed?: boolean },
 ): Promise<boolean> {
   const result = await db
     .updateTable('runs')
@@ -146,6 +146,8 @@ export async function finishRun(
       error: outcome.error ?? null,
       usage: outcome.usage === undefined || outcome.usage === null ? null : JSON.stringify(outcome.usage),
       finished_at: sql<Date>`now()`,
+      // The mark of a run that ended before its worker wrote it (folded into this one write).
+      ...(outcome.streamed ? { streamed: true } : {}),
     })
     .where('id', '=', id)
     .where('status', 'in', ACTIVE_RUN_STATUSES)
