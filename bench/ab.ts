@@ -34,8 +34,7 @@ import {
   machineLine,
   onCleanup,
   pct,
-  pgCounters,
-  redisCommandCounts,
+  measureRunCost,
   ROOT,
   runBench,
   sleep,
@@ -44,6 +43,7 @@ import {
   startPrivateRedis,
   waitForHttp,
   type Child,
+  type RunCost,
 } from './lib.js';
 
 const argv = process.argv.slice(2);
@@ -62,8 +62,6 @@ const ANSWER = fakeAnswer(TOKENS);
 const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
 const PROVIDER_KEY = `sk-bench-provider-${randomBytes(8).toString('hex')}`;
 const COUNT_RUNS = 200;
-/** Postgres 15 reports an idle backend's counters within 10 s. */
-const PG_REPORT_MS = 11_000;
 
 /** A commit as a tree of its own beside this one, its node_modules linked to ours, built. */
 function prepareBase(commit: string): string {
@@ -222,43 +220,15 @@ async function load(side: Side, c: number, stream: boolean, limit: { seconds?: n
   };
 }
 
-interface Cost {
-  xacts: number;
-  written: number;
-  redis: number;
-  top: string;
-}
-
-/** Postgres and Redis work per run over COUNT_RUNS runs, less the idle processes' background. */
-async function cost(side: Side, redisUrl: string, stream: boolean): Promise<Cost> {
-  await sleep(PG_REPORT_MS);
-  const r0 = await redisCommandCounts(redisUrl);
-  const t0 = performance.now();
-  const p0 = await pgCounters(BENCH_POSTGRES_URL, side.db.name);
-  await sleep(PG_REPORT_MS);
-  const idleMs = performance.now() - t0;
-  const p1 = await pgCounters(BENCH_POSTGRES_URL, side.db.name);
-  const r1 = await redisCommandCounts(redisUrl);
-  const l = await load(side, 8, stream, { count: COUNT_RUNS });
-  const loadMs = performance.now() - t0 - idleMs;
-  await sleep(PG_REPORT_MS);
-  const p2 = await pgCounters(BENCH_POSTGRES_URL, side.db.name);
-  const r2 = await redisCommandCounts(redisUrl);
-  const busyMs = performance.now() - t0 - idleMs;
-  const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  // Idle rate (per ms) times the busy window; the counter queries count one transaction each.
-  const idleRedis = (sum(r1) - sum(r0)) / idleMs;
-  const idleXacts = (p1.xacts - p0.xacts - 1) / idleMs;
-  const per = (x: number) => x / Math.max(1, l.done);
-  const delta = new Map([...r2].map(([k, v]) => [k, v - (r1.get(k) ?? 0)]));
-  const top = [...delta].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).slice(0, 14).map(([k, v]) => `${k} ${per(v).toFixed(1)}`).join(', ');
-  void loadMs;
-  return {
-    xacts: per(p2.xacts - p1.xacts - 1 - idleXacts * busyMs),
-    written: per(p2.written - p1.written),
-    redis: per(sum(r2) - sum(r1) - 4 - idleRedis * busyMs),
-    top,
-  };
+/** Postgres and Redis work per run over COUNT_RUNS runs (bench/lib.ts measureRunCost). */
+function cost(side: Side, redisUrl: string, stream: boolean): Promise<RunCost> {
+  return measureRunCost({
+    send: async (runs) => (await load(side, 8, stream, { count: runs })).done,
+    runs: COUNT_RUNS,
+    postgresUrl: BENCH_POSTGRES_URL,
+    database: side.db.name,
+    redisUrl,
+  });
 }
 
 async function main(): Promise<void> {
@@ -289,7 +259,7 @@ async function main(): Promise<void> {
       );
     }
   }
-  const costs = new Map<string, { plain: Cost; stream: Cost }>();
+  const costs = new Map<string, { plain: RunCost; stream: RunCost }>();
   for (const s of sides) costs.set(s.name, { plain: await cost(s, redis.url, false), stream: await cost(s, redis.url, true) });
   const med = (xs: number[]) => pct(sortNum(xs), 50);
   const col = (name: string) => {

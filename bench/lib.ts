@@ -416,6 +416,59 @@ export async function pgCounters(serverUrl: string, database: string): Promise<P
   }
 }
 
+/** Postgres 15 reports an idle backend's counters within 10 s. */
+const PG_REPORT_MS = 11_000;
+
+export interface RunCost {
+  /** Postgres transactions per run (a statement outside BEGIN..COMMIT is one). */
+  xacts: number;
+  /** Postgres rows inserted, updated or deleted per run. */
+  written: number;
+  /** Redis commands per run (commands inside scripts counted too). */
+  redis: number;
+  /** The most frequent Redis commands per run. */
+  top: string;
+}
+
+/**
+ * What a run costs the backends: `runs` requests sent by `send` (resolving with how many
+ * succeeded), between idle windows long enough for Postgres to report its counters, less the
+ * background the idle processes cause meanwhile (BullMQ's timers, health checks), measured over
+ * the first window. `database` must be the processes' own; the Redis server theirs alone
+ * (startPrivateRedis), since INFO commandstats counts the whole server.
+ */
+export async function measureRunCost(opts: { send: (runs: number) => Promise<number>; runs: number; postgresUrl: string; database: string; redisUrl: string }): Promise<RunCost> {
+  await sleep(PG_REPORT_MS);
+  const t0 = performance.now();
+  const r0 = await redisCommandCounts(opts.redisUrl);
+  const p0 = await pgCounters(opts.postgresUrl, opts.database);
+  await sleep(PG_REPORT_MS);
+  const p1 = await pgCounters(opts.postgresUrl, opts.database);
+  const r1 = await redisCommandCounts(opts.redisUrl);
+  const idleMs = performance.now() - t0;
+  const ok = await opts.send(opts.runs);
+  await sleep(PG_REPORT_MS);
+  const p2 = await pgCounters(opts.postgresUrl, opts.database);
+  const r2 = await redisCommandCounts(opts.redisUrl);
+  const busyMs = performance.now() - t0 - idleMs;
+  const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  // Each counter query is one transaction, each INFO one command: take them out too.
+  const idleRedis = (sum(r1) - sum(r0) - 1) / idleMs;
+  const idleXacts = (p1.xacts - p0.xacts - 1) / idleMs;
+  const per = (x: number) => x / Math.max(1, ok);
+  const delta = [...r2].map(([k, v]) => [k, v - (r1.get(k) ?? 0) - (k === 'info' ? 1 : 0)] as const).filter(([, v]) => v > 0);
+  return {
+    xacts: per(p2.xacts - p1.xacts - 1 - idleXacts * busyMs),
+    written: per(p2.written - p1.written),
+    redis: per(sum(r2) - sum(r1) - 1 - idleRedis * busyMs),
+    top: delta
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 14)
+      .map(([k, v]) => `${k} ${per(v).toFixed(1)}`)
+      .join(', '),
+  };
+}
+
 /**
  * One sample of a Prometheus text exposition: the first series of each metric name (the
  * services' default labels are the same on every series of one process), plus the sum over all
