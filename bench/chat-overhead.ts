@@ -7,7 +7,7 @@
  *   npm run bench:chat                          # embedded and cluster, writes docs/benchmarks.md
  *   npm run bench:chat -- --targets=cluster     # a subset (embedded, cluster, embedded-c100, cluster-c100)
  *   npm run bench:chat -- --quick --no-write    # fewer requests, print only
- *   npm run bench:chat -- --runtime=node        # Agentry compiled (npm run build first), as the image runs it
+ *   npm run bench:chat -- --runtime=tsx         # Agentry from its sources under tsx (the default is compiled, as every start path runs it)
  *
  * Three kinds of process, none sharing an event loop: this process is the load generator
  * (node:http, keep-alive, SSE parsed by hand, performance.now()); the fake model is
@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fakeAnswer } from './fake-model.js';
-import { cleanupRedisPrefix, freePort } from '@agentry/testing';
+import { freePort } from '@agentry/testing';
 import {
   BENCH_POSTGRES_URL,
   BENCH_REDIS_URL,
@@ -36,6 +36,7 @@ import {
   createBenchDatabase,
   errorText,
   machineLine,
+  measureRunCost,
   onCleanup,
   pct,
   rssMb,
@@ -43,9 +44,11 @@ import {
   sleep,
   sortNum,
   spawnEntry,
+  startPrivateRedis,
   waitForHttp,
   writeDocSection,
   type Child,
+  type RunCost,
 } from './lib.js';
 
 const argv = process.argv.slice(2);
@@ -58,7 +61,7 @@ for (const a of argv) {
 }
 const QUICK = argv.includes('--quick');
 const WRITE = !argv.includes('--no-write');
-const RUNTIME = option('runtime') === 'node' ? 'node' : 'tsx';
+const RUNTIME = option('runtime') === 'tsx' ? 'tsx' : 'node';
 
 const POSTGRES_URL = BENCH_POSTGRES_URL;
 const REDIS_URL = BENCH_REDIS_URL;
@@ -146,7 +149,7 @@ interface TargetSpec {
   describe: string;
 }
 
-const how = RUNTIME === 'node' ? 'compiled (`node dist/src/main.js`, as the image runs it)' : 'under tsx (as `npm start` runs it)';
+const how = RUNTIME === 'node' ? 'compiled (`node dist/src/main.js`, as the image and `npm run start:*` run it)' : 'under tsx (development)';
 const ALL_TARGETS: TargetSpec[] = [
   { id: 'embedded', mode: 'embedded', concurrency: BENCH_CONCURRENCY, describe: `the standalone ${how}: one process, PGlite, in-process bus` },
   { id: 'cluster', mode: 'cluster', concurrency: BENCH_CONCURRENCY, describe: `gateway + one agent-worker ${how}, Postgres and Redis on 127.0.0.1` },
@@ -498,6 +501,8 @@ interface System {
   port: number;
   processes: Child[];
   stop(): Promise<void>;
+  /** Cluster: its own database and Redis server, whose counters say what a run costs them. */
+  backends?: { database: string; redisUrl: string };
 }
 
 async function startSystem(t: TargetSpec, fakes: Fakes, work: string): Promise<System> {
@@ -507,6 +512,7 @@ async function startSystem(t: TargetSpec, fakes: Fakes, work: string): Promise<S
   const port = await freePort();
   const secret = randomBytes(32).toString('base64');
   const processes: Child[] = [];
+  let backends: System['backends'];
   const local: Array<() => Promise<void>> = [];
   const stop = async () => {
     while (local.length > 0) {
@@ -534,8 +540,11 @@ async function startSystem(t: TargetSpec, fakes: Fakes, work: string): Promise<S
       const db = await createBenchDatabase(POSTGRES_URL);
       local.push(db.drop);
       const prefix = `agentry-bench-${randomBytes(5).toString('hex')}`;
-      local.push(() => cleanupRedisPrefix(REDIS_URL, prefix));
-      const env = { DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: prefix, AGENTRY_SECRET_KEY: secret, HOST: '127.0.0.1', HEALTH_HOST: '127.0.0.1' };
+      // A Redis server of its own, so that INFO commandstats counts only this cluster's commands.
+      const redis = await startPrivateRedis(await freePort());
+      local.push(() => redis.stop());
+      backends = { database: db.name, redisUrl: redis.url };
+      const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, REDIS_PREFIX: prefix, AGENTRY_SECRET_KEY: secret, HOST: '127.0.0.1', HEALTH_HOST: '127.0.0.1' };
       const gateway = spawnEntry(`${t.id}-gateway`, 'services/gateway/src/main.ts', { args: ['--config', config], env: { ...env, PORT: String(port) }, cwd: dir, runtime: RUNTIME });
       local.push(() => gateway.stop());
       const worker = spawnEntry(`${t.id}-worker`, 'services/agent-worker/src/main.ts', { args: ['--config', config], env: { ...env, HEALTH_PORT: '0' }, cwd: dir, runtime: RUNTIME });
@@ -558,7 +567,7 @@ async function startSystem(t: TargetSpec, fakes: Fakes, work: string): Promise<S
     await stop();
     throw err;
   }
-  return { port, processes, stop };
+  return { port, processes, stop, ...(backends ? { backends } : {}) };
 }
 
 function endpoints(s: Scenario, fakes: Fakes, agentryPort: number, agents: { direct: http.Agent; agentry: http.Agent }) {
@@ -625,10 +634,14 @@ function latencyTable(rows: Row[], paced: boolean): string {
   return [...head, ...lines].join('\n');
 }
 
+/** Per cluster target: what one streamed run costs Postgres and Redis (counted after its levels). */
+const costs = new Map<string, RunCost>();
+const COST_RUNS = 200;
+
 function resourceTable(rows: Row[]): string {
   const head = [
-    '| target | N | level wall s (requests sent) | peak RSS MB | CPU % of one core: Agentry / fake / load generator / Postgres+Redis / **other** | box busy % (just before) | Agentry CPU ms per request |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| target | N | level wall s (requests sent) | peak RSS MB | CPU % of one core: Agentry / fake / load generator / Postgres+Redis / **other** | box busy % (just before) | Agentry CPU ms per request | per run: Postgres transactions / rows written / Redis commands |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const lines = rows.map(({ target, agentry: a, before }) => {
     const r = a.resources!;
@@ -639,10 +652,15 @@ function resourceTable(rows: Row[]): string {
     const perRequest = ((c.agentry / 100) * a.wallS * 1000) / Math.max(1, a.sent);
     return (
       `| ${target.id} | ${a.n} | ${a.wallS.toFixed(1)} (${a.sent}) | ${rss} | ${Math.round(c.agentry)} / ${Math.round(c.fake)} / ${Math.round(c.loadgen)} / ${Math.round(c.backends)} / **${Math.round(c.other)}**` +
-      ` | ${Math.round(r.box)} (${Math.round(before)}) | ${perRequest.toFixed(1)} |`
+      ` | ${Math.round(r.box)} (${Math.round(before)}) | ${perRequest.toFixed(1)} | ${costOf(target.id)} |`
     );
   });
   return [...head, ...lines].join('\n');
+}
+
+function costOf(target: string): string {
+  const c = costs.get(target);
+  return c ? `${c.xacts.toFixed(1)} / ${c.written.toFixed(1)} / ${c.redis.toFixed(1)}` : '-';
 }
 
 /** Issue 12's targets, checked on the cluster rows at 200 streams (and fidelity everywhere). */
@@ -677,7 +695,7 @@ function section(rows: Row[], meta: { date: string; seconds: number; pg: string;
     '**Method.** Three kinds of process, none sharing an event loop: the load generator (the bench process: node:http with keep-alive, SSE parsed by hand, `performance.now()`), the fake model (`bench/fake-model.ts`, one process per pace, no time to first token) and Agentry. Targets:',
     ...TARGETS.map((t) => `- \`${t.id}\`: ${t.describe}; \`worker.concurrency: ${t.concurrency}\`${t.concurrency === SHIPPED_CONCURRENCY ? ' (the default)' : ` (the default is ${SHIPPED_CONCURRENCY}: raised so that every stream of a level has a run slot)`}.`),
     '',
-    `Every request is \`POST /chat/completions\` with \`stream: true\`, one user message, through an \`api\` account key, to an agent whose \`ai/agent\` node calls the fake; the fake answers ${TOKENS} content deltas (\`tok0 \` .. \`tok${TOKENS - 1} \`). "Direct" is the same load, same client, straight to the fake (system + user message), measured right before each Agentry level. N virtual users each send requests back to back (closed loop); each one's first request(s) are warm-up and not recorded. In \`burst\` all N start at once (a thundering herd: the level measures how fast N simultaneous arrivals are absorbed); in \`paced\` their first requests are spread over one answer's length, so the recorded rounds see N streams open at once with about N arrivals a second. TTFT runs from the request's start to the first non-empty \`delta.content\` (Agentry's empty role chunk does not count). Each token is a word \`tok<i>\` wherever it arrives (Agentry may join deltas that arrive together into one chunk): lost, duplicated and reordered count the tokens of every stream of the level that answered 200 (warm-up included) against 0..${TOKENS - 1} in order. The token gap is the arrival time of each token minus the previous one's (0 for a token joined into the same chunk); added per token is Agentry's gap percentile minus the direct one (paced only: in a burst every gap is 0 on both sides). Tokens/s per stream is (tokens after the first) / (last - first token); "burst" means all arrived in one socket read. Added TTFT is Agentry's percentile minus the direct percentile (unpaired). An error is any non-200, error event, missing \`[DONE]\`, timeout (${REQUEST_TIMEOUT_MS / 1000} s) or a reply text that differs from the fake's. RSS is the peak VmRSS of each Agentry process during the level (sampled every 250 ms). CPU is from /proc over the level, in % of one core (the box has ${os.availableParallelism()}); Postgres+Redis counts every Postgres and Redis process on the machine, whoever they serve, and **other** is the rest of the machine's busy time (kernel loopback work plus other work on a shared box, which distorts any level where it is large). Before each level the bench waits up to ${QUIET_WAIT_PER_LEVEL_MS / 1000} s (${QUIET_WAIT_TOTAL_MS / 1000} s per run) for the box to be under ${QUIET_BUSY_PCT} % busy; "just before" is how busy it was when the level started. Agentry CPU ms per request is its CPU time over the level divided by the requests sent (warm-up included).`,
+    `Every request is \`POST /chat/completions\` with \`stream: true\`, one user message, through an \`api\` account key, to an agent whose \`ai/agent\` node calls the fake; the fake answers ${TOKENS} content deltas (\`tok0 \` .. \`tok${TOKENS - 1} \`). "Direct" is the same load, same client, straight to the fake (system + user message), measured right before each Agentry level. N virtual users each send requests back to back (closed loop); each one's first request(s) are warm-up and not recorded. In \`burst\` all N start at once (a thundering herd: the level measures how fast N simultaneous arrivals are absorbed); in \`paced\` their first requests are spread over one answer's length, so the recorded rounds see N streams open at once with about N arrivals a second. TTFT runs from the request's start to the first non-empty \`delta.content\` (Agentry's empty role chunk does not count). Each token is a word \`tok<i>\` wherever it arrives (Agentry may join deltas that arrive together into one chunk): lost, duplicated and reordered count the tokens of every stream of the level that answered 200 (warm-up included) against 0..${TOKENS - 1} in order. The token gap is the arrival time of each token minus the previous one's (0 for a token joined into the same chunk); added per token is Agentry's gap percentile minus the direct one (paced only: in a burst every gap is 0 on both sides). Tokens/s per stream is (tokens after the first) / (last - first token); "burst" means all arrived in one socket read. Added TTFT is Agentry's percentile minus the direct percentile (unpaired). An error is any non-200, error event, missing \`[DONE]\`, timeout (${REQUEST_TIMEOUT_MS / 1000} s) or a reply text that differs from the fake's. RSS is the peak VmRSS of each Agentry process during the level (sampled every 250 ms). CPU is from /proc over the level, in % of one core (the box has ${os.availableParallelism()}); Postgres+Redis counts every Postgres and Redis process on the machine, whoever they serve, and **other** is the rest of the machine's busy time (kernel loopback work plus other work on a shared box, which distorts any level where it is large). Before each level the bench waits up to ${QUIET_WAIT_PER_LEVEL_MS / 1000} s (${QUIET_WAIT_TOTAL_MS / 1000} s per run) for the box to be under ${QUIET_BUSY_PCT} % busy; "just before" is how busy it was when the level started. Agentry CPU ms per request is its CPU time over the level divided by the requests sent (warm-up included). Per run (cluster targets: their own database and a Redis server of the bench's own): after the levels, ${COST_RUNS} more burst streams between idle windows of 11 s (Postgres reports a backend's counters when idle), from \`pg_stat_database\` (transactions: a statement outside BEGIN..COMMIT is one) and Redis \`INFO commandstats\` (commands inside BullMQ's scripts included), less the idle processes' background over as long.`,
     '',
   ];
   for (const s of SCENARIOS) {
@@ -734,6 +752,21 @@ async function main(): Promise<void> {
           );
           for (const e of [...agentry.errorSamples, ...direct.errorSamples.map((x) => `direct: ${x}`)]) console.log(`    error: ${e}`);
         }
+      }
+      if (system.backends) {
+        // The burst scenario's request, COST_RUNS times over 8 connections (bench/lib.ts measureRunCost).
+        const ep = endpoints(SCENARIOS[0]!, fakes, system.port, agents).agentry;
+        const send = async (runs: number) => {
+          let left = runs;
+          let ok = 0;
+          await Promise.all(Array.from({ length: 8 }, async () => {
+            while (left-- > 0) if ((await streamOnce(ep)).ok) ok++;
+          }));
+          return ok;
+        };
+        const cost = await measureRunCost({ send, runs: COST_RUNS, postgresUrl: POSTGRES_URL, ...system.backends });
+        costs.set(t.id, cost);
+        console.log(`${t.id}: per streamed run ${cost.xacts.toFixed(1)} Postgres transactions, ${cost.written.toFixed(1)} rows written, ${cost.redis.toFixed(1)} Redis commands (${cost.top})`);
       }
     } finally {
       console.log(`== ${t.id}: stopping`);

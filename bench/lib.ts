@@ -143,15 +143,29 @@ export interface SpawnOptions {
   /** Where `<name>.log` goes (default: a temporary folder removed at the end). */
   logDir?: string;
   /**
-   * `tsx` (default): the TypeScript source as `npm start` / `npm run start:*` run it.
-   * `node`: the compiled `dist/src/*.js` beside it, as the image runs it (`npm run build` first).
+   * `node` (default for `src/*.ts` entries): the compiled `dist/src/*.js` beside it, as the image,
+   * `npm start` and `npm run start:*` run it (built first through scripts/start.mjs when stale).
+   * `tsx`: the TypeScript source (development; the bench's own helpers such as the fake model).
    */
   runtime?: 'tsx' | 'node';
   /** Extra node flags (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /**
+   * Another checkout to run the entry from (bench/ab.ts compares two commits); its dist/ must be
+   * built already. Default: this repository.
+   */
+  root?: string;
 }
 
 let defaultLogDir: string | undefined;
+const builtEntries = new Set<string>();
+
+/** Builds a `src/*.ts` entry's packages when stale (once per entry and bench run), as `npm run start:*` would. */
+function ensureBuilt(entry: string): void {
+  if (!/\/src\/.+\.ts$/.test(entry) || builtEntries.has(entry)) return;
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/start.mjs'), '--build-only', entry], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  builtEntries.add(entry);
+}
 
 /**
  * The compiled file of a source entry: `services/x/src/main.ts` -> `services/x/dist/src/main.js`;
@@ -180,11 +194,13 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
   const fd = fs.openSync(log, 'a');
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...opts.env };
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, name)}`] : [];
-  const compiled = opts.runtime === 'node';
-  const file = path.resolve(ROOT, compiled ? compiledEntry(entry) : entry);
-  if (compiled && !fs.existsSync(file)) throw new Error(`${path.relative(ROOT, file)} is missing: run \`npm run build\` first`);
+  const compiled = (opts.runtime ?? (/\/src\/.+\.ts$/.test(entry) ? 'node' : 'tsx')) === 'node';
+  const root = opts.root ?? ROOT;
+  if (compiled && root === ROOT) ensureBuilt(entry);
+  const file = path.resolve(root, compiled ? compiledEntry(entry) : entry);
+  if (compiled && !fs.existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` first`);
   const args = compiled ? [...prof, ...(opts.nodeArgs ?? []), file] : [...prof, ...(opts.nodeArgs ?? []), '--conditions=@agentry/source', '--import', import.meta.resolve('tsx'), file];
-  const proc = spawn(process.execPath, [...args, ...(opts.args ?? [])], { cwd: opts.cwd ?? ROOT, env, stdio: ['ignore', fd, fd] });
+  const proc = spawn(process.execPath, [...args, ...(opts.args ?? [])], { cwd: opts.cwd ?? root, env, stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
   if (proc.pid === undefined) throw new Error(`${name}: could not start ${entry}`);
   children.add(proc);
@@ -322,6 +338,135 @@ export async function createBenchDatabase(serverUrl: string, prefix = 'agentry_b
   // The services under test open their own pools; this one's connection would only be counted with theirs.
   await db.handle.close();
   return { url: db.url, name, drop: db.drop };
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a run costs the backends: Postgres and Redis counters
+
+/**
+ * A Redis server of the bench's own on a free loopback port, without persistence: its `INFO
+ * commandstats` count only the commands of the processes under test (the shared server on 6379
+ * also serves other work). Stopped by the cleanups.
+ */
+export async function startPrivateRedis(port: number): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', ''], { stdio: 'ignore' });
+  if (proc.pid === undefined) throw new Error('could not start redis-server (is it installed?)');
+  children.add(proc);
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const stop = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+    await Promise.race([exited, sleep(5_000)]);
+  };
+  onCleanup(`redis-server ${port}`, stop);
+  const url = `redis://127.0.0.1:${port}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await redisCommandCounts(url);
+      return { url, pid: proc.pid, stop };
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer: ${errorText(err)}`);
+      await sleep(100);
+    }
+  }
+}
+
+/** Calls per command since the server started (`INFO commandstats`), commands inside scripts included. */
+export async function redisCommandCounts(url: string): Promise<Map<string, number>> {
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    const text = await r.info('commandstats');
+    const counts = new Map<string, number>();
+    for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(m[1]!, Number(m[2]));
+    return counts;
+  } finally {
+    r.disconnect();
+  }
+}
+
+export interface PgCounters {
+  /** Transactions committed or rolled back: one per statement outside BEGIN..COMMIT. */
+  xacts: number;
+  /** Rows inserted, updated and deleted. */
+  written: number;
+  /** Rows read (returned by sequential scans plus fetched by index scans). */
+  read: number;
+}
+
+/**
+ * The cumulative counters of one database (`pg_stat_database`). Backends report theirs when they
+ * go idle, at most once a second, and an idle one within 10 s (Postgres 15): read them only after
+ * the load has been idle that long. This query counts one transaction of its own.
+ */
+export async function pgCounters(serverUrl: string, database: string): Promise<PgCounters> {
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  try {
+    const { rows } = await c.query<{ xacts: string; written: string; read: string }>(
+      `select xact_commit + xact_rollback as xacts, tup_inserted + tup_updated + tup_deleted as written, tup_returned + tup_fetched as read
+         from pg_stat_database where datname = $1`,
+      [database],
+    );
+    const row = rows[0];
+    return { xacts: Number(row?.xacts ?? 0), written: Number(row?.written ?? 0), read: Number(row?.read ?? 0) };
+  } finally {
+    await c.end();
+  }
+}
+
+/** Postgres 15 reports an idle backend's counters within 10 s. */
+const PG_REPORT_MS = 11_000;
+
+export interface RunCost {
+  /** Postgres transactions per run (a statement outside BEGIN..COMMIT is one). */
+  xacts: number;
+  /** Postgres rows inserted, updated or deleted per run. */
+  written: number;
+  /** Redis commands per run (commands inside scripts counted too). */
+  redis: number;
+  /** The most frequent Redis commands per run. */
+  top: string;
+}
+
+/**
+ * What a run costs the backends: `runs` requests sent by `send` (resolving with how many
+ * succeeded), between idle windows long enough for Postgres to report its counters, less the
+ * background the idle processes cause meanwhile (BullMQ's timers, health checks), measured over
+ * the first window. `database` must be the processes' own; the Redis server theirs alone
+ * (startPrivateRedis), since INFO commandstats counts the whole server.
+ */
+export async function measureRunCost(opts: { send: (runs: number) => Promise<number>; runs: number; postgresUrl: string; database: string; redisUrl: string }): Promise<RunCost> {
+  await sleep(PG_REPORT_MS);
+  const t0 = performance.now();
+  const r0 = await redisCommandCounts(opts.redisUrl);
+  const p0 = await pgCounters(opts.postgresUrl, opts.database);
+  await sleep(PG_REPORT_MS);
+  const p1 = await pgCounters(opts.postgresUrl, opts.database);
+  const r1 = await redisCommandCounts(opts.redisUrl);
+  const idleMs = performance.now() - t0;
+  const ok = await opts.send(opts.runs);
+  await sleep(PG_REPORT_MS);
+  const p2 = await pgCounters(opts.postgresUrl, opts.database);
+  const r2 = await redisCommandCounts(opts.redisUrl);
+  const busyMs = performance.now() - t0 - idleMs;
+  const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  // Each counter query is one transaction, each INFO one command: take them out too.
+  const idleRedis = (sum(r1) - sum(r0) - 1) / idleMs;
+  const idleXacts = (p1.xacts - p0.xacts - 1) / idleMs;
+  const per = (x: number) => x / Math.max(1, ok);
+  const delta = [...r2].map(([k, v]) => [k, v - (r1.get(k) ?? 0) - (k === 'info' ? 1 : 0)] as const).filter(([, v]) => v > 0);
+  return {
+    xacts: per(p2.xacts - p1.xacts - 1 - idleXacts * busyMs),
+    written: per(p2.written - p1.written),
+    redis: per(sum(r2) - sum(r1) - 1 - idleRedis * busyMs),
+    top: delta
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 14)
+      .map(([k, v]) => `${k} ${per(v).toFixed(1)}`)
+      .join(', '),
+  };
 }
 
 /**

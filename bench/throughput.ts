@@ -7,7 +7,7 @@
  *
  *   npm run bench:throughput                        # writes docs/benchmarks.md
  *   npm run bench:throughput -- --quick --no-write  # shorter, print only
- *   npm run bench:throughput -- --runtime=node      # Agentry compiled (npm run build first), as the image runs it
+ *   npm run bench:throughput -- --runtime=tsx       # Agentry from its sources under tsx (the default is compiled, as every start path runs it)
  *
  * Targets, one at a time, each on its own processes: `fake` (bench/fake-model.ts alone), `portkey`
  * (Portkey -> fake), `agentry-cluster` (gateway + one agent-worker on the local Postgres and Redis
@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fakeAnswer } from './fake-model.js';
-import { cleanupRedisPrefix, freePort } from '@agentry/testing';
+import { freePort } from '@agentry/testing';
 import {
   BENCH_POSTGRES_URL,
   BENCH_REDIS_URL,
@@ -34,6 +34,7 @@ import {
   cpuMeter,
   createBenchDatabase,
   machineLine,
+  measureRunCost,
   onCleanup,
   pct,
   rssMb,
@@ -41,9 +42,11 @@ import {
   sleep,
   sortNum,
   spawnEntry,
+  startPrivateRedis,
   waitForHttp,
   writeDocSection,
   type Child,
+  type RunCost,
 } from './lib.js';
 
 const argv = process.argv.slice(2);
@@ -55,9 +58,8 @@ for (const a of argv) {
 }
 const QUICK = argv.includes('--quick');
 const WRITE = !argv.includes('--no-write');
-const RUNTIME = argv.includes('--runtime=node') ? 'node' : 'tsx';
+const RUNTIME = argv.includes('--runtime=tsx') ? 'tsx' : 'node';
 const POSTGRES_URL = BENCH_POSTGRES_URL;
-const REDIS_URL = BENCH_REDIS_URL;
 
 const TOKENS = 50;
 const ANSWER = fakeAnswer(TOKENS);
@@ -72,7 +74,7 @@ interface Target {
   id: string;
   describe: string;
   /** Starts the target's processes; resolves with the request to send and the processes to measure. */
-  start(fakePort: number, work: string): Promise<{ request: RequestSpec; processes: Child[]; stop(): Promise<void> }>;
+  start(fakePort: number, work: string): Promise<{ request: RequestSpec; processes: Child[]; stop(): Promise<void>; backends?: { database: string; redisUrl: string } }>;
 }
 
 interface RequestSpec {
@@ -182,6 +184,37 @@ async function runLevel(spec: RequestSpec, connections: number, measured: Child[
   };
 }
 
+/** `n` requests over `c` keep-alive connections; resolves with how many answered 200 with the fake's text. */
+async function sendN(spec: RequestSpec, n: number, c: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: c });
+  let left = n;
+  let ok = 0;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const req = http.request({ host: '127.0.0.1', port: spec.port, path: spec.path, method: 'POST', agent, headers: spec.headers }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => {
+          if (res.statusCode === 200 && body.includes(ANSWER)) ok++;
+          resolve();
+        });
+      });
+      req.on('error', () => resolve());
+      req.end(spec.body);
+    });
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (left-- > 0) await one();
+    }),
+  );
+  agent.destroy();
+  return ok;
+}
+
+/** Runs whose backend cost is counted, per Agentry target with its own database and Redis. */
+const COST_RUNS = 200;
+
 // ---------------------------------------------------------------------------------------------
 // Targets
 
@@ -245,14 +278,16 @@ const TARGETS: Target[] = [
   },
   {
     id: 'agentry-cluster',
-    describe: `gateway + one agent-worker (${RUNTIME === 'node' ? 'compiled, `node dist`' : 'under tsx, as `npm run start:*`'}), Postgres and Redis on 127.0.0.1 -> fake`,
+    describe: `gateway + one agent-worker (${RUNTIME === 'node' ? 'compiled, `node dist`, as `npm run start:*`' : 'under tsx'}), Postgres and Redis on 127.0.0.1 -> fake`,
     async start(fakePort, work) {
       const dir = fs.mkdtempSync(path.join(work, 'cluster-'));
       const config = writeConfig(dir, fakePort);
       const db = await createBenchDatabase(POSTGRES_URL);
       const prefix = `agentry-bench-${randomBytes(5).toString('hex')}`;
       const [port, workerHealth] = [await freePort(), await freePort()];
-      const env = { DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: prefix, AGENTRY_SECRET_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', HEALTH_HOST: '127.0.0.1' };
+      // A Redis of its own, so that INFO commandstats counts only this cluster's commands.
+      const redis = await startPrivateRedis(await freePort());
+      const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, REDIS_PREFIX: prefix, AGENTRY_SECRET_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', HEALTH_HOST: '127.0.0.1' };
       const gateway = spawnEntry('cluster-gateway', 'services/gateway/src/main.ts', { args: ['--config', config], env: { ...env, PORT: String(port) }, cwd: dir, runtime: RUNTIME });
       const worker = spawnEntry('cluster-worker', 'services/agent-worker/src/main.ts', {
         args: ['--config', config],
@@ -262,7 +297,7 @@ const TARGETS: Target[] = [
       });
       const stop = async () => {
         await Promise.all([gateway.stop(), worker.stop()]);
-        await cleanupRedisPrefix(REDIS_URL, prefix);
+        await redis.stop();
         await db.drop();
       };
       try {
@@ -272,12 +307,12 @@ const TARGETS: Target[] = [
         await stop();
         throw err;
       }
-      return { request: agentryRequest(port), processes: [gateway, worker], stop };
+      return { request: agentryRequest(port), processes: [gateway, worker], stop, backends: { database: db.name, redisUrl: redis.url } };
     },
   },
   {
     id: 'agentry-embedded',
-    describe: `the standalone (${RUNTIME === 'node' ? 'compiled' : 'under tsx, as `npm start`'}): one process, PGlite, in-process bus -> fake`,
+    describe: `the standalone (${RUNTIME === 'node' ? 'compiled, as `npm start`' : 'under tsx'}): one process, PGlite, in-process bus -> fake`,
     async start(fakePort, work) {
       const dir = fs.mkdtempSync(path.join(work, 'embedded-'));
       const config = writeConfig(dir, fakePort);
@@ -351,6 +386,7 @@ interface Result {
   label: string;
   levels: Level[];
   best: Level;
+  cost?: RunCost;
 }
 
 async function main(): Promise<number> {
@@ -358,7 +394,7 @@ async function main(): Promise<number> {
   const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-throughput-'));
   onCleanup('work directory', async () => fs.rmSync(work, { recursive: true, force: true }));
-  const versions = await backendVersions(POSTGRES_URL, REDIS_URL);
+  const versions = await backendVersions(POSTGRES_URL, BENCH_REDIS_URL);
   const fakePort = await freePort();
   const fake = spawnEntry('fake', 'bench/fake-model.ts', { args: [`--port=${fakePort}`, '--ttft-ms=0', '--tokens-per-second=0', `--tokens=${TOKENS}`], cwd: work });
   onCleanup('fake', () => fake.stop());
@@ -371,6 +407,7 @@ async function main(): Promise<number> {
     console.log(`\n== ${label}: starting`);
     const sys = await target.start(fakePort, work);
     const levels: Level[] = [];
+    let cost: RunCost | undefined;
     try {
       for (const c of LEVELS) {
         const level = await runLevel(sys.request, c, sys.processes, fake);
@@ -380,11 +417,16 @@ async function main(): Promise<number> {
             `cpu ${Math.round(level.cpu)}% fake ${Math.round(level.fakeCpu)}% box ${Math.round(level.box)}%${level.errorSample ? ` (${level.errorSample})` : ''}`,
         );
       }
+      if (sys.backends) {
+        const { database, redisUrl } = sys.backends;
+        cost = await measureRunCost({ send: (n) => sendN(sys.request, n, 8), runs: COST_RUNS, postgresUrl: POSTGRES_URL, database, redisUrl });
+        console.log(`${label}: per run ${cost.xacts.toFixed(1)} Postgres transactions, ${cost.written.toFixed(1)} rows written, ${cost.redis.toFixed(1)} Redis commands (${cost.top})`);
+      }
     } finally {
       await sys.stop();
     }
     const best = levels.reduce((a, b) => (b.rps > a.rps ? b : a));
-    results.push({ target, label, levels, best });
+    results.push({ target, label, levels, best, ...(cost ? { cost } : {}) });
   }
 
   const fakeRps = Math.max(...results.filter((r) => r.target.id === 'fake').map((r) => r.best.rps));
@@ -397,7 +439,8 @@ async function main(): Promise<number> {
       const backendPerReq = l.rps > 0 ? ((l.backendCpu / 100) * 1000) / l.rps : NaN;
       return (
         `| ${r.label} | ${l.connections} | ${l.requests} (${l.errors}) | ${Math.round(l.rps).toLocaleString('en-US')} | ${l.p50.toFixed(2)} / ${l.p99.toFixed(2)} | ${l === r.best ? `**${(r.best.rps / fakeRps).toFixed(3)}**` : ''} |` +
-        ` ${r.target.id === 'fake' ? '-' : `${Math.round(l.cpu)} (${Number.isNaN(perReq) ? 'n/a' : perReq.toFixed(2)})`} | ${Math.round(l.fakeCpu)} | ${Math.round(l.backendCpu)} (${Number.isNaN(backendPerReq) ? 'n/a' : backendPerReq.toFixed(2)}) | ${Math.round(l.box)} | ${rss || '-'} |`
+        ` ${r.target.id === 'fake' ? '-' : `${Math.round(l.cpu)} (${Number.isNaN(perReq) ? 'n/a' : perReq.toFixed(2)})`} | ${Math.round(l.fakeCpu)} | ${Math.round(l.backendCpu)} (${Number.isNaN(backendPerReq) ? 'n/a' : backendPerReq.toFixed(2)})` +
+        ` | ${r.cost ? `${r.cost.xacts.toFixed(1)} / ${r.cost.written.toFixed(1)} / ${r.cost.redis.toFixed(1)}` : '-'} | ${Math.round(l.box)} | ${rss || '-'} |`
       );
     }),
   );
@@ -409,10 +452,10 @@ async function main(): Promise<number> {
     '',
     `Run ${date} with \`${commandLine('bench:throughput')}\` (bench/throughput.ts; ${Math.round((Date.now() - started) / 1000)} s). Machine: ${machineLine()}. Postgres ${versions.pg}, Redis ${versions.redis}, on 127.0.0.1. Written by the script; re-running replaces it.`,
     '',
-    `**Method.** The fake (\`bench/fake-model.ts\`, no delay, a ${TOKENS}-word answer) runs in its own process and serves every target. Targets: ${TARGETS.map((t) => `\`${t.id}\`: ${t.describe}`).join('; ')}. The fake alone is measured first and again last. Load: the bench process, C keep-alive connections in a closed loop, ${WARMUP_S} s warm-up then ${MEASURE_S} s measured, \`stream: false\`; an error is a non-200 or a body without the fake's text. Ratio = the target's best req/s over the fake alone's best. CPU in % of one core (the box has ${os.availableParallelism()}; the load generator and the fake share them), with CPU ms per request in brackets; Postgres+Redis counts every such process on the machine, whoever it serves; box = the whole machine busy %. RSS is the peak of each measured process.`,
+    `**Method.** The fake (\`bench/fake-model.ts\`, no delay, a ${TOKENS}-word answer) runs in its own process and serves every target. Targets: ${TARGETS.map((t) => `\`${t.id}\`: ${t.describe}`).join('; ')}. The fake alone is measured first and again last. Load: the bench process, C keep-alive connections in a closed loop, ${WARMUP_S} s warm-up then ${MEASURE_S} s measured, \`stream: false\`; an error is a non-200 or a body without the fake's text. Ratio = the target's best req/s over the fake alone's best. CPU in % of one core (the box has ${os.availableParallelism()}; the load generator and the fake share them), with CPU ms per request in brackets; Postgres+Redis counts every such process on the machine, whoever it serves; box = the whole machine busy %. RSS is the peak of each measured process. Per run (cluster only: its own database and a Redis server of the bench's own): after the levels, ${COST_RUNS} more requests between idle windows of 11 s (Postgres reports a backend's counters when idle), from \`pg_stat_database\` (transactions: a statement outside BEGIN..COMMIT is one) and Redis \`INFO commandstats\` (commands inside BullMQ's scripts included), less the idle processes' background over as long. Budget reached (issue 24): see docs/benchmarks.md.`,
     '',
-    '| target | C | requests (errors) | req/s | latency p50 / p99 ms | ratio to the fake alone | target CPU % (ms per request) | fake CPU % | Postgres+Redis CPU % (ms per request) | box busy % | peak RSS MB |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| target | C | requests (errors) | req/s | latency p50 / p99 ms | ratio to the fake alone | target CPU % (ms per request) | fake CPU % | Postgres+Redis CPU % (ms per request) | per run: Postgres transactions / rows written / Redis commands | box busy % | peak RSS MB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     ...rows,
     '',
     `**Against the target** (full path >= 50 % of the fake alone): Agentry cluster ${(agentryBest / fakeRps).toFixed(3)} of the fake alone (${agentryBest >= 0.5 * fakeRps ? 'meets' : 'misses'} it); Portkey, a proxy with no queue, no database and no run record, ${(portkeyBest / fakeRps).toFixed(3)}.`,

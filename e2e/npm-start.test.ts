@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, repoRoot, waitFor } from '@agentry/testing';
 
 /**
- * `npm start` runs services/standalone/bin/start.mjs: the compiled standalone when every package
- * it needs was built after its last source change, else the sources under tsx (and it says why).
- * Either way the newcomer's command must answer /health.
+ * `npm start` runs services/standalone/bin/start.mjs (scripts/start.mjs): the compiled standalone,
+ * built first when a package it needs changed after the last build (and it says why). Either way
+ * the newcomer's command must answer /health.
  */
 const launcher = path.join(repoRoot, 'services/standalone/bin/start.mjs');
 let dir: string;
@@ -45,7 +45,7 @@ describe('npm start', () => {
     expect(ready).toBe(200);
   }, 90_000);
 
-  it('runs the sources and says why when a package it needs changed after the last build', async () => {
+  it('builds what changed after the last build, says why, and runs compiled', async () => {
     // A source file of a dependency of the standalone, made newer than any build of it.
     const file = path.join(repoRoot, 'libs/errors/src/index.ts');
     const before = fs.statSync(file);
@@ -53,7 +53,8 @@ describe('npm start', () => {
     try {
       const { stderr, health } = await startAndProbe();
       expect(health).toBe('OK');
-      expect(stderr).toMatch(/agentry: starting from the TypeScript sources \((there is no build yet|the build is older than the sources of [^)]*libs\/errors)/);
+      expect(stderr).toMatch(/agentry: building services\/standalone \((there is no build yet|the build is older than the sources of [^)]*libs\/errors)/);
+      expect(stderr).not.toMatch(/starting from the TypeScript sources/);
     } finally {
       fs.utimesSync(file, before.atime, before.mtime);
     }

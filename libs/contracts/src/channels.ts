@@ -11,6 +11,8 @@ export function isPlatform(value: string): value is Platform {
 
 /** A run's own channel: a template literal type so that `PubSubMessages` can say what it carries. */
 export type RunChannel = `run:${string}`;
+/** One gateway process's reply channel: the events of every run it waits for (`runId` tells them apart). */
+export type ReplyChannel = `replies:${string}`;
 /** An outbound message's own channel. */
 export type OutboundChannel = `outbound:${string}`;
 
@@ -19,8 +21,13 @@ export type OutboundChannel = `outbound:${string}`;
  * lives in Postgres and the message names it by id.
  */
 export const PubSubChannels = {
-  /** Events of one run. */
+  /** Events of one run (a run whose row names no `reply_to`: cron fires, channel messages). */
   run: (runId: string): RunChannel => `run:${runId}`,
+  /**
+   * Events of every run a gateway process waits for, on one subscription for the process's life
+   * (no SUBSCRIBE and UNSUBSCRIBE per chat); the run row's `reply_to` names it.
+   */
+  replies: (processId: string): ReplyChannel => `replies:${processId}`,
   /** Something cached by every replica changed in Postgres: re-read it. */
   invalidate: 'invalidate',
   /** A client went away: the worker running this run aborts it. */
@@ -89,6 +96,7 @@ export interface PubSubMessages {
   [PubSubChannels.invalidate]: InvalidateMessage;
   [PubSubChannels.runCancel]: RunCancelMessage;
   [channel: RunChannel]: RunEvent;
+  [channel: ReplyChannel]: RunEvent;
   [channel: OutboundChannel]: OutboundOutcomeMessage;
 }
 export type PubSubChannel = keyof PubSubMessages & string;

@@ -190,6 +190,8 @@ export interface RunsTable {
   created_at: TimestampDefaultNow;
   started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The waiting gateway's reply channel id (`replies:<id>`); null: the run's own `run:<id>`. */
+  reply_to: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** OpenAI-compatible model providers; `api_key_sealed` is AES-GCM sealed, never clear text. */

@@ -27,6 +27,7 @@ export { createCronJob } from './runs/create-cron-job.js';
 export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
 export { EventGapError, RunEventQueue } from './runs/events/queue.js';
 export { RunRelay, storedEnding } from './runs/events/relay.js';
+export { GatewayReplies, runEventChannel } from './runs/events/replies.js';
 export { checkSchedule, nextTick } from './runs/schedule.js';
 export { buildConversation } from './runs/execute/conversation.js';
 export { retryWhileDbDown } from './runs/execute/db-retry.js';

@@ -248,6 +248,21 @@ describe('ModelProviders.stream', () => {
     expect(fakeB.requests).toHaveLength(0);
   });
 
+  it('fails a stream that ends without [DONE] and without a finish_reason (cut off), and keeps one that sent [DONE]', async () => {
+    const p = await providers();
+    fakeA.script({ text: ['one ', 'two ', 'three ', 'four'], endAfterChunks: 3 });
+    const { events, error } = await settle(p.stream(request()));
+    expect(text(events)).toBe('one two ');
+    expect(hasCode(error, Errors.UPSTREAM)).toBe(true);
+    expect(error?.message).toMatch(/the answer broke off after it had started: .*ended without \[DONE\] and without a finish_reason/);
+    // [DONE] without a finish_reason (some providers): finished.
+    fakeA.script({ text: ['all ', 'there'], omitFinishReason: true });
+    const ok = await settle(p.stream(request()));
+    expect(ok.error).toBeUndefined();
+    expect(text(ok.events)).toBe('all there');
+    expect(ok.events.at(-1)).toMatchObject({ type: 'done', finishReason: 'stop' });
+  });
+
   it('times out when no first token comes: a server that never answers, or that stalls after the headers', async () => {
     const p = await providers({ firstTokenMs: 300, retries: 1 });
     fakeA.script({ hang: true }, { text: 'late', delayMs: 5_000 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agentry/contracts';
-import { EventGapError, RunEventPublisher, RunEventQueue } from '@agentry/engine';
+import { EventGapError, GatewayReplies, RunEventPublisher, RunEventQueue, runEventChannel } from '@agentry/engine';
 
 /** A publish whose completion the test controls. */
 function gatedPublish() {
@@ -108,5 +108,87 @@ describe('the run event protocol, publisher to queue', () => {
     const taken = new RunEventQueue();
     taken.push({ type: 'error', runId: 'p3', seq: 7, message: 'the worker died', status: 502 });
     expect(await taken.next()).toMatchObject({ type: 'error', seq: 7 });
+  });
+});
+
+/** A pub/sub with one channel namespace, counting SUBSCRIBEs; the first `failures` of them fail. */
+function countingPubSub(failures = 0) {
+  const handlers = new Map<string, Set<(m: RunEvent) => void>>();
+  let subscribes = 0;
+  return {
+    get subscribes() {
+      return subscribes;
+    },
+    async subscribe(channel: `replies:${string}`, handler: (m: RunEvent) => void) {
+      subscribes++;
+      if (subscribes <= failures) throw new Error('Redis is away');
+      const set = handlers.get(channel) ?? new Set();
+      set.add(handler);
+      handlers.set(channel, set);
+      return async () => void set.delete(handler);
+    },
+    async publish(channel: string, message: RunEvent) {
+      // Each subscriber decodes its own copy, as over Redis.
+      for (const h of handlers.get(channel) ?? []) h(JSON.parse(JSON.stringify(message)) as RunEvent);
+    },
+  };
+}
+
+describe('GatewayReplies: one reply channel per gateway process', () => {
+  it('subscribes once for every run and hands each run its own events, in order, through the seq check', async () => {
+    const pubsub = countingPubSub();
+    const replies = GatewayReplies.of(pubsub);
+    expect(GatewayReplies.of(pubsub)).toBe(replies);
+    const queues = { a: new RunEventQueue(), b: new RunEventQueue() };
+    const stops = await Promise.all((['a', 'b'] as const).map((id) => replies.listen(id, (e) => queues[id].push(e))));
+    expect(pubsub.subscribes).toBe(1);
+    expect(replies.size).toBe(2);
+    const channel = runEventChannel({ id: 'a', replyTo: replies.id });
+    expect(channel).toBe(`replies:${replies.id}`);
+    expect(runEventChannel({ id: 'a', replyTo: null })).toBe('run:a');
+    // Two runs' publishers interleaved on the one channel.
+    const pa = new RunEventPublisher('a', (e) => pubsub.publish(channel, e));
+    const pb = new RunEventPublisher('b', (e) => pubsub.publish(channel, e));
+    pa.text('A1');
+    pb.text('B1');
+    await pb.event({ type: 'done', finishReason: 'stop' });
+    pa.text('A2');
+    await pa.event({ type: 'done', finishReason: 'stop' });
+    const drain = async (q: RunEventQueue) => {
+      const seen: RunEvent[] = [];
+      for (let e = await q.next(); ; e = await q.next()) {
+        seen.push(e);
+        if (e.type === 'done') return seen;
+      }
+    };
+    const [a, b] = [await drain(queues.a), await drain(queues.b)];
+    expect(a.map((e) => [e.seq, e.type, (e as { text?: string }).text])).toEqual([
+      [0, 'text', 'A1'],
+      [1, 'text', 'A2'],
+      [2, 'done', undefined],
+    ]);
+    expect(b.map((e) => [e.seq, e.type])).toEqual([
+      [0, 'text'],
+      [1, 'done'],
+    ]);
+    // A run no longer listened for gets nothing; the others keep theirs; the subscription stays.
+    stops[0]!();
+    await pubsub.publish(channel, { type: 'text', text: 'late', runId: 'a', seq: 3 });
+    expect(queues.a.poll()).toBeUndefined();
+    expect(replies.size).toBe(1);
+    await replies.listen('c', () => {});
+    expect(pubsub.subscribes).toBe(1);
+  });
+
+  it('fails the chat whose subscription failed and tries again for the next', async () => {
+    const pubsub = countingPubSub(1);
+    const replies = GatewayReplies.of(pubsub);
+    await expect(replies.listen('x', () => {})).rejects.toThrow('Redis is away');
+    expect(replies.size).toBe(0);
+    const got: RunEvent[] = [];
+    await replies.listen('y', (e) => got.push(e));
+    await pubsub.publish(`replies:${replies.id}`, { type: 'text', text: 'hi', runId: 'y', seq: 0 });
+    expect(got).toHaveLength(1);
+    expect(pubsub.subscribes).toBe(2);
   });
 });

@@ -95,6 +95,8 @@ const cluster = await startLocalCluster({
   ...counts,
   proxy: { host: '127.0.0.1', port },
   echo: (name, line) => process.stdout.write(`${name.padEnd(12)} ${line}\n`),
+  // Compiled, as the image runs them (built first when the sources are newer).
+  runtime: 'compiled',
 });
 running.cluster = cluster;
 console.log(`cluster: ready on ${cluster.url} (round-robin over ${cluster.gatewayUrls.join(', ')}); Ctrl-C stops it`);

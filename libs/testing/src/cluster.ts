@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
-import { freePort, spawnService, type SpawnedService } from './process.js';
+import { freePort, repoRoot, spawnService, type SpawnedService } from './process.js';
 import { uniqueRedisPrefix } from './redis.js';
 import { redisUrl } from './require-servers.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './round-robin-proxy.js';
@@ -32,6 +33,8 @@ export interface LocalClusterOptions {
   env?: Record<string, string>;
   /** Each process's output also goes here, prefixed with its name (the `npm run cluster` console). */
   echo?: (name: string, line: string) => void;
+  /** `tsx` (default, tests): the sources; `compiled`: dist/, built first when stale (`npm run cluster`). */
+  runtime?: 'tsx' | 'compiled';
 }
 
 export interface LocalCluster {
@@ -69,6 +72,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
     HEALTH_PORT: '0',
     ...opts.env,
   };
+  if (opts.runtime === 'compiled') buildEntries(Object.values(ENTRY).map((e) => e.entry));
   const processes: SpawnedService[] = [];
   const byRole: Record<ClusterRole, SpawnedService[]> = { gateway: [], worker: [], scheduler: [], connector: [] };
   const gatewayUrls: string[] = [];
@@ -89,6 +93,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
       args: ['--config', opts.configPath],
       env: { ...env, ...(port ? { PORT: String(port) } : {}) },
       ...(onOutput ? { onOutput } : {}),
+      ...(opts.runtime ? { runtime: opts.runtime } : {}),
     });
     processes.push(svc);
     byRole[role].push(svc);
@@ -222,4 +227,10 @@ export async function startTestCluster(opts: {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Builds what is stale once, before processes that would otherwise each build it start together. */
+export function buildEntries(entries: string[]): void {
+  const res = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/start.mjs'), '--build-only', ...entries], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (res.status !== 0) throw new Error(`building ${entries.join(', ')} failed (exit ${res.status ?? res.signal})`);
 }

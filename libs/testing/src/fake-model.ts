@@ -37,6 +37,11 @@ export interface FakeReplyOptions {
   failAfterChunks?: number;
   /** A stream sends this many chunks, then stalls forever; a non-stream request never answers. */
   hangAfterChunks?: number;
+  /**
+   * A stream sends this many chunks, then ends the response cleanly without `[DONE]` (a proxy
+   * that closed it early; with fewer chunks than the answer, no finish_reason either).
+   */
+  endAfterChunks?: number;
 }
 
 export interface FakeTextReply extends FakeReplyOptions {
@@ -354,13 +359,19 @@ class ChatExchange {
     if (delay === 0) res.cork();
     let sent = 0;
     for (const chunk of chunks) {
-      if (sent >= stopAt) break;
+      if (sent >= stopAt || sent >= (reply.endAfterChunks ?? Infinity)) break;
       if (delay > 0 && sent > 0) {
         await sleep(delay, this.#ac.signal);
         if (this.#ac.signal.aborted) return;
       }
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       sent++;
+    }
+    if (reply.endAfterChunks !== undefined && stopAt === Infinity) {
+      // Counted against what was sent: the rest of the answer, and [DONE], never go out.
+      res.end();
+      if (delay === 0) res.uncork();
+      return;
     }
     if (stopAt === Infinity) {
       res.end('data: [DONE]\n\n');

@@ -4,7 +4,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root, for spawning services by their source path. */
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** The repository's root, from src/ (tsx, vitest) or from dist/src/ (compiled: `npm run cluster`). */
+export const repoRoot = path.resolve(here, here.endsWith(`${path.sep}dist${path.sep}src`) ? '../../../..' : '../../..');
 
 export interface SpawnedService {
   proc: ChildProcess;
@@ -19,17 +21,23 @@ export interface SpawnedService {
 }
 
 /**
- * Starts a service's main.ts the way `npm run start:*` does (tsx, source condition), from any
- * working directory, with a controlled environment.
+ * Starts a service's main.ts from any working directory, with a controlled environment: the
+ * sources under tsx with the source condition (`tsx`, the default: tests see the code as it is
+ * now, built or not), or compiled through scripts/start.mjs as `npm run start:*` does
+ * (`compiled`; build first with `node scripts/start.mjs --build-only <entry>` when several start
+ * at once, else each would build).
  */
 export function spawnService(
   entry: string,
-  opts: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; onOutput?: (chunk: string) => void } = {},
+  opts: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; onOutput?: (chunk: string) => void; runtime?: 'tsx' | 'compiled' } = {},
 ): SpawnedService {
-  const tsx = import.meta.resolve('tsx');
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env })) if (v !== undefined) env[k] = v;
-  const proc = spawn(process.execPath, ['--conditions=@agentry/source', '--import', tsx, path.resolve(repoRoot, entry), ...(opts.args ?? [])], {
+  const start =
+    opts.runtime === 'compiled'
+      ? [path.join(repoRoot, 'scripts/start.mjs'), entry]
+      : ['--conditions=@agentry/source', '--import', import.meta.resolve('tsx'), path.resolve(repoRoot, entry)];
+  const proc = spawn(process.execPath, [...start, ...(opts.args ?? [])], {
     cwd: opts.cwd ?? repoRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

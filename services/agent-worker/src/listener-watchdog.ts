@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { PubSubChannels } from '@agentry/contracts';
+import type { ReplyChannel, RunChannel } from '@agentry/contracts';
 import type { Bus } from '@agentry/bus';
 
 /**
@@ -18,13 +18,16 @@ const START_GRACE_MS = 3_000;
 
 /** A running chat run whose client's gateway is checked for. */
 interface Watched {
+  /** Where its gateway listens: that process's reply channel (or, for older rows, `run:<id>`). */
+  channel: RunChannel | ReplyChannel;
   ctl: AbortController;
   misses: number;
 }
 
 /**
  * Whether a gateway still listens for a chat run: a chat's client is gone when nobody listens on
- * the run's channel (its gateway died or restarted, so no cancel can come). Runs in hand are
+ * the run's channel, its gateway process's reply channel (the gateway died or restarted, so no
+ * cancel can come; a client that leaves a live gateway is cancelled by that gateway's `run-cancel`). Runs in hand are
  * checked every `reliability.listener_check_ms` (0: off) and aborted after LISTENER_MISSES
  * checks in a row found nobody; a run about to start is asked about once (`clientWaiting`).
  */
@@ -52,9 +55,9 @@ export class ListenerWatchdog {
     clearTimeout(this.#timer);
   }
 
-  /** Aborts `ctl` once nobody listens for the run any more. */
-  watch(runId: string, ctl: AbortController): void {
-    this.#watched.set(runId, { ctl, misses: 0 });
+  /** Aborts `ctl` once nobody listens on `channel` (the run's) any more. */
+  watch(runId: string, channel: RunChannel | ReplyChannel, ctl: AbortController): void {
+    this.#watched.set(runId, { channel, ctl, misses: 0 });
   }
 
   /** The client has its answer (or the run ended): nothing to watch. */
@@ -69,14 +72,14 @@ export class ListenerWatchdog {
    * in a row (and, over Redis, START_GRACE_MS) found nobody; a check that fails, or checks
    * switched off, count as someone waiting.
    */
-  async clientWaiting(runId: string, signal: AbortSignal): Promise<boolean> {
+  async clientWaiting(channel: RunChannel | ReplyChannel, signal: AbortSignal): Promise<boolean> {
     const graceUntil = Date.now() + (this.bus.kind === 'redis' ? START_GRACE_MS : 0);
     for (let misses = 0; ; ) {
       const everyMs = this.checkMs();
       if (everyMs <= 0 || signal.aborted) return true;
       let count: number;
       try {
-        [count = 0] = await this.bus.pubsub.listeners([PubSubChannels.run(runId)]);
+        [count = 0] = await this.bus.pubsub.listeners([channel]);
       } catch {
         return true;
       }
@@ -92,7 +95,11 @@ export class ListenerWatchdog {
     if (entries.length === 0) return;
     let counts: number[];
     try {
-      counts = await this.bus.pubsub.listeners(entries.map(([runId]) => PubSubChannels.run(runId)));
+      // Runs of one gateway share its channel: ask about each channel once.
+      const channels = [...new Set(entries.map(([, w]) => w.channel))];
+      const found = await this.bus.pubsub.listeners(channels);
+      const byChannel = new Map(channels.map((c, i) => [c, found[i] ?? 0]));
+      counts = entries.map(([, w]) => byChannel.get(w.channel) ?? 0);
     } catch (err) {
       // Unknown is not "nobody": start counting again once the broker answers.
       for (const [, w] of entries) w.misses = 0;

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { Value } from 'typebox/value';
-import { AgentRunJob, PubSubChannels, type RunEvent } from '@agentry/contracts';
+import { AgentRunJob, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
-import { retryWhileDbDown, runAgent, type RunDeps } from '@agentry/engine';
+import { retryWhileDbDown, runAgent, runEventChannel, type RunDeps } from '@agentry/engine';
 import type { ListenerWatchdog } from './listener-watchdog.js';
 import type { SessionTurnGate } from './session-turns.js';
 
@@ -38,12 +38,14 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
   return async (job, shutdownSignal) => {
     if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
     const { runId } = job.data;
-    const publish = eventPublisher(ctx.bus, runId);
     // Outside a session the run is claimed at once (one round trip); a session's turn is only
     // read here and claimed once the earlier turns have ended.
     const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
     if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
     const queued = first.run;
+    // The waiting gateway's reply channel (the row says which), else the run's own.
+    const channel = runEventChannel(queued);
+    const publish = eventPublisher(ctx.bus, channel);
     if (!isActiveRunStatus(queued.status)) return;
     if (queued.streamed) return failTakenOver(ctx, queued, publish);
     const ctl = new AbortController();
@@ -51,12 +53,12 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
     const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
     shutdownSignal.addEventListener('abort', onShutdown);
     try {
-      if (queued.source === 'api' && !(await ctx.watchdog.clientWaiting(runId, ctl.signal))) {
+      if (queued.source === 'api' && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
         logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
         await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
         return;
       }
-      if (queued.source === 'api') ctx.watchdog.watch(runId, ctl);
+      if (queued.source === 'api') ctx.watchdog.watch(runId, channel, ctl);
       if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
       const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
       if (!run) return;
@@ -75,13 +77,13 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
   };
 }
 
-/** Publishes on `run:<id>`, retrying for a moment while Redis reconnects. */
-function eventPublisher(bus: Pick<Bus, 'pubsub'>, runId: string): (event: RunEvent) => Promise<void> {
+/** Publishes on the run's channel, retrying for a moment while Redis reconnects. */
+function eventPublisher(bus: Pick<Bus, 'pubsub'>, channel: ReturnType<typeof runEventChannel>): (event: RunEvent) => Promise<void> {
   return async (event) => {
     const deadline = Date.now() + PUBLISH_RETRY_MS;
     for (;;) {
       try {
-        return await bus.pubsub.publish(PubSubChannels.run(runId), event);
+        return await bus.pubsub.publish(channel, event);
       } catch (err) {
         if (!hasCode(err, Errors.NOT_READY) || Date.now() >= deadline) throw err;
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -15,7 +15,7 @@ import { buildGateway } from '@agentry/gateway';
 
 /**
  * A chat whose client leaves while its run is being created (the gateway is still committing the
- * row and subscribing to the run's events) must not be enqueued: its 'close' came before the
+ * row and subscribing to its reply channel) must not be enqueued: its 'close' came before the
  * gateway listened for it, so nothing would ever cancel the run, and the worker, seeing the
  * gateway's subscription, would answer into the session for nobody.
  */
@@ -24,8 +24,30 @@ let app: FastifyInstance;
 const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-client-gone-'));
 /** Jobs the stand-in worker was given. */
 const taken: string[] = [];
-/** Run-channel subscriptions held back until the test lets them complete. */
+/** Reply-channel subscriptions held back until the test lets them complete. */
 const held: Array<{ channel: string; release: () => void }> = [];
+/** The bus's own pub/sub, before each case gives the gateway a fresh view of it. */
+let basePubSub: Runtime['bus']['pubsub'];
+
+/**
+ * A new pub/sub object over the same bus whose reply-channel SUBSCRIBE waits for the test: the
+ * gateway subscribes once per pub/sub port (per process), so each case needs its own to catch
+ * the gateway in the middle of subscribing.
+ */
+function holdingPubSub(): Runtime['bus']['pubsub'] {
+  return new Proxy(basePubSub, {
+    get(target, key) {
+      if (key === 'subscribe') {
+        return async (channel: string, handler: never) => {
+          if (channel.startsWith('replies:')) await new Promise<void>((release) => held.push({ channel, release }));
+          return target.subscribe(channel as never, handler);
+        };
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
 const serverSockets: Socket[] = [];
 
 beforeAll(async () => {
@@ -37,16 +59,9 @@ beforeAll(async () => {
     cwd,
     logDestination: { write: () => {} },
     openDb: () => createTestPglite(),
-    openBus: (logger) => {
-      const bus = createMemoryBus({ logger });
-      const subscribe = bus.pubsub.subscribe.bind(bus.pubsub);
-      bus.pubsub.subscribe = async (channel, handler) => {
-        if (channel.startsWith('run:')) await new Promise<void>((release) => held.push({ channel, release }));
-        return subscribe(channel, handler);
-      };
-      return bus;
-    },
+    openBus: (logger) => createMemoryBus({ logger }),
   });
+  basePubSub = runtime.bus.pubsub;
   await insertRuleChain(runtime.db.db, {
     id: 'gone',
     kind: 'agent',
@@ -76,13 +91,25 @@ describe('a chat client that leaves before its run is enqueued', () => {
     const address = app.server.address() as { port: number };
     const sessionId = `gone-${String(stream)}`;
     const heldBefore = held.length;
+    (runtime.bus as { pubsub: Runtime['bus']['pubsub'] }).pubsub = holdingPubSub();
     const req = http.request({ host: '127.0.0.1', port: address.port, method: 'POST', path: '/api/v1/chat/completions', headers: { 'content-type': 'application/json' } });
     req.on('error', () => {});
     req.end(JSON.stringify({ model: 'gone', messages: [{ role: 'user', content: 'are you there?' }], stream, sessionId }));
 
     // The gateway has committed the run and waits for its subscription: the client leaves now.
     const hold = await waitFor(async () => held[heldBefore], 5_000, 10);
-    const runId = hold.channel.slice('run:'.length);
+    const run = await waitFor(
+      () =>
+        runtime.db.db
+          .selectFrom('runs')
+          .innerJoin('sessions', 'sessions.id', 'runs.session_id')
+          .select('runs.id')
+          .where('sessions.session_key', '=', sessionId)
+          .executeTakeFirst(),
+      5_000,
+      10,
+    );
+    const runId = run.id;
     const serverSide = serverSockets.at(-1)!;
     const closed = serverSide.destroyed ? Promise.resolve() : once(serverSide, 'close');
     req.destroy();

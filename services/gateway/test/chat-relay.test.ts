@@ -4,11 +4,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
-import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
+import { QueueNames, type RunEvent } from '@agentry/contracts';
 import { finishRun, getRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
+import { runEventChannel } from '@agentry/engine';
 
 /**
  * The gateway's relay, with a scripted stand-in for the agent-worker (a "test tool" run): what
@@ -64,7 +65,7 @@ beforeAll(async () => {
       const prompt = (run!.request as { messages: Array<{ content: string }> }).messages.at(-1)!.content;
       const [scenario, option] = prompt.split(':');
       let seq = 0;
-      const publish = (e: Body) => runtime.bus.pubsub.publish(PubSubChannels.run(job.data.runId), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
+      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
       if (scenario === 'slow' || scenario === 'slowfail') await new Promise((r) => setTimeout(r, 800));
       // Events lost on the way (Redis away), the outcome committed all the same.
       if (scenario === 'lost') {

@@ -4,11 +4,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
-import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
+import { QueueNames, type RunEvent } from '@agentry/contracts';
 import { finishRun, getRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
+import { runEventChannel } from '@agentry/engine';
 import { ResponseEvents, responseObject, runIdOfResponse, type ResponseMeta } from '../src/chat/responses-events.js';
 
 /**
@@ -58,7 +59,7 @@ beforeAll(async () => {
       const run = await getRun(runtime.db.db, job.data.runId);
       const [scenario, option] = (run!.request as { messages: Array<{ content: string }> }).messages.at(-1)!.content.split(':');
       let seq = 0;
-      const publish = (e: Body) => runtime.bus.pubsub.publish(PubSubChannels.run(job.data.runId), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
+      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
       // Longer than the keep-alive bound (heartbeatMs 50) before anything happens.
       if (scenario === 'slow' || scenario === 'slowfail') await new Promise((r) => setTimeout(r, 300));
       if (scenario === 'slowfail') return void (await publish({ type: 'error', message: 'too late to be a status', status: 502 }));

@@ -6,6 +6,8 @@ import { Errors } from '@agentry/errors';
 /** Finished jobs kept for inspection; bounded so that Redis memory stays flat. */
 export const KEEP_COMPLETED = { count: 1_000, age: 24 * 3600 };
 export const KEEP_FAILED = { count: 5_000, age: 7 * 24 * 3600 };
+/** Entries of a queue's BullMQ events stream kept (nothing reads them; see `queue()`). */
+export const EVENTS_KEPT = 100;
 
 /** Default longest wait for a connection that has never been up yet (start-up); afterwards, none. */
 export const FIRST_CONNECT_MS = 5_000;
@@ -104,6 +106,10 @@ export class RedisContext {
         connection: this.producer,
         prefix: this.prefix,
         defaultJobOptions: { removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED },
+        // BullMQ appends every job's state changes to an events stream (4 XADDs a run) that only
+        // a QueueEvents listener reads, and nothing here has one: keep it short (BullMQ's default
+        // is 10 000 entries a queue) rather than hold what nobody reads. Its scripts still write it.
+        streams: { events: { maxLen: EVENTS_KEPT } },
       });
       queue.on('error', (err) => this.logger.error({ err, queue: name }, 'queue error'));
       this.queues.set(name, queue);

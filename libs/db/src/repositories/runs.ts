@@ -18,6 +18,8 @@ export interface RunRecord {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** The waiting gateway process's reply channel id; null: events go on `run:<id>`. */
+  replyTo: string | null;
 }
 
 const COLUMNS = [
@@ -36,6 +38,7 @@ const COLUMNS = [
   'created_at',
   'started_at',
   'finished_at',
+  'reply_to',
 ] as const;
 
 type Row = Selectable<RunsTable>;
@@ -57,16 +60,17 @@ function toRecord(r: Row): RunRecord {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+    replyTo: r.reply_to,
   };
 }
 
 export async function insertRun(
   db: Db,
-  run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue },
+  run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue; replyTo?: string | null },
 ): Promise<RunRecord> {
   const row = await db
     .insertInto('runs')
-    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request) })
+    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request), reply_to: run.replyTo ?? null })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
   return toRecord(row);
@@ -132,7 +136,7 @@ export async function markRunStreamed(db: Db, id: string): Promise<void> {
 export async function finishRun(
   db: Db,
   id: string,
-  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null },
+  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null; streamed?: boolean },
 ): Promise<boolean> {
   const result = await db
     .updateTable('runs')
@@ -142,6 +146,8 @@ export async function finishRun(
       error: outcome.error ?? null,
       usage: outcome.usage === undefined || outcome.usage === null ? null : JSON.stringify(outcome.usage),
       finished_at: sql<Date>`now()`,
+      // The mark of a run that ended before its worker wrote it (folded into this one write).
+      ...(outcome.streamed ? { streamed: true } : {}),
     })
     .where('id', '=', id)
     .where('status', 'in', ACTIVE_RUN_STATUSES)

@@ -4,6 +4,35 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 
+const DONE = Buffer.from('data: [DONE]');
+const sawDoneOf = new WeakMap<Response, { done: boolean }>();
+
+/**
+ * Whether an event-stream response carried `data: [DONE]` (undefined: not an event stream of
+ * this fetch). The openai SDK ends its iteration the same way whether [DONE] came or the server
+ * just closed the response; a caller that must tell a cut-off answer from a finished one asks here.
+ */
+export function sawDone(response: Response): boolean | undefined {
+  return sawDoneOf.get(response)?.done;
+}
+
+/** Looks for `data: [DONE]` in the bytes as they pass (a look at each chunk and its seam with the last). */
+function watchForDone(res: http.IncomingMessage, response: Response): void {
+  const state = { done: false };
+  sawDoneOf.set(response, state);
+  let tail: Buffer = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    const seam = tail.length > 0 ? Buffer.concat([tail, chunk.subarray(0, DONE.length - 1)]) : undefined;
+    if (chunk.includes(DONE) || seam?.includes(DONE)) {
+      state.done = true;
+      res.removeListener('data', onData);
+      return;
+    }
+    tail = chunk.subarray(Math.max(0, chunk.length - (DONE.length - 1)));
+  };
+  res.on('data', onData);
+}
+
 /** The connection did not stand within the connect timeout. */
 export class ConnectTimeoutError extends Error {
   readonly code = 'ECONNECTTIMEOUT';
@@ -74,7 +103,9 @@ export function createProviderFetch(opts: { connectMs: number }): ProviderFetch 
         const empty = status === 204 || status === 304 || req.method === 'HEAD';
         if (empty) res.resume();
         const body = empty ? null : (Readable.toWeb(res) as WebReadableStream<Uint8Array> as unknown as ReadableStream<Uint8Array>);
-        resolve(new Response(body, { status, statusText: res.statusMessage ?? '', headers: h }));
+        const response = new Response(body, { status, statusText: res.statusMessage ?? '', headers: h });
+        if (!empty && /text\/event-stream/i.test(res.headers['content-type'] ?? '')) watchForDone(res, response);
+        resolve(response);
       });
       // `on`, not `once`: a request can fail again after the response began (the body stream
       // reports that to its reader); a second 'error' without a listener would crash the process.

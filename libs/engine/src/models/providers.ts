@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { AppError, Errors } from '@agentry/errors';
 import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import { getProvider, type Db, type ProviderRecord } from '@agentry/db';
-import { ConnectTimeoutError, createProviderFetch, type ProviderFetch } from './http.js';
+import { ConnectTimeoutError, createProviderFetch, sawDone, type ProviderFetch } from './http.js';
 import { resolveModel } from './resolve.js';
 import { DEFAULT_MODEL_TIMEOUTS, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './types.js';
 
@@ -215,7 +215,9 @@ export class ModelProviders {
     let finishReason: string | undefined;
     let usage: Extract<ModelEvent, { type: 'done' }>['usage'];
     try {
-      const stream = await target.entry.client.chat.completions.create(requestBody(target, req), { signal: timers.signal, timeout: Math.max(1, timers.remaining()) });
+      const { data: stream, response } = await target.entry.client.chat.completions
+        .create(requestBody(target, req), { signal: timers.signal, timeout: Math.max(1, timers.remaining()) })
+        .withResponse();
       for await (const chunk of stream) {
         if (chunk.usage) {
           usage = {
@@ -233,6 +235,9 @@ export class ModelProviders {
           if (choice.finish_reason) finishReason = choice.finish_reason;
         }
       }
+      // Closed without [DONE] and without a finish_reason: cut off on the way (a proxy or the
+      // provider gave up), not finished; the SDK ends its loop the same way for both.
+      if (finishReason === undefined && sawDone(response) === false) throw new StreamCutOffError();
     } catch (err) {
       throw timers.timedOut ?? err;
     } finally {
@@ -247,6 +252,14 @@ export class ModelProviders {
       model: target.model,
       ...(usage ? { usage } : {}),
     };
+  }
+}
+
+/** A provider stream that ended without `[DONE]` and without a finish_reason. */
+class StreamCutOffError extends Error {
+  constructor() {
+    super('the stream ended without [DONE] and without a finish_reason (cut off)');
+    this.name = 'StreamCutOffError';
   }
 }
 

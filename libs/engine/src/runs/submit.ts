@@ -22,6 +22,8 @@ export interface SubmitRunInput {
   request: RunRequest;
   /** A caller that listens on `run:<id>` before the job exists picks the id (see newRunId). */
   runId?: string;
+  /** The caller's reply channel id (`GatewayReplies.id`): the run's events go there, not on `run:<id>`. */
+  replyTo?: string;
   /**
    * Runs in the transaction that inserts the run, before the job is enqueued: rows that must
    * exist exactly when the run does (a cron fire's record). Throwing rolls the run back.
@@ -83,6 +85,7 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
     sessionId: session?.id ?? null,
     source: input.source,
     request: input.request as unknown as JsonValue,
+    replyTo: input.replyTo ?? null,
   };
   const withRun = input.withRun;
   // One INSERT is atomic on its own: the transaction (three round trips) only when rows go with it.

@@ -1,12 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PubSubChannels } from '@agentry/contracts';
 import { getRunOutcome, type SessionRecord } from '@agentry/db';
-import { RunEventQueue, RunRelay, cancelRun, newRunId, submitRun, type SubmitRunInput } from '@agentry/engine';
+import { RunEventQueue, RunRelay, GatewayReplies, cancelRun, newRunId, submitRun, type SubmitRunInput } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
 
 /**
- * One run asked for by an HTTP client, from the gateway's side: it listens on `run:<id>` before
- * the job exists (no event can be missed), commits and enqueues the run unless the client has
+ * One run asked for by an HTTP client, from the gateway's side: it listens for the run's events
+ * on the process's reply channel (`GatewayReplies`) before the job exists (no event can be missed), commits and enqueues the run unless the client has
  * already left, cancels it when the client goes away before it settled, and stops listening at
  * the end. Whatever the answer's shape (chat completions, later the Responses API), it reads the
  * events through `relay()` and says `settle()` when it has answered.
@@ -14,7 +13,8 @@ import type { GatewayDeps } from '../deps.js';
 export class ChatRun {
   readonly runId = newRunId();
   readonly #queue = new RunEventQueue();
-  readonly #subscribed: Promise<() => Promise<void>>;
+  readonly #replies: GatewayReplies;
+  readonly #subscribed: Promise<() => void>;
   readonly #clientGone = new AbortController();
   #settled = false;
 
@@ -24,7 +24,8 @@ export class ChatRun {
     private readonly reply: FastifyReply,
   ) {
     // Listening must be in place before the job is enqueued; it runs alongside the insert.
-    this.#subscribed = deps.bus.pubsub.subscribe(PubSubChannels.run(this.runId), (m) => this.#queue.push(m));
+    this.#replies = GatewayReplies.of(deps.bus.pubsub);
+    this.#subscribed = this.#replies.listen(this.runId, (m) => this.#queue.push(m));
     this.#subscribed.catch(() => undefined);
     // Listened for from the start: a client that leaves while the run is being created must not
     // have it enqueued (its close would otherwise go unheard, and the run be answered for nobody).
@@ -32,10 +33,10 @@ export class ChatRun {
   }
 
   /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
-  async start(input: Omit<SubmitRunInput, 'runId' | 'beforeEnqueue' | 'signal'>): Promise<{ session: SessionRecord | null; started: boolean }> {
+  async start(input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal'>): Promise<{ session: SessionRecord | null; started: boolean }> {
     const { session, cancelled } = await submitRun(
       { db: this.deps.db.db, queue: this.deps.bus.queue },
-      { ...input, runId: this.runId, beforeEnqueue: this.#subscribed, signal: this.#clientGone.signal },
+      { ...input, runId: this.runId, replyTo: this.#replies.id, beforeEnqueue: this.#subscribed, signal: this.#clientGone.signal },
     );
     if (cancelled) {
       this.#settled = true;
@@ -71,9 +72,9 @@ export class ChatRun {
     await cancelRun({ db: this.deps.db.db, pubsub: this.deps.bus.pubsub }, this.runId, why);
   }
 
-  /** Stops listening on `run:<id>`. */
+  /** Stops listening for the run's events (the process's subscription stays). */
   async close(): Promise<void> {
-    const unsubscribe = await this.#subscribed.catch(() => undefined);
-    await unsubscribe?.();
+    const stop = await this.#subscribed.catch(() => undefined);
+    stop?.();
   }
 }

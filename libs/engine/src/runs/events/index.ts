@@ -1,5 +1,6 @@
 /**
- * Both ends of the run event protocol on `run:<id>`: the worker's publisher and the gateway's
+ * Both ends of the run event protocol on `run:<id>` (or the waiting gateway's `replies:<id>`,
+ * demultiplexed by `GatewayReplies`): the worker's publisher and the gateway's
  * queue and relay. The rule they share: every event of a run carries `seq`, starting at 0 and
  * contiguous, in publish order; an `error` may come at any seq and ends the run like `done`.
  * The publisher keeps it (text deltas coalesce, other events wait for the text before them);
@@ -10,3 +11,4 @@
 export { RunEventPublisher, type EventBody } from './publisher.js';
 export { EventGapError, RunEventQueue } from './queue.js';
 export { RunRelay, storedEnding, type RelayNext } from './relay.js';
+export { GatewayReplies, runEventChannel } from './replies.js';

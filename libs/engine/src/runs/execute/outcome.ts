@@ -26,16 +26,21 @@ export async function deliverAnswer(
   const usage: JsonValue | null = answer.usage;
   const turn = [...asked.newTurns, ...answer.added.map(sessionMessage)];
   let replyId: string | undefined;
+  const finish = { status: 'succeeded' as const, output, usage, streamed: progress.streamed };
   // All or nothing, retried while the database is away: a repeat after a lost commit finds
-  // the run ended and writes nothing (the relay then reads the stored answer).
+  // the run ended and writes nothing (the relay then reads the stored answer). One UPDATE is
+  // atomic on its own: the transaction (two more round trips) only when rows go with it.
+  const alone = !run.sessionId && !asked.request.reply;
   const committed = await retryWhileDbDown(log, 'commit the answer', () =>
-    deps.db.transaction().execute(async (tx) => {
-      replyId = undefined;
-      const ok = await finishRun(tx, run.id, { status: 'succeeded', output, usage });
-      if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, turn);
-      if (ok && asked.request.reply) replyId = await deps.replies.queue(tx, run.id, asked.request.reply, output);
-      return ok;
-    }),
+    alone
+      ? finishRun(deps.db, run.id, finish)
+      : deps.db.transaction().execute(async (tx) => {
+          replyId = undefined;
+          const ok = await finishRun(tx, run.id, finish);
+          if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, turn);
+          if (ok && asked.request.reply) replyId = await deps.replies.queue(tx, run.id, asked.request.reply, output);
+          return ok;
+        }),
   );
   await deps.replies.enqueue(replyId, log);
   if (!committed) {
@@ -86,7 +91,7 @@ export async function endCancelled({ deps, run, signal }: AgentRun, progress: Ru
   const turn = unfinishedTurn(run, progress.output);
   await retryWhileDbDown(log, 'cancel run', () =>
     deps.db.transaction().execute(async (tx) => {
-      await finishRun(tx, run.id, { status: 'cancelled', output: progress.output || null, error: 'cancelled' });
+      await finishRun(tx, run.id, { status: 'cancelled', output: progress.output || null, error: 'cancelled', streamed: progress.streamed });
       if (run.sessionId) await appendUnfinishedTurn(tx, run.sessionId, run.id, { status: 'stopped', error: 'stopped before the answer was complete', messages: turn });
     }),
   );
@@ -111,7 +116,7 @@ export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, 
   await retryWhileDbDown(log, 'fail run', () =>
     deps.db.transaction().execute(async (tx) => {
       noticeId = undefined;
-      const ok = await finishRun(tx, run.id, { status: 'failed', output: progress.output || null, error: message });
+      const ok = await finishRun(tx, run.id, { status: 'failed', output: progress.output || null, error: message, streamed: progress.streamed });
       if (ok && run.sessionId) await appendUnfinishedTurn(tx, run.sessionId, run.id, { status: 'failed', error: message, messages: unfinishedTurn(run, progress.output) });
       // A chat user would otherwise wait for an answer that never comes.
       if (ok && reply && run.source !== 'cron') noticeId = await deps.replies.queue(tx, run.id, reply, failureNotice(message));
