@@ -6,6 +6,14 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
+export {
+  compactionSettings,
+  compactSessionNow,
+  modelInfoFromDb,
+  type CompactionSettings,
+  type ModelInfo,
+} from './compaction/compaction.js';
+export { estimateTokens, tokenCounter } from './compaction/tokens.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';
