@@ -34,7 +34,7 @@ export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
 export { EventGapError, RunEventQueue } from './runs/events/queue.js';
 export { RunRelay, storedEnding } from './runs/events/relay.js';
 export { checkSchedule, nextTick } from './runs/schedule.js';
-export { buildConversation } from './runs/execute/conversation.js';
+export { agentNode, buildConversation } from './runs/execute/conversation.js';
 export { retryWhileDbDown } from './runs/execute/db-retry.js';
 export { type RunDeps, type RunMetrics, type RunReplies } from './runs/execute/deps.js';
 export { runAgent } from './runs/execute/run-agent.js';

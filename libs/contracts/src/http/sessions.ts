@@ -28,8 +28,19 @@ export const SessionMessage = Type.Object({
   name: Type.Optional(Type.String()),
   runId: Type.Union([Type.String(), Type.Null()]),
   createdAt: IsoDate,
+  /** When a summary took its place in the model's context (absent: sent as it is, within the history window). */
+  compactedAt: Type.Optional(IsoDate),
 });
 export type SessionMessage = Static<typeof SessionMessage>;
 
 export const SessionMessages = Type.Array(SessionMessage);
 export type SessionMessages = Static<typeof SessionMessages>;
+
+/** `POST /sessions/{id}/compact`: how many stored messages the summary now stands for, and the summary sent in their place. */
+export const SessionCompaction = Type.Object({
+  /** Messages marked compacted by this call (0: nothing older than the kept recent messages). */
+  compacted: Type.Integer(),
+  /** The session's summary after the call (null when it was never compacted). */
+  summary: Type.Union([Type.String(), Type.Null()]),
+});
+export type SessionCompaction = Static<typeof SessionCompaction>;

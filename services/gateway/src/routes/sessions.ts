@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { SessionList, SessionMessages, SuccessBody } from '@agentry/contracts';
+import { SessionCompaction, SessionList, SessionMessages, SuccessBody } from '@agentry/contracts';
+import { agentNode, compactionSettings, compactSessionNow, ModelProviders } from '@agentry/engine';
 import {
   clearSessions as clearStoredSessions,
   findSessionByKey,
+  getRuleChain,
   getSession,
   listSessionMessages,
   listSessions as listStoredSessions,
@@ -36,6 +38,10 @@ const ListSessions = {
 };
 /** `{id}` of a session named by the client's key instead of Agentry's id. */
 const BY_KEY = '-';
+const CompactSession = {
+  params: Type.Object({ id: Type.String({ description: "the session's id" }) }),
+  response: { 200: SessionCompaction },
+};
 const ListMessages = {
   params: Type.Object({ id: Type.String({ description: `the session's id, or "${BY_KEY}" to name it by agentId and sessionKey` }) }),
   querystring: Type.Object({
@@ -56,6 +62,63 @@ export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   api.post('/sessions/clear', { config: { access: 'user' }, schema: ClearSessions }, clearSessions(deps));
   api.get('/sessions', { config: { access: 'user' }, schema: ListSessions }, listSessions(deps));
   api.get('/sessions/:id/messages', { config: { access: 'user' }, schema: ListMessages }, listMessages(deps));
+  const models = lazyModels(deps);
+  app.addHook('onClose', () => models.close());
+  api.post('/sessions/:id/compact', { config: { access: 'user' }, schema: CompactSession }, compactSession(deps, models));
+}
+
+/**
+ * The gateway's own model client, made on the first forced compaction: the summary is one
+ * model call with no tools, so the route makes it itself and answers with the result, rather
+ * than enqueueing a job for a worker and waiting for its answer on the bus.
+ */
+function lazyModels(deps: GatewayDeps): { get(): Promise<ModelProviders>; close(): Promise<void> } {
+  let started: Promise<ModelProviders> | undefined;
+  return {
+    get() {
+      started ??= (async () => {
+        const r = deps.config.current.reliability;
+        const providers = new ModelProviders({
+          db: deps.db.db,
+          secrets: deps.secrets,
+          config: () => deps.config.current,
+          bus: deps.bus,
+          logger: deps.logger,
+          timeouts: { connectMs: r.provider_connect_ms, firstTokenMs: r.provider_first_token_ms, totalMs: r.provider_total_ms, retries: r.provider_retries, backoffMs: r.provider_backoff_ms },
+        });
+        await providers.start();
+        return providers;
+      })();
+      return started;
+    },
+    async close() {
+      if (started) await (await started).close();
+    },
+  };
+}
+
+function compactSession(deps: GatewayDeps, models: ReturnType<typeof lazyModels>) {
+  return async function compactSession(req: TypedRequest<typeof CompactSession>): Promise<SessionCompaction> {
+    const session = await namedSession(deps, req.principal, req.params, {});
+    const agent = await getRuleChain(deps.db.db, session.agentId);
+    const config = agent?.kind === 'agent' ? agentNode(agent.dsl) : undefined;
+    if (!config) throw new Errors.VALIDATION(`agent "${session.agentId}" of the session has no ai/agent node to summarise with`);
+    const providers = await models.get();
+    const defaults = deps.config.current.agents.defaults.session;
+    // The provider's own timeouts bound the call; a client that goes away does not stop it (its summary is kept).
+    const signal = new AbortController().signal;
+    return compactSessionNow(
+      { db: deps.db.db, logger: deps.logger, stream: (r) => providers.stream(r) },
+      {
+        sessionId: session.id,
+        config,
+        settings: compactionSettings(defaults.compaction, config.compaction),
+        info: await providers.modelInfo({ provider: config.provider, model: config.model }),
+        limit: defaults.max_messages,
+        signal,
+      },
+    );
+  };
 }
 
 function clearSessions(deps: GatewayDeps) {
@@ -129,6 +192,7 @@ function listMessages(deps: GatewayDeps) {
       ...(m.name ? { name: m.name } : {}),
       runId: m.runId,
       createdAt: iso(m.createdAt),
+      ...(m.compactedAt ? { compactedAt: iso(m.compactedAt) } : {}),
     }));
   };
 }
