@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Tiktoken, getEncodingNameForModel, type TiktokenBPE, type TiktokenEncoding, type TiktokenModel } from 'js-tiktoken/lite';
 import type { ChatMessage } from '../models/types.js';
 
@@ -53,7 +54,27 @@ export async function tokenCounter(model: string | undefined): Promise<TokenCoun
   }
   const tiktoken = await encoder;
   // Special-token text in a user message is counted as plain text, as a provider would receive it.
-  return { exact: true, count: (text) => tiktoken.encode(text, [], []).length };
+  const encode = (text: string) => tiktoken.encode(text, [], []).length;
+  return { exact: true, count: (text) => (text.length < CACHED_FROM_CHARS ? encode(text) : cachedCount(encoding, text, encode)) };
+}
+
+/**
+ * Stored messages are counted again at every turn of their session; encoding 100 kB takes about
+ * 150 ms, hashing it well under 1 ms, so long texts are counted once per encoding (a bounded
+ * map, oldest entries out first).
+ */
+const CACHED_FROM_CHARS = 512;
+const MAX_CACHED = 50_000;
+const counted = new Map<string, number>();
+
+function cachedCount(encoding: TiktokenEncoding, text: string, encode: (text: string) => number): number {
+  const key = `${encoding}:${createHash('sha1').update(text).digest('base64')}`;
+  const hit = counted.get(key);
+  if (hit !== undefined) return hit;
+  const n = encode(text);
+  if (counted.size >= MAX_CACHED) counted.delete(counted.keys().next().value!);
+  counted.set(key, n);
+  return n;
 }
 
 /** Tokens one message costs: its text, its tool calls, and the per-message overhead. */
