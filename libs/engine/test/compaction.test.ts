@@ -88,4 +88,19 @@ describe('sliding window (strategy sliding_window)', () => {
     expect(stored).toHaveLength(8);
     expect(stored.filter((x) => x.compactedAt)).toEqual([]);
   });
+
+  it('mode off (the defaults, the agent not overriding it) sends the whole history window, over budget or not', async () => {
+    const session = await ensureSession(handle.db, { agentId: 'win', sessionKey: 'off' });
+    const long = 'word '.repeat(200);
+    await appendMessages(handle.db, session.id, 'r1', [1, 2, 3, 4].map((i) => ({ role: i % 2 ? ('user' as const) : ('assistant' as const), content: `${i} ${long}` })));
+    await insertRun(handle.db, { id: 'run_off', agentId: 'win', sessionId: session.id, source: 'api', request: { messages: [{ role: 'user', content: 'now?' }] } });
+    const { deps, record } = fakeRunDeps(handle.db, {
+      stream: answer,
+      modelInfo: async () => ({ provider: 'p', model: 'gpt-4o', contextWindow: 500 }),
+      compaction: () => ({ mode: 'off', strategy: 'summary', keep_recent_count: 1, target_tokens_percent: 50, min_messages_to_compact: 1 }),
+    });
+    await runAgent(deps, (await claimRun(handle.db, 'run_off'))!, new AbortController().signal);
+    expect(record.calls).toHaveLength(1);
+    expect(record.calls[0]!.messages).toHaveLength(6);
+  });
 });
