@@ -22,6 +22,7 @@ import type {
   RuleListItem,
   SendMessage,
   Session,
+  SessionCompaction,
   SessionFilter,
   SessionMessage,
   Skill,
@@ -192,6 +193,7 @@ export class AgentryClient {
     listAll: (q: { agentId?: string } = {}) => allPages((p) => this.sessions.list({ ...q, ...p })),
     messages: (id: string) => this.http.request<SessionMessage[]>('GET', `/sessions/${seg(id)}/messages`),
     clear: (filter: SessionFilter) => this.http.request<Success>('POST', '/sessions/clear', { json: filter }),
+    compact: (id: string) => this.http.request<SessionCompaction>('POST', `/sessions/${seg(id)}/compact`),
   };
 
   readonly channels = {

@@ -31,6 +31,7 @@ export type {
   RuleListItem,
   Session,
   SessionMessage,
+  SessionCompaction,
   ConfigDocument as ConfigView,
   LoginResult,
   UserRole,

@@ -14,6 +14,7 @@ export interface Database {
   channel_accounts: ChannelAccountsTable;
   sessions: SessionsTable;
   session_messages: SessionMessagesTable;
+  session_summaries: SessionSummariesTable;
   runs: RunsTable;
   model_providers: ModelProvidersTable;
   cron_jobs: CronJobsTable;
@@ -168,6 +169,17 @@ export interface SessionMessagesTable {
   /** `ok`: a completed turn; `failed` / `stopped`: kept to be shown, never sent to the model. */
   status: ColumnType<SessionMessageStatus, SessionMessageStatus | undefined, SessionMessageStatus>;
   error: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: TimestampDefaultNow;
+  /** Set when a summary took this message's place in the model's context (the row stays for the UI). */
+  compacted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** A summary sent in place of a session's messages up to `through_message_id` (the newest one counts). */
+export interface SessionSummariesTable {
+  id: Generated<number>;
+  session_id: string;
+  content: string;
+  through_message_id: number;
   created_at: TimestampDefaultNow;
 }
 

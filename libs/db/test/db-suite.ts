@@ -2,7 +2,13 @@ import { sql, type Migration } from 'kysely';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   MigrationError,
+  appendMessages,
+  clearSessions,
   deleteExpired,
+  ensureSession,
+  listSessionMessages,
+  loadContext,
+  saveCompaction,
   deleteSetting,
   finishRun,
   insertRuleChain,
@@ -233,6 +239,28 @@ export function defineDbSuite(get: () => DbHandle): void {
       const taken = await caught(insertRun(db, { id: `${agent}-run`, agentId: agent, sessionId: null, source: 'api', request: {} }));
       expect([isForeignKeyViolation(taken), isUniqueViolation(taken)]).toEqual([false, true]);
       expect([isForeignKeyViolation(null), isForeignKeyViolation(new Error('23503'))]).toEqual([false, false]);
+    });
+  });
+
+  describe('session compaction', () => {
+    it('a summary stands in for the messages it covers: marked, kept, left out of the context; the newest summary counts', async () => {
+      const { db } = get();
+      await insertRuleChain(db, { id: 'compact-agent', kind: 'agent', agentId: null, name: 'c', category: null, dsl: {} });
+      const s = await ensureSession(db, { agentId: 'compact-agent', sessionKey: `k-${Date.now()}` });
+      await appendMessages(db, s.id, 'r1', [1, 2, 3, 4, 5, 6].map((i) => ({ role: i % 2 ? ('user' as const) : ('assistant' as const), content: `m${i}` })));
+      const before = await loadContext(db, s.id, 100);
+      expect(before.summary).toBeNull();
+      expect(before.messages.map((m) => m.content)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
+      expect(await saveCompaction(db, s.id, 'first summary', before.messages[1]!.id)).toBe(2);
+      expect(await saveCompaction(db, s.id, 'second summary', before.messages[3]!.id)).toBe(2);
+      const after = await loadContext(db, s.id, 100);
+      expect(after).toEqual({ summary: 'second summary', messages: before.messages.slice(4) });
+      // The window counts only what is still sent.
+      expect((await loadContext(db, s.id, 1)).messages.map((m) => m.content)).toEqual(['m6']);
+      const all = await listSessionMessages(db, s.id);
+      expect(all.map((m) => m.compactedAt instanceof Date)).toEqual([true, true, true, true, false, false]);
+      await clearSessions(db, { agentId: 'compact-agent' });
+      expect(await loadContext(db, s.id, 100)).toEqual({ summary: null, messages: [] });
     });
   });
 

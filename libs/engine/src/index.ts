@@ -6,6 +6,14 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
+export {
+  compactionSettings,
+  compactSessionNow,
+  modelInfoFromDb,
+  type CompactionSettings,
+  type ModelInfo,
+} from './compaction/compaction.js';
+export { estimateTokens, tokenCounter } from './compaction/tokens.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';
@@ -29,7 +37,7 @@ export { EventGapError, RunEventQueue } from './runs/events/queue.js';
 export { RunRelay, storedEnding } from './runs/events/relay.js';
 export { GatewayReplies, runEventChannel } from './runs/events/replies.js';
 export { checkSchedule, nextTick } from './runs/schedule.js';
-export { buildConversation } from './runs/execute/conversation.js';
+export { agentNode, buildConversation } from './runs/execute/conversation.js';
 export { retryWhileDbDown } from './runs/execute/db-retry.js';
 export { type RunDeps, type RunMetrics, type RunReplies } from './runs/execute/deps.js';
 export { runAgent } from './runs/execute/run-agent.js';

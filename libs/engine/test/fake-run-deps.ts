@@ -34,6 +34,9 @@ export function fakeRunDeps(db: Db, overrides: Partial<RunDeps> = {}): { deps: R
     loadSkills: (agentId) => listSkills(db, { scope: 'all', agentId }),
     secrets: { seal: (plain) => plain, open: (sealed) => sealed },
     maxMessages: 50,
+    // Compaction needs a model's context_window: the fakes know none unless a test passes `modelInfo`.
+    compaction: () => ({ mode: 'auto', strategy: 'summary', keep_recent_count: 10, target_tokens_percent: 70, min_messages_to_compact: 20 }),
+    modelInfo: async () => undefined,
     maxFileBytes: 1024 * 1024,
     allowUnsandboxedBash: () => false,
     builtin: {},

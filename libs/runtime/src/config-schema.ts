@@ -324,6 +324,31 @@ export const ConfigSchema = Type.Object(
             session: Type.Object(
               {
                 max_messages: Type.Integer({ minimum: 1, default: 100, description: 'history window: stored messages sent with each turn' }),
+                compaction: Type.Object(
+                  {
+                    mode: Type.Union([Type.Literal('off'), Type.Literal('auto')], {
+                      default: 'auto',
+                      description: "auto: before a turn whose context would pass the budget, older turns are compacted; off: only max_messages bounds the context",
+                    }),
+                    strategy: Type.Union([Type.Literal('summary'), Type.Literal('sliding_window')], {
+                      default: 'summary',
+                      description: "summary: the agent's model summarises the older turns into a stored summary sent in their place (a failed call falls back to sliding_window); sliding_window: the oldest turns are left out of that turn",
+                    }),
+                    keep_recent_count: Type.Integer({ minimum: 1, default: 10, description: 'newest stored messages always sent as they are (never summarised)' }),
+                    target_tokens_percent: Type.Integer({
+                      minimum: 1,
+                      maximum: 100,
+                      default: 70,
+                      description: "the budget: this percent of the model's context_window (models without one are never compacted)",
+                    }),
+                    min_messages_to_compact: Type.Integer({
+                      minimum: 1,
+                      default: 20,
+                      description: 'a session with fewer stored messages in its context is not summarised (a turn over budget drops its oldest instead)',
+                    }),
+                  },
+                  { additionalProperties: false, default: {}, description: 'context compaction (TpClaw shape); agents override any field in their ai/agent node' },
+                ),
               },
               { additionalProperties: true, default: {} },
             ),

@@ -7,8 +7,10 @@ import {
   ModelProviders,
   ScriptSandbox,
   builtinTools,
+  modelInfoFromDb,
   type ModelCallRequest,
   type ModelEvent,
+  type ModelInfo,
   type RunDeps,
   type RunMetrics,
   type ToolDefinition,
@@ -63,7 +65,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     watchdog,
     turns: new SessionTurnGate(runtime.db.db, logger, opts.sessionPollMs ?? 100),
     running,
-    agent: sharedRunDeps(runtime, { ...shared, stream: models.stream, builtin: opts.builtin ?? builtinTools }),
+    agent: sharedRunDeps(runtime, { ...shared, stream: models.stream, modelInfo: models.modelInfo, builtin: opts.builtin ?? builtinTools }),
   });
   const consumer = consumeRuns(runtime, handleRun, concurrency);
 
@@ -145,6 +147,7 @@ function sharedRunDeps(
   runtime: Runtime,
   parts: {
     stream: MeasuredStream;
+    modelInfo: RunDeps['modelInfo'];
     chains: RunDeps['chains'];
     agents: AgentCache;
     skills: SkillsCache;
@@ -164,6 +167,8 @@ function sharedRunDeps(
     loadSkills: (agentId) => parts.skills.get(agentId),
     secrets: runtime.secrets,
     maxMessages: runtime.config.current.agents.defaults.session.max_messages,
+    compaction: () => runtime.config.current.agents.defaults.session.compaction,
+    modelInfo: parts.modelInfo,
     maxFileBytes: runtime.config.current.workspace.max_file_bytes,
     allowUnsandboxedBash: () => runtime.config.current.security.allowUnsandboxedBash,
     builtin: parts.builtin,
@@ -194,7 +199,7 @@ function runMetrics(registry: Registry): RunMetrics {
 async function modelClient(
   runtime: Runtime,
   testStream: AgentWorkerOptions['stream'],
-): Promise<{ stream: MeasuredStream; close: () => Promise<void> }> {
+): Promise<{ stream: MeasuredStream; modelInfo: (req: { provider?: string; model?: string }) => Promise<ModelInfo | undefined>; close: () => Promise<void> }> {
   let providers: ModelProviders | undefined;
   if (!testStream) {
     const r = runtime.config.current.reliability;
@@ -215,7 +220,10 @@ async function modelClient(
     await providers.start();
   }
   const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, () => runtime.config.current.models.default_provider);
-  return { stream, close: async () => providers?.close() };
+  // Context windows come from the providers' cached rows; a test's stream has no cache, so the rows are read.
+  const modelInfo = (req: { provider?: string; model?: string }) =>
+    providers ? providers.modelInfo(req) : modelInfoFromDb(runtime.db.db, runtime.config.current.models.default_provider, req);
+  return { stream, modelInfo, close: async () => providers?.close() };
 }
 
 /** A model call on behalf of an agent (the label of its token counts). */

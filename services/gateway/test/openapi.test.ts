@@ -50,6 +50,7 @@ const BODYLESS_WRITES = new Set([
   'POST /api/v1/agents/{agentId}/rules/{id}/reload',
   'POST /api/v1/config/models/providers/{name}/test',
   'POST /api/v1/config/models/reload',
+  'POST /api/v1/sessions/{id}/compact',
 ]);
 
 /**

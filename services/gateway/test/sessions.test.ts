@@ -56,6 +56,26 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
     await close();
   });
 
+  it('POST /sessions/{id}/compact: only the owner (or an admin) reaches the session; a model that cannot answer is a 502 that marks nothing', async () => {
+    const id = await conversation('user:carol', 'long-chat', 'turn 1');
+    for (let i = 2; i <= 6; i++) await appendMessages(h.runtime.db.db, id, `run-${i}`, [{ role: 'user', content: `turn ${i}` }, { role: 'assistant', content: `re: turn ${i}` }]);
+    const theirs = await call('POST', `/sessions/${id}/compact`, 'dave');
+    expect(theirs.statusCode).toBe(404);
+    expect(theirs.json()).toEqual({ error: `Not found: session "${id}"` });
+    // Nothing older than the 10 kept messages of a 2-message session: no model call needed.
+    const small = await conversation('user:carol', 'short-chat', 'hi');
+    const nothing = await call('POST', `/sessions/${small}/compact`, 'carol');
+    expect(nothing.statusCode).toBe(200);
+    expect(nothing.json()).toEqual({ compacted: 0, summary: null });
+    // p1 points at a closed port: the summary call fails, the session stays as it was.
+    const failed = await call('POST', `/sessions/${id}/compact`, 'carol');
+    expect(failed.statusCode).toBe(502);
+    expect(failed.json()).toEqual({ error: expect.stringContaining('could not summarise') });
+    const messages = await call('GET', `/sessions/${id}/messages`, 'admin');
+    expect(messages.json()).toHaveLength(12);
+    expect(messages.json().filter((m: { compactedAt?: string }) => m.compactedAt)).toEqual([]);
+  });
+
   it('GET /sessions/-/messages?agentId=&sessionKey= reads the caller\'s session by the key it chats with', async () => {
     await conversation('user:carol', 'team-chat', 'carol asks');
     await conversation('user:dave', 'team-chat', 'dave asks');

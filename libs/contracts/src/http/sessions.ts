@@ -35,6 +35,8 @@ export const SessionMessage = Type.Object({
   /** Why that turn ended. */
   error: Type.Optional(Type.String()),
   createdAt: IsoDate,
+  /** When a summary took its place in the model's context (absent: sent as it is, within the history window). */
+  compactedAt: Type.Optional(IsoDate),
 });
 export type SessionMessage = Static<typeof SessionMessage>;
 
@@ -44,3 +46,12 @@ export type SessionMessages = Static<typeof SessionMessages>;
 /** `PATCH /sessions/{id}`: the owner's title for the conversation. */
 export const SessionRename = Type.Object({ title: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
 export type SessionRename = Static<typeof SessionRename>;
+
+/** `POST /sessions/{id}/compact`: how many stored messages the summary now stands for, and the summary sent in their place. */
+export const SessionCompaction = Type.Object({
+  /** Messages marked compacted by this call (0: nothing older than the kept recent messages). */
+  compacted: Type.Integer(),
+  /** The session's summary after the call (null when it was never compacted). */
+  summary: Type.Union([Type.String(), Type.Null()]),
+});
+export type SessionCompaction = Static<typeof SessionCompaction>;

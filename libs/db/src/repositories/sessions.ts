@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Db } from '../handle.js';
+import { inTransaction } from '../transaction.js';
 import type { Database, JsonValue, SessionMessageStatus } from '../tables.js';
 
 export interface SessionRecord {
@@ -129,6 +130,64 @@ export async function loadHistory(db: Db, sessionId: string, limit: number, opts
   }));
 }
 
+/** A stored message with its id (what a compaction names as its last). */
+export type StoredSessionMessage = SessionMessage & { id: number };
+
+/**
+ * What a turn's context is made of: the session's newest summary (null when never compacted) and
+ * the last `limit` messages it does not cover, oldest first.
+ */
+export async function loadContext(db: Db, sessionId: string, limit: number): Promise<{ summary: string | null; messages: StoredSessionMessage[] }> {
+  const [summary, rows] = await Promise.all([
+    db
+      .selectFrom('session_summaries')
+      .select('content')
+      .where('session_id', '=', sessionId)
+      .orderBy('through_message_id', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst(),
+    db
+      .selectFrom('session_messages')
+      .select(['id', 'role', 'content', 'tool_calls', 'tool_call_id', 'name'])
+      .where('session_id', '=', sessionId)
+      .where('compacted_at', 'is', null)
+      // A failed or stopped turn is shown to people, never sent to the model (docs/web-ui.md).
+      .where('status', '=', 'ok')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute(),
+  ]);
+  const messages = rows.reverse().map((r) => ({
+    id: Number(r.id),
+    role: r.role as SessionMessage['role'],
+    content: r.content,
+    ...(r.tool_calls !== null ? { toolCalls: r.tool_calls } : {}),
+    ...(r.tool_call_id !== null ? { toolCallId: r.tool_call_id } : {}),
+    ...(r.name !== null ? { name: r.name } : {}),
+  }));
+  return { summary: summary?.content ?? null, messages };
+}
+
+/**
+ * Stores a summary covering the session's messages up to `throughMessageId` and marks them
+ * compacted, in one transaction: a turn reads either the old context or the new one, never a
+ * summary without its messages marked (which would send them twice).
+ */
+export async function saveCompaction(db: Db, sessionId: string, content: string, throughMessageId: number): Promise<number> {
+  return inTransaction(db, async (tx) => {
+    await tx.insertInto('session_summaries').values({ session_id: sessionId, content, through_message_id: throughMessageId }).execute();
+    const marked = await tx
+      .updateTable('session_messages')
+      .set({ compacted_at: sql<Date>`now()` })
+      .where('session_id', '=', sessionId)
+      .where('id', '<=', throughMessageId)
+      .where('compacted_at', 'is', null)
+      .executeTakeFirst();
+    return Number(marked.numUpdatedRows);
+  });
+}
+
 /** Appends a completed turn. Call inside the transaction that finishes the run. */
 export async function appendMessages(db: Db, sessionId: string, runId: string, messages: SessionMessage[]): Promise<void> {
   await insertTurn(db, sessionId, runId, messages, 'ok', null);
@@ -239,10 +298,10 @@ export async function deleteSession(db: Db, id: string): Promise<boolean> {
 export async function listSessionMessages(
   db: Db,
   sessionId: string,
-): Promise<Array<SessionMessage & { createdAt: Date; runId: string | null; status: SessionMessageStatus; error: string | null }>> {
+): Promise<Array<SessionMessage & { createdAt: Date; runId: string | null; status: SessionMessageStatus; error: string | null; compactedAt: Date | null }>> {
   const rows = await db
     .selectFrom('session_messages')
-    .select(['role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at', 'status', 'error'])
+    .select(['role', 'content', 'tool_calls', 'tool_call_id', 'name', 'run_id', 'created_at', 'status', 'error', 'compacted_at'])
     .where('session_id', '=', sessionId)
     .orderBy('id')
     .execute();
@@ -256,6 +315,7 @@ export async function listSessionMessages(
     createdAt: r.created_at,
     status: r.status,
     error: r.error,
+    compactedAt: r.compacted_at,
   }));
 }
 
@@ -278,6 +338,7 @@ export async function clearSessions(
   const ids = (await sessions.execute()).map((r) => r.id);
   if (ids.length === 0) return 0;
   await db.deleteFrom('session_messages').where('session_id', 'in', ids).execute();
+  await db.deleteFrom('session_summaries').where('session_id', 'in', ids).execute();
   await db.updateTable('sessions').set({ message_count: 0, title: '', updated_at: sql<Date>`now()` }).where('id', 'in', ids).execute();
   return ids.length;
 }

@@ -34,6 +34,17 @@ const Failover = Type.Object({
   params: Type.Optional(Params),
 }, { additionalProperties: false });
 
+/** Per-agent context compaction: any field given overrides `agents.defaults.session.compaction`. */
+const Compaction = Type.Object({
+  mode: Type.Optional(Type.Union([Type.Literal('off'), Type.Literal('auto')], { description: 'auto: compact before a turn over budget; off: never' })),
+  strategy: Type.Optional(
+    Type.Union([Type.Literal('summary'), Type.Literal('sliding_window')], { description: 'summary (stored, sent in place of older turns) or sliding_window (oldest turns left out)' }),
+  ),
+  keepRecentCount: Type.Optional(Type.Integer({ minimum: 1, description: 'newest stored messages always sent as they are' })),
+  targetTokensPercent: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "budget: this percent of the model's context_window" })),
+  minMessagesToCompact: Type.Optional(Type.Integer({ minimum: 1, description: 'fewer stored messages in the context are not summarised' })),
+}, { additionalProperties: false });
+
 export const AiAgentConfiguration = Type.Object({
   provider: Type.Optional(Type.String({ description: 'provider id; models.default_provider when absent' })),
   model: Type.Optional(Type.String()),
@@ -44,6 +55,7 @@ export const AiAgentConfiguration = Type.Object({
   tools: Type.Optional(Type.Array(Tool)),
   failover: Type.Optional(Type.Array(Failover)),
   disabledSkills: Type.Optional(Type.Array(Type.String())),
+  compaction: Type.Optional(Compaction),
 }, { additionalProperties: false });
 
 /**

@@ -4,6 +4,7 @@ import { AppError, Errors } from '@agentry/errors';
 import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import { getProvider, type Db, type ProviderRecord } from '@agentry/db';
 import { ConnectTimeoutError, createProviderFetch, sawDone, type ProviderFetch } from './http.js';
+import { modelInfoOf, type ModelInfo } from '../compaction/compaction.js';
 import { resolveModel } from './resolve.js';
 import { DEFAULT_MODEL_TIMEOUTS, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './types.js';
 
@@ -146,6 +147,13 @@ export class ModelProviders {
   }
 
   /** The primary target (unknown: a VALIDATION error naming it), then the usable failover ones. */
+  /** The model a provider and name resolve to, with its `context_window` (from the cached row); undefined when unknown. */
+  async modelInfo(req: { provider?: string; model?: string }): Promise<ModelInfo | undefined> {
+    const provider = req.provider || this.#deps.config().models.default_provider;
+    const entry = provider ? await this.#provider(provider) : undefined;
+    return entry ? modelInfoOf(provider, entry.record, req.model) : undefined;
+  }
+
   async #targets(req: ModelCallRequest): Promise<Target[]> {
     const providerId = req.provider || this.#deps.config().models.default_provider;
     if (!providerId) throw new Errors.VALIDATION('no model provider: the agent names none and models.default_provider is not set');

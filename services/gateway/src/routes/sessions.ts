@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Session, SessionList, SessionMessages, SessionRename, SuccessBody } from '@agentry/contracts';
-import { cancelRun } from '@agentry/engine';
+import { Session, SessionCompaction, SessionList, SessionMessages, SessionRename, SuccessBody } from '@agentry/contracts';
+import { agentNode, cancelRun, compactionSettings, compactSessionNow, ModelProviders } from '@agentry/engine';
 import {
   activeRunIdsOfSession,
   clearSessions as clearStoredSessions,
   deleteSession as deleteStoredSession,
   findSessionByKey,
+  getRuleChain,
   getSession,
   listSessionMessages,
   listSessions as listStoredSessions,
@@ -45,6 +46,10 @@ const RenameSession = { params: SessionId, body: SessionRename, response: { 200:
 const DeleteSession = { params: SessionId, response: { 200: SuccessBody } };
 /** `{id}` of a session named by the client's key instead of Agentry's id. */
 const BY_KEY = '-';
+const CompactSession = {
+  params: Type.Object({ id: Type.String({ description: "the session's id" }) }),
+  response: { 200: SessionCompaction },
+};
 const ListMessages = {
   params: Type.Object({ id: Type.String({ description: `the session's id, or "${BY_KEY}" to name it by agentId and sessionKey` }) }),
   querystring: Type.Object({
@@ -68,6 +73,9 @@ export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   // Owner-only like every session route: another principal's session answers as a missing one.
   api.patch('/sessions/:id', { config: { access: 'user' }, schema: RenameSession }, renameSession(deps));
   api.delete('/sessions/:id', { config: { access: 'user' }, schema: DeleteSession }, deleteSession(deps));
+  const models = lazyModels(deps);
+  app.addHook('onClose', () => models.close());
+  api.post('/sessions/:id/compact', { config: { access: 'user' }, schema: CompactSession }, compactSession(deps, models));
 }
 
 /** The session `id` names if the caller may see it (its own; any for admins), else a 404. */
@@ -112,6 +120,60 @@ function deleteSession(deps: GatewayDeps) {
     await Promise.all(active.map((runId) => cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, runId, 'the session was deleted')));
     await deleteStoredSession(deps.db.db, session.id);
     return { success: true, message: `deleted session "${session.title || session.sessionKey}"` };
+  };
+}
+
+/**
+ * The gateway's own model client, made on the first forced compaction: the summary is one
+ * model call with no tools, so the route makes it itself and answers with the result, rather
+ * than enqueueing a job for a worker and waiting for its answer on the bus.
+ */
+function lazyModels(deps: GatewayDeps): { get(): Promise<ModelProviders>; close(): Promise<void> } {
+  let started: Promise<ModelProviders> | undefined;
+  return {
+    get() {
+      started ??= (async () => {
+        const r = deps.config.current.reliability;
+        const providers = new ModelProviders({
+          db: deps.db.db,
+          secrets: deps.secrets,
+          config: () => deps.config.current,
+          bus: deps.bus,
+          logger: deps.logger,
+          timeouts: { connectMs: r.provider_connect_ms, firstTokenMs: r.provider_first_token_ms, totalMs: r.provider_total_ms, retries: r.provider_retries, backoffMs: r.provider_backoff_ms },
+        });
+        await providers.start();
+        return providers;
+      })();
+      return started;
+    },
+    async close() {
+      if (started) await (await started).close();
+    },
+  };
+}
+
+function compactSession(deps: GatewayDeps, models: ReturnType<typeof lazyModels>) {
+  return async function compactSession(req: TypedRequest<typeof CompactSession>): Promise<SessionCompaction> {
+    const session = await namedSession(deps, req.principal, req.params, {});
+    const agent = await getRuleChain(deps.db.db, session.agentId);
+    const config = agent?.kind === 'agent' ? agentNode(agent.dsl) : undefined;
+    if (!config) throw new Errors.VALIDATION(`agent "${session.agentId}" of the session has no ai/agent node to summarise with`);
+    const providers = await models.get();
+    const defaults = deps.config.current.agents.defaults.session;
+    // The provider's own timeouts bound the call; a client that goes away does not stop it (its summary is kept).
+    const signal = new AbortController().signal;
+    return compactSessionNow(
+      { db: deps.db.db, logger: deps.logger, stream: (r) => providers.stream(r) },
+      {
+        sessionId: session.id,
+        config,
+        settings: compactionSettings(defaults.compaction, config.compaction),
+        info: await providers.modelInfo({ provider: config.provider, model: config.model }),
+        limit: defaults.max_messages,
+        signal,
+      },
+    );
   };
 }
 
@@ -170,6 +232,7 @@ function listMessages(deps: GatewayDeps) {
       runId: m.runId,
       ...(m.status !== 'ok' ? { status: m.status, error: m.error ?? '' } : {}),
       createdAt: iso(m.createdAt),
+      ...(m.compactedAt ? { compactedAt: iso(m.compactedAt) } : {}),
     }));
   };
 }

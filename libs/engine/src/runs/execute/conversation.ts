@@ -17,19 +17,28 @@ export function nodesOf(dsl: JsonValue): Array<{ type?: string; configuration?: 
   return (dsl as { metadata?: { nodes?: Array<{ type?: string; configuration?: unknown }> } } | null)?.metadata?.nodes ?? [];
 }
 
+/** What introduces a session's summary in the system message. */
+export const SUMMARY_HEADING = 'Summary of the earlier conversation (its messages were compacted):';
+
 /**
  * The conversation sent to the answering agent's model. System prompt: the agent's instructions
  * (`agentInstructions`), then any `system` messages of the request. Without a session, the
  * request's messages are the whole context (as in the OpenAI API). With one, the stored history
  * is the context and only the request's trailing user messages (after its last assistant
- * message) are new, or all of them with `sessionTurns: 'all'`.
+ * message) are new, or all of them with `sessionTurns: 'all'`. A compacted session's summary
+ * ends the system message: it stands in for the stored messages it covers.
  */
 export function buildConversation(
   instructions: string,
   request: RunRequest,
   history: SessionMessage[] | null,
+  summary: string | null = null,
 ): { messages: ChatMessage[]; newTurns: SessionMessage[] } {
-  const system = [instructions, ...request.messages.filter((m) => m.role === 'system').map((m) => m.content)]
+  const system = [
+    instructions,
+    ...request.messages.filter((m) => m.role === 'system').map((m) => m.content),
+    ...(summary ? [`${SUMMARY_HEADING}\n${summary}`] : []),
+  ]
     .filter((s) => s.trim() !== '')
     .join('\n\n');
   const rest = request.messages.filter((m) => m.role !== 'system');

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { InvalidateMessage, RunEvent, RunReply } from '@agentry/contracts';
 import type { Db, FinalRunStatus, RuleChainRow, RunRecord, RunSource, SkillRow } from '@agentry/db';
 import type { LoopEvent } from '../../agent/loop.js';
+import type { CompactionSettings, ModelInfo } from '../../compaction/compaction.js';
 import type { ChainRunner } from '../../chain/runner.js';
 import type { SecretSealer } from '../../definition-secrets.js';
 import type { ModelCallRequest, ModelEvent } from '../../models/types.js';
@@ -27,6 +28,10 @@ export interface RunDeps {
   secrets: SecretSealer;
   /** History window of a session. */
   maxMessages: number;
+  /** `agents.defaults.session.compaction`, read at each run (an agent's own fields override it). */
+  compaction(): CompactionSettings;
+  /** The model a provider and model name resolve to, with its `context_window` (undefined: unknown provider or model). */
+  modelInfo(req: { provider?: string; model?: string }): Promise<ModelInfo | undefined>;
   /** `workspace.max_file_bytes`: the workspace tools write no larger file (as the workspace routes). */
   maxFileBytes: number;
   /** `security.allowUnsandboxedBash`, read at each run (it may change live). */

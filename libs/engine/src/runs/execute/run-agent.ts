@@ -1,13 +1,14 @@
 import { Value } from 'typebox/value';
 import { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
-import { loadHistory, type RuleChainRow, type RunRecord } from '@agentry/db';
+import type { RuleChainRow, RunRecord } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
 import { runAgentChain, type Answer, type ClientTurn } from './chain-run.js';
 import { agentNode, buildConversation, nodesOf } from './conversation.js';
 import type { AgentRun, RunDeps } from './deps.js';
 import { deliverAnswer, endCancelled, endFailed } from './outcome.js';
 import { RunProgress } from './progress.js';
+import { sessionConversation } from './session-context.js';
 import { readAgent } from './stored.js';
 import { assertAgentEnabled } from '../agent-enabled.js';
 import { agentInstructions } from './system-prompt.js';
@@ -45,11 +46,11 @@ async function prepare(ctx: AgentRun, progress: RunProgress): Promise<{ agent: R
   assertAgentEnabled(agent);
   const config = agentNode(agent.dsl);
   if (!config) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" has no ai/agent node`);
-  const [history, instructions] = await Promise.all([
-    run.sessionId ? loadHistory(deps.db, run.sessionId, deps.maxMessages) : null,
-    agentInstructions(deps, config, run.agentId),
-  ]);
-  const { messages, newTurns } = buildConversation(instructions, request, history);
+  // The instructions load while the session's context does (skills and history are independent).
+  const instructions = agentInstructions(deps, config, run.agentId);
+  const { messages, newTurns } = run.sessionId
+    ? await sessionConversation(ctx, config, instructions, request, run.sessionId)
+    : buildConversation(await instructions, request, null);
   const deliver = (answer: Answer) => deliverAnswer(ctx, progress, { request, newTurns }, answer);
   return { agent, config, client: { messages, request, deliver } };
 }
