@@ -11,6 +11,7 @@ import * as retention from './20261124T000000_retention.js';
 import * as ownership from './20261125T000000_ownership.js';
 import * as usersDisabled from './20261125T010000_users_disabled.js';
 import * as cronRunsSkipped from './20261125T220000_cron_runs_skipped.js';
+import * as usage from './20261126T000000_usage.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '20261125T000000_ownership': ownership,
   '20261125T010000_users_disabled': usersDisabled,
   '20261125T220000_cron_runs_skipped': cronRunsSkipped,
+  '20261126T000000_usage': usage,
 };

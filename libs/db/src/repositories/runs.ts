@@ -18,6 +18,8 @@ export interface RunRecord {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** Who asked (`user:<name>`, `api:<account>`, ''). */
+  principal: string;
 }
 
 const COLUMNS = [
@@ -36,6 +38,7 @@ const COLUMNS = [
   'created_at',
   'started_at',
   'finished_at',
+  'principal',
 ] as const;
 
 type Row = Selectable<RunsTable>;
@@ -57,16 +60,17 @@ function toRecord(r: Row): RunRecord {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+    principal: r.principal,
   };
 }
 
 export async function insertRun(
   db: Db,
-  run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue },
+  run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue; principal?: string },
 ): Promise<RunRecord> {
   const row = await db
     .insertInto('runs')
-    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request) })
+    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request), principal: run.principal ?? '' })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
   return toRecord(row);
