@@ -59,6 +59,15 @@ const ChannelAccount = Type.Object(
     dm_policy: Type.Optional(Type.String({ description: 'private chats: allow | allowlist | disabled' })),
     group_policy: Type.Optional(Type.String({ description: 'group chats: allow | allowlist | disabled' })),
     allow_from: Type.Optional(Type.Array(Type.String(), { description: 'peers admitted by an allowlist policy' })),
+    budget: Type.Optional(
+      Type.Object(
+        {
+          tokensPerDay: Type.Optional(Type.Integer({ minimum: 0, description: 'prompt + completion tokens per UTC day; 0: no limit' })),
+          requestsPerMinute: Type.Optional(Type.Integer({ minimum: 0, description: 'chat and responses requests per minute; 0: no limit' })),
+        },
+        { additionalProperties: false, description: 'platform `api`: what the account may spend on chat' },
+      ),
+    ),
   },
   // Platforms have fields of their own (encrypt_key, bot_token, api_base, ...).
   { additionalProperties: true },
