@@ -28,6 +28,8 @@ import type {
   SkillScope,
   SkillUploadResult,
   Success,
+  UsageQuery,
+  UsageReport,
   ToolInfo,
   User,
   UserList,
@@ -192,6 +194,11 @@ export class AgentryClient {
     listAll: (q: { agentId?: string } = {}) => allPages((p) => this.sessions.list({ ...q, ...p })),
     messages: (id: string) => this.http.request<SessionMessage[]>('GET', `/sessions/${seg(id)}/messages`),
     clear: (filter: SessionFilter) => this.http.request<Success>('POST', '/sessions/clear', { json: filter }),
+  };
+
+  /** Tokens used by model calls, totalled by agent, principal, provider or day (users: their own). */
+  readonly usage = {
+    get: (q: UsageQuery = {}) => this.http.request<UsageReport>('GET', '/usage', { query: { ...q } }),
   };
 
   readonly channels = {

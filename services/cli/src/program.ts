@@ -8,6 +8,7 @@ import { configCommands } from './commands/config.js';
 import { cronCommands } from './commands/cron.js';
 import { ruleCommands } from './commands/rules.js';
 import { sessionCommands } from './commands/sessions.js';
+import { usageCommands } from './commands/usage.js';
 import { skillCommands } from './commands/skills.js';
 import { workspaceCommands } from './commands/workspace.js';
 import { userCommands } from './commands/users.js';
@@ -56,6 +57,7 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
   cronCommands(program, cli);
   channelCommands(program, cli);
   sessionCommands(program, cli);
+  usageCommands(program, cli);
   configCommands(program, cli);
   accountCommands(program, cli);
   userCommands(program, cli);
