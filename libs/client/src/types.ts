@@ -48,9 +48,11 @@ export type {
   Budget,
 } from '@agentry/contracts';
 
+import type { UsageGroupBy as UsageGroup } from '@agentry/contracts';
+
 /** `GET /usage`: `from`/`to` ISO dates or times (a date as `to` takes in the whole day); `principal` for admins. */
 export interface UsageQuery {
-  groupBy?: import('@agentry/contracts').UsageGroupBy;
+  groupBy?: UsageGroup;
   from?: string;
   to?: string;
   principal?: string;
