@@ -95,6 +95,8 @@ describe('agent-worker', () => {
       await agent(id, [{ id: 't', type: 'jsTransform', configuration: { jsScript } }, agentNode], [['t', 'a', 'Success']]);
     }
     await agent('planner', [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p', tools: [{ type: 'builtin', name: 'cron' }] } }]);
+    // The same, for the usage test (its cron job must not be the one the planner's test finds).
+    await agent('usage-planner', [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p', tools: [{ type: 'builtin', name: 'cron' }] } }]);
     await insertRuleChain(runtime.db.db, {
       id: 'w',
       kind: 'agent',
@@ -160,13 +162,13 @@ describe('agent-worker', () => {
     const principal = `api:usage-${Math.random().toString(36).slice(2)}`;
     const day = budgetCounter('tokensPerDay', principal);
     // Two model calls: the cron tool call (1 + 1 tokens), then the answer after the tool (1 + 1).
-    const { id, events } = await run('schedule it', { agentId: 'planner', principal });
+    const { id, events } = await run('schedule it', { agentId: 'usage-planner', principal });
     expect(events.at(-1)?.type).toBe('done');
     const rows = async () => runtime.db.db.selectFrom('run_usage').selectAll().where('run_id', '=', id).orderBy('id').execute();
     await waitFor(async () => (await rows()).length === 2, 5000, 20);
     expect((await rows()).map((r) => [r.agent_id, r.principal, r.provider, r.model, Number(r.prompt_tokens), Number(r.completion_tokens)])).toEqual([
-      ['planner', principal, 'p', 'm', 1, 1],
-      ['planner', principal, 'p', 'm', 1, 1],
+      ['usage-planner', principal, 'p', 'm', 1, 1],
+      ['usage-planner', principal, 'p', 'm', 1, 1],
     ]);
     await waitFor(async () => (await runtime.bus.count(day.key, 0, day.ttlMs)) === 4, 5000, 20);
     // A run nobody owns (a channel, cron) is recorded under '' and spends no budget.
