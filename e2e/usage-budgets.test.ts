@@ -21,6 +21,7 @@ import { buildGateway } from '@agentry/gateway';
 const PASSWORDS = { admin: 'admin-pass-word-1', dave: 'dave-pass-word-1' };
 const METERED_KEY = 'metered-key-0123456789abcdef';
 const OPEN_KEY = 'unmetered-key-0123456789abcdef';
+const ERIN_KEY = 'erin-key-0123456789abcdefghij';
 
 describe('usage and budgets through chat (embedded)', () => {
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-usage-'));
@@ -45,6 +46,8 @@ describe('usage and budgets through chat (embedded)', () => {
         '  requireAuth: true',
         '  users:',
         ...Object.entries(PASSWORDS).map(([u, p]) => `    ${u}: "${p}"`),
+        // The object form of an entry, with a budget (the string form cannot carry one).
+        `    erin: {password: "erin-pass-word-1", api_key: "${ERIN_KEY}", budget: {requestsPerMinute: 1}}`,
         'channels:',
         '  api:',
         '    accounts:',
@@ -133,6 +136,19 @@ describe('usage and budgets through chat (embedded)', () => {
     expect((await chat(OPEN_KEY)).statusCode).toBe(200);
     expect((await call('PUT', '/users/dave', tokens.admin, { budget: null })).statusCode).toBe(200);
     await waitFor(async () => (await chat(tokens.dave)).statusCode === 200, 3000, 50);
+  });
+
+  it("a user's budget from the configuration file applies to their API key and their JWT alike, and shows in GET /users", async () => {
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 50_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 50));
+    expect((await chat(ERIN_KEY)).statusCode).toBe(200);
+    const refused = await chat(ERIN_KEY);
+    expect(refused.statusCode).toBe(429);
+    expect((refused.json() as { error: string }).error).toContain('requestsPerMinute budget of user:erin (1 request per minute) is spent');
+    const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'erin', password: 'erin-pass-word-1' } });
+    expect((await chat((login.json() as { token: string }).token)).statusCode).toBe(429);
+    const users = (await call('GET', '/users', tokens.admin)).json() as { users: Array<{ username: string; budget?: unknown }> };
+    expect(users.users.find((u) => u.username === 'erin')?.budget).toEqual({ requestsPerMinute: 1 });
   });
 
   it('tokens per day: the file-configured account is refused once a run has spent its day', async () => {

@@ -84,12 +84,14 @@ export async function getUser(db: Db, username: string): Promise<UserRecord | un
  */
 export async function upsertSeededUser(
   db: Db,
-  user: { username: string; passwordHash: string; role: Role; fileHmac: string; apiKey?: { hash: string; sealed: string } },
+  user: { username: string; passwordHash: string; role: Role; fileHmac: string; apiKey?: { hash: string; sealed: string }; budget?: Budget | null },
 ): Promise<void> {
   const values = {
     username: user.username,
     password_hash: user.passwordHash,
     file_hmac: user.fileHmac,
+    // The file's budget replaces one set through the API only when the file's entry changed (as the password).
+    ...(user.budget !== undefined ? { budget: user.budget === null ? null : JSON.stringify(user.budget) } : {}),
     ...(user.apiKey ? { api_key_hash: user.apiKey.hash, api_key_sealed: user.apiKey.sealed } : {}),
   };
   await db

@@ -36,7 +36,7 @@ export async function enforceBudget(counter: Pick<Bus, 'count'>, logger: Logger,
     return;
   }
   if (tokens && used[0] >= budget.tokensPerDay!) refuse(reply, who, 'tokensPerDay', `${budget.tokensPerDay} tokens per day`, tokens.resetsAt, now);
-  if (requests && used[1] > budget.requestsPerMinute!) refuse(reply, who, 'requestsPerMinute', `${budget.requestsPerMinute} requests per minute`, requests.resetsAt, now);
+  if (requests && used[1] > budget.requestsPerMinute!) refuse(reply, who, 'requestsPerMinute', `${budget.requestsPerMinute} request${budget.requestsPerMinute === 1 ? '' : 's'} per minute`, requests.resetsAt, now);
 }
 
 function budgetOfPrincipal(p: Principal): Budget | undefined {
