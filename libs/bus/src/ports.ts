@@ -141,6 +141,14 @@ export interface Bus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap 
   rateLimit(key: string, rule: RateLimitRule, opts?: RateLimitOptions): Promise<RateLimitResult>;
   /** Forgets `key`'s count: its bucket is full again (a login that succeeded clears its failures). */
   clearRateLimit(key: string): Promise<void>;
+  /**
+   * Adds `by` (0: only reads) to the counter `key` and answers its new value. The counter is
+   * created at 0 with a lifetime of `ttlMs` by its first call and is gone after it: a fixed
+   * window when the caller names the window in the key (`tokens:<who>:<day>`). Every bus on
+   * the same backend and prefix shares it (Redis: INCRBY with PEXPIRE). Throws when the backend
+   * is unreachable.
+   */
+  count(key: string, by: number, ttlMs: number): Promise<number>;
   /** Closes consumers first, then connections. */
   close(): Promise<void>;
 }

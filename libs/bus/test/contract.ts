@@ -442,6 +442,22 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
       });
     });
 
+    describe('window counters', () => {
+      it('adds to a counter, reads it with 0, keeps keys apart and forgets it after its lifetime', async () => {
+        expect(await bus.count('w', 0, 60_000)).toBe(0);
+        expect(await bus.count('w', 5, 60_000)).toBe(5);
+        expect(await bus.count('w', 1, 60_000)).toBe(6);
+        expect(await bus.count('w', 0, 60_000)).toBe(6);
+        expect(await bus.count('other', 1, 60_000)).toBe(1);
+        // The lifetime is set by the first call only: later calls do not push the window on.
+        expect(await bus.count('short', 2, 150)).toBe(2);
+        await sleep(100);
+        expect(await bus.count('short', 1, 60_000)).toBe(3);
+        await sleep(120);
+        expect(await bus.count('short', 0, 60_000)).toBe(0);
+      });
+    });
+
     describe('lifecycle', () => {
       it('pings while open and refuses work once closed', async () => {
         await expect(bus.ping()).resolves.toBeUndefined();

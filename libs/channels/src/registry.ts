@@ -36,6 +36,7 @@ const COMMON_ACCOUNT_FIELDS = ['description', 'app_id', 'dm_policy', 'group_poli
 
 /** Every written field an account of `platform` is read by (besides id, name, enabled, binding). */
 export function accountFields(platform: Platform): readonly string[] {
-  const own = platform === 'api' ? { settings: [], secrets: ['api_key'] } : ADAPTERS[platform].fields;
+  // An api account's `budget` is read by the gateway (chat's budget check), not by an adapter.
+  const own = platform === 'api' ? { settings: ['budget'], secrets: ['api_key'] } : ADAPTERS[platform].fields;
   return [...COMMON_ACCOUNT_FIELDS, ...own.settings, ...own.secrets];
 }

@@ -29,6 +29,8 @@ import type {
   SkillScope,
   SkillUploadResult,
   Success,
+  UsageQuery,
+  UsageReport,
   ToolInfo,
   User,
   UserList,
@@ -194,6 +196,11 @@ export class AgentryClient {
     messages: (id: string) => this.http.request<SessionMessage[]>('GET', `/sessions/${seg(id)}/messages`),
     clear: (filter: SessionFilter) => this.http.request<Success>('POST', '/sessions/clear', { json: filter }),
     compact: (id: string) => this.http.request<SessionCompaction>('POST', `/sessions/${seg(id)}/compact`),
+  };
+
+  /** Tokens used by model calls, totalled by agent, principal, provider or day (users: their own). */
+  readonly usage = {
+    get: (q: UsageQuery = {}) => this.http.request<UsageReport>('GET', '/usage', { query: { ...q } }),
   };
 
   readonly channels = {

@@ -43,7 +43,21 @@ export type {
   ApiKeyAnswer,
   ApiKeyRegenerated,
   UserList,
+  UsageReport,
+  UsageRow,
+  UsageGroupBy,
+  Budget,
 } from '@agentry/contracts';
+
+import type { UsageGroupBy as UsageGroup } from '@agentry/contracts';
+
+/** `GET /usage`: `from`/`to` ISO dates or times (a date as `to` takes in the whole day); `principal` for admins. */
+export interface UsageQuery {
+  groupBy?: UsageGroup;
+  from?: string;
+  to?: string;
+  principal?: string;
+}
 
 // Skills, workspace files and cron jobs: the gateway's response schemas are their one definition.
 export type { Skill, SkillScope, SkillUploadResult, WorkspaceEntry, WorkspaceFile, WorkspaceWritten, CronDeliver, CronJob, CronRun } from '@agentry/contracts';

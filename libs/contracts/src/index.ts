@@ -3,3 +3,4 @@ export * from './events.js';
 export * from './channels.js';
 export * from './runs.js';
 export * from './http/index.js';
+export * from './budget.js';

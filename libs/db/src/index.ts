@@ -34,3 +34,4 @@ export * from './repositories/cron.js';
 export type { BindingsTable, OutboundMessagesTable, InboundEventsTable } from './tables.js';
 export * from './repositories/channels.js';
 export * from './repositories/retention.js';
+export * from './repositories/usage.js';

@@ -22,6 +22,7 @@ export interface Database {
   bindings: BindingsTable;
   outbound_messages: OutboundMessagesTable;
   inbound_events: InboundEventsTable;
+  run_usage: RunUsageTable;
 }
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -87,6 +88,8 @@ export interface UsersTable {
   token_version: ColumnType<number, number | undefined, number>;
   file_hmac: string | null;
   disabled: ColumnType<boolean, boolean | undefined, boolean>;
+  /** `{tokensPerDay, requestsPerMinute}`, null without a budget. */
+  budget: JsonColumn | null;
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
 }
@@ -204,6 +207,21 @@ export interface RunsTable {
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** The waiting gateway's reply channel id (`replies:<id>`); null: the run's own `run:<id>`. */
   reply_to: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Who asked (`user:<name>`, `api:<account>`, '' for channels, cron and open mode), for usage and budgets. */
+  principal: ColumnType<string, string | undefined, string>;
+}
+
+/** One model call's tokens; agent and principal copied from the run, so totals outlive run retention. */
+export interface RunUsageTable {
+  id: Generated<number>;
+  run_id: string;
+  agent_id: string;
+  principal: ColumnType<string, string | undefined, string>;
+  provider: string;
+  model: ColumnType<string, string | undefined, string>;
+  prompt_tokens: ColumnType<number, number | undefined, number>;
+  completion_tokens: ColumnType<number, number | undefined, number>;
+  created_at: TimestampDefaultNow;
 }
 
 /** OpenAI-compatible model providers; `api_key_sealed` is AES-GCM sealed, never clear text. */

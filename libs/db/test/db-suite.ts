@@ -13,6 +13,9 @@ import {
   finishRun,
   insertRuleChain,
   insertRun,
+  insertRunUsage,
+  getRun,
+  usageTotals,
   isForeignKeyViolation,
   isUniqueViolation,
   listUnfinishedRuns,
@@ -318,6 +321,37 @@ export function defineDbSuite(get: () => DbHandle): void {
       expect((await deleteExpired(db, { runs: cutoff }, { batch: 1, maxBatches: 2 })).runs).toBe(2);
       expect((await deleteExpired(db, { runs: cutoff }, { batch: 1, maxBatches: 2 })).runs).toBe(1);
       expect(await deleteExpired(db, {})).toEqual({ sessions: 0, runs: 0, cronRuns: 0, outbound: 0, inbound: 0 });
+    });
+  });
+
+  describe('usage repository', () => {
+    it("stores a run's principal, and totals model calls by agent, principal, provider and UTC day over [from, to)", async () => {
+      const { db } = get();
+      await db.deleteFrom('run_usage').execute();
+      await insertRuleChain(db, { id: 'usage-agent', kind: 'agent', agentId: null, name: 'u', category: null, dsl: {} });
+      const run = await insertRun(db, { id: 'usage-run', agentId: 'usage-agent', sessionId: null, source: 'api', request: {}, principal: 'api:app' });
+      expect(run.principal).toBe('api:app');
+      expect((await getRun(db, 'usage-run'))?.principal).toBe('api:app');
+      expect((await insertRun(db, { id: 'usage-run-2', agentId: 'usage-agent', sessionId: null, source: 'cron', request: {} })).principal).toBe('');
+      const call = { runId: 'usage-run', agentId: 'usage-agent', principal: 'api:app', provider: 'p1', model: 'm' };
+      await insertRunUsage(db, { ...call, promptTokens: 10, completionTokens: 4 });
+      await insertRunUsage(db, { ...call, provider: 'p2', promptTokens: 1, completionTokens: -3 });
+      await insertRunUsage(db, { ...call, principal: 'user:dave', promptTokens: 5_000_000_000, completionTokens: 1 });
+      const from = new Date(Date.now() - 60_000);
+      const to = new Date(Date.now() + 60_000);
+      expect(await usageTotals(db, { groupBy: 'principal', from, to })).toEqual([
+        { key: 'api:app', promptTokens: 11, completionTokens: 4, totalTokens: 15, requests: 2 },
+        { key: 'user:dave', promptTokens: 5_000_000_000, completionTokens: 1, totalTokens: 5_000_000_001, requests: 1 },
+      ]);
+      expect((await usageTotals(db, { groupBy: 'provider', from, to, principal: 'api:app' })).map((r) => [r.key, r.totalTokens])).toEqual([
+        ['p1', 14],
+        ['p2', 1],
+      ]);
+      expect(await usageTotals(db, { groupBy: 'agent', from, to, principal: 'nobody' })).toEqual([]);
+      const today = new Date().toISOString().slice(0, 10);
+      expect((await usageTotals(db, { groupBy: 'day', from, to })).map((r) => [r.key, r.requests])).toEqual([[today, 3]]);
+      // The window's end is exclusive, its start inclusive.
+      expect(await usageTotals(db, { groupBy: 'agent', from: to, to: new Date(to.getTime() + 1) })).toEqual([]);
     });
   });
 }

@@ -47,6 +47,25 @@ export const ACCOUNT_SECRET_FIELDS = [
   'signing_secret',
 ] as const;
 
+/** What chat may spend: of an api account, or of a user (the object form of a `security.users` entry). */
+const BudgetSchema = Type.Object(
+  {
+    tokensPerDay: Type.Optional(Type.Integer({ minimum: 0, description: 'prompt + completion tokens per UTC day; 0: no limit' })),
+    requestsPerMinute: Type.Optional(Type.Integer({ minimum: 0, description: 'chat and responses requests per minute; 0: no limit' })),
+  },
+  { additionalProperties: false },
+);
+
+/** The object form of a `security.users` entry: the string form's parts, and a budget. */
+const UserEntry = Type.Object(
+  {
+    password: Type.String({ minLength: 1, description: 'secret' }),
+    api_key: Type.Optional(Type.String({ minLength: 16, description: 'secret; the key the user may chat with' })),
+    budget: Type.Optional(BudgetSchema),
+  },
+  { additionalProperties: false },
+);
+
 const ChannelAccount = Type.Object(
   {
     name: Type.Optional(Type.String({ description: 'display name' })),
@@ -59,6 +78,7 @@ const ChannelAccount = Type.Object(
     dm_policy: Type.Optional(Type.String({ description: 'private chats: allow | allowlist | disabled' })),
     group_policy: Type.Optional(Type.String({ description: 'group chats: allow | allowlist | disabled' })),
     allow_from: Type.Optional(Type.Array(Type.String(), { description: 'peers admitted by an allowlist policy' })),
+    budget: Type.Optional(Type.Object(BudgetSchema.properties, { additionalProperties: false, description: 'platform `api`: what the account may spend on chat' })),
   },
   // Platforms have fields of their own (encrypt_key, bot_token, api_base, ...).
   { additionalProperties: true },
@@ -166,9 +186,9 @@ export const ConfigSchema = Type.Object(
     security: Type.Object(
       {
         requireAuth: Type.Boolean({ default: false, description: 'management routes need a JWT when true' }),
-        users: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.@-]{1,64}$' }), Type.String(), {
+        users: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.@-]{1,64}$' }), Type.Union([Type.String(), UserEntry]), {
           default: {},
-          description: 'username -> "<password>" or "<password>:<API_KEY>"',
+          description: 'username -> "<password>" or "<password>:<API_KEY>", or {password, api_key, budget}',
         }),
         jwtSecret: Type.Optional(Type.String({ minLength: 16, description: 'JWT signing secret; generated and shared through Postgres when unset' })),
         jwtExpireHours: Type.Number({ exclusiveMinimum: 0, default: 24, description: 'JWT lifetime in hours' }),

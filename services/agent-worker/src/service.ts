@@ -22,6 +22,7 @@ import { ListenerWatchdog } from './listener-watchdog.js';
 import { RunSweeper } from './run-sweeper.js';
 import { SessionTurnGate } from './session-turns.js';
 import { runJobHandler } from './run-job.js';
+import { usageRecorder, type UsageRecorder, type UsageRun } from './usage.js';
 
 export interface AgentWorkerOptions {
   /** Runs at once in this process (default `worker.concurrency`). */
@@ -51,7 +52,8 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const concurrency = opts.concurrency ?? runtime.config.current.worker.concurrency;
   const running = new Map<string, AbortController>();
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
-  const models = await modelClient(runtime, opts.stream);
+  const usage = usageRecorder({ db: runtime.db.db, bus, logger });
+  const models = await modelClient(runtime, opts.stream, usage);
   const shared = await sharedParts(runtime);
   const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => cancelRunningHere(running, msg));
   const watchdog = new ListenerWatchdog(bus, logger, () => runtime.config.current.reliability.listener_check_ms);
@@ -76,6 +78,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     await unsubscribe();
     await shared.unfollow();
     await models.close();
+    await usage.drain();
     await shared.chains.sandbox.close();
     logger.info('agent-worker stopped');
   });
@@ -161,8 +164,8 @@ function sharedRunDeps(
   return (run) => ({
     db: db.db,
     logger,
-    // Every model call of the run (sub-agents and chain nodes included) counts its tokens for the run's agent.
-    stream: (req) => parts.stream(req, run.agentId),
+    // Every model call of the run (sub-agents and chain nodes included) counts its tokens for the run's agent and principal.
+    stream: (req) => parts.stream(req, run),
     agent: (agentId) => parts.agents.get(agentId),
     loadSkills: (agentId) => parts.skills.get(agentId),
     secrets: runtime.secrets,
@@ -199,6 +202,7 @@ function runMetrics(registry: Registry): RunMetrics {
 async function modelClient(
   runtime: Runtime,
   testStream: AgentWorkerOptions['stream'],
+  usage: UsageRecorder,
 ): Promise<{ stream: MeasuredStream; modelInfo: (req: { provider?: string; model?: string }) => Promise<ModelInfo | undefined>; close: () => Promise<void> }> {
   let providers: ModelProviders | undefined;
   if (!testStream) {
@@ -219,26 +223,33 @@ async function modelClient(
     });
     await providers.start();
   }
-  const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, () => runtime.config.current.models.default_provider);
+  const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, usage, () => runtime.config.current.models.default_provider);
   // Context windows come from the providers' cached rows; a test's stream has no cache, so the rows are read.
   const modelInfo = (req: { provider?: string; model?: string }) =>
     providers ? providers.modelInfo(req) : modelInfoFromDb(runtime.db.db, runtime.config.current.models.default_provider, req);
   return { stream, modelInfo, close: async () => providers?.close() };
 }
 
-/** A model call on behalf of an agent (the label of its token counts). */
-type MeasuredStream = (req: ModelCallRequest, agentId: string) => AsyncIterable<ModelEvent>;
+/** A model call on behalf of a run (its agent labels the token counts; its usage is recorded). */
+type MeasuredStream = (req: ModelCallRequest, run: UsageRun) => AsyncIterable<ModelEvent>;
 
 /**
  * The model client with provider metrics: calls by outcome and time to the first event, labelled
  * with the provider asked for (failover inside the call is the provider layer's business), and
- * the tokens of the answer's usage, labelled with the provider that answered (the one that bills).
+ * the tokens of the answer's usage, labelled with the provider that answered (the one that bills),
+ * which are also recorded per call (`run_usage` and the principal's budget).
  */
-function measuredStream(inner: (req: ModelCallRequest) => AsyncIterable<ModelEvent>, metrics: Registry, defaultProvider: () => string): MeasuredStream {
+function measuredStream(
+  inner: (req: ModelCallRequest) => AsyncIterable<ModelEvent>,
+  metrics: Registry,
+  usage: UsageRecorder,
+  defaultProvider: () => string,
+): MeasuredStream {
   const calls = serviceMetrics.providerCalls(metrics);
   const ttft = serviceMetrics.providerTtft(metrics);
   const tokens = serviceMetrics.tokens(metrics);
-  return async function* (req, agent) {
+  return async function* (req, run) {
+    const agent = run.agentId;
     const provider = req.provider || defaultProvider() || 'default';
     const started = Date.now();
     let first = true;
@@ -254,6 +265,7 @@ function measuredStream(inner: (req: ModelCallRequest) => AsyncIterable<ModelEve
           if (promptTokens >= 0) tokens.inc({ agent, provider: event.provider, kind: 'prompt' }, promptTokens);
           if (completionTokens >= 0) tokens.inc({ agent, provider: event.provider, kind: 'completion' }, completionTokens);
         }
+        if (event.type === 'done') usage.record(run, event);
         yield event;
       }
       calls.inc({ provider, outcome: 'ok' });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { Errors } from '@agentry/errors';
-import { PubSubChannels, QueueNames, type RunEvent } from '@agentry/contracts';
+import { PubSubChannels, QueueNames, budgetCounter, type RunEvent } from '@agentry/contracts';
 import { sql } from 'kysely';
 import { ensureSession, getRun, insertRuleChain, insertRun, listCronJobs, listSessionMessages, markRunStreamed, claimRun, type JsonValue } from '@agentry/db';
 import { cancelRun, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
@@ -95,6 +95,8 @@ describe('agent-worker', () => {
       await agent(id, [{ id: 't', type: 'jsTransform', configuration: { jsScript } }, agentNode], [['t', 'a', 'Success']]);
     }
     await agent('planner', [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p', tools: [{ type: 'builtin', name: 'cron' }] } }]);
+    // The same, for the usage test (its cron job must not be the one the planner's test finds).
+    await agent('usage-planner', [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p', tools: [{ type: 'builtin', name: 'cron' }] } }]);
     await insertRuleChain(runtime.db.db, {
       id: 'w',
       kind: 'agent',
@@ -113,11 +115,18 @@ describe('agent-worker', () => {
     fs.rmSync(cwd, { recursive: true, force: true });
   });
 
-  async function run(content: string, opts: { sessionId?: string; agentId?: string; prepare?: (id: string) => Promise<void> } = {}) {
+  async function run(content: string, opts: { sessionId?: string; agentId?: string; principal?: string; prepare?: (id: string) => Promise<void> } = {}) {
     const id = `r${Math.random().toString(36).slice(2)}`;
     const events: RunEvent[] = [];
     const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
-    await insertRun(runtime.db.db, { id, agentId: opts.agentId ?? 'w', sessionId: opts.sessionId ?? null, source: 'api', request: { messages: [{ role: 'user', content }] } });
+    await insertRun(runtime.db.db, {
+      id,
+      agentId: opts.agentId ?? 'w',
+      sessionId: opts.sessionId ?? null,
+      source: 'api',
+      request: { messages: [{ role: 'user', content }] },
+      ...(opts.principal !== undefined ? { principal: opts.principal } : {}),
+    });
     await opts.prepare?.(id);
     await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'agent-run', v: 1, runId: id });
     await waitFor(async () => events.some((e) => e.type === 'done' || e.type === 'error'), 5000, 10);
@@ -147,6 +156,37 @@ describe('agent-worker', () => {
     await run('hi', { agentId: 'post' });
     const after = await tokens();
     expect({ w: [after.w[0]! - before.w[0]!, after.w[1]! - before.w[1]!], post: [after.post[0]! - before.post[0]!, after.post[1]! - before.post[1]!] }).toEqual({ w: [1, 2], post: [2, 4] });
+  });
+
+  it("records a run_usage row per model call, with the run's agent and principal, and adds the tokens to the principal's day budget", async () => {
+    const principal = `api:usage-${Math.random().toString(36).slice(2)}`;
+    const day = budgetCounter('tokensPerDay', principal);
+    // Two model calls: the cron tool call (1 + 1 tokens), then the answer after the tool (1 + 1).
+    const { id, events } = await run('schedule it', { agentId: 'usage-planner', principal });
+    expect(events.at(-1)?.type).toBe('done');
+    const rows = async () => runtime.db.db.selectFrom('run_usage').selectAll().where('run_id', '=', id).orderBy('id').execute();
+    await waitFor(async () => (await rows()).length === 2, 5000, 20);
+    expect((await rows()).map((r) => [r.agent_id, r.principal, r.provider, r.model, Number(r.prompt_tokens), Number(r.completion_tokens)])).toEqual([
+      ['usage-planner', principal, 'p', 'm', 1, 1],
+      ['usage-planner', principal, 'p', 'm', 1, 1],
+    ]);
+    await waitFor(async () => (await runtime.bus.count(day.key, 0, day.ttlMs)) === 4, 5000, 20);
+    // A run nobody owns (a channel, cron) is recorded under '' and spends no budget.
+    const anonymous = await run('hi');
+    await waitFor(async () => (await runtime.db.db.selectFrom('run_usage').select('principal').where('run_id', '=', anonymous.id).execute()).length === 1, 5000, 20);
+    expect((await runtime.db.db.selectFrom('run_usage').select('principal').where('run_id', '=', anonymous.id).executeTakeFirst())?.principal).toBe('');
+  });
+
+  it('a run whose usage cannot be written still succeeds, and the failure is logged', async () => {
+    await sql`alter table run_usage rename to run_usage_away`.execute(runtime.db.db);
+    try {
+      const { id, events } = await run('hi');
+      expect(events.at(-1)?.type).toBe('done');
+      await waitFor(async () => (await getRun(runtime.db.db, id))?.status === 'succeeded', 5000, 20);
+      await waitFor(async () => logs.some((l) => l.includes('model call usage not recorded') && l.includes(id)), 5000, 20);
+    } finally {
+      await sql`alter table run_usage_away rename to run_usage`.execute(runtime.db.db);
+    }
   });
 
   it('keeps a failed turn in the session marked failed with its error, and never sends it to the model', async () => {

@@ -8,6 +8,7 @@ import { configCommands } from './commands/config.js';
 import { cronCommands } from './commands/cron.js';
 import { ruleCommands } from './commands/rules.js';
 import { sessionCommands } from './commands/sessions.js';
+import { usageCommands } from './commands/usage.js';
 import { skillCommands } from './commands/skills.js';
 import { workspaceCommands } from './commands/workspace.js';
 import { userCommands } from './commands/users.js';
@@ -62,6 +63,7 @@ export function buildProgram(setup: CliSetup, prompter: Prompter, contexts: Cont
   bindingCommands(program, cli);
   providerCommands(program, cli);
   sessionCommands(program, cli);
+  usageCommands(program, cli);
   configCommands(program, cli);
   accountCommands(program, cli);
   userCommands(program, cli);

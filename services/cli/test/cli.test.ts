@@ -404,3 +404,29 @@ describe('config', () => {
     expect(wrong.stderr).toMatch(/^error: .*server\.nope/);
   });
 });
+
+describe('usage (tokens)', () => {
+  it('totals the tokens of model calls by the group asked for, as JSON; a bad group is a usage error', async () => {
+    expect((await cli(['agents', 'create', '-f', file('metered.json', JSON.stringify(agentDsl('metered', 'Metered')))])).code).toBe(0);
+    gw.fake.script({ text: 'counted', usage: { prompt_tokens: 40, completion_tokens: 2 } });
+    expect((await cli(['chat', '-a', 'metered', 'count me'])).stdout).toBe('counted\n');
+    const byAgent = async () => (await cli(['usage', '--group-by', 'agent', '--json'])).json<{ data: Array<{ key: string; promptTokens: number; completionTokens: number; requests: number }>; groupBy: string; from: string; to: string }>();
+    await waitFor(async () => (await byAgent()).data.some((r) => r.key === 'metered'), 5000, 100);
+    const report = await byAgent();
+    expect(report.groupBy).toBe('agent');
+    expect(report.data.find((r) => r.key === 'metered')).toEqual({ key: 'metered', promptTokens: 40, completionTokens: 2, totalTokens: 42, requests: 1 });
+    const today = new Date().toISOString().slice(0, 10);
+    const byPrincipal = await cli(['usage', '-g', 'principal', '--from', today, '--to', today]);
+    expect(byPrincipal.code, byPrincipal.stderr).toBe(0);
+    expect(byPrincipal.json<{ data: Array<{ key: string }>; from: string }>()).toMatchObject({ from: `${today}T00:00:00.000Z`, data: expect.arrayContaining([expect.objectContaining({ key: 'user:admin' })]) });
+    // Yesterday's window holds none of it.
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    expect((await cli(['usage', '-g', 'agent', '--from', yesterday, '--to', yesterday])).json<{ data: unknown[] }>().data).toEqual([]);
+    const bad = await cli(['usage', '-g', 'model']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/argument 'model' is invalid/);
+    const badDate = await cli(['usage', '--from', 'yesterday']);
+    expect(badDate.code).toBe(1);
+    expect(badDate.stderr).toMatch(/from: not an ISO 8601 date/);
+  });
+});

@@ -14,6 +14,7 @@ import { userRoutes } from './routes/users.js';
 import { chatRoutes } from './routes/chat.js';
 import { responsesRoutes } from './routes/responses.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { usageRoutes } from './routes/usage.js';
 import multipart from '@fastify/multipart';
 import { chainRoutes } from './routes/chains.js';
 import { skillRoutes, MAX_ARCHIVE_BYTES } from './routes/skills.js';
@@ -155,6 +156,7 @@ async function registerApiRoutes(api: FastifyInstance, deps: GatewayDeps, auth: 
   chatRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });
   responsesRoutes(api, deps, { heartbeatMs: opts.heartbeatMs ?? 15_000 });
   sessionRoutes(api, deps);
+  usageRoutes(api, deps);
   await api.register(multipart, { limits: { fileSize: MAX_ARCHIVE_BYTES, files: 1 } });
   await chainRoutes(api, deps);
   skillRoutes(api, deps);

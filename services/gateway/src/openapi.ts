@@ -30,6 +30,7 @@ const TAGS: Array<{ name: string; description: string; match: RegExp }> = [
   { name: 'cron', description: 'scheduled jobs', match: /^\/api\/v1\/(cron|agents\/:agentId\/cron)(\/|$)/ },
   { name: 'agents', description: 'agents (rule chains with an ai/agent node)', match: /^\/api\/v1\/(agents|agent-template)(\/|$)/ },
   { name: 'sessions', description: 'conversations', match: /^\/api\/v1\/sessions(\/|$)/ },
+  { name: 'usage', description: 'tokens used by model calls (users: their own)', match: /^\/api\/v1\/usage$/ },
   { name: 'tools', description: 'built-in tools and node forms', match: /^\/api\/v1\/tools(\/|$)/ },
   { name: 'channels', description: 'channel accounts, bindings, outbound messages and inbound platform events', match: /^\/api\/v1\/(channels|bindings)(\/|$)/ },
 ];

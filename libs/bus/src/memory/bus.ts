@@ -6,7 +6,7 @@ import { DEFAULT_CLOSE_DEADLINE_MS } from '../shared.js';
 import { MemoryCronScheduler, type FireQueues } from './cron.js';
 import { MemoryJobQueue } from './job-queue.js';
 import { MemoryPubSub } from './pubsub.js';
-import { MemoryRateLimiter } from './rate-limit.js';
+import { MemoryCounters, MemoryRateLimiter } from './rate-limit.js';
 
 export interface MemoryBusOptions {
   logger: Logger;
@@ -26,6 +26,7 @@ export function createMemoryBus<Q extends PayloadMap = QueuePayloads, C extends 
   const pubsub = new MemoryPubSub<C>(logger);
   const scheduler = new MemoryCronScheduler(fires, logger);
   const limiter = new MemoryRateLimiter();
+  const counters = new MemoryCounters();
   let closing: Promise<void> | undefined;
 
   return {
@@ -43,6 +44,10 @@ export function createMemoryBus<Q extends PayloadMap = QueuePayloads, C extends 
     async clearRateLimit(key) {
       if (closing) throw new Errors.NOT_READY('the bus is closed');
       return limiter.clear(key);
+    },
+    async count(key, by, ttlMs) {
+      if (closing) throw new Errors.NOT_READY('the bus is closed');
+      return counters.add(key, by, ttlMs);
     },
     close() {
       closing ??= (async () => {

@@ -25,3 +25,23 @@ export class MemoryRateLimiter {
     this.#tat.delete(key);
   }
 }
+
+/** In-process window counters (`Bus.count`): a value and the moment it is forgotten. */
+export class MemoryCounters {
+  readonly #counts = new Map<string, { value: number; expiresAt: number }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  add(key: string, by: number, ttlMs: number): number {
+    const now = this.now();
+    let entry = this.#counts.get(key);
+    if (!entry || entry.expiresAt <= now) {
+      entry = { value: 0, expiresAt: now + ttlMs };
+      this.#counts.set(key, entry);
+      // Expired windows are dropped now and then, so that the map holds about the live ones.
+      if (this.#counts.size > SWEEP_AT) for (const [k, e] of this.#counts) if (e.expiresAt <= now) this.#counts.delete(k);
+    }
+    entry.value += by;
+    return entry.value;
+  }
+}

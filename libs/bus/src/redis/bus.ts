@@ -52,6 +52,7 @@ export function createRedisBus<Q extends PayloadMap = QueuePayloads, C extends P
     },
     rateLimit: (key, rule, limitOpts) => limiter.hit(key, rule, limitOpts),
     clearRateLimit: (key) => limiter.clear(key),
+    count: (key, by, ttlMs) => limiter.count(key, by, ttlMs),
     close() {
       closing ??= (async () => {
         const deadline = opts.closeDeadlineMs ?? DEFAULT_CLOSE_DEADLINE_MS;

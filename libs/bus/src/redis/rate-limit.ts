@@ -50,6 +50,16 @@ export class RedisRateLimiter {
     await this.ctx.command(this.ctx.producer, () => this.ctx.producer.del(this.#key(key)));
   }
 
+  /** `Bus.count`: SET NX gives the window its lifetime once; INCRBY in the same MULTI counts. */
+  async count(key: string, by: number, ttlMs: number): Promise<number> {
+    const k = `${this.ctx.prefix}:count:${key}`;
+    const conn = this.ctx.producer;
+    const res = await this.ctx.command(conn, () => conn.multi().set(k, 0, 'PX', Math.max(1, Math.round(ttlMs)), 'NX').incrby(k, Math.round(by)).exec());
+    const [err, value] = res?.[1] ?? [new Error('the counter transaction was discarded'), 0];
+    if (err) throw err;
+    return Number(value);
+  }
+
   #key(key: string): string {
     return `${this.ctx.prefix}:ratelimit:${key}`;
   }

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { IsoDate } from './common.js';
+import { Budget } from './usage.js';
 
 export const UserRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
 export type UserRole = Static<typeof UserRole>;
@@ -10,6 +11,8 @@ export const User = Type.Object({
   role: UserRole,
   disabled: Type.Boolean(),
   hasApiKey: Type.Boolean(),
+  /** What the user may spend on chat; absent: no limit. */
+  budget: Type.Optional(Budget),
   /** `file`: seeded from `security.users` of the configuration file; `api`: created through the API. */
   source: Type.Union([Type.Literal('file'), Type.Literal('api')]),
   createdAt: IsoDate,

@@ -20,6 +20,8 @@ export interface RunRecord {
   finishedAt: Date | null;
   /** The waiting gateway process's reply channel id; null: events go on `run:<id>`. */
   replyTo: string | null;
+  /** Who asked (`user:<name>`, `api:<account>`, ''). */
+  principal: string;
 }
 
 const COLUMNS = [
@@ -39,6 +41,7 @@ const COLUMNS = [
   'started_at',
   'finished_at',
   'reply_to',
+  'principal',
 ] as const;
 
 type Row = Selectable<RunsTable>;
@@ -61,16 +64,17 @@ function toRecord(r: Row): RunRecord {
     startedAt: r.started_at,
     finishedAt: r.finished_at,
     replyTo: r.reply_to,
+    principal: r.principal,
   };
 }
 
 export async function insertRun(
   db: Db,
-  run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue; replyTo?: string | null },
+  run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue; replyTo?: string | null; principal?: string },
 ): Promise<RunRecord> {
   const row = await db
     .insertInto('runs')
-    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request), reply_to: run.replyTo ?? null })
+    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request), reply_to: run.replyTo ?? null, principal: run.principal ?? '' })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
   return toRecord(row);

@@ -13,8 +13,16 @@ export interface UserRecord {
   /** Set when the configuration file seeded the user (its entry's keyed HMAC); null for users created through the API. */
   fileHmac: string | null;
   disabled: boolean;
+  /** Tokens per UTC day and requests per minute it may spend; null: no budget. */
+  budget: Budget | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** A principal's budget; a limit left out (or 0) is no limit. */
+export interface Budget {
+  tokensPerDay?: number;
+  requestsPerMinute?: number;
 }
 
 const COLUMNS = [
@@ -26,6 +34,7 @@ const COLUMNS = [
   'token_version',
   'file_hmac',
   'disabled',
+  'budget',
   'created_at',
   'updated_at',
 ] as const;
@@ -39,6 +48,7 @@ function toRecord(row: {
   token_version: number;
   file_hmac: string | null;
   disabled: boolean;
+  budget: unknown;
   created_at: Date;
   updated_at: Date;
 }): UserRecord {
@@ -51,6 +61,7 @@ function toRecord(row: {
     tokenVersion: row.token_version,
     fileHmac: row.file_hmac,
     disabled: row.disabled,
+    budget: (row.budget as Budget | null) ?? null,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -73,12 +84,14 @@ export async function getUser(db: Db, username: string): Promise<UserRecord | un
  */
 export async function upsertSeededUser(
   db: Db,
-  user: { username: string; passwordHash: string; role: Role; fileHmac: string; apiKey?: { hash: string; sealed: string } },
+  user: { username: string; passwordHash: string; role: Role; fileHmac: string; apiKey?: { hash: string; sealed: string }; budget?: Budget | null },
 ): Promise<void> {
   const values = {
     username: user.username,
     password_hash: user.passwordHash,
     file_hmac: user.fileHmac,
+    // The file's budget replaces one set through the API only when the file's entry changed (as the password).
+    ...(user.budget !== undefined ? { budget: user.budget === null ? null : JSON.stringify(user.budget) } : {}),
     ...(user.apiKey ? { api_key_hash: user.apiKey.hash, api_key_sealed: user.apiKey.sealed } : {}),
   };
   await db
@@ -161,6 +174,8 @@ export interface UserChange {
   role?: Role;
   disabled?: boolean;
   passwordHash?: string;
+  /** null removes the budget. */
+  budget?: Budget | null;
 }
 
 /**
@@ -176,6 +191,7 @@ export async function updateUser(db: Db, username: string, change: UserChange): 
       ...(change.role !== undefined ? { role: change.role } : {}),
       ...(change.disabled !== undefined ? { disabled: change.disabled } : {}),
       ...(change.passwordHash !== undefined ? { password_hash: change.passwordHash } : {}),
+      ...(change.budget !== undefined ? { budget: change.budget === null ? null : JSON.stringify(change.budget) } : {}),
       ...(change.disabled === true ? { api_key_hash: null, api_key_sealed: null } : {}),
       ...(revoke ? { token_version: sql<number>`token_version + 1` } : {}),
       updated_at: sql<Date>`now()`,

@@ -19,6 +19,8 @@ export interface SubmitRunInput {
   session?: { key: string; channel: string; scope?: string; owner?: string } | null;
   /** Who asked: `api`, `cron`, a channel platform. */
   source: RunSource;
+  /** The principal whose usage and budget the run counts against (`user:<name>`, `api:<account>`; default ''). */
+  principal?: string;
   request: RunRequest;
   /** A caller that listens on `run:<id>` before the job exists picks the id (see newRunId). */
   runId?: string;
@@ -86,6 +88,7 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
     source: input.source,
     request: input.request as unknown as JsonValue,
     replyTo: input.replyTo ?? null,
+    principal: input.principal ?? '',
   };
   const withRun = input.withRun;
   // One INSERT is atomic on its own: the transaction (three round trips) only when rows go with it.

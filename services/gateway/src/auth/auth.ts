@@ -160,7 +160,7 @@ async function fromJwt(auth: Auth, token: string): Promise<Principal> {
   const user = auth.index.user(claims.username);
   // A deleted user, or a token older than the last password change, is refused.
   if (!user || user.tokenVersion !== claims.tokenVersion) throw new Errors.UNAUTHORIZED('invalid token');
-  return { kind: 'user', username: claims.username, role: user.role, via: 'jwt' };
+  return { kind: 'user', username: claims.username, role: user.role, via: 'jwt', ...(user.budget ? { budget: user.budget } : {}) };
 }
 
 async function fromAny(auth: Auth, token: string): Promise<Principal> {

@@ -2,13 +2,14 @@ import type { Logger } from 'pino';
 import { listBindings, listChannelAccounts, listUsers, type Db, type Role } from '@agentry/db';
 import { PubSubChannels } from '@agentry/contracts';
 import type { Bus } from '@agentry/bus';
+import type { Budget } from '@agentry/contracts';
 import { hashApiKey } from './passwords.js';
 
-/** Who made a request. */
+/** Who made a request; `budget`: what chat may spend (absent: no limit), from the credential index. */
 export type Principal =
-  | { kind: 'user'; username: string; role: Role; via: 'jwt' | 'apiKey' }
+  | { kind: 'user'; username: string; role: Role; via: 'jwt' | 'apiKey'; budget?: Budget }
   /** `agents`: the agents the account is bound to; absent when it has no binding (it may chat with any). */
-  | { kind: 'account'; platform: 'api'; accountId: string; agents?: readonly string[] }
+  | { kind: 'account'; platform: 'api'; accountId: string; agents?: readonly string[]; budget?: Budget }
   /** No credentials on a route that needs none: `security.requireAuth` is false, so the caller acts as an admin. */
   | { kind: 'open' }
   | { kind: 'anonymous' };
@@ -16,6 +17,18 @@ export type Principal =
 interface UserEntry {
   role: Role;
   tokenVersion: number;
+  budget?: Budget;
+}
+
+/** A stored budget with at least one limit, else undefined (no check at all on the chat path). */
+function budgetOf(value: unknown): Budget | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const v = value as Record<string, unknown>;
+  const limit = (x: unknown) => (typeof x === 'number' && x > 0 ? { value: Math.floor(x) } : undefined);
+  const tokens = limit(v.tokensPerDay);
+  const requests = limit(v.requestsPerMinute);
+  if (!tokens && !requests) return undefined;
+  return { ...(tokens ? { tokensPerDay: tokens.value } : {}), ...(requests ? { requestsPerMinute: requests.value } : {}) };
 }
 
 /**
@@ -59,15 +72,17 @@ export class CredentialIndex {
     // A disabled user is absent here, so that its JWT and API key are refused like a deleted user's.
     for (const u of users) {
       if (u.disabled) continue;
-      byName.set(u.username, { role: u.role, tokenVersion: u.tokenVersion });
-      if (u.apiKeyHash) keys.set(u.apiKeyHash, { kind: 'user', username: u.username, role: u.role, via: 'apiKey' });
+      const budget = budgetOf(u.budget);
+      byName.set(u.username, { role: u.role, tokenVersion: u.tokenVersion, ...(budget ? { budget } : {}) });
+      if (u.apiKeyHash) keys.set(u.apiKeyHash, { kind: 'user', username: u.username, role: u.role, via: 'apiKey', ...(budget ? { budget } : {}) });
     }
     const platformOn = this.apiPlatformEnabled();
     for (const a of accounts) {
       if (!a.apiKeyHash || !a.enabled || !platformOn) continue;
       // Bindings of this account, or of every api account: the agents it may chat with.
       const agents = bindings.filter((b) => b.match.channel === 'api' && (b.match.accountId === undefined || b.match.accountId === a.id)).map((b) => b.agentId);
-      keys.set(a.apiKeyHash, { kind: 'account', platform: 'api', accountId: a.id, ...(agents.length > 0 ? { agents } : {}) });
+      const budget = budgetOf((a.settings as Record<string, unknown> | null)?.budget);
+      keys.set(a.apiKeyHash, { kind: 'account', platform: 'api', accountId: a.id, ...(agents.length > 0 ? { agents } : {}), ...(budget ? { budget } : {}) });
     }
     this.#keys = keys;
     this.#users = byName;

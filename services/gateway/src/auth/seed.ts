@@ -17,6 +17,7 @@ import {
 } from '@agentry/db';
 import { ACCOUNT_SECRET_FIELDS, PLATFORMS, type AgentryConfig, type Sealer } from '@agentry/runtime';
 import { accountFields } from '@agentry/channels';
+import type { Budget } from '@agentry/contracts';
 import { DEFAULT_ADMIN_PASSWORD, hashApiKey, hashPassword } from './passwords.js';
 
 /**
@@ -33,18 +34,20 @@ export async function seedFromConfig(deps: { db: Db; secrets: Sealer; config: Ag
   checkDuplicateKeys(config);
 
   const entries = Object.entries(config.security.users);
-  const users = entries.length > 0 ? entries : [['admin', DEFAULT_ADMIN_PASSWORD] as [string, string]];
+  const users = entries.length > 0 ? entries : [['admin', DEFAULT_ADMIN_PASSWORD] as [string, UserFileEntry]];
   for (const [username, entry] of users) {
-    const fileHmac = secrets.hmac(`user:${username}:${entry}`);
+    // A string entry keeps the HMAC it always had: upgrading re-imports nobody.
+    const fileHmac = secrets.hmac(`user:${username}:${typeof entry === 'string' ? entry : stableJson(entry)}`);
     const existing = await getUser(db, username);
     if (existing?.fileHmac === fileHmac) continue;
-    const { password, apiKey } = splitUserEntry(username, entry);
+    const { password, apiKey, budget } = splitUserEntry(username, entry);
     await upsertSeededUser(db, {
       username,
       passwordHash: await hashPassword(password),
       role: username === 'admin' ? 'admin' : 'user',
       fileHmac,
       apiKey: apiKey ? { hash: hashApiKey(apiKey), sealed: secrets.seal(apiKey) } : undefined,
+      budget: budget ?? null,
     });
     logger.info({ username }, existing ? 'user updated from the configuration file' : 'user created from the configuration file');
   }
@@ -141,8 +144,15 @@ async function seedBindings(deps: { db: Db; secrets: Sealer; config: AgentryConf
   logger.info({ count: bindings.length, skipped }, 'bindings imported from the configuration file');
 }
 
-/** `<password>` or `<password>:<API_KEY>`, split at the first colon. */
-export function splitUserEntry(username: string, entry: string): { password: string; apiKey?: string } {
+/** A `security.users` entry: the spec's string, or the object form that may carry a budget. */
+type UserFileEntry = AgentryConfig['security']['users'][string];
+
+/** `<password>` or `<password>:<API_KEY>`, split at the first colon; or `{password, api_key, budget}`. */
+export function splitUserEntry(username: string, entry: UserFileEntry): { password: string; apiKey?: string; budget?: Budget } {
+  if (typeof entry !== 'string') {
+    if (!entry.password) throw new Errors.CONFIG(`security.users.${username}: the password is empty`);
+    return { password: entry.password, ...(entry.api_key ? { apiKey: entry.api_key } : {}), ...(entry.budget ? { budget: entry.budget } : {}) };
+  }
   const colon = entry.indexOf(':');
   const password = colon < 0 ? entry : entry.slice(0, colon);
   const apiKey = colon < 0 ? undefined : entry.slice(colon + 1);

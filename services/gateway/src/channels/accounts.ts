@@ -73,6 +73,8 @@ export function checkWrittenFields(platform: Platform, body: Record<string, unkn
     if (READ_ONLY.has(k)) throw new Errors.VALIDATION(`${k}: read-only; it cannot be written`);
     if (STRUCTURAL.has(k) || v === null || v === undefined) continue;
     if (!/^[a-z][a-z0-9_]{0,63}$/.test(k)) throw new Errors.VALIDATION(`${k}: field names are snake_case (letters, digits, _)`);
+    // Its shape is the route schema's (Budget); only api accounts take it (checkKnownFields).
+    if (k === 'budget') continue;
     if (k === 'allow_from') {
       if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x.length === 0 || x.length > 256) || v.length > 10_000) {
         throw new Errors.VALIDATION('allow_from: must be an array of non-empty ids');

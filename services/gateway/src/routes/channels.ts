@@ -7,6 +7,7 @@ import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
 import {
   BindingList,
+  Budget,
   ChannelAccount,
   ChannelAccountCreated,
   ChannelPlatformView,
@@ -74,6 +75,7 @@ const BindingsBody = Type.Object({ bindings: Type.Array(Binding, { maxItems: 10_
 const Common = {
   name: Type.Optional(Type.String({ maxLength: 256 })),
   enabled: Type.Optional(Type.Boolean()),
+  budget: Type.Optional(Type.Union([Budget, Type.Null()], { description: 'api accounts: what chat may spend; null removes it' })),
 };
 const CreateBody = Type.Object({ id: AccountId, ...Common, binding: Type.Optional(AccountBinding) }, { additionalProperties: true });
 const UpdateBody = Type.Object({ id: Type.Optional(Type.String()), ...Common }, { additionalProperties: true });

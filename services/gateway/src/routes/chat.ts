@@ -11,6 +11,7 @@ import { ChatRun } from '../chat/chat-run.js';
 import { agentLookup } from '../chat/agent-lookup.js';
 import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
 import { sessionOwner } from '../auth/ownership.js';
+import { enforceBudget } from '../auth/budget.js';
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
 // `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
@@ -152,6 +153,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   app.get('/models/:id', { config: { access: 'chat' }, schema: GetModel }, getModel(deps));
 
   app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
+    await enforceBudget(deps.bus, deps.logger, req, reply);
     const body = req.body;
     const request = toRunRequest(body);
     const agent = await requireAgent(body.model);
@@ -167,6 +169,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         // The caller's own conversation: another principal's same sessionId names another session.
         session: body.sessionId ? { key: body.sessionId, channel: 'api', owner: sessionOwner(principal) } : null,
         source: 'api',
+        principal: sessionOwner(principal),
         request,
       });
       if (!started) {

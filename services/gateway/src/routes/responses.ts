@@ -8,6 +8,7 @@ import { serviceMetrics } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
 import { sessionOwner } from '../auth/ownership.js';
+import { enforceBudget } from '../auth/budget.js';
 import { ChatRun } from '../chat/chat-run.js';
 import { awaitResponse, streamResponse } from '../chat/responses-answer.js';
 import { responseIdOf, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
@@ -164,6 +165,7 @@ function metaOf(body: ResponsesBody, runId: string, store: boolean): ResponseMet
 /** `POST /responses`: checks as chat completions do, places the turn, then answers as JSON or SSE. */
 function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeatMs: number) {
   return async function createResponse(req: FastifyRequest<{ Body: ResponsesBody }>, reply: FastifyReply): Promise<unknown> {
+    await enforceBudget(deps.bus, deps.logger, req, reply);
     const body = req.body;
     refuseUnsupported(body);
     const input = inputMessages(body.input);
@@ -179,7 +181,7 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     const run = new ChatRun(deps, req, reply);
     try {
       const turn = await placeTurn(deps, principal, { agentId: agent.id, runId: run.runId, store, previous, messages });
-      const { session, started } = await run.start({ agentId: agent.id, session: turn.session, source: 'api', request: toRunRequest(body, turn.messages) });
+      const { session, started } = await run.start({ agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request: toRunRequest(body, turn.messages) });
       if (!started) {
         req.log.info({ runId: run.runId }, 'run cancelled before it was enqueued: the client went away');
         reply.hijack();

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { deleteUser, getUser, inTransaction, insertUser, listUsers, lockEnabledAdmins, updateUser, type Role, type UserChange, type UserRecord } from '@agentry/db';
-import { SuccessBody, User, UserList, announceChange } from '@agentry/contracts';
+import { Budget, SuccessBody, User, UserList, announceChange } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import { hashPassword, newPasswordProblem } from '../auth/passwords.js';
@@ -26,6 +26,7 @@ const UpdateBody = Type.Object(
     role: Type.Optional(Type.String({ maxLength: 64, description: '"admin" or "user"' })),
     disabled: Type.Optional(Type.Boolean()),
     password: Type.Optional(Type.String({ maxLength: 4096, description: 'a new password; every JWT of the user stops working' })),
+    budget: Type.Optional(Type.Union([Budget, Type.Null()], { description: 'what the user may spend on chat; null removes it' })),
   },
   { additionalProperties: false },
 );
@@ -37,6 +38,7 @@ export function userView(u: UserRecord): User {
     role: u.role,
     disabled: u.disabled,
     hasApiKey: u.apiKeyHash !== null,
+    ...(u.budget ? { budget: u.budget } : {}),
     source: u.fileHmac === null ? 'api' : 'file',
     createdAt: u.createdAt.toISOString(),
     updatedAt: u.updatedAt.toISOString(),
@@ -122,11 +124,11 @@ function createUser({ deps, announce }: UserContext) {
 function changeUser({ deps, announce }: UserContext) {
   return async function changeUser(req: TypedRequest<typeof UpdateUser>): Promise<User> {
     const name = req.params.name;
-    const { disabled, password } = req.body;
+    const { disabled, password, budget } = req.body;
     const role = checkRole(req.body.role);
-    if (role === undefined && disabled === undefined && password === undefined) throw new Errors.VALIDATION('send at least one of role, disabled, password');
+    if (role === undefined && disabled === undefined && password === undefined && budget === undefined) throw new Errors.VALIDATION('send at least one of role, disabled, password, budget');
     checkPassword(password);
-    const change: UserChange = { ...(role ? { role } : {}), ...(disabled !== undefined ? { disabled } : {}) };
+    const change: UserChange = { ...(role ? { role } : {}), ...(disabled !== undefined ? { disabled } : {}), ...(budget !== undefined ? { budget } : {}) };
     if (password !== undefined) change.passwordHash = await hashPassword(password);
     const updated = await inTransaction(deps.db.db, async (trx) => {
       await keepAnAdmin(trx, name, role === 'user' || disabled === true);

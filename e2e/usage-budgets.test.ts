@@ -1,0 +1,180 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryBus } from '@agentry/bus';
+import { budgetCounter } from '@agentry/contracts';
+import { bootstrap, type Runtime } from '@agentry/runtime';
+import { createTestPglite, startFakeModel, waitFor, type FakeModel } from '@agentry/testing';
+import { startAgentWorker } from '@agentry/agent-worker';
+import { buildGateway } from '@agentry/gateway';
+
+/**
+ * Usage and budgets through the whole embedded stack (requireAuth on, an in-process worker, the
+ * fake model): who sees what, requests per minute and tokens per day answered with 429,
+ * Retry-After and the reset time, budgets from the configuration file and from the API. The
+ * report's grouping and windows are services/gateway/test/usage.test.ts; two gateways sharing
+ * the Redis counts are e2e/usage-cluster.test.ts.
+ */
+
+const PASSWORDS = { admin: 'admin-pass-word-1', dave: 'dave-pass-word-1' };
+const METERED_KEY = 'metered-key-0123456789abcdef';
+const OPEN_KEY = 'unmetered-key-0123456789abcdef';
+const ERIN_KEY = 'erin-key-0123456789abcdefghij';
+
+describe('usage and budgets through chat (embedded)', () => {
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-usage-'));
+  let runtime: Runtime;
+  let app: FastifyInstance;
+  let fake: FakeModel;
+  const tokens = { admin: '', dave: '' };
+
+  const call = (method: InjectOptions['method'], url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> =>
+    app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) });
+  const chat = (token: string, content = 'hi') => call('POST', '/chat/completions', token, { model: 'meter', messages: [{ role: 'user', content }] });
+
+  beforeAll(async () => {
+    fake = await startFakeModel();
+    fs.writeFileSync(
+      path.join(cwd, 'config.yaml'),
+      [
+        'models:',
+        '  default_provider: fake',
+        `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
+        'security:',
+        '  requireAuth: true',
+        '  users:',
+        ...Object.entries(PASSWORDS).map(([u, p]) => `    ${u}: "${p}"`),
+        // The object form of an entry, with a budget (the string form cannot carry one).
+        `    erin: {password: "erin-pass-word-1", api_key: "${ERIN_KEY}", budget: {requestsPerMinute: 1}}`,
+        'channels:',
+        '  api:',
+        '    accounts:',
+        `      metered: {api_key: "${METERED_KEY}", budget: {tokensPerDay: 20}}`,
+        `      unmetered: {api_key: "${OPEN_KEY}"}`,
+      ].join('\n'),
+    );
+    runtime = await bootstrap({
+      service: 'usage-test',
+      mode: 'embedded',
+      argv: [],
+      env: { AGENTRY_SECRET_KEY: 'usage-master-key-0123456789-abcdef' },
+      cwd,
+      logDestination: { write: () => {} },
+      openDb: () => createTestPglite(),
+      openBus: (logger) => createMemoryBus({ logger }),
+    });
+    await startAgentWorker(runtime);
+    app = await buildGateway(runtime);
+    await app.ready();
+    runtime.health.markStarted();
+    for (const user of Object.keys(tokens) as Array<keyof typeof tokens>) {
+      const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: user, password: PASSWORDS[user] } });
+      tokens[user] = (res.json() as { token: string }).token;
+    }
+    const agent = { ruleChain: { id: 'meter', name: 'meter' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake' } }], connections: [] } };
+    expect((await call('POST', '/agents', tokens.admin, agent)).statusCode).toBe(201);
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await runtime?.lifecycle.shutdown('test');
+    await fake?.close();
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  const usage = async (token: string, query: string) => {
+    const res = await call('GET', `/usage?${query}`, token);
+    expect(res.statusCode, res.body).toBe(200);
+    return (res.json() as { data: Array<{ key: string; promptTokens: number; completionTokens: number; requests: number }> }).data;
+  };
+
+  it("records each chat's tokens under its principal; a user sees only their own, an admin everyone's", async () => {
+    fake.script({ text: 'one', usage: { prompt_tokens: 4, completion_tokens: 2 } }, { text: 'two', usage: { prompt_tokens: 3, completion_tokens: 1 } });
+    expect((await chat(tokens.dave)).statusCode).toBe(200);
+    expect((await chat(OPEN_KEY)).statusCode).toBe(200);
+    await waitFor(async () => (await usage(tokens.admin, 'groupBy=principal')).length === 2, 5000, 20);
+    expect((await usage(tokens.admin, 'groupBy=principal')).map((r) => [r.key, r.promptTokens, r.completionTokens, r.requests])).toEqual([
+      ['api:unmetered', 3, 1, 1],
+      ['user:dave', 4, 2, 1],
+    ]);
+    expect((await usage(tokens.dave, 'groupBy=principal')).map((r) => r.key)).toEqual(['user:dave']);
+    expect((await usage(tokens.dave, 'groupBy=agent')).map((r) => [r.key, r.requests])).toEqual([['meter', 1]]);
+    const other = await call('GET', '/usage?principal=user:admin', tokens.dave);
+    expect(other.statusCode).toBe(403);
+    // An api key is for chat: the report is for logged-in users.
+    expect((await call('GET', '/usage', OPEN_KEY)).statusCode).toBe(401);
+  });
+
+  it('requests per minute: over the budget set through PUT /users, chat and responses answer 429 with Retry-After and the reset', async () => {
+    const put = await call('PUT', '/users/dave', tokens.admin, { budget: { requestsPerMinute: 2 } });
+    expect(put.statusCode, put.body).toBe(200);
+    expect((put.json() as { budget: unknown }).budget).toEqual({ requestsPerMinute: 2 });
+    // Starts well inside a minute, so that the three requests share one window.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 50_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 50));
+    const minute = budgetCounter('requestsPerMinute', 'user:dave');
+    const codes: number[] = [];
+    let refused: LightMyRequestResponse | undefined;
+    for (let i = 0; i < 3; i++) {
+      const res = await chat(tokens.dave);
+      codes.push(res.statusCode);
+      if (res.statusCode === 429) refused = res;
+    }
+    expect(codes).toEqual([200, 200, 429]);
+    const error = (refused!.json() as { error: string }).error;
+    expect(error).toContain('requestsPerMinute budget of user:dave (2 requests per minute) is spent');
+    expect(error).toContain(`resets at ${minute.resetsAt.toISOString()}`);
+    const retryAfter = Number(refused!.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    const responses = await call('POST', '/responses', tokens.dave, { model: 'meter', input: 'hi' });
+    expect(responses.statusCode).toBe(429);
+    expect((responses.json() as { error: string }).error).toContain('requestsPerMinute');
+    // Another principal is not affected, and removing the budget lifts it at once.
+    expect((await chat(OPEN_KEY)).statusCode).toBe(200);
+    expect((await call('PUT', '/users/dave', tokens.admin, { budget: null })).statusCode).toBe(200);
+    await waitFor(async () => (await chat(tokens.dave)).statusCode === 200, 3000, 50);
+  });
+
+  it("a user's budget from the configuration file applies to their API key and their JWT alike, and shows in GET /users", async () => {
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 50_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 50));
+    expect((await chat(ERIN_KEY)).statusCode).toBe(200);
+    const refused = await chat(ERIN_KEY);
+    expect(refused.statusCode).toBe(429);
+    expect((refused.json() as { error: string }).error).toContain('requestsPerMinute budget of user:erin (1 request per minute) is spent');
+    const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'erin', password: 'erin-pass-word-1' } });
+    expect((await chat((login.json() as { token: string }).token)).statusCode).toBe(429);
+    const users = (await call('GET', '/users', tokens.admin)).json() as { users: Array<{ username: string; budget?: unknown }> };
+    expect(users.users.find((u) => u.username === 'erin')?.budget).toEqual({ requestsPerMinute: 1 });
+  });
+
+  it('tokens per day: the file-configured account is refused once a run has spent its day', async () => {
+    const day = budgetCounter('tokensPerDay', 'api:metered');
+    fake.script({ text: 'costly', usage: { prompt_tokens: 15, completion_tokens: 10 } });
+    expect((await chat(METERED_KEY)).statusCode).toBe(200);
+    // The worker adds the run's tokens once its model call is done.
+    await waitFor(async () => (await runtime.bus.count(day.key, 0, day.ttlMs)) >= 25, 5000, 20);
+    const refused = await chat(METERED_KEY);
+    expect(refused.statusCode).toBe(429);
+    const error = (refused.json() as { error: string }).error;
+    expect(error).toContain('tokensPerDay budget of api:metered (20 tokens per day) is spent');
+    expect(error).toContain(`resets at ${day.resetsAt.toISOString()}`);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(86_400);
+  });
+
+  it('PUT /channels/api/accounts/{id} sets, shows and removes a budget; a bad one is 400', async () => {
+    const bad = await call('PUT', '/channels/api/accounts/unmetered', tokens.admin, { budget: { tokensPerDay: -1 } });
+    expect(bad.statusCode).toBe(400);
+    const put = await call('PUT', '/channels/api/accounts/unmetered', tokens.admin, { budget: { requestsPerMinute: 1 } });
+    expect(put.statusCode, put.body).toBe(200);
+    expect((put.json() as { budget: unknown }).budget).toEqual({ requestsPerMinute: 1 });
+    await waitFor(async () => (await chat(OPEN_KEY)).statusCode === 429, 3000, 50);
+    const cleared = await call('PUT', '/channels/api/accounts/unmetered', tokens.admin, { budget: null });
+    expect((cleared.json() as { budget?: unknown }).budget).toBeUndefined();
+    await waitFor(async () => (await chat(OPEN_KEY)).statusCode === 200, 3000, 50);
+  });
+});
