@@ -226,6 +226,25 @@ suite('agentry on a terminal (tmux)', () => {
     expect(text).not.toContain('sk-from-the-users-entry-0042');
   });
 
+  // Before the apikey test: once a key exists, a chat without one is refused.
+  it('usage is a table of the groups and a total on a terminal', async () => {
+    const client = new AgentryClient({ url: gw.url });
+    await client.agents.create(agentDsl('metered'));
+    gw.fake.script({ text: 'ok', usage: { prompt_tokens: 1200, completion_tokens: 34 } });
+    await client.chat.complete({ model: 'metered', messages: [{ role: 'user', content: 'count' }] });
+    const has = async () => (await client.usage.get({ groupBy: 'agent' })).data.some((r) => r.key === 'metered');
+    await waitFor(has, 5_000, 50);
+    const w = open(`${agentry} usage -g agent`);
+    await waitFor(async () => screen(w).includes('[exit'), 10_000, 50);
+    const lines = screen(w).split('\n');
+    expect(lines[0]).toMatch(/^agent, \d{4}-\d\d-\d\dT[\d:.]+Z \.\. \d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    // The suite's other chats (agent `slow`) may be rows too: the metered row, header and total are checked.
+    expect(lines[1]).toMatch(/^AGENT +PROMPT +COMPLETION +TOTAL +CALLS$/);
+    expect(lines).toContain('metered    1200          34   1234      1');
+    expect(lines.at(-2)).toMatch(/^total +\d+ +\d+ +\d+ +\d+$/);
+    expect(lines.at(-1)).toBe('[exit 0]');
+  });
+
   it('apikey show masks the key unless --reveal', async () => {
     // Logged in as admin by the login test above.
     const made = open(`${agentry} apikey regenerate > ${home}/key.txt`);
@@ -253,23 +272,5 @@ suite('agentry on a terminal (tmux)', () => {
     const failed = await waitScreen(bad, (s) => s.includes('[exit '), 20_000);
     expect(failed).toMatch(/\nFAIL {2}credential {2}the credential from env AGENTRY_API_KEY is refused: .+\n {6}fix: set AGENTRY_API_KEY to a key the server knows \(agentry apikey regenerate\)\n/);
     expect(failed).toMatch(/\nerror: 1 check failed\n\[exit 1\]$/);
-  });
-
-  it('usage is a table of the groups and a total on a terminal', async () => {
-    const client = new AgentryClient({ url: gw.url });
-    await client.agents.create(agentDsl('metered'));
-    gw.fake.script({ text: 'ok', usage: { prompt_tokens: 1200, completion_tokens: 34 } });
-    await client.chat.complete({ model: 'metered', messages: [{ role: 'user', content: 'count' }] });
-    const has = async () => (await client.usage.get({ groupBy: 'agent' })).data.some((r) => r.key === 'metered');
-    await waitFor(has, 5_000, 50);
-    const w = open(`${agentry} usage -g agent`);
-    await waitFor(async () => screen(w).includes('[exit'), 10_000, 50);
-    const lines = screen(w).split('\n');
-    expect(lines[0]).toMatch(/^agent, \d{4}-\d\d-\d\dT[\d:.]+Z \.\. \d{4}-\d\d-\d\dT[\d:.]+Z$/);
-    // The suite's other chats (agent `slow`) may be rows too: the metered row, header and total are checked.
-    expect(lines[1]).toMatch(/^AGENT +PROMPT +COMPLETION +TOTAL +CALLS$/);
-    expect(lines).toContain('metered    1200          34   1234      1');
-    expect(lines.at(-2)).toMatch(/^total +\d+ +\d+ +\d+ +\d+$/);
-    expect(lines.at(-1)).toBe('[exit 0]');
   });
 });
