@@ -440,16 +440,16 @@ describe('mass assignment (OWASP API3): read-only properties in bodies are refus
     expect(listed.find((p) => p.id === 'p2')).toBeUndefined();
   });
 
-  it('an agent-private skill stays with its agent whatever scope, agentId or createdAt the body says', async () => {
+  it('an agent-private skill refuses a scope, agentId or createdAt from the body and stays with its agent', async () => {
     // Bob's own agent: only an owner (or an admin) writes an agent's skills.
     await ok(
       await call('POST', '/agents', bob, { ruleChain: { id: 'bob_skills', name: 'b' }, metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake' } }], connections: [] } }),
       201,
     );
-    await ok(
-      await call('POST', '/agents/bob_skills/skills', bob, { name: 'mine', description: 'd', content: 'c', scope: 'global', agentId: 'beta', createdAt: '2000-01-01T00:00:00Z' }),
-      201,
-    );
+    for (const extra of [{ scope: 'global' }, { agentId: 'beta' }, { createdAt: '2000-01-01T00:00:00Z' }]) {
+      expectError(await call('POST', '/agents/bob_skills/skills', bob, { name: 'mine', description: 'd', content: 'c', ...extra }), 400, new RegExp(`unknown field ${Object.keys(extra)[0]}`));
+    }
+    await ok(await call('POST', '/agents/bob_skills/skills', bob, { name: 'mine', description: 'd', content: 'c' }), 201);
     expect((await ok(await call('GET', '/agents/bob_skills/skills/mine', bob))).json()).toMatchObject({ name: 'mine', content: 'c' });
     expect((await call('GET', '/agents/beta/skills/mine', bob)).statusCode).toBe(404);
     expect((await call('GET', '/skills/mine?scope=global', bob)).statusCode).toBe(404);

@@ -53,7 +53,7 @@ describe('agentry users', () => {
   it('refuses bad input: a short password and an unknown role', async () => {
     const short = await cli(['users', 'create', 'bob'], admin, { input: 'short\n' });
     expect(short.code).toBe(1);
-    expect(short.stderr).toMatch(/^error: Invalid input: password must be at least 8 characters/m);
+    expect(short.stderr).toMatch(/^error: password must be at least 8 characters/m);
     const role = await cli(['users', 'create', 'bob', '--role', 'root'], admin, { input: 'long-enough\n' });
     expect(role.code).toBe(2);
     expect(role.stderr).toMatch(/Allowed choices are admin, user/);
