@@ -195,22 +195,9 @@ describe('RuleGo testdata/rule, posted as written and run as the Go tests run th
     expect(sub!.metadata.test_s3).toBe('Modified by sub chain node sub_s3');
   });
 
-  /**
-   * restApiCall does not take RuleGo's `maxParallelRequestsCount` yet (a per-node concurrency
-   * limit; restApiCall's schema belongs to the node-types work): as written, the file is a 400
-   * naming it. With that one field removed, the chain runs as the Go test runs it.
-   */
-  async function postWithoutMaxParallel(name: string, id: string): Promise<void> {
-    const asWritten = await postRule(fixture(name), id);
-    expect(asWritten.status).toBe(400);
-    expect(asWritten.body.error).toMatch(/restApiCall: configuration: unknown field "maxParallelRequestsCount"/);
-    const dsl = JSON.parse(fixture(name)) as { metadata: { nodes: Array<{ configuration: Record<string, unknown> }> } };
-    for (const node of dsl.metadata.nodes) delete node.configuration.maxParallelRequestsCount;
-    expect((await postRule(JSON.stringify(dsl), id)).status).toBe(201);
-  }
-
   it('chain_call_rest_api.json (engine_test.go TestCallRestApi): the call to a private address fails and the message ends on Failure', async () => {
-    await postWithoutMaxParallel('chain_call_rest_api', 'call_rest_api');
+    // As written, maxParallelRequestsCount included (RuleGo's per-node, per-host limit; honoured).
+    expect((await postRule(fixture('chain_call_rest_api'), 'call_rest_api')).status).toBe(201);
     const end = await onMsg('call_rest_api', 'TEST_MSG_TYPE', { productType: 'productType01' }, { aa: 'aaaaaaaaaaaaaa' });
     // The Go test asserts the end callback runs; RuleGo ends it with the error, as here. Nothing
     // is sent: 192.168.136.26 is private and refused before connecting.
@@ -219,7 +206,7 @@ describe('RuleGo testdata/rule, posted as written and run as the Go tests run th
   });
 
   it('test_skip_fallback_aspect.json (engine_aspect_test.go): a failed restApiCall goes along Failure to its log node', async () => {
-    await postWithoutMaxParallel('test_skip_fallback_aspect', 'skip_fallback');
+    expect((await postRule(fixture('test_skip_fallback_aspect'), 'skip_fallback')).status).toBe(201);
     const end = await onMsg('skip_fallback', 'TEST_MSG_TYPE1', { productType: 'test01' }, { temperature: 41 });
     expect(end).toMatchObject({ relation: 'Success', msgType: 'TEST_MSG_TYPE1', data: { temperature: 41 } });
     expect(end.debug?.map((d) => [d.nodeId, d.relation])).toEqual([
