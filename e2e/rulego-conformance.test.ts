@@ -303,7 +303,8 @@ describe('RuleGo testdata/rule with msgTypeSwitch, fork, join, delay and groupFi
     // Agentry refuses them by name (SOURCE.md, known differences).
     const asWritten = await postRule(fixture('test_fork_direct_join'));
     expect(asWritten.status).toBe(400);
-    expect(asWritten.body.error).toMatch(/delay: configuration: unknown field "(period|maxPendingMsg)"/);
+    expect(asWritten.body.error).toMatch(/delay: configuration: unknown field "period" \(did you mean delayMs\?/);
+    expect(asWritten.body.error).toMatch(/unknown field "maxPendingMsg" \(did you mean maxPendingMsgs\?\)/);
     const dsl = JSON.parse(fixture('test_fork_direct_join')) as { metadata: { nodes: Array<{ type: string; configuration?: Record<string, unknown> }> } };
     const delayNode = dsl.metadata.nodes.find((n) => n.type === 'delay')!;
     // What the file means: 500 ms, 100 pending messages, in RuleGo's field names.
