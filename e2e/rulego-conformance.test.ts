@@ -129,6 +129,35 @@ async function onMsg(chainId: string, msgType: string, metadata: Record<string, 
   }
 }
 
+/**
+ * Several `OnMsg` at once: one agent with a rule-chain tool per message (each with its own
+ * metadata); the fake model asks for all of them in one turn, which the agent runs in parallel,
+ * and then repeats every tool result, in call order, as a JSON list.
+ */
+async function onMsgConcurrently(chainId: string, msgType: string, msgs: Array<{ metadata: Record<string, string>; data: unknown }>): Promise<ToolResult[]> {
+  const agentId = `caller_${++agents}`;
+  const tools = msgs.map((m, i) => ({ type: 'rulechain', name: `on_msg_${i}`, targetId: chainId, config: { dataField: 'data', msgType, metadata: m.metadata } }));
+  const created = await fetch(`${baseURL}/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ruleChain: { id: agentId, name: agentId }, metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', tools } }], connections: [] } }),
+  });
+  if (created.status !== 201) throw new Error(`agent: ${created.status} ${await created.text()}`);
+  const toolCalls = msgs.map((m, i) => ({ id: `c${agents}_${i}`, name: `on_msg_${i}`, arguments: JSON.stringify({ data: m.data }) }));
+  fake.script({ toolCalls }, (req: FakeRequest) => {
+    const results = req.body.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(String(m.content)) as unknown);
+    return { text: JSON.stringify(results) };
+  });
+  const res = await fetch(`${baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+    body: JSON.stringify({ model: agentId, messages: [{ role: 'user', content: 'run them' }] }),
+  });
+  const body = (await res.json()) as { choices: Array<{ message: { content: string } }> };
+  if (res.status !== 200) throw new Error(`chat: ${res.status} ${JSON.stringify(body)}`);
+  return JSON.parse(body.choices[0]!.message.content) as ToolResult[];
+}
+
 describe('RuleGo testdata/rule, posted as written and run as the Go tests run them', { timeout: 30_000 }, () => {
   it('filter_node.json (rulego_test.go TestDefaultRuleGo): no chain or node id, configuration null; loads as "aa" and filters {"temperature":41}', async () => {
     const created = await postRule(fixture('filter_node'), 'aa');
@@ -279,14 +308,17 @@ describe('RuleGo testdata/rule with msgTypeSwitch, fork, join, delay and groupFi
     const list = basic.data as JoinItem[];
     expect(list).toHaveLength(2);
     expect(list[0]!.nodeId).not.toBe(list[1]!.nodeId);
-    // "Concurrent": 10 messages; each join has 2 inputs. (One after the other here: the fake
-    // model answers scripted turns in order; the runner holds no state between runs.)
-    for (let index = 0; index < 10; index++) {
-      const end = await onMsg('test_join_node', 'CONCURRENT_TEST', { index: String(index) }, { temperature: 40 + index, humidity: 90 });
+    // "Concurrent": 10 messages at once (parallel tool calls); each join has its own 2 inputs.
+    const inputs = Array.from({ length: 10 }, (_, index) => ({ metadata: { index: String(index) }, data: { temperature: 40 + index, humidity: 90 } }));
+    const ends = await onMsgConcurrently('test_join_node', 'CONCURRENT_TEST', inputs);
+    expect(ends).toHaveLength(10);
+    ends.forEach((end, index) => {
       expect(end.relation).toBe('Success');
-      expect(end.data as JoinItem[]).toHaveLength(2);
       expect(end.metadata.index).toBe(String(index));
-    }
+      const list = end.data as JoinItem[];
+      expect(list).toHaveLength(2);
+      for (const b of list) expect(JSON.parse(b.msg.data)).toMatchObject({ temperature: 40 + index, a: 'aa' });
+    });
   });
 
   it('test_join_multi_branch.json (engine_test.go TestJoinNode "Multi Branch"): only the True branch runs; the join ends on Success without error', async () => {
