@@ -417,6 +417,25 @@ describe('node types', () => {
     expect(last.msg.metadata.from_a).toBeUndefined();
   });
 
+  it('flow: a sub-chain end on Failure sends the merged message along Failure, without that end\'s metadata', async () => {
+    // s0 fans out to ok (ends on Success) and bad -> sw (chooses Failure, which has no connection: an end on Failure).
+    const sub = chain('sub', [
+      mark('s0'),
+      js('ok', 'jsTransform', "metadata.fine = 'yes'; return {msg, metadata, msgType};"),
+      js('bad', 'jsTransform', "metadata.bad = 'no'; return {msg, metadata, msgType};"),
+      js('sw', 'jsSwitch', "return ['Failure'];"),
+    ], [['s0', 'ok', 'Success'], ['s0', 'bad', 'Success'], ['bad', 'sw', 'Success']]);
+    const main = chain('main', [{ id: 'f', type: 'flow', configuration: { targetId: 'sub' } }, end('handled')], [['f', 'handled', 'Failure']]);
+    const result = await runner.run(main, createRuleMsg({ data: {} }), context({ chains: { sub } }));
+    expect(result.ends.map((e) => e.nodeId)).toEqual(['handled']);
+    expect(result.msg.metadata).toMatchObject({ fine: 'yes', error: 'failed' });
+    expect(result.msg.metadata.bad).toBeUndefined();
+    expect((JSON.parse(result.msg.data) as Array<{ err: string; nodeId: string }>).map((b) => [b.nodeId, b.err])).toEqual([
+      ['ok', ''],
+      ['sw', 'failed'],
+    ]);
+  });
+
   it('flow: the sub-chain\'s debugMode steps join the calling run\'s trace', async () => {
     const sub = chain('sub', [mark('s1', 'sub')]);
     (sub.dsl.ruleChain as { debugMode?: boolean }).debugMode = true;

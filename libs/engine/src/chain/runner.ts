@@ -49,6 +49,7 @@ export interface ChainResult {
   msg: RuleMsg;
   /** Every branch end, in branch order (depth first, relation by relation), joins after their branches. */
   ends: ChainEnd[];
+  /** One entry per node execution, plus the debugMode entries of sub-chains run by `flow` (before the flow node's own; `debug.chainId` names their chain). */
   trace: ChainTraceEntry[];
   steps: number;
 }
