@@ -15,6 +15,7 @@ import {
   type CompleteRequest,
   type ParsedChain,
   type RuleMsg,
+  type SubChainResult,
 } from '../src/index.js';
 
 /** The rule-chain engine: every node type, relation routing, failures, limits, sub-chains. */
@@ -67,7 +68,7 @@ function context(f: Fakes = {}): ChainContext {
     logger,
     signal: f.signal ?? new AbortController().signal,
     sandbox,
-    runChain: (id, msg, depth, path) => r.runById((cid) => (f.chains?.[cid] ? { ok: true, chain: f.chains[cid] } : undefined), id, msg, ctx, { depth, path }).then((res) => res.msg),
+    runChain: (id, msg, depth, path) => r.runById((cid) => (f.chains?.[cid] ? { ok: true, chain: f.chains[cid] } : undefined), id, msg, ctx, { depth, path }),
     complete: f.complete ?? (() => Promise.reject(new Error('no model in this test'))),
     runAgent: f.runAgent ?? (() => Promise.reject(new Error('no agent in this test'))),
   };
@@ -382,7 +383,7 @@ describe('node types', () => {
       logger = logger;
       signal = new AbortController().signal;
       sandbox = sandbox;
-      runChain(): Promise<RuleMsg> {
+      runChain(): Promise<SubChainResult> {
         return Promise.reject(new Error('none'));
       }
       async complete(): Promise<string> {
@@ -396,15 +397,54 @@ describe('node types', () => {
     expect((await runner.run(c, createRuleMsg({ data: 'q' }), new Hooks())).msg.data).toBe('from a class');
   });
 
-  it('flow: runs another chain and continues with its result', async () => {
-    const sub = chain('sub', [mark('s1', 'sub'), end()], [['s1', 'end', 'Success']]);
-    const main = chain('main', [mark('m1'), { id: 'f', type: 'flow', configuration: { targetId: 'sub' } }, mark('m2'), end()], [
-      ['m1', 'f', 'Success'],
-      ['f', 'm2', 'Success'],
-      ['m2', 'end', 'Success'],
+  it('flow: runs another chain and merges its branch ends into one message, as RuleGo (TellFlowAndMerge)', async () => {
+    // Two ends in the sub-chain: s1 -> a and s1 -> b, each setting data, type and metadata.
+    const set = (id: string) => js(id, 'jsTransform', `metadata.from_${id} = '${id}'; metadata.shared = '${id}'; return {msg: {branch: '${id}'}, metadata, msgType: 'SUB_${id}'};`);
+    const sub = chain('sub', [mark('s1', 'sub'), set('a'), set('b')], [['s1', 'a', 'Success'], ['s1', 'b', 'Success']]);
+    const main = chain('main', [{ id: 'f', type: 'flow', configuration: { targetId: 'sub' } }, js('after', 'jsTransform', 'metadata.after = String(Array.isArray(msg)); return {msg, metadata, msgType};')], [['f', 'after', 'Success']]);
+    const input = createRuleMsg({ type: 'IN', data: { x: 1 }, metadata: { keep: 'k' } });
+    const result = await runner.run(main, input, context({ chains: { sub } }));
+    // The input's id and type; its metadata plus that of every end (the last end's value wins).
+    expect(result.msg).toMatchObject({ id: input.id, type: 'IN', metadata: { keep: 'k', from_a: 'a', from_b: 'b', shared: 'b', after: 'true' } });
+    expect(JSON.parse(result.msg.data)).toEqual([
+      { msg: { id: input.id, dataType: 'JSON', type: 'SUB_a', data: '{"branch":"a"}', metadata: {} }, err: '', nodeId: 'a' },
+      { msg: { id: input.id, dataType: 'JSON', type: 'SUB_b', data: '{"branch":"b"}', metadata: {} }, err: '', nodeId: 'b' },
     ]);
+    // extend: true continues with the last end as it is.
+    const extended = chain('ext', [{ id: 'f', type: 'flow', configuration: { targetId: 'sub', extend: true } }]);
+    const last = await runner.run(extended, input, context({ chains: { sub } }));
+    expect(last.msg).toMatchObject({ type: 'SUB_b', data: '{"branch":"b"}', metadata: { from_b: 'b' } });
+    expect(last.msg.metadata.from_a).toBeUndefined();
+  });
+
+  it('flow: a sub-chain end on Failure sends the merged message along Failure, without that end\'s metadata', async () => {
+    // s0 fans out to ok (ends on Success) and bad -> sw (chooses Failure, which has no connection: an end on Failure).
+    const sub = chain('sub', [
+      mark('s0'),
+      js('ok', 'jsTransform', "metadata.fine = 'yes'; return {msg, metadata, msgType};"),
+      js('bad', 'jsTransform', "metadata.bad = 'no'; return {msg, metadata, msgType};"),
+      js('sw', 'jsSwitch', "return ['Failure'];"),
+    ], [['s0', 'ok', 'Success'], ['s0', 'bad', 'Success'], ['bad', 'sw', 'Success']]);
+    const main = chain('main', [{ id: 'f', type: 'flow', configuration: { targetId: 'sub' } }, end('handled')], [['f', 'handled', 'Failure']]);
     const result = await runner.run(main, createRuleMsg({ data: {} }), context({ chains: { sub } }));
-    expect(data(result.msg).seen).toEqual(['m1', 'sub', 'm2']);
+    expect(result.ends.map((e) => e.nodeId)).toEqual(['handled']);
+    expect(result.msg.metadata).toMatchObject({ fine: 'yes', error: 'failed' });
+    expect(result.msg.metadata.bad).toBeUndefined();
+    expect((JSON.parse(result.msg.data) as Array<{ err: string; nodeId: string }>).map((b) => [b.nodeId, b.err])).toEqual([
+      ['ok', ''],
+      ['sw', 'failed'],
+    ]);
+  });
+
+  it('flow: the sub-chain\'s debugMode steps join the calling run\'s trace', async () => {
+    const sub = chain('sub', [mark('s1', 'sub')]);
+    (sub.dsl.ruleChain as { debugMode?: boolean }).debugMode = true;
+    const main = chain('main', [{ id: 'f', type: 'flow', configuration: { targetId: 'sub' } }]);
+    const result = await runner.run(main, createRuleMsg({ data: {} }), context({ chains: { sub } }));
+    expect(result.trace.map((t) => [t.nodeId, t.debug?.chainId])).toEqual([
+      ['s1', 'sub'],
+      ['f', undefined],
+    ]);
   });
 
   it('flow: a failing or missing sub-chain routes along Failure, else fails the run', async () => {

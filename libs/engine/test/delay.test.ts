@@ -54,6 +54,6 @@ describe('delay', () => {
     expect(problemsOf({ id: 'd', type: 'delay', configuration: { delayMs: '90000' } }).join('\n')).toMatch(/delayMs 90000 is more than the limit of 60000 ms/);
     expect(problemsOf({ id: 'd', type: 'delay', configuration: { periodInSeconds: 61 } }).join('\n')).toMatch(/periodInSeconds 61 is more than the limit of 60 s/);
     expect(problemsOf({ id: 'd', type: 'delay', configuration: { overwrite: true } }).join('\n')).toMatch(/overwrite: true is not supported/);
-    expect(problemsOf({ id: 'd', type: 'delay', configuration: { period: 500 } }).join('\n')).toMatch(/period/);
+    expect(problemsOf({ id: 'd', type: 'delay', configuration: { period: 500 } }).join('\n')).toMatch(/unknown field "period" \(did you mean delayMs\? RuleGo has no "period"/);
   });
 });

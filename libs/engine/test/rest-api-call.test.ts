@@ -5,6 +5,7 @@ import pino from 'pino';
 import {
   ChainError,
   ChainRunner,
+  KeyedLimiter,
   ScriptSandbox,
   createRuleMsg,
   parseChain,
@@ -26,6 +27,9 @@ const seen: Seen[] = [];
 let server: http.Server;
 let port = 0;
 let sandbox: ScriptSandbox;
+/** Requests to /hold in progress now, and the most at once. */
+let holding = 0;
+let maxHolding = 0;
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -35,6 +39,14 @@ beforeAll(async () => {
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
       if (req.url?.startsWith('/slow')) {
         setTimeout(() => res.end('late'), 2000).unref();
+        return;
+      }
+      if (req.url?.startsWith('/hold')) {
+        maxHolding = Math.max(maxHolding, ++holding);
+        setTimeout(() => {
+          holding--;
+          res.end('{"held":true}');
+        }, 150).unref();
         return;
       }
       if (req.url?.startsWith('/broken')) {
@@ -215,5 +227,37 @@ describe('restApiCall outbound-address policy (default: public addresses only)',
       (e: unknown) => (e as Error).message,
     );
     expect(other).toMatch(/loopback/);
+  });
+
+  it('maxParallelRequestsCount (RuleGo\'s per-node, per-host connection limit): calls beyond it wait for a slot; 0 is unlimited', async () => {
+    const callHold = (max: number) => call({ restEndpointUrlPattern: `http://127.0.0.1:${port}/hold`, maxParallelRequestsCount: max }, createRuleMsg({ data: {} }), { allowPrivateNetworks: true });
+    maxHolding = 0;
+    // Each call parses the chain afresh, as runs do: the limit is the node's (chain id, node id), not an object's.
+    const limited = await Promise.all([callHold(1), callHold(1), callHold(1)]);
+    expect(limited.map((r) => r.msg.data)).toEqual(['{"held":true}', '{"held":true}', '{"held":true}']);
+    expect(maxHolding).toBe(1);
+    maxHolding = 0;
+    await Promise.all([callHold(0), callHold(0), callHold(0)]);
+    expect(maxHolding).toBe(3);
+  });
+});
+
+describe('KeyedLimiter (restApiCall maxParallelRequestsCount)', () => {
+  it('hands a freed slot to the next waiter, times a wait out, stops on abort and forgets an idle key', async () => {
+    const limiter = new KeyedLimiter();
+    const live = new AbortController().signal;
+    const first = await limiter.acquire('k', 1, live, 1000);
+    const second = limiter.acquire('k', 1, live, 1000);
+    await expect(limiter.acquire('k', 1, live, 30)).rejects.toThrow('timed out after 30 ms waiting for one of 1 parallel requests to finish');
+    const aborted = new AbortController();
+    const third = limiter.acquire('k', 1, aborted.signal, 1000);
+    aborted.abort();
+    await expect(third).rejects.toThrow(/cancelled while waiting/);
+    first();
+    const releaseSecond = await second;
+    expect(limiter.active('k')).toBe(1);
+    releaseSecond();
+    releaseSecond();
+    expect(limiter.active('k')).toBe(0);
   });
 });

@@ -39,7 +39,7 @@ function context(runner: ChainRunner, chains: Record<string, ParsedChain> = {}):
     logger,
     signal: new AbortController().signal,
     sandbox,
-    runChain: (id, msg, depth, path) => runner.runById((cid) => (chains[cid] ? { ok: true, chain: chains[cid] } : undefined), id, msg, ctx, { depth, path }).then((r) => r.msg),
+    runChain: (id, msg, depth, path) => runner.runById((cid) => (chains[cid] ? { ok: true, chain: chains[cid] } : undefined), id, msg, ctx, { depth, path }),
     complete: () => Promise.reject(new Error('no model here')),
     runAgent: () => Promise.reject(new Error('no agent here')),
   };

@@ -49,6 +49,7 @@ export interface ChainResult {
   msg: RuleMsg;
   /** Every branch end, in branch order (depth first, relation by relation), joins after their branches. */
   ends: ChainEnd[];
+  /** One entry per node execution, plus the debugMode entries of sub-chains run by `flow` (before the flow node's own; `debug.chainId` names their chain). */
   trace: ChainTraceEntry[];
   steps: number;
 }
@@ -292,7 +293,12 @@ export class ChainRunner {
       logger: ctx.logger,
       signal: ctx.signal,
       sandbox: ctx.sandbox,
-      runChain: (id, msg, d, p) => ctx.runChain(id, msg, d, p),
+      // The sub-chain's debug steps show in this run's, as RuleGo's OnDebug sees sub-chain nodes.
+      runChain: async (id, msg, d, p) => {
+        const sub = await ctx.runChain(id, msg, d, p);
+        w.trace.push(...((sub.trace ?? []) as ChainTraceEntry[]).filter((t) => t.debug !== undefined));
+        return sub;
+      },
       complete: (req) => ctx.complete(req),
       runAgent: (config, msg) => ctx.runAgent(config, msg),
       ...(ctx.http ? { http: ctx.http } : {}),

@@ -38,6 +38,16 @@ export type RuleMsg = {
   metadata: Record<string, string>;
 };
 
+/** What a sub-chain run gives its `flow` node (a ChainResult is one). */
+export interface SubChainResult {
+  /** The last message that reached an end. */
+  msg: RuleMsg;
+  /** Every branch end: `relation` undefined for an `end` node. */
+  ends: ReadonlyArray<{ nodeId: string; relation: string | undefined; msg: RuleMsg }>;
+  /** The sub-chain's node executions; those with `debug` join the calling run's trace. */
+  trace?: ReadonlyArray<{ debug?: unknown }>;
+}
+
 /** One completion without tools (the `ai/llm` node). */
 export interface CompleteRequest {
   provider?: string;
@@ -58,12 +68,12 @@ export interface ChainContext {
   /** Where scripts run; the caller may bind its `key` (the agent) so that agents share the pool fairly. */
   sandbox: Pick<ScriptSandbox, 'run'>;
   /**
-   * Runs chain `id` as a sub-chain (the `flow` node) and resolves with its result message;
-   * rejects when it fails. `depth` and `path` (the chain ids from the outermost run down to
-   * `id`) must be handed on: `(id, msg, depth, path) => runner.runById(load, id, msg, ctx,
-   * {depth, path}).then((r) => r.msg)`.
+   * Runs chain `id` as a sub-chain (the `flow` node) and resolves with its result (every branch
+   * end; `flow` merges them); rejects when it fails. `depth` and `path` (the chain ids from the
+   * outermost run down to `id`) must be handed on: `(id, msg, depth, path) =>
+   * runner.runById(load, id, msg, ctx, {depth, path})`.
    */
-  runChain(id: string, msg: RuleMsg, depth: number, path: readonly string[]): Promise<RuleMsg>;
+  runChain(id: string, msg: RuleMsg, depth: number, path: readonly string[]): Promise<SubChainResult>;
   /** One model completion (the `ai/llm` node); resolves with the answer's text. */
   complete(req: CompleteRequest): Promise<string>;
   /** Runs the agent tool loop for an `ai/agent` node; resolves with the final answer's text. */

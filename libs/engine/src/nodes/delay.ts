@@ -10,6 +10,10 @@ export const MAX_DELAY_MS = 60_000;
 const OFFSET_KEY = '_delayOffsetMs';
 
 const INTEGER = /^-?\d+$/;
+const DELAY_FIELD_HINTS: Readonly<Record<string, string>> = {
+  period: 'did you mean delayMs? RuleGo has no "period" and would not delay at all',
+  maxPendingMsg: 'did you mean maxPendingMsgs?',
+};
 
 /**
  * Holds the message, then passes it on along `Success` (RuleGo's `delay`). `delayMs` is a number
@@ -29,6 +33,9 @@ export const delay = defineNodeType({
     maxPendingMsgs: Type.Optional(Type.Integer({ description: 'accepted for RuleGo; each run holds one message' })),
     overwrite: Type.Optional(Type.Boolean()),
   }, { additionalProperties: false }),
+  // RuleGo ignores fields its delay does not have (so a misspelt one means no delay at all):
+  // these two occur in RuleGo's own testdata (test_fork_direct_join.json).
+  unknownFieldHint: (path, key) => (path === 'configuration' ? DELAY_FIELD_HINTS[key] : undefined),
   validate(config) {
     const problems: string[] = [];
     if (config.overwrite === true) problems.push('overwrite: true is not supported: each run delays its own message, none is shared to overwrite');

@@ -16,7 +16,7 @@ export function chainContext(ctx: AgentRun, runAgent: ChainContext['runAgent']):
     signal,
     // Keyed by the run's agent: the pool is shared fairly between agents, not between runs.
     sandbox: { run: (code, input, opts) => sandbox.run(code, input, { ...opts, key: run.agentId }) },
-    runChain: (id, msg, depth, path) => runner.runById((cid) => loadChain(deps, cid), id, msg, chain, { depth, path }).then((r) => r.msg),
+    runChain: (id, msg, depth, path) => runner.runById((cid) => loadChain(deps, cid), id, msg, chain, { depth, path }),
     complete: async (req) => {
       let text = '';
       for await (const ev of deps.stream({
