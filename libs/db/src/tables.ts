@@ -204,6 +204,8 @@ export interface RunsTable {
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** The waiting gateway's reply channel id (`replies:<id>`); null: the run's own `run:<id>`. */
   reply_to: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The chain's trace of a run whose agent runs as a chain (bounded); null for a lone ai/agent node. */
+  steps: ColumnType<JsonValue | null, string | null | undefined, string | null>;
 }
 
 /** OpenAI-compatible model providers; `api_key_sealed` is AES-GCM sealed, never clear text. */

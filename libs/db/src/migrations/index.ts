@@ -14,6 +14,7 @@ import * as cronRunsSkipped from './20261125T220000_cron_runs_skipped.js';
 import * as sessionTurnStatus from './20261126T000000_session_turn_status.js';
 import * as runsReplyTo from './20261126T000100_runs_reply_to.js';
 import * as sessionCompaction from './20261126T010000_session_compaction.js';
+import * as runsSteps from './20261126T020000_runs_steps.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '20261126T000000_session_turn_status': sessionTurnStatus,
   '20261126T000100_runs_reply_to': runsReplyTo,
   '20261126T010000_session_compaction': sessionCompaction,
+  '20261126T020000_runs_steps': runsSteps,
 };
