@@ -61,7 +61,9 @@ export async function deliverAnswer(
 
 /** The run's steps for its finish: none unless the agent runs as a chain. */
 function stepsOf(progress: RunProgress, pending?: ChainTraceEntry): { steps?: JsonValue[] } {
-  return progress.chainTrace ? { steps: boundSteps(progress.chainTrace, pending ? [pending] : []) } : {};
+  // A chain that failed to load ran no node: nothing to replay.
+  if (!progress.chainTrace || (progress.chainTrace.length === 0 && !pending)) return {};
+  return { steps: boundSteps(progress.chainTrace, pending ? [pending] : []) };
 }
 
 function sessionMessage(m: Answer['added'][number]): SessionMessage {
