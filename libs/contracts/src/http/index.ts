@@ -14,3 +14,4 @@ export * from './tools.js';
 export * from './probes.js';
 export * from './chat.js';
 export * from './responses.js';
+export * from './runs.js';
