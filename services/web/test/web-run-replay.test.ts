@@ -12,7 +12,8 @@ import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type 
  * (jsTransform in debugMode -> ai/agent), opens its canvas, picks the run from the replay
  * panel's recent runs (GET /agents/{id}/runs, GET /runs/{id}/steps) and sees each node marked
  * with its place, relation and time, and the transform's message in and out. A user who does not
- * own the agent sees its owner and Save/Delete disabled with the reason. Leaves
+ * own the agent sees its owner and Save/Delete disabled with the reason, and the admin-only
+ * controls of Channels and Settings disabled with theirs. Leaves
  * test-output/web/web-run-replay.png (and web-run-replay-<step>.png when a step fails).
  */
 
@@ -141,7 +142,7 @@ describe('a real run replayed on the canvas, in Chromium', () => {
       expect(problems).toEqual([]);
     }));
 
-  it("shows another user the agent's owner, with Save and Delete disabled and the reason", () =>
+  it("shows another user the agent's owner, with Save and Delete disabled and the reason, and admin-only controls disabled", () =>
     step('not-owner', async () => {
       await page.evaluate(() => sessionStorage.clear());
       await signIn('bob', BOB_PASSWORD, '/agents/shouty');
@@ -152,6 +153,23 @@ describe('a real run replayed on the canvas, in Chromium', () => {
       expect(await page.getByRole('button', { name: 'Delete' }).isDisabled()).toBe(true);
       expect(await page.getByRole('button', { name: 'Delete' }).getAttribute('title')).toBe(reason);
       await page.screenshot({ path: path.join(outDir, 'web-run-replay-not-owner.png'), fullPage: true });
+      // Its runs are the owner's and admins' to list: the canvas offers bob the paste box only.
+      await page.getByRole('tab', { name: 'Canvas' }).click();
+      await page.getByText('Replay a run').click();
+      await page.getByLabel('Run steps (JSON)').waitFor();
+      expect(await page.getByLabel('Recent run').count()).toBe(0);
+
+      // Server-wide controls: disabled for a user, with the reason (their routes are admin routes).
+      await page.goto(`${base}/channels`);
+      const channelsWhy = 'Only an admin may change channel accounts and bindings.';
+      await page.getByText(channelsWhy).first().waitFor();
+      expect(await page.getByRole('button', { name: 'Add account' }).first().isDisabled()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Add binding' }).getAttribute('title')).toBe(channelsWhy);
+      await page.goto(`${base}/settings`);
+      await page.getByText('Only an admin may change the server configuration.').waitFor();
+      expect(await page.getByRole('button', { name: 'Save configuration' }).isDisabled()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Save allow-lists' }).isDisabled()).toBe(true);
+      await page.screenshot({ path: path.join(outDir, 'web-run-replay-settings-user.png'), fullPage: true });
       expect(problems).toEqual([]);
     }));
 });

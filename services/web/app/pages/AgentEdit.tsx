@@ -335,7 +335,8 @@ function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: Retur
         <AgentSettingsFields editor={editor} draft={draft} forms={forms} />
       ) : tab === 'canvas' ? (
         <Suspense fallback={<Loading what="Loading the canvas" />}>
-          <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} agentId={agentId} />
+          {/* Runs are listed to the owner and admins: another user replays pasted steps only. */}
+          <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} {...(why === null ? { agentId } : {})} />
         </Suspense>
       ) : (
         <TextArea

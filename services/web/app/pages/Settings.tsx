@@ -5,6 +5,7 @@ import { Link } from '../lib/router';
 import type { ConfigView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField } from '../components/ui';
 import { useApp } from '../context';
+import { adminOnlyReason } from '../lib/permissions';
 
 export function SettingsPage() {
   const { status } = useApp();
@@ -37,7 +38,9 @@ export function SettingsPage() {
 }
 
 function ServerSettings() {
-  const { notify, refresh } = useApp();
+  const { notify, refresh, status } = useApp();
+  // PUT /config is an admin route: a user reads the settings, and is told why it cannot save them.
+  const why = adminOnlyReason(status, 'the server configuration');
   const config = useLoad(() => api.get<ConfigView>('/config'), []);
   const [host, setHost] = useState('');
   const [port, setPort] = useState('');
@@ -108,9 +111,10 @@ function ServerSettings() {
       </dl>
       <ErrorText error={action.error} />
       <div className="form-actions">
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" disabled={action.busy || why !== null} title={why ?? undefined}>
           Save configuration
         </button>
+        {why ? <span className="muted">{why}</span> : null}
       </div>
     </form>
   );
@@ -121,7 +125,8 @@ const entries = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
 /** security.allowFrom: the server checks the entries and refuses a list that would lock this browser out. */
 function AllowLists() {
-  const { notify } = useApp();
+  const { notify, status } = useApp();
+  const why = adminOnlyReason(status, 'the allow-lists');
   const config = useLoad(() => api.get<ConfigView>('/config'), []);
   const [management, setManagement] = useState('');
   const [chat, setChat] = useState('');
@@ -159,9 +164,10 @@ function AllowLists() {
       <TextArea label="Chat addresses" value={chat} onValue={setChat} rows={3} spellCheck={false} hint="/chat/completions, /responses and /models." />
       <ErrorText error={action.error} />
       <div className="form-actions">
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" disabled={action.busy || why !== null} title={why ?? undefined}>
           Save allow-lists
         </button>
+        {why ? <span className="muted">{why}</span> : null}
       </div>
     </form>
   );
