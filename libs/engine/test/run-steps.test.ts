@@ -94,7 +94,7 @@ describe('boundSteps', () => {
     type: 'exprTransform',
     relations: ['Success'],
     ms: 1.23456,
-    debug: { chainId: 'c', in: { id: 'm', ts: 0, type: '', dataType: 'TEXT', data, metadata: {} }, out: { id: 'm', ts: 0, type: '', dataType: 'TEXT', data: 'small', metadata: {} } },
+    debug: { chainId: 'c', in: { id: 'm', type: '', data, metadata: {} }, out: { id: 'm', type: '', data: 'small', metadata: {} } },
   });
 
   it(`keeps ${MAX_RUN_STEPS} steps and says how many more there were`, () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimRun, finishRun, insertRun } from '@agentry/db';
+import { claimRun, finishRun, insertRun, type JsonValue } from '@agentry/db';
 import { bearer, login, startHarness, type Harness } from './auth-harness.js';
 import { agentDsl } from './resources-harness.js';
 
@@ -18,7 +18,7 @@ models:
 
 let h: Harness;
 const tokens: Record<'admin' | 'alice' | 'bob', string> = { admin: '', alice: '', bob: '' };
-const STEPS = [
+const STEPS: JsonValue[] = [
   { nodeId: 't', type: 'exprTransform', relations: ['Success'], ms: 1.5, debug: { chainId: 'runs_agent', in: { data: 'hi' }, out: { data: 'HI' } } },
   { nodeId: 'node_agent', type: 'ai/agent', relations: ['Success'], ms: 20 },
 ];

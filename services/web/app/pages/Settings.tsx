@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { api, setToken } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
@@ -39,7 +39,6 @@ export function SettingsPage() {
 
 function ServerSettings() {
   const { notify, refresh, status } = useApp();
-  // PUT /config is an admin route: a user reads the settings, and is told why it cannot save them.
   const why = adminOnlyReason(status, 'the server configuration');
   const config = useLoad(() => api.get<ConfigView>('/config'), []);
   const [host, setHost] = useState('');
@@ -111,12 +110,26 @@ function ServerSettings() {
       </dl>
       <ErrorText error={action.error} />
       <div className="form-actions">
-        <button type="submit" disabled={action.busy || why !== null} title={why ?? undefined}>
+        <SaveButton busy={action.busy} why={why}>
           Save configuration
-        </button>
-        {why ? <span className="muted">{why}</span> : null}
+        </SaveButton>
       </div>
     </form>
+  );
+}
+
+/**
+ * A form's submit button, disabled with the reason beside it when the viewer may not save
+ * (PUT /config is an admin route: a user reads the settings and is told why it cannot save them).
+ */
+function SaveButton({ busy, why, children }: { busy: boolean; why: string | null; children: ReactNode }) {
+  return (
+    <>
+      <button type="submit" disabled={busy || why !== null} title={why ?? undefined}>
+        {children}
+      </button>
+      {why ? <span className="muted">{why}</span> : null}
+    </>
   );
 }
 
@@ -164,10 +177,9 @@ function AllowLists() {
       <TextArea label="Chat addresses" value={chat} onValue={setChat} rows={3} spellCheck={false} hint="/chat/completions, /responses and /models." />
       <ErrorText error={action.error} />
       <div className="form-actions">
-        <button type="submit" disabled={action.busy || why !== null} title={why ?? undefined}>
+        <SaveButton busy={action.busy} why={why}>
           Save allow-lists
-        </button>
-        {why ? <span className="muted">{why}</span> : null}
+        </SaveButton>
       </div>
     </form>
   );
