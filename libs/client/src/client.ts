@@ -20,6 +20,8 @@ import type {
   PasswordChanged,
   RuleChainDsl,
   RuleListItem,
+  RunSteps,
+  RunSummary,
   SendMessage,
   Session,
   SessionCompaction,
@@ -122,6 +124,13 @@ export class AgentryClient {
     delete: (id: string) => this.http.request<Success>('DELETE', `/agents/${seg(id)}`),
     reload: (id: string) => this.http.request<Success>('POST', `/agents/${seg(id)}/reload`),
     template: () => this.http.request<AgentTemplate>('GET', '/agent-template'),
+    /** The agent's runs, newest first, without their content (owner or admin). */
+    runs: (id: string, q: PageQuery = {}) => this.http.request<Page<RunSummary>>('GET', `/agents/${seg(id)}/runs`, { query: { ...q } }),
+  };
+
+  readonly runs = {
+    /** A run's recorded chain steps, to replay on the canvas (its agent's owner or admin). */
+    steps: (runId: string) => this.http.request<RunSteps>('GET', `/runs/${seg(runId)}/steps`),
   };
 
   readonly rules = {

@@ -209,6 +209,8 @@ export interface RunsTable {
   reply_to: ColumnType<string | null, string | null | undefined, string | null>;
   /** Who asked (`user:<name>`, `api:<account>`, '' for channels, cron and open mode), for usage and budgets. */
   principal: ColumnType<string, string | undefined, string>;
+  /** The chain's trace of a run whose agent runs as a chain (bounded); null for a lone ai/agent node. */
+  steps: ColumnType<JsonValue | null, string | null | undefined, string | null>;
 }
 
 /** One model call's tokens; agent and principal copied from the run, so totals outlive run retention. */

@@ -11,6 +11,9 @@ import {
   saveCompaction,
   deleteSetting,
   finishRun,
+  getRunSteps,
+  listRunsOfAgent,
+  recordRunSteps,
   insertRuleChain,
   insertRun,
   insertRunUsage,
@@ -229,6 +232,34 @@ export function defineDbSuite(get: () => DbHandle): void {
         [`${agent}-old-queued`, 'queued'],
       ]);
       expect((await listUnfinishedRuns(db, { olderThanMs: 60_000, limit: 1 })).length).toBe(1);
+    });
+
+    it("stores a run's steps with its finish, lists runs with hasSteps only, and replaces steps only on a final run", async () => {
+      const { db } = get();
+      const agent = `steps-${Math.random().toString(36).slice(2, 8)}`;
+      await insertRuleChain(db, { id: agent, kind: 'agent', agentId: null, name: agent, category: null, dsl: {} });
+      for (const id of ['a', 'b', 'c']) await insertRun(db, { id: `${agent}-${id}`, agentId: agent, sessionId: null, source: 'api', request: { secret: 'asked' } });
+      const steps: JsonValue[] = [{ nodeId: 'n1', type: 'jsTransform', relations: ['Success'], ms: 1.5, debug: { chainId: agent, in: { data: 'x' }, out: { data: 'X' } } }];
+      // Before it is final, recordRunSteps writes nothing (only the finish carries the first steps).
+      await recordRunSteps(db, `${agent}-a`, [{ nodeId: 'early' }]);
+      expect((await getRunSteps(db, `${agent}-a`))?.steps).toBeNull();
+      expect(await finishRun(db, `${agent}-a`, { status: 'succeeded', output: 'answered', steps })).toBe(true);
+      await finishRun(db, `${agent}-b`, { status: 'failed', error: 'broke' });
+      expect(await getRunSteps(db, `${agent}-a`)).toEqual({ agentId: agent, status: 'succeeded', steps });
+      expect((await getRunSteps(db, `${agent}-b`))?.steps).toBeNull();
+      expect(await getRunSteps(db, 'no-such-run')).toBeUndefined();
+      await recordRunSteps(db, `${agent}-a`, [...steps, { nodeId: 'n2', type: 'log', relations: ['Success'], ms: 0 }]);
+      expect(((await getRunSteps(db, `${agent}-a`))?.steps as JsonValue[]).length).toBe(2);
+      const page = await listRunsOfAgent(db, agent, { limit: 2, offset: 0 });
+      expect(page.total).toBe(3);
+      expect(page.rows.map((r) => [r.id, r.status, r.hasSteps])).toEqual([
+        [`${agent}-c`, 'queued', false],
+        [`${agent}-b`, 'failed', false],
+      ]);
+      const [last] = (await listRunsOfAgent(db, agent, { limit: 2, offset: 2 })).rows;
+      expect(last).toMatchObject({ id: `${agent}-a`, hasSteps: true, error: null });
+      expect(last!.finishedAt).toBeInstanceOf(Date);
+      expect(Object.keys(last!)).not.toContain('request');
     });
 
     it('tells a foreign-key violation from a unique violation on the driver error (routes map them to 404/400 and 409)', async () => {

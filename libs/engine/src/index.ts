@@ -17,7 +17,7 @@ export { estimateTokens, tokenCounter } from './compaction/tokens.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';
-export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainResult, type ChainRunOptions } from './chain/runner.js';
+export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainResult, type ChainRunOptions, type ChainTraceEntry } from './chain/runner.js';
 export { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from './chain/tool.js';
 export { fillChainVars } from './chain/vars.js';
 export { type ChainContext, type CompleteRequest, type LoadResult, type ParsedChain, type RuleMsg, type SubChainResult } from './chain/types.js';

@@ -21,6 +21,7 @@ import { skillRoutes, MAX_ARCHIVE_BYTES } from './routes/skills.js';
 import { workspaceRoutes } from './routes/workspace.js';
 import { agentTemplateRoutes } from './routes/agent-template.js';
 import { cronRoutes } from './routes/cron.js';
+import { runRoutes } from './routes/runs.js';
 import { toolRoutes } from './routes/tools.js';
 import { channelRoutes } from './routes/channels.js';
 import { uiRoutes } from './ui.js';
@@ -163,6 +164,7 @@ async function registerApiRoutes(api: FastifyInstance, deps: GatewayDeps, auth: 
   workspaceRoutes(api, deps);
   agentTemplateRoutes(api, deps);
   cronRoutes(api, deps);
+  runRoutes(api, deps);
   toolRoutes(api, deps);
   channelRoutes(api, deps, { sendWaitMs: opts.sendWaitMs ?? 30_000, reloadCredentials: () => auth.index.reload() });
 }

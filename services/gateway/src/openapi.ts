@@ -28,6 +28,7 @@ const TAGS: Array<{ name: string; description: string; match: RegExp }> = [
   { name: 'workspace', description: 'agent workspace files', match: /^\/api\/v1\/agents\/:agentId\/workspace\// },
   { name: 'rules', description: 'rule chains', match: /^\/api\/v1\/(rules|agents\/:agentId\/rules)(\/|$)/ },
   { name: 'cron', description: 'scheduled jobs', match: /^\/api\/v1\/(cron|agents\/:agentId\/cron)(\/|$)/ },
+  { name: 'runs', description: "an agent's runs and the steps of a run's rule chain", match: /^\/api\/v1\/(runs\/|agents\/:agentId\/runs$)/ },
   { name: 'agents', description: 'agents (rule chains with an ai/agent node)', match: /^\/api\/v1\/(agents|agent-template)(\/|$)/ },
   { name: 'sessions', description: 'conversations', match: /^\/api\/v1\/sessions(\/|$)/ },
   { name: 'usage', description: 'tokens used by model calls (users: their own)', match: /^\/api\/v1\/usage$/ },

@@ -5,7 +5,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
-import { ensureSession, type DbHandle } from '@agentry/db';
+import { ensureSession, insertRun, type DbHandle } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { cleanupRedisPrefix, createTestDatabase, createTestPglite, describeWithServers, redisUrl, uniqueRedisPrefix, type TestDatabase } from '@agentry/testing';
 import { buildGateway, type Access } from '@agentry/gateway';
@@ -136,9 +136,13 @@ async function fixturesFor(w: World, route: RouteAccess, n: number): Promise<Rec
     w.app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${w.tokens[who]}` }, ...(payload !== undefined ? { payload: payload as object } : {}) });
   const params: Record<string, string> = { platform: 'chat_a', '*': 'x' };
   const url = route.url;
-  if (url.includes(':agentId') || url.includes('/cron/:id') || url.includes('/sessions/:id') || url.endsWith('/models/:id')) {
+  if (url.includes(':agentId') || url.includes(':runId') || url.includes('/cron/:id') || url.includes('/sessions/:id') || url.endsWith('/models/:id')) {
     params.agentId = `mx_agent_${n}`;
     await ok(await as('alice', 'POST', '/agents', agentDsl(params.agentId)), 'agent');
+  }
+  if (url.includes(':runId')) {
+    params.runId = `mx_run_${n}`;
+    await insertRun(w.runtime.db.db, { id: params.runId, agentId: params.agentId!, sessionId: null, source: 'api', request: { messages: [] } });
   }
   if (url.includes('/skills/:name') && url.includes(':agentId')) {
     params.name = 'notes';

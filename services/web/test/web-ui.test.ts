@@ -389,7 +389,8 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       const saveLists = () => lists.getByRole('button', { name: 'Save allow-lists' }).click();
       await lists.getByLabel('Chat addresses').fill('10.0.0.0/8\nnot-a-cidr');
       await saveLists();
-      await lists.getByText('not a CIDR or address: "not-a-cidr"').waitFor();
+      // The sentence, then the gateway's text behind the closed "Technical detail" disclosure.
+      await lists.getByText('not a CIDR or address: "not-a-cidr"').first().waitFor();
       await lists.getByLabel('Chat addresses').fill('');
       await lists.getByLabel('Management addresses').fill('192.0.2.0/24');
       await saveLists();

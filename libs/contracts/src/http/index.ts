@@ -15,3 +15,4 @@ export * from './probes.js';
 export * from './chat.js';
 export * from './responses.js';
 export * from './usage.js';
+export * from './runs.js';

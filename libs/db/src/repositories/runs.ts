@@ -44,7 +44,8 @@ const COLUMNS = [
   'principal',
 ] as const;
 
-type Row = Selectable<RunsTable>;
+// Run records leave the steps out (large, read only by the steps route: getRunSteps).
+type Row = Omit<Selectable<RunsTable>, 'steps'>;
 
 function toRecord(r: Row): RunRecord {
   return {
@@ -140,7 +141,7 @@ export async function markRunStreamed(db: Db, id: string): Promise<void> {
 export async function finishRun(
   db: Db,
   id: string,
-  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null; streamed?: boolean },
+  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null; streamed?: boolean; steps?: JsonValue[] },
 ): Promise<boolean> {
   const result = await db
     .updateTable('runs')
@@ -152,11 +153,58 @@ export async function finishRun(
       finished_at: sql<Date>`now()`,
       // The mark of a run that ended before its worker wrote it (folded into this one write).
       ...(outcome.streamed ? { streamed: true } : {}),
+      // A chain's trace goes with the finish, so a final run never lacks the steps it had.
+      ...(outcome.steps ? { steps: JSON.stringify(outcome.steps) } : {}),
     })
     .where('id', '=', id)
     .where('status', 'in', ACTIVE_RUN_STATUSES)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * The steps of a run whose chain went on after it was finished (the nodes after the answering
+ * `ai/agent` node): the whole trace once the chain has ended. Only on a final run.
+ */
+export async function recordRunSteps(db: Db, id: string, steps: JsonValue[]): Promise<void> {
+  await db.updateTable('runs').set({ steps: JSON.stringify(steps) }).where('id', '=', id).where('status', 'not in', ACTIVE_RUN_STATUSES).execute();
+}
+
+/** A run as the agent's run list shows it: no request, output or steps (only whether it has some). */
+export interface RunSummary {
+  id: string;
+  status: RunStatus;
+  source: RunSource;
+  createdAt: Date;
+  finishedAt: Date | null;
+  error: string | null;
+  hasSteps: boolean;
+}
+
+/** An agent's runs, newest first, one page of them, and how many there are. */
+export async function listRunsOfAgent(db: Db, agentId: string, page: { limit: number; offset: number }): Promise<{ rows: RunSummary[]; total: number }> {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('runs')
+      .select(['id', 'status', 'source', 'created_at', 'finished_at', 'error', sql<boolean>`steps is not null`.as('has_steps')])
+      .where('agent_id', '=', agentId)
+      .orderBy('created_at', 'desc')
+      .orderBy('seq', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
+    db.selectFrom('runs').select((eb) => eb.fn.countAll<number>().as('n')).where('agent_id', '=', agentId).executeTakeFirstOrThrow(),
+  ]);
+  return {
+    rows: rows.map((r) => ({ id: r.id, status: r.status, source: r.source, createdAt: r.created_at, finishedAt: r.finished_at, error: r.error, hasSteps: Boolean(r.has_steps) })),
+    total: Number(count.n),
+  };
+}
+
+/** A run's agent, status and stored steps (null: none recorded), or undefined when no such run. */
+export async function getRunSteps(db: Db, id: string): Promise<{ agentId: string; status: RunStatus; steps: JsonValue | null } | undefined> {
+  const row = await db.selectFrom('runs').select(['agent_id', 'status', 'steps']).where('id', '=', id).executeTakeFirst();
+  return row ? { agentId: row.agent_id, status: row.status, steps: row.steps } : undefined;
 }
 
 /** Is an earlier run of the same session still queued or running? Turns of a session go one at a time. */

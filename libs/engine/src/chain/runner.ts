@@ -20,6 +20,8 @@ export interface ChainRunOptions {
   depth?: number;
   /** Chain ids from the outermost run down to this chain; default `[chain.id]`. */
   path?: readonly string[];
+  /** Where the trace goes, when the caller reads it while the run is going (a run's steps); default a new array. */
+  trace?: ChainTraceEntry[];
 }
 
 /** One node execution. */
@@ -169,7 +171,7 @@ export class ChainRunner {
   }
 
   async run(chain: ParsedChain, input: RuleMsg, ctx: ChainContext, opts: ChainRunOptions = {}): Promise<ChainResult> {
-    const trace: ChainTraceEntry[] = [];
+    const trace: ChainTraceEntry[] = opts.trace ?? [];
     const w: Walk = { chain, trace, fail: failureIn(chain, trace), steps: 0, joins: this.#joinsOf(chain), base: undefined as unknown as Walk['base'] };
     w.base = this.#nodeContext(w, ctx, opts);
     if (chain.firstNodeId === undefined) return { msg: cloneMsg(input), ends: [], trace, steps: 0 };
@@ -300,7 +302,7 @@ export class ChainRunner {
         return sub;
       },
       complete: (req) => ctx.complete(req),
-      runAgent: (config, msg) => ctx.runAgent(config, msg),
+      runAgent: (config, msg, node) => ctx.runAgent(config, msg, node),
       ...(ctx.http ? { http: ctx.http } : {}),
       chain: w.chain,
       depth: opts.depth ?? 0,

@@ -76,8 +76,8 @@ export interface ChainContext {
   runChain(id: string, msg: RuleMsg, depth: number, path: readonly string[]): Promise<SubChainResult>;
   /** One model completion (the `ai/llm` node); resolves with the answer's text. */
   complete(req: CompleteRequest): Promise<string>;
-  /** Runs the agent tool loop for an `ai/agent` node; resolves with the final answer's text. */
-  runAgent(config: AiAgentConfig, msg: RuleMsg): Promise<string>;
+  /** Runs the agent tool loop for an `ai/agent` node (`node`: which one); resolves with the final answer's text. */
+  runAgent(config: AiAgentConfig, msg: RuleMsg, node?: { id: string; type: string }): Promise<string>;
   /** Outbound-address policy of `restApiCall` (DESIGN section 5): public addresses only unless allowed here. */
   http?: AddressPolicy;
 }

@@ -13,7 +13,7 @@ export const aiAgent = defineNodeType({
   validate: agentConfigProblems,
   unknownFieldHint: agentUnknownFieldHint,
   async execute(msg, config, ctx) {
-    const text = await ctx.runAgent(config, msg);
+    const text = await ctx.runAgent(config, msg, { id: ctx.node.id, type: ctx.node.type });
     return { msg: { ...msg, data: text }, relation: 'Success' };
   },
 });

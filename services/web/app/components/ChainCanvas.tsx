@@ -23,6 +23,8 @@ export interface ChainCanvasProps {
   /** The last save's problems (the 400 split), or none. */
   problems: readonly string[];
   onChange: (next: RuleChainDsl) => void;
+  /** The agent the chain is (its recent runs can be replayed); none for a rule chain. */
+  agentId?: string;
 }
 
 interface RuleNodeData extends Record<string, unknown> {
@@ -125,7 +127,7 @@ export function ChainCanvas(props: ChainCanvasProps) {
   );
 }
 
-function ChainCanvasInner({ dsl, forms, problems, onChange }: ChainCanvasProps) {
+function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanvasProps) {
   const { graph, emit } = useCanvasGraph(dsl, onChange);
   const [selection, setSelection] = useState<Selection>(null);
   const [relation, setRelationDraft] = useState('Success');
@@ -185,7 +187,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange }: ChainCanvasProps) 
           </ReactFlow>
         </div>
         <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove}>
-          <ReplayPanel replay={replay} steps={steps ?? []} onSteps={setSteps} />
+          <ReplayPanel agentId={agentId} replay={replay} steps={steps ?? []} onSteps={setSteps} />
         </CanvasSide>
       </div>
     </div>

@@ -4,6 +4,7 @@ import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf } from '../lib/agen
 import { COMMON_RELATIONS, type ChainGraph, type DslNode, type GraphEdge, type GraphNode } from '../lib/chain-graph';
 import { parseSteps, type Replay, type RunStep } from '../lib/chain-replay';
 import { clientProblems, fieldIds, fieldsOf, type JsonSchema } from '../lib/schema-form';
+import { RunPicker } from './RunPicker';
 import { SchemaForm } from './SchemaForm';
 import { CheckboxField, ErrorText, Notice, SelectField, TextArea, TextField } from './ui';
 
@@ -124,8 +125,11 @@ export function EdgeInspector({ edge, problems, onRelation, onDelete }: { edge: 
   );
 }
 
-/** Paste a run's steps (the engine's chain trace: `[{nodeId, relations, ms, error?}]`) and see them on the canvas. */
-export function ReplayPanel({ replay, steps, onSteps }: { replay: Replay | null; steps: RunStep[]; onSteps: (steps: RunStep[] | null) => void }) {
+/**
+ * Pick one of the agent's recent runs (`agentId`: the canvas edits an agent), or paste a run's
+ * steps (the engine's chain trace: `[{nodeId, relations, ms, error?}]`), and see them on the canvas.
+ */
+export function ReplayPanel({ agentId, replay, steps, onSteps }: { agentId?: string; replay: Replay | null; steps: RunStep[]; onSteps: (steps: RunStep[] | null) => void }) {
   const [text, setText] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   const show = () => {
@@ -143,6 +147,7 @@ export function ReplayPanel({ replay, steps, onSteps }: { replay: Replay | null;
   return (
     <details className="canvas-panel" open={replay !== null}>
       <summary>Replay a run</summary>
+      {agentId ? <RunPicker agentId={agentId} onSteps={onSteps} /> : null}
       <TextArea label="Run steps (JSON)" rows={5} spellCheck={false} value={text} onValue={setText} error={problem} hint="A run's recorded steps: a list of {nodeId, relations, ms, error?}, one per node execution, as the engine's chain trace writes them." />
       <div className="form-actions">
         <button type="button" onClick={show} disabled={!text.trim()}>

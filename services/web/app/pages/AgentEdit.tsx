@@ -1,10 +1,11 @@
 import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from 'react';
 import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf, isCheckboxTool, splitProblems, toggleBuiltin, withOtherTools, type FieldErrors, type ToolEntry } from '../lib/agent-form';
-import { ApiError, api, messageOf } from '../lib/api';
+import { ApiError, api, fetchAll, messageOf } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
 import { clearProblemsAt, clientProblems, fieldIds, fieldsOf, type Field, type FieldHint, type JsonSchema } from '../lib/schema-form';
-import type { Provider, RuleChainDsl, ToolForms } from '@agentry/client';
+import type { AgentListItem, Provider, RuleChainDsl, ToolForms } from '@agentry/client';
+import { notOwnerReason } from '../lib/permissions';
 import { JsonField, SchemaForm, type CustomFieldProps } from '../components/SchemaForm';
 import { ErrorText, Loading, Notice, PageHeader, Tabs, TextArea, TextField } from '../components/ui';
 import { useApp } from '../context';
@@ -259,8 +260,19 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
   return { save, reload, remove };
 }
 
+/**
+ * The agent's owner (from the agents list, which names it) and why the viewer may not change the
+ * agent, or null: Save, Reload and Delete are the owner's and admins' (the gateway's 403 otherwise).
+ */
+function useAgentOwner(agentId: string): { owner: string | undefined; why: string | null } {
+  const agents = useLoad(() => fetchAll<AgentListItem>('/agents'), []);
+  const owner = agents.data?.find((a) => a.ruleChain.id === agentId)?.ruleChain.owner;
+  return { owner, why: notOwnerReason(useApp().status, owner, 'agent') };
+}
+
 export function AgentEditPage({ agentId }: { agentId: string }) {
   const editor = useAgentEditor(agentId);
+  const { owner, why } = useAgentOwner(agentId);
   const { draft, forms, tab, action } = editor;
   if (editor.loadError) {
     return (
@@ -281,16 +293,17 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
         <Link to={`/workspace/${encodeURIComponent(agentId)}`} className="button secondary">
           Workspace
         </Link>
-        <button type="button" className="secondary" onClick={() => void editor.reload()} disabled={action.busy}>
+        <button type="button" className="secondary" onClick={() => void editor.reload()} disabled={action.busy || why !== null} title={why ?? undefined}>
           Reload
         </button>
-        <button type="button" className="danger" onClick={() => void editor.remove()} disabled={action.busy}>
+        <button type="button" className="danger" onClick={() => void editor.remove()} disabled={action.busy || why !== null} title={why ?? undefined}>
           Delete
         </button>
       </PageHeader>
       <p className="muted">
-        Id <code>{agentId}</code>: the <code>model</code> of chat requests to this agent.
+        Id <code>{agentId}</code>: the <code>model</code> of chat requests to this agent.{owner ? <> Owner: <strong className="agent-owner">{owner}</strong>.</> : null}
       </p>
+      {why ? <Notice>{why} You may read it, chat with it and try changes here, but not save them.</Notice> : null}
       <Tabs
         label="Editor"
         value={tab}
@@ -301,12 +314,12 @@ export function AgentEditPage({ agentId }: { agentId: string }) {
           { id: 'json', label: 'DSL (JSON)' },
         ]}
       />
-      <AgentEditorForm editor={editor} draft={draft} forms={forms} />
+      <AgentEditorForm editor={editor} draft={draft} forms={forms} agentId={agentId} why={why} />
     </div>
   );
 }
 
-function AgentEditorForm({ editor, draft, forms }: { editor: ReturnType<typeof useAgentEditor>; draft: RuleChainDsl; forms: ToolForms }) {
+function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: ReturnType<typeof useAgentEditor>; draft: RuleChainDsl; forms: ToolForms; agentId: string; why: string | null }) {
   const { tab, errors, jsonError, action } = editor;
   return (
     <form
@@ -322,7 +335,8 @@ function AgentEditorForm({ editor, draft, forms }: { editor: ReturnType<typeof u
         <AgentSettingsFields editor={editor} draft={draft} forms={forms} />
       ) : tab === 'canvas' ? (
         <Suspense fallback={<Loading what="Loading the canvas" />}>
-          <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} />
+          {/* Runs are listed to the owner and admins: another user replays pasted steps only. */}
+          <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} {...(why === null ? { agentId } : {})} />
         </Suspense>
       ) : (
         <TextArea
@@ -348,10 +362,10 @@ function AgentEditorForm({ editor, draft, forms }: { editor: ReturnType<typeof u
       <ErrorText error={editor.formError} />
       {action.error && !errors.other.length && !errors.name && !Object.values(errors.fields).some(Boolean) && !jsonError ? <ErrorText error={action.error} /> : null}
       <div className="form-actions sticky">
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" disabled={action.busy || why !== null} title={why ?? undefined}>
           {action.busy ? 'Saving…' : 'Save'}
         </button>
-        {editor.dirty ? <span className="muted">Unsaved changes</span> : null}
+        {why ? <span className="muted">{why}</span> : editor.dirty ? <span className="muted">Unsaved changes</span> : null}
       </div>
     </form>
   );

@@ -4,6 +4,7 @@ import { useAction, useLoad } from '../lib/hooks';
 import type { AgentListItem, Binding, ChannelAccount, ChannelPlatformView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
+import { adminOnlyReason } from '../lib/permissions';
 
 interface FieldDef {
   key: string;
@@ -88,7 +89,9 @@ const SCOPE_OPTIONS = ['per_peer', 'main', 'per_channel_peer', 'per_account_chan
 const camel = (snake: string) => snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 export function ChannelsPage() {
-  const { notify } = useApp();
+  const { notify, status } = useApp();
+  // Accounts and bindings are server-wide: their writes are admin routes (say so, not a 403).
+  const why = adminOnlyReason(status, 'channel accounts and bindings');
   const channels = useLoad(() => api.get<{ platforms: Record<string, ChannelPlatformView> }>('/channels'), []);
   const agents = useLoad(async () => ({ data: await fetchAll<AgentListItem>('/agents') }), []);
   const [editing, setEditing] = useState<Editing | null>(null);
@@ -113,6 +116,7 @@ export function ChannelsPage() {
     <div className="page">
       <PageHeader title="Channels" />
       <p className="muted">Messaging platforms reach agents through accounts; bindings say which agent answers an account.</p>
+      {why ? <Notice>{why}</Notice> : null}
       {createdKey ? (
         <Notice kind="ok">
           API key of <strong>{createdKey.account}</strong> (shown this once): <code className="secret-once">{createdKey.key}</code>{' '}
@@ -135,10 +139,11 @@ export function ChannelsPage() {
             onRemove={(a) => void remove(p.id, a)}
             agents={agents.data?.data ?? []}
             onSaved={saved}
+            why={why}
           />
         ))
       )}
-      <Bindings agents={agents.data?.data ?? []} platforms={channels.data?.platforms} />
+      <Bindings agents={agents.data?.data ?? []} platforms={channels.data?.platforms} why={why} />
     </div>
   );
 }
@@ -155,6 +160,7 @@ function PlatformSection({
   onRemove,
   agents,
   onSaved,
+  why,
 }: {
   platform: Platform;
   view: ChannelPlatformView | undefined;
@@ -163,7 +169,10 @@ function PlatformSection({
   onRemove: (account: ChannelAccount) => void;
   agents: AgentListItem[];
   onSaved: (account: ChannelAccount, apiKey?: string) => void;
+  /** Why the viewer may not change accounts, or null. */
+  why: string | null;
 }) {
+  const locked = { disabled: why !== null, title: why ?? undefined };
   const accounts = Object.values(view?.accounts ?? {});
   const open = editing?.platform === p.id;
   return (
@@ -173,7 +182,7 @@ function PlatformSection({
           {p.title} <code className="muted">{p.id}</code>
         </h2>
         {view && !view.enabled ? <span className="badge warn">disabled in the configuration file</span> : null}
-        <button type="button" className="secondary" onClick={() => onEdit(open && !editing?.account ? null : { platform: p.id })} aria-expanded={open && !editing?.account}>
+        <button type="button" className="secondary" onClick={() => onEdit(open && !editing?.account ? null : { platform: p.id })} aria-expanded={open && !editing?.account} {...locked}>
           Add account
         </button>
       </div>
@@ -189,10 +198,10 @@ function PlatformSection({
                 </div>
               </div>
               <div className="row-actions">
-                <button type="button" className="link-button" onClick={() => onEdit({ platform: p.id, account: a })}>
+                <button type="button" className="link-button" onClick={() => onEdit({ platform: p.id, account: a })} {...locked}>
                   Edit
                 </button>
-                <button type="button" className="link-button danger-text" onClick={() => onRemove(a)}>
+                <button type="button" className="link-button danger-text" onClick={() => onRemove(a)} {...locked}>
                   Delete
                 </button>
               </div>
@@ -393,7 +402,8 @@ function AccountPolicyFields({ platform, account, d, errors }: { platform: Platf
   );
 }
 
-function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: Record<string, ChannelPlatformView> | undefined }) {
+function Bindings({ agents, platforms, why }: { agents: AgentListItem[]; platforms: Record<string, ChannelPlatformView> | undefined; why: string | null }) {
+  const locked = { disabled: why !== null, title: why ?? undefined };
   const { notify } = useApp();
   const loaded = useLoad(() => api.get<{ bindings: Binding[] }>('/bindings'), [platforms]);
   const [rows, setRows] = useState<Binding[] | null>(null);
@@ -414,7 +424,7 @@ function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: R
     <section className="card" aria-labelledby="bindings-title">
       <div className="card-header">
         <h2 id="bindings-title">Bindings</h2>
-        <button type="button" className="secondary" onClick={() => setRows([...list, { agentId: agents[0]?.ruleChain.id ?? '', match: { channel: 'chat_d' } }])}>
+        <button type="button" className="secondary" onClick={() => setRows([...list, { agentId: agents[0]?.ruleChain.id ?? '', match: { channel: 'chat_d' } }])} {...locked}>
           Add binding
         </button>
       </div>
@@ -444,7 +454,7 @@ function Bindings({ agents, platforms }: { agents: AgentListItem[]; platforms: R
               options={[{ value: '', label: 'every account' }, ...accounts.map((a) => ({ value: a, label: a }))]}
               disabled={!b.match.channel}
             />
-            <button type="button" className="link-button danger-text" onClick={() => setRows(list.filter((_, j) => j !== i))}>
+            <button type="button" className="link-button danger-text" onClick={() => setRows(list.filter((_, j) => j !== i))} {...locked}>
               Remove
             </button>
           </div>

@@ -1,10 +1,11 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { api, setToken } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
 import type { ConfigView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextArea, TextField } from '../components/ui';
 import { useApp } from '../context';
+import { adminOnlyReason } from '../lib/permissions';
 
 export function SettingsPage() {
   const { status } = useApp();
@@ -37,7 +38,8 @@ export function SettingsPage() {
 }
 
 function ServerSettings() {
-  const { notify, refresh } = useApp();
+  const { notify, refresh, status } = useApp();
+  const why = adminOnlyReason(status, 'the server configuration');
   const config = useLoad(() => api.get<ConfigView>('/config'), []);
   const [host, setHost] = useState('');
   const [port, setPort] = useState('');
@@ -108,11 +110,26 @@ function ServerSettings() {
       </dl>
       <ErrorText error={action.error} />
       <div className="form-actions">
-        <button type="submit" disabled={action.busy}>
+        <SaveButton busy={action.busy} why={why}>
           Save configuration
-        </button>
+        </SaveButton>
       </div>
     </form>
+  );
+}
+
+/**
+ * A form's submit button, disabled with the reason beside it when the viewer may not save
+ * (PUT /config is an admin route: a user reads the settings and is told why it cannot save them).
+ */
+function SaveButton({ busy, why, children }: { busy: boolean; why: string | null; children: ReactNode }) {
+  return (
+    <>
+      <button type="submit" disabled={busy || why !== null} title={why ?? undefined}>
+        {children}
+      </button>
+      {why ? <span className="muted">{why}</span> : null}
+    </>
   );
 }
 
@@ -121,7 +138,8 @@ const entries = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
 /** security.allowFrom: the server checks the entries and refuses a list that would lock this browser out. */
 function AllowLists() {
-  const { notify } = useApp();
+  const { notify, status } = useApp();
+  const why = adminOnlyReason(status, 'the allow-lists');
   const config = useLoad(() => api.get<ConfigView>('/config'), []);
   const [management, setManagement] = useState('');
   const [chat, setChat] = useState('');
@@ -159,9 +177,9 @@ function AllowLists() {
       <TextArea label="Chat addresses" value={chat} onValue={setChat} rows={3} spellCheck={false} hint="/chat/completions, /responses and /models." />
       <ErrorText error={action.error} />
       <div className="form-actions">
-        <button type="submit" disabled={action.busy}>
+        <SaveButton busy={action.busy} why={why}>
           Save allow-lists
-        </button>
+        </SaveButton>
       </div>
     </form>
   );

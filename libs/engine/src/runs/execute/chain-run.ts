@@ -1,13 +1,14 @@
 import type { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
-import type { JsonValue } from '@agentry/db';
+import { recordRunSteps, type JsonValue } from '@agentry/db';
 import type { AgentLoopResult } from '../../agent/loop.js';
 import { parseChain } from '../../chain-cache.js';
 import { createRuleMsg } from '../../chain/message.js';
-import { ChainError } from '../../chain/runner.js';
+import { ChainError, type ChainTraceEntry } from '../../chain/runner.js';
 import type { ChatMessage } from '../../models/types.js';
 import type { ChainContext } from '../../chain/types.js';
 import { chainContext } from './chain-context.js';
+import { boundSteps } from './run-steps.js';
 import type { AgentRun } from './deps.js';
 import { runAgentWithTools, runSilentAgent } from './tool-agent.js';
 
@@ -18,8 +19,11 @@ export type Answer = Pick<AgentLoopResult, 'output' | 'added' | 'usage' | 'finis
 export interface ClientTurn {
   messages: ChatMessage[];
   request: RunRequest;
-  /** Commits the answer and sends `done`; false when the run had already ended elsewhere. */
-  deliver(answer: Answer): Promise<boolean>;
+  /**
+   * Commits the answer and sends `done`; false when the run had already ended elsewhere.
+   * `answering`: the chain's ai/agent node that answered, still running (for the run's steps).
+   */
+  deliver(answer: Answer, answering?: ChainTraceEntry): Promise<boolean>;
 }
 
 /**
@@ -32,8 +36,10 @@ export interface ClientTurn {
  * to `msg.data` changes nothing delivered, a later `ai/agent` node runs silently, and a failure
  * among them is a warning on the run, which stays succeeded. When no agent node answered (a
  * filter ended the chain), the chain's final `msg.data` is the answer, sent as one text event.
+ * The chain's trace grows in `trace` (the run's steps, stored with its finish); when the answer
+ * was delivered mid-chain, the whole trace is stored again once the chain has ended.
  */
-export async function runAgentChain(ctx: AgentRun, dsl: JsonValue, client: ClientTurn): Promise<void> {
+export async function runAgentChain(ctx: AgentRun, dsl: JsonValue, client: ClientTurn, trace: ChainTraceEntry[]): Promise<void> {
   const { run } = ctx;
   const parsed = parseChain({ id: run.agentId, dsl, isAgent: true });
   if (!parsed.ok) throw new AppError('VALIDATION', 400, `agent "${run.agentId}" does not load: ${parsed.error}`);
@@ -42,11 +48,13 @@ export async function runAgentChain(ctx: AgentRun, dsl: JsonValue, client: Clien
   const input = createRuleMsg({ data: lastUser >= 0 ? client.messages[lastUser]!.content : '', metadata: { agentId: run.agentId, runId: run.id } });
   let final: string;
   try {
-    final = (await ctx.deps.chains.runner.run(parsed.chain, input, answering.chain)).msg.data;
+    final = (await ctx.deps.chains.runner.run(parsed.chain, input, answering.chain, { trace })).msg.data;
   } catch (err) {
     answering.afterChainFailed(err);
+    await answering.recordSteps(trace);
     return;
   }
+  await answering.recordSteps(trace);
   answering.rethrowDeliveryError();
   // Post-agent nodes' changes to msg.data do not change what was delivered.
   if (answering.answered) return;
@@ -71,19 +79,31 @@ class AnsweringNode {
     private readonly lastUser: number,
   ) {
     const chainCtx: AgentRun = { ...ctx, signal: AbortSignal.any([ctx.signal, this.#stop.signal]), stack: [ctx.run.agentId] };
-    this.chain = chainContext(chainCtx, async (config, msg) => {
+    this.chain = chainContext(chainCtx, async (config, msg, node) => {
       if (this.answered) return runSilentAgent(chainCtx, config, msg.data);
+      const started = performance.now();
       const messages = client.messages.map((m, i) => (i === this.lastUser ? { ...m, content: msg.data } : m));
       const result = await runAgentWithTools(chainCtx, { config, messages, request: client.request });
       this.answered = true;
-      await this.#deliver(result);
+      const entry = node ? { nodeId: node.id, type: node.type, relations: ['Success'], ms: performance.now() - started } : undefined;
+      await this.#deliver(result, entry);
       return result.output;
     });
   }
 
-  async #deliver(result: Answer): Promise<void> {
+  /** After a delivery mid-chain, the whole trace (with the nodes after the answer) replaces the steps stored then. */
+  async recordSteps(trace: readonly ChainTraceEntry[]): Promise<void> {
+    if (!this.answered || this.#deliveryError) return;
     try {
-      if (!(await this.client.deliver(result))) this.#stop.abort(new Error('the run ended elsewhere'));
+      await recordRunSteps(this.ctx.deps.db, this.ctx.run.id, boundSteps(trace));
+    } catch (err) {
+      this.ctx.log.warn({ err }, 'could not store the steps of the chain after its answer');
+    }
+  }
+
+  async #deliver(result: Answer, entry: ChainTraceEntry | undefined): Promise<void> {
+    try {
+      if (!(await this.client.deliver(result, entry))) this.#stop.abort(new Error('the run ended elsewhere'));
     } catch (err) {
       this.#deliveryError = { err };
       this.#stop.abort(err);

@@ -2,10 +2,12 @@ import type { RunRequest } from '@agentry/contracts';
 import { isAppError, type AppError } from '@agentry/errors';
 import { appendMessages, appendUnfinishedTurn, finishRun, isDatabaseUnavailable, type JsonValue, type SessionMessage } from '@agentry/db';
 import { ScriptError } from '../../sandbox/sandbox.js';
+import type { ChainTraceEntry } from '../../chain/runner.js';
 import type { Answer } from './chain-run.js';
 import { retryWhileDbDown } from './db-retry.js';
 import type { AgentRun } from './deps.js';
 import type { RunProgress } from './progress.js';
+import { boundSteps } from './run-steps.js';
 
 type Usage = { promptTokens: number; completionTokens: number; totalTokens: number };
 
@@ -20,13 +22,15 @@ export async function deliverAnswer(
   progress: RunProgress,
   asked: { request: RunRequest; newTurns: SessionMessage[] },
   answer: Answer,
+  answering?: ChainTraceEntry,
 ): Promise<boolean> {
   const { log } = progress;
   const output = (progress.output = answer.output);
   const usage: JsonValue | null = answer.usage;
   const turn = [...asked.newTurns, ...answer.added.map(sessionMessage)];
   let replyId: string | undefined;
-  const finish = { status: 'succeeded' as const, output, usage, streamed: progress.streamed };
+  // The answering ai/agent node is still running (its entry comes when it returns): it is added here.
+  const finish = { status: 'succeeded' as const, output, usage, streamed: progress.streamed, ...stepsOf(progress, answering) };
   // All or nothing, retried while the database is away: a repeat after a lost commit finds
   // the run ended and writes nothing (the relay then reads the stored answer). One UPDATE is
   // atomic on its own: the transaction (two more round trips) only when rows go with it.
@@ -53,6 +57,13 @@ export async function deliverAnswer(
   progress.count('succeeded');
   log.info({ chars: output.length, ...progress.timing(), ...(tokens ? { promptTokens: tokens.promptTokens, completionTokens: tokens.completionTokens } : {}) }, 'run succeeded');
   return true;
+}
+
+/** The run's steps for its finish: none unless the agent runs as a chain. */
+function stepsOf(progress: RunProgress, pending?: ChainTraceEntry): { steps?: JsonValue[] } {
+  // A chain that failed to load ran no node: nothing to replay.
+  if (!progress.chainTrace || (progress.chainTrace.length === 0 && !pending)) return {};
+  return { steps: boundSteps(progress.chainTrace, pending ? [pending] : []) };
 }
 
 function sessionMessage(m: Answer['added'][number]): SessionMessage {
@@ -91,7 +102,7 @@ export async function endCancelled({ deps, run, signal }: AgentRun, progress: Ru
   const turn = unfinishedTurn(run, progress.output);
   await retryWhileDbDown(log, 'cancel run', () =>
     deps.db.transaction().execute(async (tx) => {
-      await finishRun(tx, run.id, { status: 'cancelled', output: progress.output || null, error: 'cancelled', streamed: progress.streamed });
+      await finishRun(tx, run.id, { status: 'cancelled', output: progress.output || null, error: 'cancelled', streamed: progress.streamed, ...stepsOf(progress) });
       if (run.sessionId) await appendUnfinishedTurn(tx, run.sessionId, run.id, { status: 'stopped', error: 'stopped before the answer was complete', messages: turn });
     }),
   );
@@ -116,7 +127,7 @@ export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, 
   await retryWhileDbDown(log, 'fail run', () =>
     deps.db.transaction().execute(async (tx) => {
       noticeId = undefined;
-      const ok = await finishRun(tx, run.id, { status: 'failed', output: progress.output || null, error: message, streamed: progress.streamed });
+      const ok = await finishRun(tx, run.id, { status: 'failed', output: progress.output || null, error: message, streamed: progress.streamed, ...stepsOf(progress) });
       if (ok && run.sessionId) await appendUnfinishedTurn(tx, run.sessionId, run.id, { status: 'failed', error: message, messages: unfinishedTurn(run, progress.output) });
       // A chat user would otherwise wait for an answer that never comes.
       if (ok && reply && run.source !== 'cron') noticeId = await deps.replies.queue(tx, run.id, reply, failureNotice(message));

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { markRunStreamed, type FinalRunStatus, type RunRecord } from '@agentry/db';
 import type { LoopEvent } from '../../agent/loop.js';
+import type { ChainTraceEntry } from '../../chain/runner.js';
 import { RunEventPublisher, type EventBody } from '../events/publisher.js';
 import { retryWhileDbDown } from './db-retry.js';
 import type { RunDeps } from './deps.js';
@@ -22,6 +23,8 @@ const MARK_AFTER_MS = 50;
 export class RunProgress {
   readonly log: Logger;
   output = '';
+  /** The chain's trace as it grows, when the agent runs as a chain (stored as the run's steps). */
+  chainTrace: ChainTraceEntry[] | undefined;
   readonly #events: RunEventPublisher;
   readonly #started = Date.now();
   #ttftMs: number | undefined;

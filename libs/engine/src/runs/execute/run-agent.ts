@@ -3,7 +3,7 @@ import { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import type { RuleChainRow, RunRecord } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
-import { runAgentChain, type Answer, type ClientTurn } from './chain-run.js';
+import { runAgentChain, type ClientTurn } from './chain-run.js';
 import { agentNode, buildConversation, nodesOf } from './conversation.js';
 import type { AgentRun, RunDeps } from './deps.js';
 import { deliverAnswer, endCancelled, endFailed } from './outcome.js';
@@ -27,7 +27,7 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
   progress.started();
   try {
     const { agent, config, client } = await prepare(ctx, progress);
-    if (nodesOf(agent.dsl).length > 1) await runAgentChain(ctx, agent.dsl, client);
+    if (nodesOf(agent.dsl).length > 1) await runAgentChain(ctx, agent.dsl, client, (progress.chainTrace = []));
     else await client.deliver(await runAgentWithTools(ctx, { config, messages: client.messages, request: client.request }));
   } catch (err) {
     if (signal.aborted) await endCancelled(ctx, progress);
@@ -51,6 +51,6 @@ async function prepare(ctx: AgentRun, progress: RunProgress): Promise<{ agent: R
   const { messages, newTurns } = run.sessionId
     ? await sessionConversation(ctx, config, instructions, request, run.sessionId)
     : buildConversation(await instructions, request, null);
-  const deliver = (answer: Answer) => deliverAnswer(ctx, progress, { request, newTurns }, answer);
+  const deliver: ClientTurn['deliver'] = (answer, answering) => deliverAnswer(ctx, progress, { request, newTurns }, answer, answering);
   return { agent, config, client: { messages, request, deliver } };
 }

@@ -1,0 +1,47 @@
+import Type, { type Static } from 'typebox';
+import { PageOf, type Page } from './common.js';
+
+/**
+ * An agent's runs (`GET /agents/{agentId}/runs`): what happened, never what was asked or
+ * answered (a run of another user's session is listed to the agent's owner without its content).
+ */
+export const RunSummary = Type.Object({
+  id: Type.String(),
+  status: Type.String({ description: 'queued | running | succeeded | failed | cancelled' }),
+  source: Type.String({ description: 'api, cron, or the channel platform (chat_a..chat_e)' }),
+  createdAt: Type.String(),
+  finishedAt: Type.Union([Type.String(), Type.Null()]),
+  durationMs: Type.Union([Type.Integer(), Type.Null()], { description: 'created to finished; null while it runs' }),
+  hasSteps: Type.Boolean({ description: 'the run ran as a rule chain and its steps were recorded' }),
+  error: Type.Union([Type.String(), Type.Null()]),
+});
+export type RunSummary = Static<typeof RunSummary>;
+
+export const RunSummaryPage = PageOf(RunSummary);
+export type RunSummaryPage = Page<RunSummary>;
+
+/** One node execution of a run's chain (the engine's chain trace entry). */
+export const RunStep = Type.Object({
+  nodeId: Type.String(),
+  type: Type.String(),
+  relations: Type.Array(Type.String(), { description: 'the relations the node chose (Failure after an error)' }),
+  ms: Type.Number(),
+  error: Type.Optional(Type.String()),
+  debug: Type.Optional(
+    Type.Object(
+      { chainId: Type.String(), in: Type.Unknown(), out: Type.Unknown() },
+      { description: "with debugMode: the message the node got and the one it passed on (over 64 KiB: {truncated, chars, preview})" },
+    ),
+  ),
+});
+export type RunStep = Static<typeof RunStep>;
+
+/** `GET /runs/{runId}/steps`: empty `steps` with `recorded: false` for a run that did not run as a chain. */
+export const RunSteps = Type.Object({
+  runId: Type.String(),
+  agentId: Type.String(),
+  status: Type.String(),
+  recorded: Type.Boolean(),
+  steps: Type.Array(RunStep),
+});
+export type RunSteps = Static<typeof RunSteps>;

@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import { Errors } from '@agentry/errors';
+import { RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
+import { getRuleChain, getRunSteps, listRunsOfAgent, type RunSummary } from '@agentry/db';
+import { mayChange } from '../auth/ownership.js';
+import type { GatewayDeps } from '../deps.js';
+import { PageQuery, iso, pageOf, requireAgent, typed, type TypedRequest } from './common.js';
+
+const ListRuns = {
+  params: Type.Object({ agentId: Type.String() }),
+  querystring: Type.Object(PageQuery),
+  response: { 200: RunSummaryPage },
+};
+const GetSteps = {
+  params: Type.Object({ runId: Type.String() }),
+  response: { 200: RunSteps },
+};
+
+/**
+ * A run's record for the canvas (issue 23 item 14): an agent's runs, newest first, and the
+ * steps of one (its chain's trace, stored by the worker with the run's finish). Both are for the
+ * agent's owner or an admin. The list carries no request or answer: an owner sees that another
+ * user's session ran, not what was said in it. The steps route names a run only: another user
+ * gets the 404 an unknown run gets, so run ids cannot be probed.
+ */
+export function runRoutes(app: FastifyInstance, deps: GatewayDeps): void {
+  const api = typed(app);
+  api.get('/agents/:agentId/runs', { config: { access: 'owner', owns: 'agent' }, schema: ListRuns }, listRuns(deps));
+  api.get('/runs/:runId/steps', { config: { access: 'user' }, schema: GetSteps }, getSteps(deps));
+}
+
+function listRuns(deps: GatewayDeps) {
+  return async (req: TypedRequest<typeof ListRuns>) => {
+    await requireAgent(deps.db.db, req.params.agentId);
+    const { page, size, limit, offset } = pageOf(req.query);
+    const { rows, total } = await listRunsOfAgent(deps.db.db, req.params.agentId, { limit, offset });
+    return { data: rows.map(summaryView), total, page, size };
+  };
+}
+
+function summaryView(r: RunSummary) {
+  return {
+    id: r.id,
+    status: r.status,
+    source: r.source,
+    createdAt: iso(r.createdAt),
+    finishedAt: r.finishedAt ? iso(r.finishedAt) : null,
+    durationMs: r.finishedAt ? Math.max(0, r.finishedAt.getTime() - r.createdAt.getTime()) : null,
+    hasSteps: r.hasSteps,
+    error: r.error,
+  };
+}
+
+function getSteps(deps: GatewayDeps) {
+  return async (req: TypedRequest<typeof GetSteps>): Promise<RunSteps> => {
+    const { runId } = req.params;
+    const run = await getRunSteps(deps.db.db, runId);
+    const agent = run ? await getRuleChain(deps.db.db, run.agentId) : undefined;
+    if (!run || !agent || !mayChange(req.principal, agent.owner)) throw new Errors.NOT_FOUND(`run "${runId}"`);
+    const steps = Array.isArray(run.steps) ? (run.steps as unknown as RunStep[]) : [];
+    return { runId, agentId: run.agentId, status: run.status, recorded: Array.isArray(run.steps), steps };
+  };
+}

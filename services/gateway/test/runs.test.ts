@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimRun, finishRun, insertRun, type JsonValue } from '@agentry/db';
+import { bearer, login, startHarness, type Harness } from './auth-harness.js';
+import { agentDsl } from './resources-harness.js';
+
+const YAML = `
+security:
+  requireAuth: true
+  jwtSecret: runs-test-jwt-secret-0123456789-abcdef
+  users:
+    admin: "admin-pass-1234"
+    alice: "alice-pass-1234"
+    bob: "bob-pass-1234"
+models:
+  providers:
+    p1: {name: One, base_url: "http://127.0.0.1:1/v1", api_key: sk-x, models: [{name: m}]}
+`;
+
+let h: Harness;
+const tokens: Record<'admin' | 'alice' | 'bob', string> = { admin: '', alice: '', bob: '' };
+const STEPS: JsonValue[] = [
+  { nodeId: 't', type: 'exprTransform', relations: ['Success'], ms: 1.5, debug: { chainId: 'runs_agent', in: { data: 'hi' }, out: { data: 'HI' } } },
+  { nodeId: 'node_agent', type: 'ai/agent', relations: ['Success'], ms: 20 },
+];
+
+const get = (url: string, who: keyof typeof tokens) => h.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: bearer(tokens[who]) });
+
+beforeAll(async () => {
+  h = await startHarness(YAML);
+  for (const who of ['admin', 'alice', 'bob'] as const) tokens[who] = await login(h.app, who, `${who}-pass-1234`);
+  const made = await h.app.inject({ method: 'POST', url: '/api/v1/agents', headers: bearer(tokens.alice), payload: agentDsl('runs_agent') });
+  expect(made.statusCode).toBe(201);
+  const db = h.runtime.db.db;
+  const request = { messages: [{ role: 'user', content: 'a secret question' }] };
+  await insertRun(db, { id: 'run_chain', agentId: 'runs_agent', sessionId: null, source: 'api', request });
+  await claimRun(db, 'run_chain');
+  await finishRun(db, 'run_chain', { status: 'succeeded', output: 'a secret answer', steps: STEPS });
+  await insertRun(db, { id: 'run_lone', agentId: 'runs_agent', sessionId: null, source: 'cron', request });
+  await claimRun(db, 'run_lone');
+  await finishRun(db, 'run_lone', { status: 'failed', error: 'the model failed' });
+  await insertRun(db, { id: 'run_queued', agentId: 'runs_agent', sessionId: null, source: 'api', request });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('GET /agents/{agentId}/runs', () => {
+  it("lists the owner's agent's runs newest first, without what was asked or answered", async () => {
+    const res = await get('/agents/runs_agent/runs', 'alice');
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json() as { data: Array<Record<string, unknown>>; total: number; page: number; size: number };
+    expect(body).toMatchObject({ total: 3, page: 1, size: 20 });
+    expect(body.data.map((r) => r.id)).toEqual(['run_queued', 'run_lone', 'run_chain']);
+    const [queued, lone, chain] = body.data;
+    expect(chain).toMatchObject({ status: 'succeeded', source: 'api', hasSteps: true, error: null });
+    expect(typeof chain!.durationMs).toBe('number');
+    expect(lone).toMatchObject({ status: 'failed', source: 'cron', hasSteps: false, error: 'the model failed' });
+    expect(queued).toMatchObject({ status: 'queued', finishedAt: null, durationMs: null, hasSteps: false });
+    expect(Object.keys(chain!).sort()).toEqual(['createdAt', 'durationMs', 'error', 'finishedAt', 'hasSteps', 'id', 'source', 'status']);
+    expect(res.body).not.toContain('secret');
+  });
+
+  it('pages', async () => {
+    const res = await get('/agents/runs_agent/runs?page=2&size=2', 'alice');
+    expect(res.json()).toMatchObject({ total: 3, page: 2, size: 2, data: [{ id: 'run_chain' }] });
+    expect((await get('/agents/runs_agent/runs?size=500', 'alice')).statusCode).toBe(400);
+  });
+
+  it("is the owner's and the admin's: another user is refused, an unknown agent is a 404", async () => {
+    expect((await get('/agents/runs_agent/runs', 'admin')).json()).toMatchObject({ total: 3 });
+    const bob = await get('/agents/runs_agent/runs', 'bob');
+    expect(bob.statusCode).toBe(403);
+    expect(bob.body).not.toContain('run_chain');
+    const unknown = await get('/agents/nobody_here/runs', 'admin');
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toEqual({ error: expect.stringContaining('nobody_here') });
+  });
+});
+
+describe('GET /runs/{runId}/steps', () => {
+  it('gives the owner the recorded steps, debug messages included', async () => {
+    const res = await get('/runs/run_chain/steps', 'alice');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ runId: 'run_chain', agentId: 'runs_agent', status: 'succeeded', recorded: true, steps: STEPS });
+  });
+
+  it('a run that did not run as a chain has none', async () => {
+    expect((await get('/runs/run_lone/steps', 'alice')).json()).toEqual({ runId: 'run_lone', agentId: 'runs_agent', status: 'failed', recorded: false, steps: [] });
+  });
+
+  it('the admin sees them; another user gets the 404 an unknown run gets', async () => {
+    expect((await get('/runs/run_chain/steps', 'admin')).json()).toMatchObject({ recorded: true, steps: STEPS });
+    const bob = await get('/runs/run_chain/steps', 'bob');
+    const unknown = await get('/runs/run_nope/steps', 'bob');
+    expect(bob.statusCode).toBe(404);
+    expect(unknown.statusCode).toBe(404);
+    expect(bob.json()).toEqual({ error: expect.stringContaining('run_chain') });
+    expect(bob.body).not.toContain('exprTransform');
+  });
+});
