@@ -83,6 +83,14 @@ describe('validateRuleChain', () => {
     }
   });
 
+  it("a node type named like an Object property (toString, constructor, __proto__) is unknown, not Object's own", () => {
+    for (const type of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+      const result = validateRuleChain(chain('c', [{ id: 'n', type }]));
+      expect(result.ok, type).toBe(false);
+      expect(result.ok ? [] : result.errors, type).toEqual([expect.stringContaining(`unknown node type "${type}"`)]);
+    }
+  });
+
   it('registers the node types of the first engine issue and the RuleGo ones chains commonly use', () => {
     expect(Object.keys(nodeTypes).sort()).toEqual(
       [

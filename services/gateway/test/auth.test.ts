@@ -66,7 +66,7 @@ describe('login and JWT', () => {
     expect(hours).toBeLessThanOrEqual(24);
     const config = await call('GET', '/api/v1/config', bearer(body.token));
     expect(config.statusCode).toBe(200);
-    expect(config.json().security).toEqual({ requireAuth: true, users: { admin: true, bob: true } });
+    expect(config.json().security).toEqual({ requireAuth: true, users: { admin: true, bob: true }, allowFrom: { management: [], chat: [] } });
   });
 
   it('answers a wrong password and an unknown user alike', async () => {

@@ -41,5 +41,10 @@ const NODE_TYPES: readonly NodeType[] = [
   exprTransform,
 ];
 
-/** The node types by `type`. */
-export const nodeTypes: Readonly<Record<string, NodeType>> = Object.freeze(Object.fromEntries(NODE_TYPES.map((def) => [def.type, def])));
+/**
+ * The node types by `type`. No prototype: a DSL's `type` is user input, and `toString` or
+ * `constructor` must be an unknown type, not Object's own.
+ */
+export const nodeTypes: Readonly<Record<string, NodeType>> = Object.freeze(
+  Object.assign(Object.create(null) as Record<string, NodeType>, Object.fromEntries(NODE_TYPES.map((def) => [def.type, def]))),
+);
