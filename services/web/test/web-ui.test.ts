@@ -394,7 +394,7 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await lists.getByLabel('Chat addresses').fill('');
       await lists.getByLabel('Management addresses').fill('192.0.2.0/24');
       await saveLists();
-      await lists.getByText(/would lock you out of management/).waitFor();
+      await lists.getByText(/would lock you out of management/).first().waitFor();
       await lists.getByLabel('Management addresses').fill('127.0.0.0/8\n::1, 192.0.2.0/24');
       await saveLists();
       await page.getByText('Address allow-lists saved').waitFor();
