@@ -14,6 +14,7 @@ import { ChannelsPage } from './pages/Channels';
 import { ProvidersPage } from './pages/Providers';
 import { SettingsPage } from './pages/Settings';
 import { UsersPage, canManageUsers } from './pages/Users';
+import { UsagePage } from './pages/Usage';
 
 /** `admin`: shown only to whoever may use it (the page itself says so to anyone else). */
 const NAV: Array<{ to: string; label: string; admin?: boolean }> = [
@@ -24,6 +25,7 @@ const NAV: Array<{ to: string; label: string; admin?: boolean }> = [
   { to: '/cron', label: 'Cron jobs' },
   { to: '/channels', label: 'Channels' },
   { to: '/providers', label: 'Model providers' },
+  { to: '/usage', label: 'Usage' },
   { to: '/users', label: 'Users', admin: true },
   { to: '/settings', label: 'Settings' },
 ];
@@ -45,6 +47,7 @@ function route(path: string): { title: string; page: ReactNode } {
   if (matchPath('/channels', path)) return { title: 'Channels', page: <ChannelsPage /> };
   if (matchPath('/providers', path)) return { title: 'Model providers', page: <ProvidersPage /> };
   if (matchPath('/users', path)) return { title: 'Users', page: <UsersPage /> };
+  if (matchPath('/usage', path)) return { title: 'Usage', page: <UsagePage /> };
   if (matchPath('/settings', path)) return { title: 'Settings', page: <SettingsPage /> };
   return {
     title: 'Not found',
