@@ -1,10 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Locator, Page } from 'playwright-core';
+import { browserTarget, type BrowserTarget } from './browser-target.js';
 
 /**
  * The rule-chain canvas (the agent editor's Canvas tab) in Chromium against a real embedded
@@ -15,38 +11,14 @@ import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type 
  * leaves test-output/web/web-canvas.png; a failing step leaves test-output/web/web-canvas-<step>.png.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN_PASSWORD = 'admin-password-for-web-canvas';
-const outDir = path.join(repoRoot, 'test-output', 'web');
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-web-canvas-'));
-let service: SpawnedService | undefined;
-let fake: FakeModel | undefined;
-let browser: Browser | undefined;
 let page: Page;
 let base: string;
-const problems: string[] = [];
-const requested: string[] = [];
+let t: BrowserTarget;
+const api = (method: string, url: string, body?: unknown) => t.api(method, url, body);
+const step = (name: string, fn: () => Promise<void>) => t.step(name, fn);
 
-async function step(name: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    fs.mkdirSync(outDir, { recursive: true });
-    await page.screenshot({ path: path.join(outDir, `web-canvas-${name}.png`), fullPage: true }).catch(() => {});
-    throw err;
-  }
-}
 
-async function api(method: string, url: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
-  const { token } = (await login.json()) as { token: string };
-  const res = await fetch(`${base}/api/v1${url}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, text: await res.text() };
-}
 
 const flowNode = (id: string): Locator => page.locator(`.react-flow__node[data-id="${id}"]`);
 const inspector = (id: string): Locator => page.getByRole('region', { name: `Node ${id}` });
@@ -84,43 +56,14 @@ const positionsOut = (dsl: unknown): unknown =>
   });
 
 describe('the rule-chain canvas in Chromium', () => {
+  t = browserTarget({ name: 'web-canvas', users: { admin: ADMIN_PASSWORD }, timeoutMs: 10_000 });
+
   beforeAll(async () => {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is required for the browser tests`);
-    // Screenshots of an earlier run would mislead.
-    for (const f of fs.existsSync(outDir) ? fs.readdirSync(outDir) : []) if (f.startsWith('web-canvas')) fs.rmSync(path.join(outDir, f));
-    execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    fake = await startFakeModel({ apiKey: 'sk-fake-key-web-canvas' });
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    fs.writeFileSync(
-      path.join(cwd, 'config.yaml'),
-      ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${fake.url}", api_key: "sk-fake-key-web-canvas", model: fake-model}}`, 'security:', '  requireAuth: true', '  users:', `    admin: "${ADMIN_PASSWORD}"`].join('\n'),
-    );
-    service = spawnService('services/standalone/src/main.ts', { cwd, env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-canvas-test-master-key-0123456789abcdef' } });
-    const [launched] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
-    ]);
-    browser = launched;
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-    context.setDefaultTimeout(10_000);
-    context.on('request', (r) => requested.push(r.url()));
-    page = await context.newPage();
-    page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
-    });
+    ({ page, base } = t);
     // The agent starts as one ai/agent node: the canvas replaces it with the chain it builds.
     const created = await api('POST', '/agents', { ruleChain: { id: 'canvas', name: 'Canvas' }, metadata: { nodes: [{ id: 'only', type: 'ai/agent', configuration: {} }], connections: [] } });
     expect(created.status, created.text).toBe(201);
   }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await service?.stop();
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
-  });
 
   it('builds a three-node chain on the canvas, shows the 400 on its node, and saves it as the DSL drawn', () =>
     step('build', async () => {
@@ -225,10 +168,9 @@ describe('the rule-chain canvas in Chromium', () => {
       await page.getByText('Message in and out').click();
       await page.locator('.replay-steps pre', { hasText: '"Hi!"' }).waitFor();
       await flowNode('agent_1').click();
-      fs.mkdirSync(outDir, { recursive: true });
-      await page.screenshot({ path: path.join(outDir, 'web-canvas.png'), fullPage: true });
-      expect(problems).toEqual([]);
-      expect(requested.filter((u) => !u.startsWith(base))).toEqual([]);
+      await t.shot('web-canvas');
+      expect(t.problems).toEqual([]);
+      expect(t.requested.filter((u) => !u.startsWith(base))).toEqual([]);
     }));
 
   it('fits a 390-pixel phone: the canvas above its panels, no sideways scrolling', () =>
@@ -250,8 +192,8 @@ describe('the rule-chain canvas in Chromium', () => {
           })
           .toBe(true);
       }
-      await page.screenshot({ path: path.join(outDir, 'web-canvas-phone.png'), fullPage: true });
-      expect(problems).toEqual([]);
+      await t.shot('web-canvas-phone');
+      expect(t.problems).toEqual([]);
     }));
 
   it('selects a node with the keyboard and connects it without dragging', () =>
@@ -275,6 +217,6 @@ describe('the rule-chain canvas in Chromium', () => {
         { fromId: 'agent_1', toId: 'log_1', type: 'Success' },
         { fromId: 'log_1', toId: 'jsFilter_1', type: 'Failure' },
       ]);
-      expect(problems).toEqual([]);
+      expect(t.problems).toEqual([]);
     }));
 });

@@ -1,10 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Locator, Page } from 'playwright-core';
+import { browserTarget, type BrowserTarget } from './browser-target.js';
 
 /**
  * A real run replayed on the canvas (issue 23 item 14, issue 28 item 3), in Chromium against an
@@ -17,83 +13,25 @@ import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type 
  * test-output/web/web-run-replay.png (and web-run-replay-<step>.png when a step fails).
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN_PASSWORD = 'admin-password-for-run-replay';
 const BOB_PASSWORD = 'bob-password-for-run-replay';
-const outDir = path.join(repoRoot, 'test-output', 'web');
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-web-replay-'));
-let service: SpawnedService | undefined;
-let fake: FakeModel | undefined;
-let browser: Browser | undefined;
 let page: Page;
 let base: string;
-const problems: string[] = [];
+let t: BrowserTarget;
+const api = (method: string, url: string, body?: unknown) => t.api(method, url, body);
+const step = (name: string, fn: () => Promise<void>) => t.step(name, fn);
+const signIn = (username: string, _password: string, next: string) => t.signIn(username, next);
 
-async function step(name: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    fs.mkdirSync(outDir, { recursive: true });
-    await page.screenshot({ path: path.join(outDir, `web-run-replay-${name}.png`), fullPage: true }).catch(() => {});
-    throw err;
-  }
-}
 
-async function api(method: string, url: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
-  const { token } = (await login.json()) as { token: string };
-  const res = await fetch(`${base}/api/v1${url}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, text: await res.text() };
-}
 
-async function signIn(username: string, password: string, next: string): Promise<void> {
-  await page.goto(`${base}/login?next=${next}`);
-  await page.getByLabel('Username').fill(username);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`${base}${next}`);
-}
 
 const flowNode = (id: string): Locator => page.locator(`.react-flow__node[data-id="${id}"]`);
 
 describe('a real run replayed on the canvas, in Chromium', () => {
+  t = browserTarget({ name: 'web-run-replay', users: { admin: ADMIN_PASSWORD, bob: BOB_PASSWORD } });
+
   beforeAll(async () => {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is required for the browser tests`);
-    for (const f of fs.existsSync(outDir) ? fs.readdirSync(outDir) : []) if (f.startsWith('web-run-replay')) fs.rmSync(path.join(outDir, f));
-    execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    fake = await startFakeModel({ apiKey: 'sk-fake-key-run-replay' });
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    fs.writeFileSync(
-      path.join(cwd, 'config.yaml'),
-      [
-        'models:',
-        '  default_provider: fake',
-        `  providers: {fake: {base_url: "${fake.url}", api_key: "sk-fake-key-run-replay", model: fake-model}}`,
-        'security:',
-        '  requireAuth: true',
-        '  users:',
-        `    admin: "${ADMIN_PASSWORD}"`,
-        `    bob: "${BOB_PASSWORD}"`,
-      ].join('\n'),
-    );
-    service = spawnService('services/standalone/src/main.ts', { cwd, env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-run-replay-master-key-0123456789abcdef' } });
-    const [launched] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
-    ]);
-    browser = launched;
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-    context.setDefaultTimeout(15_000);
-    page = await context.newPage();
-    page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
-    });
+    ({ page, base } = t);
     const created = await api('POST', '/agents', {
       ruleChain: { id: 'shouty', name: 'Shouty' },
       metadata: {
@@ -106,13 +44,6 @@ describe('a real run replayed on the canvas, in Chromium', () => {
     });
     expect(created.status, created.text).toBe(201);
   }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await service?.stop();
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
-  });
 
   it('chats with the agent, then picks that run on the canvas and sees each node with its relation and time', () =>
     step('replay', async () => {
@@ -137,9 +68,8 @@ describe('a real run replayed on the canvas, in Chromium', () => {
       await page.getByText('Message in and out').click();
       await page.locator('.replay-steps pre', { hasText: 'HELLO CANVAS' }).waitFor();
       expect(await page.locator('.replay-steps pre').textContent()).toContain('hello canvas');
-      fs.mkdirSync(outDir, { recursive: true });
-      await page.screenshot({ path: path.join(outDir, 'web-run-replay.png'), fullPage: true });
-      expect(problems).toEqual([]);
+      await t.shot('web-run-replay');
+      expect(t.problems).toEqual([]);
     }));
 
   it("shows another user the agent's owner, with Save and Delete disabled and the reason, and admin-only controls disabled", () =>
@@ -152,7 +82,7 @@ describe('a real run replayed on the canvas, in Chromium', () => {
       expect(await page.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
       expect(await page.getByRole('button', { name: 'Delete' }).isDisabled()).toBe(true);
       expect(await page.getByRole('button', { name: 'Delete' }).getAttribute('title')).toBe(reason);
-      await page.screenshot({ path: path.join(outDir, 'web-run-replay-not-owner.png'), fullPage: true });
+      await t.shot('web-run-replay-not-owner');
       // Its runs are the owner's and admins' to list: the canvas offers bob the paste box only.
       await page.getByRole('tab', { name: 'Canvas' }).click();
       await page.getByText('Replay a run').click();
@@ -169,7 +99,7 @@ describe('a real run replayed on the canvas, in Chromium', () => {
       await page.getByText('Only an admin may change the server configuration.').waitFor();
       expect(await page.getByRole('button', { name: 'Save configuration' }).isDisabled()).toBe(true);
       expect(await page.getByRole('button', { name: 'Save allow-lists' }).isDisabled()).toBe(true);
-      await page.screenshot({ path: path.join(outDir, 'web-run-replay-settings-user.png'), fullPage: true });
-      expect(problems).toEqual([]);
+      await t.shot('web-run-replay-settings-user');
+      expect(t.problems).toEqual([]);
     }));
 });
