@@ -43,7 +43,7 @@ export interface ChainGraph {
 /** The relations the engine's node types return; a `jsSwitch` may return any other name. */
 export const COMMON_RELATIONS = ['Success', 'Failure', 'True', 'False'] as const;
 
-export const LAYER_GAP = 220;
+export const LAYER_GAP = 270;
 export const ROW_GAP = 130;
 
 /** RuleGo's stored position of a node (`additionalInfo.layoutX`/`layoutY`), when it has one. */
