@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { heartbeatProblems } from './heartbeat.js';
 
 /**
  * The configuration of an agent (its `ai/agent` node): what the DSL accepts, what the worker's
@@ -45,6 +46,22 @@ const Compaction = Type.Object({
   minMessagesToCompact: Type.Optional(Type.Integer({ minimum: 1, description: 'fewer stored messages in the context are not summarised' })),
 }, { additionalProperties: false });
 
+/**
+ * The agent's heartbeat: a self-prompt the scheduler sends every `interval` within the active
+ * hours (TpClaw's `heartbeat`, camelCased: `active_hours` is `activeHours`; `load_history` is not
+ * taken: the heartbeat session always keeps its history). Checked by `heartbeatProblems`.
+ */
+const Heartbeat = Type.Object({
+  interval: Type.String({ description: '30s, 5m, 30m, 1h ...: seconds or minutes dividing 60, hours dividing 24 (ticks align to the clock)' }),
+  prompt: Type.Optional(Type.String({ description: 'the self-prompt; empty or absent: the default, which asks for HEARTBEAT_OK when nothing needs attention' })),
+  activeHours: Type.Optional(
+    Type.Object({ start: Type.String({ description: 'HH:MM' }), end: Type.String({ description: 'HH:MM; before start: the window crosses midnight' }) }, { additionalProperties: false }),
+  ),
+  timezone: Type.Optional(Type.String({ description: 'IANA time zone of activeHours and the ticks (default UTC)' })),
+  target: Type.Optional(Type.String({ description: 'platform:accountId:chatId an answer other than HEARTBEAT_OK is sent to; empty: kept in the session only' })),
+  disabled: Type.Optional(Type.Boolean()),
+}, { additionalProperties: false });
+
 export const AiAgentConfiguration = Type.Object({
   provider: Type.Optional(Type.String({ description: 'provider id; models.default_provider when absent' })),
   model: Type.Optional(Type.String()),
@@ -56,7 +73,11 @@ export const AiAgentConfiguration = Type.Object({
   failover: Type.Optional(Type.Array(Failover)),
   disabledSkills: Type.Optional(Type.Array(Type.String())),
   compaction: Type.Optional(Compaction),
+  heartbeat: Type.Optional(Heartbeat),
 }, { additionalProperties: false });
+
+/** An agent's heartbeat settings, as the DSL holds them. */
+export type HeartbeatConfig = Static<typeof Heartbeat>;
 
 /**
  * One entry of `tools[]`. Its `config` belongs to the tool's type (an MCP server's url and
@@ -94,5 +115,6 @@ export function agentConfigProblems(config: AiAgentConfig): string[] {
     const problem = toolTimeoutProblem(tool.timeout, i);
     if (problem) problems.push(problem);
   });
+  if (config.heartbeat) problems.push(...heartbeatProblems(config.heartbeat));
   return problems;
 }

@@ -140,7 +140,11 @@ function checkSameTarget(target: string | undefined, agentId: string): void {
   if (target !== undefined && target !== agentId) throw new Errors.VALIDATION(`target "${target}" does not match the agent in the path ("${agentId}")`);
 }
 
-async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, agentId: string): Promise<void> {
+/**
+ * A delivery must name a messaging platform's account that a binding connects to the agent.
+ * `bound: false` skips the binding (a new agent has none yet; every fire checks it again).
+ */
+export async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, agentId: string, bound = true): Promise<void> {
   if (!deliver) return;
   const platforms = PLATFORMS.filter((p) => p !== 'api');
   if (!(platforms as readonly string[]).includes(deliver.platform)) {
@@ -150,7 +154,7 @@ async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, age
   if (!accounts.some((a) => a.id === deliver.accountId)) {
     throw new Errors.VALIDATION(`deliver.accountId "${deliver.accountId}" is not a ${deliver.platform} account`);
   }
-  if (!(await agentMaySendThrough(db, agentId, deliver.platform, deliver.accountId))) {
+  if (bound && !(await agentMaySendThrough(db, agentId, deliver.platform, deliver.accountId))) {
     throw new Errors.FORBIDDEN(notBoundMessage(agentId, deliver.platform, deliver.accountId));
   }
 }
