@@ -51,7 +51,7 @@ const Compaction = Type.Object({
  * hours (TpClaw's `heartbeat`, camelCased: `active_hours` is `activeHours`; `load_history` is not
  * taken: the heartbeat session always keeps its history). Checked by `heartbeatProblems`.
  */
-const Heartbeat = Type.Object({
+export const HeartbeatSettings = Type.Object({
   interval: Type.String({ description: '30s, 5m, 30m, 1h ...: seconds or minutes dividing 60, hours dividing 24 (ticks align to the clock)' }),
   prompt: Type.Optional(Type.String({ description: 'the self-prompt; empty or absent: the default, which asks for HEARTBEAT_OK when nothing needs attention' })),
   activeHours: Type.Optional(
@@ -73,11 +73,11 @@ export const AiAgentConfiguration = Type.Object({
   failover: Type.Optional(Type.Array(Failover)),
   disabledSkills: Type.Optional(Type.Array(Type.String())),
   compaction: Type.Optional(Compaction),
-  heartbeat: Type.Optional(Heartbeat),
+  heartbeat: Type.Optional(HeartbeatSettings),
 }, { additionalProperties: false });
 
 /** An agent's heartbeat settings, as the DSL holds them. */
-export type HeartbeatConfig = Static<typeof Heartbeat>;
+export type HeartbeatConfig = Static<typeof HeartbeatSettings>;
 
 /**
  * One entry of `tools[]`. Its `config` belongs to the tool's type (an MCP server's url and

@@ -134,7 +134,7 @@ function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
  * A heartbeat's target is a cron delivery: the same checks (a messaging platform's account, bound
  * to the agent; a new agent has no bindings yet, so its binding is checked at each beat).
  */
-async function checkHeartbeatTarget(deps: GatewayDeps, agentId: string, dsl: unknown, bound: boolean): Promise<void> {
+export async function checkHeartbeatTarget(deps: GatewayDeps, agentId: string, dsl: unknown, bound: boolean): Promise<void> {
   const target = heartbeatOfDsl(dsl)?.target;
   await checkDeliver(deps.db.db, parseHeartbeatTarget(target), agentId, bound);
 }

@@ -15,7 +15,7 @@ import {
   type CronJobRecord,
   type CronRunRecord,
 } from '@agentry/db';
-import { Id, checkSchedule, createCronJob, nextTick } from '@agentry/engine';
+import { Id, checkSchedule, createCronJob, isHeartbeatJob, nextTick } from '@agentry/engine';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import { isAdmin, ownerName } from '../auth/ownership.js';
@@ -188,7 +188,18 @@ async function create(deps: GatewayDeps, agentId: string, body: CreateBody, owne
   return jobView(job);
 }
 
+/**
+ * A heartbeat job is derived from its agent's DSL (every save rewrites it): changed here, it
+ * would silently revert, so it is refused with the way to change it.
+ */
+function notHeartbeat(job: CronJobRecord): void {
+  if (isHeartbeatJob(job.id)) {
+    throw new Errors.VALIDATION(`cron job "${job.id}" is the heartbeat of agent "${job.agentId}": change it in the agent (configuration.heartbeat, PUT /agents/{id}/heartbeat or agentry agents heartbeat)`);
+  }
+}
+
 async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBody): Promise<CronJob> {
+  notHeartbeat(current);
   const db = deps.db.db;
   if (body.target !== undefined && body.target !== current.agentId) await checkTarget(db, body.target);
   const timezone = body.timezone ?? current.timezone;
@@ -212,6 +223,7 @@ async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBod
 }
 
 async function toggle(deps: GatewayDeps, current: CronJobRecord, disabled: boolean): Promise<CronJob> {
+  notHeartbeat(current);
   const job = await updateCronJob(deps.db.db, current.id, { disabled });
   if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
   await announce(deps, job.id);
@@ -219,6 +231,7 @@ async function toggle(deps: GatewayDeps, current: CronJobRecord, disabled: boole
 }
 
 async function remove(deps: GatewayDeps, job: CronJobRecord): Promise<SuccessBody> {
+  notHeartbeat(job);
   if (!(await deleteCronJob(deps.db.db, job.id))) throw new Errors.NOT_FOUND(`cron job "${job.id}"`);
   await announce(deps, job.id);
   return { success: true };
