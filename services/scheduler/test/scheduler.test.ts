@@ -20,6 +20,7 @@ import {
   type CronDeliver,
   type CronRunRecord,
   type Db,
+  type JsonValue,
   finishOutboundMessage,
   getOutboundByRun,
   inTransaction,
@@ -384,7 +385,7 @@ describe('heartbeat: a cron job derived from the agent DSL', () => {
   async function beater(db: Db, heartbeat: Record<string, unknown> | undefined) {
     const agentId = uid('beater');
     const dsl = { ruleChain: { id: agentId, name: agentId }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { heartbeat } }], connections: [] } };
-    await insertRuleChain(db, { id: agentId, kind: 'agent', agentId: null, name: agentId, category: null, dsl });
+    await insertRuleChain(db, { id: agentId, kind: 'agent', agentId: null, name: agentId, category: null, dsl: dsl as unknown as JsonValue });
     await appendBinding(db, { agentId, match: { channel: target.platform, accountId: target.accountId } });
     return { agentId, dsl };
   }
