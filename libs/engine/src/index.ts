@@ -73,4 +73,4 @@ export {
   withinActiveHours,
 } from './agent/heartbeat.js';
 export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './runs/heartbeat-job.js';
-export { HeartbeatSettings, type HeartbeatConfig } from './agent/config.js';
+export { type HeartbeatConfig } from './agent/config.js';

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { HeartbeatSettings } from '@agentry/contracts';
 import { heartbeatProblems } from './heartbeat.js';
 
 /**
@@ -46,21 +47,8 @@ const Compaction = Type.Object({
   minMessagesToCompact: Type.Optional(Type.Integer({ minimum: 1, description: 'fewer stored messages in the context are not summarised' })),
 }, { additionalProperties: false });
 
-/**
- * The agent's heartbeat: a self-prompt the scheduler sends every `interval` within the active
- * hours (TpClaw's `heartbeat`, camelCased: `active_hours` is `activeHours`; `load_history` is not
- * taken: the heartbeat session always keeps its history). Checked by `heartbeatProblems`.
- */
-export const HeartbeatSettings = Type.Object({
-  interval: Type.String({ description: '30s, 5m, 30m, 1h ...: seconds or minutes dividing 60, hours dividing 24 (ticks align to the clock)' }),
-  prompt: Type.Optional(Type.String({ description: 'the self-prompt; empty or absent: the default, which asks for HEARTBEAT_OK when nothing needs attention' })),
-  activeHours: Type.Optional(
-    Type.Object({ start: Type.String({ description: 'HH:MM' }), end: Type.String({ description: 'HH:MM; before start: the window crosses midnight' }) }, { additionalProperties: false }),
-  ),
-  timezone: Type.Optional(Type.String({ description: 'IANA time zone of activeHours and the ticks (default UTC)' })),
-  target: Type.Optional(Type.String({ description: 'platform:accountId:chatId an answer other than HEARTBEAT_OK is sent to; empty: kept in the session only' })),
-  disabled: Type.Optional(Type.Boolean()),
-}, { additionalProperties: false });
+/** The agent's heartbeat (its schema is the REST API's, which edits it on its own too). */
+const Heartbeat = HeartbeatSettings;
 
 export const AiAgentConfiguration = Type.Object({
   provider: Type.Optional(Type.String({ description: 'provider id; models.default_provider when absent' })),
@@ -73,11 +61,11 @@ export const AiAgentConfiguration = Type.Object({
   failover: Type.Optional(Type.Array(Failover)),
   disabledSkills: Type.Optional(Type.Array(Type.String())),
   compaction: Type.Optional(Compaction),
-  heartbeat: Type.Optional(HeartbeatSettings),
+  heartbeat: Type.Optional(Heartbeat),
 }, { additionalProperties: false });
 
 /** An agent's heartbeat settings, as the DSL holds them. */
-export type HeartbeatConfig = Static<typeof HeartbeatSettings>;
+export type HeartbeatConfig = Static<typeof Heartbeat>;
 
 /**
  * One entry of `tools[]`. Its `config` belongs to the tool's type (an MCP server's url and

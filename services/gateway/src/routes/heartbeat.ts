@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { HeartbeatSettings, Id, chainCategory, heartbeatJobId, heartbeatOfDsl, nextTick, type HeartbeatConfig } from '@agentry/engine';
+import { Id, chainCategory, heartbeatJobId, heartbeatOfDsl, nextTick, type HeartbeatConfig } from '@agentry/engine';
 import { getCronJob, updateRuleChain, type JsonValue } from '@agentry/db';
-import { SuccessBody } from '@agentry/contracts';
+import { AgentHeartbeat, HeartbeatSettings, SuccessBody } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { assertValidChain, type ChainRoutes } from './chain-support.js';
 import { requireAgent, typed, type TypedRequest } from './common.js';
@@ -11,15 +11,7 @@ import { checkHeartbeatTarget, syncHeartbeat } from './agents.js';
 
 const AgentParams = Type.Object({ agentId: Id });
 
-/** An agent's heartbeat as stored in its DSL, with the cron job the scheduler fires it by. */
-const HeartbeatView = Type.Object({
-  heartbeat: Type.Union([HeartbeatSettings, Type.Null()]),
-  /** The id of its cron job (its fires: GET /cron/{id}/runs), null before the first save with a heartbeat. */
-  cronJobId: Type.Union([Type.String(), Type.Null()]),
-  schedule: Type.Union([Type.String(), Type.Null()]),
-  /** The next tick (ticks outside the active hours start nothing); null when off. */
-  nextTickAt: Type.Union([Type.String(), Type.Null()]),
-});
+const HeartbeatView = AgentHeartbeat;
 const GetHeartbeat = { params: AgentParams, response: { 200: HeartbeatView } };
 const PutHeartbeat = { params: AgentParams, body: HeartbeatSettings, response: { 200: HeartbeatView } };
 const DeleteHeartbeat = { params: AgentParams, response: { 200: SuccessBody } };
