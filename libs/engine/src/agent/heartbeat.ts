@@ -8,8 +8,8 @@ export const HEARTBEAT_OK = 'HEARTBEAT_OK';
 
 /** The self-prompt when the agent's `heartbeat.prompt` is empty or absent. */
 export const DEFAULT_HEARTBEAT_PROMPT =
-  'Heartbeat check. Read HEARTBEAT.md in your workspace if it exists and follow it. If nothing needs attention, ' +
-  `answer exactly ${HEARTBEAT_OK} and nothing else; otherwise answer with the message to send.`;
+  'Heartbeat: a scheduled check-in; no user is waiting. Review your instructions and this conversation for anything ' +
+  `that needs attention now. If nothing does, answer exactly ${HEARTBEAT_OK} and nothing else; otherwise answer with the message to send.`;
 
 /** The session (key and channel) a heartbeat's turns are kept in, one per agent. */
 export const HEARTBEAT_SESSION = { key: 'heartbeat', channel: 'heartbeat' } as const;
