@@ -77,7 +77,7 @@ describeWithServers('heartbeat (cluster mode: 2 schedulers, Postgres, Redis, fak
 
   it('every 2s, each tick once across two schedulers; HEARTBEAT_OK sends and keeps nothing, a report reaches Telegram and the session', async () => {
     const refused = await api('PUT', '/agents/beater/heartbeat', { interval: '2s', target: 'chat_d:nobody:777' });
-    expect(refused).toMatchObject({ status: 400, json: { error: expect.stringContaining('"nobody" is not a chat_d account') } });
+    expect(refused).toMatchObject({ status: 400, json: { error: expect.stringContaining('heartbeat.target account "nobody" is not a chat_d account') } });
     const put = await api('PUT', '/agents/beater/heartbeat', { interval: '2s', prompt: 'quiet', target: 'chat_d:tg:777' });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
     expect(put.json).toMatchObject({ heartbeat: { interval: '2s', prompt: 'quiet', target: 'chat_d:tg:777' }, cronJobId: JOB, schedule: '*/2 * * * * *' });

@@ -136,7 +136,7 @@ function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
  */
 export async function checkHeartbeatTarget(deps: GatewayDeps, agentId: string, dsl: unknown, bound: boolean): Promise<void> {
   const target = heartbeatOfDsl(dsl)?.target;
-  await checkDeliver(deps.db.db, parseHeartbeatTarget(target), agentId, bound);
+  await checkDeliver(deps.db.db, parseHeartbeatTarget(target), agentId, bound, 'heartbeat.target');
 }
 
 /**

@@ -144,15 +144,16 @@ function checkSameTarget(target: string | undefined, agentId: string): void {
  * A delivery must name a messaging platform's account that a binding connects to the agent.
  * `bound: false` skips the binding (a new agent has none yet; every fire checks it again).
  */
-export async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, agentId: string, bound = true): Promise<void> {
+export async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, agentId: string, bound = true, field: 'deliver' | 'heartbeat.target' = 'deliver'): Promise<void> {
   if (!deliver) return;
+  const [platformField, accountField] = field === 'deliver' ? ['deliver.platform', 'deliver.accountId'] : ['heartbeat.target platform', 'heartbeat.target account'];
   const platforms = PLATFORMS.filter((p) => p !== 'api');
   if (!(platforms as readonly string[]).includes(deliver.platform)) {
-    throw new Errors.VALIDATION(`deliver.platform "${deliver.platform}" is not a messaging platform (one of ${platforms.join(', ')})`);
+    throw new Errors.VALIDATION(`${platformField} "${deliver.platform}" is not a messaging platform (one of ${platforms.join(', ')})`);
   }
   const accounts = await listChannelAccounts(db, deliver.platform);
   if (!accounts.some((a) => a.id === deliver.accountId)) {
-    throw new Errors.VALIDATION(`deliver.accountId "${deliver.accountId}" is not a ${deliver.platform} account`);
+    throw new Errors.VALIDATION(`${accountField} "${deliver.accountId}" is not a ${deliver.platform} account`);
   }
   if (bound && !(await agentMaySendThrough(db, agentId, deliver.platform, deliver.accountId))) {
     throw new Errors.FORBIDDEN(notBoundMessage(agentId, deliver.platform, deliver.accountId));
