@@ -344,6 +344,9 @@ describeOnBothEngines('cron jobs', (env: () => Env) => {
       const job = (await req('GET', `/cron/${id}`)).json() as Job;
       expect(job).toMatchObject({ id, name: 'heartbeat', target: agent, schedule: '0 0 */1 * * *', timezone: 'Asia/Tokyo', disabled: false, deliver: { platform: 'chat_a', accountId: 'beat', chatId: 'room' } });
       expect(job.message).toContain('HEARTBEAT_OK');
+      // An agent setting, not a job to manage: out of the lists, readable by id.
+      expect(((await req('GET', '/cron')).json() as Job[]).map((j) => j.id)).not.toContain(id);
+      expect(((await req('GET', `/agents/${agent}/cron`)).json() as Job[]).map((j) => j.id)).not.toContain(id);
       await new Promise((r) => setTimeout(r, 50));
       expect(seen).toContainEqual({ area: 'cron', id });
 

@@ -244,6 +244,12 @@ async function runs(db: Db, job: CronJobRecord, query: PageParams): Promise<Cron
   return { data: data.map(runView), total, page, size };
 }
 
+/**
+ * Heartbeat jobs are agent settings (GET /agents/{id}/heartbeat), not jobs to manage here: left
+ * out of the lists, still readable by id with their fires (`GET /cron/heartbeat:<agentId>/runs`).
+ */
+const listed = (job: CronJobRecord): boolean => !isHeartbeatJob(job.id);
+
 /** A user lists its own jobs; admins every job. */
 const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: ownerName(p) });
 
@@ -252,7 +258,7 @@ const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: o
 function listJobs(deps: GatewayDeps) {
   return async (req: Req<unknown, { agentId?: string }>): Promise<CronJobList> => {
     const jobs = await listCronJobs(deps.db.db, { ...(req.query.agentId ? { agentId: req.query.agentId } : {}), ...mine(req.principal) });
-    return jobs.map(jobView);
+    return jobs.filter(listed).map(jobView);
   };
 }
 
@@ -296,7 +302,7 @@ async function agentJob(db: Db, params: AgentIdParams): Promise<CronJobRecord> {
 function listAgentJobs(deps: GatewayDeps) {
   return async (req: Req<AgentParams>): Promise<CronJobList> => {
     await requireAgent(deps.db.db, req.params.agentId);
-    return (await listCronJobs(deps.db.db, { agentId: req.params.agentId, ...mine(req.principal) })).map(jobView);
+    return (await listCronJobs(deps.db.db, { agentId: req.params.agentId, ...mine(req.principal) })).filter(listed).map(jobView);
   };
 }
 
