@@ -1,6 +1,13 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryBus } from '@agentry/bus';
 import type { Db } from '@agentry/db';
+import { bootstrap, type Runtime } from '@agentry/runtime';
+import { startStandalone } from '@agentry/standalone';
 import {
+  createTestPglite,
   describeWithServers,
   startFakeModel,
   startFakeTelegram,
@@ -139,4 +146,57 @@ describeWithServers('heartbeat (cluster mode: 2 schedulers, Postgres, Redis, fak
     await waitFor(async () => (await fires()).length > before, 10_000, 250);
     await api('DELETE', '/agents/beater/heartbeat');
   }, 60_000);
+});
+
+describe('heartbeat (embedded mode: PGlite, croner, the real worker)', () => {
+  let runtime: Runtime;
+  let model: FakeModel;
+  let base: string;
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-heartbeat-'));
+
+  beforeAll(async () => {
+    model = await startFakeModel({
+      apiKey: PROVIDER_KEY,
+      defaultReply: (req) => ({ text: [...req.body.messages].reverse().find((m) => m.role === 'user')?.content === 'quiet' ? 'HEARTBEAT_OK' : 'Something needs you.' }),
+    });
+    const config = ['server: {host: 127.0.0.1, port: 0}', 'models:', '  default_provider: fake', `  providers: {fake: {base_url: "${model.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`];
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), config.join('\n'));
+    runtime = await bootstrap({
+      service: 'standalone',
+      mode: 'embedded',
+      argv: [],
+      env: { AGENTRY_SECRET_KEY: 'heartbeat-embedded-master-key-0123456789' },
+      cwd,
+      logDestination: { write: () => undefined },
+      openDb: () => createTestPglite(),
+      openBus: (logger) => createMemoryBus({ logger }),
+    });
+    const { port } = await startStandalone(runtime);
+    base = `http://127.0.0.1:${port}/api/v1`;
+  }, 60_000);
+
+  afterAll(async () => {
+    await runtime?.lifecycle.shutdown('test');
+    await model?.close();
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  it('a heartbeat in the DSL fires every second; quiet answers are not kept, the others are', async () => {
+    const heartbeat = { interval: '1s', prompt: 'quiet' };
+    const dsl = (hb: unknown) => ({ ruleChain: { id: 'waker', name: 'Waker' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', heartbeat: hb } }], connections: [] } });
+    const send = (method: string, url: string, body: unknown) => fetch(`${base}${url}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await send('POST', '/agents', dsl(heartbeat))).status).toBe(201);
+    const db = runtime.db.db;
+    const fires = () => db.selectFrom('cron_runs').selectAll().where('cron_job_id', '=', 'heartbeat:waker').where('status', '=', 'succeeded').execute();
+    await waitFor(async () => ((await fires()).length >= 2 ? true : undefined), 10_000, 200);
+    expect((await send('PUT', '/agents/waker', dsl({ ...heartbeat, prompt: 'report' }))).status).toBe(200);
+    await waitFor(async () => ((await fires()).some((r) => r.output_excerpt === 'Something needs you.') ? true : undefined), 10_000, 200);
+    expect((await send('PUT', '/agents/waker', dsl({ ...heartbeat, disabled: true }))).status).toBe(200);
+    const rows = await fires();
+    expect(new Set(rows.map((r) => r.scheduled_at.getTime())).size).toBe(rows.length);
+    const session = await db.selectFrom('sessions').select('id').where('agent_id', '=', 'waker').where('session_key', '=', 'heartbeat').executeTakeFirstOrThrow();
+    const kept = await db.selectFrom('session_messages').select(['role', 'content']).where('session_id', '=', session.id).where('role', '=', 'assistant').execute();
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.every((m) => m.content === 'Something needs you.')).toBe(true);
+  }, 40_000);
 });
