@@ -2,7 +2,9 @@ import { readChatStream, type ChatChunk, type ChatCompletion, type ChatRequest }
 import { StreamError } from './errors.js';
 import { Http, type ClientOptions, type QueryValue } from './http.js';
 import type {
+  AgentHeartbeat,
   AgentListItem,
+  HeartbeatSettings,
   ApiKeyAnswer,
   ApiKeyRegenerated,
   AgentTemplate,
@@ -126,6 +128,12 @@ export class AgentryClient {
     template: () => this.http.request<AgentTemplate>('GET', '/agent-template'),
     /** The agent's runs, newest first, without their content (owner or admin). */
     runs: (id: string, q: PageQuery = {}) => this.http.request<Page<RunSummary>>('GET', `/agents/${seg(id)}/runs`, { query: { ...q } }),
+    /** The agent's heartbeat and the cron job that fires it. */
+    heartbeat: (id: string) => this.http.request<AgentHeartbeat>('GET', `/agents/${seg(id)}/heartbeat`),
+    /** Sets the heartbeat (a save of the agent: validated, its cron job follows). */
+    setHeartbeat: (id: string, heartbeat: HeartbeatSettings) => this.http.request<AgentHeartbeat>('PUT', `/agents/${seg(id)}/heartbeat`, { json: heartbeat }),
+    /** Removes the heartbeat (its cron job is disabled; its fires stay in the history). */
+    deleteHeartbeat: (id: string) => this.http.request<Success>('DELETE', `/agents/${seg(id)}/heartbeat`),
   };
 
   readonly runs = {

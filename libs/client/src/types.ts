@@ -60,7 +60,7 @@ export interface UsageQuery {
 }
 
 // Skills, workspace files and cron jobs: the gateway's response schemas are their one definition.
-export type { Skill, SkillScope, SkillUploadResult, WorkspaceEntry, WorkspaceFile, WorkspaceWritten, CronDeliver, CronJob, CronRun } from '@agentry/contracts';
+export type { Skill, SkillScope, SkillUploadResult, WorkspaceEntry, WorkspaceFile, WorkspaceWritten, CronDeliver, CronJob, CronRun, AgentHeartbeat, HeartbeatSettings } from '@agentry/contracts';
 export type { RunStep, RunSteps, RunSummary } from '@agentry/contracts';
 import type { CronDeliver } from '@agentry/contracts';
 

@@ -55,8 +55,8 @@ export function isFinalRunStatus(status: RunStatus): status is FinalRunStatus {
   return (FINAL_RUN_STATUSES as readonly RunStatus[]).includes(status);
 }
 
-/** Who started a run: a chat completion (`api`), a cron fire, or a message on a channel platform. */
-export type RunSource = 'cron' | Platform;
+/** Who started a run: a chat completion (`api`), a cron fire, an agent's heartbeat, or a message on a channel platform. */
+export type RunSource = 'cron' | 'heartbeat' | Platform;
 
 /**
  * A cron fire (`cron_runs.status`, mirrored in `cron_jobs.last_status`); `skipped` started no

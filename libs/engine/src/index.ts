@@ -61,3 +61,16 @@ export { policyFetch } from './tools/policy-fetch.js';
 export { ToolError, type ToolContext, type ToolDefinition } from './tools/types.js';
 export { validateRuleChain } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
+export {
+  DEFAULT_HEARTBEAT_PROMPT,
+  HEARTBEAT_OK,
+  HEARTBEAT_SESSION,
+  heartbeatOfDsl,
+  heartbeatProblems,
+  heartbeatSchedule,
+  isHeartbeatOk,
+  parseHeartbeatTarget,
+  withinActiveHours,
+} from './agent/heartbeat.js';
+export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './runs/heartbeat-job.js';
+export { type HeartbeatConfig } from './agent/config.js';

@@ -188,7 +188,7 @@ function runMetrics(registry: Registry): RunMetrics {
   // Every status and source starts at 0: a rate (and AgentryRunsFailing) sees the first failure
   // after a restart, which a series born at 1 would hide.
   const runs = serviceMetrics.runs(registry);
-  for (const status of FINAL_RUN_STATUSES) for (const source of ['cron', ...PLATFORMS] as const) runs.inc({ status, source }, 0);
+  for (const status of FINAL_RUN_STATUSES) for (const source of ['cron', 'heartbeat', ...PLATFORMS] as const) runs.inc({ status, source }, 0);
   return {
     runEnded: ({ status, source, durationMs, ttftMs }) => {
       runs.inc({ status, source });

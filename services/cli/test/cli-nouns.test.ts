@@ -48,6 +48,26 @@ describe('the same verbs for every noun', () => {
     expect((await cli(['agents', 'enable', 'support'])).json()).toMatchObject({ ruleChain: { disabled: false } });
   });
 
+  it('agents heartbeat: set, change one field, show, refuse a bad interval with the reason, turn off', async () => {
+    expect((await cli(['agents', 'heartbeat', 'support'])).json()).toMatchObject({ heartbeat: null, cronJobId: null });
+    const set = await cli(['agents', 'heartbeat', 'support', '--every', '30m', '--hours', '22:00-06:00', '--tz', 'Europe/Berlin', '--prompt', 'anything new?']);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.json()).toMatchObject({
+      heartbeat: { interval: '30m', prompt: 'anything new?', activeHours: { start: '22:00', end: '06:00' }, timezone: 'Europe/Berlin' },
+      cronJobId: 'heartbeat:support',
+      schedule: '0 */30 * * * *',
+      nextTickAt: expect.any(String),
+    });
+    // One option changes one field; the rest is kept, and the DSL holds it.
+    expect((await cli(['agents', 'heartbeat', 'support', '--hours', 'all'])).json()).toMatchObject({ heartbeat: { interval: '30m', timezone: 'Europe/Berlin', prompt: 'anything new?' } });
+    const dsl = (await cli(['agents', 'show', 'support'])).json<{ metadata: { nodes: { configuration: { heartbeat?: unknown } }[] } }>();
+    expect(dsl.metadata.nodes[0]!.configuration.heartbeat).toEqual({ interval: '30m', prompt: 'anything new?', timezone: 'Europe/Berlin' });
+    expect(await cli(['agents', 'heartbeat', 'support', '--every', '7m'])).toMatchObject({ code: 1, stderr: expect.stringContaining('heartbeat.interval "7m" must divide 60') });
+    expect(await cli(['agents', 'heartbeat', 'support', '--hours', '9-17'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--hours takes HH:MM-HH:MM') });
+    expect((await cli(['agents', 'heartbeat', 'support', '--off'])).json()).toEqual({ success: true });
+    expect((await cli(['agents', 'heartbeat', 'support'])).json()).toMatchObject({ heartbeat: null, cronJobId: 'heartbeat:support', schedule: null });
+  });
+
   it('rules create, show, update, delete (rm)', async () => {
     const dsl = { ruleChain: { id: 'triage', name: 'Triage' }, metadata: { nodes: [{ id: 'end', type: 'end', name: 'End' }], connections: [] } };
     const created = await cli(['rules', 'create', '-f', file('triage.json', dsl)]);

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { PubSubChannels } from '@agentry/contracts';
 import { finishCronRun, insertCronRun, upsertChannelAccount } from '@agentry/db';
-import { createAgent, describeOnBothEngines, uid, type Env } from './resources-harness.js';
+import { agentDsl, createAgent, describeOnBothEngines, uid, type Env } from './resources-harness.js';
 
 interface Job {
   id: string;
@@ -324,6 +324,55 @@ describeOnBothEngines('cron jobs', (env: () => Env) => {
       const res = await req('POST', '/cron', job(agent, { deliver: d }));
       expect(res.statusCode, JSON.stringify(d)).toBe(400);
       expect(res.json().error).toMatch(reason);
+    }
+  });
+  it("an agent's heartbeat is the cron job heartbeat:<id>: made by a save of the agent, announced, refused by the cron routes, disabled when removed", async () => {
+    const agent = uid('beat_agent');
+    const dsl = agentDsl(agent);
+    const withHeartbeat = (heartbeat: unknown) => ({
+      ...dsl,
+      metadata: { ...dsl.metadata, nodes: dsl.metadata.nodes.map((n) => (n.type === 'ai/agent' ? { ...n, configuration: { ...n.configuration, heartbeat } } : n)) },
+    });
+    await upsertChannelAccount(env().db, { platform: 'chat_a', id: 'beat', name: 'Beat', enabled: true, settings: {}, secretsSealed: null, apiKeyHash: null, fileHmac: null });
+    const seen: unknown[] = [];
+    const unsubscribe = await env().runtime.bus.pubsub.subscribe(PubSubChannels.invalidate, (m) => seen.push(m));
+    try {
+      // On create the agent has no binding yet: only the account is checked (every tick checks the binding).
+      const created = await req('POST', '/agents', withHeartbeat({ interval: '1h', timezone: 'Asia/Tokyo', target: 'chat_a:beat:room' }));
+      expect(created.statusCode, created.body).toBe(201);
+      const id = `heartbeat:${agent}`;
+      const job = (await req('GET', `/cron/${id}`)).json() as Job;
+      expect(job).toMatchObject({ id, name: 'heartbeat', target: agent, schedule: '0 0 */1 * * *', timezone: 'Asia/Tokyo', disabled: false, deliver: { platform: 'chat_a', accountId: 'beat', chatId: 'room' } });
+      expect(job.message).toContain('HEARTBEAT_OK');
+      // An agent setting, not a job to manage: out of the lists, readable by id.
+      expect(((await req('GET', '/cron')).json() as Job[]).map((j) => j.id)).not.toContain(id);
+      expect(((await req('GET', `/agents/${agent}/cron`)).json() as Job[]).map((j) => j.id)).not.toContain(id);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(seen).toContainEqual({ area: 'cron', id });
+
+      // On update the binding is checked, as a cron job's deliver is.
+      const unbound = await req('PUT', `/agents/${agent}`, withHeartbeat({ interval: '30m', target: 'chat_a:beat:room' }));
+      expect(unbound.statusCode).toBe(403);
+      expect(unbound.json().error).toMatch(/may not send through chat_a account "beat": no binding connects them/);
+      const badAccount = await req('PUT', `/agents/${agent}/heartbeat`, { interval: '30m', target: 'chat_a:gone:room' });
+      expect(badAccount.statusCode).toBe(400);
+      expect(badAccount.json().error).toMatch(/heartbeat.target account "gone" is not a chat_a account/);
+      const badShape = await req('PUT', `/agents/${agent}/heartbeat`, { interval: '30m', every: '1h' });
+      expect(badShape.statusCode).toBe(400);
+      expect((await req('PUT', `/agents/${agent}/heartbeat`, { interval: '30m', prompt: 'anything?' })).json()).toMatchObject({ schedule: '0 */30 * * * *', heartbeat: { prompt: 'anything?' } });
+      expect((await req('GET', `/cron/${id}`)).json()).toMatchObject({ message: 'anything?', deliver: null });
+
+      // Derived from the DSL: the cron routes would change what the next save reverts.
+      for (const [method, url, body] of [['PUT', `/cron/${id}`, { name: 'x' }], ['PUT', `/cron/${id}/toggle`, { disabled: true }], ['DELETE', `/cron/${id}`, undefined]] as const) {
+        const res = await req(method, url, body);
+        expect(res.statusCode, `${method} ${url}`).toBe(400);
+        expect(res.json().error).toMatch(/is the heartbeat of agent .*change it in the agent/);
+      }
+      expect((await req('DELETE', `/agents/${agent}/heartbeat`)).json()).toEqual({ success: true });
+      expect((await req('GET', `/cron/${id}`)).json()).toMatchObject({ disabled: true, nextRunAt: null });
+      expect((await req('GET', `/agents/${agent}/heartbeat`)).json()).toEqual({ heartbeat: null, cronJobId: id, schedule: null, nextTickAt: null });
+    } finally {
+      await unsubscribe();
     }
   });
 });

@@ -19,7 +19,23 @@ import {
   type Db,
   type RunRecord,
 } from '@agentry/db';
-import { agentDisabledError, cancelRun, enqueueRun, isAgentDisabled, newRunId, submitRun, watchRun, type RunWatchResult, type RunWatch } from '@agentry/engine';
+import {
+  HEARTBEAT_OK,
+  HEARTBEAT_SESSION,
+  agentDisabledError,
+  cancelRun,
+  enqueueRun,
+  heartbeatOfDsl,
+  isAgentDisabled,
+  isHeartbeatJob,
+  isHeartbeatOk,
+  newRunId,
+  submitRun,
+  watchRun,
+  withinActiveHours,
+  type RunWatchResult,
+  type RunWatch,
+} from '@agentry/engine';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
@@ -82,6 +98,12 @@ export class Firer {
     }
     const agent = await getRuleChain(this.db, job.agentId);
     if (agent && isAgentDisabled(agent.dsl)) return this.skipDisabledAgent(job, scheduledAt, log);
+    if (isHeartbeatJob(job.id) && !inActiveHours(agent?.dsl, scheduledAt)) {
+      // Outside the window is the heartbeat's normal silence: no row, or the history fills with nights.
+      this.opts.count?.('skipped');
+      log.debug('heartbeat tick outside its active hours');
+      return;
+    }
 
     const runId = newRunId();
     // Listening before the job exists: the run's end event cannot be missed.
@@ -96,8 +118,7 @@ export class Firer {
         { db: this.db, queue: this.bus.queue },
         {
           agentId: job.agentId,
-          session: { key: `cron:${job.id}`, channel: 'cron' },
-          source: 'cron',
+          ...sessionOf(job),
           // The worker sends the answer to `deliver` (an outbound message committed with the run's end).
           request: { messages: [{ role: 'user', content: job.message }], ...(job.deliver ? { reply: job.deliver } : {}) },
           runId,
@@ -256,6 +277,18 @@ export class Firer {
   }
 }
 
+/** The tick's instant within the active hours of the agent's heartbeat (read from its DSL now)? */
+function inActiveHours(dsl: unknown, scheduledAt: Date): boolean {
+  const hb = heartbeatOfDsl(dsl);
+  return withinActiveHours(hb?.activeHours, hb?.timezone, scheduledAt);
+}
+
+/** A cron job's runs share the session `cron:<id>`; a heartbeat's are the agent's `heartbeat` session. */
+function sessionOf(job: CronJobRecord): { session: { key: string; channel: string }; source: 'cron' | 'heartbeat' } {
+  if (isHeartbeatJob(job.id)) return { session: { ...HEARTBEAT_SESSION }, source: 'heartbeat' };
+  return { session: { key: `cron:${job.id}`, channel: 'cron' }, source: 'cron' };
+}
+
 /**
  * An answered fire's delivery starts `queued` (the worker committed the reply with the run) and
  * `record` follows it to `sent` or `failed`; a failed run has nothing to send.
@@ -283,6 +316,10 @@ function outcomeOf(outcome: Exclude<RunWatchResult, { kind: 'aborted' }>, delive
 }
 
 function endedOutcome(run: RunRecord, deliver: CronDeliver | null): Outcome {
+  if (run.status === 'succeeded' && run.source === 'heartbeat' && isHeartbeatOk(run.output)) {
+    const quiet = deliver ? { deliveryStatus: 'skipped' as const, deliveryError: `${HEARTBEAT_OK}: nothing needed attention; nothing was sent` } : {};
+    return { status: 'succeeded', outputExcerpt: excerpt(run.output), ...quiet };
+  }
   if (run.status === 'succeeded') return { status: 'succeeded', outputExcerpt: excerpt(run.output), ...deliveryOf(deliver, true) };
   return {
     status: 'failed',

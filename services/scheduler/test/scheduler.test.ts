@@ -20,6 +20,7 @@ import {
   type CronDeliver,
   type CronRunRecord,
   type Db,
+  type JsonValue,
   finishOutboundMessage,
   getOutboundByRun,
   inTransaction,
@@ -29,6 +30,7 @@ import { bootstrap, type Runtime } from '@agentry/runtime';
 import { queueOutbound } from '@agentry/channels';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { Firer, Reconciler, fireData, startScheduler } from '@agentry/scheduler';
+import { heartbeatJobId, isHeartbeatOk, syncHeartbeatJob } from '@agentry/engine';
 
 const FAR = '0 0 0 1 1 *';
 let counter = 0;
@@ -80,10 +82,14 @@ function harness(): () => Harness {
           return;
         }
         const reply = (run.request as unknown as RunRequest).reply;
+        // `say:X` answers X as it is (a heartbeat's HEARTBEAT_OK), anything else `answer to ...`.
+        const output = message.startsWith('say:') ? message.slice(4) : `answer to ${message}`;
         await inTransaction(db, async (tx) => {
-          await finishRun(tx, run.id, { status: 'succeeded', output: `answer to ${message}` });
-          // As the agent worker does: the reply is committed with the run's end.
-          if (reply) await queueOutbound(tx, { ...reply, kind: 'text', payload: { text: `answer to ${message}` }, source: 'agent', runId: run.id });
+          await finishRun(tx, run.id, { status: 'succeeded', output });
+          // As the agent worker does: the reply is committed with the run's end (a heartbeat's no-op token is not sent).
+          if (reply && !(run.source === 'heartbeat' && isHeartbeatOk(output))) {
+            await queueOutbound(tx, { ...reply, kind: 'text', payload: { text: output }, source: 'agent', runId: run.id });
+          }
         });
         await publish({ type: 'done', finishReason: 'stop' });
       },
@@ -370,6 +376,73 @@ describe('Firer: fires become runs, once per tick', () => {
     expect(result).toMatchObject({ changed: 1, removed: 2, failed: 0 });
     // A second pass changes nothing.
     expect(await r.all()).toEqual({ added: 0, changed: 0, removed: 0, failed: 0 });
+  });
+});
+
+describe('heartbeat: a cron job derived from the agent DSL', () => {
+  const env = harness();
+  const target = { platform: 'chat_a', accountId: 'team', chatId: 'room' };
+  async function beater(db: Db, heartbeat: Record<string, unknown> | undefined) {
+    const agentId = uid('beater');
+    const dsl = { ruleChain: { id: agentId, name: agentId }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { heartbeat } }], connections: [] } };
+    await insertRuleChain(db, { id: agentId, kind: 'agent', agentId: null, name: agentId, category: null, dsl: dsl as unknown as JsonValue });
+    await appendBinding(db, { agentId, match: { channel: target.platform, accountId: target.accountId } });
+    return { agentId, dsl };
+  }
+  const firer = () => {
+    const { runtime, db } = env();
+    return new Firer(db, runtime.bus, new Reconciler(db, runtime.bus.scheduler, runtime.logger), runtime.logger, { runTimeoutMs: 5_000, pollMs: 100, deliveryWaitMs: 300 });
+  };
+
+  it('the DSL makes the job; a tick in the active hours runs in session heartbeat with source heartbeat, a tick outside starts nothing', async () => {
+    const { db, runtime } = env();
+    const hb = { interval: '30m', prompt: 'say:all fine?', activeHours: { start: '22:00', end: '06:00' }, timezone: 'Europe/Berlin', target: 'chat_a:team:room' };
+    const { agentId, dsl } = await beater(db, hb);
+    const ports = { db, logger: runtime.logger };
+    const job = (await syncHeartbeatJob(ports, { id: agentId, dsl }))!;
+    expect(job).toMatchObject({ id: heartbeatJobId(agentId), schedule: '0 */30 * * * *', timezone: 'Europe/Berlin', message: 'say:all fine?', deliver: target, disabled: false });
+    const f = firer();
+    // 12:00 UTC is 13:00 in Berlin: outside 22:00-06:00, no row and no run.
+    await f.fire({ id: job.id, scheduledAt: new Date('2026-01-15T12:00:00Z'), data: fireData(job.id) });
+    expect(await runsOf(db, job.id)).toEqual([]);
+    expect(await countRunsOfAgent(db, agentId)).toBe(0);
+    // 23:30 UTC is 00:30 in Berlin: inside (the window crosses midnight).
+    const tick = new Date('2026-01-15T23:30:00Z');
+    await f.fire({ id: job.id, scheduledAt: tick, data: fireData(job.id) });
+    const [row] = await settled(db, job.id);
+    expect(row).toMatchObject({ status: 'succeeded', outputExcerpt: 'all fine?', deliveryStatus: 'queued' });
+    const run = (await getRun(db, row!.runId!))!;
+    expect(run).toMatchObject({ source: 'heartbeat', request: { reply: target } });
+    expect(await getSession(db, run.sessionId!)).toMatchObject({ agentId, sessionKey: 'heartbeat', channel: 'heartbeat' });
+    expect(await getOutboundByRun(db, run.id)).toMatchObject({ ...target, payload: { text: 'all fine?' } });
+    await f.close();
+  });
+
+  it('an answer of only HEARTBEAT_OK sends nothing: the fire says why', async () => {
+    const { db, runtime } = env();
+    const { agentId, dsl } = await beater(db, { interval: '1h', prompt: 'say:HEARTBEAT_OK', target: 'chat_a:team:room' });
+    const job = (await syncHeartbeatJob({ db, logger: runtime.logger }, { id: agentId, dsl }))!;
+    const f = firer();
+    await f.fire({ id: job.id, scheduledAt: new Date('2026-01-15T12:00:00Z'), data: fireData(job.id) });
+    const [row] = await settled(db, job.id);
+    expect(row).toMatchObject({ status: 'succeeded', outputExcerpt: 'HEARTBEAT_OK', deliveryStatus: 'skipped', deliveryError: expect.stringContaining('HEARTBEAT_OK') });
+    expect(await getOutboundByRun(db, row!.runId!)).toBeUndefined();
+    await f.close();
+  });
+
+  it('a changed DSL changes the job; a removed heartbeat disables it and keeps its history', async () => {
+    const { db, runtime } = env();
+    const { agentId, dsl } = await beater(db, { interval: '1h' });
+    const ports = { db, logger: runtime.logger };
+    const first = (await syncHeartbeatJob(ports, { id: agentId, dsl }))!;
+    expect(first.message).toContain('HEARTBEAT_OK');
+    expect(first.deliver).toBeNull();
+    dsl.metadata.nodes[0]!.configuration.heartbeat = { interval: '15m', timezone: 'Asia/Tokyo' };
+    expect(await syncHeartbeatJob(ports, { id: agentId, dsl })).toMatchObject({ id: first.id, schedule: '0 */15 * * * *', timezone: 'Asia/Tokyo', disabled: false });
+    await insertCronRun(db, { cronJobId: first.id, scheduledAt: new Date('2026-01-01T00:00:00Z'), runId: null });
+    dsl.metadata.nodes[0]!.configuration.heartbeat = undefined;
+    expect(await syncHeartbeatJob(ports, { id: agentId, dsl })).toMatchObject({ id: first.id, disabled: true });
+    expect(await runsOf(db, first.id)).toHaveLength(1);
   });
 });
 

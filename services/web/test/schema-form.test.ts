@@ -82,6 +82,39 @@ describe('the ai/agent configuration as a form', () => {
     expect(byId(fields, 'maxStep')).toMatchObject({ integer: true, schema: { minimum: 1 } });
   });
 
+  it('the heartbeat is a group of fields with its labels and hints (from the engine\'s schema)', () => {
+    // As GET /tools/forms serves it (the contracts' HeartbeatSettings, descriptions left out).
+    const heartbeat: JsonSchema = {
+      type: 'object',
+      required: ['interval'],
+      properties: {
+        interval: { type: 'string' },
+        prompt: { type: 'string' },
+        activeHours: { type: 'object', required: ['start', 'end'], properties: { start: { type: 'string' }, end: { type: 'string' } } },
+        timezone: { type: 'string' },
+        target: { type: 'string' },
+        disabled: { type: 'boolean' },
+      },
+    };
+    const schema = agentConfigSchema({ ...AI_AGENT, properties: { ...AI_AGENT.properties, heartbeat } });
+    const hb = byId(fieldsOf(schema, AGENT_FIELD_HINTS), 'heartbeat');
+    expect(hb.kind).toBe('object');
+    if (hb.kind !== 'object') return;
+    expect(hb.help).toContain('HEARTBEAT_OK');
+    expect(hb.fields.map((f) => [f.id, f.kind, f.label])).toEqual([
+      ['heartbeat.interval', 'text', 'Interval'],
+      ['heartbeat.prompt', 'text', 'Prompt'],
+      ['heartbeat.activeHours', 'object', 'Active hours'],
+      ['heartbeat.timezone', 'text', 'Time zone'],
+      ['heartbeat.target', 'text', 'Target'],
+      ['heartbeat.disabled', 'boolean', 'Disabled'],
+    ]);
+    expect(hb.required).toBe(false);
+    expect(byId(hb.fields, 'heartbeat.interval')).toMatchObject({ required: true, placeholder: '30m' });
+    const hours = byId(hb.fields, 'heartbeat.activeHours');
+    expect(hours.kind === 'object' && hours.fields.map((f) => f.id)).toEqual(['heartbeat.activeHours.start', 'heartbeat.activeHours.end']);
+  });
+
   it('spells out the params the worker reads, and keeps params open for the rest', () => {
     const params = byId(fields, 'params');
     expect(params.kind === 'object' && params.open).toBe(true);

@@ -172,6 +172,28 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       expect(JSON.stringify(saved.json)).not.toContain('failover');
     }));
 
+  it('sets the heartbeat in the Settings form: a bad interval at its field, then saved and scheduled', () =>
+    step('heartbeat', async () => {
+      const heartbeat = page.getByRole('group', { name: 'Heartbeat' });
+      const interval = heartbeat.getByLabel('Interval');
+      await interval.fill('7m');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.locator('.field.has-error').filter({ hasText: 'must divide 60' }).waitFor();
+      await interval.fill('30m');
+      const hours = heartbeat.getByRole('group', { name: 'Active hours' });
+      await hours.getByLabel('Start').fill('22:00');
+      await hours.getByLabel('End').fill('06:00');
+      await heartbeat.getByLabel('Time zone').fill('Europe/Berlin');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Agent saved').waitFor();
+      const view = await apiAs('GET', '/agents/helper/heartbeat');
+      expect(view.json).toMatchObject({
+        heartbeat: { interval: '30m', activeHours: { start: '22:00', end: '06:00' }, timezone: 'Europe/Berlin' },
+        cronJobId: 'heartbeat:helper',
+        schedule: '0 */30 * * * *',
+      });
+    }));
+
   it('keeps a secret of the definition through the editor: shown as the marker, saved back unchanged', () =>
     step('agent-secret', async () => {
       const plain = 'Bearer web-ui-mcp-token-4e1f';

@@ -57,3 +57,32 @@ export type CronRun = Static<typeof CronRun>;
 
 export const CronRunPage = PageOf(CronRun);
 export type CronRunPage = Page<CronRun>;
+
+/**
+ * An agent's heartbeat (`configuration.heartbeat` of its `ai/agent` node): TpClaw's `heartbeat`
+ * camelCased (`active_hours` is `activeHours`; `load_history` is not taken). The body of
+ * PUT /agents/{id}/heartbeat and a field of the DSL.
+ */
+export const HeartbeatSettings = Type.Object({
+  interval: Type.String({ description: '30s, 5m, 30m, 1h ...: seconds or minutes dividing 60, hours dividing 24 (ticks align to the clock)' }),
+  prompt: Type.Optional(Type.String({ description: 'the self-prompt; empty or absent: the default, which asks for HEARTBEAT_OK when nothing needs attention' })),
+  activeHours: Type.Optional(
+    Type.Object({ start: Type.String({ description: 'HH:MM' }), end: Type.String({ description: 'HH:MM; before start: the window crosses midnight' }) }, { additionalProperties: false }),
+  ),
+  timezone: Type.Optional(Type.String({ description: 'IANA time zone of activeHours and the ticks (default UTC)' })),
+  target: Type.Optional(Type.String({ description: 'platform:accountId:chatId an answer other than HEARTBEAT_OK is sent to; empty: kept in the session only' })),
+  disabled: Type.Optional(Type.Boolean()),
+}, { additionalProperties: false });
+export type HeartbeatSettings = Static<typeof HeartbeatSettings>;
+
+/** GET/PUT /agents/{id}/heartbeat: the heartbeat as the DSL holds it, and the cron job that fires it. */
+export const AgentHeartbeat = Type.Object({
+  heartbeat: Nullable(HeartbeatSettings),
+  /** Its cron job (fires: GET /cron/{id}/runs); null before the first save with a heartbeat. */
+  cronJobId: Nullable(Type.String()),
+  /** The six-field schedule while on, else null. */
+  schedule: Nullable(Type.String()),
+  /** The next tick while on (a tick outside the active hours starts nothing), else null. */
+  nextTickAt: Nullable(Type.String()),
+});
+export type AgentHeartbeat = Static<typeof AgentHeartbeat>;

@@ -1,4 +1,6 @@
 import Type, { type Static } from 'typebox';
+import { HeartbeatSettings } from '@agentry/contracts';
+import { heartbeatProblems } from './heartbeat.js';
 
 /**
  * The configuration of an agent (its `ai/agent` node): what the DSL accepts, what the worker's
@@ -45,6 +47,9 @@ const Compaction = Type.Object({
   minMessagesToCompact: Type.Optional(Type.Integer({ minimum: 1, description: 'fewer stored messages in the context are not summarised' })),
 }, { additionalProperties: false });
 
+/** The agent's heartbeat (its schema is the REST API's, which edits it on its own too). */
+const Heartbeat = HeartbeatSettings;
+
 export const AiAgentConfiguration = Type.Object({
   provider: Type.Optional(Type.String({ description: 'provider id; models.default_provider when absent' })),
   model: Type.Optional(Type.String()),
@@ -56,7 +61,11 @@ export const AiAgentConfiguration = Type.Object({
   failover: Type.Optional(Type.Array(Failover)),
   disabledSkills: Type.Optional(Type.Array(Type.String())),
   compaction: Type.Optional(Compaction),
+  heartbeat: Type.Optional(Heartbeat),
 }, { additionalProperties: false });
+
+/** An agent's heartbeat settings, as the DSL holds them. */
+export type HeartbeatConfig = Static<typeof Heartbeat>;
 
 /**
  * One entry of `tools[]`. Its `config` belongs to the tool's type (an MCP server's url and
@@ -94,5 +103,6 @@ export function agentConfigProblems(config: AiAgentConfig): string[] {
     const problem = toolTimeoutProblem(tool.timeout, i);
     if (problem) problems.push(problem);
   });
+  if (config.heartbeat) problems.push(...heartbeatProblems(config.heartbeat));
   return problems;
 }

@@ -7,6 +7,7 @@ import { yaml } from '../lazy.js';
 import { examples, intOption, type Cli } from '../command-kit.js';
 import { pageOrAll, type PageOpts } from '../page-or-all.js';
 import { enableDisableCommands } from '../enable-disable.js';
+import { heartbeatCommand } from './heartbeat.js';
 
 /** A rule-chain DSL from a JSON or YAML file (`-` reads stdin). */
 export async function readDsl(ctx: Context, file: string): Promise<RuleChainDsl> {
@@ -39,7 +40,7 @@ export function reportReload(ctx: Context, what: string, answer: { success: bool
 }
 
 export function agentCommands(program: Command, cli: Cli): void {
-  const agents = program.command('agents').summary('list, show, create, update, enable, disable, delete and reload agents').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
+  const agents = program.command('agents').summary('list, show, create, update, enable, disable, delete and reload agents; their heartbeat').description('Agents: rule chains with an ai/agent node; the id is the chat model.');
   examples(agents, 'agentry agents list', 'agentry agents show support > support.json', 'agentry agents update -f support.json');
 
   const list = agents
@@ -96,6 +97,7 @@ export function agentCommands(program: Command, cli: Cli): void {
     .argument('<id>', 'agent id')
     .action(cli.action(reloadAgent));
   examples(reload, 'agentry agents reload support');
+  heartbeatCommand(agents, cli);
 }
 
 async function listAgents(ctx: Context, opts: PageOpts): Promise<void> {

@@ -1,7 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainDsl, RuleChainUpdate, cancelRun, chainCategory, defaultWorkspaceFiles, isAgentDisabled } from '@agentry/engine';
+import {
+  Id,
+  RuleChainDsl,
+  RuleChainUpdate,
+  cancelRun,
+  chainCategory,
+  defaultWorkspaceFiles,
+  heartbeatOfDsl,
+  isAgentDisabled,
+  parseHeartbeatTarget,
+  syncHeartbeatJob,
+} from '@agentry/engine';
 import {
   countRuleChains,
   deleteRuleChain,
@@ -22,6 +33,7 @@ import { ownerName } from '../auth/ownership.js';
 import { assertValidChain, reloadAnswer, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
+import { checkDeliver } from './cron.js';
 
 const AgentParams = Type.Object({ agentId: Id });
 
@@ -75,6 +87,7 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
     const dsl = sealIncoming(deps, body);
     assertValidChain(dsl, true);
     const id = dsl.ruleChain.id;
+    await checkHeartbeatTarget(deps, id, dsl, false);
     const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
     if (await getRuleChain(deps.db.db, id)) throw conflict();
     try {
@@ -96,6 +109,7 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
       if (isUniqueViolation(err)) throw conflict();
       throw err;
     }
+    await syncHeartbeat(deps, { id, dsl, owner: ownerName(req.principal) });
     await chains.changed([id]);
     return reply.status(201).send(redacted(dsl));
   };
@@ -107,11 +121,34 @@ function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
     const stored = await requireAgent(deps.db.db, agentId);
     const dsl = sealIncoming(deps, withPathId(req.body, agentId), stored.dsl);
     assertValidChain(dsl, true);
+    await checkHeartbeatTarget(deps, agentId, dsl, true);
     const row = await updateRuleChain(deps.db.db, agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
     if (!row) throw new Errors.NOT_FOUND(`agent "${agentId}"`);
+    await syncHeartbeat(deps, { id: agentId, dsl, owner: row.owner });
     await chains.changed([agentId]);
     return redacted(row.dsl) as RuleChainDocument;
   };
+}
+
+/**
+ * A heartbeat's target is a cron delivery: the same checks (a messaging platform's account, bound
+ * to the agent; a new agent has no bindings yet, so its binding is checked at each beat).
+ */
+export async function checkHeartbeatTarget(deps: GatewayDeps, agentId: string, dsl: unknown, bound: boolean): Promise<void> {
+  const target = heartbeatOfDsl(dsl)?.target;
+  await checkDeliver(deps.db.db, parseHeartbeatTarget(target), agentId, bound, 'heartbeat.target');
+}
+
+/**
+ * The heartbeat job follows the saved DSL. The agent is saved already: a failure here is logged
+ * and left to the next save (it is a Redis or database hiccup, not the caller's mistake).
+ */
+export async function syncHeartbeat(deps: GatewayDeps, agent: { id: string; dsl: unknown; owner?: string }): Promise<void> {
+  try {
+    await syncHeartbeatJob({ db: deps.db.db, pubsub: deps.bus.pubsub, logger: deps.logger }, agent);
+  } catch (err) {
+    deps.logger.error({ err, agentId: agent.id }, 'could not bring the heartbeat job in step with the agent');
+  }
 }
 
 function removeAgent(deps: GatewayDeps, chains: ChainRoutes) {

@@ -6,6 +6,7 @@ import type { GatewayDeps } from '../deps.js';
 import { agentRoutes } from './agents.js';
 import { storedChain, type ChainRoutes } from './chain-support.js';
 import { publishChainChanges } from './common.js';
+import { heartbeatRoutes } from './heartbeat.js';
 import { ruleRoutes } from './rules.js';
 
 /**
@@ -39,5 +40,6 @@ export async function chainRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     },
   };
   agentRoutes(app, deps, ctx);
+  heartbeatRoutes(app, deps, ctx);
   ruleRoutes(app, deps, ctx);
 }

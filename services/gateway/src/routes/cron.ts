@@ -15,7 +15,7 @@ import {
   type CronJobRecord,
   type CronRunRecord,
 } from '@agentry/db';
-import { Id, checkSchedule, createCronJob, nextTick } from '@agentry/engine';
+import { Id, checkSchedule, createCronJob, isHeartbeatJob, nextTick } from '@agentry/engine';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import { isAdmin, ownerName } from '../auth/ownership.js';
@@ -140,17 +140,22 @@ function checkSameTarget(target: string | undefined, agentId: string): void {
   if (target !== undefined && target !== agentId) throw new Errors.VALIDATION(`target "${target}" does not match the agent in the path ("${agentId}")`);
 }
 
-async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, agentId: string): Promise<void> {
+/**
+ * A delivery must name a messaging platform's account that a binding connects to the agent.
+ * `bound: false` skips the binding (a new agent has none yet; every fire checks it again).
+ */
+export async function checkDeliver(db: Db, deliver: CronDeliver | null | undefined, agentId: string, bound = true, field: 'deliver' | 'heartbeat.target' = 'deliver'): Promise<void> {
   if (!deliver) return;
+  const [platformField, accountField] = field === 'deliver' ? ['deliver.platform', 'deliver.accountId'] : ['heartbeat.target platform', 'heartbeat.target account'];
   const platforms = PLATFORMS.filter((p) => p !== 'api');
   if (!(platforms as readonly string[]).includes(deliver.platform)) {
-    throw new Errors.VALIDATION(`deliver.platform "${deliver.platform}" is not a messaging platform (one of ${platforms.join(', ')})`);
+    throw new Errors.VALIDATION(`${platformField} "${deliver.platform}" is not a messaging platform (one of ${platforms.join(', ')})`);
   }
   const accounts = await listChannelAccounts(db, deliver.platform);
   if (!accounts.some((a) => a.id === deliver.accountId)) {
-    throw new Errors.VALIDATION(`deliver.accountId "${deliver.accountId}" is not a ${deliver.platform} account`);
+    throw new Errors.VALIDATION(`${accountField} "${deliver.accountId}" is not a ${deliver.platform} account`);
   }
-  if (!(await agentMaySendThrough(db, agentId, deliver.platform, deliver.accountId))) {
+  if (bound && !(await agentMaySendThrough(db, agentId, deliver.platform, deliver.accountId))) {
     throw new Errors.FORBIDDEN(notBoundMessage(agentId, deliver.platform, deliver.accountId));
   }
 }
@@ -184,7 +189,18 @@ async function create(deps: GatewayDeps, agentId: string, body: CreateBody, owne
   return jobView(job);
 }
 
+/**
+ * A heartbeat job is derived from its agent's DSL (every save rewrites it): changed here, it
+ * would silently revert, so it is refused with the way to change it.
+ */
+function notHeartbeat(job: CronJobRecord): void {
+  if (isHeartbeatJob(job.id)) {
+    throw new Errors.VALIDATION(`cron job "${job.id}" is the heartbeat of agent "${job.agentId}": change it in the agent (configuration.heartbeat, PUT /agents/{id}/heartbeat or agentry agents heartbeat)`);
+  }
+}
+
 async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBody): Promise<CronJob> {
+  notHeartbeat(current);
   const db = deps.db.db;
   if (body.target !== undefined && body.target !== current.agentId) await checkTarget(db, body.target);
   const timezone = body.timezone ?? current.timezone;
@@ -208,6 +224,7 @@ async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBod
 }
 
 async function toggle(deps: GatewayDeps, current: CronJobRecord, disabled: boolean): Promise<CronJob> {
+  notHeartbeat(current);
   const job = await updateCronJob(deps.db.db, current.id, { disabled });
   if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
   await announce(deps, job.id);
@@ -215,6 +232,7 @@ async function toggle(deps: GatewayDeps, current: CronJobRecord, disabled: boole
 }
 
 async function remove(deps: GatewayDeps, job: CronJobRecord): Promise<SuccessBody> {
+  notHeartbeat(job);
   if (!(await deleteCronJob(deps.db.db, job.id))) throw new Errors.NOT_FOUND(`cron job "${job.id}"`);
   await announce(deps, job.id);
   return { success: true };
@@ -226,6 +244,12 @@ async function runs(db: Db, job: CronJobRecord, query: PageParams): Promise<Cron
   return { data: data.map(runView), total, page, size };
 }
 
+/**
+ * Heartbeat jobs are agent settings (GET /agents/{id}/heartbeat), not jobs to manage here: left
+ * out of the lists, still readable by id with their fires (`GET /cron/heartbeat:<agentId>/runs`).
+ */
+const listed = (job: CronJobRecord): boolean => !isHeartbeatJob(job.id);
+
 /** A user lists its own jobs; admins every job. */
 const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: ownerName(p) });
 
@@ -234,7 +258,7 @@ const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: o
 function listJobs(deps: GatewayDeps) {
   return async (req: Req<unknown, { agentId?: string }>): Promise<CronJobList> => {
     const jobs = await listCronJobs(deps.db.db, { ...(req.query.agentId ? { agentId: req.query.agentId } : {}), ...mine(req.principal) });
-    return jobs.map(jobView);
+    return jobs.filter(listed).map(jobView);
   };
 }
 
@@ -278,7 +302,7 @@ async function agentJob(db: Db, params: AgentIdParams): Promise<CronJobRecord> {
 function listAgentJobs(deps: GatewayDeps) {
   return async (req: Req<AgentParams>): Promise<CronJobList> => {
     await requireAgent(deps.db.db, req.params.agentId);
-    return (await listCronJobs(deps.db.db, { agentId: req.params.agentId, ...mine(req.principal) })).map(jobView);
+    return (await listCronJobs(deps.db.db, { agentId: req.params.agentId, ...mine(req.principal) })).filter(listed).map(jobView);
   };
 }
 

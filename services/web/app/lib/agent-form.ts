@@ -41,6 +41,16 @@ export const AGENT_FIELD_HINTS: Record<string, FieldHint> = {
   maxToolOutputLength: { label: 'Max tool output (characters)' },
   failover: { hint: 'Tried in order when the provider fails.' },
   disabledSkills: { hint: 'Skills this agent does not see.' },
+  heartbeat: {
+    hint: 'A self-prompt the scheduler sends every interval within the active hours. An answer of only HEARTBEAT_OK sends and keeps nothing; anything else goes to the target and stays in the heartbeat session.',
+  },
+  'heartbeat.interval': { placeholder: '30m' },
+  'heartbeat.prompt': { multiline: true, rows: 3, placeholder: '(default: asks for HEARTBEAT_OK when nothing needs attention)' },
+  'heartbeat.activeHours': { label: 'Active hours' },
+  'heartbeat.activeHours.start': { placeholder: '09:00' },
+  'heartbeat.activeHours.end': { placeholder: '22:00' },
+  'heartbeat.timezone': { label: 'Time zone', placeholder: 'UTC', suggestions: ['UTC', 'Europe/Berlin', 'Europe/London', 'America/New_York', 'Asia/Tokyo'].map((value) => ({ value })) },
+  'heartbeat.target': { placeholder: 'chat_d:account:chatId' },
 };
 
 /**

@@ -2,6 +2,7 @@ import type { RunRequest } from '@agentry/contracts';
 import { isAppError, type AppError } from '@agentry/errors';
 import { appendMessages, appendUnfinishedTurn, finishRun, isDatabaseUnavailable, type JsonValue, type SessionMessage } from '@agentry/db';
 import { ScriptError } from '../../sandbox/sandbox.js';
+import { isHeartbeatOk } from '../../agent/heartbeat.js';
 import type { ChainTraceEntry } from '../../chain/runner.js';
 import type { Answer } from './chain-run.js';
 import { retryWhileDbDown } from './db-retry.js';
@@ -28,21 +29,26 @@ export async function deliverAnswer(
   const output = (progress.output = answer.output);
   const usage: JsonValue | null = answer.usage;
   const turn = [...asked.newTurns, ...answer.added.map(sessionMessage)];
+  // A heartbeat answered with the no-op token is neither sent nor kept: the session would fill
+  // with check-ins that say nothing, and each would cost context on the next beat.
+  const quiet = run.source === 'heartbeat' && isHeartbeatOk(output);
+  const keep = Boolean(run.sessionId) && !quiet;
+  const reply = quiet ? undefined : asked.request.reply;
   let replyId: string | undefined;
   // The answering ai/agent node is still running (its entry comes when it returns): it is added here.
   const finish = { status: 'succeeded' as const, output, usage, streamed: progress.streamed, ...stepsOf(progress, answering) };
   // All or nothing, retried while the database is away: a repeat after a lost commit finds
   // the run ended and writes nothing (the relay then reads the stored answer). One UPDATE is
   // atomic on its own: the transaction (two more round trips) only when rows go with it.
-  const alone = !run.sessionId && !asked.request.reply;
+  const alone = !keep && !reply;
   const committed = await retryWhileDbDown(log, 'commit the answer', () =>
     alone
       ? finishRun(deps.db, run.id, finish)
       : deps.db.transaction().execute(async (tx) => {
           replyId = undefined;
           const ok = await finishRun(tx, run.id, finish);
-          if (ok && run.sessionId) await appendMessages(tx, run.sessionId, run.id, turn);
-          if (ok && asked.request.reply) replyId = await deps.replies.queue(tx, run.id, asked.request.reply, output);
+          if (ok && keep) await appendMessages(tx, run.sessionId!, run.id, turn);
+          if (ok && reply) replyId = await deps.replies.queue(tx, run.id, reply, output);
           return ok;
         }),
   );
@@ -113,7 +119,7 @@ export async function endCancelled({ deps, run, signal }: AgentRun, progress: Ru
 /**
  * A failed run: its status and message come from the registered error it is or wraps, the
  * database's absence is a 503, anything else a 500 without details. A chat it came from is told
- * (cron deliveries stay silent); the session keeps the turn marked `failed` with the message.
+ * (cron and heartbeat deliveries stay silent); the session keeps the turn marked `failed` with the message.
  */
 export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, err: unknown): Promise<void> {
   const { log } = progress;
@@ -130,7 +136,7 @@ export async function endFailed({ deps, run }: AgentRun, progress: RunProgress, 
       const ok = await finishRun(tx, run.id, { status: 'failed', output: progress.output || null, error: message, streamed: progress.streamed, ...stepsOf(progress) });
       if (ok && run.sessionId) await appendUnfinishedTurn(tx, run.sessionId, run.id, { status: 'failed', error: message, messages: unfinishedTurn(run, progress.output) });
       // A chat user would otherwise wait for an answer that never comes.
-      if (ok && reply && run.source !== 'cron') noticeId = await deps.replies.queue(tx, run.id, reply, failureNotice(message));
+      if (ok && reply && run.source !== 'cron' && run.source !== 'heartbeat') noticeId = await deps.replies.queue(tx, run.id, reply, failureNotice(message));
     }),
   );
   await deps.replies.enqueue(noticeId, log);
