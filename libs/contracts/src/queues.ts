@@ -12,10 +12,22 @@ export const QueueNames = {
 } as const;
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames];
 
-export const AgentRunJob = Type.Object(
-  { type: Type.Literal('agent-run'), v: Type.Literal(1), runId: Type.String({ minLength: 1 }) },
-  { additionalProperties: false },
-);
+/**
+ * `v: 2` adds the W3C `traceparent` of the request that made the run (tracing on only: with
+ * tracing off producers still write `v: 1`, which every deployed worker reads).
+ */
+export const AgentRunJob = Type.Union([
+  Type.Object({ type: Type.Literal('agent-run'), v: Type.Literal(1), runId: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      type: Type.Literal('agent-run'),
+      v: Type.Literal(2),
+      runId: Type.String({ minLength: 1 }),
+      traceparent: Type.String({ pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' }),
+    },
+    { additionalProperties: false },
+  ),
+]);
 export type AgentRunJob = Static<typeof AgentRunJob>;
 
 export const ChannelSendJob = Type.Object(

@@ -12,7 +12,8 @@ import {
   type Db,
   type OutboundMessageRecord,
 } from '@agentry/db';
-import type { serviceMetrics, Runtime } from '@agentry/runtime';
+import { inSpan, tracingEnabled, type serviceMetrics, type Runtime } from '@agentry/runtime';
+import { SpanKind } from '@opentelemetry/api';
 import { mediaOf } from './media.js';
 import { finalError, retryDelayMs, shouldRetry, type RetryPolicy } from './retry-policy.js';
 
@@ -69,7 +70,10 @@ async function deliver(ctx: SendJobContext, messageId: string): Promise<void> {
     const record = await getChannelAccount(ctx.db, m.platform, m.accountId);
     if (!record) return await fail(ctx, m, `${m.platform} account "${m.accountId}" no longer exists`);
     if (!record.enabled) return await fail(ctx, m, `${m.platform} account "${m.accountId}" is disabled`);
-    const platformMessageId = await send(ctx, m, adapter, accountContext(record, ctx.secrets));
+    const sendIt = () => send(ctx, m, adapter, accountContext(record, ctx.secrets));
+    // With tracing on, the platform call is a span (a failed send marks it failed); off, no span is made.
+    const attributes = { 'agentry.channel.platform': m.platform, 'agentry.channel.account': m.accountId, 'agentry.outbound.id': m.id, 'agentry.run.id': m.runId ?? '', 'agentry.outbound.attempt': m.attempts };
+    const platformMessageId = tracingEnabled() ? await inSpan(`channel send ${m.platform}`, { kind: SpanKind.CLIENT, attributes }, sendIt) : await sendIt();
     await finishOutboundMessage(ctx.db, m.id, { status: 'sent', platformMessageId: platformMessageId ?? '' });
     ctx.metrics.sends.inc({ platform: m.platform, status: 'sent' });
     await publishOutcome(ctx, m.id, 'sent');
