@@ -45,12 +45,18 @@ export async function startTracing(service: string, env: NodeJS.ProcessEnv = pro
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tracerProvider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || `agentry-${service}` }),
-    // The exporter reads the standard OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout).
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis: Number(env.OTEL_BSP_SCHEDULE_DELAY) || 1000 })],
+    // The endpoint as the OTLP spec says (the traces one as is, the general one + /v1/traces);
+    // headers and timeout the exporter reads from the standard OTEL_EXPORTER_OTLP_* variables.
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(env) }), { scheduledDelayMillis: Number(env.OTEL_BSP_SCHEDULE_DELAY) || 1000 })],
   });
   trace.setGlobalTracerProvider(tracerProvider);
   provider = tracerProvider;
   return true;
+}
+
+function tracesUrl(env: NodeJS.ProcessEnv): string {
+  if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  return `${String(env.OTEL_EXPORTER_OTLP_ENDPOINT).replace(/\/+$/, '')}/v1/traces`;
 }
 
 /** Sends the spans still buffered and stops the SDK, giving up at the deadline. */
