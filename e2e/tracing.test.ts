@@ -87,7 +87,11 @@ async function startReceiver(): Promise<Receiver> {
 
 const ERROR = 2;
 const hex = (n: number) => Array.from({ length: n }, () => Math.floor(Math.random() * 16).toString(16)).join('');
-const agentDsl = (id: string) => ({ ruleChain: { id, name: id }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake' } }], connections: [] } });
+// A rule chain of two nodes, so that the chain runner (and its node spans) is on the path.
+const agentDsl = (id: string) => ({
+  ruleChain: { id, name: id },
+  metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake' } }, { id: 'end', type: 'end' }], connections: [{ fromId: 'a', toId: 'end', type: 'Success' }] },
+});
 const otelEnv = (receiver: Receiver) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' });
 
 async function chat(baseURL: string, content: string, traceparent?: string): Promise<{ status: number; runId: string }> {
@@ -166,12 +170,14 @@ describeWithServers('traces across the queue (cluster mode)', () => {
     expect(run).toMatchObject({ service: 'agentry-agent-worker', parentSpanId: wait.spanId });
     expect(run.attributes['agentry.run.id']).toBe(runId);
     const model = one(spans, 'chat ');
-    expect(ancestors(spans, model).slice(-4)).toEqual(['chain node ai/agent', 'agent run', 'queue wait agent-run', 'POST /api/v1/chat/completions'].slice(-4));
+    expect(ancestors(spans, model)).toEqual(['chain node ai/agent', 'agent run', 'queue wait agent-run', 'POST /api/v1/chat/completions']);
     expect(model.service).toBe('agentry-agent-worker');
     expect(model.attributes).toMatchObject({ 'gen_ai.system': 'fake', 'agentry.provider': 'fake', 'gen_ai.response.model': 'fake-model', 'gen_ai.usage.input_tokens': 7, 'gen_ai.usage.output_tokens': 3 });
     expect(model.attributes['agentry.ttft_ms']).toBeGreaterThanOrEqual(0);
     const node = one(spans, 'chain node ai/agent');
     expect(node.parentSpanId).toBe(run.spanId);
+    expect(node.attributes).toMatchObject({ 'agentry.chain.node.id': 'a', 'agentry.chain.relations': ['Success'] });
+    expect(one(spans, 'chain node end').parentSpanId).toBe(run.spanId);
     // Nothing of this run went to another trace.
     expect(receiver.spans.filter((s) => s.attributes['agentry.run.id'] === runId && s.traceId !== traceId)).toEqual([]);
 
