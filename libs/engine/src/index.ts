@@ -61,4 +61,4 @@ export { policyFetch } from './tools/policy-fetch.js';
 export { ToolError, type ToolContext, type ToolDefinition } from './tools/types.js';
 export { validateRuleChain } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
-export { activeTraceparent, markSpanFailed, startChildSpan, withChildSpan } from './tracing.js';
+export { markSpanFailed, startChildSpan, withChildSpan } from './tracing.js';

@@ -1,18 +1,10 @@
-import { context, trace, SpanStatusCode, TraceFlags, type Attributes, type Span } from '@opentelemetry/api';
+import { context, trace, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 
 /**
  * The engine's spans, through the OpenTelemetry API only (the SDK is the service's business,
  * libs/runtime/src/tracing.ts). A span is made only inside a span being recorded (a traced run):
  * with tracing off there is none, and these cost one context read.
  */
-
-/** The W3C `traceparent` of the active span, when one is being recorded. */
-export function activeTraceparent(): string | undefined {
-  const span = trace.getActiveSpan();
-  if (!span || !span.isRecording()) return undefined;
-  const { traceId, spanId, traceFlags } = span.spanContext();
-  return `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`;
-}
 
 /** Runs `fn` in a child span of the recorded active span (none: `fn` alone); a throw marks the span failed. */
 export async function withChildSpan<T>(name: string, attributes: Attributes, fn: (span: Span | undefined) => Promise<T>): Promise<T> {

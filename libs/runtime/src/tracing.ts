@@ -32,7 +32,7 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
  * Starts tracing for this process when the environment asks for it; first thing in each main
  * (before the logger exists, which reads `tracingEnabled()`). Idempotent: embedded mode starts it once.
  */
-export async function startTracing(service: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+export async function startTracing(service: string, env: NodeJS.ProcessEnv): Promise<boolean> {
   if (provider) return true;
   if (!tracingRequested(env)) return false;
   // Loaded only here: a process without an endpoint never loads the SDK.

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Errors } from '@agentry/errors';
-import { activeTraceparent } from '../tracing.js';
-import { QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
+import { activeTraceparent, QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
 import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonValue, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
