@@ -4,7 +4,19 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeWithServers, freePort, spawnService, startFakeModel, startTestCluster, waitFor, type FakeModel, type SpawnedService, type TestCluster } from '@agentry/testing';
+import {
+  describeWithServers,
+  freePort,
+  spawnService,
+  startFakeModel,
+  startFakeTelegram,
+  startTestCluster,
+  waitFor,
+  type FakeModel,
+  type FakePlatform,
+  type SpawnedService,
+  type TestCluster,
+} from '@agentry/testing';
 
 /**
  * Traces across the queue, as an operator's collector sees them: the services export OTLP/HTTP
@@ -134,22 +146,53 @@ describeWithServers('traces across the queue (cluster mode)', () => {
   let cluster: TestCluster;
   let fake: FakeModel;
   let receiver: Receiver;
+  let tg: FakePlatform;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-tracing-data-'));
 
   beforeAll(async () => {
     receiver = await startReceiver();
     fake = await startFakeModel();
+    tg = await startFakeTelegram();
     cluster = await startTestCluster({
-      configLines: ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`, 'reliability: {provider_retries: 0}'],
+      connectors: 1,
+      configLines: [
+        'data:',
+        `  root_dir: "${dataDir}"`,
+        'models:',
+        '  default_provider: fake',
+        `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
+        'reliability: {provider_retries: 0}',
+      ],
       env: otelEnv(receiver),
     });
     const res = await fetch(`${cluster.baseURL}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl('tracer')) });
     expect(res.status, await res.text()).toBe(201);
+    const account = { id: 'tg', dm_policy: 'allow', group_policy: 'disabled', ...tg.account, binding: { agentId: 'tracer' } };
+    const acc = await fetch(`${cluster.baseURL}/channels/chat_d/accounts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(account) });
+    expect(acc.status, await acc.text()).toBe(201);
   }, 120_000);
 
   afterAll(async () => {
     await cluster?.stop();
     await fake?.close();
+    await tg?.close();
     await receiver?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("an inbound message's reply is sent under the same trace: inbound request -> run -> channel send", async () => {
+    fake.script({ text: 'hello from the bot' });
+    const { headers, body } = tg.inbound({ eventId: 'e1', chatId: '1001', chatType: 'dm', senderId: '1001', text: 'hi bot' });
+    expect((await fetch(`${cluster.baseURL}/channels/chat_d/accounts/tg/events`, { method: 'POST', headers, body })).status).toBe(200);
+    const send = await waitFor(async () => receiver.spans.find((s) => s.name === 'channel send chat_d'), 20_000, 100);
+    expect(send).toMatchObject({ service: 'agentry-channel-connector', attributes: expect.objectContaining({ 'agentry.channel.account': 'tg' }) });
+    expect(send.status.code).not.toBe(ERROR);
+    const spans = await waitFor(async () => {
+      const all = receiver.spans.filter((s) => s.traceId === send.traceId);
+      return ancestors(all, send).includes('POST /api/v1/channels/:platform/accounts/:accountId/events') ? all : undefined;
+    }, 10_000, 100);
+    expect(ancestors(spans, send)).toEqual(expect.arrayContaining(['agent run', 'queue wait agent-run']));
+    expect(tg.sent.map((m) => m.text)).toContain('hello from the bot');
   });
 
   it("one chat with the client's traceparent is one trace: gateway request -> queue wait -> worker run -> model call", async () => {
