@@ -1,4 +1,4 @@
-import { context, trace, SpanStatusCode, TraceFlags, type Context, type Span, type SpanOptions } from '@opentelemetry/api';
+import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Context, type Span, type SpanOptions } from '@opentelemetry/api';
 
 /**
  * OpenTelemetry tracing, off unless the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or
@@ -125,10 +125,21 @@ export function tracedRoute<Req extends { headers: Record<string, unknown>; meth
   return (req, reply) => {
     const parent = contextFromTraceparent(req.headers.traceparent) ?? trace.deleteSpan(context.active());
     const attributes = { 'http.request.method': req.method, 'http.route': route, 'url.path': req.url.split('?')[0] ?? '' };
-    return inSpan(`${req.method} ${route}`, { kind: 1 /* SpanKind.SERVER */, attributes, parent }, async (span) => {
-      const result = await handler(req, reply);
-      span.setAttribute('http.response.status_code', reply.statusCode);
-      return result;
+    const tracer = trace.getTracer(TRACER_NAME);
+    return tracer.startActiveSpan(`${req.method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent, async (span) => {
+      try {
+        const result = await handler(req, reply);
+        span.setAttribute('http.response.status_code', reply.statusCode);
+        return result;
+      } catch (err) {
+        // The client's mistakes (an AppError of 4xx) are answered, not failures of the server.
+        const status = (err as { status?: unknown }).status;
+        if (typeof status === 'number') span.setAttribute('http.response.status_code', status);
+        if (typeof status !== 'number' || status >= 500) failSpan(span, err);
+        throw err;
+      } finally {
+        span.end();
+      }
     });
   };
 }

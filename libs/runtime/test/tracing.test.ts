@@ -78,9 +78,17 @@ describe('tracing', () => {
     logger.flush();
     await new Promise((r) => setTimeout(r, 20));
     expect(lines.find((l) => l.msg === 'inside')).toMatchObject({ trace_id: span.traceId, span_id: span.spanId });
+    // A client's mistake (an error with a 4xx status) is not a failed span; a server's is.
+    const throwing = (status: number) => tracedRoute(`/s${status}`, async () => Promise.reject(Object.assign(new Error(`boom ${status}`), { status })));
+    await expect(throwing(404)(request(), { statusCode: 200 })).rejects.toThrow('boom 404');
+    await expect(throwing(500)(request(), { statusCode: 200 })).rejects.toThrow('boom 500');
     // The batch waits a minute; shutdown sends it.
     await stopTracing(5_000);
     expect(received.join('')).toContain('POST /api/v1/chat/completions');
+    const spans = received.flatMap((b) => (JSON.parse(b) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ name: string; status?: { code?: number } }> }> }> }).resourceSpans)
+      .flatMap((r) => r.scopeSpans.flatMap((ss) => ss.spans));
+    expect(spans.find((x) => x.name === 'POST /s404')?.status?.code ?? 0).toBe(0);
+    expect(spans.find((x) => x.name === 'POST /s500')?.status?.code).toBe(2);
     expect(tracingEnabled()).toBe(false);
 
     // A collector that never answers: shutdown gives up at the deadline.
