@@ -3,7 +3,10 @@ import { defaultServerConditions } from 'vite';
 
 // Workspace packages export their TypeScript sources under the `@agentry/source` condition,
 // so tests run against src/ without a build step.
-const conditions = ['@agentry/source', ...defaultServerConditions];
+// Without `module`: vitest hands these conditions to Node for the packages it leaves external, and
+// Node in production never uses `module` (@opentelemetry/api's `module` build has extensionless
+// imports that only a bundler resolves), so tests load what production loads.
+const conditions = ['@agentry/source', ...defaultServerConditions.filter((c) => c !== 'module')];
 
 export default defineConfig({
   resolve: { conditions },

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PubSubChannels, QueueNames, type ChannelSendJob, type OutboundChannel, type OutboundOutcomeMessage } from '@agentry/contracts';
+import { activeTraceparent, PubSubChannels, QueueNames, type ChannelSendJob, type OutboundChannel, type OutboundOutcomeMessage } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import {
   getOutboundMessage,
@@ -32,7 +32,9 @@ export function newOutboundId(): string {
  * still known, and a retry is enqueued while the failing try's job is still active).
  */
 export async function enqueueOutbound(queue: OutboxQueue, messageId: string, opts: { attempt?: number; delayMs?: number } = {}): Promise<void> {
-  const job: ChannelSendJob = { type: 'channel-send', v: 1, messageId };
+  // Queued inside a traced run (or a traced send's retry), the send joins that trace (v2).
+  const traceparent = activeTraceparent();
+  const job: ChannelSendJob = traceparent ? { type: 'channel-send', v: 2, messageId, traceparent } : { type: 'channel-send', v: 1, messageId };
   const jobId = opts.attempt ? `${messageId}-r${opts.attempt}` : messageId;
   await queue.enqueue(QueueNames.channelSend, job, { jobId, ...(opts.delayMs ? { delayMs: opts.delayMs } : {}) });
 }

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { TRACEPARENT_PATTERN } from './trace-context.js';
 
 /**
  * Queue names and job payloads. Payloads carry ids only (the row in Postgres is the truth),
@@ -12,16 +13,32 @@ export const QueueNames = {
 } as const;
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames];
 
-export const AgentRunJob = Type.Object(
-  { type: Type.Literal('agent-run'), v: Type.Literal(1), runId: Type.String({ minLength: 1 }) },
-  { additionalProperties: false },
-);
+/**
+ * `v: 2` adds the W3C `traceparent` of the request that made the run (tracing on only: with
+ * tracing off producers still write `v: 1`, which every deployed worker reads).
+ */
+export const AgentRunJob = Type.Union([
+  Type.Object({ type: Type.Literal('agent-run'), v: Type.Literal(1), runId: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      type: Type.Literal('agent-run'),
+      v: Type.Literal(2),
+      runId: Type.String({ minLength: 1 }),
+      traceparent: Type.String({ pattern: TRACEPARENT_PATTERN }),
+    },
+    { additionalProperties: false },
+  ),
+]);
 export type AgentRunJob = Static<typeof AgentRunJob>;
 
-export const ChannelSendJob = Type.Object(
-  { type: Type.Literal('channel-send'), v: Type.Literal(1), messageId: Type.String({ minLength: 1 }) },
-  { additionalProperties: false },
-);
+/** `v: 2` adds the `traceparent` of the run (or send) that queued the message, as `agent-run`'s. */
+export const ChannelSendJob = Type.Union([
+  Type.Object({ type: Type.Literal('channel-send'), v: Type.Literal(1), messageId: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal('channel-send'), v: Type.Literal(2), messageId: Type.String({ minLength: 1 }), traceparent: Type.String({ pattern: TRACEPARENT_PATTERN }) },
+    { additionalProperties: false },
+  ),
+]);
 export type ChannelSendJob = Static<typeof ChannelSendJob>;
 
 export const CronFireJob = Type.Object(

@@ -9,6 +9,14 @@ describe('job payloads', () => {
     expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 1, runId: 'r1', prompt: 'hi' })).toBe(false);
     expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 1, runId: '' })).toBe(false);
   });
+  it('v2 adds the W3C traceparent and nothing else', () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 2, runId: 'r1', traceparent })).toBe(true);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 1, runId: 'r1', traceparent })).toBe(false);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 2, runId: 'r1', traceparent: 'x' })).toBe(false);
+    expect(Value.Check(JobPayload, { type: 'channel-send', v: 2, messageId: 'm1', traceparent })).toBe(true);
+    expect(Value.Check(JobPayload, { type: 'channel-send', v: 2, messageId: 'm1' })).toBe(false);
+  });
   it('form a union tagged by type', () => {
     expect(Value.Check(JobPayload, { type: 'cron-fire', v: 1, cronJobId: 'c' })).toBe(true);
     expect(Value.Check(JobPayload, { type: 'nope', v: 1, runId: 'c' })).toBe(false);

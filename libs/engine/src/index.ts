@@ -74,3 +74,4 @@ export {
 } from './agent/heartbeat.js';
 export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './runs/heartbeat-job.js';
 export { type HeartbeatConfig } from './agent/config.js';
+export { markSpanFailed, startChildSpan, withChildSpan } from './tracing.js';

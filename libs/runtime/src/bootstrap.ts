@@ -8,6 +8,7 @@ import { loadConfig, type LoadedConfig } from './config.js';
 import { LiveConfig } from './live-config.js';
 import { createLogger } from './logger.js';
 import { Lifecycle } from './lifecycle.js';
+import { stopTracing, tracingEnabled } from './tracing.js';
 import { HealthRegistry } from './health.js';
 import { createMetricsRegistry } from './metrics.js';
 import { Sealer, loadMasterKey } from './secrets.js';
@@ -77,6 +78,8 @@ export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
   lifecycle.add('logger', async () => {
     logger.flush();
   });
+  // Closed after everything else (closers run in reverse): the last spans are those of the shutdown.
+  if (tracingEnabled()) lifecycle.add('tracing', (remainingMs) => stopTracing(remainingMs));
 
   try {
     const db = opts.openDb

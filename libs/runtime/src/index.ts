@@ -11,3 +11,4 @@ export * from './run-main.js';
 export * from './secrets.js';
 export * from './service-metrics.js';
 export * from './address-list.js';
+export * from './tracing.js';

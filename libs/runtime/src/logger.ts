@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { traceLogFields, tracingEnabled } from './tracing.js';
 
 export type { Logger } from 'pino';
 
@@ -31,7 +32,9 @@ export interface LoggerOptions {
 
 export function createLogger(opts: LoggerOptions): Logger {
   const base = { service: opts.service };
-  const common = { level: opts.level, base, redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
+  // With tracing on, every line written inside a span names it (trace_id, span_id); off, no mixin runs.
+  const mixin = tracingEnabled() ? { mixin: traceLogFields } : {};
+  const common = { level: opts.level, base, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...mixin };
   const out = opts.destination ?? pino.destination({ dest: 1, sync: false });
   if (!opts.file) return pino(common, out);
   fs.mkdirSync(path.dirname(opts.file), { recursive: true });

@@ -1,5 +1,8 @@
-import { bootstrap, runMain, serveProbes } from '@agentry/runtime';
+import { bootstrap, runMain, serveProbes, startTracing } from '@agentry/runtime';
 import { startAgentWorker } from './service.js';
+
+// First: the SDK (when an OTLP endpoint is set) must be in place before the logger and routes exist.
+await startTracing('agent-worker', process.env);
 
 await runMain('agent-worker', async () => {
   const runtime = await bootstrap({ service: 'agent-worker', mode: 'cluster', argv: process.argv.slice(2), env: process.env, cwd: process.cwd() });

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
+import { trace, SpanKind, type Context } from '@opentelemetry/api';
 import { Value } from 'typebox/value';
 import { AgentRunJob, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
 import { retryWhileDbDown, runAgent, runEventChannel, type RunDeps } from '@agentry/engine';
+import { contextFromTraceparent, inSpan, tracingEnabled, TRACER_NAME } from '@agentry/runtime';
 import type { ListenerWatchdog } from './listener-watchdog.js';
 import type { SessionTurnGate } from './session-turns.js';
 
@@ -42,39 +44,61 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
     // read here and claimed once the earlier turns have ended.
     const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
     if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
-    const queued = first.run;
-    // The waiting gateway's reply channel (the row says which), else the run's own.
-    const channel = runEventChannel(queued);
-    const publish = eventPublisher(ctx.bus, channel);
-    if (!isActiveRunStatus(queued.status)) return;
-    if (queued.streamed) return failTakenOver(ctx, queued, publish);
-    const ctl = new AbortController();
-    ctx.running.set(runId, ctl);
-    const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
-    shutdownSignal.addEventListener('abort', onShutdown);
-    try {
-      if (queued.source === 'api' && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
-        logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
-        await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
-        return;
-      }
-      if (queued.source === 'api') ctx.watchdog.watch(runId, channel, ctl);
-      if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
-      const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
-      if (!run) return;
-      if (ctl.signal.aborted) {
-        await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'cancelled' }));
-        return;
-      }
-      // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
-      await runAgent({ ...ctx.agent(run), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
-    } finally {
-      shutdownSignal.removeEventListener('abort', onShutdown);
-      ctx.running.delete(runId);
-      ctx.watchdog.unwatch(runId);
-      ctx.turns.runEnded();
-    }
+    const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
+    if (!parent) return handleClaimed(ctx, first, shutdownSignal);
+    return tracedRun(parent, first.run, job.attemptsMade, () => handleClaimed(ctx, first, shutdownSignal));
   };
+}
+
+/**
+ * A traced run: the time it waited in the queue (from the row's creation, just before the
+ * enqueue, to this pickup) is a span under the request's, and the run is a span under that one;
+ * everything the run does (its model calls, tools, chain nodes, log lines) is under the run.
+ */
+function tracedRun(parent: Context, queued: RunRecord, attemptsMade: number, body: () => Promise<void>): Promise<void> {
+  const tracer = trace.getTracer(TRACER_NAME);
+  const wait = tracer.startSpan('queue wait agent-run', { kind: SpanKind.CONSUMER, startTime: queued.createdAt, attributes: { 'messaging.destination.name': 'agent-run', 'agentry.run.id': queued.id } }, parent);
+  wait.end();
+  const attributes = { 'agentry.run.id': queued.id, 'agentry.agent.id': queued.agentId, 'agentry.run.source': queued.source, 'agentry.job.attempt': attemptsMade + 1 };
+  return inSpan('agent run', { attributes, parent: trace.setSpan(parent, wait) }, body);
+}
+
+/** The claimed (or, in a session, read) run, carried on to its end. */
+async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claimed: boolean }, shutdownSignal: AbortSignal): Promise<void> {
+  const { db, logger } = ctx;
+  const runId = first.run.id;
+  const queued = first.run;
+  // The waiting gateway's reply channel (the row says which), else the run's own.
+  const channel = runEventChannel(queued);
+  const publish = eventPublisher(ctx.bus, channel);
+  if (!isActiveRunStatus(queued.status)) return;
+  if (queued.streamed) return failTakenOver(ctx, queued, publish);
+  const ctl = new AbortController();
+  ctx.running.set(runId, ctl);
+  const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
+  shutdownSignal.addEventListener('abort', onShutdown);
+  try {
+    if (queued.source === 'api' && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
+      logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
+      await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
+      return;
+    }
+    if (queued.source === 'api') ctx.watchdog.watch(runId, channel, ctl);
+    if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
+    const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
+    if (!run) return;
+    if (ctl.signal.aborted) {
+      await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'cancelled' }));
+      return;
+    }
+    // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
+    await runAgent({ ...ctx.agent(run), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
+  } finally {
+    shutdownSignal.removeEventListener('abort', onShutdown);
+    ctx.running.delete(runId);
+    ctx.watchdog.unwatch(runId);
+    ctx.turns.runEnded();
+  }
 }
 
 /** Publishes on the run's channel, retrying for a moment while Redis reconnects. */

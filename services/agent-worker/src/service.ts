@@ -1,5 +1,6 @@
 import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
+import type { Span } from '@opentelemetry/api';
 import {
   AgentCache,
   SkillsCache,
@@ -7,6 +8,8 @@ import {
   ModelProviders,
   ScriptSandbox,
   builtinTools,
+  markSpanFailed,
+  startChildSpan,
   modelInfoFromDb,
   type ModelCallRequest,
   type ModelEvent,
@@ -253,12 +256,16 @@ function measuredStream(
     const provider = req.provider || defaultProvider() || 'default';
     const started = Date.now();
     let first = true;
+    // A traced run's model call is a span (none untraced): what was asked, what answered, tokens and TTFT.
+    const span = startChildSpan(`chat ${req.model ?? provider}`, { 'gen_ai.operation.name': 'chat', 'gen_ai.system': provider, 'gen_ai.request.model': req.model ?? '' });
     try {
       for await (const event of inner(req)) {
         if (first) {
           first = false;
           ttft.observe({ provider }, (Date.now() - started) / 1000);
+          span?.setAttribute('agentry.ttft_ms', Date.now() - started);
         }
+        if (span && event.type === 'done') spanDone(span, event);
         if (event.type === 'done' && event.usage) {
           // A provider's usage is read off its wire: a missing or odd count is skipped (prom-client throws on a negative one).
           const { promptTokens, completionTokens } = event.usage;
@@ -271,7 +278,16 @@ function measuredStream(
       calls.inc({ provider, outcome: 'ok' });
     } catch (err) {
       calls.inc({ provider, outcome: 'error' });
+      if (span) markSpanFailed(span, err);
       throw err;
+    } finally {
+      span?.end();
     }
   };
+}
+
+/** The answer's provider, model and token counts on the model call's span. */
+function spanDone(span: Span, event: Extract<ModelEvent, { type: 'done' }>): void {
+  span.setAttributes({ 'gen_ai.response.model': event.model, 'agentry.provider': event.provider, 'gen_ai.response.finish_reasons': [event.finishReason] });
+  if (event.usage) span.setAttributes({ 'gen_ai.usage.input_tokens': event.usage.promptTokens, 'gen_ai.usage.output_tokens': event.usage.completionTokens });
 }

@@ -1,5 +1,8 @@
-import { bootstrap, runMain, serveProbes } from '@agentry/runtime';
+import { bootstrap, runMain, serveProbes, startTracing } from '@agentry/runtime';
 import { startChannelConnector } from './service.js';
+
+// First: the SDK (when an OTLP endpoint is set) must be in place before the logger and routes exist.
+await startTracing('channel-connector', process.env);
 
 await runMain('channel-connector', async () => {
   const runtime = await bootstrap({ service: 'channel-connector', mode: 'cluster', argv: process.argv.slice(2), env: process.env, cwd: process.cwd() });

@@ -12,7 +12,8 @@ import {
   type Db,
   type OutboundMessageRecord,
 } from '@agentry/db';
-import type { serviceMetrics, Runtime } from '@agentry/runtime';
+import { contextFromTraceparent, inSpan, tracingEnabled, type serviceMetrics, type Runtime } from '@agentry/runtime';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { mediaOf } from './media.js';
 import { finalError, retryDelayMs, shouldRetry, type RetryPolicy } from './retry-policy.js';
 
@@ -44,7 +45,13 @@ export function sendJobHandler(ctx: SendJobContext): (job: Job<unknown>) => Prom
     const started = Date.now();
     let outcome = 'ok';
     try {
-      await deliver(ctx, job.data.messageId);
+      const { messageId } = job.data;
+      // Traced, the send is a span under the run (or the earlier try) that queued it; untraced, none is made.
+      if (!tracingEnabled()) await deliver(ctx, messageId);
+      else {
+        const parent = job.data.v === 2 ? contextFromTraceparent(job.data.traceparent) : undefined;
+        await inSpan('channel send', { kind: SpanKind.PRODUCER, attributes: { 'agentry.outbound.id': messageId }, ...(parent ? { parent } : {}) }, () => deliver(ctx, messageId));
+      }
     } catch (err) {
       outcome = 'error';
       throw err;
@@ -62,6 +69,9 @@ async function deliver(ctx: SendJobContext, messageId: string): Promise<void> {
   const m = await claimOutboundMessage(ctx.db, messageId, ctx.claimMs);
   if (!m) return; // Sent, failed, or being sent by another try.
   const log = ctx.logger.child({ outboundId: m.id, platform: m.platform, accountId: m.accountId, runId: m.runId ?? undefined });
+  const span = trace.getActiveSpan();
+  span?.updateName(`channel send ${m.platform}`);
+  span?.setAttributes({ 'agentry.channel.platform': m.platform, 'agentry.channel.account': m.accountId, 'agentry.run.id': m.runId ?? '', 'agentry.outbound.attempt': m.attempts });
   const started = Date.now();
   try {
     const adapter = adapterFor(m.platform as Parameters<typeof adapterFor>[0]);
@@ -104,6 +114,8 @@ async function send(ctx: SendJobContext, m: OutboundMessageRecord, adapter: Adap
 /** Puts the message back, due after the policy's delay, and enqueues its next try. */
 async function retryLater(ctx: SendJobContext, m: OutboundMessageRecord, err: PlatformError, log: Logger): Promise<void> {
   const delayMs = retryDelayMs(ctx.policy, m.attempts, err.retryAfterMs);
+  // This try failed (its span says so); the next one is a span under it.
+  trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
   await requeueOutboundMessage(ctx.db, m.id, delayMs, err.message);
   ctx.metrics.retries.inc({ platform: m.platform });
   log.warn({ attempts: m.attempts, delayMs, status: err.status, error: err.message }, 'outbound message will be retried');
@@ -114,6 +126,7 @@ async function retryLater(ctx: SendJobContext, m: OutboundMessageRecord, err: Pl
 }
 
 async function fail(ctx: SendJobContext, m: OutboundMessageRecord, error: string): Promise<void> {
+  trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: error });
   await finishOutboundMessage(ctx.db, m.id, { status: 'failed', error });
   ctx.metrics.sends.inc({ platform: m.platform, status: 'failed' });
   await publishOutcome(ctx, m.id, 'failed');

@@ -1,7 +1,10 @@
-import { bootstrap, runMain } from '@agentry/runtime';
+import { bootstrap, runMain, startTracing } from '@agentry/runtime';
 // The one service->package exception: @agentry/web is an asset package (the built UI's path).
 import { webBuildDir } from '@agentry/web';
 import { startGateway } from './service.js';
+
+// First: the SDK (when an OTLP endpoint is set) must be in place before the logger and routes exist.
+await startTracing('gateway', process.env);
 
 await runMain('gateway', async () => {
   const runtime = await bootstrap({ service: 'gateway', mode: 'cluster', argv: process.argv.slice(2), env: process.env, cwd: process.cwd() });

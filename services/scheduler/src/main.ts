@@ -1,5 +1,8 @@
-import { bootstrap, runMain, serveProbes } from '@agentry/runtime';
+import { bootstrap, runMain, serveProbes, startTracing } from '@agentry/runtime';
 import { startScheduler } from './service.js';
+
+// First: the SDK (when an OTLP endpoint is set) must be in place before the logger and routes exist.
+await startTracing('scheduler', process.env);
 
 /** Optional tuning from the environment (milliseconds); unset or invalid: the defaults. */
 function ms(name: string): number | undefined {

@@ -3,6 +3,7 @@ import type { ToolType } from '@agentry/contracts';
 import type { ChatMessage, ModelCallRequest, ModelEvent, ModelUsage, ToolCall } from '../models/types.js';
 import { ToolError } from '../tools/types.js';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './config.js';
+import { markSpanFailed, withChildSpan } from '../tracing.js';
 
 /** A tool as the loop sees it: a definition for the model plus how to run it. */
 export interface LoopTool {
@@ -63,8 +64,17 @@ function addUsage(a: ModelUsage | null, b: ModelUsage | undefined): ModelUsage |
   return { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens, totalTokens: a.totalTokens + b.totalTokens };
 }
 
+/** Runs one tool call in its span (a traced run's); a failed call marks the span failed. */
+function runTool(tool: LoopTool | undefined, call: ToolCall, signal: AbortSignal, timeoutMs: number): Promise<{ content: string; isError: boolean }> {
+  return withChildSpan(`tool ${call.name}`, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': call.name, 'gen_ai.tool.call.id': call.id }, async (span) => {
+    const result = await runToolCall(tool, call, signal, timeoutMs);
+    if (span && result.isError) markSpanFailed(span, new Error(result.content));
+    return result;
+  });
+}
+
 /** Runs one tool call with its timeout; failures become results marked as errors. */
-async function runTool(tool: LoopTool | undefined, call: ToolCall, signal: AbortSignal, timeoutMs: number): Promise<{ content: string; isError: boolean }> {
+async function runToolCall(tool: LoopTool | undefined, call: ToolCall, signal: AbortSignal, timeoutMs: number): Promise<{ content: string; isError: boolean }> {
   if (!tool) return { content: `Error: there is no tool named "${call.name}"`, isError: true };
   let args: Record<string, unknown>;
   try {

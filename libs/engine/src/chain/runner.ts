@@ -3,6 +3,8 @@ import { cloneMsg } from './message.js';
 import { joinAncestors, type JoinAncestors } from './join-ancestors.js';
 import { fillChainVars } from './vars.js';
 import { NodeFailure, type BranchMsg, type ChainContext, type JoinInput, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
+import { context, trace } from '@opentelemetry/api';
+import { markSpanFailed, startChildSpan } from '../tracing.js';
 
 interface ChainRunnerOptions {
   /** Node executions per run (sub-chains count their own); more is an error. Default 1000. */
@@ -331,18 +333,25 @@ export class ChainRunner {
     // RuleGo's debugMode: the node's own, or the chain's for all of its nodes.
     const debugIn = node.debugMode || chain.dsl.ruleChain.debugMode ? cloneMsg(msg) : undefined;
     const debug = (out: RuleMsg) => (debugIn ? { debug: { chainId: chain.id, in: debugIn, out: cloneMsg(out) } } : {});
+    // A traced run's node is a span too (ended with its trace entry; a failure marks it failed).
+    const span = startChildSpan(`chain node ${node.type}`, { 'agentry.chain.id': chain.id, 'agentry.chain.node.id': nodeId, 'agentry.chain.node.type': node.type });
     try {
       const config = fillChainVars(node.configuration ?? {}, { vars: chain.vars ?? {}, global: this.#globals() });
-      const result = await executor.execute(msg, config, { ...w.base, node, ...(joined ? { joined } : {}) });
+      const run = () => executor.execute(msg, config, { ...w.base, node, ...(joined ? { joined } : {}) });
+      const result = span ? await context.with(trace.setSpan(context.active(), span), run) : await run();
       const relations = 'relations' in result ? result.relations : [result.relation];
       w.trace.push({ nodeId, type: node.type, relations: [...relations], ms: elapsed(started), ...debug(result.msg) });
+      span?.setAttribute('agentry.chain.relations', [...relations]);
       return { out: result.msg, relations };
     } catch (error) {
       const message = errorMessage(error);
       const failed = error instanceof NodeFailure && error.msg ? error.msg : msg;
       const out = { ...failed, metadata: { ...failed.metadata, error: message } };
       w.trace.push({ nodeId, type: node.type, relations: [FAILURE], ms: elapsed(started), error: message, ...debug(out) });
+      if (span) markSpanFailed(span, error);
       return { out, error, message };
+    } finally {
+      span?.end();
     }
   }
 

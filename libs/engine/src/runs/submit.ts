@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Errors } from '@agentry/errors';
-import { QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
+import { activeTraceparent, QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
 import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonValue, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
@@ -59,7 +59,9 @@ export function newRunId(): string {
 
 /** The `agent-run` job of a run. Its job id is the run id, so enqueueing a run twice adds one job. */
 export async function enqueueRun(queue: RunQueue, runId: string): Promise<void> {
-  const job: AgentRunJob = { type: 'agent-run', v: 1, runId };
+  // A traced request's context goes with the job (v2); untraced, the job stays v1.
+  const traceparent = activeTraceparent();
+  const job: AgentRunJob = traceparent ? { type: 'agent-run', v: 2, runId, traceparent } : { type: 'agent-run', v: 1, runId };
   await queue.enqueue(QueueNames.agentRun, job, { jobId: runId, attempts: 3, backoffMs: 500 });
 }
 

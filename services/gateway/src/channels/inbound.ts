@@ -25,7 +25,7 @@ import {
 import type { Platform } from '@agentry/contracts';
 import { type ChannelAccountRecord, forgetInboundEvent, getChannelAccount, getRuleChain, listBindings, recordInboundEvent, setInboundEventRun } from '@agentry/db';
 import { submitRun } from '@agentry/engine';
-import { serviceMetrics } from '@agentry/runtime';
+import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { documentBody } from '../openapi.js';
 import { requirePlatform } from './accounts.js';
@@ -65,7 +65,9 @@ export function inboundRoutes(app: FastifyInstance, deps: GatewayDeps): void {
       { type: 'string', format: 'binary', description: "the platform's event as it sent it (verified over these bytes); at most 1 MB" },
       ['*/*'],
     );
-    scope.post<{ Params: Params }>(route, { config: { access: 'public', addressList: 'none', swaggerTransform: rawEvent }, bodyLimit: MAX_EVENT_BYTES }, handler);
+    // Traced (tracing on), an inbound message's run and its reply's send are one trace under this request.
+    const post = tracedRoute(`/api/v1${route}`, handler);
+    scope.post<{ Params: Params }>(route, { config: { access: 'public', addressList: 'none', swaggerTransform: rawEvent }, bodyLimit: MAX_EVENT_BYTES }, post);
     scope.get<{ Params: Params }>(route, { config: { access: 'public', addressList: 'none' } }, handler);
   });
 }

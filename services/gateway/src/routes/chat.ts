@@ -5,7 +5,7 @@ import { Errors } from '@agentry/errors';
 import { ModelInfo, ModelList, ResponseFormat, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains } from '@agentry/db';
 import { isAgentDisabled } from '@agentry/engine';
-import { serviceMetrics } from '@agentry/runtime';
+import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { ChatRun } from '../chat/chat-run.js';
 import { agentLookup } from '../chat/agent-lookup.js';
@@ -152,7 +152,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   app.get('/models', { config: { access: 'chat' }, schema: ListModels }, listModels(deps));
   app.get('/models/:id', { config: { access: 'chat' }, schema: GetModel }, getModel(deps));
 
-  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, async (req, reply) => {
+  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, tracedRoute('/api/v1/chat/completions', async (req, reply) => {
     await enforceBudget(deps.bus, deps.logger, req, reply);
     const body = req.body;
     const request = toRunRequest(body);
@@ -195,5 +195,5 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     } finally {
       await run.close().catch((err: unknown) => req.log.warn({ err }, 'unsubscribe failed'));
     }
-  });
+  }));
 }

@@ -4,7 +4,7 @@ import { Errors } from '@agentry/errors';
 import { ResponseObject, type RunMessage, type RunRequest } from '@agentry/contracts';
 import { branchSessionAt, getRun, getSession, inTransaction, loadHistory } from '@agentry/db';
 import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
-import { serviceMetrics } from '@agentry/runtime';
+import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
 import { sessionOwner } from '../auth/ownership.js';
@@ -211,6 +211,6 @@ export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: {
   app.post<{ Body: ResponsesBody }>(
     '/responses',
     { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ResponsesBody, response: { 200: ResponseObject } } },
-    createResponse(deps, requireAgent, opts.heartbeatMs),
+    tracedRoute('/api/v1/responses', createResponse(deps, requireAgent, opts.heartbeatMs)),
   );
 }
