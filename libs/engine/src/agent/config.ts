@@ -64,8 +64,8 @@ export const AiAgentConfiguration = Type.Object({
   heartbeat: Type.Optional(Heartbeat),
 }, { additionalProperties: false });
 
-/** An agent's heartbeat settings, as the DSL holds them. */
-export type HeartbeatConfig = Static<typeof Heartbeat>;
+/** An agent's heartbeat settings, as the DSL holds them (the contracts' type: heartbeat.ts reads it without importing this file). */
+export type HeartbeatConfig = HeartbeatSettings;
 
 /**
  * One entry of `tools[]`. Its `config` belongs to the tool's type (an MCP server's url and

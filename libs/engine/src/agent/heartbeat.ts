@@ -1,4 +1,4 @@
-import type { HeartbeatConfig } from './config.js';
+import type { HeartbeatSettings as HeartbeatConfig } from '@agentry/contracts';
 
 /**
  * The agreed no-op answer of a heartbeat: an answer that is exactly this (spaces and a final
