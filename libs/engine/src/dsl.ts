@@ -19,7 +19,8 @@ export const Id = Type.String({ pattern: ID_PATTERN, description: 'letters, digi
 
 const Info = Type.Record(Type.String(), Type.Unknown());
 
-function ruleChainInfo<T extends TSchema>(id: T) {
+/** `ruleChain`; `info` is how `additionalInfo` and `configuration` are checked (the written form also takes null). */
+function ruleChainInfo<T extends TSchema, I extends TSchema = typeof Info>(id: T, info: I = Info as unknown as I) {
   return Type.Object({
     id,
     name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -28,8 +29,8 @@ function ruleChainInfo<T extends TSchema>(id: T) {
     /** RuleGo's switch: true turns the agent off (no chat, no cron, not in `/models`); absent means enabled. */
     disabled: Type.Optional(Type.Boolean()),
     /** `category` (the `GET /rules?category=` filter), `description`, `icon`, ... */
-    additionalInfo: Type.Optional(Info),
-    configuration: Type.Optional(Info),
+    additionalInfo: Type.Optional(info),
+    configuration: Type.Optional(info),
   });
 }
 
@@ -92,15 +93,7 @@ const RuleNodeInput = Type.Object({
 function ruleChainInput<T extends TSchema>(id: T) {
   return Type.Object(
     {
-      ruleChain: Type.Object({
-        id,
-        name: Type.String({ minLength: 1, maxLength: 200 }),
-        root: Type.Optional(Type.Boolean()),
-        debugMode: Type.Optional(Type.Boolean()),
-        disabled: Type.Optional(Type.Boolean()),
-        additionalInfo: Type.Optional(NullableInfo),
-        configuration: Type.Optional(NullableInfo),
-      }),
+      ruleChain: ruleChainInfo(id, NullableInfo),
       metadata: Type.Object({
         firstNodeIndex: Type.Optional(Type.Integer({ minimum: 0 })),
         nodes: Type.Union([Type.Array(RuleNodeInput, { maxItems: 1000 }), Type.Null()]),
