@@ -202,6 +202,7 @@ async function agui(model: string, content: string, extra: Record<string, unknow
   });
   const chunks = (await res.text())
     .split('\n\n')
+    .map((e) => e.replace(/^id: [^\n]*\n/, ''))
     .filter((e) => e.startsWith('data: {'))
     .map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string; tool_calls?: Array<Record<string, string>> } }> });
   return {

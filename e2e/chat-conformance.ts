@@ -35,6 +35,48 @@ export function agentDsl(id: string) {
 
 const runIdOf = (completionId: string) => completionId.replace(/^chatcmpl-/, '');
 
+/** Server-sent events as written: each one's `id:` (if any) and its `data:`. */
+export function parseSse(text: string): Array<{ id?: string; data: string }> {
+  return text
+    .split('\n\n')
+    .filter((block) => /^(id|data):/m.test(block))
+    .map((block) => {
+      const lines = block.split('\n');
+      const id = lines.find((l) => l.startsWith('id: '))?.slice(4);
+      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      return id === undefined ? { data } : { id, data };
+    });
+}
+
+/** The text of the content deltas of chat chunk events (`[DONE]` and others left out). */
+function contentOf(events: Array<{ data: string }>): string {
+  return events
+    .filter((e) => e.data !== '[DONE]')
+    .map((e) => (JSON.parse(e.data) as { choices: Array<{ delta?: { content?: string } }> }).choices[0]?.delta?.content ?? '')
+    .join('');
+}
+
+/**
+ * Reads a streamed chat's SSE body until `enough` says so, then drops the connection (a client
+ * whose network went away): what it got, whole events only.
+ */
+async function readUntil(res: Response, enough: (events: Array<{ id?: string; data: string }>) => boolean, controller: AbortController) {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    const whole = text.slice(0, text.lastIndexOf('\n\n') + 2);
+    if (enough(parseSse(whole))) {
+      controller.abort();
+      return parseSse(whole);
+    }
+  }
+  return parseSse(text);
+}
+
 /**
  * The OpenAI-client conformance suite: the official SDK (and raw fetch for the bytes) against a
  * deployment, with the fake model scripted per test. Registered inside the caller's describe.
@@ -149,7 +191,7 @@ export function chatConformance(target: () => ChatTarget): void {
     expect(content).not.toBe('one two three four');
   });
 
-  it('cancels the run when the client aborts, reaching the provider within a second', async () => {
+  it('cancels the run when the client aborts and does not resume: the provider is reached within a second of the resume grace', async () => {
     const t = target();
     t.fake.script({ text: Array.from({ length: 50 }, (_, i) => `w${i} `), chunkDelayMs: 100 });
     const controller = new AbortController();
@@ -168,7 +210,9 @@ export function chatConformance(target: () => ChatTarget): void {
     await reading;
     const abortedAt = Date.now();
     const seen = await t.fake.waitForAbort({ index, timeoutMs: 3000 });
-    expect(seen.abortedAt! - abortedAt).toBeLessThan(1000);
+    // The targets' reliability.resume_grace_ms (e2e/targets.ts) is 500: the run waits that long for a resume.
+    expect(seen.abortedAt! - abortedAt).toBeGreaterThanOrEqual(400);
+    expect(seen.abortedAt! - abortedAt).toBeLessThan(500 + 1000);
     await waitFor(async () => (await t.runStatus(runIdOf(id))) === 'cancelled', 3000);
   });
 
@@ -186,17 +230,59 @@ export function chatConformance(target: () => ChatTarget): void {
     expect(res.headers.get('x-accel-buffering')).toBe('no');
     expect(res.headers.get('content-encoding')).toBeNull();
     const text = await res.text();
-    const events = text.split('\n\n').filter(Boolean);
-    expect(events.at(-1)).toBe('data: [DONE]');
+    const events = parseSse(text);
+    expect(events.at(-1)!.data).toBe('[DONE]');
     const chunks = events.slice(0, -1).map((e) => {
-      expect(e.startsWith('data: ')).toBe(true);
-      const parsed = JSON.parse(e.slice(6)) as { id: string; choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }> };
+      const parsed = JSON.parse(e.data) as { id: string; choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }> };
       assertValid('CreateChatCompletionStreamResponse', parsed);
       return parsed;
     });
+    // Every run event's last chunk carries its id, `<runId>:<seq>`, seq rising: what a client
+    // resumes from. The role chunk and the finish chunk belong to the event after them.
+    const runId = runIdOf(chunks[0]!.id);
+    expect(events.map((e) => e.id?.replace(/\d+$/, 'N'))).toEqual([undefined, `${runId}:N`, `${runId}:N`, undefined, `${runId}:N`]);
+    const seqs = events.filter((e) => e.id).map((e) => Number(e.id!.split(':')[1]));
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(seqs).size).toBe(seqs.length);
     expect(chunks.map((c) => c.choices[0]!.delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'He' }, { content: 'llo' }, { content: '' }]);
     expect(chunks.map((c) => c.choices[0]!.finish_reason)).toEqual([null, null, null, 'stop']);
     expect(text).not.toMatch(/tool_calls/);
+  });
+
+  it('resumes a dropped stream with Last-Event-ID, the same request or GET /runs/{id}/events: every delta once, in order', async () => {
+    const t = target();
+    const words = Array.from({ length: 30 }, (_, i) => `r${i} `);
+    t.fake.script({ text: words, chunkDelayMs: 40 });
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` };
+    const body = JSON.stringify({ model: t.agentId, messages: user('resume me'), stream: true });
+    const first = new AbortController();
+    const res = await fetch(`${t.baseURL}/chat/completions`, { method: 'POST', headers, body, signal: first.signal });
+    const before = await readUntil(res, (events) => contentOf(events).split(' ').length > 5 && events.at(-1)?.id !== undefined, first).catch(() => []);
+    const lastId = before.filter((e) => e.id).at(-1)!.id!;
+    const runId = lastId.split(':')[0]!;
+    // The same request again, with the last id it got: the rest, then [DONE].
+    const resumed = await fetch(`${t.baseURL}/chat/completions`, { method: 'POST', headers: { ...headers, 'last-event-id': lastId }, body });
+    expect(resumed.status).toBe(200);
+    const after = parseSse(await resumed.text());
+    expect(after.at(-1)!.data).toBe('[DONE]');
+    // No role chunk again: the client had it.
+    expect(after.some((e) => e.data.includes('"role"'))).toBe(false);
+    expect(contentOf(before) + contentOf(after)).toBe(words.join(''));
+    await waitFor(async () => (await t.runStatus(runId)) === 'succeeded', 5000);
+    // A finished run replays whole from its kept events, and from a point as well.
+    const replay = await fetch(`${t.baseURL}/runs/${runId}/events`, { headers });
+    const all = parseSse(await replay.text());
+    expect(contentOf(all)).toBe(words.join(''));
+    expect(all[0]!.data).toContain('"role":"assistant"');
+    expect(all.at(-1)!.data).toBe('[DONE]');
+    const tail = parseSse(await (await fetch(`${t.baseURL}/runs/${runId}/events`, { headers: { ...headers, 'last-event-id': lastId } })).text());
+    expect(contentOf(tail)).toBe(contentOf(after));
+    // Only its own client may resume it; a malformed id is refused, not taken for a new request.
+    expect((await fetch(`${t.baseURL}/runs/${runId}/events`)).status).toBe(401);
+    expect((await fetch(`${t.baseURL}/runs/${'0'.repeat(32)}/events`, { headers })).status).toBe(404);
+    const bad = await fetch(`${t.baseURL}/chat/completions`, { method: 'POST', headers: { ...headers, 'last-event-id': 'nope' }, body });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/Last-Event-ID/);
   });
 
   it('lists agents as models, and retrieves one', async () => {
@@ -472,12 +558,7 @@ export function requestTimeoutConformance(target: () => ChatTarget): void {
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
-    const content = text
-      .split('\n\n')
-      .filter((e) => e.startsWith('data: {'))
-      .map((e) => (JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
-      .join('');
-    expect(content).toBe(words.join(''));
+    expect(contentOf(parseSse(text))).toBe(words.join(''));
     t.fake.reset();
   });
 }
@@ -522,7 +603,7 @@ export function agentDeletionConformance(target: () => ChatTarget): void {
       if (done) break;
       text += decoder.decode(value, { stream: true });
     }
-    const events = text.split('\n\n').filter((e) => e.startsWith('data: '));
+    const events = text.split('\n\n').map((e) => e.replace(/^id: [^\n]*\n/, '')).filter((e) => e.startsWith('data: '));
     expect(events.at(-1)).not.toBe('data: [DONE]');
     expect(JSON.parse(events.at(-1)!.slice(6))).toEqual({
       error: { message: expect.stringMatching(/run was deleted while it ran/), type: expect.any(String), code: 404 },

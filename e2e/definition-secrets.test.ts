@@ -77,6 +77,7 @@ async function chat(target: Target, model: string, content: string) {
   });
   const chunks = (await res.text())
     .split('\n\n')
+    .map((e) => e.replace(/^id: [^\n]*\n/, ''))
     .filter((e) => e.startsWith('data: {'))
     .map((e) => JSON.parse(e.slice(6)) as { choices?: Array<{ delta: { content?: string; tool_calls?: Array<Record<string, string>> } }>; error?: unknown });
   return {

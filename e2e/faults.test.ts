@@ -66,6 +66,7 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
         '  listener_check_ms: 400',
         '  run_sweep_ms: 2000',
         '  relay_check_ms: 1000',
+        '  resume_grace_ms: 1000',
         'models:',
         '  default_provider: fake',
         `  providers: {fake: {base_url: "${fake.url}", model: fake-model}, flaky: {base_url: "${flaky.url}", model: fake-model}}`,
@@ -400,7 +401,8 @@ class SseReader {
   }
 
   events(): string[] {
-    return this.text.split('\n\n').filter((e) => e.startsWith('data: '));
+    // An `id:` line (what a client resumes from) may come first.
+    return this.text.split('\n\n').map((e) => e.replace(/^id: [^\n]*\n/, '')).filter((e) => e.startsWith('data: '));
   }
 
   /** The answer's text so far (the content deltas joined). */

@@ -16,7 +16,7 @@ import { OTHER_API_KEY, type ResponsesTarget } from './responses-conformance.js'
  * Short request and relay-check bounds let the timeout cases finish quickly.
  */
 const configLines = (fake: FakeModel): string[] => [
-  'reliability: {relay_check_ms: 1000}',
+  'reliability: {relay_check_ms: 1000, resume_grace_ms: 500}',
   'models:',
   '  default_provider: fake',
   `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,

@@ -69,9 +69,26 @@ export interface JobQueue<M extends PayloadMap = QueuePayloads> {
 
 export type Unsubscribe = () => Promise<void>;
 
+/**
+ * Where a published message is also kept, for a subscriber that comes late (a client resuming a
+ * stream on another replica): appended to the log `log`, which holds the last `maxLen` messages
+ * and is forgotten `ttlMs` after its last append.
+ */
+export interface KeepOptions {
+  log: string;
+  maxLen: number;
+  ttlMs: number;
+}
+
 export interface PubSub<M extends PayloadMap = PubSubMessages> {
-  /** Publishes a JSON-serialisable message; resolves once the broker has it. */
-  publish<C extends NameOf<M>>(channel: C, message: M[C]): Promise<void>;
+  /**
+   * Publishes a JSON-serialisable message; resolves once the broker has it. With `keep`, the
+   * message is appended to that log in the same step (Redis: one script, one round trip), so a
+   * reader that subscribes and then reads the log misses nothing.
+   */
+  publish<C extends NameOf<M>>(channel: C, message: M[C], keep?: KeepOptions): Promise<void>;
+  /** The messages kept in `log`, oldest first ([] once it has expired or was never written). */
+  kept(log: string): Promise<unknown[]>;
   /** Resolves once the subscription is active, so a publish after it is never missed. */
   subscribe<C extends NameOf<M>>(channel: C, handler: (message: M[C]) => void): Promise<Unsubscribe>;
   /**

@@ -302,6 +302,26 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
         expect(logs.filter((l) => l.level >= 50 && JSON.stringify(l).includes('handler bug'))).toHaveLength(2);
       });
 
+      it('keeps published messages in a log when asked: capped, read oldest first, forgotten after its lifetime', async () => {
+        const got: unknown[] = [];
+        await bus.pubsub.subscribe('ch', (m) => got.push(m));
+        expect(await bus.pubsub.kept('log-a')).toEqual([]);
+        for (let i = 0; i < 5; i++) await bus.pubsub.publish('ch', { i }, { log: 'log-a', maxLen: 3, ttlMs: 60_000 });
+        await bus.pubsub.publish('ch', { other: true }, { log: 'log-b', maxLen: 3, ttlMs: 300 });
+        await bus.pubsub.publish('ch', { plain: true });
+        // Kept or not, every message is published as well.
+        await waitFor('seven messages', () => got.length === 7);
+        expect(await bus.pubsub.kept('log-a')).toEqual([{ i: 2 }, { i: 3 }, { i: 4 }]);
+        expect(await bus.pubsub.kept('log-b')).toEqual([{ other: true }]);
+        // A fresh copy per read, as with pub/sub.
+        const [first] = (await bus.pubsub.kept('log-a')) as Array<{ i: number }>;
+        first!.i = 99;
+        expect(await bus.pubsub.kept('log-a')).toEqual([{ i: 2 }, { i: 3 }, { i: 4 }]);
+        await sleep(450);
+        expect(await bus.pubsub.kept('log-b')).toEqual([]);
+        expect(await bus.pubsub.kept('log-a')).toHaveLength(3);
+      });
+
       it('counts the listeners of channels, in the order asked', async () => {
         expect(await bus.pubsub.listeners([])).toEqual([]);
         expect(await bus.pubsub.listeners(['heard', 'silent'])).toEqual([0, 0]);

@@ -36,6 +36,16 @@ export const PubSubChannels = {
   outbound: (messageId: string): OutboundChannel => `outbound:${messageId}`,
 } as const;
 
+/**
+ * Names of what a resumable run keeps beside its channel: the log of its events (a client that
+ * resumes its stream on any gateway reads what it missed there) and the count of resumes (a
+ * gateway whose client left cancels the run after the grace only when nobody resumed it since).
+ */
+export const RunKeeps = {
+  events: (runId: string) => `run-events:${runId}`,
+  resumes: (runId: string) => `run-resumes:${runId}`,
+} as const;
+
 /** Payload on `run-cancel`. */
 export interface RunCancelMessage {
   runId: string;

@@ -37,6 +37,7 @@ export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
 export { EventGapError, RunEventQueue } from './runs/events/queue.js';
 export { RunRelay, storedEnding } from './runs/events/relay.js';
 export { GatewayReplies, runEventChannel } from './runs/events/replies.js';
+export { resumeRunEvents, type ResumedEvents } from './runs/events/resume.js';
 export { checkSchedule, nextTick } from './runs/schedule.js';
 export { agentNode, buildConversation } from './runs/execute/conversation.js';
 export { retryWhileDbDown } from './runs/execute/db-retry.js';

@@ -309,6 +309,22 @@ export const ConfigSchema = Type.Object(
           default: 30_000,
           description: 'agent-worker: how often runs still queued or running (older than worker.stall_timeout_ms) are enqueued again; a run whose job exists is left alone',
         }),
+        resume_grace_ms: Type.Integer({
+          minimum: 0,
+          default: 5_000,
+          description:
+            'a streamed chat whose client went away (or whose gateway died) keeps running this long for the client to resume it (Last-Event-ID, to any gateway); then it is cancelled; 0 cancels at once',
+        }),
+        resume_retain_ms: Type.Integer({
+          minimum: 1_000,
+          default: 300_000,
+          description: "how long a chat run's events are kept (in Redis, or in memory in embedded mode) after its last one, for a client resuming its stream; after that a resume of a finished run gets its stored answer",
+        }),
+        resume_max_events: Type.Integer({
+          minimum: 16,
+          default: 10_000,
+          description: "most events kept per chat run for resuming (text deltas are coalesced, so a long answer is a few hundred); a resume from before the oldest kept one is refused with 410",
+        }),
         relay_check_ms: Type.Integer({
           minimum: 100,
           default: 10_000,

@@ -22,6 +22,8 @@ interface Watched {
   channel: RunChannel | ReplyChannel;
   ctl: AbortController;
   misses: number;
+  /** When the first of the current run of misses was seen. */
+  missingSince: number;
 }
 
 /**
@@ -40,6 +42,8 @@ export class ListenerWatchdog {
     private readonly bus: Pick<Bus, 'pubsub' | 'kind'>,
     private readonly logger: Logger,
     private readonly checkMs: () => number,
+    /** How long a streamed chat may have nobody listening (its client resuming on another gateway) before it is cancelled. */
+    private readonly graceMs: () => number = () => 0,
   ) {}
 
   start(): void {
@@ -57,7 +61,7 @@ export class ListenerWatchdog {
 
   /** Aborts `ctl` once nobody listens on `channel` (the run's) any more. */
   watch(runId: string, channel: RunChannel | ReplyChannel, ctl: AbortController): void {
-    this.#watched.set(runId, { channel, ctl, misses: 0 });
+    this.#watched.set(runId, { channel, ctl, misses: 0, missingSince: 0 });
   }
 
   /** The client has its answer (or the run ended): nothing to watch. */
@@ -111,8 +115,10 @@ export class ListenerWatchdog {
         w.misses = 0;
         return;
       }
+      if (w.misses === 0) w.missingSince = Date.now();
       w.misses += 1;
-      if (w.misses >= LISTENER_MISSES && !w.ctl.signal.aborted) {
+      // A client whose gateway died may resume on another one within the grace: that one then listens here.
+      if (w.misses >= LISTENER_MISSES && Date.now() - w.missingSince >= this.graceMs() && !w.ctl.signal.aborted) {
         this.logger.info({ runId, checks: w.misses }, 'no gateway listens for this chat run any more (its client is gone); cancelling it');
         w.ctl.abort(new Error('nobody is waiting for this run any more'));
       }

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { trace, SpanKind, type Context } from '@opentelemetry/api';
 import { Value } from 'typebox/value';
-import { AgentRunJob, type RunEvent } from '@agentry/contracts';
-import { UnrecoverableJobError, type Bus, type Job } from '@agentry/bus';
+import { AgentRunJob, RunKeeps, type RunEvent } from '@agentry/contracts';
+import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
 import { retryWhileDbDown, runAgent, runEventChannel, type RunDeps } from '@agentry/engine';
@@ -23,6 +23,8 @@ export interface RunJobContext {
   logger: Logger;
   watchdog: ListenerWatchdog;
   turns: SessionTurnGate;
+  /** How long and how many of a chat run's events are kept for a client that resumes its stream (read per run: configuration is live). */
+  keep: () => { retainMs: number; maxEvents: number };
   /** Runs in hand in this process, by id: `run-cancel` and the sweep look here. */
   running: Map<string, AbortController>;
   /** What every run of this process shares, read per run (configuration is live; the run labels its token counts); the job adds its own publish and delivery hook. */
@@ -70,7 +72,10 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
   const queued = first.run;
   // The waiting gateway's reply channel (the row says which), else the run's own.
   const channel = runEventChannel(queued);
-  const publish = eventPublisher(ctx.bus, channel);
+  // A chat's events are kept as well as published: its client may resume the stream on any gateway.
+  const { retainMs, maxEvents } = ctx.keep();
+  const keep = queued.source === 'api' ? { log: RunKeeps.events(runId), maxLen: maxEvents, ttlMs: retainMs } : undefined;
+  const publish = eventPublisher(ctx.bus, channel, keep);
   if (!isActiveRunStatus(queued.status)) return;
   if (queued.streamed) return failTakenOver(ctx, queued, publish);
   const ctl = new AbortController();
@@ -102,12 +107,12 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
 }
 
 /** Publishes on the run's channel, retrying for a moment while Redis reconnects. */
-function eventPublisher(bus: Pick<Bus, 'pubsub'>, channel: ReturnType<typeof runEventChannel>): (event: RunEvent) => Promise<void> {
+function eventPublisher(bus: Pick<Bus, 'pubsub'>, channel: ReturnType<typeof runEventChannel>, keep: KeepOptions | undefined): (event: RunEvent) => Promise<void> {
   return async (event) => {
     const deadline = Date.now() + PUBLISH_RETRY_MS;
     for (;;) {
       try {
-        return await bus.pubsub.publish(channel, event);
+        return await bus.pubsub.publish(channel, event, keep);
       } catch (err) {
         if (!hasCode(err, Errors.NOT_READY) || Date.now() >= deadline) throw err;
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -59,7 +59,8 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const models = await modelClient(runtime, opts.stream, usage);
   const shared = await sharedParts(runtime);
   const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => cancelRunningHere(running, msg));
-  const watchdog = new ListenerWatchdog(bus, logger, () => runtime.config.current.reliability.listener_check_ms);
+  const reliability = () => runtime.config.current.reliability;
+  const watchdog = new ListenerWatchdog(bus, logger, () => reliability().listener_check_ms, () => reliability().resume_grace_ms);
   watchdog.start();
   const sweeper = runSweeper(runtime, running);
   sweeper.start();
@@ -70,6 +71,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     watchdog,
     turns: new SessionTurnGate(runtime.db.db, logger, opts.sessionPollMs ?? 100),
     running,
+    keep: () => ({ retainMs: reliability().resume_retain_ms, maxEvents: reliability().resume_max_events }),
     agent: sharedRunDeps(runtime, { ...shared, stream: models.stream, modelInfo: models.modelInfo, builtin: opts.builtin ?? builtinTools }),
   });
   const consumer = consumeRuns(runtime, handleRun, concurrency);

@@ -164,7 +164,7 @@ async function registerApiRoutes(api: FastifyInstance, deps: GatewayDeps, auth: 
   workspaceRoutes(api, deps);
   agentTemplateRoutes(api, deps);
   cronRoutes(api, deps);
-  runRoutes(api, deps);
+  runRoutes(api, deps, opts.heartbeatMs ?? 15_000);
   toolRoutes(api, deps);
   channelRoutes(api, deps, { sendWaitMs: opts.sendWaitMs ?? 30_000, reloadCredentials: () => auth.index.reload() });
 }

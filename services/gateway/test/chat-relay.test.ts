@@ -111,9 +111,11 @@ function chat(content: string, opts: { stream?: boolean; agui?: boolean } = {}) 
   });
 }
 
+/** The `data:` of each SSE event (an `id:` line before it is left out; `ids` reads those). */
 function events(body: string): unknown[] {
   return body
     .split('\n\n')
+    .map((e) => e.replace(/^id: [^\n]*\n/, ''))
     .filter((e) => e.startsWith('data: '))
     .map((e) => (e === 'data: [DONE]' ? '[DONE]' : JSON.parse(e.slice(6))));
 }

@@ -26,6 +26,7 @@ const NON_JSON: ReadonlyArray<{ method: string; url: string; why: string }> = [
     url: '/api/v1/chat/completions',
     why: 'an SSE stream (`stream: true`) written on the raw reply; its OpenAI shapes are the encoders of chat/openai-chunks.ts',
   },
+  { method: 'GET', url: '/api/v1/runs/:runId/events', why: 'an SSE stream, the same chat.completion.chunk events as a streamed chat (chat/openai-chunks.ts)' },
   { method: 'GET', url: '/api/v1/agents/:agentId/workspace/download', why: "the file's raw bytes" },
   {
     method: 'GET',

@@ -1,8 +1,21 @@
-import type { NameOf, PayloadMap, PubSub, Unsubscribe } from '../ports.js';
+import type { KeepOptions, NameOf, PayloadMap, PubSub, Unsubscribe } from '../ports.js';
 import { encodeJson, safeCall } from '../shared.js';
 import type { RedisContext } from './context.js';
 
 type Handler = (message: unknown) => void;
+
+/**
+ * A kept publish in one step: append to the log, trim it to its cap, (re)start its lifetime,
+ * then publish. A reader that SUBSCRIBEs and then reads the log sees every message in one or
+ * the other (the script runs atomically), so nothing falls between the two.
+ */
+const KEEP_SCRIPT = `
+redis.call('RPUSH', KEYS[1], ARGV[2])
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return redis.call('PUBLISH', ARGV[1], ARGV[2])
+`;
+const KEEP_COMMAND = 'agentryPublishKept';
 
 interface ChannelEntry {
   handlers: Set<Handler>;
@@ -21,9 +34,34 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
     ctx.subscriber.on('message', (channel: string, text: string) => this.deliver(channel, text));
   }
 
-  async publish<C extends NameOf<M>>(channel: C, message: M[C]): Promise<void> {
+  #keepDefined = false;
+
+  async publish<C extends NameOf<M>>(channel: C, message: M[C], keep?: KeepOptions): Promise<void> {
     const payload = encodeJson(message, 'message');
-    await this.ctx.command(this.ctx.producer, () => this.ctx.producer.publish(this.ctx.channel(channel), payload));
+    const conn = this.ctx.producer;
+    if (!keep) {
+      await this.ctx.command(conn, () => conn.publish(this.ctx.channel(channel), payload));
+      return;
+    }
+    // defineCommand sends EVALSHA, and the script again after a Redis restart.
+    if (!this.#keepDefined) {
+      conn.defineCommand(KEEP_COMMAND, { numberOfKeys: 1, lua: KEEP_SCRIPT });
+      this.#keepDefined = true;
+    }
+    const run = (conn as unknown as Record<string, (...args: Array<string | number>) => Promise<number>>)[KEEP_COMMAND]!;
+    const maxLen = Math.max(1, Math.floor(keep.maxLen));
+    const ttlMs = Math.max(1, Math.round(keep.ttlMs));
+    await this.ctx.command(conn, () => run.call(conn, this.#logKey(keep.log), this.ctx.channel(channel), payload, maxLen, ttlMs));
+  }
+
+  async kept(log: string): Promise<unknown[]> {
+    const conn = this.ctx.producer;
+    const items = await this.ctx.command(conn, () => conn.lrange(this.#logKey(log), 0, -1));
+    return items.map((text) => JSON.parse(text) as unknown);
+  }
+
+  #logKey(log: string): string {
+    return `${this.ctx.prefix}:kept:${log}`;
   }
 
   async listeners(channels: readonly NameOf<M>[]): Promise<number[]> {

@@ -1,7 +1,42 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RunKeeps } from '@agentry/contracts';
 import { getRunOutcome, type SessionRecord } from '@agentry/db';
 import { RunEventQueue, RunRelay, GatewayReplies, cancelRun, newRunId, submitRun, type SubmitRunInput } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
+
+/** What an answer writer needs of the run it relays: its id, and saying it answered or giving up on it. */
+export interface RunControl {
+  readonly runId: string;
+  /** The answer is out (or failed): a later close of the connection cancels nothing. */
+  settle(): void;
+  /** Cancels the run unless it has settled; at most once. */
+  cancel(why: string): Promise<void>;
+}
+
+/**
+ * A streamed run whose client went away is cancelled only after `reliability.resume_grace_ms`,
+ * and not at all when a client resumed it meanwhile (on any gateway: the resume count is on the
+ * bus). `seen`: the count when this client attached (0 for the request that started the run).
+ */
+export async function cancelUnlessResumed(deps: Pick<GatewayDeps, 'bus' | 'config'>, run: RunControl, seen: number, why: string, log: FastifyRequest['log']): Promise<void> {
+  const { resume_grace_ms: graceMs, resume_retain_ms: retainMs } = deps.config.current.reliability;
+  if (graceMs > 0) {
+    await sleep(graceMs, undefined, { ref: false });
+    let resumes = seen;
+    try {
+      resumes = await deps.bus.count(RunKeeps.resumes(run.runId), 0, retainMs);
+    } catch (err) {
+      // Unknown is taken as "nobody resumed": the run ends as it did before resumes existed.
+      log.warn({ err, runId: run.runId }, 'could not read whether the run was resumed; cancelling it');
+    }
+    if (resumes > seen) {
+      log.info({ runId: run.runId }, 'the client went away but the run was resumed: not cancelled');
+      return;
+    }
+  }
+  await run.cancel(why);
+}
 
 /**
  * One run asked for by an HTTP client, from the gateway's side: it listens for the run's events
@@ -10,7 +45,7 @@ import type { GatewayDeps } from '../deps.js';
  * the end. Whatever the answer's shape (chat completions, later the Responses API), it reads the
  * events through `relay()` and says `settle()` when it has answered.
  */
-export class ChatRun {
+export class ChatRun implements RunControl {
   readonly runId = newRunId();
   readonly #queue = new RunEventQueue();
   readonly #replies: GatewayReplies;
@@ -33,7 +68,10 @@ export class ChatRun {
   }
 
   /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
-  async start(input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal'>): Promise<{ session: SessionRecord | null; started: boolean }> {
+  async start(
+    input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal'>,
+    opts: { resumable?: boolean } = {},
+  ): Promise<{ session: SessionRecord | null; started: boolean }> {
     const { session, cancelled } = await submitRun(
       { db: this.deps.db.db, queue: this.deps.bus.queue },
       { ...input, runId: this.runId, replyTo: this.#replies.id, beforeEnqueue: this.#subscribed, signal: this.#clientGone.signal },
@@ -42,11 +80,12 @@ export class ChatRun {
       this.#settled = true;
       return { session, started: false };
     }
-    // Streaming or not, a client that goes away cancels its run.
+    // A client that goes away cancels its run: a stream after the resume grace, unless it was resumed.
+    const gone = () => (opts.resumable ? cancelUnlessResumed(this.deps, this, 0, 'the client went away', this.req.log) : this.cancel('the client went away'));
     this.reply.raw.on('close', () => {
-      if (!this.reply.raw.writableFinished) void this.cancel('the client went away');
+      if (!this.reply.raw.writableFinished) void gone();
     });
-    if (this.#clientGone.signal.aborted) void this.cancel('the client went away');
+    if (this.#clientGone.signal.aborted) void gone();
     return { session, started: true };
   }
 

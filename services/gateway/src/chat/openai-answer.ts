@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RunEvent } from '@agentry/contracts';
 import { AppError, Errors } from '@agentry/errors';
 import type { RunOutcome } from '@agentry/db';
-import type { ChatRun } from './chat-run.js';
+import type { ChatRun, RunControl } from './chat-run.js';
 import { EventGapError, storedEnding, type RunRelay } from '@agentry/engine';
 import { SseWriter } from './sse-writer.js';
 import { aguiToolResult, aguiToolStart, chunk, completion, streamError, usageChunk, type CompletionMeta, type DoneEvent } from './openai-chunks.js';
@@ -69,46 +69,62 @@ export function runFailure(message: string, status: number | undefined): AppErro
  * The SSE side of one streamed answer: the role chunk goes out with the run's first event (the
  * headers with it), and a failure before that is thrown as the HTTP error the non-stream answer
  * gives; after it, the failure is one error event and the stream closes without [DONE].
+ *
+ * Each run event's chunks end with the event's id (`<runId>:<seq>`), on the last chunk it made:
+ * a client that reconnects with it as `Last-Event-ID` has every chunk up to there. A resumed
+ * stream goes through the events up to that id muted (their state kept, nothing written), so
+ * that what follows is what an uninterrupted stream would have sent.
  */
 class ChunkStream {
   #begun = false;
+  #id: string | undefined;
+  #muted = false;
   constructor(
-    private readonly run: ChatRun,
+    private readonly run: RunControl,
     readonly sse: SseWriter,
     private readonly meta: CompletionMeta,
     private readonly includeUsage: boolean,
   ) {}
 
+  /** What comes next belongs to the run event `id` (undefined: to none, e.g. a stored ending); `muted`: the client has it. */
+  at(id: string | undefined, muted: boolean): void {
+    this.#id = id;
+    this.#muted = muted;
+  }
+
   /** The first event of the run is in: the stream starts with the assistant's role. */
   begin(): void {
     if (this.#begun) return;
     this.#begun = true;
-    this.sse.send(chunk(this.meta, { role: 'assistant', content: '' }));
+    if (!this.#muted) this.sse.send(chunk(this.meta, { role: 'assistant', content: '' }));
   }
 
   delta(delta: Record<string, unknown>): void {
     this.begin();
-    this.sse.send(chunk(this.meta, delta));
+    if (!this.#muted) this.sse.send(chunk(this.meta, delta), this.#id);
   }
 
   finish(finishReason: string, usage: DoneEvent['usage'] | null): void {
     this.run.settle();
     this.begin();
-    this.sse.send(chunk(this.meta, { content: '' }, finishReason));
-    if (this.includeUsage) this.sse.send(usageChunk(this.meta, usage));
-    this.sse.done();
+    if (!this.#muted) {
+      this.sse.send(chunk(this.meta, { content: '' }, finishReason));
+      if (this.includeUsage) this.sse.send(usageChunk(this.meta, usage));
+    }
+    // A resume after the last event still ends as a stream does.
+    this.sse.done(this.#id);
   }
 
   /** Throws `error` while the headers are not out; otherwise tells it in-stream. */
   fail(error: AppError, eventStatus: number | undefined): void {
     this.run.settle();
     if (!this.sse.opened) throw error;
-    this.sse.send(streamError(error.message, eventStatus));
+    this.sse.send(streamError(error.message, eventStatus), this.#id);
   }
 }
 
 /** The next relay step; a gap in the events cancels the run and becomes a failure. */
-async function nextStep(run: ChatRun, relay: RunRelay): Promise<Awaited<ReturnType<RunRelay['next']>> | { type: 'gap'; message: string }> {
+async function nextStep(run: RunControl, relay: RunRelay): Promise<Awaited<ReturnType<RunRelay['next']>> | { type: 'gap'; message: string }> {
   try {
     return await relay.next();
   } catch (err) {
@@ -123,13 +139,21 @@ async function nextStep(run: ChatRun, relay: RunRelay): Promise<Awaited<ReturnTy
  * `agui`). Throws the run's failure as an HTTP error when it comes before the stream opened.
  */
 export async function streamCompletion(
-  run: ChatRun,
+  run: RunControl,
   req: FastifyRequest,
   reply: FastifyReply,
   relay: RunRelay,
   meta: CompletionMeta,
-  opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number; headersAfterMs?: number },
+  opts: {
+    agui: boolean;
+    includeUsage: boolean;
+    heartbeatMs: number;
+    headersAfterMs?: number;
+    /** Resuming: the seq of the last event the client has (its chunks are not sent again). */
+    after?: number;
+  },
 ): Promise<void> {
+  const after = opts.after ?? -1;
   const sse = new SseWriter(reply.raw, {
     requestId: String(req.id),
     heartbeatMs: opts.heartbeatMs,
@@ -151,12 +175,15 @@ export async function streamCompletion(
       if (next.type === 'gap') return out.fail(new Errors.INTERNAL(next.message), 500);
       if (next.type === 'ended') {
         // Its last events were lost (see RunRelay): end from what is stored.
+        out.at(undefined, false);
         const ending = storedEnding(next.run, sinceTool);
         if ('error' in ending) return out.fail(new AppError('RUN_FAILED', ending.status, ending.error), ending.status);
         if (ending.rest) out.delta({ content: ending.rest });
         return out.finish('stop', (next.run?.usage ?? null) as DoneEvent['usage'] | null);
       }
       const event: RunEvent = next.event;
+      // A failure is told even to a client that resumes after its seq (a take-over's error may carry any).
+      out.at(`${run.runId}:${event.seq}`, event.type !== 'error' && event.seq <= after);
       if (event.type === 'tool_start' || event.type === 'tool_result') sinceTool = '';
       switch (event.type) {
         case 'text':

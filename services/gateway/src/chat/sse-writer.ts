@@ -17,6 +17,9 @@ export interface SseWriterOptions {
   onTimedOpen?: () => void;
 }
 
+// An id never holds a line break (it is `<runId>:<seq>`), which would end the field early.
+const idLine = (id: string | undefined) => (id === undefined ? '' : `id: ${id}\n`);
+
 /**
  * One server-sent-event stream on a raw response: the headers, `data:` lines, `: ping` comments
  * while nothing happens, and the end. Writes of one event-loop turn leave in one syscall.
@@ -67,15 +70,19 @@ export class SseWriter {
     }, this.opts.heartbeatMs);
   }
 
-  /** One `data:` event holding `data` as JSON (opening the stream if need be); nothing once the client is gone. */
-  send(data: unknown): void {
+  /**
+   * One `data:` event holding `data` as JSON (opening the stream if need be), with `id` as its
+   * event id (a client that reconnects sends the last one it got as `Last-Event-ID`); nothing
+   * once the client is gone.
+   */
+  send(data: unknown, id?: string): void {
     this.open();
-    this.#write(`data: ${JSON.stringify(data)}\n\n`);
+    this.#write(`${idLine(id)}data: ${JSON.stringify(data)}\n\n`);
   }
 
   /** OpenAI's terminator. */
-  done(): void {
-    this.#write('data: [DONE]\n\n');
+  done(id?: string): void {
+    this.#write(`${idLine(id)}data: [DONE]\n\n`);
   }
 
   /**

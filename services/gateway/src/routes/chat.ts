@@ -12,6 +12,7 @@ import { agentLookup } from '../chat/agent-lookup.js';
 import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
 import { sessionOwner } from '../auth/ownership.js';
 import { enforceBudget } from '../auth/budget.js';
+import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
 // `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
@@ -153,8 +154,18 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   app.get('/models/:id', { config: { access: 'chat' }, schema: GetModel }, getModel(deps));
 
   app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, tracedRoute('/api/v1/chat/completions', async (req, reply) => {
-    await enforceBudget(deps.bus, deps.logger, req, reply);
     const body = req.body;
+    const agui = String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui';
+    const includeUsage = body.stream_options?.include_usage === true;
+    // A client that lost its stream sends the same request again with the last event id it got: it resumes that run.
+    const lastEventId = req.headers['last-event-id'];
+    if (typeof lastEventId === 'string' && lastEventId !== '' && body.stream === true) {
+      const { runId, after } = parseLastEventId(lastEventId);
+      const run = await resumableRun(deps, req, runId);
+      if (run.agentId !== body.model) throw new Errors.VALIDATION(`Last-Event-ID names a run of agent "${run.agentId}", not of "${body.model}"`);
+      return resumeChatStream(deps, req, reply, run, after, { agui, includeUsage, heartbeatMs: opts.heartbeatMs });
+    }
+    await enforceBudget(deps.bus, deps.logger, req, reply);
     const request = toRunRequest(body);
     const agent = await requireAgent(body.model);
     const principal = req.principal;
@@ -171,7 +182,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         source: 'api',
         principal: sessionOwner(principal),
         request,
-      });
+      }, { resumable: body.stream === true });
       if (!started) {
         req.log.info({ runId: run.runId }, 'run cancelled before it was enqueued: the client went away');
         reply.hijack();
@@ -186,8 +197,8 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
       streams.inc();
       reply.raw.once('close', () => streams.dec());
       await streamCompletion(run, req, reply, run.relay(), meta, {
-        agui: String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui',
-        includeUsage: body.stream_options?.include_usage === true,
+        agui,
+        includeUsage,
         heartbeatMs: opts.heartbeatMs,
         headersAfterMs: deps.config.current.server.stream_headers_after_ms,
       });

@@ -1,16 +1,27 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
 import { getRuleChain, getRunSteps, listRunsOfAgent, type RunSummary } from '@agentry/db';
 import { mayChange } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';
+import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';
 import { PageQuery, iso, pageOf, requireAgent, typed, type TypedRequest } from './common.js';
 
 const ListRuns = {
   params: Type.Object({ agentId: Type.String() }),
   querystring: Type.Object(PageQuery),
   response: { 200: RunSummaryPage },
+};
+const RunEvents = {
+  params: Type.Object({ runId: Type.String() }),
+  querystring: Type.Object(
+    {
+      after: Type.Optional(Type.Integer({ minimum: -1, maximum: 999_999_999, description: 'the seq of the last event the client has (the number after the colon of an `id:` line); -1 or absent: from the start' })),
+      include_usage: Type.Optional(Type.Boolean({ description: 'end with the usage chunk, as `stream_options.include_usage` does' })),
+    },
+    { additionalProperties: false },
+  ),
 };
 const GetSteps = {
   params: Type.Object({ runId: Type.String() }),
@@ -24,10 +35,32 @@ const GetSteps = {
  * user's session ran, not what was said in it. The steps route names a run only: another user
  * gets the 404 an unknown run gets, so run ids cannot be probed.
  */
-export function runRoutes(app: FastifyInstance, deps: GatewayDeps): void {
+export function runRoutes(app: FastifyInstance, deps: GatewayDeps, heartbeatMs: number): void {
   const api = typed(app);
   api.get('/agents/:agentId/runs', { config: { access: 'owner', owns: 'agent' }, schema: ListRuns }, listRuns(deps));
   api.get('/runs/:runId/steps', { config: { access: 'user' }, schema: GetSteps }, getSteps(deps));
+  // A chat client resumes its stream here (or by sending its request again with Last-Event-ID).
+  api.get('/runs/:runId/events', { config: { access: 'chat', rateLimit: 'chat' }, schema: RunEvents }, runEvents(deps, heartbeatMs));
+}
+
+/**
+ * `GET /runs/{runId}/events`: the run's stream as chat completion chunks, after `Last-Event-ID`
+ * (an EventSource's reconnect sends it) or `?after=`, to the run's own client only.
+ */
+function runEvents(deps: GatewayDeps, heartbeatMs: number) {
+  return async (req: TypedRequest<typeof RunEvents>, reply: FastifyReply) => {
+    const { runId } = req.params;
+    let after = req.query.after ?? -1;
+    const header = req.headers['last-event-id'];
+    if (typeof header === 'string' && header !== '') {
+      const point = parseLastEventId(header);
+      if (point.runId !== runId) throw new Errors.VALIDATION(`Last-Event-ID names run "${point.runId}", not "${runId}"`);
+      after = point.after;
+    }
+    const run = await resumableRun(deps, req, runId);
+    const agui = String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui';
+    return resumeChatStream(deps, req, reply, run, after, { agui, includeUsage: req.query.include_usage === true, heartbeatMs });
+  };
 }
 
 function listRuns(deps: GatewayDeps) {

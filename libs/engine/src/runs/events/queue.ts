@@ -11,8 +11,18 @@ export class EventGapError extends Error {}
 export class RunEventQueue {
   #buffer: RunEvent[] = [];
   #waiter: ((e: RunEvent | EventGapError) => void) | null = null;
-  #expected = 0;
+  #expected: number;
   #failed: EventGapError | null = null;
+
+  /** `firstSeq`: the seq of the first event to come (0 but for a resume from a trimmed log). */
+  constructor(firstSeq = 0) {
+    this.#expected = firstSeq;
+  }
+
+  /** The seq the next event must carry. */
+  get expected(): number {
+    return this.#expected;
+  }
 
   push(event: RunEvent): void {
     if (this.#failed) return;

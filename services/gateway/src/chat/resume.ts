@@ -1,0 +1,109 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RunKeeps } from '@agentry/contracts';
+import { Errors } from '@agentry/errors';
+import { getRun, getRunOutcome, isFinalRunStatus, type RunRecord } from '@agentry/db';
+import { cancelRun, resumeRunEvents, RunRelay } from '@agentry/engine';
+import { serviceMetrics } from '@agentry/runtime';
+import { sessionOwner } from '../auth/ownership.js';
+import type { GatewayDeps } from '../deps.js';
+import { cancelUnlessResumed, type RunControl } from './chat-run.js';
+import { streamCompletion } from './openai-answer.js';
+
+/** Where a client's stream stopped: the run and the seq of the last event it got (-1: none). */
+export interface ResumePoint {
+  runId: string;
+  after: number;
+}
+
+/**
+ * `Last-Event-ID` as the streams write it (`<runId>:<seq>`). Anything else is refused rather
+ * than taken for a new request: the client meant to resume, and a second run would answer twice.
+ */
+export function parseLastEventId(value: string): ResumePoint {
+  const m = /^([0-9a-f]{32}):(\d{1,9})$/.exec(value.trim());
+  if (!m) throw new Errors.VALIDATION(`Last-Event-ID must be "<runId>:<seq>" as a stream's "id:" lines give it (got ${JSON.stringify(value.slice(0, 80))})`);
+  return { runId: m[1]!, after: Number(m[2]) };
+}
+
+/**
+ * The run a client may resume: its own chat run. Another principal's run, a run that is not a
+ * chat's (cron fires and channel messages keep no events) and an unknown one are all the same
+ * 404, so run ids cannot be probed.
+ */
+export async function resumableRun(deps: GatewayDeps, req: FastifyRequest, runId: string): Promise<RunRecord> {
+  const run = await getRun(deps.db.db, runId);
+  if (!run || run.source !== 'api' || run.principal !== sessionOwner(req.principal)) throw new Errors.NOT_FOUND(`run "${runId}"`);
+  return run;
+}
+
+/** A resumed stream's hold on its run: cancelling it goes through the same grace as the first client's. */
+class ResumedRun implements RunControl {
+  #settled = false;
+  constructor(
+    private readonly deps: GatewayDeps,
+    private readonly req: FastifyRequest,
+    readonly runId: string,
+  ) {}
+
+  settle(): void {
+    this.#settled = true;
+  }
+
+  async cancel(why: string): Promise<void> {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.req.log.info({ runId: this.runId, why }, 'resumed run cancelled by the gateway');
+    await cancelRun({ db: this.deps.db.db, pubsub: this.deps.bus.pubsub }, this.runId, why);
+  }
+}
+
+/**
+ * Streams a run's chat chunks after `after` to a client that reconnected, from whatever gateway
+ * it reached: the kept events it missed, then the live rest, each once and in order, ending with
+ * [DONE] or the run's error as the original stream would have. A finished run whose events are
+ * no longer kept is answered from its stored output when the client had nothing yet, and 410
+ * otherwise (what it missed cannot be told apart from what it has).
+ */
+export async function resumeChatStream(
+  deps: GatewayDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  run: RunRecord,
+  after: number,
+  opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number },
+): Promise<FastifyReply> {
+  const { resume_retain_ms: retainMs, relay_check_ms: checkMs } = deps.config.current.reliability;
+  // Counted before anything else: the gateway whose client left sees it after its grace and lets the run live.
+  const seen = await deps.bus.count(RunKeeps.resumes(run.id), 1, retainMs);
+  const events = await resumeRunEvents(deps.bus.pubsub, run);
+  try {
+    const finished = isFinalRunStatus(run.status);
+    const lost = events.firstKept === undefined ? after >= 0 && finished : after + 1 < events.firstKept;
+    if (lost) {
+      throw new Errors.GONE(
+        `the events of run "${run.id}" after ${after} are no longer kept (they are kept ${Math.round(retainMs / 1000)} s after the run's last one); its answer is in the session's messages`,
+      );
+    }
+    const control = new ResumedRun(deps, req, run.id);
+    const gone = new AbortController();
+    reply.raw.once('close', () => {
+      gone.abort();
+      if (!reply.raw.writableFinished) void cancelUnlessResumed(deps, control, seen, 'the client went away', req.log);
+    });
+    const relay = new RunRelay(events.queue, {
+      readRun: () => getRunOutcome(deps.db.db, run.id),
+      // Nothing kept of a finished run: its stored answer is all there is, at once.
+      checkMs: () => (finished && events.firstKept === undefined ? 0 : checkMs),
+      closed: gone.signal,
+    });
+    req.log.info({ runId: run.id, after, resumes: seen }, 'stream resumed');
+    const streams = serviceMetrics.activeStreams(deps.metrics);
+    streams.inc();
+    reply.raw.once('close', () => streams.dec());
+    const meta = { id: `chatcmpl-${run.id}`, created: Math.floor(run.createdAt.getTime() / 1000), model: run.agentId };
+    await streamCompletion(control, req, reply, relay, meta, { ...opts, after });
+    return reply;
+  } finally {
+    await events.stop().catch((err: unknown) => req.log.warn({ err }, 'unsubscribe failed'));
+  }
+}
