@@ -31,7 +31,9 @@ interface Watched {
  * the run's channel, its gateway process's reply channel (the gateway died or restarted, so no
  * cancel can come; a client that leaves a live gateway is cancelled by that gateway's `run-cancel`). Runs in hand are
  * checked every `reliability.listener_check_ms` (0: off) and aborted after LISTENER_MISSES
- * checks in a row found nobody; a run about to start is asked about once (`clientWaiting`).
+ * checks in a row found nobody, and nobody for `reliability.resume_grace_ms` at least (its
+ * client may resume on another gateway, which then listens on this channel); a run about to
+ * start is asked about once (`clientWaiting`).
  */
 export class ListenerWatchdog {
   readonly #watched = new Map<string, Watched>();

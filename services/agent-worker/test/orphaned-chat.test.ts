@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
-import { PubSubChannels } from '@agentry/contracts';
+import { PubSubChannels, RunKeeps } from '@agentry/contracts';
 import { ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, type DbHandle, type RunSource } from '@agentry/db';
 import { enqueueRun, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
@@ -114,6 +114,16 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
     for (const id of [runs.waited, runs.cron, runs.channel]) {
       expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: `answer to ${id}` });
     }
+  });
+
+  it("keeps a chat run's events for a client that resumes its stream, and only a chat's", async () => {
+    const kept = (await runtime.bus.pubsub.kept(RunKeeps.events(runs.waited))) as Array<{ type: string; seq: number; runId: string }>;
+    expect(kept.map((e) => [e.type, e.seq, e.runId])).toEqual([
+      ['text', 0, runs.waited],
+      ['done', 1, runs.waited],
+    ]);
+    expect(await runtime.bus.pubsub.kept(RunKeeps.events(runs.cron))).toEqual([]);
+    expect(await runtime.bus.pubsub.kept(RunKeeps.events(runs.channel))).toEqual([]);
   });
 }
 
