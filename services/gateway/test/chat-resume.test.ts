@@ -129,6 +129,25 @@ describe('resuming a chat stream', () => {
     expect(sse((await app.inject({ method: 'GET', url: `/api/v1/runs/${runId}/events`, headers: { 'x-stream-protocol': 'agui' } })).body)).toEqual(full);
   });
 
+  it('a Responses API stream resumes the same way, its sequence numbers going on from where the client stopped', async () => {
+    const body = { model: 'resumer', input: 'parts:3', stream: true };
+    const res = await app.inject({ method: 'POST', url: '/api/v1/responses', payload: body });
+    expect(res.statusCode).toBe(200);
+    const full = sse(res.body);
+    const types = full.map((e) => (JSON.parse(e.data) as { type: string }).type);
+    expect(types.at(0)).toBe('response.created');
+    expect(types.at(-1)).toBe('response.completed');
+    const ids = full.filter((e) => e.id).map((e) => e.id!);
+    // The text deltas and the completion carry the run events' ids (the tool calls make no Responses event).
+    expect(ids.map((id) => Number(id.split(':')[1]))).toEqual([0, 3, 4, 5]);
+    for (const id of ids.slice(0, -1)) {
+      const again = await app.inject({ method: 'POST', url: '/api/v1/responses', payload: body, headers: { 'last-event-id': id } });
+      expect(sse(again.body), `after ${id}`).toEqual(full.slice(full.findIndex((e) => e.id === id) + 1));
+    }
+    const runId = ids[0]!.split(':')[0]!;
+    expect((await getRun(runtime.db.db, runId))!.status).toBe('succeeded');
+  });
+
   it('a resume that starts between the kept events and the live ones misses none and repeats none', async () => {
     const run = { id: randomUUID().replace(/-/g, ''), replyTo: null };
     await insertRun(runtime.db.db, { id: run.id, agentId: 'resumer', sessionId: null, source: 'api', request: { messages: [] }, principal: '' });

@@ -93,6 +93,8 @@ type Event = { type: string; sequence_number: number; delta?: string; response?:
 const events = (body: string): Event[] =>
   body
     .split('\n\n')
+    // An `id:` line (what a client resumes from) may come first.
+    .map((e) => e.replace(/^id: [^\n]*\n/, ''))
     .filter((e) => e.startsWith('data: '))
     .map((e) => JSON.parse(e.slice(6)) as Event);
 

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RunEvent } from '@agentry/contracts';
 import { AppError, Errors } from '@agentry/errors';
 import { EventGapError, storedEnding, type RunRelay } from '@agentry/engine';
-import type { ChatRun } from './chat-run.js';
+import type { ChatRun, RunControl } from './chat-run.js';
 import { SseWriter } from './sse-writer.js';
 import type { DoneEvent } from './openai-chunks.js';
 import { ResponseEvents, responseObject, type ResponseMeta } from './responses-events.js';
@@ -16,7 +16,7 @@ import { ResponseEvents, responseObject, type ResponseMeta } from './responses-e
 type Step = { kind: 'event'; event: RunEvent } | { kind: 'closed' } | { kind: 'ended'; rest: string; usage: DoneEvent['usage'] | null } | { kind: 'failed'; message: string; status: number };
 
 /** The relay's next step, with a gap (the run is cancelled) and a stored ending told as steps. */
-async function nextStep(run: ChatRun, relay: RunRelay, sinceTool: string): Promise<Step> {
+async function nextStep(run: RunControl, relay: RunRelay, sinceTool: string): Promise<Step> {
   try {
     const next = await relay.next();
     if (next.type === 'closed') return { kind: 'closed' };
@@ -69,11 +69,17 @@ export async function awaitResponse(run: ChatRun, reply: FastifyReply, relay: Ru
  * The SSE side of one streamed response. Nothing is written (no status line either) until the
  * run's first output or the keep-alive bound: until then a failure is still an HTTP error status,
  * as for a non-stream request; after it, `response.failed`.
+ *
+ * As with chat chunks, the last SSE event a run event made carries its id (`<runId>:<seq>`), and
+ * a resumed stream goes through the events the client has muted: their `sequence_number`s are
+ * still counted, so the resumed events number on from where the client stopped.
  */
 class ResponseStream {
   readonly events: ResponseEvents;
   #sse: SseWriter | undefined;
   #messageBegun = false;
+  #id: string | undefined;
+  #muted = false;
   text = '';
 
   constructor(
@@ -89,60 +95,78 @@ class ResponseStream {
     return this.#sse !== undefined;
   }
 
+  /** What comes next belongs to the run event `id` (undefined: to none); `muted`: the client has it. */
+  at(id: string | undefined, muted: boolean): void {
+    this.#id = id;
+    this.#muted = muted;
+  }
+
   /** Status line, headers, `response.created` and `response.in_progress`; once. */
   openStream(): void {
     if (this.#sse) return;
     this.reply.hijack();
     this.#sse = new SseWriter(this.reply.raw, { requestId: String(this.req.id), heartbeatMs: this.heartbeatMs });
-    this.#sse.send(this.events.created());
-    this.#sse.send(this.events.inProgress());
+    this.#send(this.events.created());
+    this.#send(this.events.inProgress());
   }
 
   delta(text: string): void {
     this.#beginMessage();
     if (text === '') return;
     this.text += text;
-    this.#sse!.send(this.events.textDelta(text));
+    this.#send(this.events.textDelta(text), this.#id);
   }
 
   complete(usage: DoneEvent['usage'] | null | undefined): void {
     this.#beginMessage();
-    const sse = this.#sse!;
-    sse.send(this.events.textDone(this.text));
-    sse.send(this.events.partDone(this.text));
-    sse.send(this.events.itemDone(this.text));
-    sse.send(this.events.completed(this.text, usage));
+    this.#send(this.events.textDone(this.text));
+    this.#send(this.events.partDone(this.text));
+    this.#send(this.events.itemDone(this.text));
+    this.#send(this.events.completed(this.text, usage), this.#id);
   }
 
   fail(message: string): void {
-    this.#sse?.send(this.events.failed(this.#messageBegun ? this.text : null, message));
+    if (this.#sse) this.#send(this.events.failed(this.#messageBegun ? this.text : null, message), this.#id);
   }
 
   end(): void {
     this.#sse?.end();
   }
 
+  /** Numbered whether or not it is written: a muted event still takes its sequence number. */
+  #send(event: unknown, id?: string): void {
+    if (!this.#muted) this.#sse!.send(event, id);
+  }
+
   #beginMessage(): void {
     this.openStream();
     if (this.#messageBegun) return;
     this.#messageBegun = true;
-    this.#sse!.send(this.events.itemAdded());
-    this.#sse!.send(this.events.partAdded());
+    this.#send(this.events.itemAdded());
+    this.#send(this.events.partAdded());
   }
 }
 
 /** Writes the run as Responses API SSE events; answers an HTTP error instead while nothing is out. */
 export async function streamResponse(
-  run: ChatRun,
+  run: RunControl,
   req: FastifyRequest,
   reply: FastifyReply,
   relay: RunRelay,
   meta: ResponseMeta,
-  opts: { heartbeatMs: number },
+  opts: {
+    heartbeatMs: number;
+    /** Resuming: the seq of the last event the client has (what it made is not sent again). */
+    after?: number;
+  },
 ): Promise<unknown> {
+  const after = opts.after ?? -1;
   const out = new ResponseStream(req, reply, meta, opts.heartbeatMs);
-  // A run that thinks for long (tools, a slow model) must not leave proxies with a silent socket.
-  const keepAlive = setTimeout(() => out.openStream(), opts.heartbeatMs);
+  // A resumed stream's opening events (created, in_progress) are the client's already.
+  out.at(undefined, after >= 0);
+  // A run that thinks for long (tools, a slow model) must not leave proxies with a silent socket;
+  // a resumed one opens at once (the client has had its status line).
+  const keepAlive = setTimeout(() => out.openStream(), after >= 0 ? 0 : opts.heartbeatMs);
   // The text since the last tool event: what a stored answer must start with to be completed.
   let sinceTool = '';
   const fail = (message: string, status: number | undefined) => {
@@ -158,14 +182,20 @@ export async function streamResponse(
         if (!out.open) reply.hijack();
         return reply;
       }
-      if (step.kind === 'failed') return fail(step.message, step.status);
+      if (step.kind === 'failed') {
+        out.at(undefined, false);
+        return fail(step.message, step.status);
+      }
       if (step.kind === 'ended') {
+        out.at(undefined, false);
         run.settle();
         out.delta(step.rest);
         out.complete(step.usage);
         return reply;
       }
       const event = step.event;
+      // A failure is told even to a client that resumes after its seq (a take-over's error may carry any).
+      out.at(`${run.runId}:${event.seq}`, event.type !== 'error' && event.seq <= after);
       switch (event.type) {
         case 'text':
           sinceTool += event.text;

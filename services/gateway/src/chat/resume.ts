@@ -57,21 +57,17 @@ class ResumedRun implements RunControl {
   }
 }
 
+/** What writes a resumed stream in its API's shape (chat chunks, Responses events) from the relay. */
+export type ResumedWriter = (control: RunControl, relay: RunRelay) => Promise<unknown>;
+
 /**
- * Streams a run's chat chunks after `after` to a client that reconnected, from whatever gateway
- * it reached: the kept events it missed, then the live rest, each once and in order, ending with
- * [DONE] or the run's error as the original stream would have. A finished run whose events are
- * no longer kept is answered from its stored output when the client had nothing yet, and 410
- * otherwise (what it missed cannot be told apart from what it has).
+ * Streams a run's events after `after` to a client that reconnected, from whatever gateway it
+ * reached: the kept events it missed, then the live rest, each once and in order, ending as the
+ * original stream would have ([DONE], `response.completed`, or the run's error). A finished run
+ * whose events are no longer kept is answered from its stored output when the client had
+ * nothing yet, and 410 otherwise (what it missed cannot be told apart from what it has).
  */
-export async function resumeChatStream(
-  deps: GatewayDeps,
-  req: FastifyRequest,
-  reply: FastifyReply,
-  run: RunRecord,
-  after: number,
-  opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number },
-): Promise<FastifyReply> {
+export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply: FastifyReply, run: RunRecord, after: number, write: ResumedWriter): Promise<FastifyReply> {
   const { resume_retain_ms: retainMs, relay_check_ms: checkMs } = deps.config.current.reliability;
   // Counted before anything else: the gateway whose client left sees it after its grace and lets the run live.
   const seen = await deps.bus.count(RunKeeps.resumes(run.id), 1, retainMs);
@@ -100,10 +96,22 @@ export async function resumeChatStream(
     const streams = serviceMetrics.activeStreams(deps.metrics);
     streams.inc();
     reply.raw.once('close', () => streams.dec());
-    const meta = { id: `chatcmpl-${run.id}`, created: Math.floor(run.createdAt.getTime() / 1000), model: run.agentId };
-    await streamCompletion(control, req, reply, relay, meta, { ...opts, after });
+    await write(control, relay);
     return reply;
   } finally {
     await events.stop().catch((err: unknown) => req.log.warn({ err }, 'unsubscribe failed'));
   }
+}
+
+/** A resumed stream of chat completion chunks (`GET /runs/{id}/events`, or the chat request again). */
+export function resumeChatStream(
+  deps: GatewayDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  run: RunRecord,
+  after: number,
+  opts: { agui: boolean; includeUsage: boolean; heartbeatMs: number },
+): Promise<FastifyReply> {
+  const meta = { id: `chatcmpl-${run.id}`, created: Math.floor(run.createdAt.getTime() / 1000), model: run.agentId };
+  return resumeStream(deps, req, reply, run, after, (control, relay) => streamCompletion(control, req, reply, relay, meta, { ...opts, after }));
 }

@@ -12,6 +12,7 @@ import { enforceBudget } from '../auth/budget.js';
 import { ChatRun } from '../chat/chat-run.js';
 import { awaitResponse, streamResponse } from '../chat/responses-answer.js';
 import { responseIdOf, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
+import { parseLastEventId, resumableRun, resumeStream } from '../chat/resume.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const ResponsesBody = Type.Object(
@@ -144,11 +145,11 @@ async function placeTurn(
   return { session: { key: sessionKey, channel: CHANNEL, owner }, messages: turn.messages };
 }
 
-function metaOf(body: ResponsesBody, runId: string, store: boolean): ResponseMeta {
+function metaOf(body: ResponsesBody, runId: string, store: boolean, createdAt = new Date()): ResponseMeta {
   return {
     id: responseIdOf(runId),
     itemId: `msg_${runId}`,
-    createdAt: Math.floor(Date.now() / 1000),
+    createdAt: Math.floor(createdAt.getTime() / 1000),
     model: body.model,
     instructions: body.instructions ?? null,
     previousResponseId: body.previous_response_id ?? null,
@@ -165,8 +166,18 @@ function metaOf(body: ResponsesBody, runId: string, store: boolean): ResponseMet
 /** `POST /responses`: checks as chat completions do, places the turn, then answers as JSON or SSE. */
 function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeatMs: number) {
   return async function createResponse(req: FastifyRequest<{ Body: ResponsesBody }>, reply: FastifyReply): Promise<unknown> {
-    await enforceBudget(deps.bus, deps.logger, req, reply);
     const body = req.body;
+    // A client that lost its stream sends the same request again with the last event id it got:
+    // the response's events after it (the body gives back what the response object repeats).
+    const lastEventId = req.headers['last-event-id'];
+    if (typeof lastEventId === 'string' && lastEventId !== '' && body.stream === true) {
+      const { runId, after } = parseLastEventId(lastEventId);
+      const run = await resumableRun(deps, req, runId);
+      if (run.agentId !== body.model) throw new Errors.VALIDATION(`Last-Event-ID names a run of agent "${run.agentId}", not of "${body.model}"`);
+      const meta = metaOf(body, run.id, body.store !== false, run.createdAt);
+      return resumeStream(deps, req, reply, run, after, (control, relay) => streamResponse(control, req, reply, relay, meta, { heartbeatMs, after }));
+    }
+    await enforceBudget(deps.bus, deps.logger, req, reply);
     refuseUnsupported(body);
     const input = inputMessages(body.input);
     const messages: RunMessage[] = body.instructions ? [{ role: 'system', content: body.instructions }, ...input] : input;
@@ -181,7 +192,10 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     const run = new ChatRun(deps, req, reply);
     try {
       const turn = await placeTurn(deps, principal, { agentId: agent.id, runId: run.runId, store, previous, messages });
-      const { session, started } = await run.start({ agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request: toRunRequest(body, turn.messages) });
+      const { session, started } = await run.start(
+        { agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request: toRunRequest(body, turn.messages) },
+        { resumable: body.stream === true },
+      );
       if (!started) {
         req.log.info({ runId: run.runId }, 'run cancelled before it was enqueued: the client went away');
         reply.hijack();
