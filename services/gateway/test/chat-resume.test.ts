@@ -180,6 +180,26 @@ describe('resuming a chat stream', () => {
     expect(gone.json<{ error: string }>().error).toMatch(/no longer kept/);
   });
 
+  it('POST /runs/{id}/cancel stops the caller’s own run at once (no grace), and answers how an ended one ended', async () => {
+    const id = randomUUID().replace(/-/g, '');
+    await insertRun(runtime.db.db, { id, agentId: 'resumer', sessionId: null, source: 'api', request: { messages: [] }, principal: '' });
+    const heard: string[] = [];
+    const off = await runtime.bus.pubsub.subscribe('run-cancel', (m) => heard.push(m.runId));
+    const res = await app.inject({ method: 'POST', url: `/api/v1/runs/${id}/cancel` });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ runId: id, status: 'cancelled' });
+    expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'cancelled', error: 'cancelled by its client' });
+    await waitFor(async () => heard.includes(id), 2_000, 10);
+    await off();
+    const done = await fullStream('parts:1');
+    const doneId = done.find((e) => e.id)!.id!.split(':')[0]!;
+    expect((await app.inject({ method: 'POST', url: `/api/v1/runs/${doneId}/cancel` })).json()).toEqual({ runId: doneId, status: 'succeeded' });
+    const other = randomUUID().replace(/-/g, '');
+    await insertRun(runtime.db.db, { id: other, agentId: 'resumer', sessionId: null, source: 'api', request: { messages: [] }, principal: 'api:someone-else' });
+    expect((await app.inject({ method: 'POST', url: `/api/v1/runs/${other}/cancel` })).statusCode).toBe(404);
+    expect((await getRun(runtime.db.db, other))!.status).toBe('queued');
+  });
+
   it('refuses what it cannot resume with a clear error: a malformed id, another run, another agent, someone else’s run', async () => {
     const full = await fullStream('parts:1');
     const lastId = full.filter((e) => e.id).at(-1)!.id!;

@@ -51,6 +51,7 @@ const BODYLESS_WRITES = new Set([
   'POST /api/v1/config/models/providers/{name}/test',
   'POST /api/v1/config/models/reload',
   'POST /api/v1/sessions/{id}/compact',
+  'POST /api/v1/runs/{runId}/cancel',
 ]);
 
 /**

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
-import { getRuleChain, getRunSteps, listRunsOfAgent, type RunSummary } from '@agentry/db';
+import { getRuleChain, getRunOutcome, getRunSteps, isFinalRunStatus, listRunsOfAgent, type RunSummary } from '@agentry/db';
+import { cancelRun } from '@agentry/engine';
 import { mayChange } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';
 import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';
@@ -23,6 +24,18 @@ const RunEvents = {
     { additionalProperties: false },
   ),
 };
+const CancelRun = {
+  params: Type.Object({ runId: Type.String() }),
+  response: {
+    200: Type.Object(
+      {
+        runId: Type.String(),
+        status: Type.String({ description: 'the run status after the call: `cancelled`, or how it had already ended' }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+};
 const GetSteps = {
   params: Type.Object({ runId: Type.String() }),
   response: { 200: RunSteps },
@@ -41,6 +54,24 @@ export function runRoutes(app: FastifyInstance, deps: GatewayDeps, heartbeatMs: 
   api.get('/runs/:runId/steps', { config: { access: 'user' }, schema: GetSteps }, getSteps(deps));
   // A chat client resumes its stream here (or by sending its request again with Last-Event-ID).
   api.get('/runs/:runId/events', { config: { access: 'chat', rateLimit: 'chat' }, schema: RunEvents }, runEvents(deps, heartbeatMs));
+  // A client that stops an answer on purpose (Stop, Ctrl-C) says so: no resume grace for it.
+  api.post('/runs/:runId/cancel', { config: { access: 'chat' }, schema: CancelRun }, cancelOwnRun(deps));
+}
+
+/**
+ * `POST /runs/{runId}/cancel`: the caller's own chat run is cancelled now, without the grace a
+ * dropped stream gets (its client might come back; this one said it will not). A run that had
+ * already ended keeps its status, which is answered.
+ */
+function cancelOwnRun(deps: GatewayDeps) {
+  return async (req: TypedRequest<typeof CancelRun>) => {
+    const run = await resumableRun(deps, req, req.params.runId);
+    if (isFinalRunStatus(run.status)) return { runId: run.id, status: run.status };
+    await cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, run.id, 'cancelled by its client');
+    req.log.info({ runId: run.id }, 'run cancelled by its client');
+    const now = await getRunOutcome(deps.db.db, run.id);
+    return { runId: run.id, status: now?.status ?? 'cancelled' };
+  };
 }
 
 /**
