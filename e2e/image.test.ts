@@ -215,6 +215,29 @@ function clusterSuite(engine: Engine): void {
     return { status: res.status, text, json: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
   };
   const workersOutput = () => roles.filter((r) => r.role === 'agent-worker').map((r) => r.container!.output()).join('\n');
+  /**
+   * Runs a test's chats; when one fails, prints what explains it (a flake included): each
+   * gateway's and worker's log and the agent's stored runs, whose status and output tell a lost
+   * answer (run succeeded with the whole text) from a short one (the worker's own output).
+   */
+  const explained = async (agentId: string, chats: () => Promise<void>): Promise<void> => {
+    try {
+      await chats();
+    } catch (err) {
+      const runs = await db.handle.db
+        .selectFrom('runs')
+        .select(['id', 'status', 'output', 'error', 'attempts', 'streamed', 'reply_to', 'created_at', 'finished_at'])
+        .where('agent_id', '=', agentId)
+        .orderBy('seq')
+        .execute()
+        .catch((e: unknown) => `unreadable: ${(e as Error).message}`);
+      const logs = roles
+        .filter((r) => r.role === 'gateway' || r.role === 'agent-worker')
+        .map((r) => `----- ${r.role} on port ${r.port} (${r.container!.name})\n${r.container!.output()}`);
+      console.error([`----- runs of agent ${agentId}: ${JSON.stringify(runs, null, 1)}`, ...logs].join('\n'));
+      throw err;
+    }
+  };
 
   beforeAll(async () => {
     fake = await startFakeModel({ defaultReply: (req) => ({ text: `answer: ${String(req.body.messages.at(-1)?.content ?? '')}` }) });
@@ -280,15 +303,23 @@ function clusterSuite(engine: Engine): void {
   });
 
   it('answers the openai SDK through both gateways, streamed and not', async () => {
-    for (const i of [0, 1]) {
-      const client = new OpenAI({ baseURL: api(i), apiKey: API_KEY });
-      const plain = await client.chat.completions.create({ model: 'imgbot', messages: [{ role: 'user', content: `plain ${i}` }] });
-      expect(plain.choices[0]!.message.content).toBe(`answer: plain ${i}`);
-      const stream = await client.chat.completions.create({ model: 'imgbot', stream: true, messages: [{ role: 'user', content: `streamed ${i}` }] });
-      let text = '';
-      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
-      expect(text).toBe(`answer: streamed ${i}`);
-    }
+    await explained('imgbot', async () => {
+      for (const i of [0, 1]) {
+        const client = new OpenAI({ baseURL: api(i), apiKey: API_KEY });
+        const plain = await client.chat.completions.create({ model: 'imgbot', messages: [{ role: 'user', content: `plain ${i}` }] });
+        expect(plain.choices[0]!.message.content).toBe(`answer: plain ${i}`);
+        const stream = await client.chat.completions.create({ model: 'imgbot', stream: true, messages: [{ role: 'user', content: `streamed ${i}` }] });
+        let text = '';
+        let finish: string | null | undefined;
+        for await (const chunk of stream) {
+          text += chunk.choices[0]?.delta?.content ?? '';
+          finish ??= chunk.choices[0]?.finish_reason;
+        }
+        // The SDK ends quietly on a body that stops early: the finish_reason tells a whole stream
+        // (the image's Node once ended the body before the events of its last turn).
+        expect({ text, finish }).toEqual({ text: `answer: streamed ${i}`, finish: 'stop' });
+      }
+    });
   });
 
   it('runs tool calls in a worker container (write, then read back what was written)', async () => {
@@ -299,12 +330,14 @@ function clusterSuite(engine: Engine): void {
       { toolCalls: [{ id: 'r1', name: 'read', arguments: JSON.stringify({ path: 'notes/image.txt' }) }] },
       { text: 'read it' },
     );
-    const res = await client.chat.completions.create({ model: 'imgbot', messages: [{ role: 'user', content: 'write and read' }] });
-    expect(res.choices[0]!.message.content).toBe('read it');
-    const last = fake.requests.slice(before).at(-1)!;
-    const toolResults = last.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
-    expect(toolResults).toHaveLength(2);
-    expect(toolResults[1]).toContain('written in a container');
+    await explained('imgbot', async () => {
+      const res = await client.chat.completions.create({ model: 'imgbot', messages: [{ role: 'user', content: 'write and read' }] });
+      expect(res.choices[0]!.message.content).toBe('read it');
+      const last = fake.requests.slice(before).at(-1)!;
+      const toolResults = last.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+      expect(toolResults).toHaveLength(2);
+      expect(toolResults[1]).toContain('written in a container');
+    });
   });
 
   it('fires a cron job (scheduler container) that a worker container runs', async () => {

@@ -369,13 +369,15 @@ class ChatExchange {
     }
     if (reply.endAfterChunks !== undefined && stopAt === Infinity) {
       // Counted against what was sent: the rest of the answer, and [DONE], never go out.
-      res.end();
       if (delay === 0) res.uncork();
+      res.end();
       return;
     }
     if (stopAt === Infinity) {
-      res.end('data: [DONE]\n\n');
+      // Uncorked before the end: Node 24 ends a corked response with its terminating chunk
+      // ahead of the chunks it held back, and the client would read only the first delta.
       if (delay === 0) res.uncork();
+      res.end('data: [DONE]\n\n');
       record.completed = true;
       return;
     }

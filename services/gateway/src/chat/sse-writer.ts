@@ -93,6 +93,10 @@ export class SseWriter {
     this.#ended = true;
     clearTimeout(this.#openTimer);
     clearInterval(this.#heartbeat);
+    // The events of this turn first: Node 24 keeps a corked response's chunks aside and its
+    // end() writes the terminating chunk before them, so the client would see the body end
+    // cleanly without them (the last text, the finish_reason, [DONE]).
+    this.#flush();
     if (this.#opened && !this.raw.destroyed) this.raw.end();
   }
 
@@ -104,11 +108,15 @@ export class SseWriter {
     if (!this.#corked) {
       this.#corked = true;
       raw.cork();
-      process.nextTick(() => {
-        this.#corked = false;
-        raw.uncork();
-      });
+      process.nextTick(() => this.#flush());
     }
     raw.write(text);
+  }
+
+  /** Sends what this turn has written (once: an uncork too many would unbalance the response's count). */
+  #flush(): void {
+    if (!this.#corked) return;
+    this.#corked = false;
+    this.raw.uncork();
   }
 }
