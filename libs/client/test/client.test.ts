@@ -267,6 +267,33 @@ describe('chat stream resume', () => {
     expect(seen[1]!.headers['last-event-id']).toBe(`${RUN}:0`);
   });
 
+  it('resumes as often as the connection drops while the answer moves on; reconnections that bring nothing end after the tries', async () => {
+    handler = (req, res) => {
+      open(res);
+      const n = seen.length - 1;
+      sse(res, { content: ['a', 'b', 'c'][n] }, n);
+      if (n < 2) return void cut(res);
+      sse(res, { content: '' }, undefined, 'stop');
+      res.end(`id: ${RUN}:3\ndata: [DONE]\n\n`);
+    };
+    const resumes: number[] = [];
+    const got = await collect(await ask(new AgentryClient({ url }), { onResume: (n) => resumes.push(n), resume: { delayMs: 5, tries: 2 } }));
+    expect(got).toEqual({ text: 'abc', roles: 0, finishes: 1 });
+    expect(resumes).toEqual([1, 2]);
+    expect(seen.map((s) => s.headers['last-event-id'])).toEqual([undefined, `${RUN}:0`, `${RUN}:1`]);
+
+    // Every reconnection is answered, then cut before anything new: counted as failed tries, not a loop.
+    seen = [];
+    handler = (req, res) => {
+      open(res);
+      if (req.method === 'POST') sse(res, { content: 'a' }, 0);
+      cut(res);
+    };
+    const stuck = await collect(await ask(new AgentryClient({ url }), { resume: { delayMs: 5, tries: 3 } })).catch((e: unknown) => e);
+    expect(stuck).toMatchObject({ name: 'StreamError', message: 'the connection dropped and the stream could not be resumed: it dropped again each time' });
+    expect(seen.filter((s) => s.method === 'GET')).toHaveLength(3);
+  });
+
   it('ends with a sentence when the run cannot be resumed (410), and after the tries when the server stays away', async () => {
     handler = (req, res) => {
       if (req.method === 'GET') return json(res, 410, { error: `the events of run "${RUN}" after 0 are no longer kept` });
