@@ -1,4 +1,5 @@
-import { readChatStream, type ChatChunk, type ChatCompletion, type ChatRequest } from './chat.js';
+import { readChatStream, type ChatChunk, type ChatCompletion, type ChatRequest, type ResumePoint } from './chat.js';
+import type { SseBody } from './sse.js';
 import { StreamError } from './errors.js';
 import { Http, type ClientOptions, type QueryValue } from './http.js';
 import type {
@@ -74,6 +75,13 @@ export interface StreamOptions {
   /** Ask for tool-call events (`X-Stream-Protocol: agui`). */
   agui?: boolean;
   signal?: AbortSignal;
+  /**
+   * A dropped connection is resumed by itself (`GET /runs/{id}/events` after the last event id,
+   * a few tries within the server's grace); `false` turns that off, an object tunes the tries.
+   */
+  resume?: boolean | { tries?: number; delayMs?: number };
+  /** Called each time the stream went on over a new connection after a drop (1, 2, ...). */
+  onResume?: (resumes: number) => void;
 }
 
 /**
@@ -139,6 +147,25 @@ export class AgentryClient {
   readonly runs = {
     /** A run's recorded chain steps, to replay on the canvas (its agent's owner or admin). */
     steps: (runId: string) => this.http.request<RunSteps>('GET', `/runs/${seg(runId)}/steps`),
+    /**
+     * A chat run's stream again, after `lastEventId` (an `id:` of the stream; none: from the
+     * start), as an SSE body for readChatStream: what the client missed, then the live rest.
+     * 404 for a run that is not the caller's, 410 once its events are no longer kept.
+     */
+    events: async (point: ResumePoint, opts: { agui?: boolean; includeUsage?: boolean; signal?: AbortSignal } = {}): Promise<SseBody> => {
+      const res = await this.http.send('GET', `/runs/${seg(point.runId)}/events`, {
+        purpose: 'chat',
+        query: { include_usage: opts.includeUsage === true ? true : undefined },
+        headers: {
+          accept: 'text/event-stream',
+          ...(point.lastEventId !== undefined ? { 'last-event-id': point.lastEventId } : {}),
+          ...(opts.agui ? { 'x-stream-protocol': 'agui' } : {}),
+        },
+        signal: opts.signal,
+      });
+      if (!res.body) throw new StreamError('the server answered without a body');
+      return res.body;
+    },
   };
 
   readonly rules = {
@@ -257,7 +284,14 @@ export class AgentryClient {
         signal: opts.signal,
       });
       if (!res.body) throw new StreamError('the server answered without a body');
-      return readChatStream(res.body);
+      if (opts.resume === false) return readChatStream(res.body);
+      const tuning = typeof opts.resume === 'object' ? opts.resume : {};
+      return readChatStream(res.body, {
+        ...tuning,
+        signal: opts.signal,
+        onResume: opts.onResume,
+        reconnect: (point, signal) => this.runs.events(point, { agui: opts.agui, includeUsage: req.stream_options?.include_usage, signal }),
+      });
     },
   };
 

@@ -6,6 +6,8 @@ export {
   chunkText,
   chunkToolEvent,
   readChatStream,
+  type ResumeOptions,
+  type ResumePoint,
   type AguiToolEvent,
   type ChatChunk,
   type ChatCompletion,

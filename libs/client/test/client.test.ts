@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AgentryClient, ApiError, ConnectionError, chunkText, chunkToolEvent, normaliseUrl, type Purpose } from '@agentry/client';
+import { AgentryClient, ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, normaliseUrl, type ChatChunk, type Purpose } from '@agentry/client';
 import { freePort } from '@agentry/testing';
 
 /**
@@ -176,6 +176,178 @@ describe('chat', () => {
   it('throws the HTTP error before any chunk', async () => {
     handler = (_req, res) => json(res, 404, { error: 'Not found: agent "ghost"' });
     await expect(new AgentryClient({ url }).chat.stream({ model: 'ghost', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('chat stream resume', () => {
+  const RUN = 'ab'.repeat(16);
+  const chunkOf = (delta: unknown, finish: string | null = null) =>
+    JSON.stringify({ id: `chatcmpl-${RUN}`, object: 'chat.completion.chunk', created: 1, model: 'a', choices: [{ index: 0, delta, finish_reason: finish }] });
+  const sse = (res: http.ServerResponse, delta: unknown, id?: number, finish: string | null = null) =>
+    res.write(`${id === undefined ? '' : `id: ${RUN}:${id}\n`}data: ${chunkOf(delta, finish)}\n\n`);
+  const open = (res: http.ServerResponse) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+  };
+  // Later, so that what was written goes out first.
+  const cut = (res: http.ServerResponse) => setTimeout(() => res.socket?.destroy(), 20);
+  const ask = (c: AgentryClient, opts: Parameters<AgentryClient['chat']['stream']>[1] = {}) =>
+    c.chat.stream({ model: 'a', messages: [{ role: 'user', content: 'hi' }] }, { resume: { delayMs: 5 }, ...opts });
+  async function collect(stream: AsyncGenerator<ChatChunk>): Promise<{ text: string; roles: number; finishes: number }> {
+    let text = '';
+    let roles = 0;
+    let finishes = 0;
+    for await (const chunk of stream) {
+      text += chunkText(chunk);
+      if (chunk.choices[0]?.delta.role) roles++;
+      if (chunk.choices[0]?.finish_reason) finishes++;
+    }
+    return { text, roles, finishes };
+  }
+
+  it('goes on over GET /runs/{id}/events after the last id when the connection drops: every chunk once', async () => {
+    handler = (req, res) => {
+      open(res);
+      if (req.method === 'POST') {
+        sse(res, { role: 'assistant', content: '' });
+        sse(res, { content: 'one ' }, 0);
+        sse(res, { content: 'two ' }, 1);
+        // Half an event, then the connection is gone.
+        res.write(`id: ${RUN}:2\ndata: {"id":`);
+        cut(res);
+        return;
+      }
+      sse(res, { content: 'three' }, 2);
+      sse(res, { content: '' }, undefined, 'stop');
+      res.end(`id: ${RUN}:3\ndata: [DONE]\n\n`);
+    };
+    const resumes: number[] = [];
+    const got = await collect(await ask(new AgentryClient({ url, token: 'key' }), { agui: true, onResume: (n) => resumes.push(n) }));
+    expect(got).toEqual({ text: 'one two three', roles: 1, finishes: 1 });
+    expect(resumes).toEqual([1]);
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api/v1/chat/completions', `GET /api/v1/runs/${RUN}/events`]);
+    expect(seen[1]!.headers).toMatchObject({ 'last-event-id': `${RUN}:1`, 'x-stream-protocol': 'agui', authorization: 'Bearer key' });
+  });
+
+  it('resumes from the start when no id came yet (the role chunk once), and a body that ends without [DONE] is a drop too', async () => {
+    handler = (req, res) => {
+      open(res);
+      if (req.method === 'POST') {
+        sse(res, { role: 'assistant', content: '' });
+        return void res.end();
+      }
+      sse(res, { role: 'assistant', content: '' });
+      sse(res, { content: 'all' }, 0);
+      sse(res, { content: '' }, undefined, 'stop');
+      res.end(`id: ${RUN}:1\ndata: [DONE]\n\n`);
+    };
+    const got = await collect(await ask(new AgentryClient({ url }), { agui: false }));
+    expect(got).toEqual({ text: 'all', roles: 1, finishes: 1 });
+    expect(seen[1]!.url).toBe(`/api/v1/runs/${RUN}/events`);
+    expect(seen[1]!.headers['last-event-id']).toBeUndefined();
+  });
+
+  it('skips the chunks it had after the last id (finish, usage), and asks for usage when the request did', async () => {
+    const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
+    handler = (req, res) => {
+      open(res);
+      if (req.method === 'POST') sse(res, { role: 'assistant', content: '' });
+      if (req.method === 'POST') sse(res, { content: 'x' }, 0);
+      sse(res, { content: '' }, undefined, 'stop');
+      res.write(`data: ${JSON.stringify({ id: `chatcmpl-${RUN}`, object: 'chat.completion.chunk', created: 1, model: 'a', choices: [], usage })}\n\n`);
+      if (req.method === 'POST') return void cut(res);
+      res.end(`id: ${RUN}:1\ndata: [DONE]\n\n`);
+    };
+    const c = new AgentryClient({ url });
+    const chunks: ChatChunk[] = [];
+    const stream = await c.chat.stream({ model: 'a', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } }, { resume: { delayMs: 5 } });
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.map((ch) => (ch.usage ? 'usage' : (ch.choices[0]!.finish_reason ?? chunkText(ch)) || 'role'))).toEqual(['role', 'x', 'stop', 'usage']);
+    expect(seen[1]!.url).toBe(`/api/v1/runs/${RUN}/events?include_usage=true`);
+    expect(seen[1]!.headers['last-event-id']).toBe(`${RUN}:0`);
+  });
+
+  it('resumes as often as the connection drops while the answer moves on; reconnections that bring nothing end after the tries', async () => {
+    handler = (req, res) => {
+      open(res);
+      const n = seen.length - 1;
+      sse(res, { content: ['a', 'b', 'c'][n] }, n);
+      if (n < 2) return void cut(res);
+      sse(res, { content: '' }, undefined, 'stop');
+      res.end(`id: ${RUN}:3\ndata: [DONE]\n\n`);
+    };
+    const resumes: number[] = [];
+    const got = await collect(await ask(new AgentryClient({ url }), { onResume: (n) => resumes.push(n), resume: { delayMs: 5, tries: 2 } }));
+    expect(got).toEqual({ text: 'abc', roles: 0, finishes: 1 });
+    expect(resumes).toEqual([1, 2]);
+    expect(seen.map((s) => s.headers['last-event-id'])).toEqual([undefined, `${RUN}:0`, `${RUN}:1`]);
+
+    // Every reconnection is answered, then cut before anything new: counted as failed tries, not a loop.
+    seen = [];
+    handler = (req, res) => {
+      open(res);
+      if (req.method === 'POST') sse(res, { content: 'a' }, 0);
+      cut(res);
+    };
+    const stuck = await collect(await ask(new AgentryClient({ url }), { resume: { delayMs: 5, tries: 3 } })).catch((e: unknown) => e);
+    expect(stuck).toMatchObject({ name: 'StreamError', message: 'the connection dropped and the stream could not be resumed: it dropped again each time' });
+    expect(seen.filter((s) => s.method === 'GET')).toHaveLength(3);
+  });
+
+  it('ends with a sentence when the run cannot be resumed (410), and after the tries when the server stays away', async () => {
+    handler = (req, res) => {
+      if (req.method === 'GET') return json(res, 410, { error: `the events of run "${RUN}" after 0 are no longer kept` });
+      open(res);
+      sse(res, { content: 'x' }, 0);
+      cut(res);
+    };
+    const gone = await collect(await ask(new AgentryClient({ url }))).catch((e: unknown) => e);
+    expect(gone).toBeInstanceOf(StreamError);
+    expect(gone).toMatchObject({ status: 410, message: `the connection dropped and the stream could not be resumed: the events of run "${RUN}" after 0 are no longer kept` });
+
+    seen = [];
+    handler = (req, res) => {
+      if (req.method === 'GET') return void res.socket!.destroy();
+      open(res);
+      sse(res, { content: 'x' }, 0);
+      cut(res);
+    };
+    const away = await collect(await ask(new AgentryClient({ url }), { resume: { delayMs: 5, tries: 3 } })).catch((e: unknown) => e);
+    expect(away).toBeInstanceOf(StreamError);
+    expect((away as Error).message).toMatch(/^the connection dropped and the stream could not be resumed: cannot reach http:\/\/127\.0\.0\.1:\d+ \(/);
+    expect(seen.filter((s) => s.method === 'GET')).toHaveLength(3);
+  });
+
+  it('does not resume after an {error} event, on the caller\'s abort, or when told not to', async () => {
+    handler = (_req, res) => {
+      open(res);
+      sse(res, { content: 'x' }, 0);
+      res.end(`id: ${RUN}:1\ndata: ${JSON.stringify({ error: { message: 'provider broke', code: 502 } })}\n\n`);
+    };
+    await expect(collect(await ask(new AgentryClient({ url })))).rejects.toMatchObject({ name: 'StreamError', message: 'provider broke', status: 502 });
+    expect(seen).toHaveLength(1);
+
+    seen = [];
+    handler = (_req, res) => {
+      open(res);
+      sse(res, { content: 'x' }, 0);
+    };
+    const abort = new AbortController();
+    const stream = await ask(new AgentryClient({ url }), { signal: abort.signal });
+    const first = await stream.next();
+    expect(chunkText(first.value as ChatChunk)).toBe('x');
+    abort.abort();
+    await expect(stream.next()).rejects.toMatchObject({ name: 'AbortError' });
+    expect(seen).toHaveLength(1);
+
+    seen = [];
+    handler = (_req, res) => {
+      open(res);
+      sse(res, { content: 'x' }, 0);
+      cut(res);
+    };
+    await expect(collect(await ask(new AgentryClient({ url }), { resume: false }))).rejects.toMatchObject({ name: 'StreamError', message: expect.stringMatching(/^the stream broke before it was complete/) });
+    expect(seen).toHaveLength(1);
   });
 });
 

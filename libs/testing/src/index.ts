@@ -10,3 +10,4 @@ export * from './fake-platforms/index.js';
 export * from './round-robin-proxy.js';
 export * from './archives.js';
 export * from './mcp.js';
+export * from './cutting-proxy.js';

@@ -34,7 +34,8 @@ function describeTool(e: AguiToolEvent): string {
  * One turn: the answer streamed to stdout as its tokens arrive (tool calls on stderr with
  * --tools), or with --json the raw completion (with --json --tools: every stream chunk, one
  * JSON object a line, since only a stream carries tool calls). Ctrl-C aborts the turn (the
- * server cancels the run when the connection closes) and throws Interrupted.
+ * server cancels the run when the connection closes) and throws Interrupted. A connection that
+ * drops mid-answer is resumed by the client, with a note on stderr.
  */
 async function runTurn(ctx: Context, turn: Turn): Promise<void> {
   const { stdout, stderr } = ctx.setup.io;
@@ -59,7 +60,15 @@ async function runTurn(ctx: Context, turn: Turn): Promise<void> {
       return;
     }
     spinner.start('thinking');
-    const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal });
+    // A dropped connection is picked up again by the client (the answer goes on where it
+    // stopped); the note on stderr tells why there was a pause, stdout stays the answer alone.
+    const onResume = () => {
+      spinner.stop();
+      if (!screenAtLineStart && stdout.isTTY && stderr.isTTY) stderr.write('\n');
+      screenAtLineStart = true;
+      stderr.write('(connection lost; resumed)\n');
+    };
+    const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal, onResume });
     for await (const chunk of stream) {
       if (raw) {
         spinner.stop();
@@ -204,6 +213,8 @@ export function chatCommand(program: Command, cli: Cli): void {
       'Sends a message to an agent and streams the answer to stdout as it arrives.\n' +
         'Without a message: a conversation in one session, a turn per line you type\n' +
         `(${LOOP_HELP}); when stdin is not a terminal, every line of it is a turn.\n` +
+        'A connection that drops mid-answer is resumed by itself ("(connection lost; resumed)"\n' +
+        'on stderr); the answer goes on where it stopped.\n' +
         'A turn that fails prints its error and the conversation goes on; at the end the exit\n' +
         'status is 1 when any turn failed.\n' +
         'A message of "-" is read from stdin. With --json: the raw chat.completion.',

@@ -4,14 +4,17 @@ import { client } from './api';
 export interface ChatHandlers {
   onText(text: string): void;
   onTool(event: AguiToolEvent): void;
+  /** The connection dropped and the stream went on over a new one (`resumes`: 1, 2, ...); nothing was lost. */
+  onResume?(resumes: number): void;
 }
 
 /**
  * Sends one user message to an agent (`model` = agent id) in a session and streams the answer
  * with `X-Stream-Protocol: agui`, so the server's tool calls arrive in order with the text.
  * Resolves with the finish reason at `[DONE]`; rejects with ApiError before the stream,
- * StreamError (from the client) for an error event or a stream cut short, or the AbortError
- * of `signal`.
+ * StreamError (from the client) for an error event or a stream that could not be resumed, or
+ * the AbortError of `signal`. A dropped connection is resumed by the client (a laptop that
+ * changed networks, a proxy that restarted): the answer goes on where it stopped.
  */
 export async function streamChat(
   req: { agentId: string; sessionId: string; content: string },
@@ -20,7 +23,7 @@ export async function streamChat(
 ): Promise<string> {
   const chunks = await client.chat.stream(
     { model: req.agentId, sessionId: req.sessionId, messages: [{ role: 'user', content: req.content }] },
-    { agui: true, signal },
+    { agui: true, signal, ...(handlers.onResume ? { onResume: handlers.onResume } : {}) },
   );
   let finish = 'stop';
   for await (const chunk of chunks) {

@@ -37,6 +37,8 @@ export interface AssistantTurn {
   parts: Part[];
   status: 'streaming' | 'done' | 'stopped' | 'error';
   error?: string;
+  /** Live turns only: how many times the stream's connection dropped and went on (the answer is whole). */
+  resumed?: number;
 }
 
 export type Turn = UserTurn | AssistantTurn;

@@ -225,8 +225,9 @@ async function streamInto(
     pending += t;
     if (!frame) frame = requestAnimationFrame(flush);
   };
+  const onResume = (resumed: number) => update((a) => ({ ...a, resumed }));
   try {
-    await streamChat(req, { onText, onTool }, controller.signal);
+    await streamChat(req, { onText, onTool, onResume }, controller.signal);
     flush();
     update((a) => ({ ...a, status: 'done' }));
   } catch (err) {
@@ -427,6 +428,11 @@ function AssistantBubble({ turn }: { turn: AssistantTurn }) {
       <div className="bubble">
         {turn.parts.map((p, i) => (p.kind === 'text' ? <Markdown key={i} text={p.text} /> : <ToolCard key={p.id || i} part={p} />))}
         {turn.status === 'streaming' && turn.parts.length === 0 ? <p className="thinking">Thinking…</p> : null}
+        {turn.resumed ? (
+          <p className="muted resumed" title="The connection dropped during the answer; it was picked up again where it stopped, nothing is missing.">
+            Connection lost and resumed{turn.resumed > 1 ? ` (${turn.resumed} times)` : ''}.
+          </p>
+        ) : null}
         {turn.status === 'stopped' ? <p className="muted stopped">Stopped before the answer was complete.</p> : null}
         {turn.status === 'error' ? <ErrorText className="turn-error" error={turn.error || 'the answer failed'} /> : null}
       </div>
