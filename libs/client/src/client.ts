@@ -48,6 +48,29 @@ import type {
 
 const seg = encodeURIComponent;
 
+/** How long a stop waits for the server to take the cancel (the caller is leaving). */
+const CANCEL_TIMEOUT_MS = 2_000;
+
+/**
+ * The chunks of `inner`; when the caller's `signal` stops them before the end, the run is
+ * cancelled on the server before the abort reaches the caller (a CLI that exits right after
+ * still has it done). Its id comes from the first chunk (`chatcmpl-<runId>`): a stop before any
+ * chunk leaves the run to the server's resume grace.
+ */
+async function* cancelledOnAbort(inner: AsyncGenerator<ChatChunk>, signal: AbortSignal | undefined, cancel: (runId: string) => Promise<unknown>): AsyncGenerator<ChatChunk> {
+  let runId: string | undefined;
+  let finished = false;
+  try {
+    for await (const chunk of inner) {
+      runId ??= /^chatcmpl-([0-9a-f]{32})$/.exec(chunk.id)?.[1];
+      yield chunk;
+    }
+    finished = true;
+  } finally {
+    if (!finished && signal?.aborted && runId) await cancel(runId).catch(() => undefined);
+  }
+}
+
 /** Base64 of bytes with what every platform has (btoa), 32 KiB at a time. */
 function toBase64(bytes: Uint8Array): string {
   let binary = '';
@@ -152,6 +175,12 @@ export class AgentryClient {
      * start), as an SSE body for readChatStream: what the client missed, then the live rest.
      * 404 for a run that is not the caller's, 410 once its events are no longer kept.
      */
+    /**
+     * Cancels the caller's own chat run now. A stream whose connection merely dropped keeps its
+     * run alive a while for a resume; a caller who stops on purpose says so with this.
+     */
+    cancel: (runId: string, signal: AbortSignal = AbortSignal.timeout(CANCEL_TIMEOUT_MS)) =>
+      this.http.request<{ runId: string; status: string }>('POST', `/runs/${seg(runId)}/cancel`, { purpose: 'chat', signal }),
     events: async (point: ResumePoint, opts: { agui?: boolean; includeUsage?: boolean; signal?: AbortSignal } = {}): Promise<SseBody> => {
       const res = await this.http.send('GET', `/runs/${seg(point.runId)}/events`, {
         purpose: 'chat',
@@ -284,14 +313,17 @@ export class AgentryClient {
         signal: opts.signal,
       });
       if (!res.body) throw new StreamError('the server answered without a body');
-      if (opts.resume === false) return readChatStream(res.body);
       const tuning = typeof opts.resume === 'object' ? opts.resume : {};
-      return readChatStream(res.body, {
-        ...tuning,
-        signal: opts.signal,
-        onResume: opts.onResume,
-        reconnect: (point, signal) => this.runs.events(point, { agui: opts.agui, includeUsage: req.stream_options?.include_usage, signal }),
-      });
+      const chunks =
+        opts.resume === false
+          ? readChatStream(res.body)
+          : readChatStream(res.body, {
+              ...tuning,
+              signal: opts.signal,
+              onResume: opts.onResume,
+              reconnect: (point, signal) => this.runs.events(point, { agui: opts.agui, includeUsage: req.stream_options?.include_usage, signal }),
+            });
+      return cancelledOnAbort(chunks, opts.signal, (runId) => this.runs.cancel(runId));
     },
   };
 
