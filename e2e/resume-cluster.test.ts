@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { getRun } from '@agentry/db';
-import { describeWithServers, startFakeModel, startTestCluster, waitFor, type FakeModel, type SpawnedService, type TestCluster } from '@agentry/testing';
+import { deleteRedisKeys, describeWithServers, startFakeModel, startTestCluster, waitFor, type FakeModel, type SpawnedService, type TestCluster } from '@agentry/testing';
 import { parseSse } from './chat-conformance.js';
 
 /**
@@ -60,6 +60,12 @@ class SseReader {
       if (this.done || Date.now() > deadline) throw new Error(`stream ended or timed out too early:\n${this.text}`);
       await this.#read();
     }
+  }
+
+  /** The client closes its connection (its network went away). */
+  async drop(): Promise<void> {
+    this.done = true;
+    await this.#reader.cancel();
   }
 
   async rest(timeoutMs = 10_000): Promise<void> {
@@ -173,6 +179,33 @@ describeWithServers('resumable chat streams on a multi-process cluster: the serv
 
     // Every request through the proxy now lands on a live gateway, whichever turn it is.
     for (let i = 0; i < 3; i++) expect((await fetch(`${base}/models`, { headers: auth })).status).toBe(200);
+  }, 40_000);
+
+  it('a resume of a running run whose kept events are gone (a silence longer than resume_retain_ms, Redis emptied) is 410, and the run goes on', async () => {
+    const index = fake.requests.length;
+    const answer = ['slow ', 'steady ', 'answer '];
+    fake.script({ text: answer, chunkDelayMs: 1_500 });
+    const res = await fetch(`${base}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ model: 'talker', stream: true, messages: [{ role: 'user', content: 'take your time' }] }),
+    });
+    const reader = new SseReader(res);
+    await reader.until((events) => events.some((e) => e.id));
+    const lastId = reader.events().findLast((e) => e.id)!.id!;
+    const runId = lastId.split(':')[0]!;
+    await reader.drop();
+    // What expiry does after resume_retain_ms of silence (the next event is 1.5 s away).
+    expect(await deleteRedisKeys(cluster.env.REDIS_URL!, [`${cluster.env.REDIS_PREFIX}:kept:run-events:${runId}`])).toBe(1);
+
+    // What the client missed cannot be told from what it has: refused, not answered with a gap.
+    const resumed = await fetch(`${base}/runs/${runId}/events`, { headers: { ...auth, 'last-event-id': lastId } });
+    expect(resumed.status).toBe(410);
+    expect(((await resumed.json()) as { error: string }).error).toMatch(/no longer kept/);
+    // The resume was asked for, so the run is not the abandoned one: it ends, its answer in the session.
+    await waitFor(async () => (await runStatus(runId)) === 'succeeded', 15_000);
+    expect(fake.requests.length - index).toBe(1);
+    expect(fake.requests[index]).toMatchObject({ aborted: false, completed: true });
   }, 40_000);
 
   it('not resumed: the run is cancelled once the resume grace is over and the model call is aborted', async () => {
