@@ -405,6 +405,7 @@ interface LevelResult {
 
 async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): Resources }): Promise<LevelResult> {
   const recorded: Sample[] = [];
+  const warmupErrors: string[] = [];
   const fidelity: Fidelity = { lost: 0, duplicated: 0, reordered: 0 };
   let allTokens = 0;
   let skipped = 0;
@@ -426,6 +427,7 @@ async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): R
       fidelity.duplicated += s.fidelity.duplicated;
       fidelity.reordered += s.fidelity.reordered;
       if (r >= plan.warmup) recorded.push(s);
+      else if (!s.ok) warmupErrors.push(s.error ?? '?');
     }
   };
   await Promise.all(Array.from({ length: plan.n }, vu));
@@ -435,7 +437,8 @@ async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): R
   const ttft = sortNum(ok.map((s) => s.ttftMs));
   const tps = sortNum(ok.map((s) => s.tokensPerSecond).filter((x) => !Number.isNaN(x)));
   const gaps = sortNum(ok.flatMap((s) => s.gaps));
-  const errorSamples = [...new Set(recorded.filter((s) => !s.ok).map((s) => s.error ?? '?'))].slice(0, 3);
+  // Warm-up failures are not counted as errors, but their lost tokens are: say what they were.
+  const errorSamples = [...new Set([...recorded.filter((s) => !s.ok).map((s) => s.error ?? '?'), ...warmupErrors.map((e) => `warm-up: ${e}`)])].slice(0, 3);
   return {
     n: plan.n,
     requests: recorded.length,
