@@ -8,7 +8,11 @@
  *   npm run bench:chat -- --targets=cluster     # a subset (embedded, cluster, embedded-c100, cluster-c100)
  *   npm run bench:chat -- --quick --no-write    # fewer requests, print only
  *   npm run bench:chat -- --runtime=tsx         # Agentry from its sources under tsx (the default is compiled, as every start path runs it)
+ *   npm run bench:chat -- --resume-only         # only the resume table (dropped streams resumed), printed, not written
  *
+ * After the levels of each target, streams are dropped mid-answer and resumed with
+ * `GET /runs/{id}/events` and `Last-Event-ID` (issue 27 item 1): the time to the first resumed
+ * chunk, and every token checked once and in order across the drop.
  * Three kinds of process, none sharing an event loop: this process is the load generator
  * (node:http, keep-alive, SSE parsed by hand, performance.now()); the fake model is
  * bench/fake-model.ts (one process answering at once, one at 50 tokens/s); Agentry runs as its
@@ -54,13 +58,15 @@ import {
 const argv = process.argv.slice(2);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
-  if (!/^--(quick|no-write|targets=.+|runtime=(tsx|node))$/.test(a)) {
-    console.error(`unknown argument ${a}; use --targets=embedded,cluster,embedded-c100,cluster-c100 --quick --no-write --runtime=tsx|node`);
+  if (!/^--(quick|no-write|resume-only|targets=.+|runtime=(tsx|node))$/.test(a)) {
+    console.error(`unknown argument ${a}; use --targets=embedded,cluster,embedded-c100,cluster-c100 --quick --no-write --resume-only --runtime=tsx|node`);
     process.exit(2);
   }
 }
 const QUICK = argv.includes('--quick');
-const WRITE = !argv.includes('--no-write');
+const RESUME_ONLY = argv.includes('--resume-only');
+// The section is written whole: a run of the resume part alone only prints.
+const WRITE = !argv.includes('--no-write') && !RESUME_ONLY;
 const RUNTIME = option('runtime') === 'tsx' ? 'tsx' : 'node';
 
 const POSTGRES_URL = BENCH_POSTGRES_URL;
@@ -399,6 +405,7 @@ interface LevelResult {
 
 async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): Resources }): Promise<LevelResult> {
   const recorded: Sample[] = [];
+  const warmupErrors: string[] = [];
   const fidelity: Fidelity = { lost: 0, duplicated: 0, reordered: 0 };
   let allTokens = 0;
   let skipped = 0;
@@ -420,6 +427,7 @@ async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): R
       fidelity.duplicated += s.fidelity.duplicated;
       fidelity.reordered += s.fidelity.reordered;
       if (r >= plan.warmup) recorded.push(s);
+      else if (!s.ok) warmupErrors.push(s.error ?? '?');
     }
   };
   await Promise.all(Array.from({ length: plan.n }, vu));
@@ -429,7 +437,8 @@ async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): R
   const ttft = sortNum(ok.map((s) => s.ttftMs));
   const tps = sortNum(ok.map((s) => s.tokensPerSecond).filter((x) => !Number.isNaN(x)));
   const gaps = sortNum(ok.flatMap((s) => s.gaps));
-  const errorSamples = [...new Set(recorded.filter((s) => !s.ok).map((s) => s.error ?? '?'))].slice(0, 3);
+  // Warm-up failures are not counted as errors, but their lost tokens are: say what they were.
+  const errorSamples = [...new Set([...recorded.filter((s) => !s.ok).map((s) => s.error ?? '?'), ...warmupErrors.map((e) => `warm-up: ${e}`)])].slice(0, 3);
   return {
     n: plan.n,
     requests: recorded.length,
@@ -444,6 +453,180 @@ async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): R
     sent,
     skipped,
     ...(resources ? { resources } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resume: a stream dropped mid-answer and resumed with GET /runs/{id}/events + Last-Event-ID
+
+/** Streams dropped and resumed per target and reconnect delay, one at a time. */
+const RESUME_STREAMS = q(20, 5);
+/** The client drops its connection once it has this many tokens (of TOKENS, paced: 0.4 s in). */
+const RESUME_DROP_AFTER = 20;
+/**
+ * How long the client waits before it reconnects: at once (the resumed stream mostly waits for
+ * the next live token), and after 250 ms (about a dozen tokens missed, replayed from the kept log).
+ */
+const RESUME_DELAYS_MS = [0, 250];
+
+interface ResumeSample {
+  ok: boolean;
+  error?: string;
+  /** Reconnect (the GET sent) to the first resumed `data:` event, ms. */
+  firstMs: number;
+  before: number;
+  after: number;
+  fidelity: Fidelity;
+}
+
+interface ResumeResult {
+  target: TargetSpec;
+  delayMs: number;
+  streams: number;
+  errors: number;
+  errorSamples: string[];
+  first: { p50: number; p95: number; max: number };
+  tokensBefore: number;
+  tokensAfter: number;
+  fidelity: Fidelity;
+}
+
+/** One SSE event as the streams write it: its `id:` (the run event's, `<runId>:<seq>`) and its data. */
+interface SseEvent {
+  id?: string;
+  data: string;
+}
+
+/**
+ * Sends a request and hands each whole SSE event to `onEvent` as it arrives; `onEvent` returns
+ * false to drop the connection there (events after it in the same read are not the client's).
+ * Resolves when the stream ended or was dropped; rejects on a non-200 or a broken connection.
+ */
+function sseRequest(opts: http.RequestOptions, body: string | undefined, onEvent: (e: SseEvent, at: number) => boolean): Promise<'ended' | 'dropped'> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      fn();
+    };
+    const req = http.request({ host: '127.0.0.1', ...opts }, (res) => {
+      res.setEncoding('utf8');
+      if (res.statusCode !== 200) {
+        let text = '';
+        res.on('data', (c: string) => (text += c.slice(0, 500)));
+        res.on('end', () => settle(() => reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`))));
+        return;
+      }
+      let buf = '';
+      res.on('data', (chunk: string) => {
+        const now = performance.now();
+        buf += chunk;
+        for (let idx = buf.indexOf('\n\n'); idx >= 0 && !settled; idx = buf.indexOf('\n\n')) {
+          const lines = buf.slice(0, idx).split('\n');
+          buf = buf.slice(idx + 2);
+          const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim());
+          if (data.length === 0) continue; // `: ping` heartbeats
+          const id = lines.find((l) => l.startsWith('id:'))?.slice(3).trim();
+          let more: boolean;
+          try {
+            more = onEvent({ ...(id ? { id } : {}), data: data.join('\n') }, now);
+          } catch (err) {
+            req.destroy();
+            return settle(() => reject(err as Error));
+          }
+          if (!more) {
+            req.destroy();
+            settle(() => resolve('dropped'));
+          }
+        }
+      });
+      res.on('end', () => settle(() => resolve('ended')));
+      res.on('error', (err) => settle(() => reject(err)));
+      res.on('aborted', () => settle(() => reject(new Error('the response was aborted'))));
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`no complete answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+    req.on('error', (err) => settle(() => reject(err)));
+    req.end(body);
+  });
+}
+
+/** The `tok<i>` indices of a chat chunk's content (an error event throws: it is not an answer). */
+function tokensOf(data: string): { text: string; indices: number[] } {
+  if (data === '[DONE]') return { text: '', indices: [] };
+  const parsed = JSON.parse(data) as { error?: unknown; choices?: { delta?: { content?: unknown } }[] };
+  if (parsed.error !== undefined) throw new Error(`error event: ${JSON.stringify(parsed.error).slice(0, 200)}`);
+  const content = parsed.choices?.[0]?.delta?.content;
+  if (typeof content !== 'string') return { text: '', indices: [] };
+  const indices = content
+    .split(' ')
+    .filter(Boolean)
+    .map((w) => Number(/^tok(\d+)$/.exec(w)?.[1] ?? -1));
+  return { text: content, indices };
+}
+
+/**
+ * One streamed chat dropped after RESUME_DROP_AFTER tokens, on an event with an id (what the
+ * client has is everything up to it), then resumed `delayMs` later from that id.
+ */
+async function resumeOnce(ep: Endpoint, delayMs: number): Promise<ResumeSample> {
+  const indices: number[] = [];
+  let text = '';
+  let lastId: string | undefined;
+  let before = 0;
+  let firstAt = -1;
+  let done = false;
+  let sentAt = 0;
+  try {
+    const first = await sseRequest({ port: ep.port, path: ep.path, method: 'POST', agent: ep.agent, headers: ep.headers }, ep.body, (e) => {
+      const got = tokensOf(e.data);
+      indices.push(...got.indices);
+      text += got.text;
+      if (e.id) lastId = e.id;
+      return !(indices.length >= RESUME_DROP_AFTER && e.id);
+    });
+    if (first !== 'dropped' || !lastId) throw new Error(`the answer ended before ${RESUME_DROP_AFTER} tokens`);
+    before = indices.length;
+    await sleep(delayMs);
+    const runId = lastId.split(':')[0]!;
+    sentAt = performance.now();
+    await sseRequest(
+      { port: ep.port, path: `/api/v1/runs/${runId}/events`, method: 'GET', agent: ep.agent, headers: { authorization: ep.headers.authorization!, 'last-event-id': lastId } },
+      undefined,
+      (e, at) => {
+        if (firstAt < 0) firstAt = at;
+        if (e.data === '[DONE]') done = true;
+        const got = tokensOf(e.data);
+        indices.push(...got.indices);
+        text += got.text;
+        return true;
+      },
+    );
+    if (!done) throw new Error('the resumed stream ended without data: [DONE]');
+    if (text !== EXPECTED_TEXT) throw new Error(`content across the drop differs from the fake's reply (${indices.length} tokens, ${text.length} chars)`);
+    return { ok: true, firstMs: firstAt - sentAt, before, after: indices.length - before, fidelity: fidelityOf(indices) };
+  } catch (err) {
+    return { ok: false, error: errorText(err), firstMs: NaN, before, after: indices.length - before, fidelity: fidelityOf(indices) };
+  }
+}
+
+async function runResume(target: TargetSpec, ep: Endpoint, delayMs: number): Promise<ResumeResult> {
+  const samples: ResumeSample[] = [];
+  for (let i = 0; i < RESUME_STREAMS; i++) samples.push(await resumeOnce(ep, delayMs));
+  const ok = samples.filter((s) => s.ok);
+  const first = sortNum(ok.map((s) => s.firstMs));
+  const sum = (f: (s: ResumeSample) => number) => samples.reduce((n, s) => n + f(s), 0);
+  return {
+    target,
+    delayMs,
+    streams: samples.length,
+    errors: samples.length - ok.length,
+    errorSamples: [...new Set(samples.filter((s) => !s.ok).map((s) => s.error ?? '?'))].slice(0, 3),
+    first: { p50: pct(first, 50), p95: pct(first, 95), max: first.at(-1) ?? NaN },
+    tokensBefore: sum((s) => s.before) / samples.length,
+    tokensAfter: sum((s) => s.after) / samples.length,
+    fidelity: { lost: sum((s) => s.fidelity.lost), duplicated: sum((s) => s.fidelity.duplicated), reordered: sum((s) => s.fidelity.reordered) },
   };
 }
 
@@ -685,7 +868,44 @@ function goalCheck(rows: Row[]): string[] {
   return out;
 }
 
-function section(rows: Row[], meta: { date: string; seconds: number; pg: string; redis: string }): string {
+function resumeTable(results: ResumeResult[]): string {
+  const head = [
+    '| target | reconnect | streams (errors) | reconnect to first resumed chunk p50 / p95 / max ms | tokens before / after the drop (mean) | lost / duplicated / reordered tokens |',
+    '|---|---:|---:|---:|---:|---:|',
+  ];
+  const lines = results.map(
+    (r) =>
+      `| ${r.target.id} | ${r.delayMs === 0 ? 'at once' : `after ${r.delayMs} ms`} | ${r.streams} (${r.errors}) | ${fmt(r.first.p50)} / ${fmt(r.first.p95)} / ${fmt(r.first.max)} | ${fmt(r.tokensBefore)} / ${fmt(r.tokensAfter)} | ${fid(r.fidelity)} |`,
+  );
+  return [...head, ...lines].join('\n');
+}
+
+function resumeSection(results: ResumeResult[]): string[] {
+  if (results.length === 0) return [];
+  return [
+    '### Resume: streams dropped mid-answer and resumed with `GET /runs/{id}/events`',
+    '',
+    `Per target and reconnect delay, ${RESUME_STREAMS} streams of the \`paced\` agent, one at a time: the client reads until it has ${RESUME_DROP_AFTER} of the ${TOKENS} tokens, on an event with an \`id:\` line, closes its connection there (whatever else came in the same socket read is not counted as received), waits (0 or ${RESUME_DELAYS_MS[1]} ms) and sends \`GET /api/v1/runs/{runId}/events\` with \`Last-Event-ID: <that id>\`, through the same deployment (one gateway: the cross-gateway case, the serving gateway killed, is e2e/resume-cluster.test.ts). The latency runs from that GET to its first \`data:\` event; reconnecting at once, that is drop to first resumed chunk, and it mostly waits for the next live token (one every 20 ms); after ${RESUME_DELAYS_MS[1]} ms the missed tokens come from the kept log at once. Lost, duplicated and reordered count the tokens before and after the drop together against 0..${TOKENS - 1}; an error is a non-200, an error event, no \`[DONE]\` or a text across the drop that differs from the fake's.`,
+    '',
+    resumeTable(results),
+    '',
+  ];
+}
+
+/** Issue 27 item 1: a resumed stream loses, doubles and reorders nothing. */
+function resumeCheck(results: ResumeResult[]): string[] {
+  if (results.length === 0) return [];
+  const streams = results.reduce((n, r) => n + r.streams, 0);
+  const errors = results.reduce((n, r) => n + r.errors, 0);
+  const bad = results.filter((r) => r.fidelity.lost + r.fidelity.duplicated + r.fidelity.reordered > 0);
+  return [
+    bad.length === 0 && errors === 0
+      ? `- Resumed streams (issue 27): 0 lost, duplicated or reordered tokens and 0 errors in ${streams} dropped and resumed streams: meets the target.`
+      : `- Resumed streams (issue 27): ${errors} errors; lost / duplicated / reordered ${bad.map((r) => `${r.target.id}/${r.delayMs} ms (${fid(r.fidelity)})`).join(', ') || 'none'}: misses the target (0).`,
+  ];
+}
+
+function section(rows: Row[], resumes: ResumeResult[], meta: { date: string; seconds: number; pg: string; redis: string }): string {
   const parts = [
     '<!-- bench:chat-overhead:start -->',
     '## Chat overhead: the full path versus the fake model directly',
@@ -704,7 +924,8 @@ function section(rows: Row[], meta: { date: string; seconds: number; pg: string;
     const plan = s.levels.map((l) => `N=${l.n}: ${l.warmup} warm-up + ${l.rounds} recorded per user${l.staggerMs ? `, first requests spread over ${l.staggerMs} ms` : ''}`).join('; ');
     parts.push(`### \`${s.id}\`: ${s.title}`, '', `Requests: ${plan}.`, '', latencyTable(rs, s.tokensPerSecond > 0), '', resourceTable(rs), '');
   }
-  parts.push('**Against the targets of issue 12** (same machine):', '', ...goalCheck(rows), '', '<!-- bench:chat-overhead:end -->');
+  parts.push(...resumeSection(resumes));
+  parts.push('**Against the targets of issue 12** (same machine):', '', ...goalCheck(rows), ...resumeCheck(resumes), '', '<!-- bench:chat-overhead:end -->');
   return parts.join('\n');
 }
 
@@ -727,11 +948,12 @@ async function main(): Promise<void> {
   });
 
   const rows: Row[] = [];
+  const resumes: ResumeResult[] = [];
   for (const t of TARGETS) {
     console.log(`\n== ${t.id}: starting`);
     const system = await startSystem(t, fakes, work);
     try {
-      for (const s of SCENARIOS) {
+      for (const s of RESUME_ONLY ? [] : SCENARIOS) {
         const ep = endpoints(s, fakes, system.port, agents);
         // Smoke test: one request each way must work before anything is measured.
         for (const [name, e] of [['direct', ep.direct], ['agentry', ep.agentry]] as const) {
@@ -753,7 +975,18 @@ async function main(): Promise<void> {
           for (const e of [...agentry.errorSamples, ...direct.errorSamples.map((x) => `direct: ${x}`)]) console.log(`    error: ${e}`);
         }
       }
-      if (system.backends) {
+      const paced = SCENARIOS.find((x) => x.tokensPerSecond > 0)!;
+      const pacedEp = endpoints(paced, fakes, system.port, agents).agentry;
+      for (const delayMs of RESUME_DELAYS_MS) {
+        await waitForQuiet();
+        const r = await runResume(t, pacedEp, delayMs);
+        resumes.push(r);
+        console.log(
+          `${t.id.padEnd(14)} resume after ${String(delayMs).padStart(3)} ms: ${r.streams} streams, err ${r.errors} | first resumed chunk p50 ${fmt(r.first.p50)} p95 ${fmt(r.first.p95)} max ${fmt(r.first.max)} ms | lost/dup/reord ${fid(r.fidelity)}`,
+        );
+        for (const e of r.errorSamples) console.log(`    error: ${e}`);
+      }
+      if (system.backends && !RESUME_ONLY) {
         // The burst scenario's request, COST_RUNS times over 8 connections (bench/lib.ts measureRunCost).
         const ep = endpoints(SCENARIOS[0]!, fakes, system.port, agents).agentry;
         const send = async (runs: number) => {
@@ -775,8 +1008,10 @@ async function main(): Promise<void> {
   }
 
   const seconds = (performance.now() - started) / 1000;
-  const body = section(rows, { date, seconds, pg: versions.pg, redis: versions.redis });
-  if (WRITE) {
+  const body = section(rows, resumes, { date, seconds, pg: versions.pg, redis: versions.redis });
+  if (RESUME_ONLY) {
+    console.log(`\n${[...resumeSection(resumes), ...resumeCheck(resumes)].join('\n')}\n\n(the resume part only: not written; ${Math.round(seconds)} s)`);
+  } else if (WRITE) {
     writeDocSection('chat-overhead', body);
     console.log(`\nwrote docs/benchmarks.md (${Math.round(seconds)} s)`);
   } else {

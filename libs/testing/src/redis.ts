@@ -27,3 +27,15 @@ export async function cleanupRedisPrefix(url: string, prefix: string): Promise<v
     client.disconnect();
   }
 }
+
+/** Deletes these exact keys: a test playing Redis losing (or expiring) what a service kept. */
+export async function deleteRedisKeys(url: string, keys: string[]): Promise<number> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectionName: 'test:delete-keys' });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return keys.length > 0 ? await client.del(...keys) : 0;
+  } finally {
+    client.disconnect();
+  }
+}

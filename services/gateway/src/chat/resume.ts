@@ -74,7 +74,9 @@ export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply
   const events = await resumeRunEvents(deps.bus.pubsub, run);
   try {
     const finished = isFinalRunStatus(run.status);
-    const lost = events.firstKept === undefined ? after >= 0 && finished : after + 1 < events.firstKept;
+    // Nothing kept of a run the client has events of, finished or not: the log expired (a silence
+    // longer than the retention) or Redis lost it, and the next live event would look like a gap.
+    const lost = events.firstKept === undefined ? after >= 0 : after + 1 < events.firstKept;
     if (lost) {
       throw new Errors.GONE(
         `the events of run "${run.id}" after ${after} are no longer kept (they are kept ${Math.round(retainMs / 1000)} s after the run's last one); its answer is in the session's messages`,
