@@ -207,6 +207,9 @@ describe('resuming a chat stream', () => {
     const malformed = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: chatBody('x'), headers: { 'last-event-id': 'run-7' } });
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json<{ error: string }>().error).toMatch(/Last-Event-ID must be "<runId>:<seq>"/);
+    const notStreamed = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { ...chatBody('x'), stream: false }, headers: { 'last-event-id': lastId } });
+    expect(notStreamed.statusCode).toBe(400);
+    expect(notStreamed.json<{ error: string }>().error).toMatch(/Last-Event-ID resumes a stream/);
     const otherRun = await app.inject({ method: 'GET', url: `/api/v1/runs/${'a'.repeat(32)}/events`, headers: { 'last-event-id': lastId } });
     expect(otherRun.statusCode).toBe(400);
     const otherAgent = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { ...chatBody('x'), model: 'someone-else' }, headers: { 'last-event-id': lastId } });

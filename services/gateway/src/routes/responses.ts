@@ -170,7 +170,9 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     // A client that lost its stream sends the same request again with the last event id it got:
     // the response's events after it (the body gives back what the response object repeats).
     const lastEventId = req.headers['last-event-id'];
-    if (typeof lastEventId === 'string' && lastEventId !== '' && body.stream === true) {
+    if (typeof lastEventId === 'string' && lastEventId !== '') {
+      // Answering it with a new run would answer the question twice.
+      if (body.stream !== true) throw new Errors.VALIDATION('Last-Event-ID resumes a stream: send the request again with "stream": true');
       const { runId, after } = parseLastEventId(lastEventId);
       const run = await resumableRun(deps, req, runId);
       if (run.agentId !== body.model) throw new Errors.VALIDATION(`Last-Event-ID names a run of agent "${run.agentId}", not of "${body.model}"`);
