@@ -69,7 +69,9 @@ export type ResumedWriter = (control: RunControl, relay: RunRelay) => Promise<un
  */
 export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply: FastifyReply, run: RunRecord, after: number, write: ResumedWriter): Promise<FastifyReply> {
   const { resume_retain_ms: retainMs, relay_check_ms: checkMs } = deps.config.current.reliability;
-  // Counted before anything else: the gateway whose client left sees it after its grace and lets the run live.
+  // Counted before anything else: the gateway whose client left sees it after its grace and lets
+  // the run live. A resume refused below (410) counts too: its client was told the answer will
+  // be in the session, so the run must finish.
   const seen = await deps.bus.count(RunKeeps.resumes(run.id), 1, retainMs);
   const events = await resumeRunEvents(deps.bus.pubsub, run);
   try {
