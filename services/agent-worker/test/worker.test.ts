@@ -58,8 +58,8 @@ describe('agent-worker', () => {
   }
 
   beforeAll(async () => {
-    // Short checks, so that the tests of the listener check and the sweep are quick.
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), 'worker: {stall_timeout_ms: 1000}\nreliability: {listener_check_ms: 100, run_sweep_ms: 500}\n');
+    // Short checks and resume grace, so that the tests of the listener check and the sweep are quick.
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), 'worker: {stall_timeout_ms: 1000}\nreliability: {listener_check_ms: 100, run_sweep_ms: 500, resume_grace_ms: 1000}\n');
     runtime = await bootstrap({
       service: 'worker-test',
       mode: 'embedded',
@@ -320,7 +320,10 @@ describe('agent-worker', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect((await getRun(runtime.db.db, id))?.status).toBe('running');
     await unsub();
-    await waitFor(async () => (await getRun(runtime.db.db, id))?.status === 'cancelled', 3000, 20);
+    const gone = Date.now();
+    await waitFor(async () => (await getRun(runtime.db.db, id))?.status === 'cancelled', 4000, 20);
+    // Not before the resume grace: its client may be resuming on another gateway.
+    expect(Date.now() - gone).toBeGreaterThanOrEqual(1000);
     expect(calls.at(-1)!.signal.aborted).toBe(true);
   });
 
