@@ -291,6 +291,23 @@ export function boxTicks(): { busy: number; total: number } {
   return { busy: total - idle, total };
 }
 
+/**
+ * Waits until the whole machine is quieter than `busyPct` % over half a second (others may work
+ * on it too), at most `maxWaitMs`; resolves with how busy it was in the last half second and how
+ * long it waited.
+ */
+export async function waitForQuietBox(busyPct: number, maxWaitMs: number): Promise<{ busy: number; waitedMs: number }> {
+  const t0 = performance.now();
+  for (;;) {
+    const a = boxTicks();
+    await sleep(500);
+    const b = boxTicks();
+    const busy = (100 * (b.busy - a.busy)) / Math.max(1, b.total - a.total);
+    const waitedMs = performance.now() - t0;
+    if (busy < busyPct || waitedMs >= maxWaitMs) return { busy, waitedMs };
+  }
+}
+
 /** Pids of the local Postgres and Redis servers (for their CPU share; they may serve others too). */
 export function backendPids(): number[] {
   const pids: number[] = [];
