@@ -192,6 +192,8 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
   }
   const log = path.join(opts.logDir ?? defaultLogDir!, `${name}.log`);
   const fd = fs.openSync(log, 'a');
+  // A name started again (a bench's next round) appends to the same file: this child's output starts here.
+  const from = fs.fstatSync(fd).size;
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...opts.env };
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, name)}`] : [];
   const compiled = (opts.runtime ?? (/\/src\/.+\.ts$/.test(entry) ? 'node' : 'tsx')) === 'node';
@@ -207,7 +209,8 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
   const alive = () => proc.exitCode === null && proc.signalCode === null;
-  const tail = (lines = 15) => fs.readFileSync(log, 'utf8').split('\n').slice(-lines).join('\n');
+  const ownOutput = () => fs.readFileSync(log).subarray(from).toString('utf8');
+  const tail = (lines = 15) => ownOutput().split('\n').slice(-lines).join('\n');
   return {
     name,
     proc,
@@ -218,7 +221,7 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
     async waitForLog(pattern, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
-        if (pattern.test(fs.readFileSync(log, 'utf8'))) return;
+        if (pattern.test(ownOutput())) return;
         if (!alive()) throw new Error(`${name} exited (code ${proc.exitCode}) before ${pattern}:\n${tail()}`);
         await sleep(50);
       }

@@ -4,7 +4,7 @@
  * round-robin proxy, in a process of its own), all compiled, on the local Postgres (a throwaway
  * database each) and a redis-server of each layout's own, against one fake model process.
  *
- *   npm run bench:scale                          # every layout, two rounds; writes docs/benchmarks.md
+ *   npm run bench:scale                          # every layout, three rounds; writes docs/benchmarks.md
  *   npm run bench:scale -- --quick --no-write    # one shorter round, no per-run backend counts, print only
  *   npm run bench:scale -- --rounds=3            # more rounds (each runs every layout once, in order)
  *   npm run bench:scale -- --layouts=1x1,2x2     # a subset (GxW: G gateways, W workers)
@@ -71,7 +71,7 @@ const LAYOUTS = (option('layouts') ?? '1x1,1x2,2x2').split(',').map((l) => {
 /** Saturates one gateway and one worker on this box (bench/throughput.ts: C=64 beat C=16). */
 const CONNECTIONS = Number(option('concurrency') ?? 64);
 /** Rounds of every layout in turn: a shared box drifts, and the ratios within one round are what compare. */
-const ROUNDS = Number(option('rounds') ?? (QUICK ? 1 : 2));
+const ROUNDS = Number(option('rounds') ?? (QUICK ? 1 : 3));
 const FIXED_STREAM_RATE = option('stream-rate') ? Number(option('stream-rate')) : undefined;
 
 const TOKENS = 50;
@@ -86,6 +86,8 @@ const MAX_STREAMS_IN_FLIGHT = 256;
 const COST_RUNS = 200;
 /** Before each layout the bench waits (bounded) for the box to be this quiet, in % busy. */
 const QUIET_BUSY_PCT = 50;
+/** Others' CPU, in cores, above which a measured window counts as disturbed in the reading. */
+const DISTURBED_CORES = 0.5;
 const QUIET_WAIT_PER_LAYOUT_MS = 30_000;
 let quietBudgetMs = 120_000;
 const KEYS = benchKeys();
@@ -392,18 +394,24 @@ function reading(results: LayoutResult[], cores: number): string[] {
   const ids = [...new Set(results.map((r) => r.id))];
   const base = ids[0]!;
   const rounds = [...new Set(results.map((r) => r.round))];
-  const of = (id: string) => results.filter((r) => r.id === id);
+  const all = (id: string) => results.filter((r) => r.id === id);
   const ratioIn = (round: number, id: string) => {
     const b = results.find((r) => r.round === round && r.id === base);
     const x = results.find((r) => r.round === round && r.id === id);
     return b && x ? x.rps / b.rps : NaN;
   };
-  const medRatio = (id: string) => median(rounds.map((n) => ratioIn(n, id)));
+  const others = (r: LayoutResult) => r.cpu.otherMs / 1000 / r.cpu.seconds;
+  /** A window in which others' work took more than half a core: its rate says more about them than about the layout. */
+  const disturbed = (r: LayoutResult | undefined) => !r || others(r) > DISTURBED_CORES;
+  const clean = (n: number, id: string) => !disturbed(results.find((r) => r.round === n && r.id === base)) && !disturbed(results.find((r) => r.round === n && r.id === id));
+  /** A layout's windows for per-run CPU: the undisturbed ones when there are any (contention inflates CPU per run too). */
+  const of = (id: string) => (all(id).some((r) => !disturbed(r)) ? all(id).filter((r) => !disturbed(r)) : all(id));
+  const cleanRounds = (id: string) => rounds.filter((n) => clean(n, id));
+  const medRatio = (id: string) => median((cleanRounds(id).length > 0 ? cleanRounds(id) : rounds).map((n) => ratioIn(n, id)));
   const msPerRun = (id: string) => median(of(id).map(deploymentMsPerRun));
   const kindPerRun = (id: string, k: Kind) => median(of(id).map((r) => r.cpu.ms[k] / Math.max(1, r.requests)));
   const boxes = results.map((r) => r.cpu.box);
   const named = (r: LayoutResult) => KINDS.reduce((sum, k) => sum + r.cpu.ms[k], 0) / 1000 / r.cpu.seconds;
-  const others = (r: LayoutResult) => r.cpu.otherMs / 1000 / r.cpu.seconds;
   const baseMs = msPerRun(base);
   const more = ids.slice(1).map((id) => ({ id, ms: msPerRun(id), ratio: medRatio(id) }));
   const costlier = more.filter((m) => m.ms > baseMs * 1.1);
@@ -414,18 +422,18 @@ function reading(results: LayoutResult[], cores: number): string[] {
   const ttft = ids.map((id) => `${id} ${f1(median(of(id).map((r) => r.streams.p50)))} / ${f1(median(of(id).map((r) => r.streams.p99)))} ms`);
   return [
     `**Reading.** Runs/s against ${base} of the same round: ${rounds
-      .map((n) => `round ${n}: ${ids.slice(1).map((id) => `${id} ${f2(ratioIn(n, id))}x`).join(', ')}`)
-      .join('; ')}${rounds.length > 1 ? ` (median ${more.map((m) => `${m.id} ${f2(m.ratio)}x`).join(', ')})` : ''}. ` +
+      .map((n) => `round ${n}: ${ids.slice(1).map((id) => `${id} ${f2(ratioIn(n, id))}x${clean(n, id) ? '' : ' (disturbed)'}`).join(', ')}`)
+      .join('; ')}${rounds.length > 1 ? `; median over the rounds where neither window was disturbed (others took under ${DISTURBED_CORES} core), or over all when none was clean: ${more.map((m) => `${m.id} ${f2(m.ratio)}x (${cleanRounds(m.id).length > 0 ? `${cleanRounds(m.id).length} clean` : 'none clean'})`).join(', ')}` : ''}. ` +
       `The box was ${f0(Math.min(...boxes))}-${f0(Math.max(...boxes))} % busy in every saturation window, i.e. all ${cores} cores (${cores * 1000} CPU ms a second) were in use: ` +
       `the bench's processes took ${f2(Math.min(...results.map(named)))}-${f2(Math.max(...results.map(named)))} cores and others' work ${f2(Math.min(...results.map(others)))}-${f2(Math.max(...results.map(others)))}. ` +
       `Once the cores are full, another gateway or worker process cannot add throughput; it can only take CPU from the processes already there. ` +
-      `Per run, ${base}'s deployment processes (gateway, worker, Postgres backends and shared processes, Redis) spent ${f1(baseMs)} CPU ms (median of rounds): ` +
+      `Per run, ${base}'s deployment processes (gateway, worker, Postgres backends and shared processes, Redis) spent ${f1(baseMs)} CPU ms (median of its undisturbed windows, or of all when none was): ` +
       `gateway ${f2(gw)}, worker ${f2(wk)}, Postgres backends ${f2(pgB)}, Redis ${f2(rd)}; ` +
       `so this box, with nothing else on it, tops out near ${f0((cores * 1000) / baseMs)} runs/s whatever the layout, and less with the load generator and the fake on the same cores. ` +
       (costlier.length > 0
         ? `More processes cost more CPU per run (${more.map((m) => `${m.id} ${f1(m.ms)} ms`).join(', ')}): more event loops share two cores, each wakes for fewer requests (less batching per wake-up, more context switches), every process keeps its own pools, timers and BullMQ polling, and 2 gateways add the proxy's hop${results.some((r) => r.gateways > 1) ? ` (${f2(median(results.filter((r) => r.gateways > 1).map((r) => r.cpu.ms.proxy / Math.max(1, r.requests))))} ms per run)` : ''}. `
         : `More processes did not cost measurably more CPU per run (${more.map((m) => `${m.id} ${f1(m.ms)} ms`).join(', ')}). `) +
-      `TTFT p50 / p99 at ${f0(results[0]!.streams.rate)} streams/s (medians over rounds): ${ttft.join(', ')}. ` +
+      `TTFT p50 / p99 at ${f0(results[0]!.streams.rate)} streams/s (medians over the same windows): ${ttft.join(', ')}. ` +
       `On separate machines the per-run CPU above is what matters: one core runs a gateway at about ${f0(1000 / gw)} runs/s and a worker at about ${f0(1000 / wk)} runs/s (figures from ${base}, loaded box); see the model below.`,
   ];
 }
