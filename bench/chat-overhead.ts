@@ -27,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fakeAnswer } from './fake-model.js';
+import { streamOnce, type Endpoint, type Fidelity, type Sample, type StreamExpectation } from './sse-client.js';
 import { freePort } from '@agentry/testing';
 import {
   BENCH_POSTGRES_URL,
@@ -50,6 +51,7 @@ import {
   spawnEntry,
   startPrivateRedis,
   waitForHttp,
+  waitForQuietBox,
   writeDocSection,
   type Child,
   type RunCost,
@@ -181,19 +183,9 @@ let quietBudgetMs = QUIET_WAIT_TOTAL_MS;
  * per level and QUIET_WAIT_TOTAL_MS in all; returns how busy it was in the last half second.
  */
 async function waitForQuiet(): Promise<number> {
-  const t0 = performance.now();
-  const limit = Math.min(QUIET_WAIT_PER_LEVEL_MS, quietBudgetMs);
-  for (;;) {
-    const a = boxTicks();
-    await sleep(500);
-    const b = boxTicks();
-    const busy = (100 * (b.busy - a.busy)) / Math.max(1, b.total - a.total);
-    const waited = performance.now() - t0;
-    if (busy < QUIET_BUSY_PCT || waited >= limit) {
-      quietBudgetMs = Math.max(0, quietBudgetMs - Math.max(0, waited - 500));
-      return busy;
-    }
-  }
+  const { busy, waitedMs } = await waitForQuietBox(QUIET_BUSY_PCT, Math.min(QUIET_WAIT_PER_LEVEL_MS, quietBudgetMs));
+  quietBudgetMs = Math.max(0, quietBudgetMs - Math.max(0, waitedMs - 500));
+  return busy;
 }
 
 interface Resources {
@@ -245,143 +237,9 @@ function startProbe(agentry: Child[], fake: Child): { stop(): Resources } {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The load generator: one streaming request, timed and checked token by token
+// The load generator: one streaming request (bench/sse-client.ts), timed and checked token by token
 
-interface Fidelity {
-  /** Tokens of the fake's answer that never arrived. */
-  lost: number;
-  /** Tokens that arrived more than once. */
-  duplicated: number;
-  /** Tokens that arrived after a later one. */
-  reordered: number;
-}
-
-interface Sample {
-  ok: boolean;
-  error?: string;
-  /** Request start to the first non-empty `delta.content`, ms. */
-  ttftMs: number;
-  /** Tokens received (the fake's deltas are one word each; Agentry may join deltas into one chunk). */
-  tokens: number;
-  /** Tokens after the first per second of (last - first token); Infinity when all came in one read. */
-  tokensPerSecond: number;
-  /** Arrival gap of each token after the first (a token joined with the one before it counts 0), ms. */
-  gaps: number[];
-  fidelity: Fidelity;
-}
-
-interface Endpoint {
-  port: number;
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-  agent: http.Agent;
-}
-
-/** Compares the `tok<i>` words received with 0..TOKENS-1 in order. */
-function fidelityOf(indices: number[]): Fidelity {
-  const seen = new Map<number, number>();
-  let reordered = 0;
-  let highest = -1;
-  for (const i of indices) {
-    seen.set(i, (seen.get(i) ?? 0) + 1);
-    if (i < highest) reordered++;
-    highest = Math.max(highest, i);
-  }
-  let lost = 0;
-  for (let i = 0; i < TOKENS; i++) if (!seen.has(i)) lost++;
-  let duplicated = 0;
-  for (const n of seen.values()) duplicated += n - 1;
-  return { lost, duplicated, reordered };
-}
-
-function streamOnce(ep: Endpoint): Promise<Sample> {
-  return new Promise((resolve) => {
-    const t0 = performance.now();
-    let firstAt = -1;
-    let lastAt = -1;
-    let text = '';
-    let done = false;
-    let settled = false;
-    /** A 200 came: token fidelity counts only streams that started (a refusal loses nothing). */
-    let streaming = false;
-    const indices: number[] = [];
-    const gaps: number[] = [];
-    const finish = (error?: string) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      const fidelity = streaming ? fidelityOf(indices) : { lost: 0, duplicated: 0, reordered: 0 };
-      if (!error && !done) error = 'the stream ended without data: [DONE]';
-      if (!error && text !== EXPECTED_TEXT) error = `content differs from the fake's reply (${indices.length} tokens, ${text.length} chars)`;
-      const span = lastAt - firstAt;
-      const afterFirst = indices.length - 1;
-      resolve({
-        ok: !error,
-        ...(error ? { error } : {}),
-        ttftMs: firstAt < 0 ? NaN : firstAt - t0,
-        tokens: indices.length,
-        tokensPerSecond: afterFirst > 0 ? (span > 0.05 ? (afterFirst * 1000) / span : Infinity) : NaN,
-        gaps,
-        fidelity,
-      });
-    };
-    const req = http.request({ host: '127.0.0.1', port: ep.port, path: ep.path, method: 'POST', agent: ep.agent, headers: ep.headers }, (res) => {
-      res.setEncoding('utf8');
-      if (res.statusCode !== 200) {
-        let body = '';
-        res.on('data', (c: string) => {
-          if (body.length < 500) body += c;
-        });
-        res.on('end', () => finish(`HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
-        res.on('error', (err) => finish(errorText(err)));
-        return;
-      }
-      streaming = true;
-      let buf = '';
-      res.on('data', (chunk: string) => {
-        const now = performance.now();
-        buf += chunk;
-        for (let idx = buf.indexOf('\n\n'); idx >= 0; idx = buf.indexOf('\n\n')) {
-          const event = buf.slice(0, idx);
-          buf = buf.slice(idx + 2);
-          for (const line of event.split('\n')) {
-            if (!line.startsWith('data:')) continue; // `: ping` heartbeats, `event:` lines
-            const data = line.slice(5).trim();
-            if (data === '[DONE]') {
-              done = true;
-              continue;
-            }
-            let parsed: { error?: unknown; choices?: { delta?: { content?: unknown } }[] };
-            try {
-              parsed = JSON.parse(data) as typeof parsed;
-            } catch {
-              return finish(`unparseable SSE data: ${data.slice(0, 100)}`);
-            }
-            if (parsed.error !== undefined) return finish(`error event: ${JSON.stringify(parsed.error).slice(0, 200)}`);
-            const content = parsed.choices?.[0]?.delta?.content;
-            if (typeof content !== 'string' || content.length === 0) continue;
-            for (const word of content.split(' ')) {
-              if (word === '') continue;
-              const m = /^tok(\d+)$/.exec(word);
-              indices.push(m ? Number(m[1]) : -1);
-              if (firstAt < 0) firstAt = now;
-              else gaps.push(now - lastAt);
-              lastAt = now;
-            }
-            text += content;
-          }
-        }
-      });
-      res.on('end', () => finish());
-      res.on('error', (err) => finish(errorText(err)));
-      res.on('aborted', () => finish('the response was aborted'));
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`no complete answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
-    req.on('error', (err) => finish(errorText(err)));
-    req.end(ep.body);
-  });
-}
+const EXPECT: StreamExpectation = { tokens: TOKENS, text: EXPECTED_TEXT, timeoutMs: REQUEST_TIMEOUT_MS };
 
 interface LevelResult {
   n: number;
@@ -421,7 +279,7 @@ async function runLevel(ep: Endpoint, plan: LevelPlan, probe?: () => { stop(): R
         return;
       }
       sent++;
-      const s = await streamOnce(ep);
+      const s = await streamOnce(ep, EXPECT);
       allTokens += s.tokens;
       fidelity.lost += s.fidelity.lost;
       fidelity.duplicated += s.fidelity.duplicated;
@@ -957,7 +815,7 @@ async function main(): Promise<void> {
         const ep = endpoints(s, fakes, system.port, agents);
         // Smoke test: one request each way must work before anything is measured.
         for (const [name, e] of [['direct', ep.direct], ['agentry', ep.agentry]] as const) {
-          const smoke = await streamOnce(e);
+          const smoke = await streamOnce(e, EXPECT);
           if (!smoke.ok) throw new Error(`${t.id}/${s.id}: the ${name} smoke request failed: ${smoke.error}`);
         }
         for (const plan of s.levels) {
@@ -993,7 +851,7 @@ async function main(): Promise<void> {
           let left = runs;
           let ok = 0;
           await Promise.all(Array.from({ length: 8 }, async () => {
-            while (left-- > 0) if ((await streamOnce(ep)).ok) ok++;
+            while (left-- > 0) if ((await streamOnce(ep, EXPECT)).ok) ok++;
           }));
           return ok;
         };

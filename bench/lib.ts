@@ -192,6 +192,8 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
   }
   const log = path.join(opts.logDir ?? defaultLogDir!, `${name}.log`);
   const fd = fs.openSync(log, 'a');
+  // A name started again (a bench's next round) appends to the same file: this child's output starts here.
+  const from = fs.fstatSync(fd).size;
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...opts.env };
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, name)}`] : [];
   const compiled = (opts.runtime ?? (/\/src\/.+\.ts$/.test(entry) ? 'node' : 'tsx')) === 'node';
@@ -207,7 +209,8 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   void exited.then(() => children.delete(proc));
   const alive = () => proc.exitCode === null && proc.signalCode === null;
-  const tail = (lines = 15) => fs.readFileSync(log, 'utf8').split('\n').slice(-lines).join('\n');
+  const ownOutput = () => fs.readFileSync(log).subarray(from).toString('utf8');
+  const tail = (lines = 15) => ownOutput().split('\n').slice(-lines).join('\n');
   return {
     name,
     proc,
@@ -218,7 +221,7 @@ export function spawnEntry(name: string, entry: string, opts: SpawnOptions = {})
     async waitForLog(pattern, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
-        if (pattern.test(fs.readFileSync(log, 'utf8'))) return;
+        if (pattern.test(ownOutput())) return;
         if (!alive()) throw new Error(`${name} exited (code ${proc.exitCode}) before ${pattern}:\n${tail()}`);
         await sleep(50);
       }
@@ -289,6 +292,23 @@ export function boxTicks(): { busy: number; total: number } {
   const total = v.reduce((a, b) => a + b, 0);
   const idle = (v[3] ?? 0) + (v[4] ?? 0);
   return { busy: total - idle, total };
+}
+
+/**
+ * Waits until the whole machine is quieter than `busyPct` % over half a second (others may work
+ * on it too), at most `maxWaitMs`; resolves with how busy it was in the last half second and how
+ * long it waited.
+ */
+export async function waitForQuietBox(busyPct: number, maxWaitMs: number): Promise<{ busy: number; waitedMs: number }> {
+  const t0 = performance.now();
+  for (;;) {
+    const a = boxTicks();
+    await sleep(500);
+    const b = boxTicks();
+    const busy = (100 * (b.busy - a.busy)) / Math.max(1, b.total - a.total);
+    const waitedMs = performance.now() - t0;
+    if (busy < busyPct || waitedMs >= maxWaitMs) return { busy, waitedMs };
+  }
 }
 
 /** Pids of the local Postgres and Redis servers (for their CPU share; they may serve others too). */

@@ -18,12 +18,12 @@
  * non-200 or a body without the fake's text. Everything on 127.0.0.1.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fakeAnswer } from './fake-model.js';
 import { freePort } from '@agentry/testing';
+import { START_TIMEOUT_MS, agentryRequest, benchKeys, closedLoop, createBenchAgent, sendN, startCluster, writeBenchConfig, type RequestSpec } from './cluster.js';
 import {
   BENCH_POSTGRES_URL,
   BENCH_REDIS_URL,
@@ -32,17 +32,12 @@ import {
   boxTicks,
   commandLine,
   cpuMeter,
-  createBenchDatabase,
   machineLine,
   measureRunCost,
   onCleanup,
-  pct,
   rssMb,
   runBench,
-  sleep,
-  sortNum,
   spawnEntry,
-  startPrivateRedis,
   waitForHttp,
   writeDocSection,
   type Child,
@@ -66,22 +61,16 @@ const ANSWER = fakeAnswer(TOKENS);
 const LEVELS = QUICK ? [32] : [16, 64];
 const WARMUP_S = QUICK ? 2 : 3;
 const MEASURE_S = QUICK ? 4 : 10;
-const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
-const PROVIDER_KEY = `sk-bench-provider-${randomBytes(8).toString('hex')}`;
-const START_TIMEOUT_MS = 90_000;
+const KEYS = benchKeys();
+const PROVIDER_KEY = KEYS.provider;
+/** An answer is good when it is a 200 carrying the fake's whole text. */
+const answered = (status: number | undefined, body: string) => status === 200 && body.includes(ANSWER);
 
 interface Target {
   id: string;
   describe: string;
   /** Starts the target's processes; resolves with the request to send and the processes to measure. */
   start(fakePort: number, work: string): Promise<{ request: RequestSpec; processes: Child[]; stop(): Promise<void>; backends?: { database: string; redisUrl: string } }>;
-}
-
-interface RequestSpec {
-  port: number;
-  path: string;
-  headers: Record<string, string>;
-  body: string;
 }
 
 interface Level {
@@ -106,110 +95,42 @@ interface Level {
 // Load
 
 async function runLevel(spec: RequestSpec, connections: number, measured: Child[], fake: Child): Promise<Level> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  let phase: 'warmup' | 'measure' | 'stop' = 'warmup';
-  const latencies: number[] = [];
-  let errors = 0;
-  let errorSample: string | undefined;
-  const once = () =>
-    new Promise<void>((resolve) => {
-      const t0 = performance.now();
-      const req = http.request({ host: '127.0.0.1', port: spec.port, path: spec.path, method: 'POST', agent, headers: spec.headers }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => {
-          if (phase === 'measure') {
-            if (res.statusCode === 200 && body.includes(ANSWER)) latencies.push(performance.now() - t0);
-            else {
-              errors++;
-              errorSample ??= `HTTP ${res.statusCode}: ${body.slice(0, 200)}`;
-            }
-          }
-          resolve();
-        });
-        res.on('error', () => resolve());
-      });
-      req.on('error', (err) => {
-        if (phase === 'measure') {
-          errors++;
-          errorSample ??= err.message;
-        }
-        resolve();
-      });
-      req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
-      req.end(spec.body);
-    });
-  const loop = async () => {
-    while (phase !== 'stop') await once();
+  const probe = () => {
+    const cpu = cpuMeter(measured.map((c) => c.pid));
+    const fakeCpu = cpuMeter([fake.pid]);
+    const backendCpu = cpuMeter(backendPids());
+    const box0 = boxTicks();
+    const peak: Record<string, number> = {};
+    const sample = () => {
+      for (const c of measured) peak[c.name] = Math.max(peak[c.name] ?? 0, rssMb(c.pid));
+    };
+    const sampler = setInterval(sample, 500);
+    return {
+      stop() {
+        clearInterval(sampler);
+        sample();
+        const box1 = boxTicks();
+        return {
+          cpu: cpu.stop(),
+          fakeCpu: fakeCpu.stop(),
+          backendCpu: backendCpu.stop(),
+          box: (100 * (box1.busy - box0.busy)) / Math.max(1, box1.total - box0.total),
+          rss: peak,
+        };
+      },
+    };
   };
-  const loops = Array.from({ length: connections }, loop);
-  await sleep(WARMUP_S * 1000);
-  phase = 'measure';
-  const cpu = cpuMeter(measured.map((c) => c.pid));
-  const fakeCpu = cpuMeter([fake.pid]);
-  const backendCpu = cpuMeter(backendPids());
-  const box0 = boxTicks();
-  const peak: Record<string, number> = {};
-  const sample = () => {
-    for (const c of measured) peak[c.name] = Math.max(peak[c.name] ?? 0, rssMb(c.pid));
-  };
-  const sampler = setInterval(sample, 500);
-  const t0 = performance.now();
-  await sleep(MEASURE_S * 1000);
-  const seconds = (performance.now() - t0) / 1000;
-  phase = 'stop';
-  clearInterval(sampler);
-  sample();
-  const cpuPct = cpu.stop();
-  const fakePct = fakeCpu.stop();
-  const backendPct = backendCpu.stop();
-  const box1 = boxTicks();
-  await Promise.all(loops);
-  agent.destroy();
-  const sorted = sortNum(latencies);
+  const r = await closedLoop(spec, connections, { warmupS: WARMUP_S, measureS: MEASURE_S, ok: answered, probe });
   return {
     connections,
-    requests: latencies.length,
-    errors,
-    ...(errorSample ? { errorSample } : {}),
-    rps: latencies.length / seconds,
-    p50: pct(sorted, 50),
-    p99: pct(sorted, 99),
-    cpu: cpuPct,
-    fakeCpu: fakePct,
-    backendCpu: backendPct,
-    box: (100 * (box1.busy - box0.busy)) / Math.max(1, box1.total - box0.total),
-    rss: peak,
+    requests: r.requests,
+    errors: r.errors,
+    ...(r.errorSample ? { errorSample: r.errorSample } : {}),
+    rps: r.rps,
+    p50: r.p50,
+    p99: r.p99,
+    ...r.probe,
   };
-}
-
-/** `n` requests over `c` keep-alive connections; resolves with how many answered 200 with the fake's text. */
-async function sendN(spec: RequestSpec, n: number, c: number): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: c });
-  let left = n;
-  let ok = 0;
-  const one = () =>
-    new Promise<void>((resolve) => {
-      const req = http.request({ host: '127.0.0.1', port: spec.port, path: spec.path, method: 'POST', agent, headers: spec.headers }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => {
-          if (res.statusCode === 200 && body.includes(ANSWER)) ok++;
-          resolve();
-        });
-      });
-      req.on('error', () => resolve());
-      req.end(spec.body);
-    });
-  await Promise.all(
-    Array.from({ length: c }, async () => {
-      while (left-- > 0) await one();
-    }),
-  );
-  agent.destroy();
-  return ok;
 }
 
 /** Runs whose backend cost is counted, per Agentry target with its own database and Redis. */
@@ -280,34 +201,8 @@ const TARGETS: Target[] = [
     id: 'agentry-cluster',
     describe: `gateway + one agent-worker (${RUNTIME === 'node' ? 'compiled, `node dist`, as `npm run start:*`' : 'under tsx'}), Postgres and Redis on 127.0.0.1 -> fake`,
     async start(fakePort, work) {
-      const dir = fs.mkdtempSync(path.join(work, 'cluster-'));
-      const config = writeConfig(dir, fakePort);
-      const db = await createBenchDatabase(POSTGRES_URL);
-      const prefix = `agentry-bench-${randomBytes(5).toString('hex')}`;
-      const [port, workerHealth] = [await freePort(), await freePort()];
-      // A Redis of its own, so that INFO commandstats counts only this cluster's commands.
-      const redis = await startPrivateRedis(await freePort());
-      const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, REDIS_PREFIX: prefix, AGENTRY_SECRET_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', HEALTH_HOST: '127.0.0.1' };
-      const gateway = spawnEntry('cluster-gateway', 'services/gateway/src/main.ts', { args: ['--config', config], env: { ...env, PORT: String(port) }, cwd: dir, runtime: RUNTIME });
-      const worker = spawnEntry('cluster-worker', 'services/agent-worker/src/main.ts', {
-        args: ['--config', config],
-        env: { ...env, HEALTH_PORT: String(workerHealth) },
-        cwd: dir,
-        runtime: RUNTIME,
-      });
-      const stop = async () => {
-        await Promise.all([gateway.stop(), worker.stop()]);
-        await redis.stop();
-        await db.drop();
-      };
-      try {
-        await Promise.all([waitForHttp(`http://127.0.0.1:${port}/ready`, START_TIMEOUT_MS, gateway), waitForHttp(`http://127.0.0.1:${workerHealth}/ready`, START_TIMEOUT_MS, worker)]);
-        await createAgent(port);
-      } catch (err) {
-        await stop();
-        throw err;
-      }
-      return { request: agentryRequest(port), processes: [gateway, worker], stop, backends: { database: db.name, redisUrl: redis.url } };
+      const c = await startCluster({ gateways: 1, workers: 1, fakePort, keys: KEYS, work, name: 'cluster', runtime: RUNTIME });
+      return { request: agentryRequest(c.port, KEYS), processes: [...c.gateways, ...c.workers], stop: c.stop, backends: { database: c.database, redisUrl: c.redis.url } };
     },
   },
   {
@@ -315,7 +210,7 @@ const TARGETS: Target[] = [
     describe: `the standalone (${RUNTIME === 'node' ? 'compiled, as `npm start`' : 'under tsx'}): one process, PGlite, in-process bus -> fake`,
     async start(fakePort, work) {
       const dir = fs.mkdtempSync(path.join(work, 'embedded-'));
-      const config = writeConfig(dir, fakePort);
+      const config = writeBenchConfig(dir, fakePort, KEYS);
       const port = await freePort();
       const child = spawnEntry('standalone', 'services/standalone/src/main.ts', {
         args: ['--config', config],
@@ -325,58 +220,15 @@ const TARGETS: Target[] = [
       });
       try {
         await waitForHttp(`http://127.0.0.1:${port}/ready`, START_TIMEOUT_MS, child);
-        await createAgent(port);
+        await createBenchAgent(port);
       } catch (err) {
         await child.stop();
         throw err;
       }
-      return { request: agentryRequest(port), processes: [child], stop: () => child.stop() };
+      return { request: agentryRequest(port, KEYS), processes: [child], stop: () => child.stop() };
     },
   },
 ];
-
-function writeConfig(dir: string, fakePort: number): string {
-  const config = path.join(dir, 'config.yaml');
-  fs.writeFileSync(
-    config,
-    [
-      // warn: a log line per request would measure pino, not the path.
-      'logging: {level: warn}',
-      `server: {host: 127.0.0.1}`,
-      `data: {root_dir: "${path.join(dir, 'data')}"}`,
-      'models:',
-      '  default_provider: fake',
-      `  providers: {fake: {base_url: "http://127.0.0.1:${fakePort}/v1", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
-      `channels: {api: {accounts: {bench: {name: Bench, api_key: "${ACCOUNT_KEY}"}}}}`,
-      // One key sends every request: the per-credential chat limit (600 a minute by default) is off.
-      'security: {rateLimit: {chat: {requests: 0}}}',
-      '',
-    ].join('\n'),
-  );
-  return config;
-}
-
-async function createAgent(port: number): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${port}/api/v1/agents`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      ruleChain: { id: 'bench', name: 'Bench' },
-      metadata: { nodes: [{ id: 'agent', type: 'ai/agent', name: 'agent', configuration: { provider: 'fake', model: 'fake-model' } }], connections: [] },
-    }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  if (res.status !== 201) throw new Error(`creating the agent: HTTP ${res.status} ${await res.text()}`);
-}
-
-function agentryRequest(port: number): RequestSpec {
-  return {
-    port,
-    path: '/api/v1/chat/completions',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ACCOUNT_KEY}` },
-    body: JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say fifty tokens.' }], stream: false }),
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Main
@@ -419,7 +271,7 @@ async function main(): Promise<number> {
       }
       if (sys.backends) {
         const { database, redisUrl } = sys.backends;
-        cost = await measureRunCost({ send: (n) => sendN(sys.request, n, 8), runs: COST_RUNS, postgresUrl: POSTGRES_URL, database, redisUrl });
+        cost = await measureRunCost({ send: (n) => sendN(sys.request, n, 8, answered), runs: COST_RUNS, postgresUrl: POSTGRES_URL, database, redisUrl });
         console.log(`${label}: per run ${cost.xacts.toFixed(1)} Postgres transactions, ${cost.written.toFixed(1)} rows written, ${cost.redis.toFixed(1)} Redis commands (${cost.top})`);
       }
     } finally {
