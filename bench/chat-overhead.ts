@@ -27,7 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fakeAnswer } from './fake-model.js';
-import { streamOnce, type Endpoint, type Fidelity, type Sample, type StreamExpectation } from './sse-client.js';
+import { fidelityOf, streamOnce, type Endpoint, type Fidelity, type Sample, type StreamExpectation } from './sse-client.js';
 import { freePort } from '@agentry/testing';
 import {
   BENCH_POSTGRES_URL,
@@ -463,9 +463,9 @@ async function resumeOnce(ep: Endpoint, delayMs: number): Promise<ResumeSample> 
     );
     if (!done) throw new Error('the resumed stream ended without data: [DONE]');
     if (text !== EXPECTED_TEXT) throw new Error(`content across the drop differs from the fake's reply (${indices.length} tokens, ${text.length} chars)`);
-    return { ok: true, firstMs: firstAt - sentAt, before, after: indices.length - before, fidelity: fidelityOf(indices) };
+    return { ok: true, firstMs: firstAt - sentAt, before, after: indices.length - before, fidelity: fidelityOf(indices, TOKENS) };
   } catch (err) {
-    return { ok: false, error: errorText(err), firstMs: NaN, before, after: indices.length - before, fidelity: fidelityOf(indices) };
+    return { ok: false, error: errorText(err), firstMs: NaN, before, after: indices.length - before, fidelity: fidelityOf(indices, TOKENS) };
   }
 }
 
