@@ -271,7 +271,10 @@ export function chatConformance(target: () => ChatTarget): void {
     await waitFor(async () => (await t.runStatus(runId)) === 'succeeded', 5000);
     // A finished run replays whole from its kept events, and from a point as well.
     const replay = await fetch(`${t.baseURL}/runs/${runId}/events`, { headers });
-    const all = parseSse(await replay.text());
+    const replayText = await replay.text();
+    expect(replay.status, replayText).toBe(200);
+    const all = parseSse(replayText);
+    expect(contentOf(all), replayText).toBe(words.join(''));
     expect(contentOf(all)).toBe(words.join(''));
     expect(all[0]!.data).toContain('"role":"assistant"');
     expect(all.at(-1)!.data).toBe('[DONE]');

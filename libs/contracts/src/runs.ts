@@ -46,6 +46,11 @@ export const RunRequest = Type.Object({
    * answer in one commit, so a failed turn leaves none of them behind.
    */
   sessionTurns: Type.Optional(Type.Union([Type.Literal('trailing'), Type.Literal('all')])),
+  /**
+   * The client reads the answer as a stream: the worker keeps the run's events for a resume
+   * (a non-streamed answer has no event ids to resume from, and keeping costs Redis commands).
+   */
+  stream: Type.Optional(Type.Boolean()),
   params: Type.Optional(
     Type.Object({
       temperature: Type.Optional(Type.Number()),

@@ -72,9 +72,10 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
   const queued = first.run;
   // The waiting gateway's reply channel (the row says which), else the run's own.
   const channel = runEventChannel(queued);
-  // A chat's events are kept as well as published: its client may resume the stream on any gateway.
+  // A streamed chat's events are kept as well as published: its client may resume the stream on any gateway.
   const { retainMs, maxEvents } = ctx.keep();
-  const keep = queued.source === 'api' ? { log: RunKeeps.events(runId), maxLen: maxEvents, ttlMs: retainMs } : undefined;
+  const streamed = queued.source === 'api' && (queued.request as { stream?: unknown } | null)?.stream === true;
+  const keep = streamed ? { log: RunKeeps.events(runId), maxLen: maxEvents, ttlMs: retainMs } : undefined;
   const publish = eventPublisher(ctx.bus, channel, keep);
   if (!isActiveRunStatus(queued.status)) return;
   if (queued.streamed) return failTakenOver(ctx, queued, publish);

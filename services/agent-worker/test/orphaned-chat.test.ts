@@ -69,8 +69,9 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
       dsl: { ruleChain: { id: 'w', name: 'W' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'p' } }], connections: [] } },
     });
     sessionId = (await ensureSession(db, { agentId: 'w', sessionKey: 'the-user', channel: 'api' })).id;
+    // Every run streamed (the waited one's events are then kept for a resume; only a chat's are).
     const add = (id: string, source: RunSource, inSession: boolean) =>
-      insertRun(db, { id, agentId: 'w', sessionId: inSession ? sessionId : null, source, request: { messages: [{ role: 'user', content: id }] } });
+      insertRun(db, { id, agentId: 'w', sessionId: inSession ? sessionId : null, source, request: { messages: [{ role: 'user', content: id }], stream: true } });
     await add(runs.orphan, 'api', true);
     await add(runs.orphanNoSession, 'api', false);
     await add(runs.waited, 'api', false);

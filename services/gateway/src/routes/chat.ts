@@ -103,7 +103,8 @@ function toRunRequest(body: ChatBody): RunRequest {
   const stop = body.stop;
   if (typeof stop === 'string' || (Array.isArray(stop) && stop.length <= 4 && stop.every((x) => typeof x === 'string'))) params.stop = stop as string | string[];
   else if (stop !== undefined && stop !== null) throw new Errors.VALIDATION('stop must be a string or an array of up to 4 strings');
-  return Object.keys(params).length > 0 ? { messages, params } : { messages };
+  const request: RunRequest = body.stream === true ? { messages, stream: true } : { messages };
+  return Object.keys(params).length > 0 ? { ...request, params } : request;
 }
 
 const ListModels = { response: { 200: ModelList } };

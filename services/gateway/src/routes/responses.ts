@@ -90,7 +90,7 @@ function toRunRequest(body: ResponsesBody, messages: RunMessage[]): RunRequest {
   if (typeof body.temperature === 'number') params.temperature = body.temperature;
   if (typeof body.top_p === 'number') params.top_p = body.top_p;
   if (typeof body.max_output_tokens === 'number') params.max_tokens = body.max_output_tokens;
-  return { messages, sessionTurns: 'all', ...(Object.keys(params).length > 0 ? { params } : {}) };
+  return { messages, sessionTurns: 'all', ...(body.stream === true ? { stream: true } : {}), ...(Object.keys(params).length > 0 ? { params } : {}) };
 }
 
 /** Sessions of this endpoint, apart from chat's: a response id continues only a Responses conversation. */
