@@ -5,13 +5,14 @@ import type { RedisContext } from './context.js';
 type Handler = (message: unknown) => void;
 
 /**
- * A kept publish in one step: append to the log, trim it to its cap, (re)start its lifetime,
+ * A kept publish in one step: append to the log, trim it to its cap (only once it is over: a
+ * command saved per event), (re)start its lifetime,
  * then publish. A reader that SUBSCRIBEs and then reads the log sees every message in one or
  * the other (the script runs atomically), so nothing falls between the two.
  */
 const KEEP_SCRIPT = `
-redis.call('RPUSH', KEYS[1], ARGV[2])
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
+local n = redis.call('RPUSH', KEYS[1], ARGV[2])
+if n > tonumber(ARGV[3]) then redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1) end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return redis.call('PUBLISH', ARGV[1], ARGV[2])
 `;
