@@ -45,7 +45,10 @@ export function embeddedTarget(name: string): () => ResponsesTarget {
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${name}-`));
   beforeAll(async () => {
     fake = await startFakeModel({ apiKey: PROVIDER_KEY });
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['server: {host: 127.0.0.1, port: 0, request_timeout_ms: 1000}', ...configLines(fake)].join('\n'));
+    // 2 s, not 1: this server shares the test's event loop with PGlite's synchronous queries, and
+    // under a loaded CI a request that arrived could be judged late (a 408 on a replay GET, twice).
+    // The "not cut" test's stream (3 s) still outlasts it.
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['server: {host: 127.0.0.1, port: 0, request_timeout_ms: 2000}', ...configLines(fake)].join('\n'));
     const rt = (runtime = await bootstrap({
       service: 'standalone',
       mode: 'embedded',
