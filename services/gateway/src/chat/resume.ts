@@ -36,6 +36,25 @@ export async function resumableRun(deps: GatewayDeps, req: FastifyRequest, runId
   return run;
 }
 
+/**
+ * The run a chat or Responses request resumes, when it carries `Last-Event-ID` (the client sends
+ * the same request again after its stream dropped); undefined for a new request. Refused without
+ * `stream: true` (a new run would answer the question twice) or for another agent's run.
+ */
+export async function resumeRequested(
+  deps: GatewayDeps,
+  req: FastifyRequest,
+  body: { model: string; stream?: boolean | null },
+): Promise<{ run: RunRecord; after: number } | undefined> {
+  const lastEventId = req.headers['last-event-id'];
+  if (typeof lastEventId !== 'string' || lastEventId === '') return undefined;
+  if (body.stream !== true) throw new Errors.VALIDATION('Last-Event-ID resumes a stream: send the request again with "stream": true');
+  const { runId, after } = parseLastEventId(lastEventId);
+  const run = await resumableRun(deps, req, runId);
+  if (run.agentId !== body.model) throw new Errors.VALIDATION(`Last-Event-ID names a run of agent "${run.agentId}", not of "${body.model}"`);
+  return { run, after };
+}
+
 /** A resumed stream's hold on its run: cancelling it goes through the same grace as the first client's. */
 class ResumedRun implements RunControl {
   #settled = false;

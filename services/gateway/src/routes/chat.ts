@@ -12,7 +12,7 @@ import { agentLookup } from '../chat/agent-lookup.js';
 import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
 import { sessionOwner } from '../auth/ownership.js';
 import { enforceBudget } from '../auth/budget.js';
-import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';
+import { resumeChatStream, resumeRequested } from '../chat/resume.js';
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
 // `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
@@ -159,15 +159,8 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     const agui = String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui';
     const includeUsage = body.stream_options?.include_usage === true;
     // A client that lost its stream sends the same request again with the last event id it got: it resumes that run.
-    const lastEventId = req.headers['last-event-id'];
-    if (typeof lastEventId === 'string' && lastEventId !== '') {
-      // Answering it with a new run would answer the question twice.
-      if (body.stream !== true) throw new Errors.VALIDATION('Last-Event-ID resumes a stream: send the request again with "stream": true');
-      const { runId, after } = parseLastEventId(lastEventId);
-      const run = await resumableRun(deps, req, runId);
-      if (run.agentId !== body.model) throw new Errors.VALIDATION(`Last-Event-ID names a run of agent "${run.agentId}", not of "${body.model}"`);
-      return resumeChatStream(deps, req, reply, run, after, { agui, includeUsage, heartbeatMs: opts.heartbeatMs });
-    }
+    const resume = await resumeRequested(deps, req, body);
+    if (resume) return resumeChatStream(deps, req, reply, resume.run, resume.after, { agui, includeUsage, heartbeatMs: opts.heartbeatMs });
     await enforceBudget(deps.bus, deps.logger, req, reply);
     const request = toRunRequest(body);
     const agent = await requireAgent(body.model);

@@ -12,7 +12,7 @@ import { enforceBudget } from '../auth/budget.js';
 import { ChatRun } from '../chat/chat-run.js';
 import { awaitResponse, streamResponse } from '../chat/responses-answer.js';
 import { responseIdOf, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
-import { parseLastEventId, resumableRun, resumeStream } from '../chat/resume.js';
+import { resumeRequested, resumeStream } from '../chat/resume.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const ResponsesBody = Type.Object(
@@ -169,13 +169,9 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     const body = req.body;
     // A client that lost its stream sends the same request again with the last event id it got:
     // the response's events after it (the body gives back what the response object repeats).
-    const lastEventId = req.headers['last-event-id'];
-    if (typeof lastEventId === 'string' && lastEventId !== '') {
-      // Answering it with a new run would answer the question twice.
-      if (body.stream !== true) throw new Errors.VALIDATION('Last-Event-ID resumes a stream: send the request again with "stream": true');
-      const { runId, after } = parseLastEventId(lastEventId);
-      const run = await resumableRun(deps, req, runId);
-      if (run.agentId !== body.model) throw new Errors.VALIDATION(`Last-Event-ID names a run of agent "${run.agentId}", not of "${body.model}"`);
+    const resume = await resumeRequested(deps, req, body);
+    if (resume) {
+      const { run, after } = resume;
       const meta = metaOf(body, run.id, body.store !== false, run.createdAt);
       return resumeStream(deps, req, reply, run, after, (control, relay) => streamResponse(control, req, reply, relay, meta, { heartbeatMs, after }));
     }
