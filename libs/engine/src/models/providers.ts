@@ -1,9 +1,17 @@
-import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import { AppError, Errors } from '@agentry/errors';
 import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import { getProvider, type Db, type ProviderRecord } from '@agentry/db';
-import { ConnectTimeoutError, createProviderFetch, sawDone, type ProviderFetch } from './http.js';
+import {
+  ConnectTimeoutError,
+  ProviderConnectionError,
+  ProviderStatusError,
+  ProviderStreamError,
+  SseParser,
+  createProviderHttp,
+  type ProviderHttp,
+  type SseMessage,
+} from './http.js';
 import { modelInfoOf, type ModelInfo } from '../compaction/compaction.js';
 import { resolveModel } from './resolve.js';
 import { DEFAULT_MODEL_TIMEOUTS, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './types.js';
@@ -37,10 +45,23 @@ const MAX_RETRY_AFTER_MS = 20_000;
 
 interface Cached {
   record: ProviderRecord;
-  /** Holds the clear key: never logged, never part of an error. */
-  client: OpenAI;
+  /** `<base url>/chat/completions`. */
+  url: URL;
+  /** The request headers; hold the clear key: never logged, never part of an error. */
+  headers: Record<string, string>;
   apiKey: string | null;
   loadedAt: number;
+}
+
+/** The part of a chat completion chunk read here (OpenAI's `chat.completion.chunk`). */
+interface ChatChunk {
+  choices?: Array<{
+    index?: number;
+    delta?: { content?: string | null; reasoning_content?: unknown; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> };
+    finish_reason?: string | null;
+  }>;
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  error?: unknown;
 }
 
 interface Target {
@@ -60,8 +81,8 @@ interface Failure {
 class AttemptTimeout extends Error {}
 
 /**
- * Calls the configured model providers (OpenAI-compatible, through the `openai` SDK with its own
- * retries off): one retry policy here. Before the first token is yielded, connection errors,
+ * Calls the configured model providers (OpenAI-compatible chat completions, streamed; our own
+ * HTTP and event-stream parsing, see http.ts): one retry policy here. Before the first token is yielded, connection errors,
  * timeouts and HTTP 408/409/429/5xx are retried with exponential backoff, then the request's
  * `failover` entries are tried in order; once a token was yielded, a failure is thrown as is.
  * Provider rows and their clients are cached per replica and dropped on `invalidate
@@ -70,7 +91,7 @@ class AttemptTimeout extends Error {}
 export class ModelProviders {
   readonly #deps: ModelProvidersDeps;
   readonly #timeouts: ModelTimeouts;
-  readonly #fetch: ProviderFetch;
+  readonly #http: ProviderHttp;
   readonly #cache = new Map<string, Cached>();
   #generation = 0;
   #unsubscribe: (() => Promise<void>) | null = null;
@@ -78,7 +99,7 @@ export class ModelProviders {
   constructor(deps: ModelProvidersDeps) {
     this.#deps = deps;
     this.#timeouts = { ...DEFAULT_MODEL_TIMEOUTS, ...deps.timeouts };
-    this.#fetch = createProviderFetch({ connectMs: this.#timeouts.connectMs });
+    this.#http = createProviderHttp({ connectMs: this.#timeouts.connectMs });
   }
 
   async start(): Promise<void> {
@@ -99,7 +120,7 @@ export class ModelProviders {
     await this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#cache.clear();
-    this.#fetch.close();
+    this.#http.close();
   }
 
   /** Streams one answer: text as it comes, then the assembled tool calls (if any), then done. */
@@ -193,23 +214,18 @@ export class ModelProviders {
     const record = await getProvider(this.#deps.db, id);
     if (!record) return undefined;
     const apiKey = record.apiKeySealed ? this.#deps.secrets.open(record.apiKeySealed) : null;
+    let url: URL;
+    try {
+      url = new URL(`${record.baseUrl.replace(/\/+$/, '')}/chat/completions`);
+    } catch {
+      throw new Errors.VALIDATION(`model provider "${id}" has a base url that is not a URL`);
+    }
     const entry: Cached = {
       record,
+      url,
+      headers: { authorization: `Bearer ${apiKey ?? NO_KEY}`, accept: 'text/event-stream', 'user-agent': 'agentry' },
       apiKey,
       loadedAt: Date.now(),
-      client: new OpenAI({
-        apiKey: apiKey ?? NO_KEY,
-        // Explicit nulls: the SDK would otherwise read OPENAI_* variables from the environment.
-        adminAPIKey: null,
-        organization: null,
-        project: null,
-        webhookSecret: null,
-        baseURL: record.baseUrl,
-        maxRetries: 0,
-        timeout: this.#timeouts.totalMs,
-        fetch: this.#fetch.fetch,
-        logLevel: 'off',
-      }),
     };
     // An invalidation while loading: the row may be stale already; use it once, cache it not.
     if (generation === this.#generation) this.#cache.set(id, entry);
@@ -222,30 +238,38 @@ export class ModelProviders {
     const calls = new ToolCallAssembler();
     let finishReason: string | undefined;
     let usage: Extract<ModelEvent, { type: 'done' }>['usage'];
-    try {
-      const { data: stream, response } = await target.entry.client.chat.completions
-        .create(requestBody(target, req), { signal: timers.signal, timeout: Math.max(1, timers.remaining()) })
-        .withResponse();
-      for await (const chunk of stream) {
+    let done = false;
+    // One chunk's events: false once [DONE] went by (anything after it is ignored, as OpenAI's SDK does).
+    const take = function* (messages: SseMessage[]): Generator<ModelEvent> {
+      for (const message of messages) {
+        if (done) return;
+        if (message.data.startsWith('[DONE]')) {
+          done = true;
+          return;
+        }
+        const chunk = parseChunk(message.data);
         if (chunk.usage) {
-          usage = {
-            promptTokens: chunk.usage.prompt_tokens,
-            completionTokens: chunk.usage.completion_tokens,
-            totalTokens: chunk.usage.total_tokens,
-          };
+          usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens, totalTokens: chunk.usage.total_tokens };
         }
         for (const choice of chunk.choices ?? []) {
           if (choice.index !== undefined && choice.index !== 0) continue;
           const delta = choice.delta ?? {};
-          timers.chunk(Boolean(delta.content || delta.tool_calls?.length || (delta as { reasoning_content?: unknown }).reasoning_content));
+          timers.chunk(Boolean(delta.content || delta.tool_calls?.length || delta.reasoning_content));
           for (const tc of delta.tool_calls ?? []) calls.add(tc);
           if (delta.content) yield { type: 'text', text: delta.content };
           if (choice.finish_reason) finishReason = choice.finish_reason;
         }
       }
+    };
+    try {
+      const res = await this.#http.postJson(target.entry.url, target.entry.headers, JSON.stringify(requestBody(target, req)), timers.signal);
+      res.setEncoding('utf8');
+      const parser = new SseParser();
+      for await (const text of res as AsyncIterable<string>) yield* take(parser.push(text));
+      yield* take(parser.end());
       // Closed without [DONE] and without a finish_reason: cut off on the way (a proxy or the
-      // provider gave up), not finished; the SDK ends its loop the same way for both.
-      if (finishReason === undefined && sawDone(response) === false) throw new StreamCutOffError();
+      // provider gave up), not finished.
+      if (finishReason === undefined && !done) throw new StreamCutOffError();
     } catch (err) {
       throw timers.timedOut ?? err;
     } finally {
@@ -355,8 +379,8 @@ function requestBody(target: Target, req: ModelCallRequest) {
     ...(req.params?.top_p !== undefined ? { top_p: req.params.top_p } : {}),
     ...(req.params?.max_tokens !== undefined ? { max_tokens: req.params.max_tokens } : {}),
     ...(req.params?.stop !== undefined ? { stop: req.params.stop } : {}),
-    ...(req.params?.response_format !== undefined ? { response_format: req.params.response_format as OpenAI.Chat.ChatCompletionCreateParams['response_format'] } : {}),
-    ...(req.tools && req.tools.length > 0 ? { tools: req.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
+    ...(req.params?.response_format !== undefined ? { response_format: req.params.response_format } : {}),
+    ...(req.tools && req.tools.length > 0 ? { tools: req.tools } : {}),
   };
 }
 
@@ -364,12 +388,12 @@ function label(t: Target): string {
   return `provider "${t.provider}" (model ${t.model})`;
 }
 
-function toWireMessage(m: ModelCallRequest['messages'][number]): OpenAI.Chat.ChatCompletionMessageParam {
+function toWireMessage(m: ModelCallRequest['messages'][number]): Record<string, unknown> {
   const out: Record<string, unknown> = { role: m.role, content: m.content };
   if (m.tool_calls !== undefined) out.tool_calls = m.tool_calls;
   if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
   if (m.name !== undefined) out.name = m.name;
-  return out as unknown as OpenAI.Chat.ChatCompletionMessageParam;
+  return out;
 }
 
 const RETRY_STATUS = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
@@ -382,41 +406,39 @@ function describeFailure(err: unknown, apiKey: string | null): Failure {
     return out.length > 300 ? `${out.slice(0, 300)}...` : out;
   };
   if (err instanceof AttemptTimeout) return { message: err.message, retryable: true };
-  if (err instanceof OpenAI.APIConnectionTimeoutError) return { message: 'the request timed out', retryable: true };
-  if (err instanceof OpenAI.APIConnectionError) {
-    const cause = err.cause as { code?: unknown; message?: unknown } | undefined;
+  if (err instanceof ProviderConnectionError) {
+    const cause = err.cause as { code?: unknown; message?: unknown };
     if (cause instanceof ConnectTimeoutError) return { message: `connect: ${cause.message}`, retryable: true };
-    const detail = cause ? [typeof cause.code === 'string' ? cause.code : '', typeof cause.message === 'string' ? cause.message : ''].filter(Boolean).join(' ') : '';
+    const detail = [typeof cause.code === 'string' ? cause.code : '', typeof cause.message === 'string' ? cause.message : ''].filter(Boolean).join(' ');
     return { message: scrub(`connection failed${detail ? `: ${detail}` : ''}`), retryable: true };
   }
-  if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
-    const status = err.status;
-    const retryAfterMs = parseRetryAfter(err.headers);
-    if (status === 401 || status === 403) {
-      return { message: `HTTP ${status}: the provider refused the credentials (check its api key)`, retryable: false };
+  if (err instanceof ProviderStatusError) {
+    if (err.status === 401 || err.status === 403) {
+      return { message: `HTTP ${err.status}: the provider refused the credentials (check its api key)`, retryable: false };
     }
-    const upstream = (err.error as { message?: unknown } | undefined)?.message;
-    const text = typeof upstream === 'string' ? upstream : err.message.replace(/^\d{3}\s*/, '');
-    return { message: scrub(`HTTP ${status}${text ? `: ${text}` : ''}`), retryable: RETRY_STATUS(status), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    return { message: scrub(err.message), retryable: RETRY_STATUS(err.status), ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}) };
   }
-  if (err instanceof OpenAI.APIError) {
-    // An `error` event inside the stream.
-    return { message: scrub(`the provider reported an error: ${err.message}`), retryable: false };
-  }
+  if (err instanceof ProviderStreamError) return { message: scrub(err.message), retryable: err.retryable };
   const e = err as { code?: unknown; message?: unknown } | null;
   const detail = [typeof e?.code === 'string' ? e.code : '', typeof e?.message === 'string' ? e.message : String(err)].filter(Boolean).join(' ');
   return { message: scrub(`the connection broke: ${detail}`), retryable: true };
 }
 
-function parseRetryAfter(headers: Headers | undefined): number | undefined {
-  const ms = Number(headers?.get('retry-after-ms'));
-  if (Number.isFinite(ms) && ms > 0) return ms;
-  const raw = headers?.get('retry-after');
-  if (!raw) return undefined;
-  const seconds = Number(raw);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(raw);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+/** One event's JSON; an `error` object in it is the provider's error report. */
+function parseChunk(data: string): ChatChunk {
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(data);
+  } catch {
+    throw new ProviderStreamError(`the provider sent an event that is not JSON: ${data.slice(0, 100)}`, true);
+  }
+  if (!chunk || typeof chunk !== 'object') throw new ProviderStreamError(`the provider sent an event that is not an object: ${data.slice(0, 100)}`, true);
+  const error = (chunk as ChatChunk).error;
+  if (error) {
+    const message = typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string' ? (error as { message: string }).message : JSON.stringify(error);
+    throw new ProviderStreamError(`the provider reported an error: ${message}`, false);
+  }
+  return chunk as ChatChunk;
 }
 
 function throwIfAborted(signal: AbortSignal): void {
