@@ -16,6 +16,7 @@ import {
   recordRunSteps,
   insertRuleChain,
   insertRun,
+  insertRunInSession,
   insertRunUsage,
   getRun,
   usageTotals,
@@ -232,6 +233,29 @@ export function defineDbSuite(get: () => DbHandle): void {
         [`${agent}-old-queued`, 'queued'],
       ]);
       expect((await listUnfinishedRuns(db, { olderThanMs: 60_000, limit: 1 })).length).toBe(1);
+    });
+
+    it('creates a session and a run in it in one statement, and finds the same session the next time (as ensureSession)', async () => {
+      const { db } = get();
+      const agent = `insess-${Math.random().toString(36).slice(2, 8)}`;
+      await insertRuleChain(db, { id: agent, kind: 'agent', agentId: null, name: agent, category: null, dsl: {} });
+      const key = { agentId: agent, sessionKey: 'k1', channel: 'api', owner: 'user:ann' };
+      const first = await insertRunInSession(db, key, { id: `${agent}-1`, source: 'api', request: { messages: [{ role: 'user', content: 'hi' }] }, replyTo: 'gw-1', principal: 'user:ann' });
+      expect(first.run).toMatchObject({ id: `${agent}-1`, agentId: agent, sessionId: first.session.id, status: 'queued', replyTo: 'gw-1', principal: 'user:ann' });
+      expect(first.run.request).toEqual({ messages: [{ role: 'user', content: 'hi' }] });
+      expect(first.session).toMatchObject({ agentId: agent, sessionKey: 'k1', channel: 'api', scope: '', owner: 'user:ann', messageCount: 0, turnCount: 0 });
+      expect(first.session.createdAt).toBeInstanceOf(Date);
+      const second = await insertRunInSession(db, key, { id: `${agent}-2`, source: 'api', request: {} });
+      expect(second.session).toEqual(first.session);
+      expect(second.run).toMatchObject({ sessionId: first.session.id, replyTo: null, principal: '' });
+      expect(second.run.seq).toBeGreaterThan(first.run.seq);
+      expect(await ensureSession(db, key)).toEqual(first.session);
+      // Another owner's key is another session.
+      const other = await insertRunInSession(db, { ...key, owner: 'user:bob' }, { id: `${agent}-3`, source: 'api', request: {} });
+      expect(other.session.id).not.toBe(first.session.id);
+      // A run id taken already: nothing is created, the session included.
+      await expect(insertRunInSession(db, { ...key, sessionKey: 'k2' }, { id: `${agent}-1`, source: 'api', request: {} })).rejects.toSatisfy(isUniqueViolation);
+      expect(await db.selectFrom('sessions').select('id').where('agent_id', '=', agent).where('session_key', '=', 'k2').executeTakeFirst()).toBeUndefined();
     });
 
     it("stores a run's steps with its finish, lists runs with hasSteps only, and replaces steps only on a final run", async () => {

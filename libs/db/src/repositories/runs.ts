@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../handle.js';
+import { SESSION_COLUMNS, toSession, type SessionRecord } from './sessions.js';
 import { ACTIVE_RUN_STATUSES, type FinalRunStatus, type JsonValue, type RunSource, type RunStatus, type RunsTable } from '../tables.js';
 
 export interface RunRecord {
@@ -79,6 +81,50 @@ export async function insertRun(
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
   return toRecord(row);
+}
+
+/**
+ * `ensureSession` and `insertRun` in one statement (one round trip instead of two): the session of
+ * (agent, channel, owner, key), created on first use, and a new run in it.
+ */
+export async function insertRunInSession(
+  db: Db,
+  session: { agentId: string; sessionKey: string; channel?: string; scope?: string; owner?: string },
+  run: { id: string; source: RunSource; request: JsonValue; replyTo?: string | null; principal?: string },
+): Promise<{ run: RunRecord; session: SessionRecord }> {
+  const runCols = sql.join(COLUMNS.map((c) => sql.ref(`r.${c}`)));
+  // The session's columns come back prefixed: both tables have id, agent_id and the timestamps.
+  const sessionCols = sql.join(SESSION_COLUMNS.map((c) => sql`${sql.ref(`s.${c}`)} as ${sql.ref(`s_${c}`)}`));
+  const { rows } = await sql<Row & { [K in (typeof SESSION_COLUMNS)[number] as `s_${K}`]: Parameters<typeof toSession>[0][K] }>`
+    with s as (
+      insert into sessions (id, agent_id, session_key, channel, scope, owner)
+      values (${randomUUID()}, ${session.agentId}, ${session.sessionKey}, ${session.channel ?? 'api'}, ${session.scope ?? ''}, ${session.owner ?? ''})
+      on conflict (agent_id, channel, owner, session_key) do update set updated_at = sessions.updated_at
+      returning ${sql.join(SESSION_COLUMNS.map((c) => sql.ref(c)))}
+    ), r as (
+      insert into runs (id, agent_id, session_id, source, request, reply_to, principal)
+      select ${run.id}, ${session.agentId}, s.id, ${run.source}, ${JSON.stringify(run.request)}::jsonb, ${run.replyTo ?? null}::text, ${run.principal ?? ''} from s
+      returning ${sql.join(COLUMNS.map((c) => sql.ref(c)))}
+    )
+    select ${runCols}, ${sessionCols} from r, s
+  `.execute(db);
+  const row = rows[0];
+  if (!row) throw new Error('insertRunInSession: the statement returned no row');
+  return {
+    run: toRecord(row),
+    session: toSession({
+      id: row.s_id,
+      agent_id: row.s_agent_id,
+      session_key: row.s_session_key,
+      channel: row.s_channel,
+      scope: row.s_scope,
+      owner: row.s_owner,
+      title: row.s_title,
+      message_count: row.s_message_count,
+      created_at: row.s_created_at,
+      updated_at: row.s_updated_at,
+    }),
+  };
 }
 
 export async function getRun(db: Db, id: string): Promise<RunRecord | undefined> {

@@ -28,9 +28,9 @@ export interface SessionMessage {
   name?: string | null;
 }
 
-const SESSION_COLUMNS = ['id', 'agent_id', 'session_key', 'channel', 'scope', 'owner', 'title', 'message_count', 'created_at', 'updated_at'] as const;
+export const SESSION_COLUMNS = ['id', 'agent_id', 'session_key', 'channel', 'scope', 'owner', 'title', 'message_count', 'created_at', 'updated_at'] as const;
 
-function toSession(r: {
+export function toSession(r: {
   id: string;
   agent_id: string;
   session_key: string;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Errors } from '@agentry/errors';
 import { activeTraceparent, QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
-import { ensureSession, finishRun, inTransaction, insertRun, type Db, type JsonValue, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
+import { finishRun, inTransaction, insertRun, insertRunInSession, type Db, type JsonValue, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
 interface RunQueue {
@@ -73,34 +73,23 @@ export async function enqueueRun(queue: RunQueue, runId: string): Promise<void> 
  * run is marked failed and NOT_READY is thrown. The caller has checked that the agent exists.
  */
 export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Promise<SubmittedRun> {
-  const session = input.session
-    ? await ensureSession(deps.db, {
-        agentId: input.agentId,
-        sessionKey: input.session.key,
-        channel: input.session.channel,
-        scope: input.session.scope,
-        owner: input.session.owner,
-      })
-    : null;
   const runId = input.runId ?? newRunId();
-  const row = {
-    id: runId,
-    agentId: input.agentId,
-    sessionId: session?.id ?? null,
-    source: input.source,
-    request: input.request as unknown as JsonValue,
-    replyTo: input.replyTo ?? null,
-    principal: input.principal ?? '',
-  };
+  const row = { id: runId, source: input.source, request: input.request as unknown as JsonValue, replyTo: input.replyTo ?? null, principal: input.principal ?? '' };
+  const wanted = input.session;
+  // The session (if any) and the run in one statement; one INSERT is atomic on its own, so the
+  // transaction (three round trips more) only when rows go with it.
+  const create = async (db: Db): Promise<{ run: RunRecord; session: SessionRecord | null }> =>
+    wanted
+      ? insertRunInSession(db, { agentId: input.agentId, sessionKey: wanted.key, channel: wanted.channel, scope: wanted.scope, owner: wanted.owner }, row)
+      : { run: await insertRun(db, { ...row, agentId: input.agentId, sessionId: null }), session: null };
   const withRun = input.withRun;
-  // One INSERT is atomic on its own: the transaction (three round trips) only when rows go with it.
-  const run = withRun
+  const { run, session } = withRun
     ? await inTransaction(deps.db, async (trx) => {
-        const inserted = await insertRun(trx, row);
-        await withRun(trx, inserted);
-        return inserted;
+        const created = await create(trx);
+        await withRun(trx, created.run);
+        return created;
       })
-    : await insertRun(deps.db, row);
+    : await create(deps.db);
   if (input.beforeEnqueue) {
     try {
       await input.beforeEnqueue;
