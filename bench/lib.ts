@@ -326,6 +326,30 @@ export function backendPids(): number[] {
   return pids;
 }
 
+/**
+ * Postgres processes by their titles (`postgres: 15/main: <user> <database> <host> <state>` for a
+ * backend, `postgres: 15/main: walwriter` and the like for the server's own): the backends of
+ * `database`, and the server's shared processes (postmaster included; not other databases').
+ */
+export function postgresPids(database: string): { backends: number[]; shared: number[] } {
+  const backends: number[] = [];
+  const shared: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!fs.readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('postgres')) continue;
+      const title = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      const backend = /^postgres: (?:[^:]+: )?\S+ (\S+) \S+\(\d+\)/.exec(title);
+      if (backend) {
+        if (backend[1] === database) backends.push(Number(entry));
+      } else shared.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { backends, shared };
+}
+
 /** CPU use of some processes over an interval, in % of one core. */
 export function cpuMeter(pids: readonly number[]): { stop(): number } {
   const t0 = performance.now();

@@ -41,6 +41,7 @@ import {
   measureRunCost,
   onCleanup,
   pct,
+  postgresPids,
   runBench,
   sleep,
   sortNum,
@@ -109,30 +110,6 @@ const KIND_LABEL: Record<Kind, string> = {
   fake: 'fake',
   loadgen: 'load generator',
 };
-
-/**
- * Postgres processes by their titles (`postgres: 15/main: <user> <database> <host> <state>` for a
- * backend, `postgres: 15/main: walwriter` and the like for the server's own): the backends of
- * `database`, and the server's shared processes (postmaster included; not other databases').
- */
-function postgresPids(database: string): { backends: number[]; shared: number[] } {
-  const backends: number[] = [];
-  const shared: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (!fs.readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('postgres')) continue;
-      const title = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      const backend = /^postgres: (?:[^:]+: )?\S+ (\S+) \S+\(\d+\)/.exec(title);
-      if (backend) {
-        if (backend[1] === database) backends.push(Number(entry));
-      } else shared.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return { backends, shared };
-}
 
 interface CpuReading {
   /** CPU ms spent by each kind over the window. */
