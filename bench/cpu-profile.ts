@@ -4,7 +4,7 @@
  * of our own functions, so the top costs of a hot path can be named before and after a change.
  *
  *   BENCH_CPU_PROF=/tmp/prof npm run bench:throughput -- --quick --no-write
- *   npx tsx bench/cpu-profile.ts /tmp/prof/cluster-gateway [--top=30]
+ *   npx tsx bench/cpu-profile.ts /tmp/prof/cluster-gateway [--top=30] [--skip=<seconds of start-up to leave out>]
  *
  * A directory argument takes every profile below it (one per thread; the main thread's is the
  * largest). Idle and GC are shown apart; percentages are of the busy (non-idle) time.
@@ -25,6 +25,8 @@ interface Profile {
 
 const argv = process.argv.slice(2);
 const top = Number(argv.find((a) => a.startsWith('--top='))?.slice(6) ?? 25);
+/** Samples in the first N seconds of each profile are left out (start-up: module loading, schema compiles). */
+const skipUs = Number(argv.find((a) => a.startsWith('--skip='))?.slice(7) ?? 0) * 1e6;
 const inputs = argv.filter((a) => !a.startsWith('--'));
 if (inputs.length === 0) {
   console.error('usage: npx tsx bench/cpu-profile.ts <profile or directory>... [--top=N]');
@@ -58,7 +60,11 @@ for (const file of files) {
   const parent = new Map<number, number>();
   for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<number, number>();
-  prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
+  let elapsed = 0;
+  prof.samples.forEach((id, i) => {
+    elapsed += prof.timeDeltas[i] ?? 0;
+    if (elapsed >= skipUs) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  });
 
   let total = 0;
   let idle = 0;
@@ -66,6 +72,7 @@ for (const file of files) {
   const fnSelf = new Map<string, number>();
   const pkgSelf = new Map<string, number>();
   const oursInclusive = new Map<string, number>();
+  const pkgInclusive = new Map<string, number>();
   for (const [id, us] of self) {
     const n = byId.get(id)!;
     const name = n.callFrame.functionName || '(anonymous)';
@@ -78,11 +85,17 @@ for (const file of files) {
     const key = `${name} ${short(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
     fnSelf.set(key, (fnSelf.get(key) ?? 0) + us);
     pkgSelf.set(owner(n.callFrame.url), (pkgSelf.get(owner(n.callFrame.url)) ?? 0) + us);
-    // Inclusive time of our own frames: each of our functions on the stack once per sample.
+    // Inclusive time of our own frames, and of every package: each once per sample.
     const seen = new Set<string>();
+    const pkgs = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const f = byId.get(cur)!;
-      if (!owner(f.callFrame.url).startsWith('agentry:')) continue;
+      const pkg = owner(f.callFrame.url);
+      if (f.callFrame.url !== '' && !pkgs.has(pkg)) {
+        pkgs.add(pkg);
+        pkgInclusive.set(pkg, (pkgInclusive.get(pkg) ?? 0) + us);
+      }
+      if (!pkg.startsWith('agentry:')) continue;
       const k = `${f.callFrame.functionName || '(anonymous)'} ${short(f.callFrame.url)}:${f.callFrame.lineNumber + 1}`;
       if (seen.has(k)) continue;
       seen.add(k);
@@ -100,6 +113,7 @@ for (const file of files) {
       .join('\n');
   console.log(`\n# ${file}\nbusy ${ms(busy).trim()} ms of ${ms(total).trim()} ms sampled; GC ${share(gc).trim()} of busy`);
   console.log(`\nself time by package:\n${list(pkgSelf, 15)}`);
+  console.log(`\ninclusive time by package (callees included; a sample counts once per package on its stack):\n${list(pkgInclusive, 20)}`);
   console.log(`\nself time by function (top ${top}):\n${list(fnSelf, top)}`);
   console.log(`\ninclusive time of Agentry functions (top ${top}):\n${list(oursInclusive, top)}`);
 }

@@ -71,8 +71,13 @@ describeWithServers('usage and budgets across two gateways (cluster mode, Redis)
     await waitFor(async () => (await chat(1, TOKENS_KEY)).status === 429, 10_000, 100);
     const refused = await chat(1, TOKENS_KEY);
     expect(((await refused.json()) as { error: string }).error).toContain('tokensPerDay budget of api:tokens (10 tokens per day) is spent');
-    const report = await fetch(`${gateways[1]}/api/v1/usage?groupBy=principal`);
-    const { data } = (await report.json()) as { data: Array<{ key: string; promptTokens: number; completionTokens: number }> };
-    expect(data.find((r) => r.key === 'api:tokens')).toMatchObject({ promptTokens: 8, completionTokens: 4 });
+    // The worker writes usage rows in batches (up to 25 ms after the call): the report may lag the counter.
+    const tokensRow = async () => {
+      const report = await fetch(`${gateways[1]}/api/v1/usage?groupBy=principal`);
+      const { data } = (await report.json()) as { data: Array<{ key: string; promptTokens: number; completionTokens: number }> };
+      return data.find((r) => r.key === 'api:tokens');
+    };
+    await waitFor(async () => (await tokensRow()) !== undefined, 5_000, 50);
+    expect(await tokensRow()).toMatchObject({ promptTokens: 8, completionTokens: 4 });
   });
 });

@@ -14,18 +14,26 @@ export interface RunUsageInput {
 }
 
 export async function insertRunUsage(db: Db, usage: RunUsageInput): Promise<void> {
+  await insertRunUsages(db, [usage]);
+}
+
+/** Several model calls' usage in one INSERT (all or none). */
+export async function insertRunUsages(db: Db, rows: readonly RunUsageInput[]): Promise<void> {
+  if (rows.length === 0) return;
   await db
     .insertInto('run_usage')
-    .values({
-      run_id: usage.runId,
-      agent_id: usage.agentId,
-      principal: usage.principal,
-      provider: usage.provider,
-      model: usage.model,
-      // A provider's count is read off its wire: a missing or negative one counts as none.
-      prompt_tokens: Math.max(0, Math.round(usage.promptTokens) || 0),
-      completion_tokens: Math.max(0, Math.round(usage.completionTokens) || 0),
-    })
+    .values(
+      rows.map((usage) => ({
+        run_id: usage.runId,
+        agent_id: usage.agentId,
+        principal: usage.principal,
+        provider: usage.provider,
+        model: usage.model,
+        // A provider's count is read off its wire: a missing or negative one counts as none.
+        prompt_tokens: Math.max(0, Math.round(usage.promptTokens) || 0),
+        completion_tokens: Math.max(0, Math.round(usage.completionTokens) || 0),
+      })),
+    )
     .execute();
 }
 

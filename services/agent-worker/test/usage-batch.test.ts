@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import pino from 'pino';
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from 'kysely';
+import type { DbHandle } from '@agentry/db';
+import { createTestPglite } from '@agentry/testing';
+import { usageRecorder } from '../src/usage.js';
+
+/** The usage recorder writes many model calls' rows with one INSERT, and a bad row loses only itself. */
+
+let handle: DbHandle;
+beforeAll(async () => {
+  handle = await createTestPglite();
+});
+afterAll(async () => {
+  await handle?.close();
+});
+
+/** Counts the INSERT statements sent through the handle. */
+function countingInserts(): { plugin: KyselyPlugin; inserts: () => number } {
+  let n = 0;
+  return {
+    plugin: {
+      transformQuery(args: PluginTransformQueryArgs) {
+        if (args.node.kind === 'InsertQueryNode') n++;
+        return args.node;
+      },
+      transformResult: async (args: PluginTransformResultArgs) => args.result,
+    },
+    inserts: () => n,
+  };
+}
+
+const done = (model: string, prompt: number) => ({ type: 'done' as const, finishReason: 'stop', provider: 'p', model, usage: { promptTokens: prompt, completionTokens: 1, totalTokens: prompt + 1 } });
+const rowsOf = async (prefix: string) =>
+  (await handle.db.selectFrom('run_usage').select(['run_id', 'model', 'prompt_tokens']).where('run_id', 'like', `${prefix}%`).orderBy('id').execute()).map((r) => [
+    r.run_id,
+    r.model,
+    Number(r.prompt_tokens),
+  ]);
+
+it('writes the model calls of many runs with one INSERT, soon after they come', async () => {
+  const counting = countingInserts();
+  const counted: string[] = [];
+  const recorder = usageRecorder({ db: handle.db.withPlugin(counting.plugin), bus: { count: async (key) => (counted.push(key), 0) }, logger: pino({ level: 'silent' }) });
+  for (let i = 0; i < 20; i++) recorder.record({ id: `batch-${i}`, agentId: 'a', principal: i === 0 ? 'api:x' : '' }, done('m', i));
+  // The budget counter is not delayed; the rows are.
+  expect(counted).toHaveLength(1);
+  expect(counting.inserts()).toBe(0);
+  await new Promise((r) => setTimeout(r, 200));
+  expect(counting.inserts()).toBe(1);
+  expect(await rowsOf('batch-')).toEqual(Array.from({ length: 20 }, (_, i) => [`batch-${i}`, 'm', i]));
+  // drain writes what is still waiting, at once.
+  recorder.record({ id: 'batch-last', agentId: 'a', principal: '' }, done('m', 7));
+  await recorder.drain();
+  expect(counting.inserts()).toBe(2);
+  expect(await rowsOf('batch-last')).toEqual([['batch-last', 'm', 7]]);
+});
+
+it('writes a failed batch row by row: the bad row is logged, the others are kept', async () => {
+  const lines: string[] = [];
+  const recorder = usageRecorder({ db: handle.db, bus: { count: async () => 0 }, logger: pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) }) });
+  recorder.record({ id: 'mixed-1', agentId: 'a', principal: '' }, done('fine', 1));
+  // Postgres refuses a NUL character in text: this row's INSERT fails.
+  recorder.record({ id: 'mixed-2', agentId: 'a', principal: '' }, done('bad\u0000model', 2));
+  recorder.record({ id: 'mixed-3', agentId: 'a', principal: '' }, done('fine', 3));
+  await recorder.drain();
+  expect(await rowsOf('mixed-')).toEqual([
+    ['mixed-1', 'fine', 1],
+    ['mixed-3', 'fine', 3],
+  ]);
+  expect(lines.filter((l) => l.includes('model call usage not recorded'))).toHaveLength(1);
+  expect(lines.find((l) => l.includes('model call usage not recorded'))).toContain('mixed-2');
+});
