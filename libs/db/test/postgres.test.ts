@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@agentry/testing';
 import { describeWithPostgres } from '@agentry/testing';
 import { freePort } from '@agentry/testing';
-import { isDatabaseUnavailable, migrateToLatest, migrationNames, openPostgres, type DbLogger } from '../src/index.js';
+import { isDatabaseUnavailable, migrateToLatest, migrationNames, openPostgres, type DbHandle, type DbLogger } from '../src/index.js';
 import { defineDbSuite } from './db-suite.js';
 
 describeWithPostgres('Postgres (pg pool)', () => {
@@ -34,6 +34,51 @@ describeWithPostgres('Postgres (pg pool)', () => {
         await handle.ping();
       } finally {
         await handle.close();
+      }
+    });
+  });
+
+  describe('prepared statements', () => {
+    const prepared = async (db: DbHandle['db']) =>
+      (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements order by name`.execute(db)).rows;
+
+    it('prepares a statement with parameters once per connection, never a select * or returning *, and survives a migration', async () => {
+      const handle = openPostgres({ url: test.url, poolMax: 1 });
+      try {
+        await sql`create table prep_probe (a int primary key, b text)`.execute(handle.db);
+        await sql`insert into prep_probe values (1, 'one'), (2, 'two')`.execute(handle.db);
+        const named = () => handle.db.selectFrom('prep_probe' as never).select(['a', 'b'] as never).where('a' as never, '=', 1 as never).execute();
+        const star = () => handle.db.selectFrom('prep_probe' as never).selectAll().where('a' as never, '=', 2 as never).execute();
+        for (let i = 0; i < 3; i++) {
+          expect(await named()).toEqual([{ a: 1, b: 'one' }]);
+          expect(await star()).toEqual([{ a: 2, b: 'two' }]);
+        }
+        // One connection (poolMax 1): its prepared statements are listed on it.
+        const list = (await prepared(handle.db)).filter((p) => p.statement.includes('prep_probe'));
+        expect(list).toHaveLength(1);
+        expect(list[0]!.name).toMatch(/^a_[\w-]+$/);
+        expect(list[0]!.statement).toBe('select "a", "b" from "prep_probe" where "a" = $1');
+        // A migration adds a column: the named statement is replanned by Postgres, the select * was never prepared.
+        await sql`alter table prep_probe add column c int default 7`.execute(handle.db);
+        expect(await named()).toEqual([{ a: 1, b: 'one' }]);
+        expect(await star()).toEqual([{ a: 2, b: 'two', c: 7 }]);
+      } finally {
+        await sql`drop table if exists prep_probe`.execute(handle.db);
+        await handle.close();
+      }
+    });
+
+    it('keeps at most 200 named statements per connection, and none when prepare is off', async () => {
+      const handle = openPostgres({ url: test.url, poolMax: 1 });
+      const plain = openPostgres({ url: test.url, poolMax: 1, prepare: false });
+      try {
+        for (let i = 0; i < 210; i++) expect((await sql<{ n: number }>`select ${i}::int + ${sql.lit(i)} as n`.execute(handle.db)).rows[0]?.n).toBe(2 * i);
+        expect((await prepared(handle.db)).length).toBe(200);
+        for (let i = 0; i < 3; i++) await sql`select ${i}::int as n`.execute(plain.db);
+        expect(await prepared(plain.db)).toEqual([]);
+      } finally {
+        await handle.close();
+        await plain.close();
       }
     });
   });

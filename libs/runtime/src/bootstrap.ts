@@ -85,7 +85,7 @@ export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
     const db = opts.openDb
       ? await opts.openDb(logger)
       : databaseUrl
-        ? openPostgres({ url: databaseUrl, logger })
+        ? openPostgres({ url: databaseUrl, logger, prepare: opts.env.AGENTRY_PG_PREPARE !== 'false' })
         : await openPglite({ dataDir: path.join(loaded.paths.rootDir, 'pgdata'), logger });
     lifecycle.add('database', () => db.close());
     health.register('database', () => db.ping());
