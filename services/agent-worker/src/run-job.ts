@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { trace, SpanKind, type Context } from '@opentelemetry/api';
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
 import { AgentRunJob, RunKeeps, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
@@ -37,10 +37,13 @@ export interface RunJobContext {
  * error (the client saw half an answer; running it again would answer twice), one that had not
  * is run again; a chat run nobody waits for any more is cancelled, not answered.
  */
+/** Compiled once: Value.Check walks the schema on every call. */
+const agentRunJob = Compile(AgentRunJob);
+
 export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownSignal: AbortSignal) => Promise<void> {
   const { db, logger } = ctx;
   return async (job, shutdownSignal) => {
-    if (!Value.Check(AgentRunJob, job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
+    if (!agentRunJob.Check(job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
     const { runId } = job.data;
     // Outside a session the run is claimed at once (one round trip); a session's turn is only
     // read here and claimed once the earlier turns have ended.

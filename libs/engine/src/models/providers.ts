@@ -261,6 +261,7 @@ export class ModelProviders {
         }
       }
     };
+    let completed = false;
     try {
       const res = await this.#http.postJson(target.entry.url, target.entry.headers, JSON.stringify(requestBody(target, req)), timers.signal);
       res.setEncoding('utf8');
@@ -270,10 +271,11 @@ export class ModelProviders {
       // Closed without [DONE] and without a finish_reason: cut off on the way (a proxy or the
       // provider gave up), not finished.
       if (finishReason === undefined && !done) throw new StreamCutOffError();
+      completed = true;
     } catch (err) {
       throw timers.timedOut ?? err;
     } finally {
-      timers.close();
+      timers.close(completed);
     }
     const assembled = calls.assembled();
     if (assembled.length > 0) yield { type: 'tool_calls', calls: assembled };
@@ -339,12 +341,13 @@ class AttemptTimers {
     this.#ctl.abort(this.timedOut);
   }
 
-  close(): void {
+  /** `completed`: the response was read to its end (nothing to abort). */
+  close(completed: boolean): void {
     clearTimeout(this.#total);
     clearTimeout(this.#silence);
     this.caller.removeEventListener('abort', this.#onAbort);
     // Ends the HTTP request when the caller stopped reading early (or anything threw).
-    this.#ctl.abort(new Error('model call finished'));
+    if (!completed) this.#ctl.abort(new Error('model call finished'));
   }
 }
 

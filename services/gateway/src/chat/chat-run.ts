@@ -64,7 +64,11 @@ export class ChatRun implements RunControl {
     this.#subscribed.catch(() => undefined);
     // Listened for from the start: a client that leaves while the run is being created must not
     // have it enqueued (its close would otherwise go unheard, and the run be answered for nobody).
-    reply.raw.once('close', () => this.#clientGone.abort());
+    // A close after the answer went out completely is no departure (and an abort costs a
+    // DOMException with its stack on every request).
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) this.#clientGone.abort();
+    });
   }
 
   /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
