@@ -273,16 +273,22 @@ export function rssMb(pid: number | undefined): number {
 
 export const CLK_TCK = 100;
 
-/** CPU time (user + system) of a process in clock ticks; 0 when it is gone. */
-export function cpuTicks(pid: number): number {
+/** User and system CPU time of a process in clock ticks; [0, 0] when it is gone. */
+export function cpuTicksSplit(pid: number): [user: number, system: number] {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // utime and stime are fields 14 and 15 of stat; fields[0] here is field 3 (state).
-    return Number(fields[11]) + Number(fields[12]);
+    return [Number(fields[11]), Number(fields[12])];
   } catch {
-    return 0;
+    return [0, 0];
   }
+}
+
+/** CPU time (user + system) of a process in clock ticks; 0 when it is gone. */
+export function cpuTicks(pid: number): number {
+  const [user, system] = cpuTicksSplit(pid);
+  return user + system;
 }
 
 /** The whole machine's busy and total clock ticks so far (first line of /proc/stat). */

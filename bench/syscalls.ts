@@ -18,7 +18,7 @@ import path from 'node:path';
 import { freePort } from '@agentry/testing';
 import { fakeAnswer } from './fake-model.js';
 import { agentryRequest, benchKeys, sendN, startCluster, type RequestSpec } from './cluster.js';
-import { CLK_TCK, commandLine, machineLine, onCleanup, postgresPids, runBench, sleep, spawnEntry, waitForQuietBox, writeDocSection } from './lib.js';
+import { CLK_TCK, commandLine, cpuTicksSplit, machineLine, onCleanup, postgresPids, runBench, sleep, spawnEntry, waitForQuietBox, writeDocSection } from './lib.js';
 
 const argv = process.argv.slice(2);
 for (const a of argv) {
@@ -35,17 +35,6 @@ const CONNECTIONS = 16;
 type Kind = 'gateway' | 'worker' | 'postgres' | 'redis' | 'fake';
 const KINDS: Kind[] = ['gateway', 'worker', 'postgres', 'redis', 'fake'];
 
-/** utime and stime of a process in clock ticks (0, 0 when it is gone). */
-function userSystem(pid: number): [number, number] {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return [Number(f[11]), Number(f[12])];
-  } catch {
-    return [0, 0];
-  }
-}
-
 interface Split {
   userMs: number;
   kernelMs: number;
@@ -53,13 +42,13 @@ interface Split {
 
 /** CPU per run of each kind over `send`, without a tracer. */
 async function cpuSplit(pids: Record<Kind, number[]>, send: () => Promise<number>): Promise<{ runs: number; split: Record<Kind, Split> }> {
-  const before = KINDS.map((k) => pids[k].map(userSystem));
+  const before = KINDS.map((k) => pids[k].map(cpuTicksSplit));
   const runs = await send();
   const split = {} as Record<Kind, Split>;
   KINDS.forEach((k, i) => {
     let [u, s] = [0, 0];
     pids[k].forEach((pid, j) => {
-      const [u1, s1] = userSystem(pid);
+      const [u1, s1] = cpuTicksSplit(pid);
       u += Math.max(0, u1 - before[i]![j]![0]);
       s += Math.max(0, s1 - before[i]![j]![1]);
     });

@@ -15,6 +15,7 @@ import {
   type TestCluster,
   type TestDatabase,
 } from '@agentry/testing';
+import { SseStream } from './sse-stream.js';
 
 /**
  * Fault injection on a cluster-mode deployment: real processes (a gateway, two agent-workers, a
@@ -360,44 +361,15 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
   }, 30_000);
 });
 
-/** An SSE response read as it comes; a connection that dies simply ends it. */
-class SseReader {
-  text = '';
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
-  readonly #decoder = new TextDecoder();
-  #done = false;
-
-  constructor(res: Response) {
-    expect(res.status).toBe(200);
-    this.#reader = res.body!.getReader();
-  }
-
-  async #read(): Promise<void> {
-    try {
-      const { value, done } = await this.#reader.read();
-      if (done) this.#done = true;
-      else this.text += this.#decoder.decode(value, { stream: true });
-    } catch {
-      this.#done = true;
-    }
-  }
-
+/** A chat stream read as text: waits on patterns, gives its data events, content and run id. */
+class SseReader extends SseStream {
   /** Reads until the text so far matches. */
-  async until(pattern: RegExp, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!pattern.test(this.text)) {
-      if (this.#done || Date.now() > deadline) throw new Error(`stream ended or timed out before ${pattern}:\n${this.text}`);
-      await this.#read();
-    }
+  until(pattern: RegExp, timeoutMs = 10_000): Promise<void> {
+    return this.readUntil(() => pattern.test(this.text), String(pattern), timeoutMs);
   }
 
-  /** Reads to the end (or the connection's death). */
-  async rest(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!this.#done) {
-      if (Date.now() > deadline) throw new Error(`stream did not end within ${timeoutMs} ms:\n${this.text}`);
-      await this.#read();
-    }
+  override rest(timeoutMs = 30_000): Promise<void> {
+    return super.rest(timeoutMs);
   }
 
   events(): string[] {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { getRun } from '@agentry/db';
 import { deleteRedisKeys, describeWithServers, startFakeModel, startTestCluster, waitFor, type FakeModel, type SpawnedService, type TestCluster } from '@agentry/testing';
 import { parseSse } from './chat-conformance.js';
+import { SseStream } from './sse-stream.js';
 
 /**
  * Resumable chat streams (issue 27 item 1) on the deployment as it runs on Kubernetes: three
@@ -27,53 +28,15 @@ function contentOf(events: SseEvent[]): string {
     .join('');
 }
 
-/** An SSE body read as it comes; a connection that dies simply ends it (as a client sees its gateway die). */
-class SseReader {
-  text = '';
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
-  readonly #decoder = new TextDecoder();
-  done = false;
-
-  constructor(res: Response) {
-    expect(res.status).toBe(200);
-    this.#reader = res.body!.getReader();
-  }
-
-  async #read(): Promise<void> {
-    try {
-      const { value, done } = await this.#reader.read();
-      if (done) this.done = true;
-      else this.text += this.#decoder.decode(value, { stream: true });
-    } catch {
-      this.done = true;
-    }
-  }
-
+/** A chat stream whose events are read parsed, with their ids. */
+class SseReader extends SseStream {
   /** The whole events received so far (a half-written one at the end is not one). */
   events(): SseEvent[] {
     return parseSse(this.text.slice(0, this.text.lastIndexOf('\n\n') + 2));
   }
 
-  async until(enough: (events: SseEvent[]) => boolean, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!enough(this.events())) {
-      if (this.done || Date.now() > deadline) throw new Error(`stream ended or timed out too early:\n${this.text}`);
-      await this.#read();
-    }
-  }
-
-  /** The client closes its connection (its network went away). */
-  async drop(): Promise<void> {
-    this.done = true;
-    await this.#reader.cancel();
-  }
-
-  async rest(timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!this.done) {
-      if (Date.now() > deadline) throw new Error(`stream did not end within ${timeoutMs} ms after its gateway died:\n${this.text}`);
-      await this.#read();
-    }
+  until(enough: (events: SseEvent[]) => boolean, timeoutMs = 10_000): Promise<void> {
+    return this.readUntil(() => enough(this.events()), 'the events awaited', timeoutMs);
   }
 }
 

@@ -157,7 +157,7 @@ function errorDetail(text: string): string {
 }
 
 /** `retry-after-ms`, or `retry-after` in seconds or as a date; undefined when absent or unreadable. */
-export function retryAfterOf(headers: http.IncomingHttpHeaders): number | undefined {
+function retryAfterOf(headers: http.IncomingHttpHeaders): number | undefined {
   const ms = Number(headers['retry-after-ms']);
   if (Number.isFinite(ms) && ms > 0) return ms;
   const raw = headers['retry-after'];

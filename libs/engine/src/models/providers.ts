@@ -239,7 +239,7 @@ export class ModelProviders {
     let finishReason: string | undefined;
     let usage: Extract<ModelEvent, { type: 'done' }>['usage'];
     let done = false;
-    // One chunk's events: false once [DONE] went by (anything after it is ignored, as OpenAI's SDK does).
+    // The model events of one socket chunk's messages; whatever follows [DONE] is ignored (as OpenAI's SDK does).
     const take = function* (messages: SseMessage[]): Generator<ModelEvent> {
       for (const message of messages) {
         if (done) return;
