@@ -30,6 +30,26 @@ describeWithRedis('redis bus', () => {
   });
 
   describe('redis specifics', () => {
+    it('runs its Lua commands inside an auto-pipeline opened earlier in the same tick (the worker crash)', async () => {
+      // A plain publish opens the producer's auto-pipeline; a kept publish and a rate-limit hit
+      // issued in the same tick join it. When the commands were defined lazily on first use, the
+      // open pipeline lacked them: "pipeline[functionName] is not a function", then an uncaught
+      // "results[i] is not iterable" that killed the process.
+      const bus = open();
+      await bus.pubsub.publish('ch', 'before anyone listens');
+      const heard: unknown[] = [];
+      await bus.pubsub.subscribe('ch', (m) => heard.push(m));
+      const work: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 20; i++) {
+        work.push(bus.pubsub.publish('ch', `plain ${i}`));
+        work.push(bus.pubsub.publish('ch', `kept ${i}`, { log: 'race', maxLen: 100, ttlMs: 10_000 }));
+        work.push(bus.rateLimit(`race:${i}`, { limit: 10, windowMs: 1_000 }));
+      }
+      await Promise.all(work);
+      await waitFor('all 40 messages', () => heard.length === 40);
+      expect(await bus.pubsub.kept('race')).toEqual(Array.from({ length: 20 }, (_, i) => `kept ${i}`));
+    });
+
     it('keeps prefixes apart: channels, queues and schedules', async () => {
       const a = open();
       const b = open();

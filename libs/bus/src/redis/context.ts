@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { Errors } from '@agentry/errors';
+import { defineScripts, type ScriptCommands } from './scripts.js';
 
 /** Finished jobs kept for inspection; bounded so that Redis memory stays flat. */
 export const KEEP_COMPLETED = { count: 1_000, age: 24 * 3600 };
@@ -17,7 +18,7 @@ export const FIRST_CONNECT_MS = 5_000;
  * Connection names carry the prefix so that `CLIENT LIST` shows who is who.
  */
 export class RedisContext {
-  readonly producer: Redis;
+  readonly producer: Redis & ScriptCommands;
   readonly subscriber: Redis;
   private readonly everReady = new WeakSet<Redis>();
   private readonly queues = new Map<string, Queue<unknown>>();
@@ -32,14 +33,14 @@ export class RedisContext {
   ) {
     // Producers fail fast: a request handler must get an error now rather than hang while Redis
     // is away, and no command may be queued to run minutes later.
-    this.producer = this.connect('producer', {
+    this.producer = defineScripts(this.connect('producer', {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: firstConnectMs,
       // Commands issued in the same tick (many requests' enqueues, publishes and rate-limit
       // checks under load) leave in one write: on loopback a write costs more than the command.
       enableAutoPipelining: true,
-    });
+    }));
     // Fails fast as well; ioredis re-subscribes its channels by itself after a reconnect.
     this.subscriber = this.connect('subscriber', {
       enableOfflineQueue: false,

@@ -4,20 +4,6 @@ import type { RedisContext } from './context.js';
 
 type Handler = (message: unknown) => void;
 
-/**
- * A kept publish in one step: append to the log, trim it to its cap (only once it is over: a
- * command saved per event), (re)start its lifetime,
- * then publish. A reader that SUBSCRIBEs and then reads the log sees every message in one or
- * the other (the script runs atomically), so nothing falls between the two.
- */
-const KEEP_SCRIPT = `
-local n = redis.call('RPUSH', KEYS[1], ARGV[2])
-if n > tonumber(ARGV[3]) then redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1) end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return redis.call('PUBLISH', ARGV[1], ARGV[2])
-`;
-const KEEP_COMMAND = 'agentryPublishKept';
-
 interface ChannelEntry {
   handlers: Set<Handler>;
   /** The SUBSCRIBE for this channel; every subscriber waits for Redis to confirm it. */
@@ -35,8 +21,6 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
     ctx.subscriber.on('message', (channel: string, text: string) => this.deliver(channel, text));
   }
 
-  #keepDefined = false;
-
   async publish<C extends NameOf<M>>(channel: C, message: M[C], keep?: KeepOptions): Promise<void> {
     const payload = encodeJson(message, 'message');
     const conn = this.ctx.producer;
@@ -44,15 +28,9 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
       await this.ctx.command(conn, () => conn.publish(this.ctx.channel(channel), payload));
       return;
     }
-    // defineCommand sends EVALSHA, and the script again after a Redis restart.
-    if (!this.#keepDefined) {
-      conn.defineCommand(KEEP_COMMAND, { numberOfKeys: 1, lua: KEEP_SCRIPT });
-      this.#keepDefined = true;
-    }
-    const run = (conn as unknown as Record<string, (...args: Array<string | number>) => Promise<number>>)[KEEP_COMMAND]!;
     const maxLen = Math.max(1, Math.floor(keep.maxLen));
     const ttlMs = Math.max(1, Math.round(keep.ttlMs));
-    await this.ctx.command(conn, () => run.call(conn, this.#logKey(keep.log), this.ctx.channel(channel), payload, maxLen, ttlMs));
+    await this.ctx.command(conn, () => conn.agentryPublishKept(this.#logKey(keep.log), this.ctx.channel(channel), payload, maxLen, ttlMs));
   }
 
   async kept(log: string): Promise<unknown[]> {

@@ -1,0 +1,63 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Every Lua command the Redis adapters run, defined on the producer connection when it is
+ * created. ioredis copies a connection's scripts into a pipeline when the pipeline is made, so a
+ * command defined later (lazily, on first use) is missing from an auto-pipeline already open in
+ * that tick: `pipeline[name] is not a function`, then an uncaught `results[i] is not iterable`
+ * that killed the worker under load. Defined up front, every pipeline has them.
+ * A defined command sends EVALSHA and falls back to the script on NOSCRIPT (after a Redis restart).
+ */
+
+/**
+ * A kept publish in one step: append to the log, trim it to its cap (only once it is over: a
+ * command saved per event), (re)start its lifetime, then publish. A reader that SUBSCRIBEs and
+ * then reads the log sees every message in one or the other (the script runs atomically), so
+ * nothing falls between the two.
+ */
+const PUBLISH_KEPT = `
+local n = redis.call('RPUSH', KEYS[1], ARGV[2])
+if n > tonumber(ARGV[3]) then redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1) end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return redis.call('PUBLISH', ARGV[1], ARGV[2])
+`;
+
+/**
+ * `gcraHit` (../rate-limit.ts) as one script, on the server's clock so that replicas with
+ * skewed clocks still share one budget. The key expires when its bucket would be full again.
+ */
+const RATE_LIMIT = `
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local peek = ARGV[3] == '1'
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local nextTat = tat + interval
+local allowAt = nextTat - burst * interval
+if now < allowAt then
+  return {0, 0, allowAt - now}
+end
+if not peek then
+  redis.call('SET', KEYS[1], nextTat, 'PX', nextTat - now + 1)
+end
+return {1, math.floor((now - allowAt) / interval), 0}
+`;
+
+/** The commands as they are called: (key, ...args). */
+export interface ScriptCommands {
+  agentryPublishKept(log: string, channel: string, payload: string, maxLen: number, ttlMs: number): Promise<number>;
+  agentryRateLimit(key: string, intervalMs: number, burst: number, peek: 0 | 1): Promise<[number, number, number]>;
+}
+
+const SCRIPTS: Record<keyof ScriptCommands, string> = {
+  agentryPublishKept: PUBLISH_KEPT,
+  agentryRateLimit: RATE_LIMIT,
+};
+
+/** Called once, right after `new Redis(...)`, before any command can be issued on the connection. */
+export function defineScripts(conn: Redis): Redis & ScriptCommands {
+  for (const [name, lua] of Object.entries(SCRIPTS)) conn.defineCommand(name, { numberOfKeys: 1, lua });
+  return conn as Redis & ScriptCommands;
+}
