@@ -50,6 +50,42 @@ describeWithRedis('redis bus', () => {
       expect(await bus.pubsub.kept('race')).toEqual(Array.from({ length: 20 }, (_, i) => `kept ${i}`));
     });
 
+    it("creates BullMQ's first queues in a tick whose auto-pipeline is already open", async () => {
+      // BullMQ defines its own Lua commands on the shared producer when a Queue is first made
+      // (lazily, at the first enqueue). It is safe only because BullMQ's version check (an INFO
+      // round trip) separates that define from the first script call; this pins that, should an
+      // upgrade drop it, for the same crash as the kept publish.
+      const bus = open();
+      await bus.ping();
+      const work: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 10; i++) {
+        work.push(bus.pubsub.publish('ch', `plain ${i}`));
+        work.push(bus.queue.enqueue('q', { n: i }));
+        work.push(bus.queue.enqueue('other', i));
+        work.push(bus.pubsub.publish('ch', `kept ${i}`, { log: 'race', maxLen: 100, ttlMs: 10_000 }));
+      }
+      await Promise.all(work);
+      expect((await bus.queue.counts('q')).waiting).toBe(10);
+      expect((await bus.queue.counts('other')).waiting).toBe(10);
+    });
+
+    it('a pub/sub handler that throws is logged with the run id its message names, and the others still hear it', async () => {
+      const prefix = uniqueRedisPrefix();
+      prefixes.push(prefix);
+      const { logger, lines } = captureLogger();
+      const bus = createRedisBus<TestQueues, TestChannels>({ url: redisUrl(), prefix, logger });
+      buses.push(bus);
+      const heard: unknown[] = [];
+      await bus.pubsub.subscribe('ch', () => {
+        throw new Error('handler bug');
+      });
+      await bus.pubsub.subscribe('ch', (m) => heard.push(m));
+      await bus.pubsub.publish('ch', { runId: 'run-42', type: 'text' });
+      await waitFor('the second handler', () => heard.length === 1);
+      const line = lines.find((l) => l.msg === 'pub/sub handler threw');
+      expect(line).toMatchObject({ runId: 'run-42', err: { message: 'handler bug' } });
+    });
+
     it('keeps prefixes apart: channels, queues and schedules', async () => {
       const a = open();
       const b = open();

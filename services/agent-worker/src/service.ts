@@ -145,7 +145,7 @@ function consumeRuns(runtime: Runtime, handleRun: ReturnType<typeof runJobHandle
     {
       concurrency,
       stallMs: runtime.config.current.worker.stall_timeout_ms,
-      onFailed: (job, err, willRetry) => logger.warn({ jobId: job.id, err: err.message, willRetry }, 'agent-run job failed'),
+      onFailed: (job, err, willRetry) => logger.warn({ jobId: job.id, runId: (job.data as { runId?: unknown } | null)?.runId, err: err.message, willRetry }, 'agent-run job failed'),
     },
   );
 }

@@ -100,8 +100,18 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
       safeCall(
         // Decoded per handler so that no handler sees another's mutations.
         () => handler(JSON.parse(text) as unknown),
-        (err) => this.ctx.logger.error({ err, channel }, 'pub/sub handler threw'),
+        (err) => this.ctx.logger.error({ err, channel, runId: runIdOf(text) }, 'pub/sub handler threw'),
       );
     }
+  }
+}
+
+/** The run a message is about, for the log line of a handler that threw on it (run events and cancels name one). */
+function runIdOf(text: string): string | undefined {
+  try {
+    const runId = (JSON.parse(text) as { runId?: unknown } | null)?.runId;
+    return typeof runId === 'string' ? runId : undefined;
+  } catch {
+    return undefined;
   }
 }
