@@ -114,6 +114,15 @@ describe('finding 2: a user cannot reach the host through an agent', { timeout: 
     expectStatus(await call('PUT', '/agents/dave_plain', tokens.dave, agent('dave_plain', { tools: [{ name: 'bash' }] })), 403, /bash tool/);
   });
 
+  it('nor through a template the chain fills later (issue 35, finding 1): authority fields refuse ${...} for everyone', async () => {
+    for (const tool of [{ type: 'builtin', name: '${vars.t}' }, { type: '${vars.ty}', name: 'bash' }]) {
+      const body = agent('dave_vars', { tools: [tool] });
+      const withVars = { ...body, ruleChain: { ...body.ruleChain, configuration: { vars: { t: 'bash', ty: 'builtin' } } } };
+      expectStatus(await call('POST', '/agents', tokens.dave, withVars), 400, /grants authority and may not be a \$\{\.\.\.\} template/);
+      expectStatus(await call('POST', '/agents', tokens.admin, withVars), 400, /grants authority/);
+    }
+  });
+
   it('even an admin-made agent with sandbox: none is refused at run time while security.allowUnsandboxedBash is off', async () => {
     expectStatus(await call('POST', '/agents', tokens.admin, agent('host_bash', { tools: [{ type: 'builtin', name: 'bash', config: { sandbox: 'none' } }] })), 201);
     fake.script({ toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'id; cat config.yaml' }) }] }, (req: FakeRequest) => {

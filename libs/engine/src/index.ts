@@ -6,6 +6,8 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
+export { definitionRefusals, templatedAuthorityFields } from './authority/definition.js';
+export { AUTHORITY, enter, networkOpener, ownerIsAdmin, refusal, type Capability, type RunAuthority } from './authority/policy.js';
 export {
   compactionSettings,
   compactSessionNow,

@@ -1,4 +1,5 @@
 import { AGENT_NODE_TYPE, RuleChainDsl, isAgentChain, schemaErrors } from './dsl.js';
+import { templatedAuthorityFields } from './authority/definition.js';
 import { nodeTypes } from './nodes/index.js';
 
 interface ValidationResult {
@@ -37,6 +38,10 @@ export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): Val
     const config = node.configuration ?? {};
     const schema = schemaErrors(def.configuration, config, 'configuration', def.unknownFieldHint);
     for (const e of schema) errors.push(`${where}, ${node.type}: ${e}`);
+    // What grants a power is decided on what is written: a template could fill it with anything later.
+    for (const path of templatedAuthorityFields(node.type, config)) {
+      errors.push(`${where}, ${node.type}: ${path} grants authority and may not be a \${...} template; write the value itself`);
+    }
     // The type's own checks see only a configuration its schema accepted.
     if (schema.length === 0 && def.validate) {
       for (const problem of def.validate(config)) errors.push(`${where}, ${node.type}: configuration.${problem}`);

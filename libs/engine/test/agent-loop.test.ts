@@ -1,3 +1,4 @@
+import { ADMIN } from './fake-run-deps.js';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { resolveTools, runAgentLoop, ToolError, type LoopEvent, type LoopTool, type ModelCallRequest, type ModelEvent, type ToolCall, type ToolDefinition } from '@agentry/engine';
@@ -140,6 +141,7 @@ describe('resolveTools', () => {
   const echo: ToolDefinition = { name: 'echo', description: 'Echoes.', parameters: { type: 'object' }, run: async (a) => String(a.text) };
   const deps = {
     logger,
+    authority: ADMIN,
     builtin: { echo },
     context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger },
     runSubagent: async () => '',

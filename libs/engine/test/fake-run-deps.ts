@@ -69,3 +69,6 @@ export function fakeRunDeps(db: Db, overrides: Partial<RunDeps> = {}): { deps: R
   };
   return { deps, record };
 }
+
+/** An admin's agent run in open mode: every power the policy grants (tests of a tool's own behaviour). */
+export const ADMIN = { principal: '', agentOwner: 'admin', owner: 'admin', admin: true } as const;

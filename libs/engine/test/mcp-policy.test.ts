@@ -1,3 +1,4 @@
+import { ADMIN } from './fake-run-deps.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type * as Dns from 'node:dns';
@@ -119,7 +120,7 @@ describe('policyFetch', () => {
 });
 
 describe('MCP servers under the outbound-address policy', () => {
-  const deps = { logger, builtin: {}, context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger }, runSubagent: async () => '', runChain: async () => '' };
+  const deps = { logger, authority: ADMIN, builtin: {}, context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger }, runSubagent: async () => '', runChain: async () => '' };
   const mcp = (config: Record<string, unknown>) => resolveTools([{ type: 'mcp', name: 'srv', config }], deps);
 
   it.each([

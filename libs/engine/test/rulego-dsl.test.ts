@@ -1,3 +1,4 @@
+import { ADMIN } from './fake-run-deps.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import {
@@ -147,6 +148,7 @@ describe('chains as tools carry messages', () => {
     const calls: unknown[] = [];
     const deps = {
       logger,
+      authority: ADMIN,
       builtin: {},
       context: { db: undefined as never, agentId: 'a', runId: 'r', sessionId: null, logger },
       runSubagent: async () => '',

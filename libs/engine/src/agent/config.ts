@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { HeartbeatSettings } from '@agentry/contracts';
+import { AUTHORITY, type Capability } from '../authority/policy.js';
 import { heartbeatProblems } from './heartbeat.js';
 
 /**
@@ -20,15 +21,23 @@ const Params = Type.Record(Type.String(), Type.Unknown(), {
 
 const Tool = Type.Object({
   /** builtin | rulechain | agent | mcp; anything else is left out with a warning when the agent runs. */
-  type: Type.Optional(Type.String()),
-  name: Type.Optional(Type.String()),
+  type: Type.Optional(Type.String(AUTHORITY)),
+  name: Type.Optional(Type.String(AUTHORITY)),
   description: Type.Optional(Type.String()),
-  targetId: Type.Optional(Type.String()),
+  targetId: Type.Optional(Type.String(AUTHORITY)),
   timeout: Type.Optional(Type.Integer({ minimum: 1, description: `milliseconds one call may take (default ${DEFAULT_TOOL_TIMEOUT_MS}, at least ${MIN_TOOL_TIMEOUT_MS})` })),
   config: Type.Optional(
     Type.Record(Type.String(), Type.Unknown(), { description: "the tool type's own settings: an MCP server's url and headers, a rule chain's parameters, ..." }),
   ),
 }, { additionalProperties: false });
+
+/** The `config` of an `mcp` tool entry (checked by the authority templates and shown in forms). */
+export const McpToolConfig = Type.Object({
+  url: Type.String({ description: 'the server\'s Streamable HTTP URL' }),
+  headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+  allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow a loopback, private or link-local server address (default false; admin-only), as for http_fetch', ...AUTHORITY })),
+  allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains (admin-only)', ...AUTHORITY })),
+});
 
 const Failover = Type.Object({
   provider: Type.Optional(Type.String()),
@@ -73,6 +82,11 @@ export type HeartbeatConfig = HeartbeatSettings;
  * and only the type names it.
  */
 export type AgentToolConfig = Static<typeof Tool>;
+
+/** What building a (resolved) tool entry asks of the authority policy. */
+export function toolCapability(entry: AgentToolConfig): Capability {
+  return { kind: 'tool', type: entry.type ?? 'builtin', name: entry.name, config: entry.config ?? {} };
+}
 
 /** The configuration of an `ai/agent` node, as `runAgent` receives it. */
 export type AiAgentConfig = Static<typeof AiAgentConfiguration>;

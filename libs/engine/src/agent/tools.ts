@@ -1,12 +1,15 @@
 import type { Logger } from 'pino';
+import { refusal, type RunAuthority } from '../authority/policy.js';
 import { ToolError, type ToolContext, type ToolDefinition } from '../tools/types.js';
 import { AddressNotAllowedError, assertPublicAddress, type AddressPolicy } from '../tools/net-policy.js';
 import { policyFetch } from '../tools/policy-fetch.js';
-import { DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutProblem, type AgentToolConfig } from './config.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, toolCapability, toolTimeoutProblem, type AgentToolConfig } from './config.js';
 import type { LoopTool } from './loop.js';
 
 interface ResolveToolsDeps {
   logger: Logger;
+  /** The powers of the agent whose tools these are: a tool it may not build is left out, refused. */
+  authority: RunAuthority;
   builtin: Record<string, ToolDefinition>;
   /** Everything a built-in tool's context needs but the signal and its own config. */
   context: Omit<ToolContext, 'signal' | 'config'>;
@@ -68,6 +71,9 @@ export async function resolveTools(configs: AgentToolConfig[], deps: ResolveTool
 
 /** The tools of one `tools[]` entry (an MCP server may give several), or why it is left out. */
 async function resolveOne(cfg: AgentToolConfig, deps: ResolveToolsDeps): Promise<{ tools: LoopTool[]; close?: () => Promise<void> } | string> {
+  // Asked on the entry as it runs (templates filled), whatever the definition looked like when saved.
+  const refused = refusal(deps.authority, toolCapability(cfg));
+  if (refused !== undefined) return `tool "${cfg.name ?? cfg.targetId ?? ''}" refused: ${refused}; left out`;
   const type = cfg.type ?? 'builtin';
   switch (type) {
     case 'builtin':

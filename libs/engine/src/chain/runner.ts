@@ -1,3 +1,5 @@
+import { AppError } from '@agentry/errors';
+import { refusal } from '../authority/policy.js';
 import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
 import { joinAncestors, type JoinAncestors } from './join-ancestors.js';
@@ -306,6 +308,7 @@ export class ChainRunner {
       complete: (req) => ctx.complete(req),
       runAgent: (config, msg, node) => ctx.runAgent(config, msg, node),
       ...(ctx.http ? { http: ctx.http } : {}),
+      ...(ctx.authority ? { authority: ctx.authority } : {}),
       chain: w.chain,
       depth: opts.depth ?? 0,
       path: opts.path ?? [w.chain.id],
@@ -337,6 +340,7 @@ export class ChainRunner {
     const span = startChildSpan(`chain node ${node.type}`, { 'agentry.chain.id': chain.id, 'agentry.chain.node.id': nodeId, 'agentry.chain.node.type': node.type });
     try {
       const config = fillChainVars(node.configuration ?? {}, { vars: chain.vars ?? {}, global: this.#globals() });
+      assertNodeAllowed(w.base, executor, config);
       const run = () => executor.execute(msg, config, { ...w.base, node, ...(joined ? { joined } : {}) });
       const result = span ? await context.with(trace.setSpan(context.active(), span), run) : await run();
       const relations = 'relations' in result ? result.relations : [result.relation];
@@ -392,7 +396,27 @@ export class ChainRunner {
     if (!loaded.ok) throw new ChainError(`chain "${id}" does not load: ${loaded.error}`, { chainId: id });
     // As RuleGo: a disabled chain runs for nobody (a flow node, a tool); agents refuse earlier with their own words.
     if (loaded.chain.dsl.ruleChain.disabled === true) throw new ChainError(`chain "${id}": ${CHAIN_DISABLED}`, { chainId: id });
-    return this.run(loaded.chain, msg, ctx, opts);
+    let inner = ctx;
+    if (ctx.enterChain) {
+      try {
+        inner = await ctx.enterChain(loaded.chain);
+      } catch (err) {
+        throw new ChainError(`chain "${id}": ${errorMessage(err)}`, { chainId: id, cause: err });
+      }
+    }
+    return this.run(loaded.chain, msg, inner, opts);
+  }
+}
+
+/**
+ * Asks the authority policy about every power a node's resolved configuration holds, before it
+ * runs: a refusal fails the node (along Failure, as any node error).
+ */
+function assertNodeAllowed(base: Omit<NodeContext, 'node'>, executor: NodeExecutor, config: Record<string, unknown>): void {
+  if (!base.authority || !executor.capabilities) return;
+  for (const cap of executor.capabilities(config)) {
+    const why = refusal(base.authority, cap);
+    if (why !== undefined) throw new AppError('FORBIDDEN', 403, `refused: ${why}`);
   }
 }
 

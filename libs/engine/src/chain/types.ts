@@ -3,6 +3,7 @@ import type { AiAgentConfig } from '../agent/config.js';
 import type { RuleChainDsl, RuleConnection, RuleNode } from '../dsl.js';
 import type { ChatMessage } from '../models/types.js';
 import type { ScriptSandbox } from '../sandbox/sandbox.js';
+import type { Capability, RunAuthority } from '../authority/policy.js';
 import type { AddressPolicy } from '../tools/net-policy.js';
 
 export type { AiAgentConfig };
@@ -23,6 +24,8 @@ export interface ParsedChain {
   outgoing: ReadonlyMap<string, readonly RuleConnection[]>;
   /** `ruleChain.configuration.vars` as text: what `${vars.x}` in node configurations reads. */
   vars?: Readonly<Record<string, string>>;
+  /** The stored row's owner (username), when the chain was loaded from the database. */
+  owner?: string;
 }
 
 export type LoadResult = { ok: true; chain: ParsedChain } | { ok: false; error: string };
@@ -80,6 +83,17 @@ export interface ChainContext {
   runAgent(config: AiAgentConfig, msg: RuleMsg, node?: { id: string; type: string }): Promise<string>;
   /** Outbound-address policy of `restApiCall` (DESIGN section 5): public addresses only unless allowed here. */
   http?: AddressPolicy;
+  /**
+   * Who the run acts for and with what powers at this chain (`authority/policy.ts`): the runner
+   * asks the policy about every node's capabilities with it. The engine's runs always set it; a
+   * library caller without it (tests of a node) decides for itself.
+   */
+  authority?: RunAuthority;
+  /**
+   * Called by `runById` before a stored chain runs (a rule-chain tool, `flow`): refuses a chain
+   * the caller may not use and answers the context it runs in (the caller's powers, narrowed).
+   */
+  enterChain?(chain: ParsedChain): Promise<ChainContext>;
 }
 
 /** A message that reached a join: from which node, and the error when it came along `Failure`. */
@@ -142,6 +156,8 @@ export class NodeFailure extends Error {
 export interface NodeExecutor {
   type: string;
   execute(msg: RuleMsg, config: Record<string, unknown>, ctx: NodeContext): Promise<NodeResult>;
+  /** The powers its resolved configuration asks for (`NodeType.capabilities`). */
+  capabilities?(config: Record<string, unknown>): Capability[];
   /** The branches this node starts run in parallel (`fork`) instead of one after the other. */
   parallel?: boolean;
   /**

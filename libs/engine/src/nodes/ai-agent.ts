@@ -1,4 +1,4 @@
-import { AiAgentConfiguration, agentConfigProblems, agentUnknownFieldHint } from '../agent/config.js';
+import { AiAgentConfiguration, agentConfigProblems, agentUnknownFieldHint, toolCapability } from '../agent/config.js';
 import { defineNodeType } from './types.js';
 
 /**
@@ -12,6 +12,7 @@ export const aiAgent = defineNodeType({
   configuration: AiAgentConfiguration,
   validate: agentConfigProblems,
   unknownFieldHint: agentUnknownFieldHint,
+  capabilities: (config) => (config.tools ?? []).map(toolCapability),
   async execute(msg, config, ctx) {
     const text = await ctx.runAgent(config, msg, { id: ctx.node.id, type: ctx.node.type });
     return { msg: { ...msg, data: text }, relation: 'Success' };

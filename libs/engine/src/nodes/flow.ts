@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { AUTHORITY } from '../authority/policy.js';
 import { dataTypeOf } from '../chain/message.js';
 import { NodeFailure, type RuleMsg, type SubChainResult } from '../chain/types.js';
 import { defineNodeType } from './types.js';
@@ -18,7 +19,7 @@ export const flow = defineNodeType({
   type: 'flow',
   description: 'runs another rule chain',
   configuration: Type.Object({
-    targetId: Type.String({ minLength: 1, description: 'id of the chain to run' }),
+    targetId: Type.String({ minLength: 1, description: 'id of the chain to run', ...AUTHORITY }),
     extend: Type.Optional(Type.Boolean({ description: 'continue with the last end as it is instead of merging the ends' })),
   }, { additionalProperties: false }),
   async execute(msg, config, ctx) {

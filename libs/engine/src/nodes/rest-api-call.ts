@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { AUTHORITY } from '../authority/policy.js';
 import { outboundRequest, safeUrl, type OutboundResponse } from '../chain/http-request.js';
 import { KeyedLimiter } from '../chain/limiter.js';
 import { renderTemplate } from '../chain/placeholders.js';
@@ -39,10 +40,11 @@ export const restApiCall = defineNodeType({
     headers: Type.Optional(Type.Record(Type.String(), Type.String())),
     withoutRequestBody: Type.Optional(Type.Boolean()),
     readTimeoutMs: Type.Optional(Type.Integer({ minimum: 0 })),
-    allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow loopback, private and link-local addresses (default false), as for http_fetch' })),
-    allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains' })),
+    allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow loopback, private and link-local addresses (default false), as for http_fetch; admin-only', ...AUTHORITY })),
+    allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains; admin-only', ...AUTHORITY })),
     maxParallelRequestsCount: Type.Optional(Type.Integer({ minimum: 0, description: 'parallel calls of this node per host (default 2000, 0 unlimited); more wait' })),
   }, { additionalProperties: false }),
+  capabilities: (config) => [{ kind: 'request', via: 'restApiCall', allowPrivateNetworks: config.allowPrivateNetworks === true, allowHosts: config.allowHosts ?? [] }],
   async execute(msg, config, ctx) {
     const method: string = config.requestMethod ?? 'POST';
     const url = renderTemplate(config.restEndpointUrlPattern, msg);

@@ -1,5 +1,6 @@
 import type { Static, TSchema } from 'typebox';
 import type { NodeContext, NodeResult, RuleMsg } from '../chain/types.js';
+import type { Capability } from '../authority/policy.js';
 import type { UnknownFieldHint } from '../dsl.js';
 
 /**
@@ -21,6 +22,12 @@ export interface NodeType<S extends TSchema = TSchema> {
   validate?(config: Static<S>): string[];
   /** Advice added to an unknown field's error, for mistakes people often make with this type. */
   unknownFieldHint?: UnknownFieldHint;
+  /**
+   * The powers the node's configuration (resolved: vars, globals and defaults filled) asks for;
+   * the runner asks the authority policy about each before the node runs, and a save is checked
+   * the same way. A node type that grants no power leaves it out.
+   */
+  capabilities?(config: Static<S>): Capability[];
   /** What the node does when it runs: the message it passes on and the relation(s) to follow. */
   execute(msg: RuleMsg, config: Static<S>, ctx: NodeContext): Promise<NodeResult>;
   /** The branches the node starts run in parallel (`fork`). */

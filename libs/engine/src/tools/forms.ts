@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { DEFAULT_TOOL_TIMEOUT_MS, MIN_TOOL_TIMEOUT_MS } from '../agent/config.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, McpToolConfig, MIN_TOOL_TIMEOUT_MS } from '../agent/config.js';
 import { nodeTypes } from '../nodes/index.js';
 import { builtinTools } from './builtin/index.js';
 
@@ -39,12 +39,7 @@ const KIND_FORMS: Record<Exclude<ToolKind, 'builtin'>, { description: string; re
   mcp: {
     description: 'the tools of an MCP server over Streamable HTTP, offered as <name>__<tool>',
     required: ['name', 'config'],
-    config: Type.Object({
-      url: Type.String({ description: 'the server\'s Streamable HTTP URL' }),
-      headers: Type.Optional(Type.Record(Type.String(), Type.String())),
-      allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow a loopback, private or link-local server address (default false), as for http_fetch' })),
-      allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains' })),
-    }),
+    config: McpToolConfig,
   },
 };
 

@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Errors } from '@agentry/errors';
 import { getUser } from '@agentry/db';
+import { definitionRefusals as engineRefusals, validateRuleChain, type RuleChainDsl, type RunAuthority } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
 import { CredentialIndex, type Principal } from './credentials.js';
 import { DEFAULT_ADMIN_PASSWORD, verifyPassword } from './passwords.js';
 import { LoginLimiter } from './login-limit.js';
 import { seedFromConfig } from './seed.js';
-import { assertOwner, isAdmin, type Owned } from './ownership.js';
+import { assertOwner, isAdmin, sessionOwner, type Owned } from './ownership.js';
 import { Tokens } from './tokens.js';
 
 /**
@@ -268,7 +269,16 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
     if (key === 'too complex') throw new Errors.FORBIDDEN(`this body nests more than ${MAX_NODES_CHECKED} objects and arrays; only an admin may send one`);
     if (key === 'bash') throw new Errors.FORBIDDEN('only an admin may give an agent the bash tool: it runs commands on the worker');
     if (key) throw new Errors.FORBIDDEN(`only an admin may set ${key}: it lets tools reach private and loopback addresses`);
+    // The same policy the run asks, on the definition resolved as the runner resolves it.
+    const refused = definitionRefusals(req.body, { principal: sessionOwner(p), agentOwner: p.username, owner: p.username, admin: false }, deps.config.current.worker.chain_globals);
+    if (refused.length > 0) throw new Errors.FORBIDDEN(refused.join('; '));
   });
+}
+
+/** Why a non-admin may not save `body` when it is a valid rule-chain DSL (agents included); [] otherwise. */
+function definitionRefusals(body: unknown, authority: RunAuthority, globals: Readonly<Record<string, string>>): string[] {
+  if (body === null || typeof body !== 'object' || !('metadata' in body) || !validateRuleChain(body).ok) return [];
+  return engineRefusals(body as RuleChainDsl, authority, globals);
 }
 
 async function jwtPrincipal(auth: Auth, req: FastifyRequest, missing: string, notJwt: string): Promise<Principal> {

@@ -1,14 +1,19 @@
-import type { ChainContext } from '../../chain/types.js';
+import { AppError } from '@agentry/errors';
+import { enter } from '../../authority/policy.js';
+import type { AiAgentConfig, ChainContext, ParsedChain, RuleMsg } from '../../chain/types.js';
 import type { ModelCallRequest } from '../../models/types.js';
 import type { AgentRun } from './deps.js';
 import { loadChain } from './stored.js';
+
+/** Runs an `ai/agent` node in `ctx` (the agent run at the chain the node belongs to). */
+export type ChainAgentRunner = (ctx: AgentRun, config: AiAgentConfig, msg: RuleMsg, node?: { id: string; type: string }) => Promise<string>;
 
 /**
  * The context a chain runs in: sub-chains through the same runner, `ai/llm` through the run's
  * providers, `ai/agent` through the caller's `runAgent` (whether it answers the client is the
  * caller's to decide).
  */
-export function chainContext(ctx: AgentRun, runAgent: ChainContext['runAgent']): ChainContext {
+export function chainContext(ctx: AgentRun, runAgent: ChainAgentRunner): ChainContext {
   const { deps, run, signal } = ctx;
   const { runner, sandbox } = deps.chains;
   const chain: ChainContext = {
@@ -30,7 +35,20 @@ export function chainContext(ctx: AgentRun, runAgent: ChainContext['runAgent']):
       }
       return text;
     },
-    runAgent,
+    runAgent: (config, msg, node) => runAgent(ctx, config, msg, node),
+    authority: ctx.authority,
+    enterChain: async (entered) => chainContext(await enteredChain(ctx, entered), runAgent),
   };
   return chain;
+}
+
+/**
+ * The agent run inside a stored chain another definition reached (a rule-chain tool, `flow`):
+ * the caller's powers, narrowed to the chain owner's (or the owner's own when an admin lent them).
+ */
+async function enteredChain(ctx: AgentRun, chain: ParsedChain): Promise<AgentRun> {
+  // A chain the engine loaded always has an owner; one without is refused rather than guessed.
+  if (chain.owner === undefined) throw new AppError('FORBIDDEN', 403, `chain "${chain.id}" has no recorded owner`);
+  const lends = chain.dsl.ruleChain.configuration?.lendPowers === true;
+  return { ...ctx, authority: await enter(ctx.deps.db, ctx.authority, chain.owner, lends) };
 }

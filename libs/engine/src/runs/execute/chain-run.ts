@@ -79,11 +79,11 @@ class AnsweringNode {
     private readonly lastUser: number,
   ) {
     const chainCtx: AgentRun = { ...ctx, signal: AbortSignal.any([ctx.signal, this.#stop.signal]), stack: [ctx.run.agentId] };
-    this.chain = chainContext(chainCtx, async (config, msg, node) => {
-      if (this.answered) return runSilentAgent(chainCtx, config, msg.data);
+    this.chain = chainContext(chainCtx, async (inner, config, msg, node) => {
+      if (this.answered) return runSilentAgent(inner, config, msg.data);
       const started = performance.now();
       const messages = client.messages.map((m, i) => (i === this.lastUser ? { ...m, content: msg.data } : m));
-      const result = await runAgentWithTools(chainCtx, { config, messages, request: client.request });
+      const result = await runAgentWithTools(inner, { config, messages, request: client.request });
       this.answered = true;
       const entry = node ? { nodeId: node.id, type: node.type, relations: ['Success'], ms: performance.now() - started } : undefined;
       await this.#deliver(result, entry);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { InvalidateMessage, RunEvent, RunReply } from '@agentry/contracts';
 import type { Db, FinalRunStatus, RuleChainRow, RunRecord, RunSource, SkillRow } from '@agentry/db';
 import type { LoopEvent } from '../../agent/loop.js';
+import type { RunAuthority } from '../../authority/policy.js';
 import type { CompactionSettings, ModelInfo } from '../../compaction/compaction.js';
 import type { ChainRunner } from '../../chain/runner.js';
 import type { SecretSealer } from '../../definition-secrets.js';
@@ -83,9 +84,11 @@ export interface AgentRun {
   emit(event: LoopEvent): Promise<void>;
   /** Agent ids from the run's agent down to the one executing (cycles and depth are checked on it). */
   stack: readonly string[];
+  /** Who asked, whose agent runs, and the powers in effect at the definition executing (`authority/policy.ts`). */
+  authority: RunAuthority;
 }
 
 /** A silent agent's events go nowhere: its answer is its caller's result, not the client's. */
-export function silent(ctx: AgentRun, changes: Partial<Pick<AgentRun, 'signal' | 'stack'>> = {}): AgentRun {
+export function silent(ctx: AgentRun, changes: Partial<Pick<AgentRun, 'signal' | 'stack' | 'authority'>> = {}): AgentRun {
   return { ...ctx, ...changes, emit: async () => {} };
 }

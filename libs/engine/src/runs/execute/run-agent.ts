@@ -3,6 +3,7 @@ import { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import type { RuleChainRow, RunRecord } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
+import { ownerIsAdmin } from '../../authority/policy.js';
 import { runAgentChain, type ClientTurn } from './chain-run.js';
 import { agentNode, buildConversation, nodesOf } from './conversation.js';
 import type { AgentRun, RunDeps } from './deps.js';
@@ -23,10 +24,13 @@ import { runAgentWithTools } from './tool-agent.js';
  */
 export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
   const progress = new RunProgress(deps, run);
-  const ctx: AgentRun = { deps, run, log: progress.log, signal, emit: (ev) => progress.onLoopEvent(ev), stack: [run.agentId] };
+  // No powers until the agent's owner is known (prepare reads the row).
+  const unknownOwner = { principal: run.principal, agentOwner: '', owner: '', admin: false };
+  let ctx: AgentRun = { deps, run, log: progress.log, signal, emit: (ev) => progress.onLoopEvent(ev), stack: [run.agentId], authority: unknownOwner };
   progress.started();
   try {
     const { agent, config, client } = await prepare(ctx, progress);
+    ctx = { ...ctx, authority: { ...unknownOwner, agentOwner: agent.owner, owner: agent.owner, admin: await ownerIsAdmin(deps.db, agent.owner) } };
     if (nodesOf(agent.dsl).length > 1) await runAgentChain(ctx, agent.dsl, client, (progress.chainTrace = []));
     else await client.deliver(await runAgentWithTools(ctx, { config, messages: client.messages, request: client.request }));
   } catch (err) {

@@ -22,5 +22,6 @@ export async function loadChain(deps: Pick<RunDeps, 'db' | 'secrets'>, id: strin
   const row = await getRuleChain(deps.db, id);
   if (!row) return undefined;
   const { dsl } = opened(deps, row);
-  return parseChain({ id: row.id, dsl, isAgent: row.kind === 'agent' });
+  const parsed = parseChain({ id: row.id, dsl, isAgent: row.kind === 'agent' });
+  return parsed.ok ? { ok: true as const, chain: { ...parsed.chain, owner: row.owner } } : parsed;
 }

@@ -3,6 +3,7 @@ import { AppError } from '@agentry/errors';
 import type { AgentToolConfig, AiAgentConfig } from '../../agent/config.js';
 import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult } from '../../agent/loop.js';
 import { resolveTools } from '../../agent/tools.js';
+import { enter } from '../../authority/policy.js';
 import { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from '../../chain/tool.js';
 import type { ChatMessage } from '../../models/types.js';
 import type { ToolContext } from '../../tools/types.js';
@@ -38,6 +39,7 @@ export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise
   const { deps } = ctx;
   const resolved = await resolveTools(toolConfigs(turn.config), {
     logger: deps.logger,
+    authority: ctx.authority,
     builtin: deps.builtin,
     context: toolContext(ctx),
     runSubagent: (agentId, message, signal) => runSubagent(silent(ctx, { signal }), agentId, message),
@@ -103,7 +105,7 @@ async function runSubagent(ctx: AgentRun, agentId: string, message: string): Pro
   if (!config) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
   // Switched off means it runs for nobody, another agent included.
   assertAgentEnabled(sub!);
-  const subCtx = { ...ctx, stack: [...stack, agentId] };
+  const subCtx = { ...ctx, stack: [...stack, agentId], authority: await enter(ctx.deps.db, ctx.authority, sub!.owner) };
   const messages = await silentConversation(ctx.deps, config, agentId, message);
   const result = await runAgentWithTools(subCtx, { config, messages });
   return result.output;
@@ -117,7 +119,7 @@ async function runSubagent(ctx: AgentRun, agentId: string, message: string): Pro
  * loop on behalf of the calling agent, `flow` nodes run sub-chains.
  */
 async function runChainTool(ctx: AgentRun, chainId: string, args: Record<string, unknown>, config: ChainToolConfig): Promise<string> {
-  const chain = chainContext(ctx, (agentConfig, msg) => runSilentAgent(ctx, agentConfig, msg.data));
+  const chain = chainContext(ctx, (inner, agentConfig, msg) => runSilentAgent(inner, agentConfig, msg.data));
   const input = chainToolInput(args, config);
   let result: ChainToolResult;
   try {

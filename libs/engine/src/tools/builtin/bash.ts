@@ -5,6 +5,7 @@ import os from 'node:os';
 import nodePath from 'node:path';
 import Type, { type Static } from 'typebox';
 import { deleteWorkspaceTree, getWorkspaceEntry, inTransaction, makeWorkspaceDir, writeWorkspaceFile, type Db } from '@agentry/db';
+import { AUTHORITY } from '../../authority/policy.js';
 import { normaliseWorkspacePath } from '../../workspace-path.js';
 import { RegexTimeoutError, firstMatchInWorker } from '../regex-runner.js';
 import { ToolError, type ToolContext } from '../types.js';
@@ -46,9 +47,10 @@ const Config = Type.Object({
   sandbox: Type.Optional(
     Type.Union([Type.Literal('auto'), Type.Literal('bwrap'), Type.Literal('none')], {
       description: 'auto (default): bubblewrap where it works, else unsandboxed with a warning; bwrap: refuse to run without it; none: never sandbox',
+      ...AUTHORITY,
     }),
   ),
-  allowNetwork: Type.Optional(Type.Boolean({ description: 'let a sandboxed command use the network (default false; admin-only, like allowPrivateNetworks)' })),
+  allowNetwork: Type.Optional(Type.Boolean({ description: 'let a sandboxed command use the network (default false; admin-only, like allowPrivateNetworks)', ...AUTHORITY })),
 });
 type Config = Static<typeof Config>;
 

@@ -1,6 +1,7 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import Type, { type Static } from 'typebox';
+import { AUTHORITY } from '../../authority/policy.js';
 import { AddressNotAllowedError, assertPublicAddress, policyLookup, type AddressPolicy } from '../net-policy.js';
 import { ToolError } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, isBinary, plural, type BuiltinTool } from './common.js';
@@ -20,8 +21,8 @@ const Parameters = Type.Object(
 type Args = Static<typeof Parameters>;
 
 const Config = Type.Object({
-  allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow loopback, private and link-local addresses (default false)' })),
-  allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains' })),
+  allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow loopback, private and link-local addresses (default false; admin-only)', ...AUTHORITY })),
+  allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains (admin-only)', ...AUTHORITY })),
   timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 600, description: 'seconds for the whole fetch, redirects included (default 30)' })),
   maxResponseBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'bytes of the body read (default 1048576); the rest is cut' })),
   maxOutputChars: Type.Optional(Type.Integer({ minimum: 100, description: 'characters of the body returned (default 100000)' })),

@@ -1,0 +1,118 @@
+import { getUser, type Db } from '@agentry/db';
+
+/**
+ * The authority model of a run, in one place (docs/reliability.md, "Authority"). A definition
+ * grants nothing by being written: what a tool, a node or a reference may do is decided here, when
+ * the engine builds or uses it, on the configuration as it will run (after `${vars}`, `${global}`,
+ * `${metadata}` and defaults). The gateway's save-time check asks the same function on the same
+ * resolution, so what it accepts is what runs.
+ *
+ * Admin-only powers (the bash tool, lifting the outbound-address policy, a sandboxed command's
+ * network) belong to the owner of the definition that holds them, and only as far as the caller
+ * had them: a chain or agent reached from another owner's agent runs with the smaller of the two
+ * (an admin's chain run for a user's agent is a user's chain), unless its admin owner lent its
+ * powers on purpose (`ruleChain.configuration.lendPowers`).
+ */
+
+/** Marks a schema field that grants authority: it may not be written as a `${...}` template. */
+export const AUTHORITY = { 'x-authority': true } as const;
+
+/** Who a run acts for, and with what powers, at the definition executing now. */
+export interface RunAuthority {
+  /** Who asked: `user:<name>`, `api:<account>`, '' (open mode, channel peers). */
+  principal: string;
+  /** The owner (username) of the run's agent. */
+  agentOwner: string;
+  /** The owner of the definition executing now: the agent, or the chain a tool or `flow` entered. */
+  owner: string;
+  /** Admin-only powers are in effect (decided for `owner`, narrowed by every caller on the way). */
+  admin: boolean;
+}
+
+/** What an executing definition asks to build or use. */
+export type Capability =
+  /** Building a tool from an `ai/agent` node's `tools[]` entry, as resolved. */
+  | { kind: 'tool'; type: string; name: string | undefined; config: Readonly<Record<string, unknown>> }
+  /** An outbound request whose address policy the definition lifts (`restApiCall`, MCP). */
+  | { kind: 'request'; via: string; allowPrivateNetworks: boolean; allowHosts: readonly string[] }
+  /** Running another owner's chain or agent (rule-chain tool, `flow`, sub-agent). */
+  | { kind: 'reference'; target: 'chain' | 'agent'; id: string; owner: string; shared: boolean };
+
+/** The tools that run code on the worker: only an admin's definition may build them. */
+const ADMIN_ONLY_BUILTINS = new Set(['bash']);
+
+/**
+ * The admin-only power a resolved tool entry holds, or undefined: `bash`, or a switch of its
+ * config that lifts the outbound-address policy (`allowPrivateNetworks`, `allowHosts`) or opens
+ * a sandboxed command's network (`allowNetwork`).
+ */
+export function toolPower(cap: Extract<Capability, { kind: 'tool' }>): string | undefined {
+  const type = cap.type.trim().toLowerCase();
+  if (type === 'builtin' && cap.name !== undefined && ADMIN_ONLY_BUILTINS.has(cap.name.trim().toLowerCase())) return cap.name.trim();
+  return networkOpener(cap.config);
+}
+
+/** The first switch of a config that opens the network beyond the public-address policy. */
+export function networkOpener(config: Readonly<Record<string, unknown>>): string | undefined {
+  for (const key of ['allowPrivateNetworks', 'allowHosts', 'allowNetwork'] as const) {
+    const v = config[key];
+    if (v === true || (Array.isArray(v) && v.length > 0) || (typeof v === 'string' && v !== '' && v !== 'false')) return key;
+  }
+  return undefined;
+}
+
+/**
+ * THE policy: why `authority` may not have `cap`, as a sentence for the person who wrote the
+ * definition, or undefined when it may.
+ */
+export function refusal(authority: RunAuthority, cap: Capability): string | undefined {
+  switch (cap.kind) {
+    case 'tool': {
+      const power = toolPower(cap);
+      if (!power || authority.admin) return undefined;
+      return power === 'bash' || ADMIN_ONLY_BUILTINS.has(power.toLowerCase())
+        ? `only an admin's agent may use the ${power} tool: it runs commands on the worker (owner "${authority.owner}" is not an admin here)`
+        : `only an admin's definition may set ${power}: it lets tools reach private and loopback addresses (owner "${authority.owner}" is not an admin here)`;
+    }
+    case 'request': {
+      if (authority.admin || (!cap.allowPrivateNetworks && cap.allowHosts.length === 0)) return undefined;
+      const key = cap.allowPrivateNetworks ? 'allowPrivateNetworks' : 'allowHosts';
+      return `${cap.via}: only an admin's definition may set ${key}: it lets requests reach private and loopback addresses (owner "${authority.owner}" is not an admin here)`;
+    }
+    case 'reference': {
+      if (cap.owner === authority.owner || cap.shared) return undefined;
+      return `${cap.target} "${cap.id}" belongs to another owner and is not shared; its owner may share it (ruleChain.configuration.shared: true)`;
+    }
+    default: {
+      const never: never = cap;
+      return `unknown capability ${JSON.stringify(never)}`;
+    }
+  }
+}
+
+/** Throws the refusal as an error (the caller's error type), or does nothing when allowed. */
+export function assertAllowed(authority: RunAuthority, cap: Capability, fail: (message: string) => Error = (m) => new Error(m)): void {
+  const why = refusal(authority, cap);
+  if (why !== undefined) throw fail(why);
+}
+
+/**
+ * Whether `owner` holds admin powers: its user row says `admin`; an owner with no row holds
+ * them only when it is `admin` itself (file imports and open-mode saves are recorded as `admin`,
+ * which may have no row on a server without users).
+ */
+export async function ownerIsAdmin(db: Db, owner: string): Promise<boolean> {
+  const user = await getUser(db, owner);
+  if (user) return user.role === 'admin' && !user.disabled;
+  return owner === 'admin';
+}
+
+/**
+ * The authority inside a definition owned by `owner`, entered from `caller`: the caller's
+ * powers, never more, unless the definition's admin owner lent its own (`lends`).
+ */
+export async function enter(db: Db, caller: RunAuthority, owner: string, lends = false): Promise<RunAuthority> {
+  if (owner === caller.owner && !lends) return caller;
+  const ownerAdmin = await ownerIsAdmin(db, owner);
+  return { ...caller, owner, admin: lends ? ownerAdmin : caller.admin && ownerAdmin };
+}

@@ -1,0 +1,151 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimRun, getRun, insertRuleChain, insertRun, insertUser, type DbHandle, type JsonValue } from '@agentry/db';
+import { createTestPglite } from '@agentry/testing';
+import { runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
+import { fakeRunDeps } from './fake-run-deps.js';
+
+/**
+ * Issue 35, finding 1: authority is decided on the configuration as it runs and for the owner
+ * of the definition, never on the text a user wrote. Each case stores its definitions directly
+ * (as a definition saved before the save-time check existed would be) and runs them: a stored
+ * template in an authority field no longer loads at all, and a literal power runs only for an
+ * owner who holds it.
+ */
+
+let handle: DbHandle;
+/** Calls the canary `bash` tool received: it must never run for a user's agent. */
+const bashCalls: string[] = [];
+/** Requests the canary HTTP server on 127.0.0.1 received. */
+const canaryHits: string[] = [];
+let canary: http.Server;
+let canaryUrl = '';
+
+const bash = {
+  name: 'bash',
+  description: 'canary',
+  parameters: { type: 'object' },
+  run: async (args: Record<string, unknown>) => {
+    bashCalls.push(String(args.command));
+    return 'uid=0(root)';
+  },
+};
+
+async function store(id: string, kind: 'agent' | 'rule', owner: string, nodes: JsonValue[], opts: { vars?: Record<string, string>; connections?: Array<[string, string]>; configuration?: Record<string, JsonValue> } = {}): Promise<void> {
+  const dsl = {
+    ruleChain: { id, name: id, configuration: { ...(opts.configuration ?? {}), ...(opts.vars ? { vars: opts.vars } : {}) } },
+    metadata: { nodes, connections: (opts.connections ?? []).map(([fromId, toId]) => ({ fromId, toId, type: 'Success' })) },
+  };
+  await insertRuleChain(handle.db, { id, kind, agentId: null, name: id, category: null, dsl, owner });
+}
+
+const agentWith = (tools: JsonValue[]): JsonValue => ({ id: 'a', type: 'ai/agent', configuration: { provider: 'p', tools } });
+const log = { id: 'after', type: 'log', configuration: {} };
+
+/** Calls the first tool it is offered (bash with `id`, a chain with {}), then answers. */
+async function* callsFirstTool(req: ModelCallRequest): AsyncIterable<ModelEvent> {
+  const last = req.messages.at(-1)!;
+  if (last.role === 'user' && req.tools?.length) {
+    const name = (req.tools[0] as { function: { name: string } }).function.name;
+    yield { type: 'tool_calls', calls: [{ id: 'c1', name, arguments: JSON.stringify(name === 'bash' ? { command: 'id' } : {}) }] };
+    yield { type: 'done', finishReason: 'tool_calls', provider: 'p', model: 'm' };
+    return;
+  }
+  yield { type: 'text', text: 'done' };
+  yield { type: 'done', finishReason: 'stop', provider: 'p', model: 'm' };
+}
+
+let runs = 0;
+async function runOf(agentId: string, overrides: Partial<RunDeps> = {}) {
+  const id = `run_auth_${++runs}`;
+  await insertRun(handle.db, { id, agentId, sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'go' }] }, principal: 'user:alice' });
+  const run = (await claimRun(handle.db, id))!;
+  const { deps, record } = fakeRunDeps(handle.db, { stream: callsFirstTool, builtin: { bash }, ...overrides });
+  await runAgent(deps, run, new AbortController().signal);
+  return { record, stored: await getRun(handle.db, id) };
+}
+
+beforeAll(async () => {
+  handle = await createTestPglite();
+  await insertUser(handle.db, { username: 'alice', passwordHash: 'x', role: 'user' });
+  await insertUser(handle.db, { username: 'root', passwordHash: 'x', role: 'admin' });
+  canary = http.createServer((req, res) => {
+    canaryHits.push(`${req.method} ${req.url}`);
+    res.end('internal answer');
+  });
+  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', resolve));
+  canaryUrl = `http://127.0.0.1:${(canary.address() as AddressInfo).port}`;
+
+  // Finding 1 as reproduced: the tool's name (or type) comes from the chain's vars.
+  await store('alice-vars-name', 'agent', 'alice', [agentWith([{ type: 'builtin', name: '${vars.t}' }]), log], { vars: { t: 'bash' }, connections: [['a', 'after']] });
+  await store('alice-vars-type', 'agent', 'alice', [agentWith([{ type: '${vars.ty}', name: 'bash' }]), log], { vars: { ty: 'builtin' }, connections: [['a', 'after']] });
+  // Reached through a chain tool: the chain's own ai/agent node names bash through vars.
+  await store('alice-chain', 'rule', 'alice', [agentWith([{ type: 'builtin', name: '${vars.t}' }])], { vars: { t: 'bash' } });
+  await store('alice-via-tool', 'agent', 'alice', [agentWith([{ type: 'rulechain', name: 'inner', targetId: 'alice-chain' }])]);
+  // An admin's chain with bash, used by a user's agent: the user's powers, not the admin's.
+  await store('root-chain', 'rule', 'root', [agentWith([{ type: 'builtin', name: 'bash' }])], { configuration: { shared: true } });
+  await store('alice-uses-root', 'agent', 'alice', [agentWith([{ type: 'rulechain', name: 'inner', targetId: 'root-chain' }])]);
+  // A user's restApiCall to a private address.
+  await store('alice-rest', 'agent', 'alice', [{ id: 'r', type: 'restApiCall', configuration: { restEndpointUrlPattern: `${canaryUrl}/x`, requestMethod: 'GET', allowPrivateNetworks: true } }, agentWith([])], { connections: [['r', 'a']] });
+  // The control: an admin's own agent keeps its bash.
+  await store('root-agent', 'agent', 'root', [agentWith([{ type: 'builtin', name: 'bash' }]), log], { connections: [['a', 'after']] });
+  // Written literally into a user's agent (stored before the save-time check, or by an admin): the owner decides.
+  await store('alice-literal', 'agent', 'alice', [agentWith([{ type: 'builtin', name: 'bash' }])]);
+});
+
+afterAll(async () => {
+  await handle?.close();
+  await new Promise((resolve) => canary?.close(resolve));
+});
+
+describe('authority at the point of use (issue 35, finding 1)', () => {
+  it.each(['alice-vars-name', 'alice-vars-type', 'alice-via-tool', 'alice-uses-root', 'alice-literal'])('%s: a user\'s agent never builds bash, however it is named', async (agentId) => {
+    bashCalls.length = 0;
+    const { record } = await runOf(agentId);
+    expect(bashCalls).toEqual([]);
+    const offered = record.calls.flatMap((c) => (c.tools ?? []).map((t) => (t as { function: { name: string } }).function.name));
+    expect(offered).not.toContain('bash');
+  });
+
+  it('a user\'s restApiCall with allowPrivateNetworks never reaches the private address', async () => {
+    canaryHits.length = 0;
+    const { stored } = await runOf('alice-rest');
+    expect(canaryHits).toEqual([]);
+    expect(stored?.status).toBe('failed');
+    expect(stored?.error).toMatch(/only an admin's definition may set allowPrivateNetworks/);
+  });
+
+  it('an admin\'s own agent keeps the powers its owner has', async () => {
+    bashCalls.length = 0;
+    await runOf('root-agent');
+    expect(bashCalls).toEqual(['id']);
+  });
+});
+
+describe('authority fields refuse templates at save', () => {
+  it.each([
+    [{ type: 'builtin', name: '${vars.t}' }, 'configuration.tools[0].name'],
+    [{ type: '${vars.ty}', name: 'bash' }, 'configuration.tools[0].type'],
+    [{ type: 'rulechain', name: 'x', targetId: '${metadata.id}' }, 'configuration.tools[0].targetId'],
+    [{ type: 'builtin', name: 'bash', config: { sandbox: '${global.s}' } }, 'configuration.tools[0].config.sandbox'],
+    [{ type: 'mcp', name: 'm', config: { url: 'https://x', allowHosts: ['${vars.h}'] } }, 'configuration.tools[0].config.allowHosts'],
+  ])('%j is refused naming %s', (tool, path) => {
+    const result = validateRuleChain({ ruleChain: { id: 'x', name: 'x' }, metadata: { nodes: [agentWith([tool as JsonValue])], connections: [] } });
+    expect(result.ok).toBe(false);
+    expect(result.errors.join('\n')).toContain(`${path} grants authority`);
+  });
+
+  it('a flow node\'s targetId is a reference, never a template', () => {
+    const result = validateRuleChain({ ruleChain: { id: 'x', name: 'x' }, metadata: { nodes: [{ id: 'f', type: 'flow', configuration: { targetId: '${vars.c}' } }], connections: [] } });
+    expect(result.errors.join('\n')).toContain('configuration.targetId grants authority');
+  });
+
+  it('fields that grant nothing still take templates', () => {
+    const result = validateRuleChain({
+      ruleChain: { id: 'x', name: 'x' },
+      metadata: { nodes: [agentWith([{ type: 'builtin', name: 'read', description: 'reads ${vars.what}' }]), { id: 'r', type: 'restApiCall', configuration: { restEndpointUrlPattern: 'https://example.com/${metadata.id}' } }], connections: [] },
+    });
+    expect(result.errors).toEqual([]);
+  });
+});
