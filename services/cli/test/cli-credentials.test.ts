@@ -108,7 +108,7 @@ describe('credential sources in order of precedence', () => {
 
     const chat = await cli(['chat', '-a', 'echo', 'hello']);
     expect(chat.code).toBe(1);
-    expect(chat.stderr).toBe('error: Authentication required: send an API key as "Authorization: Bearer <key>" (set AGENTRY_API_KEY or run "agentry login")\n');
+    expect(chat.stderr).toBe('error: Authentication required: send an API key as "Authorization: Bearer <key>": a user API key comes from POST /api/v1/auth/api-key (after POST /api/v1/auth/login), an api account key from channels.api.accounts.<id>.api_key (set AGENTRY_API_KEY or run "agentry login")\n');
 
     const agents = await cli(['agents', 'list']);
     expect(agents.code).toBe(1);
@@ -155,7 +155,7 @@ describe('credential sources in order of precedence', () => {
     // A key the server does not know is refused, although the login would work: it comes first.
     const bogus = await cli(['chat', '-a', 'echo', 'hi'], { env: { ...env, CLI_TEST_ACCOUNT_KEY: BOGUS_KEY } });
     expect(bogus.code).toBe(1);
-    expect(bogus.stderr).toBe(`error: Authentication required: invalid API key (the credential was from account "second" of channels.api in ${file} (AGENTRY_CONFIG))\n`);
+    expect(bogus.stderr).toBe(`error: Authentication required: invalid API key: a user API key comes from POST /api/v1/auth/api-key (after POST /api/v1/auth/login), an api account key from channels.api.accounts.<id>.api_key (the credential was from account "second" of channels.api in ${file} (AGENTRY_CONFIG))\n`);
     // Management routes need a JWT: they keep using the login.
     expect((await cli(['agents', 'list'], { env: { ...env, CLI_TEST_ACCOUNT_KEY: BOGUS_KEY } })).code).toBe(0);
 
@@ -186,7 +186,7 @@ describe('credential sources in order of precedence', () => {
     expect(await cli(['chat', '-a', 'echo', 'via the env'], { env })).toMatchObject({ code: 0, stdout: 'via the env\n' });
 
     const bogus = await cli(['chat', '-a', 'echo', 'hi'], { env: { ...env, AGENTRY_API_KEY: BOGUS_KEY } });
-    expect(bogus).toMatchObject({ code: 1, stderr: 'error: Authentication required: invalid API key (the credential was from env AGENTRY_API_KEY)\n' });
+    expect(bogus).toMatchObject({ code: 1, stderr: 'error: Authentication required: invalid API key: a user API key comes from POST /api/v1/auth/api-key (after POST /api/v1/auth/login), an api account key from channels.api.accounts.<id>.api_key (the credential was from env AGENTRY_API_KEY)\n' });
 
     const alias = await cli(['whoami'], { env: { AGENTRY_CONFIG: file, SERVICE_API_KEY: ALICE_KEY } });
     expect(alias.json<WhoAmI>().credential).toMatchObject({ source: 'env', variable: 'SERVICE_API_KEY' });

@@ -2,6 +2,7 @@ import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteUsersExcept, listSettings, type DbHandle } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
+import { HOW_TO_GET_A_KEY } from '../src/auth/auth.js';
 import { bearer, login, startHarness, type Harness } from './auth-harness.js';
 
 const SECRETS = {
@@ -163,10 +164,10 @@ describe('chat credentials', () => {
   });
 
   it.each([
-    ['a disabled account key', bearer(SECRETS.disabledKey), 'Authentication required: invalid API key'],
-    ['an unknown key', bearer('sk-not-a-key-0123456789'), 'Authentication required: invalid API key'],
+    ['a disabled account key', bearer(SECRETS.disabledKey), `Authentication required: invalid API key: ${HOW_TO_GET_A_KEY}`],
+    ['an unknown key', bearer('sk-not-a-key-0123456789'), `Authentication required: invalid API key: ${HOW_TO_GET_A_KEY}`],
     ['a malformed header', { authorization: 'Bearer' }, 'Authentication required: malformed Authorization header (expected "Bearer <token>")'],
-    ['no header while keys exist', {}, 'Authentication required: send an API key as "Authorization: Bearer <key>"'],
+    ['no header while keys exist', {}, `Authentication required: send an API key as "Authorization: Bearer <key>": ${HOW_TO_GET_A_KEY}`],
   ])('rejects %s with 401', async (_what, headers, error) => {
     const res = await chat(headers);
     expect(res.statusCode).toBe(401);
@@ -296,5 +297,38 @@ describe('deleted users', () => {
     await h.runtime.bus.pubsub.publish('invalidate', { area: 'users' });
     await new Promise((r) => setTimeout(r, 50));
     expect((await call('GET', '/api/v1/config', bearer(bob))).statusCode).toBe(401);
+  });
+});
+
+describe('open mode (requireAuth false, no key configured)', () => {
+  let open: Harness;
+  beforeAll(async () => {
+    open = await startHarness('server: {host: 127.0.0.1}\nsecurity:\n  requireAuth: false\n  users:\n    admin: "Adm1n-pass-word"\n');
+  });
+  afterAll(() => open.close());
+  const chat = (headers: Record<string, string>) => open.app.inject({ method: 'POST', url: '/api/v1/test-chat', headers, payload: {} });
+
+  it('takes the placeholder key an OpenAI SDK must send as no key at all: the caller is anonymous', async () => {
+    for (const token of ['EMPTY', 'sk-no-key-required', 'ollama']) {
+      const res = await chat(bearer(token));
+      expect(res.statusCode, token).toBe(200);
+      expect(res.json()).toEqual({ principal: { kind: 'anonymous' } });
+    }
+    expect((await chat({})).json()).toEqual({ principal: { kind: 'anonymous' } });
+  });
+
+  it('still verifies a JWT: a forged one is refused, a valid one names its user', async () => {
+    expect((await chat(bearer('a.b.c'))).statusCode).toBe(401);
+    const jwt = await login(open.app, 'admin', 'Adm1n-pass-word');
+    expect((await chat(bearer(jwt))).json().principal).toMatchObject({ kind: 'user', username: 'admin', via: 'jwt' });
+  });
+
+  it('a known key names its principal; once a key exists, an unknown one is refused again', async () => {
+    const jwt = await login(open.app, 'admin', 'Adm1n-pass-word');
+    const { apiKey } = (await open.app.inject({ method: 'POST', url: '/api/v1/auth/api-key', headers: bearer(jwt) })).json() as { apiKey: string };
+    expect((await chat(bearer(apiKey))).json()).toEqual({ principal: { kind: 'user', username: 'admin', role: 'admin', via: 'apiKey' } });
+    const refused = await chat(bearer('EMPTY'));
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json()).toEqual({ error: `Authentication required: invalid API key: ${HOW_TO_GET_A_KEY}` });
   });
 });

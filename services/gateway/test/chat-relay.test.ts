@@ -39,7 +39,7 @@ const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-relay-'));
 beforeAll(async () => {
   // A short silence before the relay reads the run row (the lost-events tests); a stream's
   // headers wait for the first event at most 500 ms (the slow runs take longer).
-  fs.writeFileSync(path.join(cwd, 'config.yaml'), 'reliability: {relay_check_ms: 200}\nserver: {stream_headers_after_ms: 500}\n');
+  fs.writeFileSync(path.join(cwd, 'config.yaml'), 'reliability: {relay_check_ms: 200}\nserver: {stream_headers_after_ms: 500, cors_origins: ["https://app.example"]}\n');
   runtime = await bootstrap({
     service: 'relay-test',
     mode: 'embedded',
@@ -139,6 +139,38 @@ describe('agui tool events', () => {
     expect(streamed.body).toMatch(/The tool said hi\./);
     const plain = await chat('tools', { stream: false });
     expect(plain.json().choices[0].message).toEqual({ role: 'assistant', content: 'The tool said hi.', refusal: null });
+  });
+});
+
+describe('the headers of a stream', () => {
+  // What every answer of the app carries (its hooks set them on the reply), a stream included:
+  // a browser on an allowed origin must be able to read it.
+  const expected = {
+    'access-control-allow-origin': 'https://app.example',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'; sandbox",
+    'content-type': 'text/event-stream',
+  };
+  const origin = { origin: 'https://app.example' };
+
+  it.each([
+    ['chat', '/api/v1/chat/completions', { model: 'relay', messages: [{ role: 'user', content: 'ok' }], stream: true }],
+    ['Responses', '/api/v1/responses', { model: 'relay', input: 'ok', stream: true }],
+  ])('are the app\'s own on a %s stream read from an allowed browser origin', async (_what, url, payload) => {
+    const res = await app.inject({ method: 'POST', url, headers: origin, payload });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers).toMatchObject(expected);
+    expect(String(res.headers['vary'])).toMatch(/origin/i);
+    expect(res.headers['x-request-id']).toEqual(expect.any(String));
+    expect(res.headers['access-control-expose-headers']).toMatch(/x-request-id/);
+  });
+
+  it('give no other origin access to a stream', async () => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', headers: { origin: 'https://evil.example' }, payload: { model: 'relay', messages: [{ role: 'user', content: 'ok' }], stream: true } });
+    expect(res.headers['content-type']).toBe('text/event-stream');
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
   });
 });
 

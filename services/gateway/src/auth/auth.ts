@@ -164,11 +164,25 @@ async function fromJwt(auth: Auth, token: string): Promise<Principal> {
   return { kind: 'user', username: claims.username, role: user.role, via: 'jwt', ...(user.budget ? { budget: user.budget } : {}) };
 }
 
-async function fromAny(auth: Auth, token: string): Promise<Principal> {
+const OPEN: Principal = { kind: 'open' };
+const ANONYMOUS: Principal = { kind: 'anonymous' };
+
+/** What a chat 401 tells its caller: where the keys it may send come from. */
+export const HOW_TO_GET_A_KEY =
+  'a user API key comes from POST /api/v1/auth/api-key (after POST /api/v1/auth/login), an api account key from channels.api.accounts.<id>.api_key';
+
+/**
+ * The caller of a chat route. In open mode (`requireAuth` false and no key exists) a token that
+ * is no key at all is the placeholder every OpenAI SDK must send (`EMPTY`, `sk-no-key`): the
+ * caller is anonymous, as with no header; a known key still names its principal and a JWT is
+ * still verified (a bad one is a client's mistake worth telling).
+ */
+async function chatPrincipal(auth: Auth, token: string, open: boolean): Promise<Principal> {
   if (JWT_SHAPE.test(token)) return fromJwt(auth, token);
   const principal = auth.index.byApiKey(token);
-  if (!principal) throw new Errors.UNAUTHORIZED('invalid API key');
-  return principal;
+  if (principal) return principal;
+  if (open) return ANONYMOUS;
+  throw new Errors.UNAUTHORIZED(`invalid API key: ${HOW_TO_GET_A_KEY}`);
 }
 
 /**
@@ -199,8 +213,6 @@ export function requireAccessDeclarations(app: FastifyInstance): void {
   });
 }
 
-const OPEN: Principal = { kind: 'open' };
-const ANONYMOUS: Principal = { kind: 'anonymous' };
 
 /** The one guard of every route, decided on the route fastify matched. */
 export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: Auth): void {
@@ -217,11 +229,12 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
         return;
       case 'chat': {
         const token = bearer(req);
+        const open = !requireAuth && !auth.index.anyKeyConfigured;
         if (token) {
-          req.principal = await fromAny(auth, token);
+          req.principal = await chatPrincipal(auth, token, open);
           return;
         }
-        if (requireAuth || auth.index.anyKeyConfigured) throw new Errors.UNAUTHORIZED('send an API key as "Authorization: Bearer <key>"');
+        if (!open) throw new Errors.UNAUTHORIZED(`send an API key as "Authorization: Bearer <key>": ${HOW_TO_GET_A_KEY}`);
         return;
       }
       case 'self':

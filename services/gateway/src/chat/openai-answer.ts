@@ -156,6 +156,7 @@ export async function streamCompletion(
   const after = opts.after ?? -1;
   const sse = new SseWriter(reply.raw, {
     requestId: String(req.id),
+    headers: () => reply.getHeaders(),
     heartbeatMs: opts.heartbeatMs,
     headersAfterMs: opts.headersAfterMs,
     onOpen: () => reply.hijack(),

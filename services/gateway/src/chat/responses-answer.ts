@@ -105,7 +105,7 @@ class ResponseStream {
   openStream(): void {
     if (this.#sse) return;
     this.reply.hijack();
-    this.#sse = new SseWriter(this.reply.raw, { requestId: String(this.req.id), heartbeatMs: this.heartbeatMs });
+    this.#sse = new SseWriter(this.reply.raw, { requestId: String(this.req.id), headers: () => this.reply.getHeaders(), heartbeatMs: this.heartbeatMs });
     this.#send(this.events.created());
     this.#send(this.events.inProgress());
   }

@@ -2,6 +2,12 @@ import type { ServerResponse } from 'node:http';
 
 export interface SseWriterOptions {
   requestId: string;
+  /**
+   * The headers the app's hooks set on the reply (CORS, the security headers, `Vary`), read when
+   * the stream opens: a stream is written on the raw response, past fastify's reply, and without
+   * them a browser on an allowed origin could not read it.
+   */
+  headers?: () => Record<string, string | number | readonly string[] | undefined>;
   heartbeatMs: number;
   /**
    * Hold the headers back until the first `send()` or this many ms, whichever comes first, so a
@@ -57,6 +63,7 @@ export class SseWriter {
     const raw = this.raw;
     if (raw.destroyed) return;
     raw.writeHead(200, {
+      ...this.opts.headers?.(),
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
