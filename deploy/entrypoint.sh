@@ -9,6 +9,7 @@ names="gateway agent-worker scheduler channel-connector migrate standalone"
 
 usage() {
   echo "usage: <image> <service> [options]   services: $names" >&2
+  echo "       <image> healthcheck [PORT [PATH]]   exit 0 when 127.0.0.1:PORT/PATH (default /ready) answers 200" >&2
 }
 
 if [ "$#" -eq 0 ]; then
@@ -27,6 +28,10 @@ case "$service" in
   channel-connector) entry=services/channel-connector/dist/src/main.js ;;
   migrate) entry=libs/db/dist/src/cli.js ;;
   standalone) entry=services/standalone/dist/src/main.js ;;
+  healthcheck)
+    # The container health check (deploy/healthcheck.sh): bash, not a Node process.
+    exec /usr/local/bin/agentry-healthcheck "$@"
+    ;;
   -h | --help | help)
     usage
     exit 0
