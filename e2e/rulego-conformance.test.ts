@@ -62,10 +62,18 @@ afterAll(async () => {
 });
 
 /** The file's text as the body, not a re-serialisation: "as written". */
-async function postRule(text: string, id?: string, method: 'POST' | 'PUT' = 'POST') {
-  const url = method === 'PUT' ? `${baseURL}/rules/${id}` : `${baseURL}/rules${id ? `?id=${id}` : ''}`;
+async function postRule(text: string, id?: string, method: 'POST' | 'PUT' = 'POST', fieldValidation?: 'Strict' | 'Warn' | 'Ignore') {
+  const query = new URLSearchParams();
+  if (method === 'POST' && id) query.set('id', id);
+  if (fieldValidation) query.set('fieldValidation', fieldValidation);
+  const url = `${baseURL}/rules${method === 'PUT' ? `/${id}` : ''}${query.size > 0 ? `?${query}` : ''}`;
   const res = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: text });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> & { error?: string }, generated: res.headers.get('x-agentry-generated-ids') };
+  return {
+    status: res.status,
+    body: (await res.json()) as Record<string, unknown> & { error?: string },
+    generated: res.headers.get('x-agentry-generated-ids'),
+    warning: res.headers.get('warning'),
+  };
 }
 
 interface End {
@@ -329,19 +337,29 @@ describe('RuleGo testdata/rule with msgTypeSwitch, fork, join, delay and groupFi
     expect((end.data as JoinItem[]).map((b) => [b.nodeId, b.err])).toEqual([['node_4', '']]);
   });
 
-  it('test_fork_direct_join.json (as fork_direct_join_test.go TestForkNodeDirectToJoin runs its inline copy): the join waits for the delayed branch', async () => {
+  it('test_fork_direct_join.json (as fork_direct_join_test.go TestForkNodeDirectToJoin runs its inline copy): loads as written with warnings, and the join waits for the delayed branch', async () => {
     // Its delay node has "period" and "maxPendingMsg", fields RuleGo's delay does not have
-    // (its are delayMs, periodInSeconds, maxPendingMsgs): RuleGo ignores them (no delay at all);
-    // Agentry refuses them by name (SOURCE.md, known differences).
+    // (its are delayMs, periodInSeconds, maxPendingMsgs): RuleGo ignores them (no delay at all).
+    // Agentry keeps them and warns, naming each with its hint (fieldValidation=Warn, the default).
+    const strict = await postRule(fixture('test_fork_direct_join'), undefined, 'POST', 'Strict');
+    expect(strict.status).toBe(400);
+    expect(strict.body.error).toMatch(/delay: configuration: unknown field "period" \(did you mean delayMs\?/);
+    expect(strict.body.error).toMatch(/unknown field "maxPendingMsg" \(did you mean maxPendingMsgs\?\)/);
     const asWritten = await postRule(fixture('test_fork_direct_join'));
-    expect(asWritten.status).toBe(400);
-    expect(asWritten.body.error).toMatch(/delay: configuration: unknown field "period" \(did you mean delayMs\?/);
-    expect(asWritten.body.error).toMatch(/unknown field "maxPendingMsg" \(did you mean maxPendingMsgs\?\)/);
+    expect(asWritten.status).toBe(201);
+    expect(asWritten.body).toEqual(JSON.parse(fixture('test_fork_direct_join')));
+    expect(asWritten.warning).toMatch(/^299 - ".*delay: configuration: unknown field \\"period\\" \(did you mean delayMs\?.*", 299 - ".*unknown field \\"maxPendingMsg\\" \(did you mean maxPendingMsgs\?\)"$/);
+    // As RuleGo runs it: the delay has no delay, the join gets both branches.
+    const undelayed = await onMsg('test_fork_direct_join', 'TEST_MSG_TYPE', {}, { from: 'fork' });
+    expect(undelayed.ends).toBeUndefined();
+    expect(undelayed).toMatchObject({ relation: 'Success', msgType: 'TEST_MSG_TYPE', data: { from: 'fork' } });
     const dsl = JSON.parse(fixture('test_fork_direct_join')) as { metadata: { nodes: Array<{ type: string; configuration?: Record<string, unknown> }> } };
     const delayNode = dsl.metadata.nodes.find((n) => n.type === 'delay')!;
     // What the file means: 500 ms, 100 pending messages, in RuleGo's field names.
     delayNode.configuration = { delayMs: 500, maxPendingMsgs: 100 };
-    expect((await postRule(JSON.stringify(dsl))).status).toBe(201);
+    const meant = await postRule(JSON.stringify(dsl), 'test_fork_direct_join', 'PUT');
+    expect(meant.status).toBe(200);
+    expect(meant.warning).toBeNull();
     const started = Date.now();
     const end = await onMsg('test_fork_direct_join', 'TEST_MSG_TYPE', {}, { from: 'fork' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(500);

@@ -10,6 +10,7 @@ import type {
   ApiKeyRegenerated,
   AgentTemplate,
   AuthStatus,
+  ChainWriteOptions,
   ChannelPlatformView,
   ChannelsView,
   ConfigView,
@@ -21,6 +22,7 @@ import type {
   Page,
   PageQuery,
   PasswordChanged,
+  ReloadResult,
   RuleChainDsl,
   RuleListItem,
   RunSteps,
@@ -152,10 +154,11 @@ export class AgentryClient {
     list: (q: PageQuery = {}) => this.http.request<Page<AgentListItem>>('GET', '/agents', { query: { ...q } }),
     listAll: () => allPages((q) => this.agents.list(q)),
     get: (id: string) => this.http.request<RuleChainDsl>('GET', `/agents/${seg(id)}`),
-    create: (dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('POST', '/agents', { json: dsl }),
-    update: (id: string, dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('PUT', `/agents/${seg(id)}`, { json: dsl }),
+    create: (dsl: RuleChainDsl, opts: ChainWriteOptions = {}) => this.http.request<RuleChainDsl>('POST', '/agents', { json: dsl, query: { ...opts } }),
+    update: (id: string, dsl: RuleChainDsl, opts: ChainWriteOptions = {}) =>
+      this.http.request<RuleChainDsl>('PUT', `/agents/${seg(id)}`, { json: dsl, query: { ...opts } }),
     delete: (id: string) => this.http.request<Success>('DELETE', `/agents/${seg(id)}`),
-    reload: (id: string) => this.http.request<Success>('POST', `/agents/${seg(id)}/reload`),
+    reload: (id: string) => this.http.request<ReloadResult>('POST', `/agents/${seg(id)}/reload`),
     template: () => this.http.request<AgentTemplate>('GET', '/agent-template'),
     /** The agent's runs, newest first, without their content (owner or admin). */
     runs: (id: string, q: PageQuery = {}) => this.http.request<Page<RunSummary>>('GET', `/agents/${seg(id)}/runs`, { query: { ...q } }),
@@ -200,10 +203,11 @@ export class AgentryClient {
   readonly rules = {
     list: (q: { agentId?: string; category?: string; loaded?: boolean } = {}) => this.http.request<RuleListItem[]>('GET', '/rules', { query: { ...q } }),
     get: (id: string) => this.http.request<RuleChainDsl>('GET', `/rules/${seg(id)}`),
-    create: (dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('POST', '/rules', { json: dsl }),
-    update: (id: string, dsl: RuleChainDsl) => this.http.request<RuleChainDsl>('PUT', `/rules/${seg(id)}`, { json: dsl }),
+    create: (dsl: RuleChainDsl, opts: ChainWriteOptions = {}) => this.http.request<RuleChainDsl>('POST', '/rules', { json: dsl, query: { ...opts } }),
+    update: (id: string, dsl: RuleChainDsl, opts: ChainWriteOptions = {}) =>
+      this.http.request<RuleChainDsl>('PUT', `/rules/${seg(id)}`, { json: dsl, query: { ...opts } }),
     delete: (id: string) => this.http.request<Success>('DELETE', `/rules/${seg(id)}`),
-    reload: (id: string) => this.http.request<Success>('POST', `/rules/${seg(id)}/reload`),
+    reload: (id: string) => this.http.request<ReloadResult>('POST', `/rules/${seg(id)}/reload`),
   };
 
   readonly skills = {

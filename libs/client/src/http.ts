@@ -24,6 +24,11 @@ export interface ClientOptions {
   fetch?: typeof globalThis.fetch;
   /** Extra headers on every request (for instance a user agent). */
   headers?: Record<string, string>;
+  /**
+   * Called with the text of each `Warning` header of an answer (as Kubernetes' client does): a
+   * chain saved with unknown node-configuration fields under `fieldValidation=Warn`.
+   */
+  onWarning?: (text: string) => void;
 }
 
 export type QueryValue = string | number | boolean | undefined | null;
@@ -108,7 +113,11 @@ export class Http {
         if ((err as Error).name === 'AbortError') throw err;
         throw new ConnectionError(this.root, `cannot reach ${this.root} (${describeFetchFailure(err)})`, { cause: err });
       }
-      if (res.status < 400) return res;
+      if (res.status < 400) {
+        const warning = res.headers.get('warning');
+        if (warning && this.opts.onWarning) for (const text of parseWarnings(warning)) this.opts.onWarning(text);
+        return res;
+      }
       throw await toApiError(res);
     };
     const token = await this.#token(purpose);
@@ -129,6 +138,16 @@ export class Http {
     if ((res.headers.get('content-type') ?? '').includes('json')) return (text === '' ? undefined : JSON.parse(text)) as T;
     return text as T;
   }
+}
+
+/**
+ * The warn-texts of `Warning` headers (`299 - "text"`), which fetch joins with ", ": a comma
+ * inside a quoted text is not a separator, so the quoted strings are read one by one.
+ */
+export function parseWarnings(header: string): string[] {
+  const out: string[] = [];
+  for (const m of header.matchAll(/\d{3} \S+ "((?:[^"\\]|\\.)*)"/g)) out.push(m[1]!.replace(/\\(.)/g, '$1'));
+  return out;
 }
 
 async function toApiError(res: Response): Promise<ApiError> {

@@ -1,5 +1,5 @@
 export { AgentryClient, type SkillSelector, type StreamOptions } from './client.js';
-export { Http, normaliseUrl, type ClientOptions, type Purpose, type QueryValue, type RequestOptions, type TokenSource } from './http.js';
+export { Http, normaliseUrl, parseWarnings, type ClientOptions, type Purpose, type QueryValue, type RequestOptions, type TokenSource } from './http.js';
 export { ApiError, ConnectionError, StreamError } from './errors.js';
 export { parseSse, type SseBody, type SseEvent } from './sse.js';
 export {

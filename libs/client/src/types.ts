@@ -5,6 +5,15 @@ import type { UserRole } from '@agentry/contracts';
  * open follow the gateway). Unknown extra fields are kept: the client never strips a response.
  */
 
+/**
+ * `?fieldValidation=` of a chain write: unknown node-configuration fields are refused (`Strict`),
+ * kept and reported as `Warning` headers (`Warn`, the server's default: see `onWarning`) or kept
+ * silently (`Ignore`).
+ */
+export interface ChainWriteOptions {
+  fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
+}
+
 /** A paged list (`page` >= 1, `size` 1..100). */
 export interface Page<T> {
   data: T[];
@@ -25,6 +34,7 @@ export interface PageQuery {
  */
 export type {
   SuccessBody as Success,
+  ReloadResult,
   RuleChainDocument as RuleChainDsl,
   AgentListItem,
   AgentTemplate,

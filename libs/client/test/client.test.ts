@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AgentryClient, ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, normaliseUrl, type ChatChunk, type Purpose } from '@agentry/client';
+import { AgentryClient, ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, normaliseUrl, parseWarnings, type ChatChunk, type Purpose } from '@agentry/client';
 import { freePort } from '@agentry/testing';
 
 /**
@@ -363,5 +363,12 @@ describe('in a browser', () => {
     } as unknown as typeof globalThis.fetch;
     expect(await new AgentryClient({ url: 'http://ui.invalid', fetch }).health()).toBe('OK');
     expect(receivers).toEqual([undefined]);
+  });
+});
+
+describe('Warning headers', () => {
+  it('reads each warn-text of a joined header, commas and escaped quotes inside the text included', () => {
+    expect(parseWarnings('299 - "unknown field \\"a, b\\" (did you mean x?)", 299 - "second \\\\ one"')).toEqual(['unknown field "a, b" (did you mean x?)', 'second \\ one']);
+    expect(parseWarnings('no warning here')).toEqual([]);
   });
 });

@@ -17,7 +17,9 @@ type ChainStatus = { state: 'loaded' } | { state: 'error'; error: string } | { s
 
 /** Parses and validates one stored chain (no caching). */
 export function parseChain(stored: StoredChain): LoadResult {
-  const result = validateRuleChain(stored.dsl, { requireAgent: stored.isAgent });
+  // A stored chain may keep fields its node types do not name (saved under Warn or Ignore): they
+  // load, and are reported to whoever asks (reload, the rule list).
+  const result = validateRuleChain(stored.dsl, { requireAgent: stored.isAgent, fieldValidation: 'Warn' });
   if (!result.ok) return { ok: false, error: result.errors.join('; ') };
   const dsl = stored.dsl as RuleChainDsl;
   if (dsl.ruleChain.id !== stored.id) {
@@ -31,7 +33,8 @@ export function parseChain(stored: StoredChain): LoadResult {
     outgoing.set(c.fromId, list);
   }
   const first = dsl.metadata.nodes[dsl.metadata.firstNodeIndex ?? 0];
-  return { ok: true, chain: { id: stored.id, name: dsl.ruleChain.name, dsl, nodes, firstNodeId: first?.id, outgoing, vars: chainVars(dsl) } };
+  const chain = { id: stored.id, name: dsl.ruleChain.name, dsl, nodes, firstNodeId: first?.id, outgoing, vars: chainVars(dsl) };
+  return result.warnings.length > 0 ? { ok: true, chain, warnings: result.warnings } : { ok: true, chain };
 }
 
 interface Entry {

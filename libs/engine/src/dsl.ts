@@ -173,9 +173,27 @@ export function chainCategory(dsl: RuleChainDsl): string | null {
 /** A word of advice for a field a closed schema does not know at `path` (`configuration.tools[0]`). */
 export type UnknownFieldHint = (path: string, key: string) => string | undefined;
 
+/** One problem TypeBox found; `unknownField` marks a key a closed object does not name. */
+export interface SchemaProblem {
+  text: string;
+  unknownField: boolean;
+}
+
 /** TypeBox errors as `path: message` lines, `path` in dotted form (`metadata.nodes[1].id`). */
 export function schemaErrors(schema: TSchema, value: unknown, root = '', hint?: UnknownFieldHint): string[] {
-  const out: string[] = [];
+  return schemaProblems(schema, value, root, hint).map((p) => p.text);
+}
+
+/**
+ * As `schemaErrors`, each line marked when it is an unknown field: field validation
+ * (`?fieldValidation=`) refuses those, reports them or lets them be, while every other problem
+ * is always an error.
+ */
+export function schemaProblems(schema: TSchema, value: unknown, root = '', hint?: UnknownFieldHint): SchemaProblem[] {
+  const out = new Map<string, SchemaProblem>();
+  const add = (text: string, unknownField: boolean) => {
+    if (!out.has(text)) out.set(text, { text, unknownField });
+  };
   for (const e of Value.Errors(schema, value)) {
     if (e.keyword === 'boolean') continue; // repeats an additionalProperties error
     const path = pointerToPath(root, e.instancePath);
@@ -183,13 +201,13 @@ export function schemaErrors(schema: TSchema, value: unknown, root = '', hint?: 
       const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? [];
       for (const key of extra) {
         const more = hint?.(path, key);
-        out.push(`${path ? `${path}: ` : ''}unknown field "${key}"${more ? ` (${more})` : ''}`);
+        add(`${path ? `${path}: ` : ''}unknown field "${key}"${more ? ` (${more})` : ''}`, true);
       }
       continue;
     }
-    out.push(`${path || '(root)'}: ${e.message}`);
+    add(`${path || '(root)'}: ${e.message}`, false);
   }
-  return [...new Set(out)];
+  return [...out.values()];
 }
 
 function pointerToPath(root: string, pointer: string): string {

@@ -62,7 +62,7 @@ export { compileGlob, GlobSyntaxError } from './tools/glob-match.js';
 export { AddressNotAllowedError, assertPublicAddress, nonPublicReason, policyLookup } from './tools/net-policy.js';
 export { policyFetch } from './tools/policy-fetch.js';
 export { ToolError, type ToolContext, type ToolDefinition } from './tools/types.js';
-export { validateRuleChain } from './validate.js';
+export { FIELD_VALIDATIONS, validateRuleChain, type FieldValidation } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
 export {
   DEFAULT_HEARTBEAT_PROMPT,

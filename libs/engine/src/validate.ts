@@ -1,16 +1,29 @@
-import { AGENT_NODE_TYPE, RuleChainDsl, isAgentChain, schemaErrors } from './dsl.js';
+import { AGENT_NODE_TYPE, RuleChainDsl, isAgentChain, schemaErrors, schemaProblems } from './dsl.js';
 import { templatedAuthorityFields } from './authority/definition.js';
 import { nodeTypes } from './nodes/index.js';
+
+/**
+ * What an unknown field of a node's configuration is (Kubernetes' `fieldValidation`): `Strict`
+ * an error, `Warn` kept and reported in `warnings`, `Ignore` kept silently. RuleGo decodes node
+ * configurations leniently, so its files carry fields it ignores; a closed schema still catches
+ * a misspelt field, which `Warn` reports without refusing the chain.
+ */
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+export const FIELD_VALIDATIONS: readonly FieldValidation[] = ['Strict', 'Warn', 'Ignore'];
 
 interface ValidationResult {
   ok: boolean;
   /** One line per problem, naming the node or connection: `metadata.nodes[2] ("n1"): ...`. */
   errors: string[];
+  /** Unknown configuration fields under `Warn`, in the same form as errors. */
+  warnings: string[];
 }
 
 interface ValidateOptions {
   /** Agents need at least one `ai/agent` node. */
   requireAgent?: boolean;
+  /** Unknown node-configuration fields; `Strict` when absent. */
+  fieldValidation?: FieldValidation;
 }
 
 /**
@@ -20,9 +33,11 @@ interface ValidateOptions {
  */
 export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): ValidationResult {
   const shape = schemaErrors(RuleChainDsl, dsl);
-  if (shape.length > 0) return { ok: false, errors: shape };
+  if (shape.length > 0) return { ok: false, errors: shape, warnings: [] };
   const chain = dsl as RuleChainDsl;
   const errors: string[] = unsupportedRuleGoFields(chain);
+  const warnings: string[] = [];
+  const unknownFields = opts.fieldValidation ?? 'Strict';
   const { nodes, connections, firstNodeIndex } = chain.metadata;
 
   const seen = new Set<string>();
@@ -36,14 +51,17 @@ export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): Val
       return;
     }
     const config = node.configuration ?? {};
-    const schema = schemaErrors(def.configuration, config, 'configuration', def.unknownFieldHint);
-    for (const e of schema) errors.push(`${where}, ${node.type}: ${e}`);
+    const problems = schemaProblems(def.configuration, config, 'configuration', def.unknownFieldHint);
+    const wrong = problems.filter((p) => !p.unknownField || unknownFields === 'Strict');
+    for (const p of wrong) errors.push(`${where}, ${node.type}: ${p.text}`);
+    if (unknownFields === 'Warn') for (const p of problems) if (p.unknownField) warnings.push(`${where}, ${node.type}: ${p.text}`);
     // What grants a power is decided on what is written: a template could fill it with anything later.
-    for (const path of templatedAuthorityFields(node.type, config)) {
+    const templated = templatedAuthorityFields(node.type, config);
+    for (const path of templated) {
       errors.push(`${where}, ${node.type}: ${path} grants authority and may not be a \${...} template; write the value itself`);
     }
-    // The type's own checks see only a configuration its schema accepted.
-    if (schema.length === 0 && def.validate) {
+    // The type's own checks see only a configuration its schema accepted (fields it does not name aside).
+    if (wrong.length === 0 && def.validate) {
       for (const problem of def.validate(config)) errors.push(`${where}, ${node.type}: configuration.${problem}`);
     }
   });
@@ -60,7 +78,7 @@ export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): Val
   if (opts.requireAgent && !isAgentChain(chain)) {
     errors.push(`metadata.nodes: an agent needs a node of type "${AGENT_NODE_TYPE}"`);
   }
-  return { ok: errors.length === 0, errors };
+  return { ok: errors.length === 0, errors, warnings };
 }
 
 

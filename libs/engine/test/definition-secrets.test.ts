@@ -74,7 +74,7 @@ describe('the secret-field rule', () => {
     expect(restHeaders(sealed)?.['content-type']).toBe('text/plain');
     expect(sealed.metadata.nodes[0]!.configuration.params).toEqual({ maxTokens: 100 });
     // Still a valid chain: sealed values are strings where strings were.
-    expect(validateRuleChain(sealed, { requireAgent: true })).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(sealed, { requireAgent: true })).toEqual({ ok: true, errors: [], warnings: [] });
     expect(unsealDefinition(sealed, sealer, 'agent "a"')).toEqual(dsl);
   });
 });

@@ -21,7 +21,7 @@ const chain = (id: string, nodes: Array<{ id: string; type: string; configuratio
 
 describe('validateRuleChain', () => {
   it('accepts a valid chain and the agent template', () => {
-    expect(validateRuleChain(chain('c', [{ id: 'a', type: 'log' }, { id: 'b', type: 'end' }], [{ fromId: 'a', toId: 'b', type: 'Success' }]))).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(chain('c', [{ id: 'a', type: 'log' }, { id: 'b', type: 'end' }], [{ fromId: 'a', toId: 'b', type: 'Success' }]))).toEqual({ ok: true, errors: [], warnings: [] });
     expect(validateRuleChain(agentTemplate({ defaultProvider: '' }), { requireAgent: true }).ok).toBe(true);
   });
 
@@ -59,7 +59,7 @@ describe('validateRuleChain', () => {
 
   it('refuses a tools[].timeout under 1000: it is milliseconds, and a small number is seconds by mistake', () => {
     const agent = (tools: unknown[]) => chain('a', [{ id: 'agent', type: 'ai/agent', configuration: { tools } }]);
-    expect(validateRuleChain(agent([{ name: 'read', timeout: 1000 }, { name: 'bash', timeout: 120000 }, { name: 'grep' }]))).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(agent([{ name: 'read', timeout: 1000 }, { name: 'bash', timeout: 120000 }, { name: 'grep' }]))).toEqual({ ok: true, errors: [], warnings: [] });
     expect(validateRuleChain(agent([{ name: 'read', timeout: 5000 }, { name: 'bash', timeout: 30 }])).errors).toEqual([
       'metadata.nodes[0] ("agent"), ai/agent: configuration.tools[1].timeout is in milliseconds; 30 ms is too short — did you mean 30000?',
     ]);
@@ -81,6 +81,27 @@ describe('validateRuleChain', () => {
       const errors = validateRuleChain(chain('c', [{ id: 'x', type, configuration: { surelyNotAField: 1 } }])).errors;
       expect(errors, type).toContainEqual(expect.stringContaining(`${type}: configuration: unknown field "surelyNotAField"`));
     }
+  });
+
+  it('fieldValidation: unknown configuration fields are errors (Strict, the default), warnings (Warn) or nothing (Ignore); other problems stay errors', () => {
+    const dsl = chain('c', [{ id: 'd', type: 'delay', configuration: { delayMs: 0, period: 500, tools: 1 } }]);
+    const period = 'metadata.nodes[0] ("d"), delay: configuration: unknown field "period" (did you mean delayMs? RuleGo has no "period" and would not delay at all)';
+    const tools = 'metadata.nodes[0] ("d"), delay: configuration: unknown field "tools"';
+    expect(validateRuleChain(dsl)).toEqual({ ok: false, errors: [period, tools], warnings: [] });
+    expect(validateRuleChain(dsl, { fieldValidation: 'Strict' })).toEqual({ ok: false, errors: [period, tools], warnings: [] });
+    expect(validateRuleChain(dsl, { fieldValidation: 'Warn' })).toEqual({ ok: true, errors: [], warnings: [period, tools] });
+    expect(validateRuleChain(dsl, { fieldValidation: 'Ignore' })).toEqual({ ok: true, errors: [], warnings: [] });
+    // The type's own checks still run beside an unknown field, and a wrong type is an error in every mode.
+    const wrong = chain('c', [{ id: 'd', type: 'delay', configuration: { overwrite: true, period: 500 } }, { id: 'e', type: 'log', configuration: { jsScript: 1, x: 1 } }]);
+    expect(validateRuleChain(wrong, { fieldValidation: 'Ignore' }).errors).toEqual([
+      'metadata.nodes[0] ("d"), delay: configuration.overwrite: true is not supported: each run delays its own message, none is shared to overwrite',
+      'metadata.nodes[1] ("e"), log: configuration.jsScript: must be string',
+    ]);
+    // Nested objects too: a tool entry's unknown field warns, with its hint.
+    const agentChain = chain('a', [{ id: 'n1', type: 'ai/agent', configuration: { tools: [{ type: 'builtin', name: 'read', parameters: {} }] } }]);
+    expect(validateRuleChain(agentChain, { fieldValidation: 'Warn' }).warnings).toEqual([expect.stringMatching(/configuration\.tools\[0\]: unknown field "parameters" \(did you mean config\.parameters\?/)]);
+    // The top level of the DSL is not a node configuration: an unknown field there is an error whatever the mode.
+    expect(validateRuleChain({ ruleChain: { id: 'c', name: 'n' }, metadata: { nodes: [], connections: [] }, extra: 1 }, { fieldValidation: 'Ignore' }).errors).toEqual(['unknown field "extra"']);
   });
 
   it("a node type named like an Object property (toString, constructor, __proto__) is unknown, not Object's own", () => {

@@ -90,7 +90,7 @@ describe('the registry', () => {
     }
     expect(defaultBuiltinToolNames()).toEqual(['read', 'write', 'edit', 'grep', 'glob', 'skill', 'cron']);
     const template = agentTemplate({ defaultProvider: 'p1' });
-    expect(validateRuleChain(template, { requireAgent: true })).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(template, { requireAgent: true })).toEqual({ ok: true, errors: [], warnings: [] });
     expect(template.metadata.nodes[0]?.configuration?.tools).toEqual(defaultBuiltinToolNames().map((name) => ({ type: 'builtin', name })));
   });
 

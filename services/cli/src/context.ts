@@ -35,6 +35,9 @@ export class Context {
   readonly client: AgentryClient;
   /** A client that sends no credential (login). */
   readonly anonymous: AgentryClient;
+  /** Spinners running: a warning waits for them to stop, so that it is not written over. */
+  #spinning = 0;
+  readonly #warnings: string[] = [];
 
   constructor(
     readonly setup: CliSetup,
@@ -58,7 +61,18 @@ export class Context {
       headers,
       token: (purpose) => this.credentials.tokenFor(purpose),
       onUnauthorized: (purpose, error, token) => this.credentials.renew(purpose, error, token),
+      onWarning: (text) => this.warn(text),
     });
+  }
+
+  /** A server's `Warning` header, on stderr as kubectl prints it (`Warning: ...`), JSON mode included. */
+  warn(text: string): void {
+    this.#warnings.push(`Warning: ${text}`);
+    if (this.#spinning === 0) this.#flushWarnings();
+  }
+
+  #flushWarnings(): void {
+    for (const line of this.#warnings.splice(0)) this.printer.note(line);
   }
 
   get json(): boolean {
@@ -68,10 +82,13 @@ export class Context {
   /** Runs `fn` with a spinner on a terminal. */
   async spin<T>(label: string, fn: () => Promise<T>): Promise<T> {
     const spinner = new Spinner(this.setup.io.stderr).start(label);
+    this.#spinning++;
     try {
       return await fn();
     } finally {
       spinner.stop();
+      this.#spinning--;
+      if (this.#spinning === 0) this.#flushWarnings();
     }
   }
 

@@ -80,6 +80,29 @@ describe('the same verbs for every noun', () => {
     expect(await cli(['rules', 'show', 'triage'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: Not found/) });
   });
 
+  it('rules create and update print the server\'s warnings (an unknown node field kept), --field-validation Strict refuses it, reload lists it', async () => {
+    const dsl = {
+      ruleChain: { id: 'lenient', name: 'Lenient' },
+      metadata: { nodes: [{ id: 'wait', type: 'delay', configuration: { delayMs: 0, period: 500 } }], connections: [] },
+    };
+    const warning = 'Warning: metadata.nodes[0] ("wait"), delay: configuration: unknown field "period" (did you mean delayMs? RuleGo has no "period" and would not delay at all)\n';
+    const created = await cli(['rules', 'create', '-f', file('lenient.json', dsl)]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stderr).toBe(warning);
+    // The warning goes to stderr in JSON mode too; stdout stays the DSL as written.
+    expect(created.json()).toEqual(dsl);
+    const strict = await cli(['rules', 'update', 'lenient', '--field-validation', 'Strict', '-f', file('lenient.json', dsl)]);
+    expect(strict).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: .*unknown field "period"/) });
+    const ignored = await cli(['rules', 'update', 'lenient', '--field-validation', 'Ignore', '-f', file('lenient.json', dsl)]);
+    expect(ignored).toMatchObject({ code: 0, stderr: '' });
+    expect(await cli(['rules', 'update', 'lenient', '--field-validation', 'strict', '-f', file('lenient.json', dsl)])).toMatchObject({ code: 2 });
+    const reloaded = await cli(['rules', 'reload', 'lenient']);
+    expect(reloaded.code, reloaded.stderr).toBe(0);
+    expect(reloaded.stderr).toBe(warning);
+    expect((await cli(['agents', 'create', '--field-validation', 'Strict', '-f', file('bad-agent.json', { ...agentDsl('strict_agent'), metadata: { ...agentDsl('strict_agent').metadata, nodes: [...agentDsl('strict_agent').metadata.nodes, ...dsl.metadata.nodes] } })])).code).toBe(1);
+    expect((await cli(['rules', 'rm', 'lenient'])).code).toBe(0);
+  });
+
   it('users show and update', async () => {
     const created = await cli(['users', 'create', 'dora'], { input: 'dora-password-123\n' });
     expect(created.code, created.stderr).toBe(0);

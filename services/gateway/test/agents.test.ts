@@ -12,7 +12,7 @@ describeOnBothEngines('agents', (env: () => Env) => {
     expect(res.statusCode).toBe(200);
     const template = res.json();
     const { workspaceFiles, ...dsl } = template;
-    expect(validateRuleChain(dsl, { requireAgent: true })).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(dsl, { requireAgent: true })).toEqual({ ok: true, errors: [], warnings: [] });
     const agentNode = dsl.metadata.nodes.find((n: { type: string }) => n.type === 'ai/agent');
     expect(agentNode.configuration.provider).toBe('p1');
     expect(workspaceFiles).toEqual([{ path: 'AGENTS.md', content: expect.stringContaining(`# ${dsl.ruleChain.name}`) }]);

@@ -91,7 +91,7 @@ describe('GET /agent-template', () => {
     const res = await get('/agent-template');
     expect(res.statusCode).toBe(200);
     const { workspaceFiles, ...dsl } = res.json();
-    expect(validateRuleChain(dsl, { requireAgent: true })).toEqual({ ok: true, errors: [] });
+    expect(validateRuleChain(dsl, { requireAgent: true })).toEqual({ ok: true, errors: [], warnings: [] });
     const node = dsl.metadata.nodes.find((n: { type: string }) => n.type === 'ai/agent');
     expect(node.configuration.provider).toBe('p1');
     expect(node.configuration.tools).toEqual(['read', 'write', 'edit', 'grep', 'glob', 'skill', 'cron'].map((name) => ({ type: 'builtin', name })));

@@ -79,6 +79,8 @@ export const RuleListItem = Type.Object({
   agentId: Type.Optional(Type.String()),
   loaded: Type.Boolean(),
   error: Type.Optional(Type.String()),
+  /** Node-configuration fields its node types do not name, kept as written (saved under `?fieldValidation=Warn` or `Ignore`). */
+  warnings: Type.Optional(Type.Array(Type.String())),
 });
 export type RuleListItem = Static<typeof RuleListItem>;
 
@@ -86,6 +88,10 @@ export type RuleListItem = Static<typeof RuleListItem>;
 export const RuleList = Type.Array(RuleListItem);
 export type RuleList = Static<typeof RuleList>;
 
-/** `POST .../reload`: `{success: true}`, or `{success: false, message}` when the chain fails to load. */
-export const ReloadResult = SuccessBody;
+/**
+ * `POST .../reload`: `{success: true}`, or `{success: false, message}` when the chain fails to
+ * load; `warnings` lists every unknown node-configuration field the chain keeps (a save's
+ * `Warning` headers show at most 20).
+ */
+export const ReloadResult = Type.Object({ ...SuccessBody.properties, warnings: Type.Optional(Type.Array(Type.String())) });
 export type ReloadResult = Static<typeof ReloadResult>;

@@ -28,7 +28,8 @@ export interface ParsedChain {
   owner?: string;
 }
 
-export type LoadResult = { ok: true; chain: ParsedChain } | { ok: false; error: string };
+/** `warnings`: the chain's unknown node-configuration fields, kept as written (see `FieldValidation`). */
+export type LoadResult = { ok: true; chain: ParsedChain; warnings?: string[] } | { ok: false; error: string };
 
 /**
  * A message travelling through a rule chain (RuleGo's shape): `data` is text, usually JSON;

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import type { Command } from 'commander';
-import type { AgentListItem, RuleChainDsl } from '@agentry/client';
+import { Option, type Command } from 'commander';
+import type { AgentListItem, ChainWriteOptions, RuleChainDsl } from '@agentry/client';
 import type { Context } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
 import { yaml } from '../lazy.js';
@@ -30,8 +30,26 @@ export async function readDsl(ctx: Context, file: string): Promise<RuleChainDsl>
   return dsl as RuleChainDsl;
 }
 
-/** A `{success, message}` answer; `success: false` is a failure (exit 1). */
-export function reportReload(ctx: Context, what: string, answer: { success: boolean; message?: string }): void {
+/** `--field-validation` of the commands that send a DSL (the server's `?fieldValidation=`). */
+export function fieldValidationOption(): Option {
+  return new Option('--field-validation <mode>', 'unknown node-configuration fields: Strict refuses them, Warn (the server\'s default) keeps them with a warning, Ignore keeps them silently').choices([
+    'Strict',
+    'Warn',
+    'Ignore',
+  ]);
+}
+
+/** The query of a chain write from the command's options. */
+export function writeOptions(opts: { fieldValidation?: string }): ChainWriteOptions {
+  return opts.fieldValidation ? { fieldValidation: opts.fieldValidation as NonNullable<ChainWriteOptions['fieldValidation']> } : {};
+}
+
+/**
+ * A `{success, message}` answer; `success: false` is a failure (exit 1). The unknown fields the
+ * chain keeps (`warnings`) are printed as the warnings of a save are.
+ */
+export function reportReload(ctx: Context, what: string, answer: { success: boolean; message?: string; warnings?: string[] }): void {
+  for (const w of answer.warnings ?? []) ctx.warn(w);
   if (!answer.success) {
     if (ctx.json) ctx.printer.json(answer);
     throw new CliError(`${what} does not load: ${answer.message ?? 'unknown reason'}`);
@@ -61,6 +79,7 @@ export function agentCommands(program: Command, cli: Cli): void {
     .option('-f, --file <file>', 'the agent DSL ({ruleChain: {id, name}, metadata: {nodes, connections}})')
     .option('--id <id>', 'without -f: create this agent from the template (GET /agent-template)')
     .option('--name <name>', 'display name (with --id; default: the id)')
+    .addOption(fieldValidationOption())
     .action(cli.action(createAgent));
   examples(create, 'agentry agents create -f support.json', 'agentry agents create --id helper --name "Helper"', 'cat agent.yaml | agentry agents create -f -');
 
@@ -69,6 +88,7 @@ export function agentCommands(program: Command, cli: Cli): void {
     .description('Replace an agent with a DSL file (the id is the argument, else the file\'s ruleChain.id).')
     .argument('[id]', 'agent id (default: ruleChain.id of the file)')
     .requiredOption('-f, --file <file>', 'the agent DSL (JSON or YAML; "-" reads stdin)')
+    .addOption(fieldValidationOption())
     .action(cli.action(updateAgent));
   examples(update, 'agentry agents update -f support.json', 'agentry agents update support -f support.yaml');
 
@@ -120,10 +140,10 @@ async function printAgent(ctx: Context, _opts: unknown, id: string): Promise<voi
   ctx.printer.json(await ctx.spin('loading the agent', () => ctx.client.agents.get(id)));
 }
 
-async function createAgent(ctx: Context, opts: { file?: string; id?: string; name?: string }): Promise<void> {
+async function createAgent(ctx: Context, opts: { file?: string; id?: string; name?: string; fieldValidation?: string }): Promise<void> {
   if ((opts.file === undefined) === (opts.id === undefined)) throw new UsageError('give either -f <file> or --id <id>');
   const dsl = opts.file !== undefined ? await readDsl(ctx, opts.file) : await fromTemplate(ctx, opts.id!, opts.name ?? opts.id!);
-  const created = await ctx.spin('creating the agent', () => ctx.client.agents.create(dsl));
+  const created = await ctx.spin('creating the agent', () => ctx.client.agents.create(dsl, writeOptions(opts)));
   ctx.printer.done(`created agent ${created.ruleChain.id}`, created);
 }
 
@@ -133,11 +153,11 @@ async function fromTemplate(ctx: Context, id: string, name: string): Promise<Rul
   return { ...template, ruleChain: { ...template.ruleChain, id, name } };
 }
 
-async function updateAgent(ctx: Context, opts: { file: string }, id: string | undefined): Promise<void> {
+async function updateAgent(ctx: Context, opts: { file: string; fieldValidation?: string }, id: string | undefined): Promise<void> {
   const dsl = await readDsl(ctx, opts.file);
   const target = id ?? dsl.ruleChain.id;
   if (!target) throw new UsageError('name the agent: agentry agents update <id> -f <file>');
-  const updated = await ctx.spin('updating the agent', () => ctx.client.agents.update(target, { ...dsl, ruleChain: { ...dsl.ruleChain, id: target } }));
+  const updated = await ctx.spin('updating the agent', () => ctx.client.agents.update(target, { ...dsl, ruleChain: { ...dsl.ruleChain, id: target } }, writeOptions(opts)));
   ctx.printer.done(`updated agent ${target}`, updated);
 }
 

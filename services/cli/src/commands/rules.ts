@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { RuleListItem } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { examples, type Cli } from '../command-kit.js';
-import { readDsl, reportReload } from './agents.js';
+import { fieldValidationOption, readDsl, reportReload, writeOptions } from './agents.js';
 
 export function ruleCommands(program: Command, cli: Cli): void {
   const rules = program
@@ -72,10 +72,11 @@ function writeCommands(rules: Command, cli: Cli): void {
     .command('create')
     .description('Create a rule chain from a DSL file (JSON or YAML; "-" reads stdin).')
     .requiredOption('-f, --file <file>', 'the DSL ({ruleChain: {id, name}, metadata: {nodes, connections}})')
+    .addOption(fieldValidationOption())
     .action(
-      cli.action(async (ctx, opts: { file: string }) => {
+      cli.action(async (ctx, opts: { file: string; fieldValidation?: string }) => {
         const dsl = await readDsl(ctx, opts.file);
-        const created = await ctx.spin('creating the rule chain', () => ctx.client.rules.create(dsl));
+        const created = await ctx.spin('creating the rule chain', () => ctx.client.rules.create(dsl, writeOptions(opts)));
         ctx.printer.done(`created rule chain ${created.ruleChain.id}`, created);
       }),
     );
@@ -86,12 +87,13 @@ function writeCommands(rules: Command, cli: Cli): void {
     .description("Replace a rule chain with a DSL file (the id is the argument, else the file's ruleChain.id).")
     .argument('[id]', 'rule chain id (default: ruleChain.id of the file)')
     .requiredOption('-f, --file <file>', 'the DSL (JSON or YAML; "-" reads stdin)')
+    .addOption(fieldValidationOption())
     .action(
-      cli.action(async (ctx, opts: { file: string }, id: string | undefined) => {
+      cli.action(async (ctx, opts: { file: string; fieldValidation?: string }, id: string | undefined) => {
         const dsl = await readDsl(ctx, opts.file);
         const target = id ?? dsl.ruleChain.id;
         if (!target) throw new UsageError('name the rule chain: agentry rules update <id> -f <file>');
-        const updated = await ctx.spin('updating the rule chain', () => ctx.client.rules.update(target, { ...dsl, ruleChain: { ...dsl.ruleChain, id: target } }));
+        const updated = await ctx.spin('updating the rule chain', () => ctx.client.rules.update(target, { ...dsl, ruleChain: { ...dsl.ruleChain, id: target } }, writeOptions(opts)));
         ctx.printer.done(`updated rule chain ${target}`, updated);
       }),
     );

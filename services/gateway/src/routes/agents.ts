@@ -30,7 +30,7 @@ import {
 import { AgentList, ReloadResult, RuleChainDocument, SuccessBody, WorkspaceSeedFile } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
-import { assertValidChain, reloadAnswer, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
+import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 import { checkDeliver } from './cron.js';
@@ -45,8 +45,8 @@ const GetAgent = { params: AgentParams, response: { 200: RuleChainDocument } };
  * files). Any other unknown field is a 400 naming it.
  */
 const NewAgent = Type.Object({ ...RuleChainDsl.properties, workspaceFiles: Type.Optional(Type.Array(Type.Object(WorkspaceSeedFile.properties, { additionalProperties: false }), { maxItems: 100 })) }, { additionalProperties: false });
-const CreateAgent = { body: NewAgent, response: { 201: RuleChainDocument } };
-const UpdateAgent = { params: AgentParams, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
+const CreateAgent = { querystring: Type.Object(FieldValidationQuery), body: NewAgent, response: { 201: RuleChainDocument } };
+const UpdateAgent = { params: AgentParams, querystring: Type.Object(FieldValidationQuery), body: RuleChainUpdate, response: { 200: RuleChainDocument } };
 const DeleteAgent = { params: AgentParams, response: { 200: SuccessBody } };
 const ReloadAgent = { params: AgentParams, response: { 200: ReloadResult } };
 
@@ -85,7 +85,7 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
   return async function createAgent(req: TypedRequest<typeof CreateAgent>, reply: TypedReply<typeof CreateAgent>) {
     const { workspaceFiles: _seeded, ...body } = req.body;
     const dsl = sealIncoming(deps, body);
-    assertValidChain(dsl, true);
+    const warnings = checkChain(dsl, true, req.query.fieldValidation);
     const id = dsl.ruleChain.id;
     await checkHeartbeatTarget(deps, id, dsl, false);
     const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
@@ -111,21 +111,23 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
     }
     await syncHeartbeat(deps, { id, dsl, owner: ownerName(req.principal) });
     await chains.changed([id]);
+    sendWarnings(reply, warnings);
     return reply.status(201).send(redacted(dsl));
   };
 }
 
 function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
-  return async function updateAgent(req: TypedRequest<typeof UpdateAgent>) {
+  return async function updateAgent(req: TypedRequest<typeof UpdateAgent>, reply: TypedReply<typeof UpdateAgent>) {
     const { agentId } = req.params;
     const stored = await requireAgent(deps.db.db, agentId);
     const dsl = sealIncoming(deps, withPathId(req.body, agentId), stored.dsl);
-    assertValidChain(dsl, true);
+    const warnings = checkChain(dsl, true, req.query.fieldValidation);
     await checkHeartbeatTarget(deps, agentId, dsl, true);
     const row = await updateRuleChain(deps.db.db, agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
     if (!row) throw new Errors.NOT_FOUND(`agent "${agentId}"`);
     await syncHeartbeat(deps, { id: agentId, dsl, owner: row.owner });
     await chains.changed([agentId]);
+    sendWarnings(reply, warnings);
     return redacted(row.dsl) as RuleChainDocument;
   };
 }

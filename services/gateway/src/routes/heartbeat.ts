@@ -68,6 +68,8 @@ async function saveHeartbeat(deps: GatewayDeps, chains: ChainRoutes, agentId: st
   if (!node) throw new Errors.VALIDATION(`agent "${agentId}" has no ai/agent node to hold a heartbeat`);
   const { heartbeat: _old, ...rest } = node.configuration ?? {};
   node.configuration = heartbeat ? { ...rest, heartbeat } : rest;
+  // Only the heartbeat changes (the route's schema closes its body); unknown fields the stored
+  // DSL keeps were reported when they were saved.
   assertValidChain(dsl, true);
   await checkHeartbeatTarget(deps, agentId, dsl, true);
   const row = await updateRuleChain(deps.db.db, agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as unknown as JsonValue });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainInput, type RuleChainDsl, chainCategory, normalizeRuleChain } from '@agentry/engine';
+import { Id, RuleChainInput, type FieldValidation, type RuleChainDsl, chainCategory, normalizeRuleChain } from '@agentry/engine';
 import {
   deleteRuleChain,
   getRuleChain,
@@ -18,7 +18,7 @@ import { ReloadResult, RuleChainDocument, RuleList, SuccessBody, type RuleListIt
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
 import { deleteAgent } from './agents.js';
-import { assertValidChain, reloadAnswer, storedChain, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
+import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, storedChain, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 
@@ -33,14 +33,14 @@ const RuleFilters = {
 const ListRules = { querystring: Type.Object({ agentId: Type.Optional(Id), ...RuleFilters }), response: { 200: RuleList } };
 const GetRule = { params: RuleParams, response: { 200: RuleChainDocument } };
 /** `?id=` names a chain whose DSL has no `ruleChain.id` (RuleGo files often have none). */
-const CreateRule = { querystring: Type.Object({ id: Type.Optional(Id) }), body: RuleChainInput, response: { 201: RuleChainDocument } };
-const UpdateRule = { params: RuleParams, body: RuleChainInput, response: { 200: RuleChainDocument } };
+const CreateRule = { querystring: Type.Object({ id: Type.Optional(Id), ...FieldValidationQuery }), body: RuleChainInput, response: { 201: RuleChainDocument } };
+const UpdateRule = { params: RuleParams, querystring: Type.Object(FieldValidationQuery), body: RuleChainInput, response: { 200: RuleChainDocument } };
 const DeleteRule = { params: RuleParams, response: { 200: SuccessBody } };
 const ReloadRule = { params: RuleParams, response: { 200: ReloadResult } };
 const ListAgentRules = { params: Type.Object({ agentId: Id }), querystring: Type.Object(RuleFilters), response: { 200: RuleList } };
-const CreateAgentRule = { params: Type.Object({ agentId: Id }), querystring: Type.Object({ id: Type.Optional(Id) }), body: RuleChainInput, response: { 201: RuleChainDocument } };
+const CreateAgentRule = { params: Type.Object({ agentId: Id }), querystring: Type.Object({ id: Type.Optional(Id), ...FieldValidationQuery }), body: RuleChainInput, response: { 201: RuleChainDocument } };
 const GetAgentRule = { params: AgentRuleParams, response: { 200: RuleChainDocument } };
-const UpdateAgentRule = { params: AgentRuleParams, body: RuleChainInput, response: { 200: RuleChainDocument } };
+const UpdateAgentRule = { params: AgentRuleParams, querystring: Type.Object(FieldValidationQuery), body: RuleChainInput, response: { 200: RuleChainDocument } };
 const DeleteAgentRule = { params: AgentRuleParams, response: { 200: SuccessBody } };
 const ReloadAgentRule = { params: AgentRuleParams, response: { 200: ReloadResult } };
 
@@ -92,14 +92,14 @@ function getRule(ctx: RuleContext) {
 
 function createRule(ctx: RuleContext) {
   return async function createRule(req: TypedRequest<typeof CreateRule>, reply: TypedReply<typeof CreateRule>) {
-    const row = await create(ctx, imported(req.body, req.query.id, reply, true), null, ownerName(req.principal));
+    const row = await create(ctx, imported(req.body, req.query.id, reply, true), { agentId: null, owner: ownerName(req.principal), reply, fieldValidation: req.query.fieldValidation });
     return reply.status(201).header('location', `/api/v1/rules/${row.id}`).send(redacted(row.dsl) as RuleChainDocument);
   };
 }
 
 function updateRule(ctx: RuleContext) {
   return async function updateRule(req: TypedRequest<typeof UpdateRule>, reply: TypedReply<typeof UpdateRule>) {
-    return update(ctx, await requireChain(ctx, req.params.id), imported(req.body, req.params.id, reply, false));
+    return update(ctx, await requireChain(ctx, req.params.id), imported(req.body, req.params.id, reply, false), { reply, fieldValidation: req.query.fieldValidation });
   };
 }
 
@@ -125,7 +125,7 @@ function listAgentRules(ctx: RuleContext) {
 function createAgentRule(ctx: RuleContext) {
   return async function createAgentRule(req: TypedRequest<typeof CreateAgentRule>, reply: TypedReply<typeof CreateAgentRule>) {
     const agent = await requireAgent(ctx.deps.db.db, req.params.agentId);
-    const row = await create(ctx, imported(req.body, req.query.id, reply, true), req.params.agentId, agent.owner);
+    const row = await create(ctx, imported(req.body, req.query.id, reply, true), { agentId: req.params.agentId, owner: agent.owner, reply, fieldValidation: req.query.fieldValidation });
     return reply.status(201).header('location', `/api/v1/agents/${req.params.agentId}/rules/${row.id}`).send(redacted(row.dsl) as RuleChainDocument);
   };
 }
@@ -138,7 +138,7 @@ function getAgentRule(ctx: RuleContext) {
 
 function updateAgentRule(ctx: RuleContext) {
   return async function updateAgentRule(req: TypedRequest<typeof UpdateAgentRule>, reply: TypedReply<typeof UpdateAgentRule>) {
-    return update(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), imported(req.body, req.params.id, reply, false));
+    return update(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), imported(req.body, req.params.id, reply, false), { reply, fieldValidation: req.query.fieldValidation });
   };
 }
 
@@ -182,20 +182,32 @@ async function list({ deps, chains }: RuleContext, filter: RuleChainFilter, load
       ...(row.agentId ? { agentId: row.agentId } : {}),
       loaded: result.ok,
       ...(result.ok ? {} : { error: result.error }),
+      ...(result.ok && result.warnings ? { warnings: result.warnings } : {}),
     };
   });
   return loaded === undefined ? items : items.filter((i) => i.loaded === loaded);
 }
 
+/** How a write was asked for: `?fieldValidation=`, and the answer its warnings go on. */
+interface WriteOptions {
+  reply: FastifyReply;
+  fieldValidation: FieldValidation | undefined;
+}
+
 /** `owner`: the creator of a global chain; an agent-level rule belongs to its agent's owner. */
-async function create({ deps, chains }: RuleContext, incoming: RuleChainDsl, agentId: string | null, owner: string): Promise<RuleChainRow> {
+async function create(
+  { deps, chains }: RuleContext,
+  incoming: RuleChainDsl,
+  { agentId, owner, reply, fieldValidation }: WriteOptions & { agentId: string | null; owner: string },
+): Promise<RuleChainRow> {
   const body = sealIncoming(deps, incoming);
-  assertValidChain(body, false);
+  const warnings = checkChain(body, false, fieldValidation);
   const id = body.ruleChain.id;
   if (await getRuleChain(deps.db.db, id)) throw new Errors.CONFLICT(`rule chain "${id}"`);
   try {
     const row = await insertRuleChain(deps.db.db, { id, kind: 'rule', agentId, name: body.ruleChain.name, category: chainCategory(body), dsl: body as JsonValue, owner });
     await chains.changed([id]);
+    sendWarnings(reply, warnings);
     return row;
   } catch (err) {
     if (isUniqueViolation(err)) throw new Errors.CONFLICT(`rule chain "${id}"`);
@@ -203,12 +215,13 @@ async function create({ deps, chains }: RuleContext, incoming: RuleChainDsl, age
   }
 }
 
-async function update({ deps, chains }: RuleContext, row: RuleChainRow, body: RuleChainDsl): Promise<RuleChainDocument> {
+async function update({ deps, chains }: RuleContext, row: RuleChainRow, body: RuleChainDsl, { reply, fieldValidation }: WriteOptions): Promise<RuleChainDocument> {
   const dsl = sealIncoming(deps, withPathId(body, row.id), row.dsl);
-  assertValidChain(dsl, row.kind === 'agent');
+  const warnings = checkChain(dsl, row.kind === 'agent', fieldValidation);
   const updated = await updateRuleChain(deps.db.db, row.id, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
   if (!updated) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
   await chains.changed([row.id]);
+  sendWarnings(reply, warnings);
   return redacted(updated.dsl) as RuleChainDocument;
 }
 
