@@ -403,6 +403,40 @@ describe('RuleGo testdata/rule with msgTypeSwitch, fork, join, delay and groupFi
     expect((await onMsg(id, 'TEST_MSG_TYPE1', temp41, { temperature: 51, humidity: 90 })).metadata.result).toBe('true');
     // The Go test then calls ctx.TellNode / TellChainNode from the end callback: Go API, no DSL.
   });
+
+  // The switch node: chain_test.go TestChainCtx "ConditionalBranchJoin" and "ComplexJoinCase" only
+  // load these two files and assert the join's lowest common ancestor (Go API); here they run.
+  it('test_conditional_branch_join.json (switch, then join): Case1 through node_6, Case2 straight to the join, neither to Default', async () => {
+    expect((await postRule(fixture('test_conditional_branch_join'))).status).toBe(201);
+    const case1 = await onMsg('VbMyQ-IcrrIu', 'TEST_MSG_TYPE', {}, { temperature: 30 });
+    expect(case1).toMatchObject({ relation: 'Success' });
+    expect((case1.data as JoinItem[]).map((b) => b.nodeId)).toEqual(['node_6']);
+    const case2 = await onMsg('VbMyQ-IcrrIu', 'TEST_MSG_TYPE', {}, { temperature: 60 });
+    expect((case2.data as JoinItem[]).map((b) => [b.nodeId, JSON.parse(b.msg.data) as unknown])).toEqual([['node_2', { temperature: 60 }]]);
+    // No case is true: Default, which no connection names, ends the chain at the switch.
+    const neither = await onMsg('VbMyQ-IcrrIu', 'TEST_MSG_TYPE', {}, { temperature: 10 });
+    expect(neither).toMatchObject({ relation: 'Default', data: { temperature: 10 } });
+  });
+
+  it('test_complex_join.json (switch, two paths of different length to one join): each case reaches the join once', async () => {
+    expect((await postRule(fixture('test_complex_join'))).status).toBe(201);
+    const long = await onMsg('InVGNEN0NOnN', 'TEST_MSG_TYPE', {}, { temperature: 30 });
+    expect((long.data as JoinItem[]).map((b) => b.nodeId)).toEqual(['node_14']);
+    const short = await onMsg('InVGNEN0NOnN', 'TEST_MSG_TYPE', {}, { temperature: 70 });
+    expect((short.data as JoinItem[]).map((b) => b.nodeId)).toEqual(['node_5']);
+  });
+
+  it('test_lca_complex_bug.json (lca_complex_test.go TestLCAComplexBug): fork, join, switch, fork, join; the join keeps level_info and the log after the failing node runs, twice', async () => {
+    expect((await postRule(fixture('test_lca_complex_bug'))).status).toBe(201);
+    for (let run = 1; run <= 2; run++) {
+      const end = await onMsg('test_lca_complex_bug', 'TEST_MSG', {}, {});
+      // node_90 throws; its Failure (and Success) both lead to node_122, the log, which ends the chain.
+      expect(end, `run ${run}`).toMatchObject({ relation: 'Success', metadata: { level_info: 'true' } });
+      const ran = (end.debug ?? []).map((d) => d.nodeId);
+      expect(ran, `run ${run}`).toEqual(expect.arrayContaining(['node_28', 'node_86', 'node_90', 'node_122']));
+      expect(end.debug?.find((d) => d.nodeId === 'node_90')?.relation).toBe('Failure');
+    }
+  });
 });
 
 describe('RuleGo fields Agentry honours, through the worker', { timeout: 30_000 }, () => {

@@ -116,7 +116,8 @@ describe('validateRuleChain', () => {
     expect(Object.keys(nodeTypes).sort()).toEqual(
       [
         ...['ai/agent', 'ai/llm', 'end', 'flow', 'jsFilter', 'jsSwitch', 'jsTransform', 'log', 'restApiCall'],
-        ...['delay', 'exprFilter', 'exprTransform', 'fork', 'groupFilter', 'join', 'msgTypeSwitch'],
+        ...['delay', 'exprFilter', 'exprTransform', 'fork', 'groupFilter', 'join', 'msgTypeSwitch', 'switch'],
+        ...['comment', 'fieldFilter', 'metadataTransform'],
       ].sort(),
     );
   });

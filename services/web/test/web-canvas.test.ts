@@ -219,4 +219,29 @@ describe('the rule-chain canvas in Chromium', () => {
       ]);
       expect(t.problems).toEqual([]);
     }));
+
+  it('saves a chain keeping a field its node type does not name, and shows the warning on that node', () =>
+    step('warning', async () => {
+      // RuleGo's own test_fork_direct_join.json writes "period" on a delay: kept, with a warning (fieldValidation=Warn).
+      const lenient = {
+        ruleChain: { id: 'lenient', name: 'Lenient' },
+        metadata: {
+          nodes: [
+            { id: 'agent', type: 'ai/agent', configuration: {} },
+            { id: 'wait', type: 'delay', configuration: { delayMs: 0, period: 500 } },
+          ],
+          connections: [{ fromId: 'agent', toId: 'wait', type: 'Success' }],
+        },
+      };
+      expect((await api('POST', '/agents', lenient)).status).toBe(201);
+      await page.goto(`${base}/agents/lenient`);
+      await page.getByRole('tab', { name: 'Canvas' }).click();
+      await flowNode('wait').waitFor();
+      expect(await page.locator('.canvas-node-problem').count()).toBe(0);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText(/Agent saved, with 1 warning: .*unknown field "period" \(did you mean delayMs\?/).waitFor();
+      await flowNode('wait').locator('.canvas-node-problem').filter({ hasText: 'unknown field "period"' }).waitFor();
+      expect(await flowNode('agent').locator('.canvas-node-problem').count()).toBe(0);
+      expect(JSON.parse((await api('GET', '/agents/lenient')).text)).toEqual(lenient);
+    }));
 });

@@ -1,9 +1,11 @@
 import { aiAgent } from './ai-agent.js';
 import { aiLlm } from './ai-llm.js';
+import { comment } from './comment.js';
 import { delay } from './delay.js';
 import { end } from './end.js';
 import { exprFilter } from './expr-filter.js';
 import { exprTransform } from './expr-transform.js';
+import { fieldFilter } from './field-filter.js';
 import { flow } from './flow.js';
 import { fork } from './fork.js';
 import { groupFilter } from './group-filter.js';
@@ -12,8 +14,10 @@ import { jsSwitch } from './js-switch.js';
 import { jsTransform } from './js-transform.js';
 import { join } from './join.js';
 import { log } from './log.js';
+import { metadataTransform } from './metadata-transform.js';
 import { msgTypeSwitch } from './msg-type-switch.js';
 import { restApiCall } from './rest-api-call.js';
+import { exprSwitch } from './switch.js';
 import type { NodeType } from './types.js';
 
 export { defineNodeType, type NodeType, type NodeTypeDef } from './types.js';
@@ -39,6 +43,10 @@ const NODE_TYPES: readonly NodeType[] = [
   groupFilter,
   exprFilter,
   exprTransform,
+  exprSwitch,
+  fieldFilter,
+  metadataTransform,
+  comment,
 ];
 
 /**

@@ -49,6 +49,7 @@ export function setUnauthorizedHandler(fn: (() => void) | null): void {
 export const client = new AgentryClient({
   url: window.location.origin,
   token: () => getToken() ?? undefined,
+  onWarning: (text) => void warnings.push(text),
   onUnauthorized: (purpose) => {
     if (purpose !== 'public') {
       setToken(null);
@@ -57,6 +58,14 @@ export const client = new AgentryClient({
     return Promise.resolve(undefined);
   },
 });
+
+/** `Warning` headers of answers not yet taken (a chain saved with fields its node types do not name). */
+const warnings: string[] = [];
+
+/** The warnings answered since the last call (`Warning` headers, newest last), and forgets them. */
+export function takeWarnings(): string[] {
+  return warnings.splice(0);
+}
 
 /** `?a=1&b=x` from the defined values, or '' (an empty value is left out, not sent as `a=`). */
 export function qs(params: Record<string, string | number | boolean | undefined | null>): string {

@@ -1,6 +1,6 @@
 import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from 'react';
 import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf, isCheckboxTool, splitProblems, toggleBuiltin, withOtherTools, type FieldErrors, type ToolEntry } from '../lib/agent-form';
-import { ApiError, api, fetchAll, messageOf } from '../lib/api';
+import { ApiError, api, fetchAll, messageOf, takeWarnings } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
 import { clearProblemsAt, clientProblems, fieldIds, fieldsOf, type Field, type FieldHint, type JsonSchema } from '../lib/schema-form';
@@ -227,6 +227,7 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
     set.setFormError(null);
     const saved = await action.run(async () => {
       try {
+        takeWarnings();
         return await api.put<RuleChainDsl>(`/agents/${encodeURIComponent(agentId)}`, body);
       } catch (err) {
         if (err instanceof ApiError && err.status === 400) {
@@ -242,7 +243,11 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
       set.setDraft(saved);
       if (tab === 'json') set.setJsonText(JSON.stringify(saved, null, 2));
       set.setDirty(false);
-      notify('Agent saved');
+      // Fields a node type does not name are kept (the server's fieldValidation=Warn): each shows
+      // on its node, as a refused setting would, so that a misspelt one is seen.
+      const warned = takeWarnings();
+      set.setSaveProblems(warned);
+      notify(warned.length ? `Agent saved, with ${warned.length} warning${warned.length === 1 ? '' : 's'}: ${warned.join('; ')}` : 'Agent saved');
     }
   };
   const reload = async () => {
