@@ -15,7 +15,7 @@ import {
   type TestCluster,
   type TestDatabase,
 } from '@agentry/testing';
-import { SseStream } from './sse-stream.js';
+import { ChatSseStream } from './sse-stream.js';
 
 /**
  * Fault injection on a cluster-mode deployment: real processes (a gateway, two agent-workers, a
@@ -361,34 +361,10 @@ describeWithPrivateServers('faults: processes, Redis, Postgres and model provide
   }, 30_000);
 });
 
-/** A chat stream read as text: waits on patterns, gives its data events, content and run id. */
-class SseReader extends SseStream {
-  /** Reads until the text so far matches. */
-  until(pattern: RegExp, timeoutMs = 10_000): Promise<void> {
-    return this.readUntil(() => pattern.test(this.text), String(pattern), timeoutMs);
-  }
-
+/** Streams end within 30 s here (a fault may hold one that long). */
+class SseReader extends ChatSseStream {
   override rest(timeoutMs = 30_000): Promise<void> {
     return super.rest(timeoutMs);
-  }
-
-  events(): string[] {
-    // An `id:` line (what a client resumes from) may come first.
-    return this.text.split('\n\n').map((e) => e.replace(/^id: [^\n]*\n/, '')).filter((e) => e.startsWith('data: '));
-  }
-
-  /** The answer's text so far (the content deltas joined). */
-  content(): string {
-    return this.events()
-      .filter((e) => e !== 'data: [DONE]')
-      .map((e) => (JSON.parse(e.slice(6)) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content ?? '')
-      .join('');
-  }
-
-  runId(): string {
-    const id = /"id":"chatcmpl-([0-9a-f]+)"/.exec(this.text)?.[1];
-    if (!id) throw new Error(`no chunk with an id yet:\n${this.text}`);
-    return id;
   }
 }
 

@@ -49,3 +49,30 @@ export class SseStream {
     await this.#reader.cancel();
   }
 }
+
+/** A chat completion stream read as text: waits on patterns, gives its data events, content and run id. */
+export class ChatSseStream extends SseStream {
+  /** Reads until the text so far matches. */
+  until(pattern: RegExp, timeoutMs = 10_000): Promise<void> {
+    return this.readUntil(() => pattern.test(this.text), String(pattern), timeoutMs);
+  }
+
+  events(): string[] {
+    // An `id:` line (what a client resumes from) may come first.
+    return this.text.split('\n\n').map((e) => e.replace(/^id: [^\n]*\n/, '')).filter((e) => e.startsWith('data: '));
+  }
+
+  /** The answer's text so far (the content deltas joined). */
+  content(): string {
+    return this.events()
+      .filter((e) => e !== 'data: [DONE]')
+      .map((e) => (JSON.parse(e.slice(6)) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content ?? '')
+      .join('');
+  }
+
+  runId(): string {
+    const id = /"id":"chatcmpl-([0-9a-f]+)"/.exec(this.text)?.[1];
+    if (!id) throw new Error(`no chunk with an id yet:\n${this.text}`);
+    return id;
+  }
+}

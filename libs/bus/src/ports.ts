@@ -89,6 +89,8 @@ export interface PubSub<M extends PayloadMap = PubSubMessages> {
   publish<C extends NameOf<M>>(channel: C, message: M[C], keep?: KeepOptions): Promise<void>;
   /** The messages kept in `log`, oldest first ([] once it has expired or was never written). */
   kept(log: string): Promise<unknown[]>;
+  /** Empties `log` (a run starting again must not leave its first try's messages to a late reader). */
+  clearKept(log: string): Promise<void>;
   /** Resolves once the subscription is active, so a publish after it is never missed. */
   subscribe<C extends NameOf<M>>(channel: C, handler: (message: M[C]) => void): Promise<Unsubscribe>;
   /**
@@ -166,6 +168,15 @@ export interface Bus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap 
    * is unreachable.
    */
   count(key: string, by: number, ttlMs: number): Promise<number>;
+  /**
+   * Takes or renews the lease `key` for `owner` for `ttlMs`: true when `owner` holds it now
+   * (it was free, lapsed or already `owner`'s), false when someone else holds it. One command,
+   * atomic on the backend, shared by every bus on the same backend and prefix. Throws when the
+   * backend is unreachable.
+   */
+  lease(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Who holds each lease, in the order asked (null: nobody, or it lapsed). One command however many. */
+  leaseHolders(keys: readonly string[]): Promise<Array<string | null>>;
   /** Closes consumers first, then connections. */
   close(): Promise<void>;
 }

@@ -462,6 +462,40 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
       });
     });
 
+    describe('kept logs', () => {
+      it('clearKept empties a log (and an unknown one is no error); later publishes start it again', async () => {
+        const keep = { log: 'to-clear', maxLen: 10, ttlMs: 60_000 };
+        await bus.pubsub.publish('ch', 'first', keep);
+        await bus.pubsub.publish('ch', 'second', keep);
+        expect(await bus.pubsub.kept('to-clear')).toEqual(['first', 'second']);
+        await bus.pubsub.clearKept('to-clear');
+        await bus.pubsub.clearKept('never-kept');
+        expect(await bus.pubsub.kept('to-clear')).toEqual([]);
+        await bus.pubsub.publish('ch', 'again', keep);
+        expect(await bus.pubsub.kept('to-clear')).toEqual(['again']);
+      });
+    });
+
+    describe('leases', () => {
+      it('one holder at a time: renewed by its owner, refused to another until it lapses, then taken', async () => {
+        expect(await bus.leaseHolders([])).toEqual([]);
+        expect(await bus.leaseHolders(['run-a', 'run-b'])).toEqual([null, null]);
+        expect(await bus.lease('run-a', 'worker-1', 300)).toBe(true);
+        expect(await bus.lease('run-a', 'worker-2', 300)).toBe(false);
+        expect(await bus.lease('run-a', 'worker-1', 300)).toBe(true);
+        expect(await bus.leaseHolders(['run-b', 'run-a'])).toEqual([null, 'worker-1']);
+        // Renewals push the lapse on; without them it lapses and anyone may take it.
+        await sleep(200);
+        expect(await bus.lease('run-a', 'worker-1', 300)).toBe(true);
+        await sleep(200);
+        expect(await bus.leaseHolders(['run-a'])).toEqual(['worker-1']);
+        await sleep(250);
+        expect(await bus.leaseHolders(['run-a'])).toEqual([null]);
+        expect(await bus.lease('run-a', 'worker-2', 300)).toBe(true);
+        expect(await bus.lease('run-a', 'worker-1', 300)).toBe(false);
+      });
+    });
+
     describe('window counters', () => {
       it('adds to a counter, reads it with 0, keeps keys apart and forgets it after its lifetime', async () => {
         expect(await bus.count('w', 0, 60_000)).toBe(0);

@@ -44,6 +44,8 @@ export const PubSubChannels = {
 export const RunKeeps = {
   events: (runId: string) => `run-events:${runId}`,
   resumes: (runId: string) => `run-resumes:${runId}`,
+  /** The liveness lease of the worker running the run (`Bus.lease`): renewed while it lives. */
+  lease: (runId: string) => `run-lease:${runId}`,
 } as const;
 
 /** Payload on `run-cancel`. */

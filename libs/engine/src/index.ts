@@ -38,6 +38,7 @@ export { createCronJob } from './runs/create-cron-job.js';
 export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
 export { EventGapError, RunEventQueue } from './runs/events/queue.js';
 export { RunRelay, storedEnding } from './runs/events/relay.js';
+export { RunLeaseWatch, WORKER_LOST_MESSAGE, handOffRun, relayLease, type RelayLease, type WatchedLease } from './runs/events/lease.js';
 export { GatewayReplies, runEventChannel } from './runs/events/replies.js';
 export { resumeRunEvents, type ResumedEvents } from './runs/events/resume.js';
 export { checkSchedule, nextTick } from './runs/schedule.js';

@@ -330,6 +330,12 @@ export const ConfigSchema = Type.Object(
           default: 10_000,
           description: 'gateway: after this long without an event, a chat relay reads its run and ends with the stored outcome if the run has ended',
         }),
+        run_lease_ms: Type.Integer({
+          minimum: 0,
+          default: 3_000,
+          description:
+            "cluster mode: the agent-worker running a run renews a lease on it every third of this; a gateway relaying the run that sees the lease lapse (the worker died) ends the client's stream with an error, or has the run re-run at once when nothing was streamed yet; 0 turns leases off (then only worker.stall_timeout_ms notices a dead worker)",
+        }),
       },
       { additionalProperties: false, default: {}, description: 'timeouts and checks that bound how long a failure holds a run or a client' },
     ),

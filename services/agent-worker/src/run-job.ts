@@ -5,9 +5,10 @@ import { AgentRunJob, RunKeeps, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
-import { retryWhileDbDown, runAgent, runEventChannel, type RunDeps } from '@agentry/engine';
+import { WORKER_LOST_MESSAGE, retryWhileDbDown, runAgent, runEventChannel, type RunDeps } from '@agentry/engine';
 import { contextFromTraceparent, inSpan, tracingEnabled, TRACER_NAME } from '@agentry/runtime';
 import type { ListenerWatchdog } from './listener-watchdog.js';
+import type { RunLeases } from './run-leases.js';
 import type { SessionTurnGate } from './session-turns.js';
 
 /**
@@ -22,6 +23,8 @@ export interface RunJobContext {
   bus: Pick<Bus, 'pubsub'>;
   logger: Logger;
   watchdog: ListenerWatchdog;
+  /** The liveness leases of the runs in hand: taken before a run is claimed. */
+  leases: RunLeases;
   turns: SessionTurnGate;
   /** How long and how many of a chat run's events are kept for a client that resumes its stream (read per run: configuration is live). */
   keep: () => { retainMs: number; maxEvents: number };
@@ -45,13 +48,24 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
   return async (job, shutdownSignal) => {
     if (!agentRunJob.Check(job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
     const { runId } = job.data;
-    // Outside a session the run is claimed at once (one round trip); a session's turn is only
-    // read here and claimed once the earlier turns have ended.
-    const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
-    if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
-    const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
-    if (!parent) return handleClaimed(ctx, first, shutdownSignal);
-    return tracedRun(parent, first.run, job.attemptsMade, () => handleClaimed(ctx, first, shutdownSignal));
+    const ctl = new AbortController();
+    // Before the claim: a run whose lease another live worker holds is being run there (this job
+    // is a stalled one's redelivery, or a gateway's hand-off that raced it), and is left alone.
+    if (!(await ctx.leases.take(runId, ctl))) {
+      logger.info({ runId, jobId: job.id }, 'another worker holds this run (its lease is live): this job leaves it alone');
+      return;
+    }
+    try {
+      // Outside a session the run is claimed at once (one round trip); a session's turn is only
+      // read here and claimed once the earlier turns have ended.
+      const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
+      if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
+      const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
+      if (!parent) return await handleClaimed(ctx, first, shutdownSignal, ctl);
+      return await tracedRun(parent, first.run, job.attemptsMade, () => handleClaimed(ctx, first, shutdownSignal, ctl));
+    } finally {
+      ctx.leases.drop(runId, ctl);
+    }
   };
 }
 
@@ -69,7 +83,7 @@ function tracedRun(parent: Context, queued: RunRecord, attemptsMade: number, bod
 }
 
 /** The claimed (or, in a session, read) run, carried on to its end. */
-async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claimed: boolean }, shutdownSignal: AbortSignal): Promise<void> {
+async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claimed: boolean }, shutdownSignal: AbortSignal, ctl: AbortController): Promise<void> {
   const { db, logger } = ctx;
   const runId = first.run.id;
   const queued = first.run;
@@ -82,7 +96,6 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
   const publish = eventPublisher(ctx.bus, channel, keep);
   if (!isActiveRunStatus(queued.status)) return;
   if (queued.streamed) return failTakenOver(ctx, queued, publish);
-  const ctl = new AbortController();
   ctx.running.set(runId, ctl);
   const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
   shutdownSignal.addEventListener('abort', onShutdown);
@@ -96,6 +109,9 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
     if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
     const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
     if (!run) return;
+    // Run again (its first worker died before it streamed): its seq starts at 0 again, so what the
+    // first try kept must go, or a resume would take both tries' events for one answer.
+    if (keep && run.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
     if (ctl.signal.aborted) {
       await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'cancelled' }));
       return;
@@ -107,6 +123,21 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
     ctx.running.delete(runId);
     ctx.watchdog.unwatch(runId);
     ctx.turns.runEnded();
+  }
+}
+
+/** Empties a re-run's kept log; a failure fails the run (Redis is away: it could not publish either). */
+async function forgetFirstTry(ctx: RunJobContext, runId: string, log: string): Promise<void> {
+  const deadline = Date.now() + PUBLISH_RETRY_MS;
+  for (;;) {
+    try {
+      await ctx.bus.pubsub.clearKept(log);
+      ctx.logger.info({ runId }, "run started again: the first try's kept events are dropped");
+      return;
+    } catch (err) {
+      if (!hasCode(err, Errors.NOT_READY) || Date.now() >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 }
 
@@ -127,7 +158,7 @@ function eventPublisher(bus: Pick<Bus, 'pubsub'>, channel: ReturnType<typeof run
 
 /** A run whose previous worker died after it started answering: failed, and its client told so. */
 async function failTakenOver(ctx: RunJobContext, queued: RunRecord, publish: (event: RunEvent) => Promise<void>): Promise<void> {
-  const message = 'the worker running this request stopped after it had started answering; the partial answer is lost, please retry';
+  const message = WORKER_LOST_MESSAGE;
   const runId = queued.id;
   if (await retryWhileDbDown(ctx.logger, 'fail a taken-over run', () => finishRun(ctx.db, runId, { status: 'failed', output: queued.output, error: message }))) {
     await publish({ runId, seq: 0, type: 'error', message, status: 503 });

@@ -22,6 +22,7 @@ import { FINAL_RUN_STATUSES, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';
 import { ListenerWatchdog } from './listener-watchdog.js';
+import { RunLeases } from './run-leases.js';
 import { RunSweeper } from './run-sweeper.js';
 import { SessionTurnGate } from './session-turns.js';
 import { runJobHandler } from './run-job.js';
@@ -64,11 +65,15 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   watchdog.start();
   const sweeper = runSweeper(runtime, running);
   sweeper.start();
+  // Leases matter only across processes: in embedded mode the worker dies with its gateway.
+  const leases = new RunLeases(bus, logger, () => (bus.kind === 'redis' ? reliability().run_lease_ms : 0));
+  leases.start();
   const handleRun = runJobHandler({
     db: runtime.db.db,
     bus,
     logger,
     watchdog,
+    leases,
     turns: new SessionTurnGate(runtime.db.db, logger, opts.sessionPollMs ?? 100),
     running,
     keep: () => ({ retainMs: reliability().resume_retain_ms, maxEvents: reliability().resume_max_events }),
@@ -80,6 +85,8 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     watchdog.stop();
     sweeper.stop();
     await consumer.close(Math.max(0, remainingMs - 500));
+    // Renewed until the last job is done or back in the queue: a gateway must not take a run finishing here for dead.
+    leases.stop();
     await unsubscribe();
     await shared.unfollow();
     await models.close();

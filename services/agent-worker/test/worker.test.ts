@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { Errors } from '@agentry/errors';
-import { PubSubChannels, QueueNames, budgetCounter, type RunEvent } from '@agentry/contracts';
+import { PubSubChannels, QueueNames, RunKeeps, budgetCounter, type RunEvent } from '@agentry/contracts';
 import { sql } from 'kysely';
 import { ensureSession, getRun, insertRuleChain, insertRun, listCronJobs, listSessionMessages, markRunStreamed, claimRun, type JsonValue } from '@agentry/db';
 import { cancelRun, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
@@ -115,7 +115,7 @@ describe('agent-worker', () => {
     fs.rmSync(cwd, { recursive: true, force: true });
   });
 
-  async function run(content: string, opts: { sessionId?: string; agentId?: string; principal?: string; prepare?: (id: string) => Promise<void> } = {}) {
+  async function run(content: string, opts: { sessionId?: string; agentId?: string; principal?: string; stream?: boolean; prepare?: (id: string) => Promise<void> } = {}) {
     const id = `r${Math.random().toString(36).slice(2)}`;
     const events: RunEvent[] = [];
     const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
@@ -124,7 +124,7 @@ describe('agent-worker', () => {
       agentId: opts.agentId ?? 'w',
       sessionId: opts.sessionId ?? null,
       source: 'api',
-      request: { messages: [{ role: 'user', content }] },
+      request: { messages: [{ role: 'user', content }], ...(opts.stream ? { stream: true } : {}) },
       ...(opts.principal !== undefined ? { principal: opts.principal } : {}),
     });
     await opts.prepare?.(id);
@@ -269,6 +269,25 @@ describe('agent-worker', () => {
     expect(events).toEqual([expect.objectContaining({ type: 'error', status: 503 })]);
     expect(calls.length).toBe(before);
     expect((await getRun(runtime.db.db, id))?.status).toBe('failed');
+  });
+
+  it("keeps only a re-run's own events for a resume: the first try's kept events are dropped when it starts again", async () => {
+    const log = (runId: string) => RunKeeps.events(runId);
+    const { id, events } = await run('again, streamed', {
+      stream: true,
+      prepare: async (runId) => {
+        // The first try: claimed, one event kept, then its worker died before the run was marked streamed.
+        await claimRun(runtime.db.db, runId);
+        await runtime.bus.pubsub.publish(PubSubChannels.run('elsewhere'), { type: 'text', text: 'FIRST TRY ', runId, seq: 0 }, { log: log(runId), maxLen: 100, ttlMs: 60_000 });
+      },
+    });
+    expect(events.map((e) => [e.seq, e.type])).toEqual([
+      [0, 'text'],
+      [1, 'text'],
+      [2, 'done'],
+    ]);
+    expect(await runtime.bus.pubsub.kept(log(id))).toEqual(events);
+    expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', attempts: 2, output: 'echo: again, streamed' });
   });
 
   it('delivers the ai/agent answer: nodes after it run, but their changes to msg.data touch neither the stream nor what is stored', async () => {

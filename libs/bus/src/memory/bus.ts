@@ -6,7 +6,7 @@ import { DEFAULT_CLOSE_DEADLINE_MS } from '../shared.js';
 import { MemoryCronScheduler, type FireQueues } from './cron.js';
 import { MemoryJobQueue } from './job-queue.js';
 import { MemoryPubSub } from './pubsub.js';
-import { MemoryCounters, MemoryRateLimiter } from './rate-limit.js';
+import { MemoryCounters, MemoryLeases, MemoryRateLimiter } from './rate-limit.js';
 
 export interface MemoryBusOptions {
   logger: Logger;
@@ -27,6 +27,7 @@ export function createMemoryBus<Q extends PayloadMap = QueuePayloads, C extends 
   const scheduler = new MemoryCronScheduler(fires, logger);
   const limiter = new MemoryRateLimiter();
   const counters = new MemoryCounters();
+  const leases = new MemoryLeases();
   let closing: Promise<void> | undefined;
 
   return {
@@ -48,6 +49,14 @@ export function createMemoryBus<Q extends PayloadMap = QueuePayloads, C extends 
     async count(key, by, ttlMs) {
       if (closing) throw new Errors.NOT_READY('the bus is closed');
       return counters.add(key, by, ttlMs);
+    },
+    async lease(key, owner, ttlMs) {
+      if (closing) throw new Errors.NOT_READY('the bus is closed');
+      return leases.take(key, owner, ttlMs);
+    },
+    async leaseHolders(keys) {
+      if (closing) throw new Errors.NOT_READY('the bus is closed');
+      return leases.holders(keys);
     },
     close() {
       closing ??= (async () => {

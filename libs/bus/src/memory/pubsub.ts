@@ -62,6 +62,11 @@ export class MemoryPubSub<M extends PayloadMap> implements PubSub<M> {
     return entry.items.map((text) => JSON.parse(text) as unknown);
   }
 
+  async clearKept(log: string): Promise<void> {
+    if (this.closed) throw new Errors.NOT_READY('the bus is closed');
+    this.logs.delete(log);
+  }
+
   #sweptAt = 0;
 
   #keep(keep: KeepOptions, payload: string): void {

@@ -45,3 +45,27 @@ export class MemoryCounters {
     return entry.value;
   }
 }
+
+/** In-process leases (`Bus.lease`): a holder and the moment it lapses. */
+export class MemoryLeases {
+  readonly #leases = new Map<string, { owner: string; expiresAt: number }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  take(key: string, owner: string, ttlMs: number): boolean {
+    const now = this.now();
+    const held = this.#leases.get(key);
+    if (held && held.expiresAt > now && held.owner !== owner) return false;
+    this.#leases.set(key, { owner, expiresAt: now + ttlMs });
+    if (this.#leases.size > SWEEP_AT) for (const [k, e] of this.#leases) if (e.expiresAt <= now) this.#leases.delete(k);
+    return true;
+  }
+
+  holders(keys: readonly string[]): Array<string | null> {
+    const now = this.now();
+    return keys.map((k) => {
+      const held = this.#leases.get(k);
+      return held && held.expiresAt > now ? held.owner : null;
+    });
+  }
+}

@@ -53,6 +53,8 @@ export function createRedisBus<Q extends PayloadMap = QueuePayloads, C extends P
     rateLimit: (key, rule, limitOpts) => limiter.hit(key, rule, limitOpts),
     clearRateLimit: (key) => limiter.clear(key),
     count: (key, by, ttlMs) => limiter.count(key, by, ttlMs),
+    lease: (key, owner, ttlMs) => limiter.lease(key, owner, ttlMs),
+    leaseHolders: (keys) => limiter.leaseHolders(keys),
     close() {
       closing ??= (async () => {
         const deadline = opts.closeDeadlineMs ?? DEFAULT_CLOSE_DEADLINE_MS;

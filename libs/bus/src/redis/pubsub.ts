@@ -39,6 +39,11 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
     return items.map((text) => JSON.parse(text) as unknown);
   }
 
+  async clearKept(log: string): Promise<void> {
+    const conn = this.ctx.producer;
+    await this.ctx.command(conn, () => conn.del(this.#logKey(log)));
+  }
+
   #logKey(log: string): string {
     return `${this.ctx.prefix}:kept:${log}`;
   }

@@ -27,6 +27,23 @@ export class RedisRateLimiter {
     return Number(value);
   }
 
+  /** `Bus.lease`: one script, so that taking a lease someone else holds is impossible between a read and a write. */
+  async lease(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    const conn = this.ctx.producer;
+    const held = await this.ctx.command(conn, () => conn.agentryLease(this.#leaseKey(key), owner, Math.max(1, Math.round(ttlMs))));
+    return held === 1;
+  }
+
+  async leaseHolders(keys: readonly string[]): Promise<Array<string | null>> {
+    if (keys.length === 0) return [];
+    const conn = this.ctx.producer;
+    return this.ctx.command(conn, () => conn.mget(keys.map((k) => this.#leaseKey(k))));
+  }
+
+  #leaseKey(key: string): string {
+    return `${this.ctx.prefix}:lease:${key}`;
+  }
+
   #key(key: string): string {
     return `${this.ctx.prefix}:ratelimit:${key}`;
   }

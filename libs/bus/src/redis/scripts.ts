@@ -45,8 +45,17 @@ end
 return {1, math.floor((now - allowAt) / interval), 0}
 `;
 
+/** `Bus.lease`: take the key when free or already the caller's, and (re)start its lifetime. */
+const LEASE = `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`;
+
 /** The commands as they are called: (key, ...args). */
 export interface ScriptCommands {
+  agentryLease(key: string, owner: string, ttlMs: number): Promise<number>;
   agentryPublishKept(log: string, channel: string, payload: string, maxLen: number, ttlMs: number): Promise<number>;
   agentryRateLimit(key: string, intervalMs: number, burst: number, peek: 0 | 1): Promise<[number, number, number]>;
 }
@@ -54,6 +63,7 @@ export interface ScriptCommands {
 const SCRIPTS: Record<keyof ScriptCommands, string> = {
   agentryPublishKept: PUBLISH_KEPT,
   agentryRateLimit: RATE_LIMIT,
+  agentryLease: LEASE,
 };
 
 /** Called once, right after `new Redis(...)`, before any command can be issued on the connection. */

@@ -57,12 +57,15 @@ export function newRunId(): string {
   return randomUUID().replace(/-/g, '');
 }
 
-/** The `agent-run` job of a run. Its job id is the run id, so enqueueing a run twice adds one job. */
-export async function enqueueRun(queue: RunQueue, runId: string): Promise<void> {
+/**
+ * The `agent-run` job of a run. Its job id is the run id, so enqueueing a run twice adds one job;
+ * a hand-off after its worker died (`handOffRun`) names another, since the dead worker's job is still there.
+ */
+export async function enqueueRun(queue: RunQueue, runId: string, opts: { jobId?: string } = {}): Promise<void> {
   // A traced request's context goes with the job (v2); untraced, the job stays v1.
   const traceparent = activeTraceparent();
   const job: AgentRunJob = traceparent ? { type: 'agent-run', v: 2, runId, traceparent } : { type: 'agent-run', v: 1, runId };
-  await queue.enqueue(QueueNames.agentRun, job, { jobId: runId, attempts: 3, backoffMs: 500 });
+  await queue.enqueue(QueueNames.agentRun, job, { jobId: opts.jobId ?? runId, attempts: 3, backoffMs: 500 });
 }
 
 /**

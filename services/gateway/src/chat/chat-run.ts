@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RunKeeps } from '@agentry/contracts';
 import { getRunOutcome, type SessionRecord } from '@agentry/db';
-import { RunEventQueue, RunRelay, GatewayReplies, cancelRun, newRunId, submitRun, type SubmitRunInput } from '@agentry/engine';
+import { RunEventQueue, RunRelay, GatewayReplies, cancelRun, newRunId, relayLease, submitRun, type RelayLease, type SubmitRunInput } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
 
 /** What an answer writer needs of the run it relays: its id, and saying it answered or giving up on it. */
@@ -52,6 +52,7 @@ export class ChatRun implements RunControl {
   readonly #subscribed: Promise<() => void>;
   readonly #clientGone = new AbortController();
   #settled = false;
+  #lease: RelayLease | undefined;
 
   constructor(
     private readonly deps: GatewayDeps,
@@ -95,10 +96,13 @@ export class ChatRun implements RunControl {
 
   /** The run's events, ending from the stored row when they go quiet, and `closed` when the client left. */
   relay(): RunRelay {
+    // Its worker's death is noticed from the run's lease within seconds (cluster mode).
+    this.#lease ??= runLease(this.deps, this.runId);
     return new RunRelay(this.#queue, {
       readRun: () => getRunOutcome(this.deps.db.db, this.runId),
       checkMs: () => this.deps.config.current.reliability.relay_check_ms,
       closed: this.#clientGone.signal,
+      lease: this.#lease,
     });
   }
 
@@ -117,7 +121,13 @@ export class ChatRun implements RunControl {
 
   /** Stops listening for the run's events (the process's subscription stays). */
   async close(): Promise<void> {
+    this.#lease?.watch.stop();
     const stop = await this.#subscribed.catch(() => undefined);
     stop?.();
   }
+}
+
+/** The liveness lease a relay of `runId` watches (cluster mode, `reliability.run_lease_ms` > 0). */
+export function runLease(deps: Pick<GatewayDeps, 'bus' | 'db' | 'logger' | 'config'>, runId: string): RelayLease | undefined {
+  return relayLease({ bus: deps.bus, db: deps.db.db, logger: deps.logger, leaseMs: () => deps.config.current.reliability.run_lease_ms }, runId);
 }

@@ -6,7 +6,7 @@ import { cancelRun, resumeRunEvents, RunRelay } from '@agentry/engine';
 import { serviceMetrics } from '@agentry/runtime';
 import { sessionOwner } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';
-import { cancelUnlessResumed, type RunControl } from './chat-run.js';
+import { cancelUnlessResumed, runLease, type RunControl } from './chat-run.js';
 import { streamCompletion } from './openai-answer.js';
 
 /** Where a client's stream stopped: the run and the seq of the last event it got (-1: none). */
@@ -93,6 +93,7 @@ export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply
   // be in the session, so the run must finish.
   const seen = await deps.bus.count(RunKeeps.resumes(run.id), 1, retainMs);
   const events = await resumeRunEvents(deps.bus.pubsub, run);
+  const lease = isFinalRunStatus(run.status) ? undefined : runLease(deps, run.id);
   try {
     const finished = isFinalRunStatus(run.status);
     // Nothing kept of a run the client has events of, finished or not: the log expired (a silence
@@ -114,6 +115,7 @@ export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply
       // Nothing kept of a finished run: its stored answer is all there is, at once.
       checkMs: () => (finished && events.firstKept === undefined ? 0 : checkMs),
       closed: gone.signal,
+      lease,
     });
     req.log.info({ runId: run.id, after, resumes: seen }, 'stream resumed');
     const streams = serviceMetrics.activeStreams(deps.metrics);
@@ -122,6 +124,7 @@ export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply
     await write(control, relay);
     return reply;
   } finally {
+    lease?.watch.stop();
     await events.stop().catch((err: unknown) => req.log.warn({ err }, 'unsubscribe failed'));
   }
 }

@@ -11,4 +11,5 @@
 export { RunEventPublisher, type EventBody } from './publisher.js';
 export { EventGapError, RunEventQueue } from './queue.js';
 export { RunRelay, storedEnding, type RelayNext } from './relay.js';
+export { RunLeaseWatch, WORKER_LOST_MESSAGE, handOffRun, relayLease, type RelayLease, type WatchedLease } from './lease.js';
 export { GatewayReplies, runEventChannel } from './replies.js';

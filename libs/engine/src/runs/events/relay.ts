@@ -1,6 +1,7 @@
 import type { RunEvent } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import { isFinalRunStatus, type RunOutcome } from '@agentry/db';
+import { WORKER_LOST_MESSAGE, type RelayLease } from './lease.js';
 import type { RunEventQueue } from './queue.js';
 
 /**
@@ -29,6 +30,12 @@ export class RunRelay {
       checkMs: () => number;
       /** The client went away: `next` returns `closed` and stops reading the run. */
       closed?: AbortSignal;
+      /**
+       * The run's liveness lease (cluster mode): when it lapses (the worker died) and the run has
+       * not ended, `handOff` gives it to another worker; a stream that had events ends with
+       * WORKER_LOST_MESSAGE at once, one that had none waits for the re-run.
+       */
+      lease?: RelayLease;
     },
   ) {
     const closed = opts.closed;
@@ -48,6 +55,7 @@ export class RunRelay {
       if (ready) return { type: 'event', event: ready };
     }
     const gone = this.#gone;
+    const lease = this.opts.lease;
     for (;;) {
       // One pending read of the queue across silences: a new read would leave an event that
       // arrives meanwhile to the abandoned one.
@@ -56,16 +64,24 @@ export class RunRelay {
       const silence = new Promise<'silence'>((resolve) => {
         timer = setTimeout(() => resolve('silence'), this.opts.checkMs());
       });
-      let got: RelayNext | 'silence';
+      const waits: Array<Promise<RelayNext | 'silence' | 'lapsed'>> = [this.#pending, silence];
+      if (gone) waits.push(gone);
+      if (lease) waits.push(lease.watch.lapsed().then(() => 'lapsed' as const));
+      let got: RelayNext | 'silence' | 'lapsed';
       try {
-        got = await Promise.race(gone ? [this.#pending, silence, gone] : [this.#pending, silence]);
+        got = await Promise.race(waits);
       } catch (err) {
         this.#pending = undefined;
         throw err;
       } finally {
         clearTimeout(timer);
       }
-      if (got !== 'silence') {
+      if (got === 'lapsed' && lease) {
+        const after = await this.#lapsed(lease);
+        if (after) return after;
+        continue;
+      }
+      if (got !== 'silence' && got !== 'lapsed') {
         if (got.type !== 'closed') this.#pending = undefined;
         return got;
       }
@@ -78,6 +94,32 @@ export class RunRelay {
       }
       if (!run || isFinalRunStatus(run.status)) return { type: 'ended', run };
     }
+  }
+
+  /**
+   * The worker stopped renewing the run's lease. A run that ended meanwhile (its worker gave the
+   * lease up with its last event, which may still be on its way) ends from its row; otherwise the
+   * run goes to another worker, and the client either gets the clean error now (it had events)
+   * or keeps waiting for the re-run (it had none). A database that cannot answer is taken as
+   * "not ended": the worker is gone either way.
+   */
+  async #lapsed(lease: RelayLease): Promise<RelayNext | undefined> {
+    let run: RunOutcome | undefined | 'unknown';
+    try {
+      run = await this.opts.readRun();
+    } catch {
+      run = 'unknown';
+    }
+    if (run !== 'unknown' && (!run || isFinalRunStatus(run.status))) return { type: 'ended', run };
+    // Events of the run seen (by this relay, or kept before a resume): the client has part of the answer.
+    const streamed = this.queue.expected > 0;
+    await lease.handOff(streamed);
+    if (!streamed) {
+      lease.watch.reset();
+      return undefined;
+    }
+    this.#pending = undefined;
+    return { type: 'event', event: { type: 'error', runId: lease.runId, seq: this.queue.expected, message: WORKER_LOST_MESSAGE, status: 503 } };
   }
 }
 

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { RunKeeps } from '@agentry/contracts';
+import type { Bus } from '@agentry/bus';
+
+/**
+ * The liveness leases of the runs in hand in this process (`reliability.run_lease_ms`): one
+ * key per run, renewed every third of the lease by one timer for the whole process (the renewals
+ * of all runs leave in one write: the producer auto-pipelines), so a run costs no command per
+ * token. A gateway relaying the run reads the key (`RunLeaseWatch`): when it lapses the worker is
+ * taken for dead, within seconds rather than BullMQ's stall timeout. The lease is also the guard
+ * against running a run twice: a job whose run another live worker holds leaves it alone, and a
+ * worker that finds its run's lease taken by another (it was taken for dead) aborts its copy.
+ */
+export class RunLeases {
+  /** This process as a lease holder. */
+  readonly owner = `worker:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly #held = new Map<string, AbortController>();
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(
+    private readonly bus: Pick<Bus, 'lease'>,
+    private readonly logger: Logger,
+    /** `reliability.run_lease_ms`, read at each renewal (0: off). */
+    private readonly leaseMs: () => number,
+  ) {}
+
+  start(): void {
+    if (this.#stopped) return;
+    const ms = this.leaseMs();
+    // Off: looked at again each second, should the configuration change.
+    this.#timer = setTimeout(() => void this.#renew(ms).finally(() => this.start()), ms > 0 ? Math.max(50, Math.floor(ms / 3)) : 1000);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  /**
+   * Takes the run's lease for this process, `ctl` being aborted should another worker take it
+   * over. False only when another worker holds it (it is running the run now); leases off or a
+   * backend that cannot answer count as taken (BullMQ's own lock still guards the job).
+   */
+  async take(runId: string, ctl: AbortController): Promise<boolean> {
+    // A second job for a run already in hand here (a hand-off after a lapse this process lived through) leaves it alone.
+    if (this.#held.has(runId)) return false;
+    const ms = this.leaseMs();
+    if (ms <= 0) return true;
+    let taken = true;
+    try {
+      taken = await this.bus.lease(RunKeeps.lease(runId), this.owner, ms);
+    } catch (err) {
+      this.logger.debug({ err: (err as Error).message, runId }, 'could not take the run lease; running without it');
+    }
+    if (taken) this.#held.set(runId, ctl);
+    return taken;
+  }
+
+  /**
+   * The job ended here: the lease is given up at once (renewed for 1 ms), since a job put back
+   * at shutdown must be taken by the next worker now, not after the lease. A gateway still
+   * relaying the run reads its row before it takes a missing lease for a death.
+   */
+  drop(runId: string, ctl: AbortController): void {
+    if (this.#held.get(runId) !== ctl) return;
+    this.#held.delete(runId);
+    if (this.leaseMs() <= 0) return;
+    this.bus.lease(RunKeeps.lease(runId), this.owner, 1).catch((err: unknown) => {
+      this.logger.debug({ err: (err as Error).message, runId }, 'could not give up the run lease; it lapses by itself');
+    });
+  }
+
+  async #renew(ms: number): Promise<void> {
+    if (ms <= 0 || this.#held.size === 0) return;
+    await Promise.all(
+      [...this.#held].map(async ([runId, ctl]) => {
+        try {
+          if (await this.bus.lease(RunKeeps.lease(runId), this.owner, ms)) return;
+        } catch (err) {
+          // Unknown is not lost: Redis away. The run goes on; the next renewal takes the key again if it lapsed meanwhile.
+          this.logger.debug({ err: (err as Error).message, runId }, 'run lease renewal failed');
+          return;
+        }
+        if (this.#held.get(runId) !== ctl) return;
+        this.#held.delete(runId);
+        this.logger.warn({ runId }, 'another worker took this run over (this one was taken for dead: its lease lapsed); aborting this copy');
+        ctl.abort(new Error('another worker took this run over'));
+      }),
+    );
+  }
+}
