@@ -164,8 +164,10 @@ export async function stopContainer(c: Container, graceMs: number): Promise<{ co
  */
 export function detectCompose(e: Engine): { argv: string[] } | { reason: string } {
   if (e.name === 'docker') {
-    const v = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8', timeout: 30_000 });
-    return v.status === 0 ? { argv: ['docker', 'compose'] } : { reason: 'docker compose is not installed (the compose plugin)' };
+    if (spawnSync('docker', ['compose', 'version'], { timeout: 30_000 }).status === 0) return { argv: ['docker', 'compose'] };
+    // Debian's docker-compose 1.29 (Compose v2 is not packaged there).
+    if (spawnSync('docker-compose', ['version'], { timeout: 30_000 }).status === 0) return { argv: ['docker-compose'] };
+    return { reason: 'neither `docker compose` (the plugin) nor docker-compose is installed' };
   }
   const v = spawnSync('podman-compose', ['version'], { encoding: 'utf8', timeout: 30_000 });
   if (v.status !== 0) return { reason: 'podman-compose is not installed (apt-get install podman-compose)' };

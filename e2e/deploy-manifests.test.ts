@@ -417,7 +417,8 @@ function composeProblems(compose: Obj): string[] {
     if (s.entrypoint !== undefined) problems.push(`${where}: overrides the image's entrypoint`);
     if (at(s, 'build', 'dockerfile') !== 'deploy/Dockerfile') problems.push(`${where}: build.dockerfile is not deploy/Dockerfile`);
     const env = obj(s.environment);
-    for (const key of ['AGENTRY_SECRET_KEY', 'DATABASE_URL', 'REDIS_URL']) if (!env[key]) problems.push(`${where}: no ${key} in environment`);
+    for (const key of ['AGENTRY_SECRET_KEY', 'DATABASE_URL', 'REDIS_URL']) if (!env[key] && !env[`${key}_FILE`]) problems.push(`${where}: no ${key} (or ${key}_FILE) in environment`);
+    problems.push(...agentryHardeningProblems(where, s, obj(compose.secrets)));
     const config = str(env.AGENTRY_CONFIG);
     if (config && !arr(s.volumes).some((v) => String(v).split(':')[1] === config)) problems.push(`${where}: AGENTRY_CONFIG ${config} is not mounted`);
     if (command[0] === 'migrate') {
@@ -426,10 +427,12 @@ function composeProblems(compose: Obj): string[] {
     }
     if (command[0] === 'standalone') continue;
     // Long-running: a health check on its own port, started after the migration and healthy backends.
-    const test = arr(at(s, 'healthcheck', 'test')).map(String).join(' ');
+    const test = arr(at(s, 'healthcheck', 'test')).map(String);
     const port = servicePort(command[0] ?? '', Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])));
-    if (!test) problems.push(`${where}: no healthcheck`);
-    else if (!test.includes(`:${port}/ready`)) problems.push(`${where}: healthcheck does not ask /ready on port ${port}`);
+    // `agentry healthcheck [PORT [PATH]]` (deploy/healthcheck.sh): PORT defaults to HEALTH_PORT, else PORT, as the service's own.
+    const probe = test[1]?.endsWith('/agentry') && test[2] === 'healthcheck' ? { port: Number(test[3] ?? port), path: test[4] ?? '/ready' } : undefined;
+    if (test.length === 0) problems.push(`${where}: no healthcheck`);
+    else if (!(probe ? probe.port === port && probe.path === '/ready' : test.join(' ').includes(`:${port}/ready`))) problems.push(`${where}: healthcheck does not ask /ready on port ${port}`);
     const deps = obj(s.depends_on);
     for (const backend of ['postgres', 'redis']) {
       if (at(deps, backend, 'condition') !== 'service_healthy') problems.push(`${where}: depends_on ${backend} needs condition service_healthy`);
@@ -448,8 +451,25 @@ function composeProblems(compose: Obj): string[] {
     ['agent-worker', 2],
   ] as const) {
     const service = commands.get(name);
-    if (service && Number(at(services, service, 'deploy', 'replicas') ?? 1) < replicas) problems.push(`docker-compose.yml: service ${service} needs ${replicas} replicas`);
+    // `scale`: docker-compose 1.29 and Compose v2 both honour it.
+    if (service && Number(at(services, service, 'scale') ?? at(services, service, 'deploy', 'replicas') ?? 1) < replicas) problems.push(`docker-compose.yml: service ${service} needs ${replicas} replicas`);
   }
+  // Every service, backends and proxy included: no capability it does not add back, no privilege gain, a read-only root, bounded logs, limits.
+  for (const [name, raw] of Object.entries(services)) {
+    const s = obj(raw);
+    const where = `docker-compose.yml: service ${name}`;
+    if (!arr(s.cap_drop).map(String).includes('ALL')) problems.push(`${where}: needs cap_drop: [ALL]`);
+    if (!arr(s.security_opt).map(String).some((o) => /^no-new-privileges(:true)?$/.test(o))) problems.push(`${where}: needs security_opt no-new-privileges`);
+    if (s.read_only !== true) problems.push(`${where}: needs read_only: true`);
+    if (!(at(s, 'logging', 'options', 'max-size') && at(s, 'logging', 'options', 'max-file'))) problems.push(`${where}: needs log rotation (logging.options max-size and max-file)`);
+    if (!s.mem_limit || !s.cpus) problems.push(`${where}: needs mem_limit and cpus (both Compose v2 and 1.29 apply them)`);
+    // Secrets are files: no value that looks like one in any environment.
+    for (const [k, v] of Object.entries(obj(s.environment))) {
+      if (/(PASSWORD|SECRET|TOKEN|_KEY)$/.test(k) && v !== undefined && v !== '') problems.push(`${where}: ${k} in the environment (docker inspect shows it); use ${k}_FILE and a compose secret`);
+      if (k === 'DATABASE_URL' && /:\/\/[^/@]*:[^/@]*@/.test(String(v))) problems.push(`${where}: a password in DATABASE_URL; use DATABASE_PASSWORD_FILE`);
+    }
+  }
+  if (Object.hasOwn(compose, 'name')) problems.push('docker-compose.yml: a top-level name: (docker-compose 1.29 refuses the file)');
 
   // Ports: only the proxy in front of the gateway publishes one.
   for (const [name, s] of Object.entries(services)) {
@@ -473,6 +493,25 @@ function composeProblems(compose: Obj): string[] {
   const redisConf = arr(at(services, 'redis', 'volumes')).map(String).find((v) => v.startsWith('./deploy/redis.conf:'));
   const redisConfPath = redisConf?.split(':')[1];
   if (!redisConf || !arr(at(services, 'redis', 'command')).map(String).includes(redisConfPath ?? '')) problems.push('docker-compose.yml: redis does not run with deploy/redis.conf');
+  return problems;
+}
+
+/**
+ * An Agentry service as the pods run: uid 1000, an exec /tmp of a fixed size (the `bash` tool
+ * runs scripts there), and each `*_FILE` variable pointing at a compose secret it mounts.
+ */
+function agentryHardeningProblems(where: string, s: Obj, secrets: Obj): string[] {
+  const problems: string[] = [];
+  if (s.user !== '1000:1000') problems.push(`${where}: needs user "1000:1000"`);
+  const tmp = arr(s.tmpfs).map(String).find((t) => t.split(':')[0] === '/tmp');
+  const opts = (tmp?.split(':')[1] ?? '').split(',');
+  if (!tmp || !opts.includes('exec') || !opts.some((o) => /^size=\d+[kmg]?$/.test(o))) problems.push(`${where}: needs a tmpfs /tmp with exec and a size`);
+  const mounted = new Set(arr(s.secrets).map((x) => (isObj(x) ? String(x.source) : String(x))));
+  for (const [k, v] of Object.entries(obj(s.environment))) {
+    if (!k.endsWith('_FILE')) continue;
+    const secret = /^\/run\/secrets\/([^/]+)$/.exec(String(v))?.[1];
+    if (!secret || !mounted.has(secret) || !isObj(secrets[secret])) problems.push(`${where}: ${k} ${String(v)} is not a compose secret it mounts`);
+  }
   return problems;
 }
 
@@ -637,9 +676,15 @@ describe('deployment files', () => {
 
     it('the shipped configuration files load (compose and Kubernetes)', () => {
       for (const file of ['deploy/agentry.yaml', 'k8s/base/agentry.yaml']) {
-        const loaded = loadConfig({ argv: ['--config', path.join(root, file)], env: {}, cwd: root });
+        const loaded = loadConfig({ argv: ['--config', path.join(root, file)], env: { AGENTRY_ADMIN_PASSWORD: 'initial-admin-password' }, cwd: root });
         expect(loaded.config.security.requireAuth, `${file}: security.requireAuth`).toBe(true);
       }
+    });
+
+    it("the compose stack's configuration requires the initial admin password (no admin/admin)", () => {
+      const load = (env: Record<string, string>) => loadConfig({ argv: ['--config', path.join(root, 'deploy/agentry.yaml')], env, cwd: root });
+      expect(() => load({})).toThrow('security.users.admin: environment variable AGENTRY_ADMIN_PASSWORD is not set');
+      expect(load({ AGENTRY_ADMIN_PASSWORD: 'initial-admin-password' }).config.security.users).toEqual({ admin: 'initial-admin-password' });
     });
   });
 
@@ -652,10 +697,17 @@ describe('deployment files', () => {
       expect(composeProblems(loadCompose())).toEqual([]);
     });
 
-    it('needs the secrets from the environment (no defaults)', () => {
-      const text = read('docker-compose.yml');
-      expect(text).toMatch(/AGENTRY_SECRET_KEY: \$\{AGENTRY_SECRET_KEY:\?/);
-      expect(text).toMatch(/\$\{POSTGRES_PASSWORD:\?/);
+    it('takes the secrets from files that deploy/make-secrets.sh makes and git never sees', () => {
+      const compose = loadCompose();
+      expect(Object.keys(obj(compose.secrets)).sort()).toEqual(['admin_password', 'agentry_secret_key', 'postgres_password']);
+      const made = read('deploy/make-secrets.sh');
+      for (const name of Object.keys(obj(compose.secrets))) {
+        expect(String(at(compose, 'secrets', name, 'file'))).toBe(`./deploy/secrets/${name}`);
+        expect(made).toContain(name);
+      }
+      expect(read('deploy/secrets/.gitignore').split('\n')).toEqual(expect.arrayContaining(['*', '!.gitignore']));
+      expect(read('.dockerignore').split('\n')).toContain('deploy/secrets');
+      expect(at(compose, 'services', 'postgres', 'environment', 'POSTGRES_PASSWORD_FILE')).toBe('/run/secrets/postgres_password');
     });
   });
 
@@ -753,11 +805,17 @@ describe('deployment files', () => {
       obj(services.scheduler).command = ['cron'];
       obj(services['agent-worker']).ports = ['9601:9601'];
       obj(services.redis).restart_policy = 'always';
+      obj(services.gateway).tmpfs = ['/tmp'];
+      obj(obj(services.scheduler).environment).AGENTRY_SECRET_KEY = 'in-the-environment-0123456789abcdef';
+      delete obj(services.proxy).cap_drop;
       expect(composeProblems(compose)).toEqual(
         expect.arrayContaining([
           'docker-compose.yml: service scheduler: command ["cron"] is not a service of deploy/entrypoint.sh',
           'docker-compose.yml: service agent-worker publishes ports; only the gateway\'s proxy may',
           'docker-compose.yml: no service runs "scheduler" (deploy/entrypoint.sh)',
+          'docker-compose.yml: service gateway: needs a tmpfs /tmp with exec and a size',
+          'docker-compose.yml: service scheduler: AGENTRY_SECRET_KEY in the environment (docker inspect shows it); use AGENTRY_SECRET_KEY_FILE and a compose secret',
+          'docker-compose.yml: service proxy: needs cap_drop: [ALL]',
         ]),
       );
       expect(composeSchemaProblems(compose).join('\n')).toMatch(/\/services\/redis must NOT have additional properties .*restart_policy/);

@@ -111,8 +111,9 @@ function composeSuite(argv: string[]): void {
   let db: TestDatabase;
   let env: Record<string, string>;
   const ports: Record<string, number> = {};
+  let secretsDir: string;
   // podman-compose echoes each `podman run` with its `-e NAME=value` flags.
-  const redact = (text: string) => [MASTER_KEY, env.AGENTRY_DATABASE_URL!].reduce((t, secret) => t.split(secret).join('<redacted>'), text);
+  const redact = (text: string) => [env.AGENTRY_DATABASE_URL!].reduce((t, secret) => t.split(secret).join('<redacted>'), text);
   const compose = (args: string[], timeoutMs = 180_000) => {
     const out = spawnSync(argv[0]!, [...argv.slice(1), '-p', project, ...files, ...args], {
       cwd: repoRoot,
@@ -128,11 +129,13 @@ function composeSuite(argv: string[]): void {
   beforeAll(async () => {
     db = await createTestDatabase({ migrated: false });
     for (const s of services.slice(1)) ports[s] = await freePort();
+    // The base file's secrets, as deploy/make-secrets.sh makes them (the Postgres password goes unused).
+    secretsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-image-secrets-'));
+    const made = spawnSync('sh', ['deploy/make-secrets.sh'], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, AGENTRY_SECRETS_DIR: secretsDir } });
+    expect(made.status, made.stderr).toBe(0);
     env = {
       AGENTRY_IMAGE: IMAGE,
-      AGENTRY_SECRET_KEY: MASTER_KEY,
-      // The base file requires it; with the override nothing uses it.
-      POSTGRES_PASSWORD: 'unused-with-host-backends',
+      AGENTRY_SECRETS_DIR: secretsDir,
       AGENTRY_DATABASE_URL: db.url,
       AGENTRY_REDIS_URL: redisUrl(),
       AGENTRY_REDIS_PREFIX: uniqueRedisPrefix(),
@@ -154,6 +157,7 @@ function composeSuite(argv: string[]): void {
     }
     await db?.drop();
     if (env) await cleanupRedisPrefix(redisUrl(), env.AGENTRY_REDIS_PREFIX!);
+    if (secretsDir) fs.rmSync(secretsDir, { recursive: true, force: true });
   }, 120_000);
 
   it('starts migrate and the four services from the compose file; each reports ready; each stops clean', async () => {
@@ -625,6 +629,10 @@ function nginxSuite(): void {
   it('accepts deploy/nginx.conf (nginx -t)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-nginx-'));
     try {
+      // What docker-compose.yml's proxy writes at start from the container's /etc/resolv.conf,
+      // next to the main configuration (the folder deploy/nginx.conf includes it from).
+      fs.mkdirSync(path.join(dir, 'agentry-runtime'));
+      fs.writeFileSync(path.join(dir, 'agentry-runtime/resolver.conf'), 'resolver 127.0.0.11 valid=10s ipv6=off;\n');
       // The official image's nginx.conf in short: the file is its conf.d/default.conf, inside http {}.
       fs.writeFileSync(
         path.join(dir, 'nginx.conf'),

@@ -35,3 +35,4 @@ export type { BindingsTable, OutboundMessagesTable, InboundEventsTable } from '.
 export * from './repositories/channels.js';
 export * from './repositories/retention.js';
 export * from './repositories/usage.js';
+export { withFileSecrets, FILE_SECRET_VARIABLES } from './env-files.js';

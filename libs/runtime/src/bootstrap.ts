@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Errors } from '@agentry/errors';
-import { openPglite, openPostgres, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
+import { withFileSecrets, openPglite, openPostgres, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
 import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
 import { loadConfig, type LoadedConfig } from './config.js';
 import { LiveConfig } from './live-config.js';
@@ -61,7 +61,9 @@ function requireEnv(opts: BootstrapOptions): { databaseUrl?: string; redisUrl?: 
   return { databaseUrl, redisUrl };
 }
 
-export async function bootstrap(opts: BootstrapOptions): Promise<Runtime> {
+export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
+  // Secrets from files (`AGENTRY_SECRET_KEY_FILE`, `DATABASE_PASSWORD_FILE`, ...) before anything reads the environment.
+  const opts = { ...given, env: withFileSecrets(given.env) };
   const { databaseUrl, redisUrl } = requireEnv(opts);
   const loaded = loadConfig(opts);
   const { config } = loaded;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { migrationNames, openPglite, pendingMigrations } from '@agentry/db';
-import { bootstrap } from '@agentry/runtime';
+import { bootstrap, Sealer } from '@agentry/runtime';
 
 /**
  * Migrations run once per rollout in cluster mode: a replica never migrates on start unless told
@@ -38,6 +38,31 @@ describe('bootstrap and migrations', () => {
     const runtime = await boot(fresh, { AGENTRY_MIGRATE_ON_START: 'true' });
     expect(await pendingMigrations(runtime.db.db)).toEqual([]);
     await runtime.lifecycle.shutdown('test');
+  });
+
+  it('reads the master key and the admin password from *_FILE variables (compose secrets), not from the environment', async () => {
+    const key = 'file-master-key-0123456789abcdef0123456789';
+    fs.writeFileSync(path.join(cwd, 'key'), `${key}\n`);
+    fs.writeFileSync(path.join(cwd, 'admin'), 'initial-admin-from-a-file\n');
+    fs.writeFileSync(path.join(cwd, 'admin-from-file.yaml'), 'security:\n  users:\n    admin: ${AGENTRY_ADMIN_PASSWORD}\n');
+    const { AGENTRY_SECRET_KEY: _unused, ...withoutKey } = env;
+    const runtime = await bootstrap({
+      service: 'boot-test',
+      mode: 'cluster',
+      argv: ['--config', path.join(cwd, 'admin-from-file.yaml')],
+      env: { ...withoutKey, AGENTRY_SECRET_KEY_FILE: path.join(cwd, 'key'), AGENTRY_ADMIN_PASSWORD_FILE: path.join(cwd, 'admin'), AGENTRY_MIGRATE_ON_START: 'true' },
+      cwd,
+      logDestination: { write: () => undefined },
+      openDb: async () => openPglite({ dataDir: null }),
+      openBus: (logger) => createMemoryBus({ logger }),
+    });
+    try {
+      expect(runtime.loaded.config.security.users).toEqual({ admin: 'initial-admin-from-a-file' });
+      // Sealed with the file's key: another Sealer with that key opens it.
+      expect(new Sealer(key).open(runtime.secrets.seal('s'))).toBe('s');
+    } finally {
+      await runtime.lifecycle.shutdown('test');
+    }
   });
 
   it('a replica started before the migrate job waits for it, then starts', async () => {
