@@ -2,10 +2,12 @@
  * The soak run (issue 13, item 4): mixed load on a local cluster for a while, one reading a
  * minute, and whether anything keeps growing once warm.
  *
- *   npm run soak                                   # 30 minutes at 6 requests/s, writes docs/benchmarks.md
+ *   npm run soak                                   # 20 minutes at 6 requests/s, a worker killed every 2 minutes, writes docs/benchmarks.md
  *   npm run soak -- --minutes=3 --rate=4 --no-write
  *
- * Options: --minutes=N (default 30), --rate=R operations started per second (default 6),
+ * Options: --minutes=N (default 20), --kill-every=S seconds between SIGKILLs of an agent-worker
+ * (default 120; 0: none; each is replaced at once, and a stream it was answering may end with the
+ * clean "worker stopped" error event, counted apart from the failures), --rate=R operations started per second (default 6),
  * --warmup=M minutes left out of the growth fits (default 5, or half of a shorter run), --cron-every=S seconds between cron
  * fires (default 5), --max-error-rate=F (default 0.01), --no-write (print only).
  *
@@ -59,7 +61,7 @@ import { BENCH_POSTGRES_URL, BENCH_REDIS_URL, createBenchDatabase, gitCommit, li
 // Settings
 
 const argv = process.argv.slice(2);
-const KNOWN = /^--(no-write|minutes=\d+|rate=\d+(\.\d+)?|warmup=\d+|cron-every=\d+|max-error-rate=\d+(\.\d+)?)$/;
+const KNOWN = /^--(no-write|kill-every=\d+|minutes=\d+|rate=\d+(\.\d+)?|warmup=\d+|cron-every=\d+|max-error-rate=\d+(\.\d+)?)$/;
 for (const a of argv) {
   if (!KNOWN.test(a)) {
     console.error(`unknown or malformed argument ${a}; use --minutes=N --rate=R --warmup=M --cron-every=S --max-error-rate=F --no-write`);
@@ -70,7 +72,8 @@ const option = (name: string, fallback: number) => {
   const raw = argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   return raw === undefined ? fallback : Number(raw);
 };
-const MINUTES = option('minutes', 30);
+const MINUTES = option('minutes', 20);
+const KILL_EVERY_S = option('kill-every', 120);
 const RATE = option('rate', 6);
 const WARMUP = option('warmup', Math.min(5, Math.floor(MINUTES / 2)));
 const CRON_EVERY = option('cron-every', 5);
@@ -159,7 +162,10 @@ const state: {
   fatal?: string;
 } = { stopping: false };
 
-const counts = { ok: 0, failed: 0, shed: 0, byKind: {} as Record<string, { ok: number; failed: number }> };
+const counts = { ok: 0, failed: 0, shed: 0, workerLost: 0, byKind: {} as Record<string, { ok: number; failed: number }> };
+/** Workers SIGKILLed on purpose (--kill-every), and how long each replacement took to be ready. */
+const kills: Array<{ at: number; name: string; readyMs: number }> = [];
+const killedOnPurpose = new Set<SpawnedService>();
 const failureExamples = new Map<string, number>();
 let inFlight = 0;
 let opSeq = 0;
@@ -203,7 +209,7 @@ async function main(): Promise<number> {
   const services = await serviceHandles(cluster);
   for (const s of services) {
     void s.svc.exited().then((code) => {
-      if (!state.stopping) state.fatal ??= `${s.name} exited (code ${code}) during the run:\n${s.svc.output().slice(-3000)}`;
+      if (!state.stopping && !killedOnPurpose.has(s.svc)) state.fatal ??= `${s.name} exited (code ${code}) during the run:\n${s.svc.output().slice(-3000)}`;
     });
   }
   const base = `${cluster.url}/api/v1`;
@@ -222,6 +228,7 @@ async function main(): Promise<number> {
 
   const t0 = Date.now();
   const load = runLoad(base, t0 + MINUTES * 60_000);
+  const killing = killWorkers(cluster, services, t0 + MINUTES * 60_000);
   for (let minute = 1; minute <= MINUTES; minute++) {
     while (Date.now() < t0 + minute * 60_000) {
       if (state.fatal) break;
@@ -237,6 +244,7 @@ async function main(): Promise<number> {
   }
   state.stopping = true;
   const drained = await load;
+  await killing;
 
   const report = analyse(samples, services, drained);
   const body = render(samples, services, report, started);
@@ -339,6 +347,44 @@ async function runLoad(base: string, until: number): Promise<{ leftInFlight: num
   return { leftInFlight: running.size };
 }
 
+/**
+ * Every --kill-every seconds one agent-worker (in turn) is SIGKILLed and a replacement started at
+ * once; the replacement takes the killed one's place in the samples (its RSS series restarts).
+ */
+async function killWorkers(cluster: LocalCluster, services: ServiceHandle[], until: number): Promise<void> {
+  if (KILL_EVERY_S <= 0) return;
+  for (let n = 0; ; n++) {
+    const at = Date.now() + KILL_EVERY_S * 1000;
+    if (at >= until - 10_000) return;
+    while (Date.now() < at) {
+      if (state.fatal || state.stopping) return;
+      await sleep(Math.min(1000, at - Date.now()));
+    }
+    const workers = services.filter((s) => s.name.startsWith('worker-'));
+    const victim = workers[n % workers.length]!;
+    killedOnPurpose.add(victim.svc);
+    victim.svc.proc.kill('SIGKILL');
+    const killedAt = Date.now();
+    let fresh: SpawnedService;
+    let port: number;
+    try {
+      fresh = await cluster.start('worker');
+      port = (JSON.parse(await fresh.waitForLine(/"msg":"probes listening"/, 30_000)) as { port: number }).port;
+    } catch (err) {
+      // Reported like a service that died: the run is judged failed, its section still written.
+      state.fatal ??= `the replacement of ${victim.name} did not start: ${(err as Error).message.slice(0, 500)}`;
+      return;
+    }
+    victim.svc = fresh;
+    victim.metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    kills.push({ at: killedAt, name: victim.name, readyMs: Date.now() - killedAt });
+    console.log(`soak: ${victim.name} SIGKILLed, its replacement ready after ${Date.now() - killedAt} ms`);
+    void fresh.exited().then((code) => {
+      if (!state.stopping && !killedOnPurpose.has(fresh)) state.fatal ??= `${victim.name} (replacement) exited (code ${code}) during the run:\n${fresh.output().slice(-3000)}`;
+    });
+  }
+}
+
 /** A deterministic interleaving of the mix: the same run every time for the same rate. */
 function pickKind(n: number): OpKind {
   // Multiplying by a number coprime to the total spreads consecutive operations over the mix.
@@ -352,6 +398,11 @@ function pickKind(n: number): OpKind {
 
 function record(kind: OpKind, ok: boolean, err?: unknown): void {
   const k = (counts.byKind[kind] ??= { ok: 0, failed: 0 });
+  // A worker killed on purpose under a run that had started answering: the guaranteed clean error, not a failure.
+  if (!ok && KILL_EVERY_S > 0 && /the worker running this request stopped after it had started answering/.test(String((err as Error | undefined)?.message ?? err))) {
+    counts.workerLost++;
+    return;
+  }
   if (ok) {
     counts.ok++;
     k.ok++;
@@ -670,7 +721,8 @@ function analyse(samples: Sample[], services: ServiceHandle[], drained: { leftIn
     verdicts.push({ series, unit, first: pick(fitted[0] ?? samples[0]!), lastValue: pick(samples.at(-1)!), slopePerHour, leastSquaresPerHour, threshold, flat, gate });
     if (gate && flat === false) problems.push(`${series} grows ${slopePerHour.toFixed(1)} ${unit}/hour after the warm-up (threshold ${threshold})`);
   };
-  for (const s of services) add(`RSS ${s.name}`, 'MB', (x) => x.rss[s.name]!, RSS_MB_PER_HOUR, true);
+  // A worker replaced every few minutes has no growth to judge: its series restarts with each process.
+  for (const s of services) add(`RSS ${s.name}`, 'MB', (x) => x.rss[s.name]!, RSS_MB_PER_HOUR, !(KILL_EVERY_S > 0 && s.name.startsWith('worker-')));
   add('RSS bench (load, fake model, proxy)', 'MB', (x) => x.rss.bench!, undefined);
   for (const s of services) add(`V8 heap used ${s.name}`, 'MB', (x) => x.heapMb[s.name]!, HEAP_MB_PER_HOUR);
   for (const s of services) add(`event-loop lag p99 ${s.name}`, 'ms', (x) => x.lagP99Ms[s.name]!, LAG_MS_PER_HOUR);
@@ -694,6 +746,8 @@ function render(samples: Sample[], services: ServiceHandle[], report: ReturnType
     `Machine: ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; commit ${gitCommit()}; command \`npm run soak${argv.length ? ` -- ${argv.join(' ')}` : ''}\`; ${Math.round((Date.now() - started) / 60_000)} min in all. The box is shared: the load generator, the fake model and the proxy run in the bench process, and other work (tests) may run on the same cores; that moves lag and CPU, not growth.`,
     '',
     `Cluster: ${names.join(', ')} (each its main.ts under tsx, \`info\` logging), behind libs/testing's round-robin proxy; Postgres and Redis on 127.0.0.1. Load: ${RATE} operations/s started open-loop (at most ${MAX_IN_FLIGHT} in flight), mixed ${MIX.map(([k, w]) => `${k} ${w} %`).join(', ')}; a cron job \`*/${CRON_EVERY} * * * * *\`. A chat answers ${REPLY_WORDS} words (2 ms apart); sessions: ${SESSIONS} \`sessionId\`s used all run; cancel: a 40-word answer 50 ms apart dropped after its first token; tool: the model asks for \`read\`, then answers; agent-crud: create, get, update, list, delete (5 requests); workspace: write then read one of ${WORKSPACE_FILES} files of 2 KB (2 requests); invalid-key: a chat with a wrong key, 401 expected.`,
+    '',
+    `Worker kills: ${KILL_EVERY_S > 0 ? `one agent-worker SIGKILLed every ${KILL_EVERY_S} s and replaced at once (${kills.length} kills; replacements ready after ${kills.map((k) => `${(k.readyMs / 1000).toFixed(1)} s`).join(', ') || '-'}); ${counts.workerLost} operations ended with the clean "worker stopped" error (a run that had started answering on a killed worker), counted apart from the failures` : 'none (--kill-every=0)'}.`,
     '',
     `Result: ${report.total} operations, ${report.bad} failed or shed; cron fired ${report.cronFired} times after the warm-up (about ${report.cronExpected} ticks), ${report.cronFailed} did not succeed. ${report.problems.length === 0 ? '**Passed.**' : `**Failed:** ${report.problems.map((p) => p.split('\n')[0]).join('; ')}.`}`,
     '',
