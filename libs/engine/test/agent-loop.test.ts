@@ -160,3 +160,38 @@ describe('resolveTools', () => {
     expect(seconds.warnings).toEqual(['tools[0].timeout is in milliseconds; 30 ms is too short — did you mean 30000? The default (120000 ms) is used.']);
   });
 });
+
+/** Deeper than the 868 levels at which a cancel overflowed the stack in the issue's run. */
+const LEVELS = 2000;
+
+describe('cancel of a deep run', () => {
+  it(`reaches ${LEVELS} nested tool loops without overflowing the stack`, async () => {
+    const loopDeps = { stream: nestingModel, emit: async () => {}, logger: pino({ level: 'silent' }) };
+    let depth = 0;
+    let reached!: () => void;
+    const deepest = new Promise<void>((resolve) => (reached = resolve));
+    const tool: LoopTool = {
+      name: 'deeper',
+      description: 'goes one level deeper',
+      parameters: { type: 'object' },
+      toolType: 'subagent',
+      run: async (_args, signal) => {
+        if (++depth === LEVELS) {
+          reached();
+          return new Promise<string>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        }
+        return (await runAgentLoop(loopDeps, {}, [{ role: 'user', content: 'go' }], [tool], signal)).output;
+      },
+    };
+    const ctl = new AbortController();
+    const run = runAgentLoop(loopDeps, {}, [{ role: 'user', content: 'go' }], [tool], ctl.signal);
+    await deepest;
+    ctl.abort(new Error('stop'));
+    await expect(run).rejects.toThrow('stop');
+  }, 120_000);
+});
+
+async function* nestingModel(req: ModelCallRequest): AsyncIterable<ModelEvent> {
+  yield { type: 'tool_calls', calls: [{ id: 'c', name: 'deeper', arguments: `{"n":${req.messages.length}}` }] };
+  yield { type: 'done', finishReason: 'tool_calls', provider: 'p', model: 'm' };
+}

@@ -92,7 +92,8 @@ beforeAll(async () => {
   await store('root-agent', 'agent', 'root', [agentWith([{ type: 'builtin', name: 'bash' }]), log], { connections: [['a', 'after']] });
   // Written literally into a user's agent (stored before the save-time check, or by an admin): the owner decides.
   await store('alice-literal', 'agent', 'alice', [agentWith([{ type: 'builtin', name: 'bash' }])]);
-});
+  // Slow on a loaded machine: PGlite starts in it.
+}, 180_000);
 
 afterAll(async () => {
   await handle?.close();

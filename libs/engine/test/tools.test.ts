@@ -703,3 +703,16 @@ describe('send_message', () => {
     await fails(tool().run({ platform: 'chat_e', chatId: 'C1' }, pinned), /message/);
   });
 });
+
+describe('bash without a working sandbox (issue 35, E: fail closed)', () => {
+  it('sandbox: auto refuses to run on the host unless an admin allowed it; with bwrap it runs sandboxed', async () => {
+    const a = await newAgent();
+    const def = builtinTools['bash']!;
+    if (noBwrap === undefined) {
+      expect(JSON.parse(await def.run({ command: 'true' }, ctx(a)))).toMatchObject({ sandboxed: true });
+      return;
+    }
+    await fails(def.run({ command: 'id' }, ctx(a)), /refused: no working sandbox .*install bubblewrap \(bwrap\), or an admin sets security\.allowUnsandboxedBash: true/);
+    expect(JSON.parse(await def.run({ command: 'true' }, { ...ctx(a), allowUnsandboxedBash: true }))).toMatchObject({ sandboxed: false });
+  });
+});

@@ -278,6 +278,18 @@ export const ConfigSchema = Type.Object(
           default: 30_000,
           description: 'cluster mode: how long the run of a dead worker stays claimed before another worker takes it over',
         }),
+        // Bounds of one run (docs/reliability.md, "Bounds of a run"): whatever its definitions say,
+        // a run ends, with a human error, when it passes one; its nested agents and chains end with it.
+        max_call_depth: Type.Integer({
+          minimum: 1,
+          maximum: 64,
+          default: 8,
+          description: 'deepest nesting of rule-chain tools, flow nodes and sub-agents together in one run; calling a chain or agent already on the way in is refused as a cycle',
+        }),
+        max_run_ms: Type.Integer({ minimum: 1000, default: 900_000, description: 'longest wall time of one run, its nested agents and chains included; then it fails' }),
+        max_model_calls_per_run: Type.Integer({ minimum: 1, default: 200, description: 'model calls one run may make (every agent, sub-agent, ai/llm node and chain of it together); the next one fails the run' }),
+        max_tool_calls_per_run: Type.Integer({ minimum: 1, default: 500, description: 'tool calls one run may make (nested agents included); the next one fails the run' }),
+        max_tool_timeout_ms: Type.Integer({ minimum: 1000, default: 600_000, description: 'ceiling of an agent\'s tools[].timeout: a longer one is cut to this' }),
         /** RuleGo's global properties: rule chains read them as `${global.x}` in node configurations. */
         chain_globals: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), Type.String(), {
           default: {},

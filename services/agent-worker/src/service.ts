@@ -104,7 +104,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
 async function sharedParts(runtime: Runtime): Promise<{ chains: { runner: ChainRunner; sandbox: ScriptSandbox }; agents: AgentCache; skills: SkillsCache; unfollow: () => Promise<void> }> {
   const { db, bus } = runtime;
   // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
-  const chains = { runner: new ChainRunner({ globals: () => runtime.config.current.worker.chain_globals }), sandbox: new ScriptSandbox({ workers: runtime.config.current.worker.script_workers }) };
+  const chains = { runner: new ChainRunner({ globals: () => runtime.config.current.worker.chain_globals, maxFlowDepth: runtime.config.current.worker.max_call_depth }), sandbox: new ScriptSandbox({ workers: runtime.config.current.worker.script_workers }) };
   // Agent rows, kept until the gateway announces a change (`invalidate {area:'agents', id}`) or 5 s.
   const agents = new AgentCache(db.db);
   // The skills of each agent for its system prompt, until the gateway announces a skill change.
@@ -186,6 +186,10 @@ function sharedRunDeps(
     modelInfo: parts.modelInfo,
     maxFileBytes: runtime.config.current.workspace.max_file_bytes,
     allowUnsandboxedBash: () => runtime.config.current.security.allowUnsandboxedBash,
+    bounds: () => {
+      const w = runtime.config.current.worker;
+      return { maxCallDepth: w.max_call_depth, maxRunMs: w.max_run_ms, maxModelCalls: w.max_model_calls_per_run, maxToolCalls: w.max_tool_calls_per_run, maxToolTimeoutMs: w.max_tool_timeout_ms };
+    },
     builtin: parts.builtin,
     chains: parts.chains,
     publishInvalidate: (message) => bus.pubsub.publish(PubSubChannels.invalidate, message),

@@ -85,13 +85,18 @@ async function runToolCall(tool: LoopTool | undefined, call: ToolCall, signal: A
     return { content: `Error: the arguments of ${call.name} are not a JSON object: ${call.arguments.slice(0, 200)}`, isError: true };
   }
   const ctl = new AbortController();
-  const onAbort = () => ctl.abort(signal.reason);
+  const callSignal = ctl.signal;
+  // Passed on in a microtask, not at once: nested runs (a tool running an agent whose tool runs
+  // another...) aborted one another synchronously, a set of stack frames per level, and a cancel
+  // of a deep run overflowed the stack. (AbortSignal.any would flatten each level's sources into
+  // the next, quadratic in the depth.)
+  const onAbort = () => queueMicrotask(() => ctl.abort(signal.reason));
   signal.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => ctl.abort(new ToolError(`${call.name} timed out after ${timeoutMs} ms`)), timeoutMs);
   try {
     const result = await Promise.race([
-      tool.run(args, ctl.signal),
-      new Promise<never>((_, reject) => ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true })),
+      tool.run(args, callSignal),
+      new Promise<never>((_, reject) => callSignal.addEventListener('abort', () => reject(callSignal.reason), { once: true })),
     ]);
     return { content: result, isError: false };
   } catch (err) {

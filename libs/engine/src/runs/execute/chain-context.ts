@@ -49,6 +49,7 @@ export function chainContext(ctx: AgentRun, runAgent: ChainAgentRunner): ChainCo
 async function enteredChain(ctx: AgentRun, chain: ParsedChain): Promise<AgentRun> {
   // A chain the engine loaded always has an owner; one without is refused rather than guessed.
   if (chain.owner === undefined) throw new AppError('FORBIDDEN', 403, `chain "${chain.id}" has no recorded owner`);
+  const calls = ctx.limits.enter(ctx.calls, chain.id);
   const lends = chain.dsl.ruleChain.configuration?.lendPowers === true;
-  return { ...ctx, authority: await enter(ctx.deps.db, ctx.authority, chain.owner, lends) };
+  return { ...ctx, calls, authority: await enter(ctx.deps.db, ctx.authority, chain.owner, lends) };
 }

@@ -9,6 +9,7 @@ import type { SecretSealer } from '../../definition-secrets.js';
 import type { ModelCallRequest, ModelEvent } from '../../models/types.js';
 import type { ScriptSandbox } from '../../sandbox/sandbox.js';
 import type { ToolContext, ToolDefinition } from '../../tools/types.js';
+import type { RunBounds, RunLimits } from './run-limits.js';
 
 /**
  * What running one agent needs. Every hook is required: the worker wires all of them, and a test
@@ -37,6 +38,8 @@ export interface RunDeps {
   maxFileBytes: number;
   /** `security.allowUnsandboxedBash`, read at each run (it may change live). */
   allowUnsandboxedBash(): boolean;
+  /** `worker.max_call_depth`, `max_run_ms`, `max_model_calls_per_run`, `max_tool_calls_per_run`, `max_tool_timeout_ms`, read when a run starts. */
+  bounds(): RunBounds;
   /** Built-in tools by name. */
   builtin: Record<string, ToolDefinition>;
   /** Runs rule chains (agents with more than their `ai/agent` node, rule-chain tools). */
@@ -86,9 +89,13 @@ export interface AgentRun {
   stack: readonly string[];
   /** Who asked, whose agent runs, and the powers in effect at the definition executing (`authority/policy.ts`). */
   authority: RunAuthority;
+  /** What the whole run may still spend (model calls, tool calls, time), shared by everything nested in it. */
+  limits: RunLimits;
+  /** Chain and agent ids entered from the run's agent down to the one executing: one depth bound and cycle check for chain tools, `flow` and sub-agents. */
+  calls: readonly string[];
 }
 
 /** A silent agent's events go nowhere: its answer is its caller's result, not the client's. */
-export function silent(ctx: AgentRun, changes: Partial<Pick<AgentRun, 'signal' | 'stack' | 'authority'>> = {}): AgentRun {
+export function silent(ctx: AgentRun, changes: Partial<Pick<AgentRun, 'signal' | 'stack' | 'authority' | 'calls'>> = {}): AgentRun {
   return { ...ctx, ...changes, emit: async () => {} };
 }

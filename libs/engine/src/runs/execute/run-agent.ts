@@ -3,12 +3,14 @@ import { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import type { RuleChainRow, RunRecord } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
+import type { LoopEvent } from '../../agent/loop.js';
 import { ownerIsAdmin } from '../../authority/policy.js';
 import { runAgentChain, type ClientTurn } from './chain-run.js';
 import { agentNode, buildConversation, nodesOf } from './conversation.js';
 import type { AgentRun, RunDeps } from './deps.js';
 import { deliverAnswer, endCancelled, endFailed } from './outcome.js';
 import { RunProgress } from './progress.js';
+import { RunLimits } from './run-limits.js';
 import { sessionConversation } from './session-context.js';
 import { readAgent } from './stored.js';
 import { assertAgentEnabled } from '../agent-enabled.js';
@@ -22,11 +24,15 @@ import { runAgentWithTools } from './tool-agent.js';
  * session sees it. A failed or cancelled run leaves its turn in the session marked `failed` or
  * `stopped`, which the model's history never reads.
  */
-export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
+export async function runAgent(outer: RunDeps, run: RunRecord, signal: AbortSignal): Promise<void> {
+  const limits = new RunLimits(outer.bounds(), signal);
+  // Every model call of the run (agents, sub-agents, ai/llm nodes) counts against its bound.
+  const deps: RunDeps = { ...outer, stream: (req) => (limits.modelCall(), outer.stream(req)) };
   const progress = new RunProgress(deps, run);
   // No powers until the agent's owner is known (prepare reads the row).
   const unknownOwner = { principal: run.principal, agentOwner: '', owner: '', admin: false };
-  let ctx: AgentRun = { deps, run, log: progress.log, signal, emit: (ev) => progress.onLoopEvent(ev), stack: [run.agentId], authority: unknownOwner };
+  const base = { deps, run, log: progress.log, emit: (ev: LoopEvent) => progress.onLoopEvent(ev), stack: [run.agentId], calls: [run.agentId], limits };
+  let ctx: AgentRun = { ...base, signal: limits.signal, authority: unknownOwner };
   progress.started();
   try {
     const { agent, config, client } = await prepare(ctx, progress);
@@ -34,8 +40,11 @@ export async function runAgent(deps: RunDeps, run: RunRecord, signal: AbortSigna
     if (nodesOf(agent.dsl).length > 1) await runAgentChain(ctx, agent.dsl, client, (progress.chainTrace = []));
     else await client.deliver(await runAgentWithTools(ctx, { config, messages: client.messages, request: client.request }));
   } catch (err) {
+    // A passed bound fails the run with its own words, whatever error its nested calls ended with.
     if (signal.aborted) await endCancelled(ctx, progress);
-    else await endFailed(ctx, progress, err);
+    else await endFailed(ctx, progress, limits.exceeded ?? err);
+  } finally {
+    limits.close();
   }
 }
 

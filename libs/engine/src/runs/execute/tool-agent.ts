@@ -1,7 +1,7 @@
 import type { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
-import type { AgentToolConfig, AiAgentConfig } from '../../agent/config.js';
-import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult } from '../../agent/loop.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, type AgentToolConfig, type AiAgentConfig } from '../../agent/config.js';
+import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult, type LoopTool } from '../../agent/loop.js';
 import { resolveTools } from '../../agent/tools.js';
 import { enter } from '../../authority/policy.js';
 import { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from '../../chain/tool.js';
@@ -19,9 +19,6 @@ import { silentConversation } from './system-prompt.js';
  * `ai/agent` nodes) live in one module: they call each other recursively, and split apart they
  * would import each other in a cycle.
  */
-
-/** Sub-agents nest at most this deep. */
-const MAX_AGENT_DEPTH = 3;
 
 /** What one agent is asked: its configuration and conversation; `request` when it answers a client (its model parameters). */
 interface AgentTurn {
@@ -46,10 +43,22 @@ export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise
     runChain: (chainId, args, signal, config) => runChainTool({ ...ctx, signal }, chainId, args, config),
   });
   try {
-    return await runAgentLoop({ stream: deps.stream, emit: ctx.emit, logger: deps.logger }, loopOptions(turn), turn.messages, resolved.tools, ctx.signal);
+    return await runAgentLoop({ stream: deps.stream, emit: ctx.emit, logger: deps.logger }, loopOptions(turn), turn.messages, resolved.tools.map((t) => bounded(ctx, t)), ctx.signal);
   } finally {
     await resolved.close();
   }
+}
+
+/** A tool under the run's bounds: each call counts, and its timeout stays under the ceiling. */
+function bounded({ limits }: AgentRun, tool: LoopTool): LoopTool {
+  return {
+    ...tool,
+    timeoutMs: limits.toolTimeout(tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS),
+    run: (args, signal) => {
+      limits.toolCall();
+      return tool.run(args, signal);
+    },
+  };
 }
 
 /** An `ai/agent` node that does not answer the client: its instructions and `text` as the user turn, nothing streamed. */
@@ -99,13 +108,13 @@ function loopOptions({ config, request }: AgentTurn): AgentLoopOptions {
 async function runSubagent(ctx: AgentRun, agentId: string, message: string): Promise<string> {
   const { stack } = ctx;
   if (stack.includes(agentId)) throw new AppError('VALIDATION', 400, `agent ${agentId} is already running in this chain (${[...stack, agentId].join(' -> ')})`);
-  if (stack.length >= MAX_AGENT_DEPTH) throw new AppError('VALIDATION', 400, `sub-agents nest at most ${MAX_AGENT_DEPTH} deep`);
+  const calls = ctx.limits.enter(ctx.calls, agentId);
   const sub = await readAgent(ctx.deps, agentId);
   const config = sub?.kind === 'agent' ? agentNode(sub.dsl) : undefined;
   if (!config) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
   // Switched off means it runs for nobody, another agent included.
   assertAgentEnabled(sub!);
-  const subCtx = { ...ctx, stack: [...stack, agentId], authority: await enter(ctx.deps.db, ctx.authority, sub!.owner) };
+  const subCtx = { ...ctx, stack: [...stack, agentId], calls, authority: await enter(ctx.deps.db, ctx.authority, sub!.owner) };
   const messages = await silentConversation(ctx.deps, config, agentId, message);
   const result = await runAgentWithTools(subCtx, { config, messages });
   return result.output;

@@ -20,7 +20,8 @@ import { checkArgs, fileSizeLimit, checkConfig, dbCall, listTree, readContents, 
  * private /tmp and /proc, and only the scratch directory writable. It then cannot see the
  * worker's processes (whose /proc/<pid>/environ holds DATABASE_URL and AGENTRY_SECRET_KEY), the
  * service's files, or the network that the outbound-address policy guards. Without bwrap
- * (`sandbox: none`, or `auto` where it is missing) the command runs as the service's own user on
+ * (`sandbox: none`, or `auto` where it is missing, both only with `security.allowUnsandboxedBash`)
+ * the command runs as the service's own user on
  * the host and the tool is NOT a security boundary: the scrubbed environment and the deny list
  * only stop accidents.
  */
@@ -46,7 +47,7 @@ const Config = Type.Object({
   maxSyncBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'most bytes written back per call (default 104857600)' })),
   sandbox: Type.Optional(
     Type.Union([Type.Literal('auto'), Type.Literal('bwrap'), Type.Literal('none')], {
-      description: 'auto (default): bubblewrap where it works, else unsandboxed with a warning; bwrap: refuse to run without it; none: never sandbox',
+      description: 'auto (default): bubblewrap where it works, else refused unless security.allowUnsandboxedBash (then unsandboxed with a warning); bwrap: refuse to run without it; none: never sandbox (needs security.allowUnsandboxedBash)',
       ...AUTHORITY,
     }),
   ),
@@ -227,6 +228,10 @@ async function commandLine(command: string, root: string, cfg: Config, ctx: Tool
   const why = await bwrapUnavailable();
   if (why === undefined) return { file: 'bwrap', args: [...bwrapArgs(root, { allowNetwork: cfg.allowNetwork }), 'bash', '-c', command], sandboxed: true };
   if (mode === 'bwrap') throw new ToolError(`bash: the sandbox is required (sandbox: bwrap) but ${why}`);
+  // Fail closed: without a sandbox the command would run as the service, next to its key.
+  if (ctx.allowUnsandboxedBash !== true) {
+    throw new ToolError(`bash: refused: no working sandbox (${why}); install bubblewrap (bwrap), or an admin sets security.allowUnsandboxedBash: true to run commands unsandboxed`);
+  }
   if (!warnedUnsandboxed) {
     warnedUnsandboxed = true;
     ctx.logger.warn({ reason: why }, 'bash tool runs commands unsandboxed, as the service user: install bubblewrap, or set sandbox: bwrap to refuse');
