@@ -118,6 +118,8 @@ export interface RuleChainsTable {
   dsl: JsonColumn;
   /** Username of the creator; file imports and rows older than ownership: `admin`. */
   owner: ColumnType<string, string | undefined, string>;
+  /** Agents: who may chat with it besides its owner and admins (`AgentAudience`); chains ignore it. */
+  audience: ColumnType<JsonValue, string | undefined, string>;
   created_at: TimestampDefaultNow;
   updated_at: TimestampDefaultNow;
 }

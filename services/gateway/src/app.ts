@@ -32,6 +32,7 @@ import { registerChatRateLimit } from './auth/chat-rate-limit.js';
 import { registerOpenApi } from './openapi.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { sealStoredDefinitions } from './definition-secrets.js';
+import { warnSharedPowers } from './auth/audience.js';
 import { capConnectionsPerAddress } from './connection-limit.js';
 
 
@@ -57,6 +58,7 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
 
   await seedProvidersAtStart(deps);
   await sealStoredDefinitions(deps);
+  await warnSharedPowers(deps.db.db, deps.logger);
   const auth = await createAuth(deps);
   app.addHook('onClose', () => auth.close());
   // Headers and CORS first: a preflight carries no credentials and is answered before the auth hook.

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { PageOf, SuccessBody } from './common.js';
+import { AgentAudience } from '../audience.js';
 
 /**
  * Agents and rule chains as the gateway answers them. RuleGo's DSL is open: editors add layout
@@ -51,10 +52,17 @@ export type RuleChainDocument = Static<typeof RuleChainDocument>;
 /**
  * The spec's list item: `{ruleChain: {id, name}}`, plus `disabled: true` only for an agent that
  * is switched off (so the list can say so without a request per agent), and the username that
- * owns it (only its owner or an admin may change it).
+ * owns it (only its owner or an admin may change it), and, to its owner and admins only, who
+ * else may chat with it (`audience`).
  */
 export const AgentListItem = Type.Object({
-  ruleChain: Type.Object({ id: Type.String(), name: Type.String(), disabled: Type.Optional(Type.Boolean()), owner: Type.Optional(Type.String()) }),
+  ruleChain: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    disabled: Type.Optional(Type.Boolean()),
+    owner: Type.Optional(Type.String()),
+    audience: Type.Optional(AgentAudience),
+  }),
 });
 export type AgentListItem = Static<typeof AgentListItem>;
 

@@ -14,6 +14,8 @@ export interface RuleChainRow {
   dsl: JsonValue;
   /** Username of the creator (`admin` for file imports). */
   owner: string;
+  /** Who may chat with an agent besides its owner and admins: read it with `audienceOf` (@agentry/contracts). */
+  audience: JsonValue;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -27,6 +29,8 @@ export interface NewRuleChain {
   dsl: JsonValue;
   /** Default `admin`. */
   owner?: string;
+  /** Default: everyone (the column's default). */
+  audience?: JsonValue;
 }
 
 export interface RuleChainFilter {
@@ -36,7 +40,7 @@ export interface RuleChainFilter {
   category?: string;
 }
 
-const COLUMNS = ['id', 'kind', 'agent_id', 'name', 'category', 'dsl', 'owner', 'created_at', 'updated_at'] as const;
+const COLUMNS = ['id', 'kind', 'agent_id', 'name', 'category', 'dsl', 'owner', 'audience', 'created_at', 'updated_at'] as const;
 
 type Row = {
   id: string;
@@ -46,6 +50,7 @@ type Row = {
   category: string | null;
   dsl: JsonValue;
   owner: string;
+  audience: JsonValue;
   created_at: Date;
   updated_at: Date;
 };
@@ -59,6 +64,7 @@ function toRuleChain(row: Row): RuleChainRow {
     category: row.category,
     dsl: row.dsl,
     owner: row.owner,
+    audience: row.audience,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -84,6 +90,7 @@ export async function insertRuleChain(db: Db, chain: NewRuleChain): Promise<Rule
       category: chain.category,
       dsl: JSON.stringify(chain.dsl),
       ...(chain.owner !== undefined ? { owner: chain.owner } : {}),
+      ...(chain.audience !== undefined ? { audience: JSON.stringify(chain.audience) } : {}),
     })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
@@ -129,6 +136,18 @@ export async function updateRuleChain(
     .updateTable('rule_chains')
     .set({ name: change.name, category: change.category, dsl: JSON.stringify(change.dsl), updated_at: sql<Date>`now()` })
     .where('id', '=', id)
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  return row && toRuleChain(row);
+}
+
+/** Replaces an agent's audience; the row, or undefined when there is no such agent. */
+export async function setAgentAudience(db: Db, id: string, audience: JsonValue): Promise<RuleChainRow | undefined> {
+  const row = await db
+    .updateTable('rule_chains')
+    .set({ audience: JSON.stringify(audience), updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .where('kind', '=', 'agent')
     .returning(COLUMNS)
     .executeTakeFirst();
   return row && toRuleChain(row);

@@ -67,7 +67,7 @@ export interface Auth {
  * `restApiCall`, an MCP server or a sandboxed `bash` at the metadata address or the cluster's
  * own services.
  */
-const NETWORK_OPENERS = ['allowPrivateNetworks', 'allowHosts', 'allowNetwork'] as const;
+export const NETWORK_OPENERS = ['allowPrivateNetworks', 'allowHosts', 'allowNetwork'] as const;
 
 /** Objects and arrays a body may hold before it is refused unchecked (the body limit keeps real ones far below). */
 const MAX_NODES_CHECKED = 200_000;
@@ -79,10 +79,32 @@ const MAX_NODES_CHECKED = 200_000;
  * than are checked, so that neither can hide behind a mass of empty arrays.
  */
 export function findAdminOnlySetting(body: unknown): string | undefined {
-  // Iterative: bodies come from the network and may nest thousands deep.
+  let found: string | undefined;
+  const complete = eachObject(body, (record) => {
+    for (const key of NETWORK_OPENERS) {
+      if (opens(record[key])) found = key;
+      if (found) return false;
+    }
+    if (isBashToolEntry(record)) found = 'bash';
+    return found === undefined;
+  });
+  return found ?? (complete ? undefined : 'too complex');
+}
+
+/** Whether a NETWORK_OPENERS value opens anything (true, a non-empty list or string other than "false"). */
+export function opens(v: unknown): boolean {
+  return v === true || (Array.isArray(v) && v.length > 0) || (typeof v === 'string' && v !== '' && v !== 'false');
+}
+
+/**
+ * Calls `visit` with every object (not array) inside `body`, until it answers false. Iterative:
+ * bodies come from the network and may nest thousands deep. False when it stopped at
+ * MAX_NODES_CHECKED objects and arrays before seeing them all.
+ */
+export function eachObject(body: unknown, visit: (record: Record<string, unknown>) => boolean): boolean {
   const stack: unknown[] = [body];
   for (let seen = 0; stack.length > 0; seen++) {
-    if (seen >= MAX_NODES_CHECKED) return 'too complex';
+    if (seen >= MAX_NODES_CHECKED) return false;
     const value = stack.pop();
     if (value === null || typeof value !== 'object') continue;
     if (Array.isArray(value)) {
@@ -90,21 +112,22 @@ export function findAdminOnlySetting(body: unknown): string | undefined {
       continue;
     }
     const record = value as Record<string, unknown>;
-    for (const key of NETWORK_OPENERS) {
-      const v = record[key];
-      if (v === true || (Array.isArray(v) && v.length > 0) || (typeof v === 'string' && v !== '' && v !== 'false')) return key;
-    }
-    if (isBashToolEntry(record)) return 'bash';
+    if (!visit(record)) return true;
     for (const v of Object.values(record)) if (v !== null && typeof v === 'object') stack.push(v);
   }
-  return undefined;
+  return true;
 }
 
 /** An agent's `tools[]` entry for the builtin bash tool (`type` defaults to builtin). */
-function isBashToolEntry(record: Record<string, unknown>): boolean {
+export function isBashToolEntry(record: Record<string, unknown>): boolean {
+  return isBuiltinToolEntry(record, 'bash');
+}
+
+/** An agent's `tools[]` entry for the builtin tool `tool` (`type` defaults to builtin). */
+export function isBuiltinToolEntry(record: Record<string, unknown>, tool: string): boolean {
   const name = record['name'];
   const type = record['type'];
-  return typeof name === 'string' && name.trim().toLowerCase() === 'bash' && (type === undefined || type === 'builtin');
+  return typeof name === 'string' && name.trim().toLowerCase() === tool && (type === undefined || type === 'builtin');
 }
 
 const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/;

@@ -3,14 +3,17 @@ import { Errors } from '@agentry/errors';
 import { getRuleChain, type RuleChainRow } from '@agentry/db';
 import { AgentCache, assertAgentEnabled } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
+import type { Principal } from '../auth/credentials.js';
+import { assertMayChat } from '../auth/audience.js';
 
-/** The agent a chat or a response names, or the error its caller gets. */
-export type RequireAgent = (agentId: string) => Promise<RuleChainRow>;
+/** The agent a chat or a response names, if `principal` may chat with it, or the error its caller gets. */
+export type RequireAgent = (agentId: string, principal: Principal) => Promise<RuleChainRow>;
 
 /**
  * Agent rows for an OpenAI endpoint (chat completions, the Responses API), kept until
  * `invalidate {area:'agents', id}` (or 5 s). Until the subscription is in place every request
- * reads the row, so no invalidation can be missed. An unknown agent is 404, a disabled one 403.
+ * reads the row, so no invalidation can be missed. An unknown agent is 404, a disabled one 403,
+ * one not shared with the caller (or outside an api account's bindings) 403.
  */
 export function agentLookup(app: FastifyInstance, deps: GatewayDeps, endpoint: string): RequireAgent {
   const agents = new AgentCache(deps.db.db, { load: (id) => getRuleChain(deps.db.db, id) });
@@ -29,10 +32,11 @@ export function agentLookup(app: FastifyInstance, deps: GatewayDeps, endpoint: s
     following = false;
     await (await follow)?.().catch(() => undefined);
   });
-  return async (agentId) => {
+  return async (agentId, principal) => {
     const row = following ? await agents.get(agentId) : await getRuleChain(deps.db.db, agentId);
     if (!row || row.kind !== 'agent') throw new Errors.NOT_FOUND(`agent "${agentId}"`);
     assertAgentEnabled(row);
+    assertMayChat(principal, row);
     return row;
   };
 }

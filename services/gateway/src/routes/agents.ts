@@ -23,13 +23,15 @@ import {
   listActiveRunIdsOfAgent,
   listRuleChainIdsOfAgent,
   listRuleChains,
+  setAgentAudience,
   updateRuleChain,
   writeWorkspaceFile,
   type JsonValue,
 } from '@agentry/db';
-import { AgentList, ReloadResult, RuleChainDocument, SuccessBody, WorkspaceSeedFile } from '@agentry/contracts';
+import { AgentAudience, AgentList, ReloadResult, RuleChainDocument, SuccessBody, WorkspaceSeedFile, audienceOf } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
-import { ownerName } from '../auth/ownership.js';
+import { mayChange, ownerName } from '../auth/ownership.js';
+import { everyoneWarning, newAgentAudience } from '../auth/audience.js';
 import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
@@ -49,6 +51,8 @@ const CreateAgent = { querystring: Type.Object(FieldValidationQuery), body: NewA
 const UpdateAgent = { params: AgentParams, querystring: Type.Object(FieldValidationQuery), body: RuleChainUpdate, response: { 200: RuleChainDocument } };
 const DeleteAgent = { params: AgentParams, response: { 200: SuccessBody } };
 const ReloadAgent = { params: AgentParams, response: { 200: ReloadResult } };
+const GetAudience = { params: AgentParams, response: { 200: AgentAudience } };
+const PutAudience = { params: AgentParams, body: AgentAudience, response: { 200: AgentAudience } };
 
 /**
  * Agents: rule chains with an `ai/agent` node, addressed by their id (the chat `model`). A new
@@ -62,6 +66,40 @@ export function agentRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Cha
   api.put('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, serializerCompiler: serializeAsWritten, schema: UpdateAgent }, updateAgent(deps, chains));
   api.delete('/agents/:agentId', { config: { access: 'owner', owns: 'agent' }, schema: DeleteAgent }, removeAgent(deps, chains));
   api.post('/agents/:agentId/reload', { config: { access: 'owner', owns: 'agent' }, schema: ReloadAgent }, reloadAgent(deps, chains));
+  api.get('/agents/:agentId/audience', { config: { access: 'owner', owns: 'agent' }, schema: GetAudience }, getAudience(deps));
+  api.put('/agents/:agentId/audience', { config: { access: 'owner', owns: 'agent' }, schema: PutAudience }, putAudience(deps, chains));
+}
+
+function getAudience(deps: GatewayDeps) {
+  return async function getAudience(req: TypedRequest<typeof GetAudience>): Promise<AgentAudience> {
+    return audienceOf((await requireAgent(deps.db.db, req.params.agentId)).audience);
+  };
+}
+
+/** Replaces who may chat with the agent (its owner and admins always may); warns when everyone may use a dangerous power. */
+function putAudience(deps: GatewayDeps, chains: ChainRoutes) {
+  return async function putAudience(req: TypedRequest<typeof PutAudience>, reply: TypedReply<typeof PutAudience>): Promise<AgentAudience> {
+    const audience = audienceOf(req.body);
+    const unique = { everyone: audience.everyone, users: [...new Set(audience.users)], roles: [...new Set(audience.roles)], apiAccounts: [...new Set(audience.apiAccounts)] };
+    const row = await setAgentAudience(deps.db.db, req.params.agentId, unique);
+    if (!row) throw new Errors.NOT_FOUND(`agent "${req.params.agentId}"`);
+    await chains.changed([row.id]);
+    warnIfShared(reply, row);
+    return unique;
+  };
+}
+
+/** The `Warning` header of a save (the spec's answer is the DSL itself, so a body field would change its shape). */
+function warnIfShared(
+  reply: { header(name: string, value: string | string[]): unknown; getHeader(name: string): unknown },
+  row: { id: string; audience: unknown; dsl: unknown },
+): void {
+  const warning = everyoneWarning(row);
+  if (!warning) return;
+  // Added to the field-validation warnings already set, not in their place.
+  const prior = reply.getHeader('warning');
+  const list = prior === undefined ? [] : Array.isArray(prior) ? prior.map(String) : [String(prior)];
+  reply.header('warning', [...list, warning]);
 }
 
 function listAgents(deps: GatewayDeps) {
@@ -71,7 +109,11 @@ function listAgents(deps: GatewayDeps) {
       listRuleChains(deps.db.db, { kind: 'agent' }, { limit, offset }),
       countRuleChains(deps.db.db, { kind: 'agent' }),
     ]);
-    return { data: rows.map((r) => ({ ruleChain: { id: r.id, name: r.name, ...(isAgentDisabled(r.dsl) ? { disabled: true } : {}), owner: r.owner } })), total, page, size };
+    const mine = (owner: string) => mayChange(req.principal, owner);
+    const data = rows.map((r) => ({
+      ruleChain: { id: r.id, name: r.name, ...(isAgentDisabled(r.dsl) ? { disabled: true } : {}), owner: r.owner, ...(mine(r.owner) ? { audience: audienceOf(r.audience) } : {}) },
+    }));
+    return { data, total, page, size };
   };
 }
 
@@ -100,6 +142,7 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
           category: chainCategory(dsl),
           dsl: dsl as JsonValue,
           owner: ownerName(req.principal),
+          audience: newAgentAudience(req.principal, deps.config.current.security.requireAuth),
         });
         for (const file of defaultWorkspaceFiles(dsl)) {
           await writeWorkspaceFile(trx, id, file.path, Buffer.from(file.content, 'utf8'), 'create');
@@ -112,6 +155,7 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
     await syncHeartbeat(deps, { id, dsl, owner: ownerName(req.principal) });
     await chains.changed([id]);
     sendWarnings(reply, warnings);
+    warnIfShared(reply, { id, dsl, audience: newAgentAudience(req.principal, deps.config.current.security.requireAuth) });
     return reply.status(201).send(redacted(dsl));
   };
 }
@@ -128,6 +172,7 @@ function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
     await syncHeartbeat(deps, { id: agentId, dsl, owner: row.owner });
     await chains.changed([agentId]);
     sendWarnings(reply, warnings);
+    warnIfShared(reply, row);
     return redacted(row.dsl) as RuleChainDocument;
   };
 }

@@ -3,7 +3,7 @@ import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
 import { ModelInfo, ModelList, ResponseFormat, type RunRequest } from '@agentry/contracts';
-import { getRuleChain, listRuleChains } from '@agentry/db';
+import { getRuleChain, listRuleChains, type RuleChainRow } from '@agentry/db';
 import { isAgentDisabled } from '@agentry/engine';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
@@ -11,6 +11,7 @@ import { ChatRun } from '../chat/chat-run.js';
 import { agentLookup } from '../chat/agent-lookup.js';
 import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
 import { sessionOwner } from '../auth/ownership.js';
+import { mayChatWith } from '../auth/audience.js';
 import { enforceBudget } from '../auth/budget.js';
 import { resumeChatStream, resumeRequested } from '../chat/resume.js';
 
@@ -111,22 +112,22 @@ const ListModels = { response: { 200: ModelList } };
 const ModelParams = Type.Object({ id: Type.String({ minLength: 1 }) });
 const GetModel = { params: ModelParams, response: { 200: ModelInfo } };
 
-/** Whether the caller may see (and chat with) an agent: an API account bound to agents sees those only. */
-function visibleTo(req: FastifyRequest): (agentId: string) => boolean {
+/** Whether the caller may see (and chat with) an agent: shared with it, and an API account bound to agents sees those only. */
+function visibleTo(req: FastifyRequest): (agent: RuleChainRow) => boolean {
   const principal = req.principal;
   const bound = principal.kind === 'account' ? principal.agents : undefined;
-  return (agentId) => !bound || bound.includes(agentId);
+  return (agent) => (!bound || bound.includes(agent.id)) && mayChatWith(principal, agent);
 }
 
 function modelOf(agent: { id: string; createdAt: Date }): ModelInfo {
   return { id: agent.id, object: 'model', created: Math.floor(agent.createdAt.getTime() / 1000), owned_by: 'agentry' };
 }
 
-/** OpenAI's model list: every enabled agent, or those an API account is bound to. */
+/** OpenAI's model list: every enabled agent the caller may chat with. */
 function listModels(deps: GatewayDeps) {
   return async function listModels(req: FastifyRequest): Promise<ModelList> {
     const visible = visibleTo(req);
-    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => visible(a.id) && !isAgentDisabled(a.dsl));
+    const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => visible(a) && !isAgentDisabled(a.dsl));
     return { object: 'list', data: agents.map(modelOf) };
   };
 }
@@ -138,7 +139,7 @@ function listModels(deps: GatewayDeps) {
 function getModel(deps: GatewayDeps) {
   return async function getModel(req: FastifyRequest<{ Params: Static<typeof ModelParams> }>): Promise<ModelInfo> {
     const row = await getRuleChain(deps.db.db, req.params.id);
-    if (!row || row.kind !== 'agent' || !visibleTo(req)(row.id) || isAgentDisabled(row.dsl)) throw new Errors.NOT_FOUND(`model "${req.params.id}"`);
+    if (!row || row.kind !== 'agent' || !visibleTo(req)(row) || isAgentDisabled(row.dsl)) throw new Errors.NOT_FOUND(`model "${req.params.id}"`);
     return modelOf(row);
   };
 }
@@ -163,11 +164,8 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     if (resume) return resumeChatStream(deps, req, reply, resume.run, resume.after, { agui, includeUsage, heartbeatMs: opts.heartbeatMs });
     await enforceBudget(deps.bus, deps.logger, req, reply);
     const request = toRunRequest(body);
-    const agent = await requireAgent(body.model);
     const principal = req.principal;
-    if (principal.kind === 'account' && principal.agents && !principal.agents.includes(agent.id)) {
-      throw new Errors.FORBIDDEN(`api account "${principal.accountId}" is bound to ${principal.agents.map((a) => `"${a}"`).join(', ')}, not to agent "${agent.id}"`);
-    }
+    const agent = await requireAgent(body.model, principal);
 
     const run = new ChatRun(deps, req, reply);
     try {

@@ -20,6 +20,7 @@ import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import { isAdmin, ownerName } from '../auth/ownership.js';
 import type { Principal } from '../auth/credentials.js';
+import { mayChatWith } from '../auth/audience.js';
 import type { GatewayDeps } from '../deps.js';
 import { PageQuery, iso, pageOf, requireAgent, typed } from './common.js';
 
@@ -176,11 +177,20 @@ function checkedSchedule(schedule: string, timezone: string): string {
   return result.schedule;
 }
 
+/** A job runs its target as its owner: the owner must be allowed to chat with that agent (403 otherwise). */
+async function checkMayTarget(db: Db, p: Principal, agentId: string): Promise<void> {
+  const row = await getRuleChain(db, agentId);
+  if (row && row.kind === 'agent' && !mayChatWith(p, row)) {
+    throw new Errors.FORBIDDEN(`agent "${agentId}" is not shared with you: a cron job may target only an agent you may chat with`);
+  }
+}
+
 /** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
-async function create(deps: GatewayDeps, agentId: string, body: CreateBody, owner: string): Promise<CronJob> {
+async function create(deps: GatewayDeps, agentId: string, body: CreateBody, principal: Principal): Promise<CronJob> {
   const db = deps.db.db;
+  await checkMayTarget(db, principal, agentId);
   const { name, schedule, message, timezone, disabled, deliver } = body;
-  const draft = { agentId, owner, name, schedule, message, timezone, disabled, deliver };
+  const draft = { agentId, owner: ownerName(principal), name, schedule, message, timezone, disabled, deliver };
   const job = await createCronJob({ db, pubsub: deps.bus.pubsub, logger: deps.logger }, draft, {
     invalidSchedule: (reason) => new Errors.VALIDATION(reason),
     beforeInsert: () => checkDeliver(db, body.deliver, agentId),
@@ -199,10 +209,13 @@ function notHeartbeat(job: CronJobRecord): void {
   }
 }
 
-async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBody): Promise<CronJob> {
+async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBody, principal: Principal): Promise<CronJob> {
   notHeartbeat(current);
   const db = deps.db.db;
-  if (body.target !== undefined && body.target !== current.agentId) await checkTarget(db, body.target);
+  if (body.target !== undefined && body.target !== current.agentId) {
+    await checkTarget(db, body.target);
+    await checkMayTarget(db, principal, body.target);
+  }
   const timezone = body.timezone ?? current.timezone;
   const schedule = body.schedule !== undefined || body.timezone !== undefined ? checkedSchedule(body.schedule ?? current.schedule, timezone) : undefined;
   // A new target must be allowed the delivery the job keeps, and a new delivery the target.
@@ -269,14 +282,14 @@ function getJob(deps: GatewayDeps) {
 function createJob(deps: GatewayDeps) {
   return async (req: Req<unknown, unknown, Static<typeof CreateBody>>, reply: Reply): Promise<CronJob> => {
     await checkTarget(deps.db.db, req.body.target);
-    const job = await create(deps, req.body.target, req.body, ownerName(req.principal));
+    const job = await create(deps, req.body.target, req.body, req.principal);
     reply.code(201);
     return job;
   };
 }
 
 function updateJob(deps: GatewayDeps) {
-  return async (req: Req<IdParams, unknown, UpdateBody>): Promise<CronJob> => update(deps, await requireJob(deps.db.db, req.params.id), req.body);
+  return async (req: Req<IdParams, unknown, UpdateBody>): Promise<CronJob> => update(deps, await requireJob(deps.db.db, req.params.id), req.body, req.principal);
 }
 
 function deleteJob(deps: GatewayDeps) {
@@ -311,7 +324,7 @@ function createAgentJob(deps: GatewayDeps) {
     const { agentId } = req.params;
     await requireAgent(deps.db.db, agentId);
     checkSameTarget(req.body.target, agentId);
-    const job = await create(deps, agentId, req.body, ownerName(req.principal));
+    const job = await create(deps, agentId, req.body, req.principal);
     reply.code(201);
     return job;
   };
@@ -326,7 +339,7 @@ function updateAgentJob(deps: GatewayDeps) {
     const { agentId, id } = req.params;
     await requireAgent(deps.db.db, agentId);
     checkSameTarget(req.body.target, agentId);
-    return update(deps, await requireJob(deps.db.db, id, agentId), req.body);
+    return update(deps, await requireJob(deps.db.db, id, agentId), req.body, req.principal);
   };
 }
 

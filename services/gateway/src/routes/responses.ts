@@ -179,11 +179,8 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     refuseUnsupported(body);
     const input = inputMessages(body.input);
     const messages: RunMessage[] = body.instructions ? [{ role: 'system', content: body.instructions }, ...input] : input;
-    const agent = await requireAgent(body.model);
     const principal = req.principal;
-    if (principal.kind === 'account' && principal.agents && !principal.agents.includes(agent.id)) {
-      throw new Errors.FORBIDDEN(`api account "${principal.accountId}" is bound to ${principal.agents.map((a) => `"${a}"`).join(', ')}, not to agent "${agent.id}"`);
-    }
+    const agent = await requireAgent(body.model, principal);
     const store = body.store !== false;
     const previous = body.previous_response_id ? await previousSession(deps, principal, body.previous_response_id, agent.id) : undefined;
 

@@ -1,0 +1,54 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * Who may chat with an agent besides its owner and the admins (who always may). Chatting with an
+ * agent hands out everything its tools can do, so an agent is shared on purpose: `everyone`, or
+ * named users (usernames), roles (`user`, `admin`) and api accounts (account ids).
+ */
+export const AgentAudience = Type.Object(
+  {
+    everyone: Type.Boolean(),
+    users: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 1000 }),
+    roles: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100 }),
+    apiAccounts: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 1000 }),
+  },
+  { additionalProperties: false },
+);
+export type AgentAudience = Static<typeof AgentAudience>;
+
+/** Today's audience of every agent made before audiences, and of an admin's (or an open server's) new agents. */
+export const AUDIENCE_EVERYONE: AgentAudience = Object.freeze({ everyone: true, users: [], roles: [], apiAccounts: [] }) as AgentAudience;
+/** A plain user's new agent: its owner and the admins only, until shared. */
+export const AUDIENCE_PRIVATE: AgentAudience = Object.freeze({ everyone: false, users: [], roles: [], apiAccounts: [] }) as AgentAudience;
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((x): x is string => typeof x === 'string') : []);
+
+/**
+ * The audience a stored value (a jsonb column) says. Anything unreadable is private: a damaged
+ * row must not open an agent to everyone.
+ */
+export function audienceOf(value: unknown): AgentAudience {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return AUDIENCE_PRIVATE;
+  const v = value as Record<string, unknown>;
+  return { everyone: v.everyone === true, users: strings(v.users), roles: strings(v.roles), apiAccounts: strings(v.apiAccounts) };
+}
+
+/**
+ * May `principal` chat with (and so use the tools of) an agent owned by `agentOwner`? The one
+ * decision for the gateway (`/models`, chat, Responses, cron targets, bindings) and the engine
+ * (sub-agent calls, heartbeats). `principal` is a run's principal: `user:<name>`, `api:<account>`,
+ * or '' (nobody named: refused unless the agent is shared with everyone); `role` is the user's
+ * role when the principal is a user (`admin` always may). Pure: no I/O.
+ */
+export function audienceAllows(audience: unknown, agentOwner: string, principal: string, role?: string): boolean {
+  if (role === 'admin') return true;
+  if (principal === `user:${agentOwner}`) return true;
+  const a = audienceOf(audience);
+  if (a.everyone) return true;
+  if (principal.startsWith('user:')) {
+    const name = principal.slice('user:'.length);
+    return a.users.includes(name) || (role !== undefined && a.roles.includes(role));
+  }
+  if (principal.startsWith('api:')) return a.apiAccounts.includes(principal.slice('api:'.length));
+  return false;
+}
