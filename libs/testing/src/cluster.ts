@@ -7,6 +7,7 @@ import { freePort, repoRoot, spawnService, type SpawnedService } from './process
 import { uniqueRedisPrefix } from './redis.js';
 import { redisUrl } from './require-servers.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './round-robin-proxy.js';
+import { assertNotFastTier } from './tiers.js';
 
 export type ClusterRole = 'gateway' | 'worker' | 'scheduler' | 'connector';
 
@@ -62,6 +63,7 @@ export interface LocalCluster {
  * proxy. The database must be migrated (services wait for migrations in cluster mode).
  */
 export async function startLocalCluster(opts: LocalClusterOptions): Promise<LocalCluster> {
+  assertNotFastTier('startLocalCluster()');
   const env: Record<string, string> = {
     DATABASE_URL: opts.databaseUrl,
     REDIS_URL: opts.redisUrl,

@@ -11,3 +11,4 @@ export * from './round-robin-proxy.js';
 export * from './archives.js';
 export * from './mcp.js';
 export * from './cutting-proxy.js';
+export * from './tiers.js';

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { dumpPglite, migrateToLatest, migrationNames, openPglite, openPostgres, type DbHandle } from '@agentry/db';
 import { postgresUrl } from './require-servers.js';
+import { assertNotFastTier } from './tiers.js';
 
 export interface TestDatabase {
   url: string;
@@ -109,6 +110,7 @@ async function ensureTemplate(admin: pg.Client): Promise<string> {
  * `{ migrated: false }`, for tests of migrating itself). Call `drop()` in afterAll.
  */
 export async function createTestDatabase(opts: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  assertNotFastTier('createTestDatabase()');
   const name = `agentry_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   await withAdmin(async (admin) => {
     const template = opts.migrated === false ? 'template0' : await ensureTemplate(admin);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { assertNotFastTier } from './tiers.js';
 
 /** The repository root, for spawning services by their source path. */
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -31,6 +32,7 @@ export function spawnService(
   entry: string,
   opts: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; onOutput?: (chunk: string) => void; runtime?: 'tsx' | 'compiled' } = {},
 ): SpawnedService {
+  assertNotFastTier(`spawnService(${entry})`);
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env })) if (v !== undefined) env[k] = v;
   const start =

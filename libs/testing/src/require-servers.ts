@@ -1,4 +1,5 @@
 import { describe, inject, it } from 'vitest';
+import { assertNotFastTier, isFastTier } from './tiers.js';
 
 /**
  * Integration suites call these instead of `describe`. Without the server the suite is
@@ -6,6 +7,15 @@ import { describe, inject, it } from 'vitest';
  */
 function guarded(kind: 'postgres' | 'redis' | 'both') {
   return (name: string, fn: () => void): void => {
+    if (isFastTier()) {
+      // Not a skip: a suite that needs servers was put in the fast tier by mistake.
+      describe(name, () => {
+        it('needs servers, which the fast tier does not have', () => {
+          assertNotFastTier(`${name} (describeWith${kind === 'both' ? 'Servers' : kind === 'postgres' ? 'Postgres' : 'Redis'})`);
+        });
+      });
+      return;
+    }
     const s = inject('testServers');
     const missing: string[] = [];
     if ((kind === 'postgres' || kind === 'both') && !s.postgresUrl) missing.push(s.postgresReason || 'Postgres unavailable');
@@ -37,16 +47,27 @@ export function skipLoudly(name: string, reason: string, fn: () => void): void {
 
 
 export const describeWithPostgres = guarded('postgres');
+/**
+ * The Postgres half of a suite that also runs on PGlite (the harness runs the same tests on
+ * both engines). The fast tier leaves this half to the full tier, which runs it as
+ * `describeWithPostgres` does; everywhere else it is `describeWithPostgres`.
+ */
+export function describeAlsoOnPostgres(name: string, fn: () => void): void {
+  if (isFastTier()) return;
+  describeWithPostgres(name, fn);
+}
 export const describeWithRedis = guarded('redis');
 export const describeWithServers = guarded('both');
 
 export function postgresUrl(): string {
+  assertNotFastTier('postgresUrl()');
   const url = inject('testServers').postgresUrl;
   if (!url) throw new Error('Postgres is not available');
   return url;
 }
 
 export function redisUrl(): string {
+  assertNotFastTier('redisUrl()');
   const url = inject('testServers').redisUrl;
   if (!url) throw new Error('Redis is not available');
   return url;

@@ -14,8 +14,6 @@ export interface ConnectorOptions {
   sweepMs: number;
   /** How long past due a queued message must be before the sweep enqueues it again. */
   sweepGraceMs: number;
-  /** Inbound event ids are kept this long for duplicate detection. */
-  inboundRetentionMs: number;
   /** Tests substitute the HTTP client. */
   fetch: typeof fetch;
 }
@@ -29,6 +27,5 @@ export const DEFAULT_CONNECTOR_OPTIONS: ConnectorOptions = {
   requestTimeoutMs: 15_000,
   sweepMs: 15_000,
   sweepGraceMs: 30_000,
-  inboundRetentionMs: 7 * 24 * 3600_000,
   fetch: globalThis.fetch,
 };

@@ -1,21 +1,18 @@
 import type { Logger } from 'pino';
 import type { Bus } from '@agentry/bus';
 import { enqueueOutbound } from '@agentry/channels';
-import { listStrandedOutbound, pruneInboundEvents, type Db } from '@agentry/db';
-
-/** Inbound event ids are pruned at most this often. */
-const PRUNE_EVERY_MS = 3600_000;
+import { listStrandedOutbound, type Db } from '@agentry/db';
 
 /**
  * Every `sweepMs`, enqueues again the messages still queued `sweepGraceMs` past due (their job was
  * lost: a queue outage, a crash between commit and enqueue), so every committed message ends sent
- * or failed; and, hourly, prunes inbound event ids older than `inboundRetentionMs`. One pass at a
- * time: a slow pass is not overlapped by the next tick.
+ * or failed. One pass at a time: a slow pass is not overlapped by the next tick. Inbound event ids
+ * are not this pass's: the scheduler's retention pass forgets them per
+ * `retention.inbound_events_days` (0 keeps them).
  */
 export class OutboundSweeper {
   #timer: NodeJS.Timeout | undefined;
   #sweeping: Promise<void> | undefined;
-  #lastPrune = 0;
 
   constructor(
     private readonly deps: {
@@ -24,7 +21,6 @@ export class OutboundSweeper {
       logger: Logger;
       sweepMs: number;
       sweepGraceMs: number;
-      inboundRetentionMs: number;
     },
   ) {}
 
@@ -50,10 +46,5 @@ export class OutboundSweeper {
       await enqueueOutbound(queue, s.id, { attempt: 10_000 + s.attempts });
     }
     if (stranded.length > 0) logger.info({ count: stranded.length }, 'stranded outbound messages enqueued again');
-    if (Date.now() - this.#lastPrune > PRUNE_EVERY_MS) {
-      this.#lastPrune = Date.now();
-      const pruned = await pruneInboundEvents(db, this.deps.inboundRetentionMs);
-      if (pruned > 0) logger.info({ pruned }, 'old inbound event ids pruned');
-    }
   }
 }

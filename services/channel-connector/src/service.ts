@@ -58,7 +58,6 @@ export async function startChannelConnector(runtime: Runtime, overrides: Partial
     logger,
     sweepMs: opts.sweepMs,
     sweepGraceMs: opts.sweepGraceMs,
-    inboundRetentionMs: opts.inboundRetentionMs,
   });
   sweeper.start();
 

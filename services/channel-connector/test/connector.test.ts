@@ -7,6 +7,7 @@ import { enqueueOutbound, queueOutbound, sendAndWait } from '@agentry/channels';
 import {
   getOutboundMessage,
   insertRuleChain,
+  recordInboundEvent,
   upsertChannelAccount,
   writeWorkspaceFile,
   type Db,
@@ -28,8 +29,12 @@ describe('channel-connector', () => {
   const logs: string[] = [];
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-connector-'));
 
+  const oldEvent = { platform: 'chat_d', accountId: 'tg', eventId: 'evt-kept-forever' };
+
   beforeAll(async () => {
     tg = await startFakeTelegram();
+    // 0: received event ids are never forgotten (the connector once pruned them after 7 days anyway).
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), 'retention:\n  inbound_events_days: 0\n');
     runtime = await bootstrap({
       service: 'connector-test',
       mode: 'embedded',
@@ -41,6 +46,9 @@ describe('channel-connector', () => {
       openBus: (logger) => createMemoryBus({ logger }),
     });
     db = runtime.db.db;
+    // Recorded a month ago, before the connector (and its first sweep pass) starts.
+    await recordInboundEvent(db, oldEvent);
+    await db.updateTable('inbound_events').set({ received_at: new Date(Date.now() - 30 * 24 * 3600_000) }).where('event_id', '=', oldEvent.eventId).execute();
     await startChannelConnector(runtime, { baseBackoffMs: 100, maxBackoffMs: 400, sweepMs: 200, sweepGraceMs: 300, maxAttempts: 3, requestTimeoutMs: 2000 });
     const { app_secret, secret, ...settings } = tg.account;
     await upsertChannelAccount(db, {
@@ -162,6 +170,13 @@ describe('channel-connector', () => {
     await enqueueOutbound(runtime.bus.queue, id, { attempt: 99 });
     await new Promise((r) => setTimeout(r, 300));
     expect(tg.sent.filter((s) => s.chatId === '19')).toHaveLength(1);
+  });
+
+  it('keeps inbound event ids as retention.inbound_events_days says (0: kept), whatever their age', async () => {
+    // A stranded message sent proves a sweep pass ran after the old id was recorded.
+    const id = await queueOutbound(db, { platform: 'chat_d', accountId: 'tg', chatId: '20', kind: 'text', payload: { text: 'after a sweep' }, source: 'test' });
+    expect((await settledRow(id)).status).toBe('sent');
+    expect(await recordInboundEvent(db, oldEvent)).toBe(false); // still known: a redelivery is still dropped
   });
 
   it('logs carry no secret', () => {

@@ -6,7 +6,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { createMemoryBus } from '@agentry/bus';
 import type { DbHandle } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestDatabase, createTestPglite, describeWithPostgres, type TestDatabase } from '@agentry/testing';
+import { createTestDatabase, createTestPglite, describeAlsoOnPostgres, type TestDatabase } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
 
 /**
@@ -83,12 +83,12 @@ function harness(open: () => Promise<DbHandle>, cleanup: () => Promise<void> = a
   };
 }
 
-/** Runs `suite` twice: on PGlite (embedded) and on a fresh Postgres database. */
+/** Runs `suite` twice: on PGlite (embedded) and on a fresh Postgres database (the full tier only). */
 export function describeOnBothEngines(name: string, suite: (env: () => Env) => void): void {
   describe(`${name} (embedded, PGlite)`, () => {
     suite(harness(() => createTestPglite()));
   });
-  describeWithPostgres(`${name} (Postgres)`, () => {
+  describeAlsoOnPostgres(`${name} (Postgres)`, () => {
     let test: TestDatabase | undefined;
     suite(
       harness(

@@ -284,16 +284,6 @@ export async function setInboundEventRun(db: Db, e: { platform: string; accountI
     .execute();
 }
 
-/** Forgets inbound ids older than `maxAgeMs` (platforms redeliver within minutes, not days). */
-export async function pruneInboundEvents(db: Db, maxAgeMs: number): Promise<number> {
-  const rows = await db
-    .deleteFrom('inbound_events')
-    .where('received_at', '<', sql<Date>`now() - ${`${maxAgeMs} milliseconds`}::interval`)
-    .returning('event_id')
-    .execute();
-  return rows.length;
-}
-
 /** Undoes recordInboundEvent when the event could not be turned into a run (so a redelivery is not dropped). */
 export async function forgetInboundEvent(db: Db, e: { platform: string; accountId: string; eventId: string }): Promise<void> {
   await db
