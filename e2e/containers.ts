@@ -6,6 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type OpenAI from 'openai';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -172,4 +173,19 @@ export function detectCompose(e: Engine): { argv: string[] } | { reason: string 
   const v = spawnSync('podman-compose', ['version'], { encoding: 'utf8', timeout: 30_000 });
   if (v.status !== 0) return { reason: 'podman-compose is not installed (apt-get install podman-compose)' };
   return { argv: ['podman-compose', '--podman-path', path.join(repoRoot, 'e2e/podman-host-net.sh')] };
+}
+
+/**
+ * One chat streamed through the openai SDK: the text of its deltas and its finish_reason. The SDK
+ * ends quietly on a body that stops early: the finish_reason tells a whole stream.
+ */
+export async function streamedChat(client: OpenAI, model: string, content: string): Promise<{ text: string; finish: string | null | undefined }> {
+  const stream = await client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content }] });
+  let text = '';
+  let finish: string | null | undefined;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? '';
+    finish ??= chunk.choices[0]?.finish_reason;
+  }
+  return { text, finish };
 }
