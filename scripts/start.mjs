@@ -65,7 +65,7 @@ function build(pkgDir, why) {
   } catch {
     return 'TypeScript is not installed (a production install)';
   }
-  console.error(`agentry: building ${rel(pkgDir)} (${why}) before starting it compiled`);
+  console.error(`agentry: building ${rel(pkgDir)} first (${why}); it starts once the build is done`);
   const res = spawnSync(process.execPath, [tsc, '-b', fileURLToPath(pkgDir)], { cwd: rootPath, stdio: ['ignore', 'inherit', 'inherit'] });
   return res.status === 0 ? null : `\`tsc -b ${rel(pkgDir)}\` failed (exit ${res.status ?? res.signal})`;
 }

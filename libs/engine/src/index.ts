@@ -25,7 +25,7 @@ export { fillChainVars } from './chain/vars.js';
 export { type ChainContext, type CompleteRequest, type LoadResult, type ParsedChain, type RuleMsg, type SubChainResult } from './chain/types.js';
 export { isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition, type SecretSealer } from './definition-secrets.js';
 export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate, type NormalizedChain } from './dsl.js';
-export { ModelProviders } from './models/providers.js';
+export { ADD_PROVIDER_FIX, ModelProviders } from './models/providers.js';
 export { defaultModelOf, resolveModel } from './models/resolve.js';
 export { type ChatMessage, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './models/types.js';
 export { nodeTypes } from './nodes/index.js';

@@ -6,7 +6,7 @@ import { deleteProvider, insertProvider, updateProvider, type DbHandle, type Pro
 import { hasCode, Errors } from '@agentry/errors';
 import { Sealer } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
-import { ModelProviders, defaultModelOf, resolveModel, type ModelCallRequest, type ModelEvent, type ModelTimeouts } from '../src/index.js';
+import { ADD_PROVIDER_FIX, ModelProviders, defaultModelOf, resolveModel, type ModelCallRequest, type ModelEvent, type ModelTimeouts } from '../src/index.js';
 
 /** The provider client against the fake OpenAI server: streaming, retries, failover, timeouts, abort. */
 
@@ -333,12 +333,14 @@ describe('ModelProviders.stream', () => {
     const p = await providers();
     const unknownProvider = await settle(p.stream(request({ provider: 'ghost' })));
     expect(hasCode(unknownProvider.error, Errors.VALIDATION)).toBe(true);
-    expect(unknownProvider.error?.message).toBe('Invalid input: unknown model provider "ghost"');
+    expect(unknownProvider.error?.message).toBe(`Invalid input: unknown model provider "ghost"; ${ADD_PROVIDER_FIX}`);
     const unknownModel = await settle(p.stream(request({ model: 'gpt-9' })));
     expect(unknownModel.error?.message).toBe('Invalid input: model provider "a" has no model "gpt-9" (it has model-a1, default, model-a2, fast)');
     defaultProvider = '';
     const none = await settle(p.stream(request()));
-    expect(none.error?.message).toBe('Invalid input: no model provider: the agent names none and models.default_provider is not set');
+    expect(none.error?.message).toBe(
+      'Invalid input: no model provider: the agent names none and models.default_provider is not set; add one with `agentry providers add <id> --base-url <url> --default` or on the web UI\'s Model providers page (/providers)',
+    );
     expect(fakeA.requests).toHaveLength(0);
   });
 

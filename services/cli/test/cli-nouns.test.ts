@@ -182,7 +182,7 @@ describe('doctor', () => {
     const report = doc.json<Doctor>();
     expect(report.ok).toBe(true);
     const checks = report.findings.map((f) => f.check);
-    expect(checks).toEqual(expect.arrayContaining(['server', 'version', 'auth', 'credential', 'provider', 'ready']));
+    expect(checks).toEqual(expect.arrayContaining(['server', 'version', 'auth', 'credential', 'provider', 'default', 'agents', 'ready']));
     expect(report.findings.find((f) => f.check === 'version')!.detail).toMatch(/^\d+\.\d+\.\d+/);
     expect(report.findings.find((f) => f.check === 'auth')!.detail).toMatch(/login is required/);
     expect(report.findings.find((f) => f.check === 'provider')!.detail).toMatch(/^fake answers/);
@@ -217,6 +217,8 @@ describe('doctor', () => {
       '/api/v1/auth/status': [200, { requireAuth: true, user: null }],
       '/api/v1/models': [200, { object: 'list', data: [] }],
       '/api/v1/config/models/providers': [200, []],
+      '/api/v1/config/models': [200, { default_provider: '', providers: [] }],
+      '/api/v1/agents': [200, { data: [], total: 0, page: 1, size: 1 }],
       '/ready': [503, { error: 'not ready: redis', checks: { database: { ok: true, ms: 2 }, redis: { ok: false, ms: 5, error: 'connect ECONNREFUSED 127.0.0.1:6390' } } }],
     };
     const server = http.createServer((req, res) => {
@@ -233,7 +235,10 @@ describe('doctor', () => {
         { check: 'version', ok: true, detail: '9.9.9' },
         { check: 'auth', ok: true, detail: 'a login is required for management' },
         { check: 'credential', ok: true, detail: 'chat works with API key sk-...0001 from env AGENTRY_API_KEY' },
-        { check: 'providers', ok: false, detail: 'none configured', fix: 'agentry providers add <id> --base-url <url> --model <name> --key' },
+        { check: 'providers', ok: false, detail: 'none configured', fix: "agentry providers add <id> --base-url <url> --model <name> --key, or the web UI's Model providers page (/providers)" },
+        // What stops a first chat, each with the command and the page that fix it (issue 42).
+        { check: 'default', ok: false, detail: 'no default provider: an agent that names none cannot answer', fix: "agentry providers add <id> --base-url <url> --default, or the web UI's Model providers page (/providers)" },
+        { check: 'agents', ok: false, detail: 'none yet: there is nothing to chat with', fix: "agentry agents create --id helper, or the web UI's Agents page (/agents/new)" },
         { check: 'ready', ok: true, detail: 'database (2 ms)' },
         { check: 'ready', ok: false, detail: 'redis: connect ECONNREFUSED 127.0.0.1:6390', fix: 'the queue: check that Redis is running and REDIS_URL is right' },
       ]);

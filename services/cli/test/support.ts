@@ -32,6 +32,8 @@ export interface GatewayOptions {
   /** YAML lines appended to the configuration (server and models are set already). */
   config?: string[];
   env?: Record<string, string>;
+  /** No provider configured (a first run): the fake model still runs, for a test to add. */
+  noProvider?: boolean;
 }
 
 /**
@@ -50,9 +52,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<TestGatew
     [
       `server: {host: 127.0.0.1, port: ${port}}`,
       'logging: {level: warn}',
-      'models:',
-      '  default_provider: fake',
-      `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
+      ...(opts.noProvider ? [] : ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`]),
       ...(opts.config ?? []),
     ].join('\n'),
   );
@@ -69,7 +69,8 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<TestGatew
         if (service.proc.exitCode !== null) throw new Error(`the gateway exited:\n${service.output()}`);
         return (await fetch(`${url}/health`).catch(() => undefined))?.ok;
       },
-      45_000,
+      // Generous: a loaded box (several suites at once) takes minutes to compile and migrate.
+      150_000,
       100,
     );
   } catch (err) {

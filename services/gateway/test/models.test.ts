@@ -437,3 +437,34 @@ describe('seeding providers from the file', () => {
     expect((await h.app.inject({ method: 'POST', url, payload, headers: bearer(admin) })).statusCode).toBe(201);
   });
 });
+
+describe('the first provider becomes the default (issue 42)', () => {
+  let h: Harness | undefined;
+  beforeAll(async () => {
+    h = await startHarness('{}\n');
+  }, 300_000);
+  afterAll(async () => {
+    await h?.close();
+  });
+  const inject = async (method: InjectOptions['method'], url: string, payload?: unknown) =>
+    (await h!.app.inject({ method, url: `/api/v1${url}`, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) })).json();
+  const defaultProvider = async () => ((await inject('GET', '/config/models')) as { default_provider: string }).default_provider;
+
+  it('POST: the first provider becomes models.default_provider, a second does not unless `default: true`', async () => {
+    expect(await defaultProvider()).toBe('');
+    expect(await inject('POST', '/config/models/providers', { id: 'first', base_url: 'http://127.0.0.1:1/v1' })).toMatchObject({ id: 'first' });
+    expect(await defaultProvider()).toBe('first');
+    await inject('POST', '/config/models/providers', { id: 'second', base_url: 'http://127.0.0.1:2/v1' });
+    expect(await defaultProvider()).toBe('first');
+    await inject('POST', '/config/models/providers', { id: 'third', base_url: 'http://127.0.0.1:3/v1', default: true });
+    expect(await defaultProvider()).toBe('third');
+    expect(await inject('POST', '/config/models/providers', { id: 'bad', base_url: 'http://127.0.0.1:3/v1', default: 'yes' })).toMatchObject({ error: expect.stringContaining('default') });
+  });
+
+  it('PUT /config with models.providers: the default the patch names wins over the first-provider rule', async () => {
+    await inject('PUT', '/config', { models: { providers: { a: { base_url: 'http://127.0.0.1:1/v1' }, b: { base_url: 'http://127.0.0.1:2/v1' } }, default_provider: 'b' } });
+    expect(await defaultProvider()).toBe('b');
+    // `default` is a flag of the create route, not a provider field.
+    expect(await inject('PUT', '/config', { models: { providers: { c: { base_url: 'http://127.0.0.1:3/v1', default: true } } } })).toMatchObject({ error: expect.stringContaining('default') });
+  });
+});

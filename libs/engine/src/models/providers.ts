@@ -77,6 +77,9 @@ interface Failure {
   retryAfterMs?: number;
 }
 
+/** What fixes a missing provider, named in every "no model provider" error (issue 42): the CLI command and the web page. */
+export const ADD_PROVIDER_FIX = 'add one with `agentry providers add <id> --base-url <url> --default` or on the web UI\'s Model providers page (/providers)';
+
 /** The attempt's own timers fired (first token, silence, total). */
 class AttemptTimeout extends Error {}
 
@@ -177,7 +180,7 @@ export class ModelProviders {
 
   async #targets(req: ModelCallRequest): Promise<Target[]> {
     const providerId = req.provider || this.#deps.config().models.default_provider;
-    if (!providerId) throw new Errors.VALIDATION('no model provider: the agent names none and models.default_provider is not set');
+    if (!providerId) throw new Errors.VALIDATION(`no model provider: the agent names none and models.default_provider is not set; ${ADD_PROVIDER_FIX}`);
     const primary = await this.#target(providerId, req.model);
     const targets = [primary];
     for (const f of req.failover ?? []) {
@@ -194,7 +197,7 @@ export class ModelProviders {
 
   async #target(providerId: string, requested: string | undefined): Promise<Target> {
     const entry = await this.#provider(providerId);
-    if (!entry) throw new Errors.VALIDATION(`unknown model provider "${providerId}"`);
+    if (!entry) throw new Errors.VALIDATION(`unknown model provider "${providerId}"; ${ADD_PROVIDER_FIX}`);
     const model = resolveModel(entry.record, requested);
     if (!model) {
       const known = entry.record.models.flatMap((m) => (m.alias ? [m.name, m.alias] : [m.name]));

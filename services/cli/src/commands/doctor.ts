@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import { describeSource, isExpired, maskSecret } from '../credentials.js';
 import { CliError, describeError } from '../errors.js';
 import { examples, type Cli } from '../command-kit.js';
-import { listProviders, testProvider } from './providers.js';
+import { defaultProviderId, listProviders, testProvider, type Provider } from './providers.js';
 
 /** One line of the report: what was checked, what was found, and for a failure what to do. */
 export interface Finding {
@@ -31,8 +31,9 @@ export function doctorCommand(program: Command, cli: Cli): void {
     .summary('check the server, the credentials and the providers; name a fix for each failure')
     .description(
       'Checks, in order: the server answers (/health), its version, whether it requires a login,\n' +
-        'which credential works (chat and login), each model provider (a test call; needs an admin),\n' +
-        'and readiness (/ready: database, queue, services). Exit 1 when anything failed.',
+        'which credential works (chat and login), what a first chat needs (a default provider, an\n' +
+        'agent), each model provider (a test call; needs an admin), and readiness (/ready: database,\n' +
+        'queue, services). Exit 1 when anything failed.',
     )
     .action(cli.action(runDoctor));
   examples(doctor, 'agentry doctor', 'agentry doctor --json');
@@ -48,7 +49,8 @@ async function runDoctor(ctx: Context): Promise<void> {
     await checkVersion(ctx, report);
     await checkAuth(ctx, report);
     await checkCredentials(ctx, report);
-    await checkProviders(ctx, report);
+    const providers = await checkProviders(ctx, report);
+    if (providers) await checkChatPath(ctx, report, providers);
     await checkReady(ctx, report);
   }
   if (ctx.json) ctx.printer.json({ url: ctx.url, ok: findings.every((f) => f.ok), findings });
@@ -93,7 +95,13 @@ async function checkAuth(ctx: Context, report: Report): Promise<AuthStatus | und
 async function checkCredentials(ctx: Context, report: Report): Promise<void> {
   const inUse = ctx.credentials.inUse();
   if (!inUse) {
-    report({ check: 'credential', ok: false, detail: 'none found', fix: 'agentry login, or set AGENTRY_API_KEY (see agentry whoami)' });
+    // An open server chats without a key (until an API account exists): none found is then no failure.
+    const open = await ctx.anonymous.models().then(
+      () => true,
+      () => false,
+    );
+    if (open) report({ check: 'credential', ok: true, detail: 'none needed: this server takes chat without a key' });
+    else report({ check: 'credential', ok: false, detail: 'none found, and the server wants one for chat', fix: 'agentry login, or set AGENTRY_API_KEY (see agentry whoami)' });
     return;
   }
   const source = describeSource(inUse, ctx.setup.home);
@@ -112,15 +120,36 @@ async function checkCredentials(ctx: Context, report: Report): Promise<void> {
   else report({ check: 'login', ok: true, detail: `${login.username} (signs management commands)` });
 }
 
-async function checkProviders(ctx: Context, report: Report): Promise<void> {
+/** What a first chat needs besides a provider that answers: a default provider and an agent. */
+async function checkChatPath(ctx: Context, report: Report, providers: Provider[]): Promise<void> {
+  try {
+    const id = await defaultProviderId(ctx);
+    if (id) report({ check: 'default', ok: true, detail: `provider ${id} answers agents that name none` });
+    else {
+      const fix = providers.length > 0 ? `agentry config set models.default_provider ${providers[0]!.id}` : `agentry providers add <id> --base-url <url> --default, or the web UI's Model providers page (/providers)`;
+      report({ check: 'default', ok: false, detail: 'no default provider: an agent that names none cannot answer', fix });
+    }
+  } catch (err) {
+    report({ check: 'default', ok: false, detail: `cannot read the default provider: ${why(err)}`, fix: 'agentry login' });
+  }
+  try {
+    const agents = await ctx.spin('loading agents', () => ctx.client.agents.list({ size: 1 }));
+    if (agents.total > 0) report({ check: 'agents', ok: true, detail: `${agents.total} to chat with` });
+    else report({ check: 'agents', ok: false, detail: 'none yet: there is nothing to chat with', fix: "agentry agents create --id helper, or the web UI's Agents page (/agents/new)" });
+  } catch (err) {
+    report({ check: 'agents', ok: false, detail: `cannot list them: ${why(err)}`, fix: 'agentry login' });
+  }
+}
+
+async function checkProviders(ctx: Context, report: Report): Promise<Provider[] | undefined> {
   let providers;
   try {
     providers = await ctx.spin('loading providers', () => listProviders(ctx));
   } catch (err) {
     report({ check: 'providers', ok: false, detail: `cannot list them: ${why(err)}`, fix: 'agentry login (a user may list providers)' });
-    return;
+    return undefined;
   }
-  if (providers.length === 0) report({ check: 'providers', ok: false, detail: 'none configured', fix: 'agentry providers add <id> --base-url <url> --model <name> --key' });
+  if (providers.length === 0) report({ check: 'providers', ok: false, detail: 'none configured', fix: "agentry providers add <id> --base-url <url> --model <name> --key, or the web UI's Model providers page (/providers)" });
   for (const p of providers) {
     try {
       const result = await ctx.spin(`testing ${p.id}`, () => testProvider(ctx, p.id));
@@ -131,6 +160,7 @@ async function checkProviders(ctx: Context, report: Report): Promise<void> {
       report({ check: 'provider', ok: false, detail: `${p.id}: not tested: ${why(err)}`, fix: admin ? 'testing a provider needs an admin: agentry login -u admin' : 'see the server log' });
     }
   }
+  return providers;
 }
 
 async function checkReady(ctx: Context, report: Report): Promise<void> {

@@ -74,8 +74,9 @@ export function providerCommands(program: Command, cli: Cli): void {
     .option('--models <a,b>', 'the models it offers, comma-separated')
     .option('--name <name>', 'display name')
     .option('--key', 'ask for the API key')
+    .option('--default', 'make it the default provider (models.default_provider); the first provider added becomes it anyway')
     .action(cli.action(addProvider));
-  examples(add, 'agentry providers add openai --base-url https://api.openai.com/v1 --model gpt-4o-mini --key', 'printf "%s\\n" "$KEY" | agentry providers add local --base-url http://127.0.0.1:8000/v1 --key');
+  examples(add, 'agentry providers add openai --base-url https://api.openai.com/v1 --model gpt-4o-mini --key', 'agentry providers add local --base-url http://127.0.0.1:8000/v1 --model llama --default', 'printf "%s\\n" "$KEY" | agentry providers add local --base-url http://127.0.0.1:8000/v1 --key');
 
   const update = providers
     .command('update')
@@ -98,18 +99,21 @@ export function providerCommands(program: Command, cli: Cli): void {
   examples(del, 'agentry providers delete old-openai');
 }
 
+/** The id of models.default_provider ('' when none is set). */
+export const defaultProviderId = async (ctx: Context) => (await ctx.client.raw<{ default_provider: string }>('GET', '/config/models')).default_provider;
+
 async function printProviders(ctx: Context): Promise<void> {
-  const items = await ctx.spin('loading providers', () => listProviders(ctx));
+  const [items, byDefault] = await ctx.spin('loading providers', () => Promise.all([listProviders(ctx), defaultProviderId(ctx)]));
   ctx.printer.list<Provider>(
     items,
     [
-      { header: 'id', value: (p) => p.id },
+      { header: 'id', value: (p) => (p.id === byDefault ? `${p.id} (default)` : p.id) },
       { header: 'name', value: (p) => p.name },
       { header: 'base url', value: (p) => p.base_url },
       { header: 'model', value: (p) => p.model },
       { header: 'key', value: (p) => (p.hasApiKey ? 'set' : 'none') },
     ],
-    'no providers',
+    'no providers yet: add one with agentry providers add <id> --base-url <url> --model <name> --key',
   );
 }
 
@@ -121,10 +125,13 @@ async function showProvider(ctx: Context, _opts: unknown, id: string): Promise<v
   ctx.printer.object({ id: p.id, name: p.name, base_url: p.base_url, model: p.model, models: p.models.map((m) => (m.alias ? `${m.name} (${m.alias})` : m.name)).join(', ') || null, key: p.hasApiKey ? 'set' : 'none' });
 }
 
-async function addProvider(ctx: Context, opts: FieldOpts & { key?: boolean }, id: string): Promise<void> {
+async function addProvider(ctx: Context, opts: FieldOpts & { key?: boolean; default?: boolean }, id: string): Promise<void> {
   const apiKey = opts.key ? await askKey(ctx, id) : undefined;
-  const created = await ctx.spin('adding the provider', () => ctx.client.raw<Provider>('POST', PATH, { json: { id, ...fields(opts), ...(apiKey ? { api_key: apiKey } : {}) } }));
-  ctx.printer.done(`added provider ${created.id}${created.hasApiKey ? ' (key set)' : ''}`, created);
+  const body = { id, ...fields(opts), ...(apiKey ? { api_key: apiKey } : {}), ...(opts.default ? { default: true } : {}) };
+  const created = await ctx.spin('adding the provider', () => ctx.client.raw<Provider>('POST', PATH, { json: body }));
+  // The server makes the first provider the default: say so, since agents without a provider use it.
+  const isDefault = ctx.json ? false : (await defaultProviderId(ctx).catch(() => '')) === created.id;
+  ctx.printer.done(`added provider ${created.id}${created.hasApiKey ? ' (key set)' : ''}${isDefault ? '; it is the default provider' : ''}`, created);
 }
 
 async function updateProvider(ctx: Context, opts: FieldOpts, id: string): Promise<void> {

@@ -49,7 +49,9 @@ export async function seedFromConfig(deps: { db: Db; secrets: Sealer; config: Ag
       apiKey: apiKey ? { hash: hashApiKey(apiKey), sealed: secrets.seal(apiKey) } : undefined,
       budget: budget ?? null,
     });
-    logger.info({ username }, existing ? 'user updated from the configuration file' : 'user created from the configuration file');
+    // Without security.users there is no file entry: the default admin is the server's own.
+    const source = entries.length > 0 ? 'from the configuration file' : 'with the default password (security.users is not set)';
+    logger.info({ username }, `user ${existing ? 'updated' : 'created'} ${source}`);
   }
   const removed = await deleteUsersExcept(
     db,

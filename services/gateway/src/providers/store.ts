@@ -121,7 +121,7 @@ function normaliseModels(models: ProviderModel[] | undefined): ProviderModel[] {
  * Creates provider `id` (the key sealed), then tells every replica: the one write behind
  * `POST /config/models/providers` and the providers `PUT /config` adds. 409 when the id is taken.
  */
-export async function createProviderRecord(deps: GatewayDeps, id: string, fields: ProviderFields & { base_url: string }): Promise<ProviderRecord> {
+export async function createProviderRecord(deps: GatewayDeps, id: string, fields: ProviderFields & { base_url: string }, makeDefault = false): Promise<ProviderRecord> {
   assertProviderId(id);
   const conflict = () => new Errors.CONFLICT(`model provider "${id}"`);
   if (await getProvider(deps.db.db, id)) throw conflict();
@@ -141,6 +141,12 @@ export async function createProviderRecord(deps: GatewayDeps, id: string, fields
     throw err;
   }
   await publishProviderChange(deps, id);
+  // A first provider nobody names as the default would leave every agent without a model
+  // (issue 42): it becomes the default unless one is set; `makeDefault` forces it.
+  const current = deps.config.current.models.default_provider;
+  if (makeDefault || !current) {
+    if (current !== id) await deps.config.update({ models: { default_provider: id } });
+  }
   return created;
 }
 

@@ -16,7 +16,7 @@ import {
   type ProviderFields,
 } from '../providers/store.js';
 import { documentBody } from '../openapi.js';
-import { CreateBody, UpdateBody } from './models.js';
+import { CreateFields, UpdateBody } from './models.js';
 import { typed } from './common.js';
 
 const GetConfig = { response: { 200: ConfigDocument } };
@@ -98,7 +98,7 @@ async function checkProviderWrites(deps: GatewayDeps, providers: unknown): Promi
     const at = `models.providers.${id}`;
     const exists = (await getProvider(deps.db.db, id)) !== undefined;
     if (!exists) assertProviderId(id, `name the provider by another key of models.providers`);
-    const problems = describeErrors(exists ? UpdateBody : CreateBody, entry, at).map((p) =>
+    const problems = describeErrors(exists ? UpdateBody : CreateFields, entry, at).map((p) =>
       p.startsWith('unknown key ') ? `${p.slice('unknown key '.length)} is not a provider field` : p,
     );
     if (problems.length > 0) throw new Errors.VALIDATION(problems.join('; '));

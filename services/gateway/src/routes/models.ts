@@ -36,7 +36,15 @@ const Fields = {
   models: Type.Optional(Type.Array(ModelEntry, { maxItems: 1000 })),
 };
 
-export const CreateBody = Type.Object({ id: Type.Optional(Id), base_url: BaseUrl, api_key: Type.Optional(ApiKey), ...Fields }, { additionalProperties: false });
+/** A new provider's fields, as `models.providers.<id>` of `PUT /config` takes them too. */
+export const CreateFields = Type.Object({ id: Type.Optional(Id), base_url: BaseUrl, api_key: Type.Optional(ApiKey), ...Fields }, { additionalProperties: false });
+const CreateBody = Type.Object(
+  {
+    ...CreateFields.properties,
+    default: Type.Optional(Type.Boolean({ description: 'make it models.default_provider (the first provider becomes the default anyway)' })),
+  },
+  { additionalProperties: false },
+);
 export const UpdateBody = Type.Object(
   {
     id: Type.Optional(Type.String()),
@@ -130,7 +138,8 @@ function createProvider(deps: GatewayDeps) {
     const id = body.id ?? body.name;
     if (id === undefined) throw new Errors.VALIDATION('id: required (or a name usable as id)');
     assertProviderFields(body);
-    const created = await createProviderRecord(deps, id, body);
+    const { default: makeDefault, ...fields } = body;
+    const created = await createProviderRecord(deps, id, fields, makeDefault === true);
     req.log.info({ provider: id }, 'model provider created');
     reply.code(201);
     return providerView(created);
