@@ -478,7 +478,11 @@ describe('http_fetch', () => {
     const blocked = ['0.0.0.0', '10.1.2.3', '100.64.0.1', '127.0.0.1', '169.254.1.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', '224.0.0.1', '255.255.255.255',
       '::', '::1', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '2002:7f00:1::1', '::127.0.0.1'];
     for (const ip of blocked) expect(nonPublicReason(ip), ip).toBeDefined();
-    for (const ip of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) expect(nonPublicReason(ip), ip).toBeUndefined();
+    for (const ip of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700::1111']) expect(nonPublicReason(ip), ip).toBeUndefined();
+    // Issue 35: IPv4 through IPv6 translation prefixes and Teredo is never public, whatever it embeds.
+    for (const ip of ['::ffff:8.8.8.8', '::ffff:0:808:808', '64:ff9b::808:808', '64:ff9b:1::a00:1', '64:ff9b:1:ffff::1', '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2']) {
+      expect(nonPublicReason(ip), ip).toBeDefined();
+    }
     await expect(assertPublicAddress('http://8.8.8.8/')).resolves.toBeInstanceOf(URL);
     await expect(assertPublicAddress('http://127.0.0.1/', { allowPrivateNetworks: true })).resolves.toBeInstanceOf(URL);
     await expect(assertPublicAddress('http://api.internal/', { allowHosts: ['*.internal'] })).resolves.toBeInstanceOf(URL);

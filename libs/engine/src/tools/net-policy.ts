@@ -93,18 +93,18 @@ function ipv6Reason(g: number[]): string | undefined {
   const zeroTo = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeroTo(8)) return 'unspecified';
   if (zeroTo(7) && g7 === 1) return 'loopback';
-  if (zeroTo(5) && g5 === 0xffff) {
-    const r = ipv4Reason(embedded);
-    return r && `IPv4-mapped ${r}`;
-  }
+  // The IPv6 spellings of an IPv4 address (mapped ::ffff:0:0/96, translated ::ffff:0:0:0/96, NAT64
+  // 64:ff9b::/96 and its local-use 64:ff9b:1::/48) and Teredo (2001::/32) reach addresses the
+  // policy cannot see through them (issue 35): none is public, whatever it embeds.
+  if (zeroTo(5) && g5 === 0xffff) return `IPv4-mapped ${ipv4Reason(embedded) ?? 'address'}`;
+  if (zeroTo(4) && g4 === 0xffff && g5 === 0) return 'IPv4-translated';
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return 'local-use NAT64';
+  if (g0 === 0x2001 && g1 === 0) return 'Teredo';
   if (zeroTo(6)) {
     const r = ipv4Reason(embedded);
     return r && `IPv4-compatible ${r}`;
   }
-  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
-    const r = ipv4Reason(embedded);
-    return r && `NAT64 ${r}`;
-  }
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return `NAT64 ${ipv4Reason(embedded) ?? 'address'}`;
   if (g0 === 0x2002) {
     const r = ipv4Reason(((g1 << 16) | g2) >>> 0);
     return r && `6to4 ${r}`;
