@@ -81,8 +81,7 @@ async function readUntil(res: Response, enough: (events: Array<{ id?: string; da
  * The OpenAI-client conformance suite: the official SDK (and raw fetch for the bytes) against a
  * deployment, with the fake model scripted per test. Registered inside the caller's describe.
  * Every completion, stream chunk, model list and model it reads is checked against OpenAI's own
- * schemas (`assertValid`). Error bodies are not: the spec makes them `{error: string}`, where
- * OpenAI's ErrorResponse is `{error: {message, type, param, code}}`, and the spec wins; stream
+ * schemas (`assertValid`), error bodies included (OpenAI's ErrorResponse on these routes); stream
  * error events keep their numeric `code`, and AG-UI tool deltas are the spec's, not OpenAI's
  * `tool_calls` (the suite reads no `agui` stream).
  */
@@ -191,15 +190,13 @@ export function chatConformance(target: () => ChatTarget): void {
     expect(content).not.toBe('one two three four');
   });
 
-  it('cancels the run when the client aborts and does not resume: the provider is reached within a second of the resume grace', async () => {
+  /** A long streamed answer aborted by the openai SDK after a few words; when the fake provider saw the abort, and the run. */
+  async function abortMidStream(headers: Record<string, string>) {
     const t = target();
     t.fake.script({ text: Array.from({ length: 50 }, (_, i) => `w${i} `), chunkDelayMs: 100 });
     const controller = new AbortController();
     const index = t.fake.requests.length;
-    const stream = await client().chat.completions.create(
-      { model: t.agentId, messages: user('long'), stream: true },
-      { signal: controller.signal },
-    );
+    const stream = await client().chat.completions.create({ model: t.agentId, messages: user('long'), stream: true }, { signal: controller.signal, headers });
     let id = '';
     const reading = (async () => {
       for await (const chunk of stream) {
@@ -209,11 +206,20 @@ export function chatConformance(target: () => ChatTarget): void {
     })().catch(() => undefined);
     await reading;
     const abortedAt = Date.now();
-    const seen = await t.fake.waitForAbort({ index, timeoutMs: 3000 });
-    // The targets' reliability.resume_grace_ms (e2e/targets.ts) is 500: the run waits that long for a resume.
-    expect(seen.abortedAt! - abortedAt).toBeGreaterThanOrEqual(400);
-    expect(seen.abortedAt! - abortedAt).toBeLessThan(500 + 1000);
-    await waitFor(async () => (await t.runStatus(runIdOf(id))) === 'cancelled', 3000);
+    const seen = await t.fake.waitForAbort({ index, timeoutMs: 5000 });
+    await waitFor(async () => (await t.runStatus(runIdOf(id))) === 'cancelled', 5000);
+    return { afterMs: seen.abortedAt! - abortedAt };
+  }
+
+  // The targets' reliability.resume_grace_ms (e2e/targets.ts) is 500.
+  it('cancels the run of a plain client that aborts at once, without waiting for a resume: OpenAI ends a stream whose connection closed', async () => {
+    const { afterMs } = await abortMidStream({});
+    expect(afterMs).toBeLessThan(500);
+  });
+
+  it('keeps the run of a client that asked to resume (X-Agentry-Resumable) for the resume grace, then cancels it', async () => {
+    const { afterMs } = await abortMidStream({ 'x-agentry-resumable': 'true' });
+    expect(afterMs).toBeGreaterThanOrEqual(400);
   });
 
   it('frames SSE exactly: headers, data lines, [DONE]', async () => {
@@ -253,7 +259,7 @@ export function chatConformance(target: () => ChatTarget): void {
     const t = target();
     const words = Array.from({ length: 30 }, (_, i) => `r${i} `);
     t.fake.script({ text: words, chunkDelayMs: 40 });
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` };
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}`, 'x-agentry-resumable': 'true' };
     const body = JSON.stringify({ model: t.agentId, messages: user('resume me'), stream: true });
     const first = new AbortController();
     const res = await fetch(`${t.baseURL}/chat/completions`, { method: 'POST', headers, body, signal: first.signal });
@@ -285,7 +291,7 @@ export function chatConformance(target: () => ChatTarget): void {
     expect((await fetch(`${t.baseURL}/runs/${'0'.repeat(32)}/events`, { headers })).status).toBe(404);
     const bad = await fetch(`${t.baseURL}/chat/completions`, { method: 'POST', headers: { ...headers, 'last-event-id': 'nope' }, body });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { error: string }).error).toMatch(/Last-Event-ID/);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/Last-Event-ID/);
   });
 
   it('lists agents as models, and retrieves one', async () => {
@@ -305,7 +311,7 @@ export function chatConformance(target: () => ChatTarget): void {
     expect((missing as APIError).status).toBe(404);
   });
 
-  it('answers an unknown model with 404 and bad input with 400, as {error}', async () => {
+  it("answers an unknown model with 404 and bad input with 400, as OpenAI's error object", async () => {
     const t = target();
     const notFound = await client()
       .chat.completions.create({ model: 'no-such-agent', messages: user('x') })
@@ -325,10 +331,15 @@ export function chatConformance(target: () => ChatTarget): void {
     ]) {
       const res = await post(body);
       expect(res.status).toBe(400);
-      expect(Object.keys((await res.json()) as object)).toEqual(['error']);
+      const error = await res.json();
+      assertValid('ErrorResponse', error);
+      expect(error).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringMatching(/^Invalid input: /) } });
     }
+    expect((notFound as APIError).type).toBe('invalid_request_error');
+    expect((notFound as APIError).message).toMatch(/^404 Not found: agent "no-such-agent"/);
     const noKey = await fetch(`${t.baseURL}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(noKey.status).toBe(401);
+    assertValid('ErrorResponse', await noKey.json());
   });
 
   it('accepts text content parts, joined', async () => {
@@ -630,7 +641,7 @@ export function agentDeletionConformance(target: () => ChatTarget): void {
     expect((await fetch(`${t.baseURL}/agents/${agentId}`, { method: 'DELETE' })).status).toBe(200);
     const res = await answer;
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: expect.stringMatching(/run was deleted while it ran/) });
+    expect(await res.json()).toMatchObject({ error: { message: expect.stringMatching(/run was deleted while it ran/), type: 'invalid_request_error' } });
     await t.fake.waitForAbort({ index, timeoutMs: 10_000 });
     t.fake.reset();
   });

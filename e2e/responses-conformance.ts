@@ -184,7 +184,9 @@ export function responsesConformance(target: () => ResponsesTarget): void {
     expect((err as APIError).status).toBe(404);
     const unknown = await post({ model: t.agentId, input: 'x', previous_response_id: 'resp_nope' });
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ error: expect.stringMatching(/resp_nope/) });
+    const body = await unknown.json();
+    assertValid('ErrorResponse', body);
+    expect(body).toMatchObject({ error: { message: expect.stringMatching(/resp_nope/), type: 'invalid_request_error', code: 'not_found', param: null } });
   });
 
   it('maps a provider failure before any output to 502, non-stream and stream alike', async () => {
@@ -286,7 +288,7 @@ export function responsesConformance(target: () => ResponsesTarget): void {
     for (const [extra, message] of cases) {
       const res = await post({ model: t.agentId, input: 'x', ...extra });
       expect(res.status, JSON.stringify(extra)).toBe(400);
-      expect(((await res.json()) as { error: string }).error).toMatch(message);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(message);
     }
     const responses = await post({ model: 'no-such-agent', input: 'x' });
     const chat = await fetch(`${t.baseURL}/chat/completions`, {

@@ -76,7 +76,7 @@ describeWithServers('resumable chat streams on a multi-process cluster: the serv
     await fake?.close();
   });
 
-  const auth = { authorization: `Bearer ${KEY}` };
+  const auth = { authorization: `Bearer ${KEY}`, 'x-agentry-resumable': 'true' };
   const alive = (svc: SpawnedService) => svc.proc.exitCode === null && svc.proc.signalCode === null;
   const logged = (svc: SpawnedService, msg: string, runId: string) => svc.output().split('\n').some((l) => l.includes(`"msg":"${msg}"`) && l.includes(`"runId":"${runId}"`));
   /** The gateway that took the chat request of this run (it logs `run enqueued` with the run's id). */

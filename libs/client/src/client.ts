@@ -96,6 +96,9 @@ export interface SkillSelector {
   agentId?: string;
 }
 
+/** The request header by which a chat stream's client asks that its run outlive a dropped connection. */
+export const RESUMABLE_HEADER = 'x-agentry-resumable';
+
 export interface StreamOptions {
   /** Ask for tool-call events (`X-Stream-Protocol: agui`). */
   agui?: boolean;
@@ -313,7 +316,13 @@ export class AgentryClient {
       const res = await this.http.send('POST', '/chat/completions', {
         purpose: 'chat',
         json: { ...req, stream: true },
-        headers: { accept: 'text/event-stream', ...(opts.agui ? { 'x-stream-protocol': 'agui' } : {}) },
+        headers: {
+          accept: 'text/event-stream',
+          ...(opts.agui ? { 'x-stream-protocol': 'agui' } : {}),
+          // The server keeps the run through a dropped connection only for a client that says it
+          // will come back; any other's disconnect cancels it at once.
+          ...(opts.resume !== false ? { [RESUMABLE_HEADER]: 'true' } : {}),
+        },
         signal: opts.signal,
       });
       if (!res.body) throw new StreamError('the server answered without a body');

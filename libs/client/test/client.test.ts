@@ -227,6 +227,8 @@ describe('chat stream resume', () => {
     expect(resumes).toEqual([1]);
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api/v1/chat/completions', `GET /api/v1/runs/${RUN}/events`]);
     expect(seen[1]!.headers).toMatchObject({ 'last-event-id': `${RUN}:1`, 'x-stream-protocol': 'agui', authorization: 'Bearer key' });
+    // It asked for the run to outlive a dropped connection: otherwise the server cancels it at once.
+    expect(seen[0]!.headers['x-agentry-resumable']).toBe('true');
   });
 
   it('resumes from the start when no id came yet (the role chunk once), and a body that ends without [DONE] is a drop too', async () => {
@@ -349,8 +351,11 @@ describe('chat stream resume', () => {
       sse(res, { content: 'x' }, 0);
       cut(res);
     };
-    await expect(collect(await ask(new AgentryClient({ url }), { resume: false }))).rejects.toMatchObject({ name: 'StreamError', message: expect.stringMatching(/^the stream broke before it was complete/) });
+    const refused = collect(await ask(new AgentryClient({ url }), { resume: false }));
+    await expect(refused).rejects.toMatchObject({ name: 'StreamError', message: expect.stringMatching(/^the stream broke before it was complete/) });
     expect(seen).toHaveLength(1);
+    // A client that will not resume does not ask the server to keep the run.
+    expect(seen[0]!.headers['x-agentry-resumable']).toBeUndefined();
   });
 });
 

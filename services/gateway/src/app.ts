@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Histogram } from 'prom-client';
 import { Errors } from '@agentry/errors';
-import { onClientError, sendFrameworkError, toAppError } from './http-errors.js';
+import { errorAnswer, onClientError, sendFrameworkError, toAppError } from './http-errors.js';
 import { probeRoutes } from './routes/probes.js';
 import { configRoutes } from './routes/config.js';
 import { modelRoutes } from './routes/models.js';
@@ -141,7 +141,7 @@ function registerErrorHandlers(app: FastifyInstance): void {
     if (appErr.status >= 500) req.log.error({ err }, 'request failed');
     else req.log.info({ code: appErr.code, msg: appErr.message }, 'request rejected');
     const message = appErr.status >= 500 && appErr.code === 'INTERNAL' ? `${appErr.message} (request id ${req.id})` : appErr.message;
-    return reply.status(appErr.status).send({ error: message });
+    return reply.status(appErr.status).send(errorAnswer(req, reply, appErr, message));
   });
 
   app.setNotFoundHandler((req, reply) => {

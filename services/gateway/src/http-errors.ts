@@ -3,6 +3,50 @@ import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, Errors, isAppError } from '@agentry/errors';
 import { isDatabaseUnavailable, isForeignKeyViolation } from '@agentry/db';
+import type { ErrorBody, OpenAIErrorBody } from '@agentry/contracts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `openai`: the route answers errors in OpenAI's shape (see errorAnswer); otherwise `{error}`. */
+    errors?: 'openai';
+  }
+}
+
+/** OpenAI's `type` for a status, as its API and SDKs name them. */
+function openAiType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+/** OpenAI's `code` for our error: its names where it has one for the case, else ours in its casing. */
+function openAiCode(err: AppError): string {
+  if (err.status === 401) return 'invalid_api_key';
+  if (err.status === 429) return 'rate_limit_exceeded';
+  return err.code.toLowerCase();
+}
+
+/** The field a validation error names (`body.messages.0.role: ...` -> `messages`), for OpenAI's `param`. */
+function paramOf(err: AppError): string | null {
+  if (err.status !== 400) return null;
+  return /^[^:]+: body\.([A-Za-z_][A-Za-z0-9_]*)/.exec(err.message)?.[1] ?? null;
+}
+
+/**
+ * The body (and headers) of an error answer: `{error: message}`, or on the OpenAI-compatible
+ * routes OpenAI's `{error: {message, type, param, code}}` with the same message. `Retry-After` on
+ * every 429 and 503 (a limit that knows its wait has set it already); `x-should-retry: false` on
+ * a run's failure of 5xx: the worker has already retried the provider, and an OpenAI SDK would
+ * otherwise run the whole agent twice more.
+ */
+export function errorAnswer(req: FastifyRequest, reply: FastifyReply, err: AppError, message: string): ErrorBody | OpenAIErrorBody {
+  if ((err.status === 429 || err.status === 503) && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
+  if (err.code === 'RUN_FAILED' && err.status >= 500) reply.header('x-should-retry', 'false');
+  if (req.routeOptions.config?.errors !== 'openai') return { error: message };
+  return { error: { message, type: openAiType(err.status), param: paramOf(err), code: openAiCode(err) } };
+}
 
 interface FastifyLikeError {
   code?: string;
@@ -91,7 +135,7 @@ export function sendFrameworkError(err: unknown, req: FastifyRequest, reply: Fas
   const appErr = toAppError(err);
   req.log.info({ code: appErr.code, msg: appErr.message }, 'request rejected');
   reply.header('x-request-id', req.id);
-  void reply.status(appErr.status).send({ error: appErr.message });
+  void reply.status(appErr.status).send(errorAnswer(req, reply, appErr, appErr.message));
 }
 
 /**

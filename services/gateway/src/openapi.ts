@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import swagger, { type SwaggerTransform } from '@fastify/swagger';
-import { ErrorBody } from '@agentry/contracts';
+import { ErrorBody, OpenAIErrorBody } from '@agentry/contracts';
 import type { Access } from './auth/auth.js';
 
 /**
@@ -75,6 +75,7 @@ const describeRoute: SwaggerTransform = ({ schema, url, route }) => {
   const method = Array.isArray(route.method) ? route.method[0]! : route.method;
   const declared = (schema as { response?: Record<string, unknown> } | undefined)?.response ?? {};
   const success = Object.keys(declared).some((code) => code.startsWith('2')) ? {} : { '2XX': { description: 'success' } };
+  const error = route.config?.errors === 'openai' ? OpenAIErrorBody : ErrorBody;
   return {
     schema: {
       ...schema,
@@ -85,7 +86,7 @@ const describeRoute: SwaggerTransform = ({ schema, url, route }) => {
       // A route declares its success answers on purpose (they are its serializer too); errors
       // are the one `{error}` shape of the error handler, added here so no route repeats them,
       // and a route still without a 2xx schema is shown as a bare success.
-      response: { ...success, ...declared, '4XX': { description: 'client error', ...ErrorBody }, '5XX': { description: 'server error', ...ErrorBody } },
+      response: { ...success, ...declared, '4XX': { description: 'client error', ...error }, '5XX': { description: 'server error', ...error } },
     } as FastifySchema,
     url,
   };
@@ -126,7 +127,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         title: 'Agentry',
         version: packageVersion(),
         description:
-          'Agents behind an OpenAI-compatible chat endpoint and a REST management API. Every error answer is `{"error": string}`. ' +
+          'Agents behind an OpenAI-compatible chat endpoint and a REST management API. Every error answer is `{"error": string}`, except on the OpenAI-compatible routes (`/chat/completions`, `/responses`, `/models`), which answer the OpenAI object `{"error": {message, type, param, code}}`. ' +
           'Paged lists take `page` (>= 1) and `size` (1..100) and answer `{data, total, page, size}`.',
       },
       tags: TAGS.map(({ name, description }) => ({ name, description })),

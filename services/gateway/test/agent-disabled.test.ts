@@ -42,7 +42,7 @@ describeOnBothEngines('disabled agents', (env: () => Env) => {
     expect(await modelIds()).not.toContain(id);
     const refused = await chat(id);
     expect(refused.statusCode).toBe(403);
-    expect(refused.json()).toEqual({ error: `Not allowed: agent "${id}" is disabled` });
+    expect(refused.json()).toEqual({ error: { message: `Not allowed: agent "${id}" is disabled`, type: 'permission_error', param: null, code: 'forbidden' } });
     const runs = await env().db.selectFrom('runs').select('id').where('agent_id', '=', id).execute();
     expect(runs).toEqual([]);
 

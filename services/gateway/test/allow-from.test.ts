@@ -20,6 +20,9 @@ security:
     chat: [${CHAT.map((c) => `"${c}"`).join(', ')}]
 ${extra}`;
 
+/** An error's message in either shape: `{error}`, or OpenAI's object on the OpenAI routes. */
+const messageOf = (body: { error: string | { message: string } }) => (typeof body.error === 'string' ? body.error : body.error.message);
+
 describe('security.allowFrom', { timeout: 30_000 }, () => {
   let h: Harness;
   beforeAll(async () => {
@@ -40,7 +43,7 @@ describe('security.allowFrom', { timeout: 30_000 }, () => {
     for (const refused of ['10.1.2.3', '::ffff:10.1.2.3', '192.168.2.1', '2001:db9::1', '::1']) {
       const res = await from(refused, 'GET', '/models');
       expect(res.statusCode, refused).toBe(403);
-      expect(res.json()).toEqual({ error: `Not allowed: address ${refused} is not in security.allowFrom.chat` });
+      expect(res.json().error).toMatchObject({ message: `Not allowed: address ${refused} is not in security.allowFrom.chat`, type: 'permission_error' });
     }
     expect((await from('10.1.2.3', 'POST', '/chat/completions', { model: 'x', messages: [] })).statusCode).toBe(403);
     expect((await from('10.1.2.3', 'POST', '/responses', { model: 'x', input: 'hi' })).statusCode).toBe(403);
@@ -65,7 +68,7 @@ describe('security.allowFrom', { timeout: 30_000 }, () => {
   it('X-Forwarded-For is ignored without server.trust_proxy', async () => {
     const res = await from('10.1.2.3', 'GET', '/models', undefined, { 'x-forwarded-for': '192.168.1.5' });
     expect(res.statusCode).toBe(403);
-    expect(res.json().error).toContain('address 10.1.2.3 ');
+    expect(messageOf(res.json())).toContain('address 10.1.2.3 ');
   });
 
   it('GET /config shows the lists; PUT /config edits them, refusing bad CIDRs and a lock-out', async () => {
@@ -111,7 +114,7 @@ describe('security.allowFrom', { timeout: 30_000 }, () => {
       const url = r.url.replace(/:[A-Za-z]+/g, 'x').replace(/\*$/, 'x');
       const res = await h.app.inject({ method: r.method as 'GET', url, remoteAddress: '198.51.100.7' });
       expect(res.statusCode, `${r.method} ${r.url}`).toBe(403);
-      if (r.method !== 'HEAD') expect(res.json().error, `${r.method} ${r.url}`).toBe(`Not allowed: address 198.51.100.7 is not in security.allowFrom.${list}`);
+      if (r.method !== 'HEAD') expect(messageOf(res.json()), `${r.method} ${r.url}`).toBe(`Not allowed: address 198.51.100.7 is not in security.allowFrom.${list}`);
       checked++;
     }
     expect(checked).toBeGreaterThan(50);
@@ -133,11 +136,11 @@ describe('security.allowFrom behind a proxy (server.trust_proxy)', { timeout: 30
     expect((await models('127.0.0.1', '2001:db8::9')).statusCode).toBe(200);
     const refused = await models('127.0.0.1', '198.51.100.2');
     expect(refused.statusCode).toBe(403);
-    expect(refused.json().error).toContain('address 198.51.100.2 ');
+    expect(messageOf(refused.json())).toContain('address 198.51.100.2 ');
     // A peer that is not the trusted proxy cannot claim an address.
     const spoofed = await models('10.9.9.9', '192.168.1.44');
     expect(spoofed.statusCode).toBe(403);
-    expect(spoofed.json().error).toContain('address 10.9.9.9 ');
+    expect(messageOf(spoofed.json())).toContain('address 10.9.9.9 ');
   });
 });
 

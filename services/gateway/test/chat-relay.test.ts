@@ -181,10 +181,31 @@ describe('failures', () => {
     expect(list).not.toContain('[DONE]');
   });
 
-  it('before the first token, non-stream: the status and {error}', async () => {
+  it("before the first token, non-stream: the status and OpenAI's error object, not to be retried", async () => {
     const res = await chat('early', { stream: false });
     expect(res.statusCode).toBe(502);
-    expect(res.json()).toEqual({ error: 'Upstream failure: provider fake answered 500' });
+    expect(res.json()).toEqual({ error: { message: 'Upstream failure: provider fake answered 500', type: 'server_error', param: null, code: 'run_failed' } });
+    // The worker has retried the provider already: an SDK's own retries would run the agent again.
+    expect(res.headers['x-should-retry']).toBe('false');
+    const limited = await chat('early429', { stream: false });
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toMatchObject({ error: { type: 'rate_limit_error', code: 'rate_limit_exceeded' } });
+    expect(limited.headers['retry-after']).toMatch(/^\d+$/);
+  });
+
+  it("answers OpenAI's error object on every OpenAI route, {error: string} on the management API", async () => {
+    const unknownModel = await app.inject({ method: 'GET', url: '/api/v1/models/nope' });
+    expect(unknownModel.statusCode).toBe(404);
+    expect(unknownModel.json()).toEqual({ error: { message: 'Not found: model "nope"', type: 'invalid_request_error', param: null, code: 'not_found' } });
+    const invalid = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { model: 'relay', messages: [] } });
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json()).toEqual({ error: { message: expect.stringMatching(/^Invalid input: body.messages/), type: 'invalid_request_error', param: 'messages', code: 'validation' } });
+    const responses = await app.inject({ method: 'POST', url: '/api/v1/responses', payload: { model: 'nope', input: 'x' } });
+    expect(responses.statusCode).toBe(404);
+    expect(responses.json()).toMatchObject({ error: { message: 'Not found: agent "nope"', type: 'invalid_request_error' } });
+    const management = await app.inject({ method: 'GET', url: '/api/v1/agents/nope' });
+    expect(management.statusCode).toBe(404);
+    expect(management.json()).toEqual({ error: expect.stringMatching(/nope/) });
   });
 
   it('before the first event, streamed: the same status and {error} as non-stream, no event stream', async () => {
@@ -253,7 +274,7 @@ describe('lost events', () => {
     for (const stream of [true, false]) {
       const res = await chat('lostfail', { stream });
       expect(res.statusCode).toBe(502);
-      expect(res.json()).toEqual({ error: 'the provider broke' });
+      expect(res.json().error).toMatchObject({ message: 'the provider broke', type: 'server_error' });
     }
   });
 });
@@ -268,7 +289,7 @@ describe('keep-alive', () => {
   it('a run for an unknown agent is 404 and nothing is enqueued', async () => {
     const res = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { model: 'nope', messages: [{ role: 'user', content: 'x' }] } });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ error: 'Not found: agent "nope"' });
+    expect(res.json().error).toMatchObject({ message: 'Not found: agent "nope"', code: 'not_found' });
   });
 
   it('stores the finished run', async () => {
@@ -285,7 +306,7 @@ describe('OpenAI fields: honoured or refused, never dropped', () => {
   it('n > 1 is a 400 naming n; n = 1 is fine', async () => {
     const res = await post({ n: 2 });
     expect(res.statusCode).toBe(400);
-    expect(res.json().error).toMatch(/\bn\b/);
+    expect(res.json().error.message).toMatch(/\bn\b/);
     expect((await post({ n: 1 })).statusCode).toBe(200);
   });
 
@@ -294,7 +315,7 @@ describe('OpenAI fields: honoured or refused, never dropped', () => {
     for (const fields of [{ tools: [tool] }, { tool_choice: 'required' }, { tool_choice: { type: 'function', function: { name: 'f' } } }, { functions: [tool.function] }]) {
       const res = await post(fields);
       expect(res.statusCode, JSON.stringify(fields)).toBe(400);
-      expect(res.json()).toEqual({ error: "Invalid input: client-side tools are not supported: the agent's tools run on the server" });
+      expect(res.json().error.message).toBe("Invalid input: client-side tools are not supported: the agent's tools run on the server");
     }
     for (const fields of [{ tools: [] }, { tool_choice: 'none' }, { tool_choice: 'auto' }, { tools: null, tool_choice: null }]) {
       expect((await post(fields)).statusCode, JSON.stringify(fields)).toBe(200);
@@ -312,7 +333,7 @@ describe('OpenAI fields: honoured or refused, never dropped', () => {
     for (const bad of [{ type: 'yaml' }, { type: 'json_schema' }, 'json']) {
       const refused = await post({ response_format: bad });
       expect(refused.statusCode, JSON.stringify(bad)).toBe(400);
-      expect(refused.json().error).toMatch(/response_format/);
+      expect(refused.json().error.message).toMatch(/response_format/);
     }
   });
 

@@ -206,15 +206,15 @@ describe('resuming a chat stream', () => {
     const runId = lastId.split(':')[0]!;
     const malformed = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: chatBody('x'), headers: { 'last-event-id': 'run-7' } });
     expect(malformed.statusCode).toBe(400);
-    expect(malformed.json<{ error: string }>().error).toMatch(/Last-Event-ID must be "<runId>:<seq>"/);
+    expect(malformed.json<{ error: { message: string } }>().error.message).toMatch(/Last-Event-ID must be "<runId>:<seq>"/);
     const notStreamed = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { ...chatBody('x'), stream: false }, headers: { 'last-event-id': lastId } });
     expect(notStreamed.statusCode).toBe(400);
-    expect(notStreamed.json<{ error: string }>().error).toMatch(/Last-Event-ID resumes a stream/);
+    expect(notStreamed.json<{ error: { message: string } }>().error.message).toMatch(/Last-Event-ID resumes a stream/);
     const otherRun = await app.inject({ method: 'GET', url: `/api/v1/runs/${'a'.repeat(32)}/events`, headers: { 'last-event-id': lastId } });
     expect(otherRun.statusCode).toBe(400);
     const otherAgent = await app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { ...chatBody('x'), model: 'someone-else' }, headers: { 'last-event-id': lastId } });
     expect(otherAgent.statusCode).toBe(400);
-    expect(otherAgent.json<{ error: string }>().error).toMatch(/run of agent "resumer"/);
+    expect(otherAgent.json<{ error: { message: string } }>().error.message).toMatch(/run of agent "resumer"/);
     expect((await app.inject({ method: 'GET', url: `/api/v1/runs/${'b'.repeat(32)}/events` })).statusCode).toBe(404);
     expect((await app.inject({ method: 'GET', url: `/api/v1/runs/${runId}/events?after=x` })).statusCode).toBe(400);
     // Someone else's chat, and a run that is not a chat's: the same 404 as an unknown run.

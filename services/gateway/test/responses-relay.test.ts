@@ -116,7 +116,7 @@ describe('POST /responses over the relay', () => {
     for (const stream of [true, false]) {
       const res = await create('early', stream);
       expect(res.statusCode).toBe(502);
-      expect(res.json()).toEqual({ error: expect.stringMatching(/provider fake answered 500/) });
+      expect(res.json()).toEqual({ error: { message: expect.stringMatching(/provider fake answered 500/), type: 'server_error', param: null, code: 'run_failed' } });
     }
   });
 
@@ -145,7 +145,7 @@ describe('POST /responses over the relay', () => {
     expect((await create('lost', false)).json().output[0].content[0].text).toBe('partial answer');
     const failed = await create('lostfail', false);
     expect(failed.statusCode).toBe(502);
-    expect(failed.json().error).toMatch(/the provider broke/);
+    expect(failed.json().error.message).toMatch(/the provider broke/);
   });
 });
 

@@ -10,6 +10,24 @@ import Type, { type Static, type TSchema } from 'typebox';
 export const ErrorBody = Type.Object({ error: Type.String() }, { additionalProperties: false });
 export type ErrorBody = Static<typeof ErrorBody>;
 
+/**
+ * The error answer of the OpenAI-compatible routes (`/chat/completions`, `/responses`, `/models`):
+ * OpenAI's own object, which its clients (the SDKs, the AI SDK, LangChain) read their message,
+ * type and code from. The management API keeps `ErrorBody`.
+ */
+export const OpenAIErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      message: Type.String(),
+      type: Type.String(),
+      param: Type.Union([Type.String(), Type.Null()]),
+      code: Type.Union([Type.String(), Type.Null()]),
+    }),
+  },
+  { additionalProperties: false },
+);
+export type OpenAIErrorBody = Static<typeof OpenAIErrorBody>;
+
 /** `{success: true}` of deletes and actions; `message` when there is something to say. */
 export const SuccessBody = Type.Object({ success: Type.Boolean(), message: Type.Optional(Type.String()) });
 export type SuccessBody = Static<typeof SuccessBody>;

@@ -15,7 +15,7 @@ export async function registerCors(app: FastifyInstance, origins: readonly strin
   await app.register(cors, {
     origin: any ? '*' : (origin, cb) => cb(null, origin !== undefined && allowed.has(origin.toLowerCase()) ? origin : false),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: ['retry-after', 'x-request-id', 'content-disposition'],
+    exposedHeaders: ['retry-after', 'x-request-id', 'content-disposition', 'x-should-retry'],
     credentials: false,
     maxAge: 600,
   });

@@ -85,7 +85,8 @@ export class ChatRun implements RunControl {
       this.#settled = true;
       return { session, started: false };
     }
-    // A client that goes away cancels its run: a stream after the resume grace, unless it was resumed.
+    // A client that goes away cancels its run: at once, or, for a stream whose client asked to
+    // resume, after the resume grace unless it was resumed.
     const gone = () => (opts.resumable ? cancelUnlessResumed(this.deps, this, 0, 'the client went away', this.req.log) : this.cancel('the client went away'));
     this.reply.raw.on('close', () => {
       if (!this.reply.raw.writableFinished) void gone();

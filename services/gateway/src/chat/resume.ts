@@ -9,6 +9,16 @@ import type { GatewayDeps } from '../deps.js';
 import { cancelUnlessResumed, runLease, type RunControl } from './chat-run.js';
 import { streamCompletion } from './openai-answer.js';
 
+/**
+ * Whether a stream's client asked for its run to outlive a dropped connection
+ * (`X-Agentry-Resumable: true`; Agentry's client, CLI and web UI send it). Any other client's
+ * disconnect cancels the run at once, as OpenAI ends a stream whose connection closed: a plain
+ * SDK can never resume, so waiting for it would only spend the provider's tokens.
+ */
+export function resumptionRequested(req: FastifyRequest): boolean {
+  return String(req.headers['x-agentry-resumable'] ?? '').trim().toLowerCase() === 'true';
+}
+
 /** Where a client's stream stopped: the run and the seq of the last event it got (-1: none). */
 export interface ResumePoint {
   runId: string;

@@ -13,7 +13,7 @@ import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
 import { sessionOwner } from '../auth/ownership.js';
 import { mayChatWith } from '../auth/audience.js';
 import { enforceBudget } from '../auth/budget.js';
-import { resumeChatStream, resumeRequested } from '../chat/resume.js';
+import { resumeChatStream, resumeRequested, resumptionRequested } from '../chat/resume.js';
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
 // `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
@@ -152,10 +152,10 @@ function getModel(deps: GatewayDeps) {
 export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
   const requireAgent = agentLookup(app, deps, 'chat');
 
-  app.get('/models', { config: { access: 'chat' }, schema: ListModels }, listModels(deps));
-  app.get('/models/:id', { config: { access: 'chat' }, schema: GetModel }, getModel(deps));
+  app.get('/models', { config: { access: 'chat', errors: 'openai' }, schema: ListModels }, listModels(deps));
+  app.get('/models/:id', { config: { access: 'chat', errors: 'openai' }, schema: GetModel }, getModel(deps));
 
-  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ChatBody } }, tracedRoute('/api/v1/chat/completions', async (req, reply) => {
+  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ChatBody } }, tracedRoute('/api/v1/chat/completions', async (req, reply) => {
     const body = req.body;
     const agui = String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui';
     const includeUsage = body.stream_options?.include_usage === true;
@@ -176,7 +176,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         source: 'api',
         principal: sessionOwner(principal),
         request,
-      }, { resumable: body.stream === true });
+      }, { resumable: body.stream === true && resumptionRequested(req) });
       if (!started) {
         req.log.info({ runId: run.runId }, 'run cancelled before it was enqueued: the client went away');
         reply.hijack();

@@ -12,7 +12,7 @@ import { enforceBudget } from '../auth/budget.js';
 import { ChatRun } from '../chat/chat-run.js';
 import { awaitResponse, streamResponse } from '../chat/responses-answer.js';
 import { responseIdOf, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
-import { resumeRequested, resumeStream } from '../chat/resume.js';
+import { resumeRequested, resumeStream, resumptionRequested } from '../chat/resume.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const ResponsesBody = Type.Object(
@@ -189,7 +189,7 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
       const turn = await placeTurn(deps, principal, { agentId: agent.id, runId: run.runId, store, previous, messages });
       const { session, started } = await run.start(
         { agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request: toRunRequest(body, turn.messages) },
-        { resumable: body.stream === true },
+        { resumable: body.stream === true && resumptionRequested(req) },
       );
       if (!started) {
         req.log.info({ runId: run.runId }, 'run cancelled before it was enqueued: the client went away');
@@ -219,7 +219,7 @@ export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: {
   const requireAgent = agentLookup(app, deps, 'responses');
   app.post<{ Body: ResponsesBody }>(
     '/responses',
-    { config: { access: 'chat', rateLimit: 'chat' }, schema: { body: ResponsesBody, response: { 200: ResponseObject } } },
+    { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ResponsesBody, response: { 200: ResponseObject } } },
     tracedRoute('/api/v1/responses', createResponse(deps, requireAgent, opts.heartbeatMs)),
   );
 }
