@@ -114,6 +114,14 @@ describe('agent audience (requireAuth)', { timeout: 120_000 }, () => {
     expect(res.statusCode).toBe(403);
     expect((await req(tokens.bob, 'POST', '/agents/alices/cron', job)).statusCode).toBe(403);
     expect((await req(tokens.alice, 'POST', '/cron', job)).statusCode).toBe(201);
+    // Shared with bob: he may target it, but not have it speak through its channel accounts.
+    await req(tokens.alice, 'PUT', '/agents/alices/audience', { ...AUDIENCE_PRIVATE, users: ['bob'] });
+    expect((await req(tokens.bob, 'POST', '/cron', job)).statusCode).toBe(201);
+    const deliver = { platform: 'telegram', accountId: 'bot', chatId: '42' };
+    const delivering = await req(tokens.bob, 'POST', '/cron', { ...job, deliver });
+    expect(delivering.statusCode).toBe(403);
+    expect(delivering.body).toContain('only the owner of agent');
+    await req(tokens.alice, 'PUT', '/agents/alices/audience', AUDIENCE_PRIVATE);
   });
 
   it('warns when a save leaves a dangerous power open to everyone', async () => {

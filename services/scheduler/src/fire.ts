@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Value } from 'typebox/value';
-import { CronFireJob } from '@agentry/contracts';
+import { CronFireJob, audienceAllows, budgetCounter } from '@agentry/contracts';
 import type { Bus, CronFire } from '@agentry/bus';
 import {
   finishCronRun,
@@ -9,6 +9,7 @@ import {
   getOutboundByRun,
   getRuleChain,
   getRun,
+  getUser,
   insertCronRun,
   isFinalRunStatus,
   listUnfinishedCronRuns,
@@ -17,6 +18,7 @@ import {
   type CronJobRecord,
   type CronRunRecord,
   type Db,
+  type RuleChainRow,
   type RunRecord,
 } from '@agentry/db';
 import {
@@ -114,11 +116,14 @@ export class Firer {
       if (job.deliver && !(await agentMaySendThrough(this.db, job.agentId, job.deliver.platform, job.deliver.accountId))) {
         throw new Error(notBoundMessage(job.agentId, job.deliver.platform, job.deliver.accountId));
       }
+      const principal = await runPrincipal(this.db, this.bus, job, agent, log);
       await submitRun(
         { db: this.db, queue: this.bus.queue },
         {
           agentId: job.agentId,
           ...sessionOf(job),
+          // Whose run it is: its usage, budget and authority are the job owner's (a heartbeat's: the agent owner's).
+          principal,
           // The worker sends the answer to `deliver` (an outbound message committed with the run's end).
           request: { messages: [{ role: 'user', content: job.message }], ...(job.deliver ? { reply: job.deliver } : {}) },
           runId,
@@ -284,6 +289,33 @@ function inActiveHours(dsl: unknown, scheduledAt: Date): boolean {
 }
 
 /** A cron job's runs share the session `cron:<id>`; a heartbeat's are the agent's `heartbeat` session. */
+/**
+ * The principal a fire runs as: `user:<owner>` of the job, or of the agent for a heartbeat (its
+ * job follows the agent). Refused (a failed fire naming why) when that user may no longer chat
+ * with the agent (its audience changed since the job was made) or its `tokensPerDay` is spent.
+ * A budget counter that does not answer lets the fire through with a warning, as chat does.
+ */
+export async function runPrincipal(db: Db, counter: Pick<Bus, 'count'>, job: CronJobRecord, agent: RuleChainRow | undefined, log: Logger): Promise<string> {
+  const owner = isHeartbeatJob(job.id) ? (agent?.owner ?? job.owner) : job.owner;
+  const principal = `user:${owner}`;
+  const user = await getUser(db, owner);
+  if (agent && !audienceAllows(agent.audience, agent.owner, principal, user?.role)) {
+    throw new Error(`agent "${agent.id}" is not shared with the job's owner "${owner}"`);
+  }
+  const limit = user?.budget?.tokensPerDay;
+  if (limit && limit > 0) {
+    const day = budgetCounter('tokensPerDay', principal);
+    let used = 0;
+    try {
+      used = await counter.count(day.key, 0, day.ttlMs);
+    } catch (err) {
+      log.warn({ err }, "the job owner's budget is not enforced: its counter (the bus) does not answer");
+    }
+    if (used >= limit) throw new Error(`the tokensPerDay budget of ${principal} (${limit} tokens per day) is spent; it resets at ${day.resetsAt.toISOString()}`);
+  }
+  return principal;
+}
+
 function sessionOf(job: CronJobRecord): { session: { key: string; channel: string }; source: 'cron' | 'heartbeat' } {
   if (isHeartbeatJob(job.id)) return { session: { ...HEARTBEAT_SESSION }, source: 'heartbeat' };
   return { session: { key: `cron:${job.id}`, channel: 'cron' }, source: 'cron' };

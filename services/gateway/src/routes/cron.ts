@@ -18,7 +18,7 @@ import {
 import { Id, checkSchedule, createCronJob, isHeartbeatJob, nextTick } from '@agentry/engine';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
-import { isAdmin, ownerName } from '../auth/ownership.js';
+import { isAdmin, mayChange, ownerName } from '../auth/ownership.js';
 import type { Principal } from '../auth/credentials.js';
 import { mayChatWith } from '../auth/audience.js';
 import type { GatewayDeps } from '../deps.js';
@@ -177,18 +177,22 @@ function checkedSchedule(schedule: string, timezone: string): string {
   return result.schedule;
 }
 
-/** A job runs its target as its owner: the owner must be allowed to chat with that agent (403 otherwise). */
-async function checkMayTarget(db: Db, p: Principal, agentId: string): Promise<void> {
+/**
+ * A job runs its target as its owner: the owner must be allowed to chat with that agent, and
+ * only the agent's owner or an admin may have it deliver (speak through the agent's bound
+ * channel accounts); 403 otherwise.
+ */
+async function checkMayTarget(db: Db, p: Principal, agentId: string, deliver: CronDeliver | null | undefined): Promise<void> {
   const row = await getRuleChain(db, agentId);
-  if (row && row.kind === 'agent' && !mayChatWith(p, row)) {
-    throw new Errors.FORBIDDEN(`agent "${agentId}" is not shared with you: a cron job may target only an agent you may chat with`);
-  }
+  if (!row || row.kind !== 'agent') return;
+  if (!mayChatWith(p, row)) throw new Errors.FORBIDDEN(`agent "${agentId}" is not shared with you: a cron job may target only an agent you may chat with`);
+  if (deliver && !mayChange(p, row.owner)) throw new Errors.FORBIDDEN(`only the owner of agent "${agentId}" or an admin may have a cron job deliver its answers`);
 }
 
 /** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
 async function create(deps: GatewayDeps, agentId: string, body: CreateBody, principal: Principal): Promise<CronJob> {
   const db = deps.db.db;
-  await checkMayTarget(db, principal, agentId);
+  await checkMayTarget(db, principal, agentId, body.deliver);
   const { name, schedule, message, timezone, disabled, deliver } = body;
   const draft = { agentId, owner: ownerName(principal), name, schedule, message, timezone, disabled, deliver };
   const job = await createCronJob({ db, pubsub: deps.bus.pubsub, logger: deps.logger }, draft, {
@@ -212,10 +216,8 @@ function notHeartbeat(job: CronJobRecord): void {
 async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBody, principal: Principal): Promise<CronJob> {
   notHeartbeat(current);
   const db = deps.db.db;
-  if (body.target !== undefined && body.target !== current.agentId) {
-    await checkTarget(db, body.target);
-    await checkMayTarget(db, principal, body.target);
-  }
+  if (body.target !== undefined && body.target !== current.agentId) await checkTarget(db, body.target);
+  if (body.target !== undefined || body.deliver) await checkMayTarget(db, principal, body.target ?? current.agentId, body.deliver === undefined ? current.deliver : body.deliver);
   const timezone = body.timezone ?? current.timezone;
   const schedule = body.schedule !== undefined || body.timezone !== undefined ? checkedSchedule(body.schedule ?? current.schedule, timezone) : undefined;
   // A new target must be allowed the delivery the job keeps, and a new delivery the target.
