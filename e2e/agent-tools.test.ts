@@ -12,6 +12,7 @@ import { bootstrap, type Runtime } from '@agentry/runtime';
 import { answerMcp, createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';
+import { openaiErrorMessage } from './openai-error.js';
 
 /**
  * Agents doing work through /chat/completions: the fake model scripts tool calls, the worker
@@ -397,7 +398,7 @@ describe('tools through the chat endpoint', () => {
         body: JSON.stringify({ model: id, messages: [{ role: 'user', content: 'x' }] }),
       });
       expect(res.status, id).toBe(status);
-      expect(await res.json(), id).toEqual({ error: expect.stringMatching(message) });
+      expect(openaiErrorMessage(await res.json()), id).toMatch(message);
     }
   });
 

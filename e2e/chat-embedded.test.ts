@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { agentDeletionConformance, chatConformance, requestTimeoutConformance, sessionConformance, skillsConformance } from './chat-conformance.js';
 import { embeddedTarget } from './targets.js';
+import { openaiErrorMessage } from './openai-error.js';
 
 /** The conformance suite against embedded mode: one process, PGlite, the in-process bus. */
 describe('chat completions, embedded mode', () => {
@@ -21,7 +22,7 @@ describe('chat completions, embedded mode', () => {
       body: JSON.stringify({ model: target().agentId, messages: [{ role: 'user', content: 'too much' }] }),
     });
     expect(res.status).toBe(502);
-    expect(((await res.json()) as { error: string }).error).toMatch(/HTTP 400.*context too long/);
+    expect(openaiErrorMessage(await res.json())).toMatch(/HTTP 400.*context too long/);
   });
 
   it('/metrics reports the runs, model calls, queues and HTTP latency the conformance suite caused', async () => {

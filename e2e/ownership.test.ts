@@ -9,6 +9,7 @@ import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { buildGateway } from '@agentry/gateway';
+import { OPENAI_ROUTE, openaiErrorMessage } from './openai-error.js';
 
 /**
  * Regressions of issue 20's findings 1-3, each reproduced as the report did on a running server
@@ -36,7 +37,9 @@ function call(method: InjectOptions['method'], url: string, token?: string, payl
 
 function expectStatus(res: LightMyRequestResponse, status: number, message?: RegExp): void {
   expect(res.statusCode, res.body).toBe(status);
-  if (message) expect((res.json() as { error: string }).error).toMatch(message);
+  if (!message) return;
+  const body = res.json() as { error: unknown };
+  expect(OPENAI_ROUTE.test(res.raw.req.url ?? '') ? openaiErrorMessage(body) : body.error).toMatch(message);
 }
 
 function agent(id: string, configuration: Record<string, unknown> = {}) {

@@ -26,6 +26,7 @@ import {
 } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { buildGateway } from '@agentry/gateway';
+import { OPENAI_ROUTE, openaiErrorMessage } from './openai-error.js';
 
 /**
  * The attack catalogue (OWASP API Security Top 10 2023, RFC 8725, Zip Slip): one named test per
@@ -119,8 +120,10 @@ function expectError(res: LightMyRequestResponse, status: number, message?: RegE
   expect(res.statusCode, res.body).toBe(status);
   const body = res.json() as { error?: unknown };
   expect(Object.keys(body)).toEqual(['error']);
-  expect(typeof body.error).toBe('string');
-  if (message) expect(body.error).toMatch(message);
+  // The OpenAI-compatible routes answer OpenAI's error object; the management API `{error: string}`.
+  const text = OPENAI_ROUTE.test(res.raw.req.url ?? '') ? openaiErrorMessage(body) : body.error;
+  expect(typeof text).toBe('string');
+  if (message) expect(text).toMatch(message);
 }
 
 let accounts = 0;

@@ -9,6 +9,7 @@ import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, waitFor, type FakeModel } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { buildGateway } from '@agentry/gateway';
+import { openaiErrorMessage } from './openai-error.js';
 
 /**
  * Usage and budgets through the whole embedded stack (requireAuth on, an in-process worker, the
@@ -123,7 +124,7 @@ describe('usage and budgets through chat (embedded)', () => {
       if (res.statusCode === 429) refused = res;
     }
     expect(codes).toEqual([200, 200, 429]);
-    const error = (refused!.json() as { error: string }).error;
+    const error = openaiErrorMessage(refused!.json());
     expect(error).toContain('requestsPerMinute budget of user:dave (2 requests per minute) is spent');
     expect(error).toContain(`resets at ${minute.resetsAt.toISOString()}`);
     const retryAfter = Number(refused!.headers['retry-after']);
@@ -131,7 +132,7 @@ describe('usage and budgets through chat (embedded)', () => {
     expect(retryAfter).toBeLessThanOrEqual(60);
     const responses = await call('POST', '/responses', tokens.dave, { model: 'meter', input: 'hi' });
     expect(responses.statusCode).toBe(429);
-    expect((responses.json() as { error: string }).error).toContain('requestsPerMinute');
+    expect(openaiErrorMessage(responses.json())).toContain('requestsPerMinute');
     // Another principal is not affected, and removing the budget lifts it at once.
     expect((await chat(OPEN_KEY)).statusCode).toBe(200);
     expect((await call('PUT', '/users/dave', tokens.admin, { budget: null })).statusCode).toBe(200);
@@ -144,7 +145,7 @@ describe('usage and budgets through chat (embedded)', () => {
     expect((await chat(ERIN_KEY)).statusCode).toBe(200);
     const refused = await chat(ERIN_KEY);
     expect(refused.statusCode).toBe(429);
-    expect((refused.json() as { error: string }).error).toContain('requestsPerMinute budget of user:erin (1 request per minute) is spent');
+    expect(openaiErrorMessage(refused.json())).toContain('requestsPerMinute budget of user:erin (1 request per minute) is spent');
     const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'erin', password: 'erin-pass-word-1' } });
     expect((await chat((login.json() as { token: string }).token)).statusCode).toBe(429);
     const users = (await call('GET', '/users', tokens.admin)).json() as { users: Array<{ username: string; budget?: unknown }> };
@@ -159,7 +160,7 @@ describe('usage and budgets through chat (embedded)', () => {
     await waitFor(async () => (await runtime.bus.count(day.key, 0, day.ttlMs)) >= 25, 5000, 20);
     const refused = await chat(METERED_KEY);
     expect(refused.statusCode).toBe(429);
-    const error = (refused.json() as { error: string }).error;
+    const error = openaiErrorMessage(refused.json());
     expect(error).toContain('tokensPerDay budget of api:metered (20 tokens per day) is spent');
     expect(error).toContain(`resets at ${day.resetsAt.toISOString()}`);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { budgetCounter } from '@agentry/contracts';
 import { describeWithServers, startFakeModel, startTestCluster, waitFor, type FakeModel, type TestCluster } from '@agentry/testing';
+import { openaiErrorMessage } from './openai-error.js';
 
 /**
  * Budgets in cluster mode: two gateway processes and a worker on one Redis prefix. The counts
@@ -61,7 +62,7 @@ describeWithServers('usage and budgets across two gateways (cluster mode, Redis)
     const refused = await chat(1, RPM_KEY);
     expect([...codes, refused.status]).toEqual([200, 200, 200, 429]);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(((await refused.json()) as { error: string }).error).toContain(`requestsPerMinute budget of api:rpm (3 requests per minute) is spent; it resets at ${minute.resetsAt.toISOString()}`);
+    expect(openaiErrorMessage(await refused.json())).toContain(`requestsPerMinute budget of api:rpm (3 requests per minute) is spent; it resets at ${minute.resetsAt.toISOString()}`);
     expect((await chat(0, RPM_KEY)).status).toBe(429);
   });
 
@@ -70,7 +71,7 @@ describeWithServers('usage and budgets across two gateways (cluster mode, Redis)
     expect((await chat(0, TOKENS_KEY)).status).toBe(200);
     await waitFor(async () => (await chat(1, TOKENS_KEY)).status === 429, 10_000, 100);
     const refused = await chat(1, TOKENS_KEY);
-    expect(((await refused.json()) as { error: string }).error).toContain('tokensPerDay budget of api:tokens (10 tokens per day) is spent');
+    expect(openaiErrorMessage(await refused.json())).toContain('tokensPerDay budget of api:tokens (10 tokens per day) is spent');
     // The worker writes usage rows in batches (up to 25 ms after the call): the report may lag the counter.
     const tokensRow = async () => {
       const report = await fetch(`${gateways[1]}/api/v1/usage?groupBy=principal`);
