@@ -18,7 +18,7 @@ import { createTestPglite, describeWithServers, rawZip, startFakeModel, startTes
  * from each operation's schemas with fast-check, valid-ish first, then mutated (wrong types,
  * missing and extra fields, huge strings, deep JSON, hostile unicode, bad path and query values,
  * wrong content types, malformed JSON, bad multipart). Properties, for every case: no 5xx, every
- * error body is exactly `{error: string}` with no stack trace or file path, the server survives,
+ * error body is exactly `{error: string}` (OpenAI's error object on the OpenAI-compatible routes) with no stack trace or file path, the server survives,
  * and what valid cases changed leaves the service usable for the next ones.
  *
  * The seed is fixed under CI and random otherwise; it is printed with every failure, and
@@ -780,6 +780,9 @@ interface Answer {
 
 const STACK = [/\n\s+at /, /\bat [^\s()]+ \((?:file:\/\/)?\/[^)]*:\d+:\d+\)/, /node:internal/, /node_modules\//, /\.(?:ts|js|mjs):\d+/];
 
+/** The operations of the OpenAI-compatible routes, by their OpenAPI path. */
+const OPENAI_OPERATION = /\/(?:chat\/completions|responses|models)(?:\/\{[^}]+\})?$/;
+
 /** Why this answer breaks a property, or undefined when it keeps them all. */
 function violation(op: Operation, req: FuzzRequest, res: Answer): string | undefined {
   if (res.status >= 500 && !(res.status === 502 && UPSTREAM_OPERATIONS.has(op.key))) return `status ${res.status}`;
@@ -795,7 +798,14 @@ function violation(op: Operation, req: FuzzRequest, res: Answer): string | undef
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return 'error answer is not an object';
   const keys = Object.keys(parsed);
   if (keys.length !== 1 || keys[0] !== 'error') return `error answer has keys ${JSON.stringify(keys)}`;
-  const error = (parsed as { error: unknown }).error;
+  let error = (parsed as { error: unknown }).error;
+  // The OpenAI-compatible operations answer OpenAI's error object (a mutated path that reaches no
+  // route is answered by the management API's 404, so either shape may come back for them).
+  if (OPENAI_OPERATION.test(op.path) && error && typeof error === 'object' && !Array.isArray(error)) {
+    const fields = Object.keys(error).sort();
+    if (JSON.stringify(fields) !== JSON.stringify(['code', 'message', 'param', 'type'])) return `OpenAI error object has keys ${JSON.stringify(fields)}`;
+    error = (error as { message: unknown }).message;
+  }
   if (typeof error !== 'string' || error.length === 0) return 'error is not a non-empty string';
   if (STACK.some((re) => re.test(error)) || error.includes(REPO_ROOT)) return 'error message carries a stack trace or a file path';
   return undefined;

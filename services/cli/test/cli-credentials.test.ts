@@ -135,7 +135,7 @@ describe('credential sources in order of precedence', () => {
     expect(await cli(['chat', '-a', 'echo', 'via the login'])).toMatchObject({ code: 0, stdout: 'via the login\n' });
     // Without -a: the only agent there is.
     expect(await cli(['chat', 'to the only agent'])).toMatchObject({ code: 0, stdout: 'to the only agent\n' });
-    expect((await cli(['agents', 'list'])).json()).toEqual([{ ruleChain: { id: 'echo', name: 'echo', owner: 'admin' } }]);
+    expect((await cli(['agents', 'list'])).json()).toEqual([{ ruleChain: { id: 'echo', name: 'echo', owner: 'admin', audience: { everyone: true, users: [], roles: [], apiAccounts: [] } } }]);
 
     const wrong = await cli(['login', '-u', 'admin'], { input: 'not-the-password\n' });
     expect(wrong).toMatchObject({ code: 1, stderr: expect.stringMatching(/error: Authentication required: wrong username or password\n$/) });
@@ -223,7 +223,7 @@ describe('an expired cached token', () => {
 
     const list = await cli(['agents', 'list'], { input: `${ADMIN_PASSWORD}\n` });
     expect(list.code, list.stderr).toBe(0);
-    expect(list.json()).toEqual([{ ruleChain: { id: 'echo', name: 'echo', owner: 'admin' } }]);
+    expect(list.json()).toEqual([{ ruleChain: { id: 'echo', name: 'echo', owner: 'admin', audience: { everyone: true, users: [], roles: [], apiAccounts: [] } } }]);
     expect(list.stderr).toBe(`the saved login of admin for ${gw.url} has expired; log in again\npassword for admin: \n`);
 
     const stored = JSON.parse(fs.readFileSync(credentialsFile(home), 'utf8')) as { servers: Record<string, { token: string; expireAt: string }> };

@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, waitFor } from '@agentry/testing';
 import { agentDsl, runCli, startGateway, tempHome, type CliOptions, type TestGateway } from './support.js';
 
+/** An admin's agents are shared with everyone (issue 35); the list shows it to the owner and admins. */
+const EVERYONE = { everyone: true, users: [], roles: [], apiAccounts: [] };
+
 /**
  * Every command of the real `agentry` bin against a real gateway (embedded mode) that requires
  * authentication: the suite logs in once, and management commands carry that JWT. Output is
@@ -101,9 +104,9 @@ describe('agents', () => {
     expect(both.code).toBe(2);
 
     const list = await cli(['agents', 'list']);
-    expect(list.json()).toEqual([{ ruleChain: { id: 'helper', name: 'Helper', owner: 'admin' } }, { ruleChain: { id: 'support', name: 'Support', owner: 'admin' } }]);
+    expect(list.json()).toEqual([{ ruleChain: { id: 'helper', name: 'Helper', owner: 'admin', audience: EVERYONE } }, { ruleChain: { id: 'support', name: 'Support', owner: 'admin', audience: EVERYONE } }]);
     const page = await cli(['agents', 'list', '--page', '2', '--size', '1']);
-    expect(page.json()).toEqual([{ ruleChain: { id: 'support', name: 'Support', owner: 'admin' } }]);
+    expect(page.json()).toEqual([{ ruleChain: { id: 'support', name: 'Support', owner: 'admin', audience: EVERYONE } }]);
 
     const got = await cli(['agents', 'get', 'support']);
     expect(got.json()).toMatchObject({ ruleChain: { id: 'support' }, metadata: { nodes: [{ type: 'ai/agent' }, { type: 'end' }] } });
@@ -130,14 +133,14 @@ describe('agents', () => {
     expect(disabled.code, disabled.stderr).toBe(0);
     expect(disabled.json()).toMatchObject({ ruleChain: { id: 'support', disabled: true } });
     expect((await cli(['agents', 'get', 'support'])).json()).toMatchObject({ ruleChain: { disabled: true } });
-    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', disabled: true, owner: 'admin' } });
+    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', disabled: true, owner: 'admin', audience: EVERYONE } });
     const refused = await cli(['chat', '-a', 'support', 'hi']);
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('agent "support" is disabled') });
 
     const enabled = await cli(['agents', 'enable', 'support']);
     expect(enabled.code, enabled.stderr).toBe(0);
     expect(enabled.json()).toMatchObject({ ruleChain: { id: 'support', disabled: false } });
-    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', owner: 'admin' } });
+    expect((await cli(['agents', 'list'])).json()).toContainEqual({ ruleChain: { id: 'support', name: 'Support desk', owner: 'admin', audience: EVERYONE } });
 
     const missing = await cli(['agents', 'disable', 'no-such-agent']);
     expect(missing).toMatchObject({ code: 1, stderr: 'error: Not found: agent "no-such-agent"\n' });

@@ -284,7 +284,7 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
     for (const hidden of [other, 'no-such-agent']) {
       const res = await env().app.inject({ method: 'GET', url: `/api/v1/models/${hidden}`, headers: auth });
       expect(res.statusCode).toBe(404);
-      expect(json(res.body)).toEqual({ error: `Not found: model "${hidden}"` });
+      expect(json(res.body)).toEqual({ error: { message: `Not found: model "${hidden}"`, type: 'invalid_request_error', param: null, code: 'not_found' } });
     }
     const refused = await env().app.inject({
       method: 'POST',
@@ -293,7 +293,7 @@ describeOnBothEngines('channels REST', (env: () => Env) => {
       payload: { model: other, messages: [{ role: 'user', content: 'hi' }] },
     });
     expect(refused.statusCode).toBe(403);
-    expect(json(refused.body).error).toMatch(new RegExp(`bound to "${mine}", not to agent "${other}"`));
+    expect((json(refused.body).error as { message: string }).message).toMatch(new RegExp(`bound to "${mine}", not to agent "${other}"`));
 
     // A replaced key stops working at once.
     const rotated = await env().req('PUT', `/api/v1/channels/api/accounts/${id}`, { api_key: 'sk-replacement-key-0123456789' });
