@@ -44,7 +44,7 @@ describe('the same verbs for every noun', () => {
     expect((await cli(['agents', 'get', 'support'])).json()).toEqual(shown.json());
 
     expect((await cli(['agents', 'disable', 'support'])).json()).toMatchObject({ ruleChain: { id: 'support', disabled: true } });
-    expect((await cli(['agents', 'ls'])).json()).toEqual([{ ruleChain: { id: 'support', name: 'support', disabled: true, owner: 'admin' } }]);
+    expect((await cli(['agents', 'ls'])).json()).toEqual([{ ruleChain: { id: 'support', name: 'support', disabled: true, owner: 'admin', audience: { everyone: true, users: [], roles: [], apiAccounts: [] } } }]);
     expect((await cli(['agents', 'enable', 'support'])).json()).toMatchObject({ ruleChain: { disabled: false } });
   });
 

@@ -113,7 +113,7 @@ describeOnBothEngines('agents', (env: () => Env) => {
     expect(body).toMatchObject({ page: 1, size: 20 });
     expect(body.total).toBeGreaterThanOrEqual(3);
     expect(body.data.length).toBe(Math.min(body.total, 20));
-    expect(body.data).toContainEqual({ ruleChain: { id: `${prefix}_2`, name: `Agent ${prefix}_2`, owner: 'admin' } });
+    expect(body.data).toContainEqual({ ruleChain: { id: `${prefix}_2`, name: `Agent ${prefix}_2`, owner: 'admin', audience: { everyone: true, users: [], roles: [], apiAccounts: [] } } });
     for (const item of body.data) expect(Object.keys(item)).toEqual(['ruleChain']);
 
     const pageTwo = await req('GET', '/agents?page=2&size=1');

@@ -172,11 +172,13 @@ describe('GET /api/v1/openapi.json', () => {
         for (const x of inPath) expect(x.required, `${name} ${x.name}`).toBe(true);
         expect(Object.keys(op.responses).length, name).toBeGreaterThan(0);
         for (const code of Object.keys(op.responses)) expect(code, name).toMatch(/^([1-5](\d\d|XX)|default)$/);
-        // Every error answer is documented as {error: string}.
+        // Every error answer is documented: OpenAI's error object on the OpenAI-compatible
+        // routes, {error: string} on the management API.
+        const openai = /^\/api\/v1\/(?:chat\/completions|responses|models)(?:\/|$)/.test(p);
         expect(op.responses['4XX']?.content?.['application/json']?.schema, name).toMatchObject({
           type: 'object',
           required: ['error'],
-          properties: { error: { type: 'string' } },
+          properties: { error: openai ? { type: 'object', required: ['message', 'type', 'param', 'code'] } : { type: 'string' } },
         });
         for (const requirement of op.security ?? []) {
           for (const scheme of Object.keys(requirement)) expect(doc.components.securitySchemes, name).toHaveProperty(scheme);

@@ -186,7 +186,7 @@ describe('response schemas', () => {
   it('a representative answer of each family is the full object the spec and the clients read', async () => {
     const agent = { ...AGENT, ruleChain: { ...AGENT.ruleChain, id: 'schema_agent_2' } };
     expect((await call('POST', '/api/v1/agents', { body: agent })).body).toBe(JSON.stringify(agent));
-    expect((await call('GET', '/api/v1/agents?size=100')).json().data).toContainEqual({ ruleChain: { id: 'schema_agent_2', name: 'Schema', owner: expect.any(String) } });
+    expect((await call('GET', '/api/v1/agents?size=100')).json().data).toContainEqual({ ruleChain: { id: 'schema_agent_2', name: 'Schema', owner: expect.any(String), audience: { everyone: true, users: [], roles: [], apiAccounts: [] } } });
     const rules = (await call('GET', '/api/v1/rules?agentId=schema_agent_2')).json();
     expect(rules).toEqual([]);
     const all = (await call('GET', '/api/v1/rules')).json() as Array<{ ruleChain: { id: string } }>;
