@@ -99,7 +99,7 @@ function warnIfShared(
   // Added to the field-validation warnings already set, not in their place.
   const prior = reply.getHeader('warning');
   const list = prior === undefined ? [] : Array.isArray(prior) ? prior.map(String) : [String(prior)];
-  reply.header('warning', [...list, warning]);
+  reply.header('warning', list.length === 0 ? warning : [...list, warning]);
 }
 
 function listAgents(deps: GatewayDeps) {
