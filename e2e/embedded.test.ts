@@ -114,7 +114,8 @@ describe('embedded mode', () => {
     expect((await get(second, '/health')).text).toBe('OK');
     expect(JSON.parse((await get(second, '/api/v1/config')).text).server.port).toBe(second);
     await expect(fetch(`http://127.0.0.1:${first}/health`)).rejects.toThrow();
-  });
+    // Two starts, each allowed its 30 s wait above: the test's own bound covers both.
+  }, 90_000);
 });
 
 describe('start-up errors: one line naming the problem, exit code 1, no stack trace', () => {
