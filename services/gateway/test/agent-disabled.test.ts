@@ -1,6 +1,9 @@
 import { expect, it } from 'vitest';
 import { agentDsl, createAgent, describeOnBothEngines, uid, type Env } from './resources-harness.js';
 
+/** An admin's agents are shared with everyone (issue 35); the list shows it to the owner and admins. */
+const EVERYONE = { everyone: true, users: [], roles: [], apiAccounts: [] };
+
 /** `ruleChain.disabled`: stored and shown, left out of `/models`, refused by chat; on both engines. */
 describeOnBothEngines('disabled agents', (env: () => Env) => {
   const req = (method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) => env().req(method, `/api/v1${url}`, body);
@@ -21,9 +24,9 @@ describeOnBothEngines('disabled agents', (env: () => Env) => {
     await createAgent(env, on);
 
     const items = (await req('GET', '/agents?size=100')).json().data;
-    expect(items).toContainEqual({ ruleChain: { id: off, name: `Agent ${off}`, disabled: true, owner: 'admin' } });
+    expect(items).toContainEqual({ ruleChain: { id: off, name: `Agent ${off}`, disabled: true, owner: 'admin', audience: EVERYONE } });
     // Absent means enabled: the spec's item {id, name}, with the owner the UI shows.
-    expect(items).toContainEqual({ ruleChain: { id: on, name: `Agent ${on}`, owner: 'admin' } });
+    expect(items).toContainEqual({ ruleChain: { id: on, name: `Agent ${on}`, owner: 'admin', audience: EVERYONE } });
   });
 
   it('a flag that is not a boolean is 400', async () => {

@@ -31,7 +31,7 @@ describeWithServers('security.allowFrom across two gateways', () => {
     expect(put.status).toBe(200);
     await waitFor(async () => (await call(1, 'GET', '/models')).status === 403, 10_000, 50);
     const refused = await call(1, 'GET', '/models');
-    expect(((await refused.json()) as { error: string }).error).toMatch(/^Not allowed: address (::ffff:)?127\.0\.0\.1 is not in security\.allowFrom\.chat$/);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^Not allowed: address (::ffff:)?127\.0\.0\.1 is not in security\.allowFrom\.chat$/);
     expect(await allowFrom(1)).toEqual({ management: [], chat: ['10.0.0.0/8'] });
 
     // The lock-out guard on a real socket: the caller is 127.0.0.1.
