@@ -8,6 +8,8 @@ export interface OutboundRequest {
   headers: Record<string, string>;
   body?: string;
   timeoutMs: number;
+  /** The timeout a person set, named in the error when `timeoutMs` is what is left of it after a wait. */
+  statedTimeoutMs?: number;
   signal: AbortSignal;
   policy: AddressPolicy;
   /** Longer response bodies fail the request. Default 10 MiB. */
@@ -52,7 +54,7 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
     const fail = (err: unknown) => {
       if (signal.aborted) {
         const timedOut = !req.signal.aborted;
-        reject(new OutboundRequestError(timedOut ? `${req.method} ${safeUrl(url)} timed out after ${req.timeoutMs} ms` : `${req.method} ${safeUrl(url)} was cancelled`));
+        reject(new OutboundRequestError(timedOut ? `${req.method} ${safeUrl(url)} timed out after ${req.statedTimeoutMs ?? req.timeoutMs} ms` : `${req.method} ${safeUrl(url)} was cancelled`));
         return;
       }
       const e = err as NodeJS.ErrnoException;

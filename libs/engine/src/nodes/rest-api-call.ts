@@ -61,6 +61,7 @@ export const restApiCall = defineNodeType({
         headers,
         ...(withBody ? { body: msg.data } : {}),
         timeoutMs: remainingMs,
+        statedTimeoutMs: timeoutMs,
         signal: ctx.signal,
         policy: {
           allowPrivateNetworks: config.allowPrivateNetworks ?? ctx.http?.allowPrivateNetworks ?? false,
