@@ -1,7 +1,7 @@
 export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable, ModelProvidersTable } from './tables.js';
 export type { Db, DbHandle } from './handle.js';
 export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable, SessionMessageStatus } from './tables.js';
-export { inTransaction, isForeignKeyViolation, isUniqueViolation } from './transaction.js';
+export { inLockedTransaction, inTransaction, isForeignKeyViolation, isUniqueViolation } from './transaction.js';
 export {
   ACTIVE_RUN_STATUSES,
   FINAL_RUN_STATUSES,

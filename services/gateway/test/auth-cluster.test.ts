@@ -77,3 +77,41 @@ describeWithServers('auth across two replicas', () => {
     expect((await replicas[1]!.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'erin', password: 'erin-password' } })).statusCode).toBe(403);
   });
 });
+
+/**
+ * Two gateways starting at the same moment on one fresh database import the file's users once:
+ * each import bumps the user's token version, so a second import (the race before the seed took
+ * a lock) logged a session on the first gateway out.
+ */
+describeWithServers('two gateways seeding at once', () => {
+  it('import each user once, so a login on one is not revoked by the other starting', async () => {
+    const db = await createTestDatabase();
+    await db.handle.close();
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-seed-race-'));
+    fs.writeFileSync(path.join(cwd, 'config.yaml'), 'security:\n  users:\n    admin: admin-password\n    erin: erin-password\n');
+    const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl(), REDIS_PREFIX: uniqueRedisPrefix(), AGENTRY_SECRET_KEY: MASTER_KEY };
+    const logs: string[] = [];
+    const started = await Promise.all(
+      [0, 1].map(async (i) => {
+        const runtime = await bootstrap({ service: `seed${i}`, mode: 'cluster', argv: [], env, cwd, logDestination: { write: (l: string) => void logs.push(l) } });
+        const app = await buildGateway(runtime);
+        await app.ready();
+        return { runtime, app };
+      }),
+    );
+    try {
+      const imports = logs.filter((l) => /user (created|updated) from the configuration file/.test(l));
+      expect(imports.length).toBe(2);
+      const token = await login(started[0]!.app, 'erin', 'erin-password');
+      const me = await started[1]!.app.inject({ method: 'GET', url: '/api/v1/auth/api-key', headers: bearer(token) });
+      expect(me.statusCode).toBe(200);
+    } finally {
+      for (const r of started) {
+        await r.app.close();
+        await r.runtime.lifecycle.shutdown('test');
+      }
+      await db.drop();
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -5,6 +5,7 @@ import {
   getRuleChain,
   getSetting,
   getUser,
+  inLockedTransaction,
   inTransaction,
   replaceBindings,
   setSetting,
@@ -35,29 +36,9 @@ export async function seedFromConfig(deps: { db: Db; secrets: Sealer; config: Ag
 
   const entries = Object.entries(config.security.users);
   const users = entries.length > 0 ? entries : [['admin', DEFAULT_ADMIN_PASSWORD] as [string, UserFileEntry]];
-  for (const [username, entry] of users) {
-    // A string entry keeps the HMAC it always had: upgrading re-imports nobody.
-    const fileHmac = secrets.hmac(`user:${username}:${typeof entry === 'string' ? entry : stableJson(entry)}`);
-    const existing = await getUser(db, username);
-    if (existing?.fileHmac === fileHmac) continue;
-    const { password, apiKey, budget } = splitUserEntry(username, entry);
-    await upsertSeededUser(db, {
-      username,
-      passwordHash: await hashPassword(password),
-      role: username === 'admin' ? 'admin' : 'user',
-      fileHmac,
-      apiKey: apiKey ? { hash: hashApiKey(apiKey), sealed: secrets.seal(apiKey) } : undefined,
-      budget: budget ?? null,
-    });
-    // Without security.users there is no file entry: the default admin is the server's own.
-    const source = entries.length > 0 ? 'from the configuration file' : 'with the default password (security.users is not set)';
-    logger.info({ username }, `user ${existing ? 'updated' : 'created'} ${source}`);
-  }
-  const removed = await deleteUsersExcept(
-    db,
-    users.map(([u]) => u),
-  );
-  if (removed.length > 0) logger.info({ removed }, 'users no longer in the configuration file removed');
+  // Gateways starting together would each re-import a user the other just imported, and each
+  // import bumps the user's token version: a login on one gateway was then refused by the next.
+  await inLockedTransaction(db, 'agentry:seed-users', (trx) => seedUsers(trx, secrets, users, entries.length > 0, logger));
 
   const stored = new Map((await listChannelAccounts(db)).map((a) => [`${a.platform}/${a.id}`, a]));
   for (const platform of PLATFORMS) {
@@ -186,4 +167,30 @@ function stableJson(value: unknown): string {
       .join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
+}
+
+async function seedUsers(trx: Db, secrets: Sealer, users: Array<[string, UserFileEntry]>, fromFile: boolean, logger: Logger): Promise<void> {
+  for (const [username, entry] of users) {
+    // A string entry keeps the HMAC it always had: upgrading re-imports nobody.
+    const fileHmac = secrets.hmac(`user:${username}:${typeof entry === 'string' ? entry : stableJson(entry)}`);
+    const existing = await getUser(trx, username);
+    if (existing?.fileHmac === fileHmac) continue;
+    const { password, apiKey, budget } = splitUserEntry(username, entry);
+    await upsertSeededUser(trx, {
+      username,
+      passwordHash: await hashPassword(password),
+      role: username === 'admin' ? 'admin' : 'user',
+      fileHmac,
+      apiKey: apiKey ? { hash: hashApiKey(apiKey), sealed: secrets.seal(apiKey) } : undefined,
+      budget: budget ?? null,
+    });
+    // Without security.users there is no file entry: the default admin is the server's own.
+    const source = fromFile ? 'from the configuration file' : 'with the default password (security.users is not set)';
+    logger.info({ username }, `user ${existing ? 'updated' : 'created'} ${source}`);
+  }
+  const removed = await deleteUsersExcept(
+    trx,
+    users.map(([u]) => u),
+  );
+  if (removed.length > 0) logger.info({ removed }, 'users no longer in the configuration file removed');
 }
