@@ -24,7 +24,7 @@ export async function awaitCompletion(run: ChatRun, reply: FastifyReply, relay: 
       next = await relay.next();
     } catch (err) {
       if (err instanceof EventGapError) {
-        await run.cancel('event stream gap');
+        await run.cancel(`event stream gap: ${err.detail}`);
         throw new Errors.INTERNAL(err.message);
       }
       throw err;
@@ -129,7 +129,7 @@ async function nextStep(run: RunControl, relay: RunRelay): Promise<Awaited<Retur
     return await relay.next();
   } catch (err) {
     if (!(err instanceof EventGapError)) throw err;
-    await run.cancel('event stream gap');
+    await run.cancel(`event stream gap: ${err.detail}`);
     return { type: 'gap', message: err.message };
   }
 }

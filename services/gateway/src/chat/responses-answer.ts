@@ -27,7 +27,7 @@ async function nextStep(run: RunControl, relay: RunRelay, sinceTool: string): Pr
     return { kind: 'ended', rest: ending.rest, usage: (next.run?.usage ?? null) as DoneEvent['usage'] | null };
   } catch (err) {
     if (!(err instanceof EventGapError)) throw err;
-    await run.cancel('event stream gap');
+    await run.cancel(`event stream gap: ${err.detail}`);
     return { kind: 'failed', message: err.message, status: 500 };
   }
 }

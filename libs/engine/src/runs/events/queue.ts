@@ -1,7 +1,14 @@
 import type { RunEvent } from '@agentry/contracts';
 
-/** The relay lost an event (a gap in `seq`): the answer cannot be trusted, so the stream fails. */
-export class EventGapError extends Error {}
+/**
+ * The relay lost an event (a gap in `seq`): the answer cannot be trusted, so the stream fails.
+ * The message is for the person reading the answer; `detail` (the seqs) is for the logs.
+ */
+export class EventGapError extends Error {
+  constructor(readonly detail: string) {
+    super('part of the answer was lost on its way from the agent (the connection to the event bus dropped), so the run was stopped: send the request again');
+  }
+}
 
 /**
  * Events of one run as an async queue, checked for order: each event must carry the next `seq`.
