@@ -12,3 +12,4 @@ export * from './secrets.js';
 export * from './service-metrics.js';
 export * from './address-list.js';
 export * from './tracing.js';
+export * from './periodic.js';

@@ -37,6 +37,9 @@ export const serviceMetrics = {
   cronFires: (r: Registry) => counter(r, 'agentry_cron_fires_total', 'cron fires, by outcome (started, duplicate, skipped, failed)', ['outcome'] as const),
   channelSends: (r: Registry) => counter(r, 'agentry_channel_sends_total', 'outbound channel messages ended, by platform and status', ['platform', 'status'] as const),
   channelRetries: (r: Registry) => counter(r, 'agentry_channel_send_retries_total', 'outbound sends retried, by platform', ['platform'] as const),
+  /** Periodic passes (sweeps, retention, reloads; libs/runtime periodic.ts), by pass and outcome (ok, failed, aborted). */
+  periodicPasses: (r: Registry) => counter(r, 'agentry_periodic_passes_total', 'periodic passes, by pass and outcome', ['pass', 'outcome'] as const),
+  periodicPassDuration: (r: Registry) => histogram(r, 'agentry_periodic_pass_duration_seconds', 'periodic pass duration, by pass', ['pass'] as const),
   inboundEvents: (r: Registry) => counter(r, 'agentry_inbound_events_total', 'inbound platform events, by platform and outcome', ['platform', 'outcome'] as const),
 };
 

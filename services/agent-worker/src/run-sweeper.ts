@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { startPeriodic, type PeriodicPass, type Registry } from '@agentry/runtime';
 import type { Bus } from '@agentry/bus';
 import { listUnfinishedRuns, type Db } from '@agentry/db';
 import { enqueueRun } from '@agentry/engine';
@@ -12,14 +13,14 @@ const SWEEP_BATCH = 100;
  * run whose job still exists is left alone, and so is one running in this process.
  */
 export class RunSweeper {
-  #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
+  #pass: PeriodicPass | undefined;
 
   constructor(
     private readonly deps: {
       db: Db;
       queue: Bus['queue'];
       logger: Logger;
+      metrics?: Registry;
       /** `worker.stall_timeout_ms` and `reliability.run_sweep_ms`, read at each pass. */
       timing: () => { stallMs: number; sweepMs: number };
       isRunningHere: (runId: string) => boolean;
@@ -27,17 +28,17 @@ export class RunSweeper {
   ) {}
 
   start(): void {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(
-      () => void this.sweep().catch((err: unknown) => this.deps.logger.warn({ err: (err as Error).message }, 'run sweep failed')).finally(() => this.start()),
-      this.deps.timing().sweepMs,
-    );
-    this.#timer.unref();
+    this.#pass ??= startPeriodic({
+      name: 'run-sweep',
+      everyMs: () => this.deps.timing().sweepMs,
+      logger: this.deps.logger,
+      metrics: this.deps.metrics,
+      pass: () => this.sweep(),
+    });
   }
 
-  stop(): void {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
+  async stop(): Promise<void> {
+    await this.#pass?.stop();
   }
 
   async sweep(): Promise<void> {
@@ -50,6 +51,7 @@ export class RunSweeper {
       await enqueueRun(this.deps.queue, run.id);
       enqueued += 1;
     }
+    // Debug, not the helper's info line: a run whose job still exists is counted here but left alone by the queue.
     if (enqueued > 0) this.deps.logger.debug({ runs: enqueued }, 'sweep: unfinished runs enqueued again (a run whose job exists is left alone)');
   }
 }

@@ -83,7 +83,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
 
   runtime.lifecycle.add('agent-worker', async (remainingMs) => {
     watchdog.stop();
-    sweeper.stop();
+    await sweeper.stop();
     await consumer.close(Math.max(0, remainingMs - 500));
     // Renewed until the last job is done or back in the queue: a gateway must not take a run finishing here for dead.
     leases.stop();
@@ -126,6 +126,7 @@ function runSweeper(runtime: Runtime, running: Map<string, AbortController>): Ru
     db: runtime.db.db,
     queue: runtime.bus.queue,
     logger: runtime.logger,
+    metrics: runtime.metrics,
     timing: () => ({ stallMs: runtime.config.current.worker.stall_timeout_ms, sweepMs: runtime.config.current.reliability.run_sweep_ms }),
     isRunningHere: (runId) => running.has(runId),
   });

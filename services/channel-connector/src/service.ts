@@ -56,6 +56,7 @@ export async function startChannelConnector(runtime: Runtime, overrides: Partial
     db: db.db,
     queue: bus.queue,
     logger,
+    metrics: runtime.metrics,
     sweepMs: opts.sweepMs,
     sweepGraceMs: opts.sweepGraceMs,
   });

@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import { deleteExpired, type Db, type RetentionCounts, type RetentionCutoffs } from '@agentry/db';
 import type { AgentryConfig } from '@agentry/runtime';
 
@@ -19,13 +18,9 @@ export function retentionCutoffs(retention: AgentryConfig['retention'], now: Dat
 
 /**
  * One retention pass: deletes what `retention.*` (read per pass, so a changed configuration
- * applies at the next one) lets expire, and logs what went. Any number of schedulers may run
+ * applies at the next one) lets expire, and counts what went (startPeriodic logs it). Any number of schedulers may run
  * passes at once: a row deleted twice is deleted once.
  */
-export async function retentionPass(db: Db, retention: AgentryConfig['retention'], logger: Logger, now = new Date()): Promise<RetentionCounts> {
-  const started = Date.now();
-  const counts = await deleteExpired(db, retentionCutoffs(retention, now));
-  const total = Object.values(counts).reduce((a, b) => a + b, 0);
-  if (total > 0) logger.info({ deleted: counts, ms: Date.now() - started }, 'retention: expired rows deleted');
-  return counts;
+export async function retentionPass(db: Db, retention: AgentryConfig['retention'], now = new Date()): Promise<RetentionCounts> {
+  return deleteExpired(db, retentionCutoffs(retention, now));
 }

@@ -1,5 +1,5 @@
 import { PubSubChannels, QueueNames } from '@agentry/contracts';
-import { registerQueueDepth, serviceMetrics, type Runtime } from '@agentry/runtime';
+import { registerQueueDepth, serviceMetrics, startPeriodic, type Runtime } from '@agentry/runtime';
 import { Firer } from './fire.js';
 import { Reconciler } from './reconcile.js';
 import { retentionPass } from './retention.js';
@@ -73,25 +73,22 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
   reconcileTimer.unref();
   sweepTimer.unref();
 
-  // Re-armed after each pass with the interval configured then, so a changed setting applies.
-  let retentionTimer: NodeJS.Timeout | undefined;
-  const scheduleRetention = (delayMs: number) => {
-    if (stopped) return;
-    retentionTimer = setTimeout(() => {
-      void retentionPass(db.db, runtime.config.current.retention, logger)
-        .catch((err: unknown) => logger.warn({ err }, 'retention pass failed; the next pass tries again'))
-        .finally(() => scheduleRetention(runtime.config.current.retention.sweep_minutes * 60_000));
-    }, delayMs);
-    retentionTimer.unref();
-  };
-  scheduleRetention(opts.retentionDelayMs ?? 60_000);
+  // The interval is read after each pass, so a changed retention.sweep_minutes applies at the next.
+  const retention = startPeriodic({
+    name: 'retention',
+    everyMs: () => runtime.config.current.retention.sweep_minutes * 60_000,
+    firstDelayMs: opts.retentionDelayMs ?? 60_000,
+    logger,
+    metrics: runtime.metrics,
+    pass: () => retentionPass(db.db, runtime.config.current.retention),
+  });
 
   runtime.lifecycle.add('scheduler', async (remainingMs) => {
     stopped = true;
     clearInterval(reconcileTimer);
     clearInterval(sweepTimer);
     clearTimeout(agentTimer);
-    clearTimeout(retentionTimer);
+    await retention.stop();
     await unsubscribe().catch((err: unknown) => logger.warn({ err }, 'unsubscribe failed'));
     // Fires in hand finish (they only create and enqueue a run); runs still going are followed
     // to their end by the sweep of another replica, or of this one at its next start.

@@ -510,6 +510,6 @@ describe('retention (startScheduler runs it: retention.* days, every sweep_minut
     await waitFor(async () => (await getRun(db, `${agentId}-expired`)) === undefined, 5_000);
     expect(await getRun(db, `${agentId}-recent`)).toMatchObject({ status: 'succeeded' });
     expect(await getRun(db, `${agentId}-stuck`)).toMatchObject({ status: 'running' });
-    await waitFor(async () => logs.some((l) => l.includes('retention: expired rows deleted') && l.includes('"runs":1')), 2_000);
+    await waitFor(async () => logs.some((l) => l.includes('retention: pass done') && l.includes('"runs":1')), 2_000);
   });
 });

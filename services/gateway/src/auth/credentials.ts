@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { listBindings, listChannelAccounts, listUsers, type Db, type Role } from '@agentry/db';
 import { PubSubChannels } from '@agentry/contracts';
 import type { Bus } from '@agentry/bus';
+import { startPeriodic, type PeriodicPass } from '@agentry/runtime';
 import type { Budget } from '@agentry/contracts';
 import { hashApiKey } from './passwords.js';
 
@@ -41,7 +42,7 @@ export class CredentialIndex {
   #keys = new Map<string, Principal>();
   #users = new Map<string, UserEntry>();
   #unsubscribe: (() => Promise<void>) | null = null;
-  #timer: NodeJS.Timeout | null = null;
+  #refresh: PeriodicPass | null = null;
 
   constructor(
     private readonly db: Db,
@@ -58,10 +59,7 @@ export class CredentialIndex {
       }
     });
     if (refreshMs > 0) {
-      this.#timer = setInterval(() => {
-        this.reload().catch((err: unknown) => this.logger.warn({ err }, 'periodic credential reload failed'));
-      }, refreshMs);
-      this.#timer.unref();
+      this.#refresh = startPeriodic({ name: 'credential-reload', everyMs: () => refreshMs, logger: this.logger, pass: () => this.reload() });
     }
   }
 
@@ -102,7 +100,7 @@ export class CredentialIndex {
   }
 
   async close(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
+    await this.#refresh?.stop();
     await this.#unsubscribe?.();
   }
 }
