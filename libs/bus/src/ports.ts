@@ -177,7 +177,32 @@ export interface Bus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap 
   lease(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** Who holds each lease, in the order asked (null: nobody, or it lapsed). One command however many. */
   leaseHolders(keys: readonly string[]): Promise<Array<string | null>>;
+  /**
+   * Keeps leases renewed off this process's event loop (Redis: a thread with its own
+   * connection), so a main thread busy for seconds is not taken for dead, while a process that
+   * dies loses its leases at once. Absent on the memory bus: one process has nobody to hand a
+   * run to, and the caller renews on its own timer.
+   */
+  keepLeases?(opts: LeaseKeeperOptions): LeaseKeeper;
   /** Closes consumers first, then connections. */
+  close(): Promise<void>;
+}
+
+export interface LeaseKeeperOptions {
+  /** The holder the leases are taken for (`Bus.lease`'s owner). */
+  owner: string;
+  /** Past this long without the main thread running, renewals stop: a loop stuck for good lets its leases lapse. */
+  maxStallMs: number;
+}
+
+export interface LeaseKeeper {
+  /** Renewing (its thread is up and connected); until then, and should it fail, the caller renews itself. */
+  readonly ready: boolean;
+  /** Renews `key` (taken already with `Bus.lease`) every third of `ttlMs` until released; `lost` when another owner has it. */
+  hold(key: string, ttlMs: number, lost: () => void): void;
+  /** Stops renewing `key` and gives it up at once. */
+  release(key: string): void;
+  /** Stops renewing everything (the leases then lapse by themselves). */
   close(): Promise<void>;
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RunKeeps } from '@agentry/contracts';
-import type { Bus } from '@agentry/bus';
+import type { Bus, LeaseKeeper } from '@agentry/bus';
 
 /**
  * The liveness leases of the runs in hand in this process (`reliability.run_lease_ms`): one
@@ -11,6 +11,8 @@ import type { Bus } from '@agentry/bus';
  * taken for dead, within seconds rather than BullMQ's stall timeout. The lease is also the guard
  * against running a run twice: a job whose run another live worker holds leaves it alone, and a
  * worker that finds its run's lease taken by another (it was taken for dead) aborts its copy.
+ * On Redis the renewals run in a thread of their own (`Bus.keepLeases`): a main thread busy
+ * for seconds is not taken for dead; one stuck past `worker.stall_timeout_ms` is.
  */
 export class RunLeases {
   /** This process as a lease holder. */
@@ -18,13 +20,18 @@ export class RunLeases {
   readonly #held = new Map<string, AbortController>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #keeper: LeaseKeeper | undefined;
 
   constructor(
-    private readonly bus: Pick<Bus, 'lease'>,
+    private readonly bus: Pick<Bus, 'lease' | 'keepLeases'>,
     private readonly logger: Logger,
     /** `reliability.run_lease_ms`, read at each renewal (0: off). */
     private readonly leaseMs: () => number,
-  ) {}
+    /** How long the main thread may be busy before its leases are let go (BullMQ's stall time). */
+    maxStallMs = 30_000,
+  ) {
+    this.#keeper = bus.keepLeases?.({ owner: this.owner, maxStallMs });
+  }
 
   start(): void {
     if (this.#stopped) return;
@@ -34,9 +41,11 @@ export class RunLeases {
     this.#timer.unref();
   }
 
-  stop(): void {
+  /** Stops renewing: leases still held lapse by themselves. */
+  async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    await this.#keeper?.close();
   }
 
   /**
@@ -55,7 +64,10 @@ export class RunLeases {
     } catch (err) {
       this.logger.debug({ err: (err as Error).message, runId }, 'could not take the run lease; running without it');
     }
-    if (taken) this.#held.set(runId, ctl);
+    if (taken) {
+      this.#held.set(runId, ctl);
+      this.#keeper?.hold(RunKeeps.lease(runId), ms, () => this.#lost(runId, ctl));
+    }
     return taken;
   }
 
@@ -68,13 +80,15 @@ export class RunLeases {
     if (this.#held.get(runId) !== ctl) return;
     this.#held.delete(runId);
     if (this.leaseMs() <= 0) return;
+    if (this.#keeper) return this.#keeper.release(RunKeeps.lease(runId));
     this.bus.lease(RunKeeps.lease(runId), this.owner, 1).catch((err: unknown) => {
       this.logger.debug({ err: (err as Error).message, runId }, 'could not give up the run lease; it lapses by itself');
     });
   }
 
   async #renew(ms: number): Promise<void> {
-    if (ms <= 0 || this.#held.size === 0) return;
+    // The keeper's thread renews once it is up; this timer covers its start and a bus without one.
+    if (ms <= 0 || this.#held.size === 0 || this.#keeper?.ready) return;
     await Promise.all(
       [...this.#held].map(async ([runId, ctl]) => {
         try {
@@ -84,11 +98,15 @@ export class RunLeases {
           this.logger.debug({ err: (err as Error).message, runId }, 'run lease renewal failed');
           return;
         }
-        if (this.#held.get(runId) !== ctl) return;
-        this.#held.delete(runId);
-        this.logger.warn({ runId }, 'another worker took this run over (this one was taken for dead: its lease lapsed); aborting this copy');
-        ctl.abort(new Error('another worker took this run over'));
+        this.#lost(runId, ctl);
       }),
     );
+  }
+
+  #lost(runId: string, ctl: AbortController): void {
+    if (this.#held.get(runId) !== ctl) return;
+    this.#held.delete(runId);
+    this.logger.warn({ runId }, 'another worker took this run over (this one was taken for dead: its lease lapsed); aborting this copy');
+    ctl.abort(new Error('another worker took this run over'));
   }
 }

@@ -66,7 +66,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const sweeper = runSweeper(runtime, running);
   sweeper.start();
   // Leases matter only across processes: in embedded mode the worker dies with its gateway.
-  const leases = new RunLeases(bus, logger, () => (bus.kind === 'redis' ? reliability().run_lease_ms : 0));
+  const leases = new RunLeases(bus, logger, () => (bus.kind === 'redis' ? reliability().run_lease_ms : 0), runtime.config.current.worker.stall_timeout_ms);
   leases.start();
   const handleRun = runJobHandler({
     db: runtime.db.db,
@@ -86,7 +86,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     await sweeper.stop();
     await consumer.close(Math.max(0, remainingMs - 500));
     // Renewed until the last job is done or back in the queue: a gateway must not take a run finishing here for dead.
-    leases.stop();
+    await leases.stop();
     await unsubscribe();
     await shared.unfollow();
     await models.close();

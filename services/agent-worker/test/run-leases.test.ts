@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { createMemoryBus } from '@agentry/bus';
+import { execFile } from 'node:child_process';
+import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
 import { RunKeeps } from '@agentry/contracts';
-import { waitFor } from '@agentry/testing';
+import { describeWithServers, redisUrl, uniqueRedisPrefix, waitFor } from '@agentry/testing';
 import { RunLeases } from '../src/run-leases.js';
 
 /**
@@ -20,8 +21,8 @@ function leasesOn(bus: ReturnType<typeof createMemoryBus>, leaseMs = LEASE_MS): 
   return leases;
 }
 
-afterEach(() => {
-  for (const l of started.splice(0)) l.stop();
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((l) => l.stop()));
 });
 
 describe('RunLeases: one worker at a time per run', () => {
@@ -69,5 +70,62 @@ describe('RunLeases: one worker at a time per run', () => {
     const off = leasesOn(bus, 0);
     expect(await off.take('r4', new AbortController())).toBe(true);
     expect(await bus.leaseHolders([RunKeeps.lease('r4')])).toEqual([null]);
+  });
+});
+
+/** Samples who holds `redisKey` every 50 ms for `ms`, from another process: it runs while this one's event loop is blocked. */
+function sampleHolders(url: string, redisKey: string, ms: number): Promise<string[]> {
+  const rounds = Math.ceil(ms / 50);
+  const script = `for i in $(seq ${rounds}); do redis-cli -u "$URL" --no-raw GET "$KEY"; sleep 0.05; done`;
+  return new Promise((resolve, reject) => {
+    execFile('bash', ['-c', script], { env: { ...process.env, URL: url, KEY: redisKey } }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim().split('\n'))));
+  });
+}
+
+function blockEventLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // A synchronous stretch, as a large JSON parse or a slow synchronous tool would be.
+  }
+}
+
+describeWithServers('RunLeases on Redis: renewed off the event loop', () => {
+  const buses: Bus[] = [];
+  afterEach(async () => {
+    await Promise.all(buses.splice(0).map((b) => b.close()));
+  });
+
+  async function setup(maxStallMs: number) {
+    const prefix = uniqueRedisPrefix();
+    const bus = createRedisBus({ url: redisUrl(), prefix, logger });
+    buses.push(bus);
+    const leases = new RunLeases(bus, logger, () => LEASE_MS, maxStallMs);
+    leases.start();
+    started.push(leases);
+    return { leases, key: `${prefix}:lease:${RunKeeps.lease('busy')}` };
+  }
+
+  it('a worker whose main thread is busy for five leases keeps its run: the lease never lapses', async () => {
+    const { leases, key } = await setup(30_000);
+    const ctl = new AbortController();
+    expect(await leases.take('busy', ctl)).toBe(true);
+    await new Promise((r) => setTimeout(r, LEASE_MS));
+    const samples = sampleHolders(redisUrl(), key, 2_000);
+    await new Promise((r) => setTimeout(r, 200));
+    blockEventLoop(LEASE_MS * 5);
+    const seen = await samples;
+    expect(seen.length).toBeGreaterThan(10);
+    expect(seen.every((s) => s === `"${leases.owner}"`), seen.join(' ')).toBe(true);
+    expect(ctl.signal.aborted).toBe(false);
+  });
+
+  it('a main thread stuck past maxStallMs lets its lease lapse, so another worker takes the run', async () => {
+    const { leases, key } = await setup(400);
+    expect(await leases.take('busy', new AbortController())).toBe(true);
+    const samples = sampleHolders(redisUrl(), key, 2_500);
+    await new Promise((r) => setTimeout(r, 200));
+    blockEventLoop(2_000);
+    const seen = await samples;
+    expect(seen).toContain('(nil)');
   });
 });

@@ -8,6 +8,7 @@ import { RedisCronScheduler } from './cron.js';
 import { RedisJobQueue, type RedisConsumer } from './job-queue.js';
 import { RedisPubSub } from './pubsub.js';
 import { RedisRateLimiter } from './rate-limit.js';
+import { startLeaseKeeper } from './lease-keeper.js';
 
 export interface RedisBusOptions {
   url: string;
@@ -55,6 +56,7 @@ export function createRedisBus<Q extends PayloadMap = QueuePayloads, C extends P
     count: (key, by, ttlMs) => limiter.count(key, by, ttlMs),
     lease: (key, owner, ttlMs) => limiter.lease(key, owner, ttlMs),
     leaseHolders: (keys) => limiter.leaseHolders(keys),
+    keepLeases: (keeperOpts) => startLeaseKeeper(opts.url, (key) => limiter.leaseKey(key), logger, { ...keeperOpts, connectionName: prefix }),
     close() {
       closing ??= (async () => {
         const deadline = opts.closeDeadlineMs ?? DEFAULT_CLOSE_DEADLINE_MS;

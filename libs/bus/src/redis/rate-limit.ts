@@ -30,17 +30,18 @@ export class RedisRateLimiter {
   /** `Bus.lease`: one script, so that taking a lease someone else holds is impossible between a read and a write. */
   async lease(key: string, owner: string, ttlMs: number): Promise<boolean> {
     const conn = this.ctx.producer;
-    const held = await this.ctx.command(conn, () => conn.agentryLease(this.#leaseKey(key), owner, Math.max(1, Math.round(ttlMs))));
+    const held = await this.ctx.command(conn, () => conn.agentryLease(this.leaseKey(key), owner, Math.max(1, Math.round(ttlMs))));
     return held === 1;
   }
 
   async leaseHolders(keys: readonly string[]): Promise<Array<string | null>> {
     if (keys.length === 0) return [];
     const conn = this.ctx.producer;
-    return this.ctx.command(conn, () => conn.mget(keys.map((k) => this.#leaseKey(k))));
+    return this.ctx.command(conn, () => conn.mget(keys.map((k) => this.leaseKey(k))));
   }
 
-  #leaseKey(key: string): string {
+  /** The Redis key of lease `key`. */
+  leaseKey(key: string): string {
     return `${this.ctx.prefix}:lease:${key}`;
   }
 

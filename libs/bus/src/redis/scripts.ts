@@ -46,7 +46,7 @@ return {1, math.floor((now - allowAt) / interval), 0}
 `;
 
 /** `Bus.lease`: take the key when free or already the caller's, and (re)start its lifetime. */
-const LEASE = `
+export const LEASE_SCRIPT = `
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -63,7 +63,7 @@ export interface ScriptCommands {
 const SCRIPTS: Record<keyof ScriptCommands, string> = {
   agentryPublishKept: PUBLISH_KEPT,
   agentryRateLimit: RATE_LIMIT,
-  agentryLease: LEASE,
+  agentryLease: LEASE_SCRIPT,
 };
 
 /** Called once, right after `new Redis(...)`, before any command can be issued on the connection. */
