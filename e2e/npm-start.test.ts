@@ -53,7 +53,8 @@ describe('npm start', () => {
     try {
       const { stderr, health } = await startAndProbe();
       expect(health).toBe('OK');
-      expect(stderr).toMatch(/agentry: building services\/standalone first \((there is no build yet|the build is older than the sources of [^)]*libs\/errors)/);
+      expect(stderr).toMatch(/agentry: transpiling [^\n]*libs\/errors[^\n]* first \((there is no build yet|the build is older than the sources of [^)]*libs\/errors)/);
+      expect(stderr).toMatch(/agentry: transpiled in \d+\.\d s/);
       expect(stderr).not.toMatch(/starting from the TypeScript sources/);
     } finally {
       fs.utimesSync(file, before.atime, before.mtime);
