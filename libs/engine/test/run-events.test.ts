@@ -106,7 +106,7 @@ describe('the run event protocol, publisher to queue', () => {
     const gap = await lossy.next().then(() => undefined, (e: unknown) => e);
     expect(gap).toBeInstanceOf(EventGapError);
     // A person reads the message (a Redis restart mid-stream shows it); the seqs go to the logs.
-    expect((gap as EventGapError).message).toMatch(/^part of the answer was lost .*send the request again$/);
+    expect((gap as EventGapError).message).toMatch(/^part of the answer was lost on its way from the worker .*please retry$/);
     expect((gap as EventGapError).detail).toBe('run events arrived out of order (expected 1, got 2)');
 
     const taken = new RunEventQueue();

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RunEvent } from '@agentry/contracts';
-import { AppError, Errors } from '@agentry/errors';
+import { AppError } from '@agentry/errors';
 import type { RunOutcome } from '@agentry/db';
 import type { ChatRun, RunControl } from './chat-run.js';
 import { EventGapError, storedEnding, type RunRelay } from '@agentry/engine';
@@ -25,7 +25,8 @@ export async function awaitCompletion(run: ChatRun, reply: FastifyReply, relay: 
     } catch (err) {
       if (err instanceof EventGapError) {
         await run.cancel(`event stream gap: ${err.detail}`);
-        throw new Errors.INTERNAL(err.message);
+        // 503 as for a relay that lost its last events: nothing is wrong with the request, a retry may well work.
+        throw new AppError('RUN_FAILED', 503, err.message);
       }
       throw err;
     }
@@ -173,7 +174,7 @@ export async function streamCompletion(
         if (!sse.opened) reply.hijack();
         return;
       }
-      if (next.type === 'gap') return out.fail(new Errors.INTERNAL(next.message), 500);
+      if (next.type === 'gap') return out.fail(new AppError('RUN_FAILED', 503, next.message), 503);
       if (next.type === 'ended') {
         // Its last events were lost (see RunRelay): end from what is stored.
         out.at(undefined, false);

@@ -28,7 +28,7 @@ async function nextStep(run: RunControl, relay: RunRelay, sinceTool: string): Pr
   } catch (err) {
     if (!(err instanceof EventGapError)) throw err;
     await run.cancel(`event stream gap: ${err.detail}`);
-    return { kind: 'failed', message: err.message, status: 500 };
+    return { kind: 'failed', message: err.message, status: 503 };
   }
 }
 

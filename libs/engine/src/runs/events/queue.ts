@@ -6,7 +6,7 @@ import type { RunEvent } from '@agentry/contracts';
  */
 export class EventGapError extends Error {
   constructor(readonly detail: string) {
-    super('part of the answer was lost on its way from the agent (the connection to the event bus dropped), so the run was stopped: send the request again');
+    super('part of the answer was lost on its way from the worker (its connection to the event bus dropped), so the run was stopped; please retry');
   }
 }
 
