@@ -31,24 +31,11 @@ export { type ChatMessage, type ModelCallRequest, type ModelEvent, type ModelTim
 export { nodeTypes } from './nodes/index.js';
 export { KeyedLimiter } from './chain/limiter.js';
 export { defineNodeType } from './nodes/types.js';
-export { AgentCache, SkillsCache } from './runs/agent-cache.js';
-export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './runs/agent-enabled.js';
-export { cancelRun } from './runs/cancel.js';
-export { createCronJob } from './runs/create-cron-job.js';
-export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
-export { EventGapError, RunEventQueue } from './runs/events/queue.js';
-export { RunRelay, storedEnding } from './runs/events/relay.js';
-export { RunLeaseWatch, WORKER_LOST_MESSAGE, handOffRun, relayLease, type RelayLease, type WatchedLease } from './runs/events/lease.js';
-export { GatewayReplies, runEventChannel } from './runs/events/replies.js';
-export { resumeRunEvents, type ResumedEvents } from './runs/events/resume.js';
-export { checkSchedule, nextTick } from './runs/schedule.js';
 export { agentNode, buildConversation } from './runs/execute/conversation.js';
 export { retryWhileDbDown } from './runs/execute/db-retry.js';
 export { type RunDeps, type RunMetrics, type RunReplies } from './runs/execute/deps.js';
 export { runAgent } from './runs/execute/run-agent.js';
 export { agentInstructions } from './runs/execute/system-prompt.js';
-export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './runs/submit.js';
-export { watchRun, type RunWatch, type RunWatchResult } from './runs/watch.js';
 export { ScriptError, ScriptSandbox, type ScriptInput } from './sandbox/sandbox.js';
 export { readSkillArchive } from './skills/archive.js';
 export { activeSkills, skillsPromptBlock } from './skills/inject.js';
@@ -65,17 +52,5 @@ export { policyFetch } from './tools/policy-fetch.js';
 export { ToolError, type ToolContext, type ToolDefinition } from './tools/types.js';
 export { FIELD_VALIDATIONS, validateRuleChain, type FieldValidation } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
-export {
-  DEFAULT_HEARTBEAT_PROMPT,
-  HEARTBEAT_OK,
-  HEARTBEAT_SESSION,
-  heartbeatOfDsl,
-  heartbeatProblems,
-  heartbeatSchedule,
-  isHeartbeatOk,
-  parseHeartbeatTarget,
-  withinActiveHours,
-} from './agent/heartbeat.js';
-export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './runs/heartbeat-job.js';
 export { type HeartbeatConfig } from './agent/config.js';
 export { markSpanFailed, startChildSpan, withChildSpan } from './tracing.js';

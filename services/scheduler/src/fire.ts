@@ -37,7 +37,7 @@ import {
   withinActiveHours,
   type RunWatchResult,
   type RunWatch,
-} from '@agentry/engine';
+} from '@agentry/runs';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 

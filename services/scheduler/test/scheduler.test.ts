@@ -30,7 +30,7 @@ import { bootstrap, type Runtime } from '@agentry/runtime';
 import { queueOutbound } from '@agentry/channels';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { Firer, Reconciler, fireData, startScheduler } from '@agentry/scheduler';
-import { heartbeatJobId, isHeartbeatOk, syncHeartbeatJob } from '@agentry/engine';
+import { heartbeatJobId, isHeartbeatOk, syncHeartbeatJob } from '@agentry/runs';
 
 const FAR = '0 0 0 1 1 *';
 let counter = 0;
