@@ -6,6 +6,7 @@ export { AgentCache, SkillsCache } from './agent-cache.js';
 export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './agent-enabled.js';
 export { cancelRun } from './cancel.js';
 export { createCronJob } from './create-cron-job.js';
+export { completeCronRun, deliveryOf, recordCronRun, type CronRunOutcome } from './cron-run.js';
 export { RunEventPublisher, type EventBody } from './events/publisher.js';
 export { EventGapError, RunEventQueue } from './events/queue.js';
 export { RunRelay, storedEnding } from './events/relay.js';
@@ -26,4 +27,3 @@ export {
 export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './heartbeat-job.js';
 export { checkSchedule, nextTick } from './schedule.js';
 export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './submit.js';
-export { watchRun, type RunWatch, type RunWatchResult } from './watch.js';
