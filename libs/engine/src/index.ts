@@ -6,25 +6,23 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
-export { definitionRefusals, templatedAuthorityFields } from './authority/definition.js';
-export { AUTHORITY, enter, networkOpener, ownerIsAdmin, refusal, type Capability, type RunAuthority } from './authority/policy.js';
+export { definitionRefusals } from './authority/definition.js';
+export { type RunAuthority } from './authority/policy.js';
 export {
   compactionSettings,
   compactSessionNow,
   modelInfoFromDb,
-  type CompactionSettings,
   type ModelInfo,
 } from './compaction/compaction.js';
-export { estimateTokens, tokenCounter } from './compaction/tokens.js';
+export { estimateTokens } from './compaction/tokens.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';
-export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainResult, type ChainRunOptions, type ChainTraceEntry } from './chain/runner.js';
-export { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from './chain/tool.js';
-export { fillChainVars } from './chain/vars.js';
+export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainRunOptions, type ChainTraceEntry } from './chain/runner.js';
+export { chainToolFailure, chainToolInput, chainToolResult } from './chain/tool.js';
 export { type ChainContext, type CompleteRequest, type LoadResult, type ParsedChain, type RuleMsg, type SubChainResult } from './chain/types.js';
-export { isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition, type SecretSealer } from './definition-secrets.js';
-export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate, type NormalizedChain } from './dsl.js';
+export { isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition } from './definition-secrets.js';
+export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate } from './dsl.js';
 export { ADD_PROVIDER_FIX, ModelProviders } from './models/providers.js';
 export { defaultModelOf, resolveModel } from './models/resolve.js';
 export { type ChatMessage, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './models/types.js';
@@ -50,7 +48,7 @@ export { compileGlob, GlobSyntaxError } from './tools/glob-match.js';
 export { AddressNotAllowedError, assertPublicAddress, nonPublicReason, policyLookup } from './tools/net-policy.js';
 export { policyFetch } from './tools/policy-fetch.js';
 export { ToolError, type ToolContext, type ToolDefinition } from './tools/types.js';
-export { FIELD_VALIDATIONS, validateRuleChain, type FieldValidation } from './validate.js';
+export { validateRuleChain, type FieldValidation } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
 export { type HeartbeatConfig } from './agent/config.js';
-export { markSpanFailed, startChildSpan, withChildSpan } from './tracing.js';
+export { markSpanFailed, startChildSpan } from './tracing.js';
