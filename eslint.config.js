@@ -10,6 +10,15 @@ const serviceImports = (except) =>
     message: except === undefined ? 'libs must never import a service' : 'services never import each other (only standalone composes them)',
   }));
 
+/**
+ * The run protocol (@agentry/runs) sits below the executor (@agentry/engine): the scheduler and
+ * the gateway's run paths (chat relays, channel inbound, run routes) use the protocol only, and
+ * the protocol never reaches up into the executor.
+ */
+const engineImport = (message) => ({ name: '@agentry/engine', message });
+const PROTOCOL_ONLY = 'use the run protocol (@agentry/runs) here, never the executor (@agentry/engine)';
+const GATEWAY_RUN_PATHS = ['services/gateway/src/chat/**/*.ts', 'services/gateway/src/channels/**/*.ts', 'services/gateway/src/routes/{chat,responses,runs}.ts'];
+
 const processEnvRule = {
   selector: "MemberExpression[object.name='process'][property.name='env']",
   message: 'Only a main.ts (or a CLI entry) reads process.env; pass values in from there.',
@@ -31,6 +40,9 @@ export default tseslint.config(
     files: [`services/${s}/**/*.ts`],
     rules: { 'no-restricted-imports': ['error', { paths: serviceImports(s) }] },
   })),
+  { files: ['libs/runs/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports(undefined), engineImport('@agentry/runs sits below the executor: it never imports @agentry/engine')] }] } },
+  { files: ['services/scheduler/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports('scheduler'), engineImport(PROTOCOL_ONLY)] }] } },
+  { files: GATEWAY_RUN_PATHS, rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports('gateway'), engineImport(PROTOCOL_ONLY)] }] } },
   {
     // The one named exception: @agentry/web is an asset package (it exports only the path of the
     // built UI), so the gateway's entry point may import it to pass that directory to buildGateway.

@@ -39,6 +39,20 @@ describe('architecture rules', () => {
     expect(await errors('libs/db/src/x.ts', code)).toEqual([expect.stringMatching(/^no-restricted-imports: .*libs must never import a service/)]);
   });
 
+  it("keeps the scheduler, the gateway's run paths and the run protocol off the executor", async () => {
+    const code = "import { runAgent } from '@agentry/engine';\nexport const x = runAgent;\n";
+    for (const file of ['services/scheduler/src/x.ts', 'services/gateway/src/chat/x.ts', 'services/gateway/src/routes/runs.ts']) {
+      expect(await errors(file, code), file).toEqual([expect.stringMatching(/^no-restricted-imports: .*never the executor/)]);
+    }
+    expect(await errors('libs/runs/src/x.ts', code)).toEqual([expect.stringMatching(/^no-restricted-imports: .*below the executor/)]);
+    // The rule keeps the older ones: a service import from those files is still refused.
+    expect(await errors('services/scheduler/src/x.ts', "import { buildGateway } from '@agentry/gateway';\nexport const x = buildGateway;\n")).toEqual([
+      expect.stringMatching(/^no-restricted-imports: .*services never import each other/),
+    ]);
+    expect(await errors('services/scheduler/src/x.ts', "import { submitRun } from '@agentry/runs';\nexport const x = submitRun;\n")).toEqual([]);
+    expect(await errors('services/agent-worker/src/x.ts', code)).toEqual([]);
+  });
+
   it('keeps process.env in main files', async () => {
     const code = 'export const port = process.env.PORT;\n';
     expect(await errors('services/gateway/src/app2.ts', code)).toEqual([expect.stringMatching(/^no-restricted-syntax: Only a main.ts/)]);

@@ -6,49 +6,34 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
-export { definitionRefusals, templatedAuthorityFields } from './authority/definition.js';
-export { AUTHORITY, enter, networkOpener, ownerIsAdmin, refusal, type Capability, type RunAuthority } from './authority/policy.js';
+export { definitionRefusals } from './authority/definition.js';
+export { type RunAuthority } from './authority/policy.js';
 export {
   compactionSettings,
   compactSessionNow,
   modelInfoFromDb,
-  type CompactionSettings,
   type ModelInfo,
 } from './compaction/compaction.js';
-export { estimateTokens, tokenCounter } from './compaction/tokens.js';
+export { estimateTokens } from './compaction/tokens.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';
-export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainResult, type ChainRunOptions, type ChainTraceEntry } from './chain/runner.js';
-export { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from './chain/tool.js';
-export { fillChainVars } from './chain/vars.js';
+export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainRunOptions, type ChainTraceEntry } from './chain/runner.js';
+export { chainToolFailure, chainToolInput, chainToolResult } from './chain/tool.js';
 export { type ChainContext, type CompleteRequest, type LoadResult, type ParsedChain, type RuleMsg, type SubChainResult } from './chain/types.js';
-export { isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition, type SecretSealer } from './definition-secrets.js';
-export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate, type NormalizedChain } from './dsl.js';
+export { isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition } from './definition-secrets.js';
+export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate } from './dsl.js';
 export { ADD_PROVIDER_FIX, ModelProviders } from './models/providers.js';
 export { defaultModelOf, resolveModel } from './models/resolve.js';
 export { type ChatMessage, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './models/types.js';
 export { nodeTypes } from './nodes/index.js';
 export { KeyedLimiter } from './chain/limiter.js';
 export { defineNodeType } from './nodes/types.js';
-export { AgentCache, SkillsCache } from './runs/agent-cache.js';
-export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './runs/agent-enabled.js';
-export { cancelRun } from './runs/cancel.js';
-export { createCronJob } from './runs/create-cron-job.js';
-export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
-export { EventGapError, RunEventQueue } from './runs/events/queue.js';
-export { RunRelay, storedEnding } from './runs/events/relay.js';
-export { RunLeaseWatch, WORKER_LOST_MESSAGE, handOffRun, relayLease, type RelayLease, type WatchedLease } from './runs/events/lease.js';
-export { GatewayReplies, runEventChannel } from './runs/events/replies.js';
-export { resumeRunEvents, type ResumedEvents } from './runs/events/resume.js';
-export { checkSchedule, nextTick } from './runs/schedule.js';
 export { agentNode, buildConversation } from './runs/execute/conversation.js';
 export { retryWhileDbDown } from './runs/execute/db-retry.js';
 export { type RunDeps, type RunMetrics, type RunReplies } from './runs/execute/deps.js';
 export { runAgent } from './runs/execute/run-agent.js';
 export { agentInstructions } from './runs/execute/system-prompt.js';
-export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './runs/submit.js';
-export { watchRun, type RunWatch, type RunWatchResult } from './runs/watch.js';
 export { ScriptError, ScriptSandbox, type ScriptInput } from './sandbox/sandbox.js';
 export { readSkillArchive } from './skills/archive.js';
 export { activeSkills, skillsPromptBlock } from './skills/inject.js';
@@ -63,19 +48,7 @@ export { compileGlob, GlobSyntaxError } from './tools/glob-match.js';
 export { AddressNotAllowedError, assertPublicAddress, nonPublicReason, policyLookup } from './tools/net-policy.js';
 export { policyFetch } from './tools/policy-fetch.js';
 export { ToolError, type ToolContext, type ToolDefinition } from './tools/types.js';
-export { FIELD_VALIDATIONS, validateRuleChain, type FieldValidation } from './validate.js';
+export { validateRuleChain, type FieldValidation } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
-export {
-  DEFAULT_HEARTBEAT_PROMPT,
-  HEARTBEAT_OK,
-  HEARTBEAT_SESSION,
-  heartbeatOfDsl,
-  heartbeatProblems,
-  heartbeatSchedule,
-  isHeartbeatOk,
-  parseHeartbeatTarget,
-  withinActiveHours,
-} from './agent/heartbeat.js';
-export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './runs/heartbeat-job.js';
 export { type HeartbeatConfig } from './agent/config.js';
-export { markSpanFailed, startChildSpan, withChildSpan } from './tracing.js';
+export { markSpanFailed, startChildSpan } from './tracing.js';

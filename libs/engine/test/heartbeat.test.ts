@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRequest } from '@agentry/contracts';
 import { claimRun, ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
+import { runAgent, validateRuleChain, type ModelEvent } from '../src/index.js';
 import {
   HEARTBEAT_OK,
   heartbeatOfDsl,
@@ -9,11 +10,8 @@ import {
   heartbeatSchedule,
   isHeartbeatOk,
   nextTick,
-  runAgent,
-  validateRuleChain,
   withinActiveHours,
-  type ModelEvent,
-} from '../src/index.js';
+} from '@agentry/runs';
 import { fakeRunDeps } from './fake-run-deps.js';
 
 const at = (iso: string) => new Date(iso);

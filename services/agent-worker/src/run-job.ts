@@ -5,7 +5,8 @@ import { AgentRunJob, RunKeeps, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
-import { WORKER_LOST_MESSAGE, retryWhileDbDown, runAgent, runEventChannel, type RunDeps } from '@agentry/engine';
+import { retryWhileDbDown, runAgent, type RunDeps } from '@agentry/engine';
+import { WORKER_LOST_MESSAGE, completeCronRun, runEventChannel } from '@agentry/runs';
 import { contextFromTraceparent, inSpan, tracingEnabled, TRACER_NAME } from '@agentry/runtime';
 import type { ListenerWatchdog } from './listener-watchdog.js';
 import type { RunLeases } from './run-leases.js';
@@ -61,8 +62,12 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
       const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
       if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
       const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
-      if (!parent) return await handleClaimed(ctx, first, shutdownSignal, ctl);
-      return await tracedRun(parent, first.run, job.attemptsMade, () => handleClaimed(ctx, first, shutdownSignal, ctl));
+      try {
+        if (!parent) return await handleClaimed(ctx, first, shutdownSignal, ctl);
+        return await tracedRun(parent, first.run, job.attemptsMade, () => handleClaimed(ctx, first, shutdownSignal, ctl));
+      } finally {
+        if (first.run.source === 'cron' || first.run.source === 'heartbeat') await completeFire(ctx, runId);
+      }
     } finally {
       ctx.leases.drop(runId, ctl);
     }
@@ -123,6 +128,19 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
     ctx.running.delete(runId);
     ctx.watchdog.unwatch(runId);
     ctx.turns.runEnded();
+  }
+}
+
+/**
+ * The fire a cron or heartbeat run came from is completed by the worker that ends the run (its
+ * delivery is the connector's to record). Nothing while the run is still going (this worker
+ * stops, another takes it over); a failure is left to the scheduler's sweep.
+ */
+async function completeFire(ctx: RunJobContext, runId: string): Promise<void> {
+  try {
+    await completeCronRun(ctx.db, runId, ctx.logger);
+  } catch (err) {
+    ctx.logger.warn({ err, runId }, "could not complete the run's cron record; the scheduler's sweep will");
   }
 }
 

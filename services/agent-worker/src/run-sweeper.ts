@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { startPeriodic, type PeriodicPass, type Registry } from '@agentry/runtime';
 import type { Bus } from '@agentry/bus';
 import { listUnfinishedRuns, type Db } from '@agentry/db';
-import { enqueueRun } from '@agentry/engine';
+import { enqueueRun } from '@agentry/runs';
 
 /** Runs the sweep enqueues again per pass at most. */
 const SWEEP_BATCH = 100;

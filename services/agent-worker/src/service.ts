@@ -2,8 +2,6 @@ import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@a
 import type { Consumer } from '@agentry/bus';
 import type { Span } from '@opentelemetry/api';
 import {
-  AgentCache,
-  SkillsCache,
   ChainRunner,
   ModelProviders,
   ScriptSandbox,
@@ -18,6 +16,7 @@ import {
   type RunMetrics,
   type ToolDefinition,
 } from '@agentry/engine';
+import { AgentCache, SkillsCache } from '@agentry/runs';
 import { FINAL_RUN_STATUSES, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';

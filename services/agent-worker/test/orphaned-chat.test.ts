@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
 import { PubSubChannels, RunKeeps } from '@agentry/contracts';
 import { ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, type DbHandle, type RunSource } from '@agentry/db';
-import { enqueueRun, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
+import { type ModelCallRequest, type ModelEvent } from '@agentry/engine';
+import { enqueueRun } from '@agentry/runs';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import {
   cleanupRedisPrefix,

@@ -6,8 +6,23 @@ import { createMemoryBus } from '@agentry/bus';
 import { Errors } from '@agentry/errors';
 import { PubSubChannels, QueueNames, RunKeeps, budgetCounter, type RunEvent } from '@agentry/contracts';
 import { sql } from 'kysely';
-import { ensureSession, getRun, insertRuleChain, insertRun, listCronJobs, listSessionMessages, markRunStreamed, claimRun, type JsonValue } from '@agentry/db';
-import { cancelRun, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
+import {
+  claimRun,
+  ensureSession,
+  getCronJob,
+  getRun,
+  insertCronJob,
+  insertCronRun,
+  insertRuleChain,
+  insertRun,
+  listCronJobs,
+  listCronRuns,
+  listSessionMessages,
+  markRunStreamed,
+  type JsonValue,
+} from '@agentry/db';
+import { type ModelCallRequest, type ModelEvent } from '@agentry/engine';
+import { cancelRun } from '@agentry/runs';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
@@ -115,7 +130,7 @@ describe('agent-worker', () => {
     fs.rmSync(cwd, { recursive: true, force: true });
   });
 
-  async function run(content: string, opts: { sessionId?: string; agentId?: string; principal?: string; stream?: boolean; prepare?: (id: string) => Promise<void> } = {}) {
+  async function run(content: string, opts: { sessionId?: string; agentId?: string; principal?: string; stream?: boolean; source?: 'api' | 'cron'; prepare?: (id: string) => Promise<void> } = {}) {
     const id = `r${Math.random().toString(36).slice(2)}`;
     const events: RunEvent[] = [];
     const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
@@ -123,7 +138,7 @@ describe('agent-worker', () => {
       id,
       agentId: opts.agentId ?? 'w',
       sessionId: opts.sessionId ?? null,
-      source: 'api',
+      source: opts.source ?? 'api',
       request: { messages: [{ role: 'user', content }], ...(opts.stream ? { stream: true } : {}) },
       ...(opts.principal !== undefined ? { principal: opts.principal } : {}),
     });
@@ -223,6 +238,21 @@ describe('agent-worker', () => {
       ['assistant', 'thinking', 'stopped'],
     ]);
     expect(messages[0]!.error).toBe('stopped before the answer was complete');
+  });
+
+  it("completes the cron_runs row of a cron run it ends (answer or error), with no scheduler following the run", async () => {
+    const db = runtime.db.db;
+    const job = await insertCronJob(db, { id: 'w_job', agentId: 'w', name: 'job', schedule: '0 0 0 1 1 *', message: 'x', timezone: 'UTC', disabled: false, deliver: null });
+    const fire = (tick: string) => async (id: string) => void (await insertCronRun(db, { cronJobId: job.id, scheduledAt: new Date(tick), runId: id }));
+    const ok = await run('cron hello', { source: 'cron', prepare: fire('2026-03-01T10:00:00Z') });
+    const failed = await run('boom', { source: 'cron', prepare: fire('2026-03-01T10:01:00Z') });
+    const rows = await waitFor(async () => {
+      const { data } = await listCronRuns(db, job.id, { limit: 10, offset: 0 });
+      return data.length === 2 && data.every((r) => r.status !== 'running') ? data : undefined;
+    }, 5000, 20);
+    expect(rows.find((r) => r.runId === ok.id)).toMatchObject({ status: 'succeeded', outputExcerpt: 'echo: cron hello', error: null, deliveryStatus: null });
+    expect(rows.find((r) => r.runId === failed.id)).toMatchObject({ status: 'failed', error: 'the agent failed unexpectedly', deliveryStatus: null });
+    expect(await getCronJob(db, job.id)).toMatchObject({ lastStatus: 'failed' });
   });
 
   it('turns a model failure into one error event and a failed run', async () => {

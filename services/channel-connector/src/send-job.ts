@@ -6,6 +6,7 @@ import { accountContext, adapterFor, enqueueOutbound, splitText, type AdapterIo,
 import {
   claimOutboundMessage,
   finishOutboundMessage,
+  settleCronDelivery,
   getChannelAccount,
   requeueOutboundMessage,
   setOutboundProgress,
@@ -81,6 +82,7 @@ async function deliver(ctx: SendJobContext, messageId: string): Promise<void> {
     if (!record.enabled) return await fail(ctx, m, `${m.platform} account "${m.accountId}" is disabled`);
     const platformMessageId = await send(ctx, m, adapter, accountContext(record, ctx.secrets));
     await finishOutboundMessage(ctx.db, m.id, { status: 'sent', platformMessageId: platformMessageId ?? '' });
+    await settleFireDelivery(ctx, m, { status: 'sent', error: null });
     ctx.metrics.sends.inc({ platform: m.platform, status: 'sent' });
     await publishOutcome(ctx, m.id, 'sent');
     log.info({ kind: m.kind, attempts: m.attempts, durationMs: Date.now() - started, platformMessageId }, 'outbound message sent');
@@ -128,9 +130,23 @@ async function retryLater(ctx: SendJobContext, m: OutboundMessageRecord, err: Pl
 async function fail(ctx: SendJobContext, m: OutboundMessageRecord, error: string): Promise<void> {
   trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: error });
   await finishOutboundMessage(ctx.db, m.id, { status: 'failed', error });
+  await settleFireDelivery(ctx, m, { status: 'failed', error });
   ctx.metrics.sends.inc({ platform: m.platform, status: 'failed' });
   await publishOutcome(ctx, m.id, 'failed');
   ctx.logger.warn({ outboundId: m.id, platform: m.platform, accountId: m.accountId, runId: m.runId, attempts: m.attempts, error }, 'outbound message failed');
+}
+
+/**
+ * An agent's answer to a cron or heartbeat fire: its `cron_runs` row records the delivery (the
+ * worker recorded the answer). A failure here loses only that record: the message is sent.
+ */
+async function settleFireDelivery(ctx: SendJobContext, m: OutboundMessageRecord, delivery: { status: 'sent' | 'failed'; error: string | null }): Promise<void> {
+  if (!m.runId || m.source !== 'agent') return;
+  try {
+    await settleCronDelivery(ctx.db, m.runId, delivery);
+  } catch (err) {
+    ctx.logger.warn({ err, outboundId: m.id, runId: m.runId }, "could not record the delivery on the run's cron record");
+  }
 }
 
 async function publishOutcome(ctx: SendJobContext, id: string, status: 'sent' | 'failed'): Promise<void> {

@@ -5,8 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { enqueueOutbound, queueOutbound, sendAndWait } from '@agentry/channels';
 import {
+  finishCronRun,
   getOutboundMessage,
+  insertCronJob,
+  insertCronRun,
   insertRuleChain,
+  insertRun,
+  listCronRuns,
   recordInboundEvent,
   upsertChannelAccount,
   writeWorkspaceFile,
@@ -145,6 +150,33 @@ describe('channel-connector', () => {
     expect(off).toMatchObject({ kind: 'failed', message: { error: expect.stringMatching(/disabled/) } });
     const gone = await send({ chatId: '17', text: 'x', accountId: 'ghost' });
     expect(gone).toMatchObject({ kind: 'failed', message: { error: expect.stringMatching(/no longer exists/) } });
+  });
+
+  it("records the delivery of a cron fire's answer on its cron_runs row: sent, or failed with the platform's refusal", async () => {
+    await insertRuleChain(db, { id: 'cron_agent', kind: 'agent', agentId: null, name: 'cron_agent', category: null, dsl: {} });
+    const job = await insertCronJob(db, { id: 'cron_deliver', agentId: 'cron_agent', name: 'job', schedule: '0 0 0 1 1 *', message: 'hi', timezone: 'UTC', disabled: false, deliver: { platform: 'chat_d', accountId: 'tg', chatId: '30' } });
+    const answered = async (runId: string, tick: string, chatId: string) => {
+      await insertRun(db, { id: runId, agentId: 'cron_agent', sessionId: null, source: 'cron', request: { messages: [] } });
+      const fire = (await insertCronRun(db, { cronJobId: job.id, scheduledAt: new Date(tick), runId }))!;
+      // As the worker leaves it: the run ended and its fire completed, the answer waiting in the outbox.
+      const id = await queueOutbound(db, { platform: 'chat_d', accountId: 'tg', chatId, kind: 'text', payload: { text: `answer ${runId}` }, source: 'agent', runId });
+      await finishCronRun(db, fire.id, { status: 'succeeded', outputExcerpt: 'answer', deliveryStatus: 'queued', deliveryError: 'not sent yet' });
+      await enqueueOutbound(runtime.bus.queue, id);
+      return id;
+    };
+    // The connector records the delivery just after the message's own row.
+    const fireOf = (runId: string) =>
+      waitFor(async () => {
+        const fire = (await listCronRuns(db, job.id, { limit: 10, offset: 0 })).data.find((r) => r.runId === runId);
+        return fire?.deliveryStatus === 'queued' ? undefined : fire;
+      }, 10_000);
+
+    await settledRow(await answered('cron_sent', '2026-03-01T10:00:00Z', '30'));
+    expect(await fireOf('cron_sent')).toMatchObject({ status: 'succeeded', deliveryStatus: 'sent', deliveryError: null });
+
+    tg.failNext(1, { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: chat not found' } });
+    await settledRow(await answered('cron_refused', '2026-03-01T10:01:00Z', '31'));
+    expect(await fireOf('cron_refused')).toMatchObject({ status: 'succeeded', deliveryStatus: 'failed', deliveryError: expect.stringContaining('chat not found') });
   });
 
   it('sends an image from an agent workspace, then the same image by its platform key', async () => {

@@ -9,7 +9,7 @@ import { finishRun, getRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
-import { runEventChannel } from '@agentry/engine';
+import { runEventChannel } from '@agentry/runs';
 
 /**
  * The gateway's relay, with a scripted stand-in for the agent-worker (a "test tool" run): what

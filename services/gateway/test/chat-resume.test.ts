@@ -10,7 +10,7 @@ import { finishRun, getRun, insertRuleChain, insertRun } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
-import { runEventChannel } from '@agentry/engine';
+import { runEventChannel } from '@agentry/runs';
 
 /**
  * Resuming a chat stream (issue 27 item 1) against the gateway alone: a stand-in worker keeps

@@ -9,7 +9,7 @@ import { finishRun, getRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
-import { runEventChannel } from '@agentry/engine';
+import { runEventChannel } from '@agentry/runs';
 import { ResponseEvents, responseObject, runIdOfResponse, type ResponseMeta } from '../src/chat/responses-events.js';
 
 /**

@@ -6,7 +6,6 @@ import {
   finishCronRun,
   getCronJob,
   getCronRunByTick,
-  getOutboundByRun,
   getRuleChain,
   getRun,
   getUser,
@@ -14,43 +13,33 @@ import {
   isFinalRunStatus,
   listUnfinishedCronRuns,
   type CronDeliver,
-  type CronDeliveryStatus,
   type CronJobRecord,
   type CronRunRecord,
   type Db,
   type RuleChainRow,
-  type RunRecord,
 } from '@agentry/db';
 import {
-  HEARTBEAT_OK,
   HEARTBEAT_SESSION,
   agentDisabledError,
   cancelRun,
+  completeCronRun,
+  deliveryOf,
   enqueueRun,
   heartbeatOfDsl,
   isAgentDisabled,
   isHeartbeatJob,
-  isHeartbeatOk,
   newRunId,
+  recordCronRun,
   submitRun,
-  watchRun,
   withinActiveHours,
-  type RunWatchResult,
-  type RunWatch,
-} from '@agentry/engine';
+  type CronRunOutcome,
+} from '@agentry/runs';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
-/** Longest output kept on a `cron_runs` row. */
-export const OUTPUT_EXCERPT_CHARS = 2_000;
-
 export interface FirerOptions {
-  /** How long a fire waits for its run before failing it (and cancelling the run). */
+  /** How long a fire's run may take: the sweep then fails the fire and cancels the run. */
   runTimeoutMs: number;
-  /** How often a fire's watcher reads the run row, should the end event be lost. */
-  pollMs: number;
-  /** How long a finished fire follows its answer's delivery before recording it as still `queued`. */
-  deliveryWaitMs: number;
   /** Counts fires by outcome (`started`, `duplicate`, `skipped`, `failed`) for the metrics. */
   count?: (outcome: 'started' | 'duplicate' | 'skipped' | 'failed') => void;
 }
@@ -58,20 +47,17 @@ export interface FirerOptions {
 /** The tick already has its row: another replica, or an earlier delivery of this fire, made it. */
 class DuplicateFire extends Error {}
 
-type Outcome = Parameters<typeof finishCronRun>[2];
+type Outcome = CronRunOutcome;
 
 /**
- * Turns fires into runs and records them in `cron_runs`. A fire inserts its tick's row and the
- * run in one transaction (UNIQUE (cron_job_id, scheduled_at): a second delivery of the tick, on
- * any replica, inserts nothing and creates no run), then enqueues the run and follows it to its
- * end: the run's `done`/`error` event, a poll of the run row, and a bound on the wait. Fires whose
- * follower died with its process are finished by `sweep()`, which every replica runs.
+ * Turns fires into runs. A fire inserts its tick's `cron_runs` row and the run in one transaction
+ * (UNIQUE (cron_job_id, scheduled_at): a second delivery of the tick, on any replica, inserts
+ * nothing and creates no run), enqueues the run, and is done: the worker completes the row when
+ * the run ends (`completeCronRun`) and the connector records the answer's delivery
+ * (`settleCronDelivery`). `sweep()`, which every replica runs, settles what neither did: runs
+ * that ended elsewhere (cancelled, failed by a sweeper), vanished, or outlived the run timeout.
  */
 export class Firer {
-  /** cron_runs ids this process follows, with the follower's promise. */
-  private readonly following = new Map<number, Promise<void>>();
-  private readonly stop = new AbortController();
-
   constructor(
     private readonly db: Db,
     private readonly bus: Bus,
@@ -108,8 +94,6 @@ export class Firer {
     }
 
     const runId = newRunId();
-    // Listening before the job exists: the run's end event cannot be missed.
-    const watch = await watchRun({ db: this.db, pubsub: this.bus.pubsub }, runId);
     let cronRun: CronRunRecord | undefined;
     try {
       // Bindings may have changed since the job was written: checked again at every fire.
@@ -134,7 +118,6 @@ export class Firer {
         },
       );
     } catch (err) {
-      await watch.close();
       if (err instanceof DuplicateFire) {
         this.opts.count?.('duplicate');
         return this.duplicate(cronJobId, scheduledAt, log);
@@ -148,89 +131,44 @@ export class Firer {
       if (!recorded) await this.recordFailedFire(cronJobId, scheduledAt, error, job.deliver);
       return;
     }
-    const started = cronRun!;
     this.opts.count?.('started');
-    log.info({ runId, lateMs: started.startedAt.getTime() - scheduledAt.getTime() }, 'cron fired');
-    this.follow(started, watch, job.deliver);
+    log.info({ runId, lateMs: cronRun!.startedAt.getTime() - scheduledAt.getTime() }, 'cron fired');
   }
 
   /**
-   * Finishes fires still `running` whose run has ended (their follower died with its process),
-   * vanished, or outlived the run timeout. Idempotent, safe on every replica at once.
+   * Settles fires still `running` whose run has ended without completing them (cancelled by a
+   * person, failed by a sweeper, or its worker died in between), vanished, or outlived the run
+   * timeout (the run is cancelled). Idempotent, safe on every replica at once.
    */
   async sweep(): Promise<void> {
     const rows = await listUnfinishedCronRuns(this.db, 500);
     for (const row of rows) {
-      if (this.following.has(row.id)) continue;
       try {
-        const deliver = (await getCronJob(this.db, row.cronJobId))?.deliver ?? null;
-        if (!row.runId) {
-          if (Date.now() - row.startedAt.getTime() > this.opts.runTimeoutMs) {
-            await this.record(row, { status: 'failed', error: 'the fire was interrupted before its run started', ...deliveryOf(deliver, false) });
-          }
-          continue;
-        }
-        const run = await getRun(this.db, row.runId);
-        if (!run) await this.record(row, outcomeOf({ kind: 'gone' }, deliver, this.opts.runTimeoutMs));
-        else if (isFinalRunStatus(run.status)) {
-          await this.record(row, outcomeOf({ kind: 'ended', run }, deliver, this.opts.runTimeoutMs));
-        } else if (Date.now() - row.startedAt.getTime() > this.opts.runTimeoutMs) {
-          await this.cancelLateRun(run.id);
-          await this.record(row, outcomeOf({ kind: 'timeout' }, deliver, this.opts.runTimeoutMs));
-        }
+        await this.settle(row);
       } catch (err) {
         this.logger.warn({ err, cronRunId: row.id }, 'could not settle a cron fire');
       }
     }
   }
 
-  /**
-   * What became of the answer's delivery: the reply's outbound message, followed for at most
-   * `deliveryWaitMs` (it may be retrying); `queued` when it has not ended by then.
-   */
-  private async delivery(runId: string): Promise<{ deliveryStatus: CronDeliveryStatus; deliveryError: string | null }> {
-    const deadline = Date.now() + this.opts.deliveryWaitMs;
-    for (;;) {
-      const message = await getOutboundByRun(this.db, runId);
-      if (!message) return { deliveryStatus: 'skipped', deliveryError: 'the answer was empty; nothing was sent' };
-      if (message.status === 'sent') return { deliveryStatus: 'sent', deliveryError: null };
-      if (message.status === 'failed') return { deliveryStatus: 'failed', deliveryError: message.error };
-      if (Date.now() >= deadline || this.stop.signal.aborted) {
-        return { deliveryStatus: 'queued', deliveryError: message.error ? `not sent yet (last error: ${message.error})` : 'not sent yet' };
-      }
-      await new Promise((resolve) => setTimeout(resolve, Math.min(500, Math.max(0, deadline - Date.now()))));
+  private async settle(row: CronRunRecord): Promise<void> {
+    const late = Date.now() - row.startedAt.getTime() > this.opts.runTimeoutMs;
+    const deliver = async () => (await getCronJob(this.db, row.cronJobId))?.deliver ?? null;
+    if (!row.runId) {
+      if (late) await this.record(row, { status: 'failed', error: 'the fire was interrupted before its run started', ...deliveryOf(await deliver(), false) });
+      return;
     }
-  }
-
-  /** Stops following (fires still running are left to the sweep of a live replica or the next start). */
-  async close(): Promise<void> {
-    this.stop.abort();
-    await Promise.allSettled([...this.following.values()]);
-  }
-
-  private follow(cronRun: CronRunRecord, watch: RunWatch, deliver: CronDeliver | null): void {
-    const done = (async () => {
-      try {
-        const outcome = await watch.outcome({ timeoutMs: this.opts.runTimeoutMs, pollMs: this.opts.pollMs, signal: this.stop.signal });
-        if (outcome.kind === 'aborted') return;
-        if (outcome.kind === 'timeout') await this.cancelLateRun(cronRun.runId!);
-        await this.record(cronRun, outcomeOf(outcome, deliver, this.opts.runTimeoutMs));
-      } catch (err) {
-        this.logger.warn({ err, cronRunId: cronRun.id }, 'could not record a cron fire outcome; the sweep will');
-      } finally {
-        this.following.delete(cronRun.id);
-      }
-    })();
-    this.following.set(cronRun.id, done);
+    const run = await getRun(this.db, row.runId);
+    if (!run) return void (await this.record(row, { status: 'failed', error: 'the run was deleted before it finished', ...deliveryOf(await deliver(), false) }));
+    if (isFinalRunStatus(run.status)) return void (await completeCronRun(this.db, run.id, this.logger));
+    if (!late) return;
+    await cancelRun({ db: this.db, pubsub: this.bus.pubsub }, run.id, 'cancelled: the cron fire waited too long for it');
+    const error = `the run did not finish within ${duration(this.opts.runTimeoutMs)}; it was cancelled`;
+    await this.record(row, { status: 'failed', error, ...deliveryOf(await deliver(), false) });
   }
 
   private async record(cronRun: CronRunRecord, outcome: Outcome): Promise<void> {
-    if (outcome.deliveryStatus === 'queued' && cronRun.runId) outcome = { ...outcome, ...(await this.delivery(cronRun.runId)) };
-    const row = await finishCronRun(this.db, cronRun.id, outcome);
-    if (!row) return;
-    const fields = { cronJobId: row.cronJobId, scheduledAt: row.scheduledAt.toISOString(), runId: row.runId, status: row.status };
-    if (row.status === 'failed') this.logger.error({ ...fields, error: row.error }, 'cron run failed');
-    else this.logger.info({ ...fields, ms: (row.finishedAt?.getTime() ?? Date.now()) - row.startedAt.getTime() }, 'cron run finished');
+    await recordCronRun(this.db, cronRun.id, outcome, this.logger);
   }
 
   /**
@@ -276,10 +214,6 @@ export class Firer {
       this.logger.error({ err, cronJobId, status: outcome.status }, 'could not record the cron fire');
     }
   }
-
-  private async cancelLateRun(runId: string): Promise<void> {
-    await cancelRun({ db: this.db, pubsub: this.bus.pubsub }, runId, 'cancelled: the cron fire waited too long for it');
-  }
 }
 
 /** The tick's instant within the active hours of the agent's heartbeat (read from its DSL now)? */
@@ -319,46 +253,6 @@ export async function runPrincipal(db: Db, counter: Pick<Bus, 'count'>, job: Cro
 function sessionOf(job: CronJobRecord): { session: { key: string; channel: string }; source: 'cron' | 'heartbeat' } {
   if (isHeartbeatJob(job.id)) return { session: { ...HEARTBEAT_SESSION }, source: 'heartbeat' };
   return { session: { key: `cron:${job.id}`, channel: 'cron' }, source: 'cron' };
-}
-
-/**
- * An answered fire's delivery starts `queued` (the worker committed the reply with the run) and
- * `record` follows it to `sent` or `failed`; a failed run has nothing to send.
- */
-function deliveryOf(deliver: CronDeliver | null, answered: boolean): { deliveryStatus: CronDeliveryStatus | null; deliveryError: string | null } {
-  if (!deliver) return { deliveryStatus: null, deliveryError: null };
-  if (!answered) return { deliveryStatus: 'skipped', deliveryError: 'the run produced no answer to deliver' };
-  return { deliveryStatus: 'queued', deliveryError: null };
-}
-
-function excerpt(text: string | null): string | null {
-  if (text === null || text === '') return null;
-  return text.length <= OUTPUT_EXCERPT_CHARS ? text : `${text.slice(0, OUTPUT_EXCERPT_CHARS - 1)}…`;
-}
-
-function outcomeOf(outcome: Exclude<RunWatchResult, { kind: 'aborted' }>, deliver: CronDeliver | null, timeoutMs: number): Outcome {
-  switch (outcome.kind) {
-    case 'ended':
-      return endedOutcome(outcome.run, deliver);
-    case 'gone':
-      return { status: 'failed', error: 'the run was deleted before it finished', ...deliveryOf(deliver, false) };
-    case 'timeout':
-      return { status: 'failed', error: `the run did not finish within ${duration(timeoutMs)}; it was cancelled`, ...deliveryOf(deliver, false) };
-  }
-}
-
-function endedOutcome(run: RunRecord, deliver: CronDeliver | null): Outcome {
-  if (run.status === 'succeeded' && run.source === 'heartbeat' && isHeartbeatOk(run.output)) {
-    const quiet = deliver ? { deliveryStatus: 'skipped' as const, deliveryError: `${HEARTBEAT_OK}: nothing needed attention; nothing was sent` } : {};
-    return { status: 'succeeded', outputExcerpt: excerpt(run.output), ...quiet };
-  }
-  if (run.status === 'succeeded') return { status: 'succeeded', outputExcerpt: excerpt(run.output), ...deliveryOf(deliver, true) };
-  return {
-    status: 'failed',
-    outputExcerpt: excerpt(run.output),
-    error: run.error ?? `the run was ${run.status}`,
-    ...deliveryOf(deliver, false),
-  };
 }
 
 function duration(ms: number): string {

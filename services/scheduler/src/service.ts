@@ -7,14 +7,10 @@ import { retentionPass } from './retention.js';
 export interface SchedulerOptions {
   /** Full reconcile of the table against the bus's schedulers (default 60 s). */
   reconcileMs?: number;
-  /** Settling of fires whose follower died with its process (default 10 s). */
+  /** Settling of fires whose run ended without completing them, vanished or ran too long (default 10 s). */
   sweepMs?: number;
-  /** How long a fire waits for its run before failing it and cancelling the run (default 10 min). */
+  /** How long a fire's run may take before the sweep fails the fire and cancels the run (default 10 min). */
   runTimeoutMs?: number;
-  /** How often a fire's follower reads its run row, should the end event be lost (default 2 s). */
-  pollMs?: number;
-  /** How long a finished fire follows the delivery of its answer before recording it `queued` (default 30 s). */
-  deliveryWaitMs?: number;
   /** Fires handled at once by this process (default 10); a fire only creates and enqueues a run. */
   concurrency?: number;
   /** Delay of the first retention pass after start (default 60 s; then every `retention.sweep_minutes`). */
@@ -39,12 +35,7 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
   const reconciler = new Reconciler(db.db, bus.scheduler, logger);
   const fires = serviceMetrics.cronFires(runtime.metrics);
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
-  const firer = new Firer(db.db, bus, reconciler, logger, {
-    runTimeoutMs,
-    pollMs: opts.pollMs ?? 2_000,
-    deliveryWaitMs: opts.deliveryWaitMs ?? 30_000,
-    count: (outcome) => fires.inc({ outcome }),
-  });
+  const firer = new Firer(db.db, bus, reconciler, logger, { runTimeoutMs, count: (outcome) => fires.inc({ outcome }) });
   let stopped = false;
 
   let agentTimer: NodeJS.Timeout | undefined;
@@ -90,10 +81,9 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
     clearTimeout(agentTimer);
     await retention.stop();
     await unsubscribe().catch((err: unknown) => logger.warn({ err }, 'unsubscribe failed'));
-    // Fires in hand finish (they only create and enqueue a run); runs still going are followed
-    // to their end by the sweep of another replica, or of this one at its next start.
+    // Fires in hand finish (they only create and enqueue a run); the worker completes each
+    // fire's record when its run ends, whether or not a scheduler is running.
     await consumer.close(Math.max(0, remainingMs - 500));
-    await firer.close();
     logger.info('scheduler stopped');
   });
   runtime.health.register('scheduler', async () => {

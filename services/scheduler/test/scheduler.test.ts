@@ -22,6 +22,7 @@ import {
   type Db,
   type JsonValue,
   finishOutboundMessage,
+  settleCronDelivery,
   getOutboundByRun,
   inTransaction,
   appendBinding,
@@ -30,7 +31,7 @@ import { bootstrap, type Runtime } from '@agentry/runtime';
 import { queueOutbound } from '@agentry/channels';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { Firer, Reconciler, fireData, startScheduler } from '@agentry/scheduler';
-import { heartbeatJobId, isHeartbeatOk, syncHeartbeatJob } from '@agentry/engine';
+import { completeCronRun, heartbeatJobId, isHeartbeatOk, syncHeartbeatJob } from '@agentry/runs';
 
 const FAR = '0 0 0 1 1 *';
 let counter = 0;
@@ -47,6 +48,7 @@ interface Harness {
 /**
  * An embedded runtime (PGlite, memory bus) and a stand-in agent-worker on `agent-run`: a message
  * `fail` fails its run, `hang` never finishes, anything else succeeds with `answer to <message>`.
+ * Like the agent worker, it completes the fire's record when it has ended the run.
  */
 function harness(): () => Harness {
   let h: Harness | undefined;
@@ -78,6 +80,7 @@ function harness(): () => Harness {
         if (message === 'hang') return;
         if (message === 'fail') {
           await finishRun(db, run.id, { status: 'failed', error: 'the model said no' });
+          await completeCronRun(db, run.id, runtime.logger);
           await publish({ type: 'error', message: 'the model said no', status: 502 });
           return;
         }
@@ -91,6 +94,7 @@ function harness(): () => Harness {
             await queueOutbound(tx, { ...reply, kind: 'text', payload: { text: output }, source: 'agent', runId: run.id });
           }
         });
+        await completeCronRun(db, run.id, runtime.logger);
         await publish({ type: 'done', finishReason: 'stop' });
       },
       { concurrency: 5 },
@@ -141,10 +145,10 @@ const settled = (db: Db, cronJobId: string, n = 1) =>
 
 describe('Firer: fires become runs, once per tick', () => {
   const env = harness();
-  const firer = (bus?: Bus, opts: { runTimeoutMs?: number; deliveryWaitMs?: number } = {}) => {
+  const firer = (bus?: Bus, opts: { runTimeoutMs?: number } = {}) => {
     const { runtime, db } = env();
     const b = bus ?? runtime.bus;
-    return new Firer(db, b, new Reconciler(db, b.scheduler, runtime.logger), runtime.logger, { runTimeoutMs: opts.runTimeoutMs ?? 5_000, pollMs: 100, deliveryWaitMs: opts.deliveryWaitMs ?? 300 });
+    return new Firer(db, b, new Reconciler(db, b.scheduler, runtime.logger), runtime.logger, { runTimeoutMs: opts.runTimeoutMs ?? 5_000 });
   };
 
   it('a fire creates a run of the target agent in session cron:<jobId> and records its outcome', async () => {
@@ -164,7 +168,6 @@ describe('Firer: fires become runs, once per tick', () => {
     await f.fire({ id: job.id, scheduledAt: new Date(tick.getTime() + 1000), data: fireData(job.id) });
     const rows = await settled(db, job.id, 2);
     expect((await getRun(db, rows[0]!.runId!))!.sessionId).toBe(run.sessionId);
-    await f.close();
   });
 
   it('the same tick delivered several times at once (any replica) creates one run', async () => {
@@ -177,7 +180,6 @@ describe('Firer: fires become runs, once per tick', () => {
     expect(rows).toHaveLength(1);
     expect(await countRunsOfAgent(db, agentId)).toBe(1);
     expect(processed.filter((id) => id === rows[0]!.runId)).toHaveLength(1);
-    await Promise.all(firers.map((f) => f.close()));
   });
 
   it('a tick delivered again while its run is still queued re-enqueues that run (lost job), never a new one', async () => {
@@ -191,10 +193,10 @@ describe('Firer: fires become runs, once per tick', () => {
     await f.fire({ id: job.id, scheduledAt: tick, data: fireData(job.id) });
     await waitFor(async () => (await getRun(db, 'lostrun1'))?.status === 'succeeded', 5_000);
     expect(await countRunsOfAgent(db, agentId)).toBe(1);
-    // Nobody follows that fire here: the sweep settles it.
+    // The worker completed that fire's record when it ended the run; the sweep changes nothing.
+    await waitFor(async () => (await runsOf(db, job.id))[0]?.status === 'succeeded', 5_000);
     await f.sweep();
     expect((await runsOf(db, job.id))[0]).toMatchObject({ status: 'succeeded', outputExcerpt: 'answer to hello' });
-    await f.close();
   });
 
   it('a failed run is recorded with its error and logged; later fires still run', async () => {
@@ -212,7 +214,6 @@ describe('Firer: fires become runs, once per tick', () => {
     await f.fire({ id: job.id, scheduledAt: new Date(tick.getTime() + 1000), data: fireData(job.id) });
     const rows = await settled(db, job.id, 2);
     expect(rows.map((r) => r.status)).toEqual(['succeeded', 'failed']);
-    await f.close();
   });
 
   it('a run that cannot be enqueued fails its fire (recorded, logged) without throwing', async () => {
@@ -237,7 +238,6 @@ describe('Firer: fires become runs, once per tick', () => {
     expect(row).toMatchObject({ status: 'failed', error: expect.stringMatching(/the run could not be started: .*run queue is unavailable/) });
     expect((await getRun(db, row!.runId!))!.status).toBe('failed');
     expect(logs.some((l) => l.includes('"msg":"cron fire failed"') && l.includes(job.id))).toBe(true);
-    await f.close();
   });
 
   it('a run that outlives the timeout fails its fire and is cancelled', async () => {
@@ -245,10 +245,14 @@ describe('Firer: fires become runs, once per tick', () => {
     const { job } = await agentWithJob(db, { message: 'hang' });
     const f = firer(undefined, { runTimeoutMs: 300 });
     await f.fire({ id: job.id, scheduledAt: new Date('2026-03-01T15:00:00Z'), data: fireData(job.id) });
+    // The scheduler fires and moves on; its sweep (every replica's) finds the fire past the timeout.
+    await f.sweep();
+    expect((await runsOf(db, job.id))[0]).toMatchObject({ status: 'running' });
+    await new Promise((r) => setTimeout(r, 400));
+    await f.sweep();
     const [row] = await settled(db, job.id);
     expect(row).toMatchObject({ status: 'failed', error: 'the run did not finish within 300 ms; it was cancelled' });
     expect((await getRun(db, row!.runId!))!.status).toBe('cancelled');
-    await f.close();
   });
 
   it('the sweep settles fires nobody follows: ended runs, vanished runs, runs past the timeout', async () => {
@@ -272,10 +276,9 @@ describe('Firer: fires become runs, once per tick', () => {
     rows = await runsOf(db, job.id);
     expect(rows[0]).toMatchObject({ status: 'failed', error: expect.stringMatching(/did not finish/) });
     expect((await getRun(db, 'sweep_stuck'))!.status).toBe('cancelled');
-    await f.close();
   });
 
-  it('delivery follows the reply: queued while no connector sends it, sent or failed once it ends, skipped on failure', async () => {
+  it('delivery follows the reply: queued while no connector sends it, sent once the connector records it, skipped on failure', async () => {
     const { db } = env();
     const deliver = { platform: 'chat_a', accountId: 'team', chatId: 'room' };
     const ok = await agentWithJob(db, { deliver });
@@ -289,25 +292,49 @@ describe('Firer: fires become runs, once per tick', () => {
     const reply = await getOutboundByRun(db, (await settled(db, ok.job.id))[0]!.runId!);
     expect(reply).toMatchObject({ platform: 'chat_a', accountId: 'team', chatId: 'room', kind: 'text', payload: { text: expect.stringContaining('answer to') } });
 
-    // A connector that finishes the message while the fire follows it: recorded as sent.
+    // A connector that sends the message records the delivery on the fire, as the channel connector does.
     const later = await agentWithJob(db, { deliver });
-    const g = firer(undefined, { deliveryWaitMs: 10_000 });
     const sender = setInterval(() => {
       void db
         .selectFrom('outbound_messages')
-        .select('id')
+        .select(['id', 'run_id'])
         .where('status', '=', 'queued')
         .execute()
-        .then((rows) => Promise.all(rows.map((r) => finishOutboundMessage(db, r.id, { status: 'sent', platformMessageId: 'pm1' }))));
+        .then((rows) =>
+          Promise.all(
+            rows.map(async (r) => {
+              await finishOutboundMessage(db, r.id, { status: 'sent', platformMessageId: 'pm1' });
+              if (r.run_id) await settleCronDelivery(db, r.run_id, { status: 'sent', error: null });
+            }),
+          ),
+        );
     }, 100);
     try {
-      await g.fire({ id: later.job.id, scheduledAt: tick, data: fireData(later.job.id) });
-      expect((await settled(db, later.job.id))[0]).toMatchObject({ status: 'succeeded', deliveryStatus: 'sent', deliveryError: null });
+      await f.fire({ id: later.job.id, scheduledAt: tick, data: fireData(later.job.id) });
+      const sent = await waitFor(async () => {
+        const [row] = await runsOf(db, later.job.id);
+        return row?.deliveryStatus === 'sent' ? row : undefined;
+      }, 5_000);
+      expect(sent).toMatchObject({ status: 'succeeded', deliveryStatus: 'sent', deliveryError: null });
     } finally {
       clearInterval(sender);
     }
-    await f.close();
-    await g.close();
+  });
+
+  it('a delivery the connector records before the worker completes the fire stays; a settled one never changes', async () => {
+    const { db } = env();
+    const { agentId, job } = await agentWithJob(db, { deliver: { platform: 'chat_a', accountId: 'team', chatId: 'room' } });
+    await insertRun(db, { id: 'raced_run', agentId, sessionId: null, source: 'cron', request: { messages: [] } });
+    await insertCronRun(db, { cronJobId: job.id, scheduledAt: new Date('2026-03-01T17:30:00Z'), runId: 'raced_run' });
+    await finishRun(db, 'raced_run', { status: 'succeeded', output: 'raced' });
+    // Still running: the connector was faster than the worker.
+    expect(await settleCronDelivery(db, 'raced_run', { status: 'failed', error: 'chat_a refused it' })).toBe(true);
+    const done = await completeCronRun(db, 'raced_run', { info: () => undefined, error: () => undefined });
+    expect(done).toMatchObject({ status: 'succeeded', outputExcerpt: 'raced', deliveryStatus: 'failed', deliveryError: 'chat_a refused it' });
+    expect(await settleCronDelivery(db, 'raced_run', { status: 'sent', error: null })).toBe(false);
+    // Completed once: a second completion (the sweep on another replica) writes nothing.
+    expect(await completeCronRun(db, 'raced_run', { info: () => undefined, error: () => undefined })).toBeUndefined();
+    expect((await runsOf(db, job.id))[0]).toMatchObject({ deliveryStatus: 'failed', deliveryError: 'chat_a refused it' });
   });
 
   it('a fire whose agent is not bound to the delivery account fails and runs nothing', async () => {
@@ -318,7 +345,6 @@ describe('Firer: fires become runs, once per tick', () => {
     const [fire] = await settled(db, job.id);
     expect(fire).toMatchObject({ status: 'failed', error: expect.stringMatching(/may not send through chat_a account "team": no binding connects them/) });
     expect(await countRunsOfAgent(db, agentId)).toBe(0);
-    await f.close();
   });
 
   it('a fire of a disabled agent starts no run and is recorded as skipped with the reason; the job stays scheduled', async () => {
@@ -336,7 +362,6 @@ describe('Firer: fires become runs, once per tick', () => {
     expect(await getCronJob(db, job.id)).toMatchObject({ lastRunAt: tick, lastStatus: 'skipped' });
     expect(await countRunsOfAgent(db, agentId)).toBe(0);
     expect((await runtime.bus.scheduler.list()).map((s) => s.id)).toContain(job.id);
-    await f.close();
   });
 
   it('a fire of a deleted job removes its scheduler; a fire of a disabled job runs nothing and removes it', async () => {
@@ -353,7 +378,6 @@ describe('Firer: fires become runs, once per tick', () => {
     expect(await runsOf(db, job.id)).toEqual([]);
     expect(await countRunsOfAgent(db, agentId)).toBe(0);
     expect((await bus.scheduler.list()).map((s) => s.id)).not.toContain(job.id);
-    await f.close();
   });
 
   it('Reconciler.all adds missing schedulers, changes stale ones, removes orphans and disabled jobs', async () => {
@@ -391,7 +415,7 @@ describe('heartbeat: a cron job derived from the agent DSL', () => {
   }
   const firer = () => {
     const { runtime, db } = env();
-    return new Firer(db, runtime.bus, new Reconciler(db, runtime.bus.scheduler, runtime.logger), runtime.logger, { runTimeoutMs: 5_000, pollMs: 100, deliveryWaitMs: 300 });
+    return new Firer(db, runtime.bus, new Reconciler(db, runtime.bus.scheduler, runtime.logger), runtime.logger, { runTimeoutMs: 5_000 });
   };
 
   it('the DSL makes the job; a tick in the active hours runs in session heartbeat with source heartbeat, a tick outside starts nothing', async () => {
@@ -415,7 +439,6 @@ describe('heartbeat: a cron job derived from the agent DSL', () => {
     expect(run).toMatchObject({ source: 'heartbeat', request: { reply: target } });
     expect(await getSession(db, run.sessionId!)).toMatchObject({ agentId, sessionKey: 'heartbeat', channel: 'heartbeat' });
     expect(await getOutboundByRun(db, run.id)).toMatchObject({ ...target, payload: { text: 'all fine?' } });
-    await f.close();
   });
 
   it('an answer of only HEARTBEAT_OK sends nothing: the fire says why', async () => {
@@ -427,7 +450,6 @@ describe('heartbeat: a cron job derived from the agent DSL', () => {
     const [row] = await settled(db, job.id);
     expect(row).toMatchObject({ status: 'succeeded', outputExcerpt: 'HEARTBEAT_OK', deliveryStatus: 'skipped', deliveryError: expect.stringContaining('HEARTBEAT_OK') });
     expect(await getOutboundByRun(db, row!.runId!)).toBeUndefined();
-    await f.close();
   });
 
   it('a changed DSL changes the job; a removed heartbeat disables it and keeps its history', async () => {
@@ -451,7 +473,7 @@ describe('startScheduler (embedded: memory bus, croner)', () => {
 
   it('follows the table: announced changes at once, agent deletion, and a missed message at the next reconcile', async () => {
     const { runtime, db } = env();
-    await startScheduler(runtime, { reconcileMs: 400, sweepMs: 200, pollMs: 100 });
+    await startScheduler(runtime, { reconcileMs: 400, sweepMs: 200 });
     const ids = async () => (await runtime.bus.scheduler.list()).map((s) => s.id);
     const announce = (id: string) => runtime.bus.pubsub.publish(PubSubChannels.invalidate, { area: 'cron', id });
 

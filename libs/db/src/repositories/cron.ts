@@ -242,8 +242,9 @@ export async function finishCronRun(
       status: outcome.status,
       output_excerpt: outcome.outputExcerpt ?? null,
       error: outcome.error ?? null,
-      delivery_status: outcome.deliveryStatus ?? null,
-      delivery_error: outcome.deliveryError ?? null,
+      // A delivery the connector settled first (it may send before the run's record is completed) stays.
+      delivery_status: sql<CronDeliveryStatus | null>`coalesce(delivery_status, ${outcome.deliveryStatus ?? null})`,
+      delivery_error: sql<string | null>`case when delivery_status is null then ${outcome.deliveryError ?? null} else delivery_error end`,
       finished_at: sql<Date>`now()`,
     })
     .where('id', '=', id)
@@ -258,6 +259,27 @@ export async function finishCronRun(
     .where('last_run_at', '=', row.scheduled_at)
     .execute();
   return toRun(row);
+}
+
+/** The fire whose run this is, if the run came from a cron job or a heartbeat. */
+export async function getCronRunOfRun(db: Db, runId: string): Promise<CronRunRecord | undefined> {
+  const row = await db.selectFrom('cron_runs').select(RUN_COLUMNS).where('run_id', '=', runId).executeTakeFirst();
+  return row && toRun(row);
+}
+
+/**
+ * Records what became of a fire's answer once its outbound message has ended (the connector
+ * calls it). It applies while the delivery is still `queued`, and also before the fire's record
+ * is completed (the connector may be faster than the worker); a settled delivery is never changed.
+ */
+export async function settleCronDelivery(db: Db, runId: string, delivery: { status: 'sent' | 'failed'; error: string | null }): Promise<boolean> {
+  const result = await db
+    .updateTable('cron_runs')
+    .set({ delivery_status: delivery.status, delivery_error: delivery.status === 'sent' ? null : delivery.error })
+    .where('run_id', '=', runId)
+    .where((eb) => eb.or([eb('delivery_status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('delivery_status', 'is', null)])]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** A job's fires, newest tick first. */

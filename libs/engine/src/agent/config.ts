@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { HeartbeatSettings } from '@agentry/contracts';
 import { AUTHORITY, type Capability } from '../authority/policy.js';
-import { heartbeatProblems } from './heartbeat.js';
+import { heartbeatProblems } from '@agentry/runs';
 
 /**
  * The configuration of an agent (its `ai/agent` node): what the DSL accepts, what the worker's

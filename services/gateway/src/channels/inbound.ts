@@ -24,7 +24,7 @@ import {
 } from '@agentry/channels';
 import type { Platform } from '@agentry/contracts';
 import { type ChannelAccountRecord, forgetInboundEvent, getChannelAccount, getRuleChain, listBindings, recordInboundEvent, setInboundEventRun } from '@agentry/db';
-import { submitRun } from '@agentry/engine';
+import { submitRun } from '@agentry/runs';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { documentBody } from '../openapi.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '@agentry/errors';
 import { getRuleChain, type RuleChainRow } from '@agentry/db';
-import { AgentCache, assertAgentEnabled } from '@agentry/engine';
+import { AgentCache, assertAgentEnabled } from '@agentry/runs';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
 import { assertMayChat } from '../auth/audience.js';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RunKeeps } from '@agentry/contracts';
 import { getRunOutcome, type SessionRecord } from '@agentry/db';
-import { RunEventQueue, RunRelay, GatewayReplies, cancelRun, newRunId, relayLease, submitRun, type RelayLease, type SubmitRunInput } from '@agentry/engine';
+import { RunEventQueue, RunRelay, GatewayReplies, cancelRun, newRunId, relayLease, submitRun, type RelayLease, type SubmitRunInput } from '@agentry/runs';
 import type { GatewayDeps } from '../deps.js';
 
 /** What an answer writer needs of the run it relays: its id, and saying it answered or giving up on it. */

@@ -3,7 +3,7 @@ import type { RunEvent } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import type { RunOutcome } from '@agentry/db';
 import type { ChatRun, RunControl } from './chat-run.js';
-import { EventGapError, storedEnding, type RunRelay } from '@agentry/engine';
+import { EventGapError, storedEnding, type RunRelay } from '@agentry/runs';
 import { SseWriter } from './sse-writer.js';
 import { aguiToolResult, aguiToolStart, chunk, completion, streamError, usageChunk, type CompletionMeta, type DoneEvent } from './openai-chunks.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RunEvent } from '@agentry/contracts';
 import { AppError, Errors } from '@agentry/errors';
-import { EventGapError, storedEnding, type RunRelay } from '@agentry/engine';
+import { EventGapError, storedEnding, type RunRelay } from '@agentry/runs';
 import type { ChatRun, RunControl } from './chat-run.js';
 import { SseWriter } from './sse-writer.js';
 import type { DoneEvent } from './openai-chunks.js';

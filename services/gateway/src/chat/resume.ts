@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RunKeeps } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import { getRun, getRunOutcome, isFinalRunStatus, type RunRecord } from '@agentry/db';
-import { cancelRun, resumeRunEvents, RunRelay } from '@agentry/engine';
+import { cancelRun, resumeRunEvents, RunRelay } from '@agentry/runs';
 import { serviceMetrics } from '@agentry/runtime';
 import { sessionOwner } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';

@@ -5,14 +5,16 @@ import {
   Id,
   RuleChainDsl,
   RuleChainUpdate,
-  cancelRun,
   chainCategory,
   defaultWorkspaceFiles,
+} from '@agentry/engine';
+import {
+  cancelRun,
   heartbeatOfDsl,
   isAgentDisabled,
   parseHeartbeatTarget,
   syncHeartbeatJob,
-} from '@agentry/engine';
+} from '@agentry/runs';
 import {
   countRuleChains,
   deleteRuleChain,

@@ -4,7 +4,7 @@ import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
 import { ModelInfo, ModelList, ResponseFormat, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains, type RuleChainRow } from '@agentry/db';
-import { isAgentDisabled } from '@agentry/engine';
+import { isAgentDisabled } from '@agentry/runs';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { ChatRun } from '../chat/chat-run.js';

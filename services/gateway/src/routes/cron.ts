@@ -15,7 +15,8 @@ import {
   type CronJobRecord,
   type CronRunRecord,
 } from '@agentry/db';
-import { Id, checkSchedule, createCronJob, isHeartbeatJob, nextTick } from '@agentry/engine';
+import { Id } from '@agentry/engine';
+import { checkSchedule, createCronJob, isHeartbeatJob, nextTick } from '@agentry/runs';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import { isAdmin, mayChange, ownerName } from '../auth/ownership.js';

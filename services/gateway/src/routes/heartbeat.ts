@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, chainCategory, heartbeatJobId, heartbeatOfDsl, nextTick, type HeartbeatConfig } from '@agentry/engine';
+import { Id, chainCategory, type HeartbeatConfig } from '@agentry/engine';
+import { heartbeatJobId, heartbeatOfDsl, nextTick } from '@agentry/runs';
 import { getCronJob, updateRuleChain, type JsonValue } from '@agentry/db';
 import { AgentHeartbeat, HeartbeatSettings, SuccessBody } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';

@@ -3,7 +3,7 @@ import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
 import { getRuleChain, getRunOutcome, getRunSteps, isFinalRunStatus, listRunsOfAgent, type RunSummary } from '@agentry/db';
-import { cancelRun } from '@agentry/engine';
+import { cancelRun } from '@agentry/runs';
 import { mayChange } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';
 import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { Session, SessionCompaction, SessionList, SessionMessages, SessionRename, SuccessBody } from '@agentry/contracts';
-import { agentNode, cancelRun, compactionSettings, compactSessionNow, ModelProviders } from '@agentry/engine';
+import { agentNode, compactionSettings, compactSessionNow, ModelProviders } from '@agentry/engine';
+import { cancelRun } from '@agentry/runs';
 import {
   activeRunIdsOfSession,
   clearSessions as clearStoredSessions,

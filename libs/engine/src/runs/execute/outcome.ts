@@ -2,7 +2,7 @@ import type { RunRequest } from '@agentry/contracts';
 import { isAppError, type AppError } from '@agentry/errors';
 import { appendMessages, appendUnfinishedTurn, finishRun, isDatabaseUnavailable, type JsonValue, type SessionMessage } from '@agentry/db';
 import { ScriptError } from '../../sandbox/sandbox.js';
-import { isHeartbeatOk } from '../../agent/heartbeat.js';
+import { isHeartbeatOk } from '@agentry/runs';
 import type { ChainTraceEntry } from '../../chain/runner.js';
 import type { Answer } from './chain-run.js';
 import { retryWhileDbDown } from './db-retry.js';

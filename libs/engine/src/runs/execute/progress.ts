@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { markRunStreamed, type FinalRunStatus, type RunRecord } from '@agentry/db';
 import type { LoopEvent } from '../../agent/loop.js';
 import type { ChainTraceEntry } from '../../chain/runner.js';
-import { RunEventPublisher, type EventBody } from '../events/publisher.js';
+import { RunEventPublisher, type EventBody } from '@agentry/runs';
 import { retryWhileDbDown } from './db-retry.js';
 import type { RunDeps } from './deps.js';
 

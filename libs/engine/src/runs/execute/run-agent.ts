@@ -13,7 +13,7 @@ import { RunProgress } from './progress.js';
 import { RunLimits } from './run-limits.js';
 import { sessionConversation } from './session-context.js';
 import { readAgent } from './stored.js';
-import { assertAgentEnabled } from '../agent-enabled.js';
+import { assertAgentEnabled } from '@agentry/runs';
 import { agentInstructions } from './system-prompt.js';
 import { runAgentWithTools } from './tool-agent.js';
 

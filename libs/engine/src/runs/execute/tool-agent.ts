@@ -11,7 +11,7 @@ import { chainContext } from './chain-context.js';
 import { agentNode, modelParams } from './conversation.js';
 import { silent, type AgentRun } from './deps.js';
 import { loadChain, readAgent } from './stored.js';
-import { assertAgentEnabled } from '../agent-enabled.js';
+import { assertAgentEnabled } from '@agentry/runs';
 import { silentConversation } from './system-prompt.js';
 
 /*

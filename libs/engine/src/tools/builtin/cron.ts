@@ -1,8 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { announceChange, type InvalidatePublisher } from '@agentry/contracts';
 import { getCronJob, getRuleChain, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
-import { nextTick } from '../../runs/schedule.js';
-import { createCronJob } from '../../runs/create-cron-job.js';
+import { createCronJob, nextTick } from '@agentry/runs';
 import { ToolError, type ToolContext } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RunOutcome } from '@agentry/db';
-import { RunEventQueue, RunLeaseWatch, RunRelay, WORKER_LOST_MESSAGE, type RelayLease, type WatchedLease } from '@agentry/engine';
+import { RunEventQueue, RunLeaseWatch, RunRelay, WORKER_LOST_MESSAGE, type RelayLease, type WatchedLease } from '@agentry/runs';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

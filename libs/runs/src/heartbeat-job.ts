@@ -1,6 +1,6 @@
 import { announceChange, type InvalidatePublisher, type WarnLogger } from '@agentry/contracts';
 import { getCronJob, insertCronJob, isUniqueViolation, updateCronJob, type CronJobRecord, type Db } from '@agentry/db';
-import { DEFAULT_HEARTBEAT_PROMPT, heartbeatOfDsl, heartbeatSchedule, parseHeartbeatTarget } from '../agent/heartbeat.js';
+import { DEFAULT_HEARTBEAT_PROMPT, heartbeatOfDsl, heartbeatSchedule, parseHeartbeatTarget } from './heartbeat.js';
 
 /** The id of an agent's heartbeat job; cron jobs made by people have UUIDs, so it never collides. */
 export function heartbeatJobId(agentId: string): string {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { PubSubChannels } from '@agentry/contracts';
 import type { Db, RuleChainRow } from '@agentry/db';
-import { AgentCache } from '@agentry/engine';
+import { AgentCache } from '@agentry/runs';
 import { waitFor } from '@agentry/testing';
 
 function rows() {

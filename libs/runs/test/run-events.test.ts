@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agentry/contracts';
-import { EventGapError, GatewayReplies, RunEventPublisher, RunEventQueue, runEventChannel } from '@agentry/engine';
+import { EventGapError, GatewayReplies, RunEventPublisher, RunEventQueue, runEventChannel } from '@agentry/runs';
 
 /** A publish whose completion the test controls. */
 function gatedPublish() {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PubSubChannels } from '@agentry/contracts';
 import { finishRun, getRun, insertRuleChain, insertRun, type DbHandle } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
-import { cancelRun } from '@agentry/engine';
+import { cancelRun } from '@agentry/runs';
 
 /** The one cancel of a run: marked unless already ended, announced whatever happens to the mark. */
 describe('cancelRun', () => {

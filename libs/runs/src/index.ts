@@ -1,0 +1,29 @@
+/**
+ * The run protocol's public surface: what the gateway, scheduler, worker and engine import, named
+ * one by one. Inside the package, modules import each other directly.
+ */
+export { AgentCache, SkillsCache } from './agent-cache.js';
+export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './agent-enabled.js';
+export { cancelRun } from './cancel.js';
+export { createCronJob } from './create-cron-job.js';
+export { completeCronRun, deliveryOf, recordCronRun, type CronRunOutcome } from './cron-run.js';
+export { RunEventPublisher, type EventBody } from './events/publisher.js';
+export { EventGapError, RunEventQueue } from './events/queue.js';
+export { RunRelay, storedEnding } from './events/relay.js';
+export { RunLeaseWatch, WORKER_LOST_MESSAGE, handOffRun, relayLease, type RelayLease, type WatchedLease } from './events/lease.js';
+export { GatewayReplies, runEventChannel } from './events/replies.js';
+export { resumeRunEvents, type ResumedEvents } from './events/resume.js';
+export {
+  DEFAULT_HEARTBEAT_PROMPT,
+  HEARTBEAT_OK,
+  HEARTBEAT_SESSION,
+  heartbeatOfDsl,
+  heartbeatProblems,
+  heartbeatSchedule,
+  isHeartbeatOk,
+  parseHeartbeatTarget,
+  withinActiveHours,
+} from './heartbeat.js';
+export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './heartbeat-job.js';
+export { checkSchedule, nextTick } from './schedule.js';
+export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './submit.js';
