@@ -1,8 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { dumpPglite, migrateToLatest, migrationNames, openPglite, openPostgres, type DbHandle } from '@agentry/db';
 import { postgresUrl } from './require-servers.js';
 import { assertNotFastTier } from './tiers.js';
+import { repoRoot } from './process.js';
 
 export interface TestDatabase {
   url: string;
@@ -131,20 +135,56 @@ export async function createTestDatabase(opts: { migrated?: boolean } = {}): Pro
 }
 
 let snapshot: Promise<Blob> | undefined;
+let remade = false;
 
 /**
- * An in-memory PGlite database, migrated. The first call in a test process runs initdb and
- * the migrations and keeps a snapshot; later calls start from it. Close it in afterAll.
+ * Where the migrated PGlite snapshot is kept between test processes: every test file runs in a
+ * process of its own, and initdb plus the migrations cost each of them 3-10 s. Named by the
+ * migrations' names and sources, so a changed migration makes a new one.
+ */
+function snapshotFile(): string {
+  const hash = createHash('sha256').update(migrationNames().join('\n'));
+  const dir = path.join(repoRoot, 'libs/db/src/migrations');
+  for (const f of fs.readdirSync(dir).sort()) hash.update(f).update(fs.readFileSync(path.join(dir, f)));
+  return path.join(os.tmpdir(), `agentry-pglite-migrated-${hash.digest('hex').slice(0, 16)}.tar`);
+}
+
+async function migratedSnapshot(): Promise<Blob> {
+  const file = snapshotFile();
+  try {
+    return new Blob([fs.readFileSync(file)]);
+  } catch {
+    // Not made yet: made here, and kept for the next process.
+  }
+  const first = await openPglite({ dataDir: null });
+  try {
+    await migrateToLatest(first.db);
+    const blob = await dumpPglite(first);
+    // Written aside and renamed: a process that reads it never sees half a file.
+    const part = `${file}.${process.pid}.part`;
+    fs.writeFileSync(part, Buffer.from(await blob.arrayBuffer()));
+    fs.renameSync(part, file);
+    return blob;
+  } finally {
+    await first.close();
+  }
+}
+
+/**
+ * An in-memory PGlite database, migrated. The first call in a test run runs initdb and the
+ * migrations and keeps a snapshot (in memory, and in the temp directory for the other test
+ * processes); later calls start from it. Close it in afterAll.
  */
 export async function createTestPglite(): Promise<DbHandle> {
-  snapshot ??= (async () => {
-    const first = await openPglite({ dataDir: null });
-    try {
-      await migrateToLatest(first.db);
-      return await dumpPglite(first);
-    } finally {
-      await first.close();
-    }
-  })();
-  return openPglite({ dataDir: null, loadDataDir: await snapshot });
+  snapshot ??= migratedSnapshot();
+  try {
+    return await openPglite({ dataDir: null, loadDataDir: await snapshot });
+  } catch (err) {
+    // A snapshot file another PGlite version wrote, or a damaged one: made again, once.
+    if (remade) throw err;
+    remade = true;
+    fs.rmSync(snapshotFile(), { force: true });
+    snapshot = migratedSnapshot();
+    return openPglite({ dataDir: null, loadDataDir: await snapshot });
+  }
 }
