@@ -57,12 +57,9 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
   await reconciler.all();
   const consumer = bus.scheduler.consume<unknown>((fire) => firer.fire(fire), { concurrency: opts.concurrency ?? 10 });
 
-  const sweep = () => firer.sweep().catch((err: unknown) => logger.warn({ err }, 'cron sweep failed'));
-  void sweep();
-  const reconcileTimer = setInterval(() => void reconcileAll('periodic'), reconcileMs);
-  const sweepTimer = setInterval(() => void sweep(), sweepMs);
-  reconcileTimer.unref();
-  sweepTimer.unref();
+  const periodic = { logger, metrics: runtime.metrics };
+  const sweep = startPeriodic({ name: 'cron-sweep', everyMs: () => sweepMs, firstDelayMs: 0, ...periodic, pass: () => firer.sweep() });
+  const reconcile = startPeriodic({ name: 'cron-reconcile', everyMs: () => reconcileMs, ...periodic, pass: async () => void (await reconciler.all()) });
 
   // The interval is read after each pass, so a changed retention.sweep_minutes applies at the next.
   const retention = startPeriodic({
@@ -76,8 +73,7 @@ export async function startScheduler(runtime: Runtime, opts: SchedulerOptions = 
 
   runtime.lifecycle.add('scheduler', async (remainingMs) => {
     stopped = true;
-    clearInterval(reconcileTimer);
-    clearInterval(sweepTimer);
+    await Promise.all([sweep.stop(), reconcile.stop()]);
     clearTimeout(agentTimer);
     await retention.stop();
     await unsubscribe().catch((err: unknown) => logger.warn({ err }, 'unsubscribe failed'));
