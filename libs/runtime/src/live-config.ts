@@ -5,6 +5,7 @@ import { Errors, isAppError } from '@agentry/errors';
 import { PubSubChannels, type InvalidateMessage } from '@agentry/contracts';
 import { describeErrors, type AgentryConfig } from './config-schema.js';
 import { applyFlat, validateConfig, type LoadedConfig } from './config.js';
+import { startPeriodic, type PeriodicPass } from './periodic.js';
 
 /**
  * The configuration as it is live across replicas. The file (and built-in defaults) seed it;
@@ -109,7 +110,7 @@ export class LiveConfig {
   #live: Record<string, unknown> = {};
   #listeners = new Set<(config: AgentryConfig) => void>();
   #unsubscribe: (() => Promise<void>) | null = null;
-  #timer: NodeJS.Timeout | null = null;
+  #refresh: PeriodicPass | null = null;
   #ignored = '{}';
 
   private constructor(
@@ -139,10 +140,7 @@ export class LiveConfig {
     });
     const refreshMs = opts.refreshMs ?? 30_000;
     if (refreshMs > 0) {
-      live.#timer = setInterval(() => {
-        live.reload().catch((err: unknown) => live.logger.warn({ err }, 'periodic config reload failed'));
-      }, refreshMs);
-      live.#timer.unref();
+      live.#refresh = startPeriodic({ name: 'config-reload', everyMs: () => refreshMs, logger: live.logger, pass: () => live.reload() });
     }
     return live;
   }
@@ -272,8 +270,8 @@ export class LiveConfig {
   }
 
   async close(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
+    await this.#refresh?.stop();
+    this.#refresh = null;
     await this.#unsubscribe?.();
     this.#unsubscribe = null;
   }
