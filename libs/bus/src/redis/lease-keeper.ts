@@ -53,21 +53,29 @@ async function renew() {
     }
   }));
 }
-// One renewal loop: a hold restarts it (a new generation), and an older loop's next turn ends it.
+// One renewal loop, every third of the shortest lease held. A hold that shortens the period
+// restarts it (a new generation; an older loop's next turn ends it). A new key is not renewed at
+// once: it was taken a moment ago, and renewing all held keys on every hold cost a command per
+// run in hand for each new run.
 let generation = 0;
-function schedule(gen) {
-  if (stopping || gen !== generation) return;
+let period = Infinity;
+function periodNow() {
   let shortest = 3000;
   for (const ttl of held.values()) shortest = Math.min(shortest, ttl);
-  timer = setTimeout(() => renew().finally(() => schedule(gen)), Math.max(50, Math.floor(shortest / 3)));
+  return Math.max(50, Math.floor(shortest / 3));
+}
+function schedule(gen) {
+  if (stopping || gen !== generation) return;
+  period = periodNow();
+  timer = setTimeout(() => renew().finally(() => schedule(gen)), period);
 }
 parentPort.on('message', (m) => {
   if (m.type === 'hold') {
-    // Renewed now and on the new key's rhythm: the timer may be set for a longer lease, or none.
     held.set(m.key, m.ttlMs);
-    clearTimeout(timer);
-    const gen = ++generation;
-    renew().finally(() => schedule(gen));
+    if (periodNow() < period) {
+      clearTimeout(timer);
+      schedule(++generation);
+    }
   }
   else if (m.type === 'release') {
     held.delete(m.key);
