@@ -6,8 +6,8 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
-export { definitionRefusals, templatedAuthorityFields } from './authority/definition.js';
-export { AUTHORITY, enter, networkOpener, ownerIsAdmin, refusal, type Capability, type RunAuthority } from './authority/policy.js';
+export { definitionReferences, definitionRefusals, templatedAuthorityFields, type DefinitionReference } from './authority/definition.js';
+export { AUTHORITY, chainSharing, enter, networkOpener, ownerIsAdmin, principalRole, refusal, subagentRefusal, type Capability, type RunAuthority, type SubagentTarget } from './authority/policy.js';
 export {
   compactionSettings,
   compactSessionNow,
@@ -23,7 +23,7 @@ export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainResult, type ChainRu
 export { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from './chain/tool.js';
 export { fillChainVars } from './chain/vars.js';
 export { type ChainContext, type CompleteRequest, type LoadResult, type ParsedChain, type RuleMsg, type SubChainResult } from './chain/types.js';
-export { isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition, type SecretSealer } from './definition-secrets.js';
+export { holdsSecrets, isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition, type SecretSealer } from './definition-secrets.js';
 export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate, type NormalizedChain } from './dsl.js';
 export { ADD_PROVIDER_FIX, ModelProviders } from './models/providers.js';
 export { defaultModelOf, resolveModel } from './models/resolve.js';
