@@ -7,7 +7,7 @@ export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
 export { definitionReferences, definitionRefusals, templatedAuthorityFields, type DefinitionReference } from './authority/definition.js';
-export { AUTHORITY, chainSharing, enter, networkOpener, ownerIsAdmin, principalRole, refusal, subagentRefusal, type Capability, type RunAuthority, type SubagentTarget } from './authority/policy.js';
+export { AUTHORITY, chainSharing, enter, networkOpener, ownerIsAdmin, principalRole, refusal, subagentRefusal, timeOf, type Capability, type RunAuthority, type SubagentTarget } from './authority/policy.js';
 export {
   compactionSettings,
   compactSessionNow,

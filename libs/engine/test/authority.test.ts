@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimRun, getRun, insertRuleChain, insertRun, insertUser, type DbHandle, type JsonValue } from '@agentry/db';
+import { claimRun, getRuleChain, getRun, insertRuleChain, insertRun, insertUser, updateRuleChain, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
 import { runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
 import { fakeRunDeps } from './fake-run-deps.js';
@@ -114,6 +114,11 @@ beforeAll(async () => {
   await insertRuleChain(handle.db, { id: 'root-alice-helper', kind: 'agent', agentId: null, name: 'h', category: null, dsl: { ...helper, ruleChain: { id: 'root-alice-helper', name: 'h' } }, owner: 'root', audience: { everyone: false, users: ['alice'], roles: [], apiAccounts: [] } });
   await store('alice-asks-private', 'agent', 'alice', [agentWith([{ type: 'agent', name: 'helper', targetId: 'root-private-helper' }])]);
   await store('alice-asks-shared', 'agent', 'alice', [agentWith([{ type: 'agent', name: 'helper', targetId: 'root-alice-helper' }])]);
+  // Finding 6 on data stored before saves checked references: alice's agent names a chain that
+  // does not exist; bob creates it later, shared with everyone. Created after alice's save: refused.
+  await store('alice-dangling', 'agent', 'alice', [agentWith([{ type: 'rulechain', name: 'inner', targetId: 'squatted' }])]);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  await store('squatted', 'rule', 'bob', [{ id: 'l', type: 'log', configuration: {} }], { configuration: { shared: true } });
   // Slow on a loaded machine: PGlite starts in it.
 }, 180_000);
 
@@ -205,5 +210,18 @@ describe('references are owned (issue 35, finding 3 and part C)', () => {
     expect(toolResult(refused.record)).toMatch(/agent "root-private-helper" is not shared with user:alice/);
     const allowed = await runOf('alice-asks-shared');
     expect(toolResult(allowed.record)).toContain('helper here');
+  });
+});
+
+describe('a reference that dangled cannot be filled by another user (issue 35, finding 6)', () => {
+  it("bob's chain created after alice's agent was saved does not run in alice's run until alice saves again", async () => {
+    const refused = await runOf('alice-dangling');
+    expect(toolResult(refused.record)).toMatch(/chain "squatted" was created by another user after this definition was saved/);
+    // Alice saving again confirms she means this chain (the gateway checks it exists and is shared).
+    const row = (await getRuleChain(handle.db, 'alice-dangling'))!;
+    await updateRuleChain(handle.db, 'alice-dangling', { name: row.name, category: row.category, dsl: row.dsl });
+    const allowed = await runOf('alice-dangling');
+    expect(toolResult(allowed.record)).not.toMatch(/refused|not shared|created by another user/);
+    expect(toolResult(allowed.record)).toMatch(/"relation"|Success/);
   });
 });

@@ -28,6 +28,12 @@ export interface RunAuthority {
   owner: string;
   /** Admin-only powers are in effect (decided for `owner`, narrowed by every caller on the way). */
   admin: boolean;
+  /**
+   * When the definition executing now was last saved (ms since the epoch), when known: another
+   * user's chain or agent created after it is not the one its author named (the id dangled, and
+   * someone else filled it), so it is refused until the author saves again.
+   */
+  savedAt?: number;
 }
 
 /** What an executing definition asks to build or use. */
@@ -40,7 +46,7 @@ export type Capability =
    * Running a chain or agent (rule-chain tool, `flow`, sub-agent): whether its owner shared it
    * with the caller's owner (`referenceSharing`), lends its powers, and holds credentials.
    */
-  | { kind: 'reference'; target: 'chain' | 'agent'; id: string; owner: string; shared: boolean; lends: boolean; secrets: boolean };
+  | { kind: 'reference'; target: 'chain' | 'agent'; id: string; owner: string; shared: boolean; lends: boolean; secrets: boolean; createdAt?: number };
 
 /** The tools that run code on the worker: only an admin's definition may build them. */
 const ADMIN_ONLY_BUILTINS = new Set(['bash']);
@@ -88,6 +94,9 @@ export function refusal(authority: RunAuthority, cap: Capability): string | unde
       if (cap.owner === authority.owner || authority.admin) return undefined;
       const how = cap.target === 'agent' ? `PUT /api/v1/agents/${cap.id}/audience` : 'ruleChain.configuration.shared';
       if (!cap.shared) return `${cap.target} "${cap.id}" belongs to another user and is not shared with "${authority.owner}"; its owner may share it (${how})`;
+      if (authority.savedAt !== undefined && cap.createdAt !== undefined && cap.createdAt > authority.savedAt) {
+        return `${cap.target} "${cap.id}" was created by another user after this definition was saved, so it is not the one its author named; save the definition again to confirm it`;
+      }
       // Its credentials would be sent wherever the caller's message points them.
       if (cap.secrets && !cap.lends) {
         return `${cap.target} "${cap.id}" holds its owner's credentials and does not lend them to other users' agents; its owner may lend them (ruleChain.configuration.lendPowers: true)`;
@@ -133,10 +142,17 @@ export async function ownerIsAdmin(db: Db, owner: string): Promise<boolean> {
  * The authority inside a definition owned by `owner`, entered from `caller`: the caller's
  * powers, never more, unless the definition's admin owner lent its own (`lends`).
  */
-export async function enter(db: Db, caller: RunAuthority, owner: string, lends = false): Promise<RunAuthority> {
-  if (owner === caller.owner && !lends) return caller;
+export async function enter(db: Db, caller: RunAuthority, owner: string, lends = false, savedAt?: number): Promise<RunAuthority> {
+  const saved = savedAt === undefined ? {} : { savedAt };
+  if (owner === caller.owner && !lends) return { ...caller, ...saved };
   const ownerAdmin = await ownerIsAdmin(db, owner);
-  return { ...caller, owner, admin: lends ? ownerAdmin : caller.admin && ownerAdmin };
+  return { ...caller, ...saved, owner, admin: lends ? ownerAdmin : caller.admin && ownerAdmin };
+}
+
+/** A row's timestamp as ms, or undefined when it is not one (a cached row may carry it as text). */
+export function timeOf(value: unknown): number | undefined {
+  const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : NaN;
+  return Number.isFinite(ms) ? ms : undefined;
 }
 
 /** The role of a run's principal when it names an enabled user; undefined for api accounts and nobody. */
@@ -153,6 +169,7 @@ export interface SubagentTarget {
   audience: unknown;
   dsl: unknown;
   secrets: boolean;
+  createdAt?: unknown;
 }
 
 /**
@@ -170,5 +187,6 @@ export async function subagentRefusal(db: Db, authority: RunAuthority, target: S
   const shared = audienceAllows(target.audience, target.owner, `user:${authority.owner}`, ownerRole);
   const configuration = (target.dsl as { ruleChain?: { configuration?: unknown } } | null)?.ruleChain?.configuration;
   const { lends } = chainSharing(configuration, authority.owner);
-  return refusal(authority, { kind: 'reference', target: 'agent', id: target.id, owner: target.owner, shared, lends, secrets: target.secrets });
+  const createdAt = timeOf(target.createdAt);
+  return refusal(authority, { kind: 'reference', target: 'agent', id: target.id, owner: target.owner, shared, lends, secrets: target.secrets, ...(createdAt === undefined ? {} : { createdAt }) });
 }

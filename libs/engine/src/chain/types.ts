@@ -28,6 +28,9 @@ export interface ParsedChain {
   owner?: string;
   /** The stored row holds credentials (`holdsSecrets`): it runs for another owner only when lent. */
   secrets?: boolean;
+  /** The stored row's creation and last save (ms): whether a reference predates what it names. */
+  createdAt?: number;
+  savedAt?: number;
 }
 
 /** `warnings`: the chain's unknown node-configuration fields, kept as written (see `FieldValidation`). */

@@ -51,8 +51,9 @@ async function enteredChain(ctx: AgentRun, chain: ParsedChain): Promise<AgentRun
   if (chain.owner === undefined) throw new AppError('FORBIDDEN', 403, `chain "${chain.id}" has no recorded owner`);
   const sharing = chainSharing(chain.dsl.ruleChain.configuration, ctx.authority.owner);
   // Another user's chain runs only when shared with this one, and its credentials only when lent.
-  const cap = { kind: 'reference', target: 'chain', id: chain.id, owner: chain.owner, ...sharing, secrets: chain.secrets === true } as const;
+  const created = chain.createdAt === undefined ? {} : { createdAt: chain.createdAt };
+  const cap = { kind: 'reference', target: 'chain', id: chain.id, owner: chain.owner, ...sharing, secrets: chain.secrets === true, ...created } as const;
   assertAllowed(ctx.authority, cap, (m) => new AppError('FORBIDDEN', 403, m));
   const calls = ctx.limits.enter(ctx.calls, chain.id);
-  return { ...ctx, calls, authority: await enter(ctx.deps.db, ctx.authority, chain.owner, sharing.lends) };
+  return { ...ctx, calls, authority: await enter(ctx.deps.db, ctx.authority, chain.owner, sharing.lends, chain.savedAt) };
 }

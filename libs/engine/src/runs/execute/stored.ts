@@ -1,5 +1,6 @@
 import { getRuleChain, type RuleChainRow } from '@agentry/db';
 import { parseChain } from '../../chain-cache.js';
+import { timeOf } from '../../authority/policy.js';
 import { holdsSecrets, unsealDefinition } from '../../definition-secrets.js';
 import type { RunDeps } from './deps.js';
 
@@ -23,5 +24,12 @@ export async function loadChain(deps: Pick<RunDeps, 'db' | 'secrets'>, id: strin
   if (!row) return undefined;
   const { dsl } = opened(deps, row);
   const parsed = parseChain({ id: row.id, dsl, isAgent: row.kind === 'agent' });
-  return parsed.ok ? { ok: true as const, chain: { ...parsed.chain, owner: row.owner, secrets: holdsSecrets(row.dsl) } } : parsed;
+  return parsed.ok ? { ok: true as const, chain: { ...parsed.chain, owner: row.owner, secrets: holdsSecrets(row.dsl), ...times(row) } } : parsed;
+}
+
+/** The row's creation and last save as ms, where they read as times. */
+function times(row: RuleChainRow): { createdAt?: number; savedAt?: number } {
+  const createdAt = timeOf(row.createdAt);
+  const savedAt = timeOf(row.updatedAt);
+  return { ...(createdAt === undefined ? {} : { createdAt }), ...(savedAt === undefined ? {} : { savedAt }) };
 }
