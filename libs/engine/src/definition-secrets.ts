@@ -231,6 +231,19 @@ function openQuietly(sealed: string, sealer: SecretSealer): string {
 }
 
 /**
+ * Whether a stored definition holds credentials (sealed, or at a secret place in plain text): a
+ * definition that does may run for another owner only when its owner lends its powers.
+ */
+export function holdsSecrets(dsl: unknown): boolean {
+  let found = false;
+  transform(dsl, (v, at) => {
+    if (v !== null && (isSealed(v) || (v !== '' && v !== SECRET_MARKER && isSecretAt(v, at)))) found = true;
+    return v;
+  });
+  return found;
+}
+
+/**
  * What a read answers: the marker at every secret place and in place of anything sealed, so
  * that neither a secret nor its sealed form leaves the gateway (a row not yet sealed by the
  * start-up pass is redacted all the same).

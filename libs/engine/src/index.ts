@@ -6,8 +6,8 @@
 export { runAgentLoop, type LoopEvent, type LoopTool } from './agent/loop.js';
 export { agentSystemPrompt, renderSystemPrompt } from './agent/prompt.js';
 export { resolveTools } from './agent/tools.js';
-export { definitionRefusals } from './authority/definition.js';
-export { type RunAuthority } from './authority/policy.js';
+export { definitionReferences, definitionRefusals, templatedAuthorityFields, type DefinitionReference } from './authority/definition.js';
+export { AUTHORITY, chainSharing, enter, networkOpener, ownerIsAdmin, principalRole, refusal, subagentRefusal, timeOf, type Capability, type RunAuthority, type SubagentTarget } from './authority/policy.js';
 export {
   compactionSettings,
   compactSessionNow,
@@ -21,8 +21,8 @@ export { renderTemplate } from './chain/placeholders.js';
 export { CHAIN_DISABLED, ChainError, ChainRunner, type ChainRunOptions, type ChainTraceEntry } from './chain/runner.js';
 export { chainToolFailure, chainToolInput, chainToolResult } from './chain/tool.js';
 export { type ChainContext, type CompleteRequest, type LoadResult, type ParsedChain, type RuleMsg, type SubChainResult } from './chain/types.js';
-export { isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition } from './definition-secrets.js';
-export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate } from './dsl.js';
+export { holdsSecrets, isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition, type SecretSealer } from './definition-secrets.js';
+export { chainCategory, Id, normalizeRuleChain, RuleChainDsl, RuleChainInput, RuleChainUpdate, type NormalizedChain } from './dsl.js';
 export { ADD_PROVIDER_FIX, ModelProviders } from './models/providers.js';
 export { defaultModelOf, resolveModel } from './models/resolve.js';
 export { type ChatMessage, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './models/types.js';

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimRun, getRun, insertRuleChain, insertRun, insertUser, type DbHandle, type JsonValue } from '@agentry/db';
+import { claimRun, getRuleChain, getRun, insertRuleChain, insertRun, insertUser, updateRuleChain, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
 import { runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
 import { fakeRunDeps } from './fake-run-deps.js';
@@ -46,9 +46,16 @@ const log = { id: 'after', type: 'log', configuration: {} };
 /** Calls the first tool it is offered (bash with `id`, a chain with {}), then answers. */
 async function* callsFirstTool(req: ModelCallRequest): AsyncIterable<ModelEvent> {
   const last = req.messages.at(-1)!;
+  // A sub-agent (no tools of its own) answers who it is.
+  if (last.role === 'user' && !req.tools?.length && last.content === 'hello') {
+    yield { type: 'text', text: 'helper here' };
+    yield { type: 'done', finishReason: 'stop', provider: 'p', model: 'm' };
+    return;
+  }
   if (last.role === 'user' && req.tools?.length) {
     const name = (req.tools[0] as { function: { name: string } }).function.name;
-    yield { type: 'tool_calls', calls: [{ id: 'c1', name, arguments: JSON.stringify(name === 'bash' ? { command: 'id' } : {}) }] };
+    const args = name === 'bash' ? { command: 'id' } : name === 'helper' ? { message: 'hello' } : {};
+    yield { type: 'tool_calls', calls: [{ id: 'c1', name, arguments: JSON.stringify(args) }] };
     yield { type: 'done', finishReason: 'tool_calls', provider: 'p', model: 'm' };
     return;
   }
@@ -92,6 +99,26 @@ beforeAll(async () => {
   await store('root-agent', 'agent', 'root', [agentWith([{ type: 'builtin', name: 'bash' }]), log], { connections: [['a', 'after']] });
   // Written literally into a user's agent (stored before the save-time check, or by an admin): the owner decides.
   await store('alice-literal', 'agent', 'alice', [agentWith([{ type: 'builtin', name: 'bash' }])]);
+  // Finding 3: an admin's chain with a private-network switch and a credential, named by a user's agent.
+  const internal = (id: string, configuration: Record<string, JsonValue>) =>
+    store(id, 'rule', 'root', [{ id: 'r', type: 'restApiCall', configuration: { restEndpointUrlPattern: `${canaryUrl}/internal`, requestMethod: 'GET', headers: { Authorization: 'Bearer root-token' }, allowPrivateNetworks: true } }], { configuration });
+  await internal('root-internal-private', {});
+  await internal('root-internal-shared', { shared: true });
+  await internal('root-internal-lent', { shared: ['alice'], lendPowers: true });
+  for (const target of ['root-internal-private', 'root-internal-shared', 'root-internal-lent']) {
+    await store(`alice-to-${target}`, 'agent', 'alice', [agentWith([{ type: 'rulechain', name: 'inner', targetId: target }])]);
+  }
+  // Sub-agents: an admin's agent private to its owner (and admins), and one shared with alice.
+  const helper = { ruleChain: { id: 'x', name: 'x' }, metadata: { nodes: [agentWith([])], connections: [] } };
+  await insertRuleChain(handle.db, { id: 'root-private-helper', kind: 'agent', agentId: null, name: 'h', category: null, dsl: { ...helper, ruleChain: { id: 'root-private-helper', name: 'h' } }, owner: 'root', audience: { everyone: false, users: [], roles: [], apiAccounts: [] } });
+  await insertRuleChain(handle.db, { id: 'root-alice-helper', kind: 'agent', agentId: null, name: 'h', category: null, dsl: { ...helper, ruleChain: { id: 'root-alice-helper', name: 'h' } }, owner: 'root', audience: { everyone: false, users: ['alice'], roles: [], apiAccounts: [] } });
+  await store('alice-asks-private', 'agent', 'alice', [agentWith([{ type: 'agent', name: 'helper', targetId: 'root-private-helper' }])]);
+  await store('alice-asks-shared', 'agent', 'alice', [agentWith([{ type: 'agent', name: 'helper', targetId: 'root-alice-helper' }])]);
+  // Finding 6 on data stored before saves checked references: alice's agent names a chain that
+  // does not exist; bob creates it later, shared with everyone. Created after alice's save: refused.
+  await store('alice-dangling', 'agent', 'alice', [agentWith([{ type: 'rulechain', name: 'inner', targetId: 'squatted' }])]);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  await store('squatted', 'rule', 'bob', [{ id: 'l', type: 'log', configuration: {} }], { configuration: { shared: true } });
   // Slow on a loaded machine: PGlite starts in it.
 }, 180_000);
 
@@ -148,5 +175,53 @@ describe('authority fields refuse templates at save', () => {
       metadata: { nodes: [agentWith([{ type: 'builtin', name: 'read', description: 'reads ${vars.what}' }]), { id: 'r', type: 'restApiCall', configuration: { restEndpointUrlPattern: 'https://example.com/${metadata.id}' } }], connections: [] },
     });
     expect(result.errors).toEqual([]);
+  });
+});
+
+/** What the tool answered the run's model (the last tool message it was sent). */
+function toolResult(record: { calls: ModelCallRequest[] }): string {
+  const messages = record.calls.at(-1)?.messages ?? [];
+  return String([...messages].reverse().find((m) => m.role === 'tool')?.content ?? '');
+}
+
+describe('references are owned (issue 35, finding 3 and part C)', () => {
+  it("an admin's chain that is not shared does not run for a user's agent", async () => {
+    canaryHits.length = 0;
+    const { record } = await runOf('alice-to-root-internal-private');
+    expect(canaryHits).toEqual([]);
+    expect(toolResult(record)).toMatch(/chain "root-internal-private" belongs to another user and is not shared with "alice"/);
+  });
+
+  it("shared but not lent: the admin's credential and private network do not run for the user", async () => {
+    canaryHits.length = 0;
+    const { record } = await runOf('alice-to-root-internal-shared');
+    expect(canaryHits).toEqual([]);
+    expect(toolResult(record)).toMatch(/holds its owner's credentials and does not lend them/);
+  });
+
+  it('shared with the user and lent on purpose: it runs with its owner\'s powers (the control)', async () => {
+    canaryHits.length = 0;
+    await runOf('alice-to-root-internal-lent');
+    expect(canaryHits).toEqual(['GET /internal']);
+  });
+
+  it("a sub-agent call obeys the called agent's audience for who asked", async () => {
+    const refused = await runOf('alice-asks-private');
+    expect(toolResult(refused.record)).toMatch(/agent "root-private-helper" is not shared with user:alice/);
+    const allowed = await runOf('alice-asks-shared');
+    expect(toolResult(allowed.record)).toContain('helper here');
+  });
+});
+
+describe('a reference that dangled cannot be filled by another user (issue 35, finding 6)', () => {
+  it("bob's chain created after alice's agent was saved does not run in alice's run until alice saves again", async () => {
+    const refused = await runOf('alice-dangling');
+    expect(toolResult(refused.record)).toMatch(/chain "squatted" was created by another user after this definition was saved/);
+    // Alice saving again confirms she means this chain (the gateway checks it exists and is shared).
+    const row = (await getRuleChain(handle.db, 'alice-dangling'))!;
+    await updateRuleChain(handle.db, 'alice-dangling', { name: row.name, category: row.category, dsl: row.dsl });
+    const allowed = await runOf('alice-dangling');
+    expect(toolResult(allowed.record)).not.toMatch(/refused|not shared|created by another user/);
+    expect(toolResult(allowed.record)).toMatch(/"relation"|Success/);
   });
 });

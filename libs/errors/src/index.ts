@@ -44,6 +44,8 @@ export const Errors = {
   METHOD_NOT_ALLOWED: define('METHOD_NOT_ALLOWED', 405, 'Method not allowed'),
   REQUEST_TIMEOUT: define('REQUEST_TIMEOUT', 408, 'Request timeout'),
   CONFLICT: define('CONFLICT', 409, 'Already exists'),
+  /** A chain or agent other definitions name: deleting it would leave a reference anyone could fill. */
+  IN_USE: define('IN_USE', 409, 'Still in use'),
   GONE: define('GONE', 410, 'No longer available'),
   LAST_ADMIN: define('LAST_ADMIN', 409, 'At least one enabled admin must remain'),
   SEEDED_USER: define('SEEDED_USER', 409, 'This user comes from the configuration file'),

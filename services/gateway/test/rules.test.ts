@@ -38,9 +38,10 @@ describeOnBothEngines('rule chains', (env: () => Env) => {
       expect(res.statusCode, JSON.stringify(body)).toBe(400);
       expect(res.json().error).toMatch(message);
     }
-    // Every registered node type is accepted.
+    // Every registered node type is accepted (the flow names the chain itself: a reference must exist).
+    const allId = uid('all_types');
     const all = {
-      ruleChain: { id: uid('all_types'), name: 'All types' },
+      ruleChain: { id: allId, name: 'All types' },
       metadata: {
         nodes: [
           { id: 'a', type: 'ai/agent' },
@@ -50,7 +51,7 @@ describeOnBothEngines('rule chains', (env: () => Env) => {
           { id: 'e', type: 'jsSwitch' },
           { id: 'f', type: 'restApiCall', configuration: { restEndpointUrlPattern: 'https://example.com', requestMethod: 'POST' } },
           { id: 'g', type: 'log' },
-          { id: 'h', type: 'flow', configuration: { targetId: 'other' } },
+          { id: 'h', type: 'flow', configuration: { targetId: allId } },
           { id: 'i', type: 'end' },
         ],
         connections: [{ fromId: 'a', toId: 'i', type: 'Success' }],

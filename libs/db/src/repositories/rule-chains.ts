@@ -154,6 +154,24 @@ export async function setAgentAudience(db: Db, id: string, audience: JsonValue):
 }
 
 /**
+ * Chains and agents whose DSL text contains one of `ids` as a JSON string (`"x"`), except those
+ * rows themselves: the candidates that may name them, which the caller confirms on the parsed
+ * DSL (a node id or a name may spell the same string).
+ */
+export async function listRuleChainsMentioning(db: Db, ids: readonly string[]): Promise<RuleChainRow[]> {
+  if (ids.length === 0) return [];
+  const needles = ids.map((id) => JSON.stringify(id));
+  const rows = await db
+    .selectFrom('rule_chains')
+    .select(COLUMNS)
+    .where('id', 'not in', [...ids])
+    .where(sql<boolean>`(${sql.join(needles.map((n) => sql`strpos(dsl::text, ${n}) > 0`), sql` or `)})`)
+    .orderBy(sql`id collate "C"`)
+    .execute();
+  return rows.map(toRuleChain);
+}
+
+/**
  * Deletes a chain; for an agent, everything it owns goes with it (ON DELETE CASCADE: its rules,
  * skills, workspace and, as later tables add their keys, cron jobs and sessions).
  */

@@ -79,3 +79,34 @@ export function definitionRefusals(dsl: RuleChainDsl, authority: RunAuthority, g
   return out;
 }
 
+
+/** A chain or agent a definition names: where (`path`, as validation errors spell it) and what. */
+export interface DefinitionReference {
+  path: string;
+  target: 'chain' | 'agent';
+  id: string;
+}
+
+/**
+ * Every chain and agent a definition names: `flow` nodes' `targetId`, and the `targetId` of
+ * `ai/agent` tool entries of type `rulechain` (a chain) or `agent`/`subagent` (an agent). The
+ * gateway refuses a save naming one that does not exist and a delete of one that is named.
+ */
+export function definitionReferences(dsl: unknown): DefinitionReference[] {
+  const nodes = (dsl as { metadata?: { nodes?: unknown } } | null)?.metadata?.nodes;
+  if (!Array.isArray(nodes)) return [];
+  const out: DefinitionReference[] = [];
+  nodes.forEach((node: { type?: unknown; configuration?: { targetId?: unknown; tools?: unknown } } | null, i) => {
+    const config = node?.configuration;
+    if (!config || typeof config !== 'object') return;
+    if (node.type === 'flow' && typeof config.targetId === 'string') out.push({ path: `metadata.nodes[${i}].configuration.targetId`, target: 'chain', id: config.targetId });
+    if (node.type !== 'ai/agent' || !Array.isArray(config.tools)) return;
+    config.tools.forEach((tool: { type?: unknown; targetId?: unknown } | null, j) => {
+      if (!tool || typeof tool.targetId !== 'string') return;
+      const type = tool.type ?? 'builtin';
+      const target = type === 'rulechain' ? 'chain' : type === 'agent' || type === 'subagent' ? 'agent' : undefined;
+      if (target) out.push({ path: `metadata.nodes[${i}].configuration.tools[${j}].targetId`, target, id: tool.targetId });
+    });
+  });
+  return out;
+}

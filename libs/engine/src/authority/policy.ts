@@ -1,3 +1,4 @@
+import { audienceAllows } from '@agentry/contracts';
 import { getUser, type Db } from '@agentry/db';
 
 /**
@@ -27,6 +28,12 @@ export interface RunAuthority {
   owner: string;
   /** Admin-only powers are in effect (decided for `owner`, narrowed by every caller on the way). */
   admin: boolean;
+  /**
+   * When the definition executing now was last saved (ms since the epoch), when known: another
+   * user's chain or agent created after it is not the one its author named (the id dangled, and
+   * someone else filled it), so it is refused until the author saves again.
+   */
+  savedAt?: number;
 }
 
 /** What an executing definition asks to build or use. */
@@ -35,8 +42,11 @@ export type Capability =
   | { kind: 'tool'; type: string; name: string | undefined; config: Readonly<Record<string, unknown>> }
   /** An outbound request whose address policy the definition lifts (`restApiCall`, MCP). */
   | { kind: 'request'; via: string; allowPrivateNetworks: boolean; allowHosts: readonly string[] }
-  /** Running another owner's chain or agent (rule-chain tool, `flow`, sub-agent). */
-  | { kind: 'reference'; target: 'chain' | 'agent'; id: string; owner: string; shared: boolean };
+  /**
+   * Running a chain or agent (rule-chain tool, `flow`, sub-agent): whether its owner shared it
+   * with the caller's owner (`referenceSharing`), lends its powers, and holds credentials.
+   */
+  | { kind: 'reference'; target: 'chain' | 'agent'; id: string; owner: string; shared: boolean; lends: boolean; secrets: boolean; createdAt?: number };
 
 /** The tools that run code on the worker: only an admin's definition may build them. */
 const ADMIN_ONLY_BUILTINS = new Set(['bash']);
@@ -80,14 +90,35 @@ export function refusal(authority: RunAuthority, cap: Capability): string | unde
       return `${cap.via}: only an admin's definition may set ${key}: it lets requests reach private and loopback addresses (owner "${authority.owner}" is not an admin here)`;
     }
     case 'reference': {
-      if (cap.owner === authority.owner || cap.shared) return undefined;
-      return `${cap.target} "${cap.id}" belongs to another owner and is not shared; its owner may share it (ruleChain.configuration.shared: true)`;
+      // Its own definitions, and anything an admin's definition names (admins do everything).
+      if (cap.owner === authority.owner || authority.admin) return undefined;
+      const how = cap.target === 'agent' ? `PUT /api/v1/agents/${cap.id}/audience` : 'ruleChain.configuration.shared';
+      if (!cap.shared) return `${cap.target} "${cap.id}" belongs to another user and is not shared with "${authority.owner}"; its owner may share it (${how})`;
+      if (authority.savedAt !== undefined && cap.createdAt !== undefined && cap.createdAt > authority.savedAt) {
+        return `${cap.target} "${cap.id}" was created by another user after this definition was saved, so it is not the one its author named; save the definition again to confirm it`;
+      }
+      // Its credentials would be sent wherever the caller's message points them.
+      if (cap.secrets && !cap.lends) {
+        return `${cap.target} "${cap.id}" holds its owner's credentials and does not lend them to other users' agents; its owner may lend them (ruleChain.configuration.lendPowers: true)`;
+      }
+      return undefined;
     }
     default: {
       const never: never = cap;
       return `unknown capability ${JSON.stringify(never)}`;
     }
   }
+}
+
+/**
+ * How a chain's owner shares it (`ruleChain.configuration`): `shared: true` with every user's
+ * definitions, `shared: ["alice", ...]` with those owners'; `lendPowers: true` lends its owner's
+ * powers and credentials to whoever it is shared with. Absent: private to its owner.
+ */
+export function chainSharing(configuration: unknown, callerOwner: string): { shared: boolean; lends: boolean } {
+  const c = (configuration !== null && typeof configuration === 'object' ? configuration : {}) as Record<string, unknown>;
+  const shared = c.shared === true || (Array.isArray(c.shared) && c.shared.includes(callerOwner));
+  return { shared, lends: c.lendPowers === true };
 }
 
 /** Throws the refusal as an error (the caller's error type), or does nothing when allowed. */
@@ -111,8 +142,51 @@ export async function ownerIsAdmin(db: Db, owner: string): Promise<boolean> {
  * The authority inside a definition owned by `owner`, entered from `caller`: the caller's
  * powers, never more, unless the definition's admin owner lent its own (`lends`).
  */
-export async function enter(db: Db, caller: RunAuthority, owner: string, lends = false): Promise<RunAuthority> {
-  if (owner === caller.owner && !lends) return caller;
+export async function enter(db: Db, caller: RunAuthority, owner: string, lends = false, savedAt?: number): Promise<RunAuthority> {
+  const saved = savedAt === undefined ? {} : { savedAt };
+  if (owner === caller.owner && !lends) return { ...caller, ...saved };
   const ownerAdmin = await ownerIsAdmin(db, owner);
-  return { ...caller, owner, admin: lends ? ownerAdmin : caller.admin && ownerAdmin };
+  return { ...caller, ...saved, owner, admin: lends ? ownerAdmin : caller.admin && ownerAdmin };
+}
+
+/** A row's timestamp as ms, or undefined when it is not one (a cached row may carry it as text). */
+export function timeOf(value: unknown): number | undefined {
+  const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/** The role of a run's principal when it names an enabled user; undefined for api accounts and nobody. */
+export async function principalRole(db: Db, principal: string): Promise<string | undefined> {
+  if (!principal.startsWith('user:')) return undefined;
+  const user = await getUser(db, principal.slice('user:'.length));
+  return user && !user.disabled ? user.role : undefined;
+}
+
+/** The agent a run calls as a sub-agent, as stored: `secrets` says its row holds credentials. */
+export interface SubagentTarget {
+  id: string;
+  owner: string;
+  audience: unknown;
+  dsl: unknown;
+  secrets: boolean;
+  createdAt?: unknown;
+}
+
+/**
+ * Why the run may not call agent `target` as a sub-agent, or undefined. Calling an agent is
+ * chatting with it, so who asked must be in its audience (`audienceAllows`); and as any
+ * reference, another user's agent runs only when its audience includes the calling definition's
+ * owner, with that owner's powers (its credentials only when it lends them).
+ */
+export async function subagentRefusal(db: Db, authority: RunAuthority, target: SubagentTarget): Promise<string | undefined> {
+  if (!audienceAllows(target.audience, target.owner, authority.principal, await principalRole(db, authority.principal))) {
+    const who = authority.principal === '' ? 'this conversation' : authority.principal;
+    return `agent "${target.id}" is not shared with ${who}; its owner may share it (PUT /api/v1/agents/${target.id}/audience)`;
+  }
+  const ownerRole = (await ownerIsAdmin(db, authority.owner)) ? 'admin' : 'user';
+  const shared = audienceAllows(target.audience, target.owner, `user:${authority.owner}`, ownerRole);
+  const configuration = (target.dsl as { ruleChain?: { configuration?: unknown } } | null)?.ruleChain?.configuration;
+  const { lends } = chainSharing(configuration, authority.owner);
+  const createdAt = timeOf(target.createdAt);
+  return refusal(authority, { kind: 'reference', target: 'agent', id: target.id, owner: target.owner, shared, lends, secrets: target.secrets, ...(createdAt === undefined ? {} : { createdAt }) });
 }

@@ -26,6 +26,11 @@ export interface ParsedChain {
   vars?: Readonly<Record<string, string>>;
   /** The stored row's owner (username), when the chain was loaded from the database. */
   owner?: string;
+  /** The stored row holds credentials (`holdsSecrets`): it runs for another owner only when lent. */
+  secrets?: boolean;
+  /** The stored row's creation and last save (ms): whether a reference predates what it names. */
+  createdAt?: number;
+  savedAt?: number;
 }
 
 /** `warnings`: the chain's unknown node-configuration fields, kept as written (see `FieldValidation`). */

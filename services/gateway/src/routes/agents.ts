@@ -32,12 +32,14 @@ import {
 } from '@agentry/db';
 import { AgentAudience, AgentList, ReloadResult, RuleChainDocument, SuccessBody, WorkspaceSeedFile, audienceOf } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
+import type { Principal } from '../auth/credentials.js';
 import { mayChange, ownerName } from '../auth/ownership.js';
 import { everyoneWarning, newAgentAudience } from '../auth/audience.js';
 import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 import { checkDeliver } from './cron.js';
+import { assertUnreferenced, checkReferences } from './references.js';
 
 const AgentParams = Type.Object({ agentId: Id });
 
@@ -131,6 +133,7 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
     const dsl = sealIncoming(deps, body);
     const warnings = checkChain(dsl, true, req.query.fieldValidation);
     const id = dsl.ruleChain.id;
+    await checkReferences(deps.db.db, dsl, ownerName(req.principal), id);
     await checkHeartbeatTarget(deps, id, dsl, false);
     const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
     if (await getRuleChain(deps.db.db, id)) throw conflict();
@@ -168,6 +171,7 @@ function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
     const stored = await requireAgent(deps.db.db, agentId);
     const dsl = sealIncoming(deps, withPathId(req.body, agentId), stored.dsl);
     const warnings = checkChain(dsl, true, req.query.fieldValidation);
+    await checkReferences(deps.db.db, dsl, stored.owner, agentId);
     await checkHeartbeatTarget(deps, agentId, dsl, true);
     const row = await updateRuleChain(deps.db.db, agentId, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
     if (!row) throw new Errors.NOT_FOUND(`agent "${agentId}"`);
@@ -202,6 +206,7 @@ export async function syncHeartbeat(deps: GatewayDeps, agent: { id: string; dsl:
 
 function removeAgent(deps: GatewayDeps, chains: ChainRoutes) {
   return async function removeAgent(req: TypedRequest<typeof DeleteAgent>) {
+    await assertAgentUnreferenced(deps, req.principal, req.params.agentId);
     const removed = await deleteAgent(deps, req.params.agentId);
     await chains.changed(removed);
     return { success: true };
@@ -213,6 +218,13 @@ function reloadAgent(deps: GatewayDeps, chains: ChainRoutes) {
     const row = await requireAgent(deps.db.db, req.params.agentId);
     return reloadAnswer(await chains.reload(row));
   };
+}
+
+/** 409 when other definitions name the agent or one of its rules (they go with it). */
+export async function assertAgentUnreferenced(deps: GatewayDeps, p: Principal, agentId: string): Promise<void> {
+  await requireAgent(deps.db.db, agentId);
+  const ids = [agentId, ...(await listRuleChainIdsOfAgent(deps.db.db, agentId))];
+  await assertUnreferenced(deps.db.db, p, ids, `agent "${agentId}"`);
 }
 
 /**

@@ -17,7 +17,9 @@ import {
 import { ReloadResult, RuleChainDocument, RuleList, SuccessBody, type RuleListItem } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
-import { deleteAgent } from './agents.js';
+import { assertAgentUnreferenced, deleteAgent } from './agents.js';
+import { assertUnreferenced, checkReferences } from './references.js';
+import type { Principal } from '../auth/credentials.js';
 import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, storedChain, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
@@ -105,7 +107,7 @@ function updateRule(ctx: RuleContext) {
 
 function deleteRule(ctx: RuleContext) {
   return async function deleteRule(req: TypedRequest<typeof DeleteRule>) {
-    return remove(ctx, await requireChain(ctx, req.params.id));
+    return remove(ctx, await requireChain(ctx, req.params.id), req.principal);
   };
 }
 
@@ -144,7 +146,7 @@ function updateAgentRule(ctx: RuleContext) {
 
 function deleteAgentRule(ctx: RuleContext) {
   return async function deleteAgentRule(req: TypedRequest<typeof DeleteAgentRule>) {
-    return remove(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id));
+    return remove(ctx, await requireAgentRule(ctx, req.params.agentId, req.params.id), req.principal);
   };
 }
 
@@ -203,6 +205,7 @@ async function create(
   const body = sealIncoming(deps, incoming);
   const warnings = checkChain(body, false, fieldValidation);
   const id = body.ruleChain.id;
+  await checkReferences(deps.db.db, body, owner, id);
   if (await getRuleChain(deps.db.db, id)) throw new Errors.CONFLICT(`rule chain "${id}"`);
   try {
     const row = await insertRuleChain(deps.db.db, { id, kind: 'rule', agentId, name: body.ruleChain.name, category: chainCategory(body), dsl: body as JsonValue, owner });
@@ -218,6 +221,7 @@ async function create(
 async function update({ deps, chains }: RuleContext, row: RuleChainRow, body: RuleChainDsl, { reply, fieldValidation }: WriteOptions): Promise<RuleChainDocument> {
   const dsl = sealIncoming(deps, withPathId(body, row.id), row.dsl);
   const warnings = checkChain(dsl, row.kind === 'agent', fieldValidation);
+  await checkReferences(deps.db.db, dsl, row.owner, row.id);
   const updated = await updateRuleChain(deps.db.db, row.id, { name: dsl.ruleChain.name, category: chainCategory(dsl), dsl: dsl as JsonValue });
   if (!updated) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
   await chains.changed([row.id]);
@@ -225,10 +229,12 @@ async function update({ deps, chains }: RuleContext, row: RuleChainRow, body: Ru
   return redacted(updated.dsl) as RuleChainDocument;
 }
 
-async function remove({ deps, chains }: RuleContext, row: RuleChainRow): Promise<{ success: true }> {
+async function remove({ deps, chains }: RuleContext, row: RuleChainRow, p: Principal): Promise<{ success: true }> {
   if (row.kind === 'agent') {
+    await assertAgentUnreferenced(deps, p, row.id);
     await chains.changed(await deleteAgent(deps, row.id));
   } else {
+    await assertUnreferenced(deps.db.db, p, [row.id], `rule chain "${row.id}"`);
     if (!(await deleteRuleChain(deps.db.db, row.id))) throw new Errors.NOT_FOUND(`rule chain "${row.id}"`);
     await chains.changed([row.id]);
   }

@@ -1,5 +1,5 @@
 import { AppError } from '@agentry/errors';
-import { enter } from '../../authority/policy.js';
+import { assertAllowed, chainSharing, enter } from '../../authority/policy.js';
 import type { AiAgentConfig, ChainContext, ParsedChain, RuleMsg } from '../../chain/types.js';
 import type { ModelCallRequest } from '../../models/types.js';
 import type { AgentRun } from './deps.js';
@@ -49,7 +49,11 @@ export function chainContext(ctx: AgentRun, runAgent: ChainAgentRunner): ChainCo
 async function enteredChain(ctx: AgentRun, chain: ParsedChain): Promise<AgentRun> {
   // A chain the engine loaded always has an owner; one without is refused rather than guessed.
   if (chain.owner === undefined) throw new AppError('FORBIDDEN', 403, `chain "${chain.id}" has no recorded owner`);
+  const sharing = chainSharing(chain.dsl.ruleChain.configuration, ctx.authority.owner);
+  // Another user's chain runs only when shared with this one, and its credentials only when lent.
+  const created = chain.createdAt === undefined ? {} : { createdAt: chain.createdAt };
+  const cap = { kind: 'reference', target: 'chain', id: chain.id, owner: chain.owner, ...sharing, secrets: chain.secrets === true, ...created } as const;
+  assertAllowed(ctx.authority, cap, (m) => new AppError('FORBIDDEN', 403, m));
   const calls = ctx.limits.enter(ctx.calls, chain.id);
-  const lends = chain.dsl.ruleChain.configuration?.lendPowers === true;
-  return { ...ctx, calls, authority: await enter(ctx.deps.db, ctx.authority, chain.owner, lends) };
+  return { ...ctx, calls, authority: await enter(ctx.deps.db, ctx.authority, chain.owner, sharing.lends, chain.savedAt) };
 }

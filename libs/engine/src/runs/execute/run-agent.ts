@@ -4,7 +4,7 @@ import { AppError } from '@agentry/errors';
 import type { RuleChainRow, RunRecord } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
 import type { LoopEvent } from '../../agent/loop.js';
-import { ownerIsAdmin } from '../../authority/policy.js';
+import { ownerIsAdmin, timeOf } from '../../authority/policy.js';
 import { runAgentChain, type ClientTurn } from './chain-run.js';
 import { agentNode, buildConversation, nodesOf } from './conversation.js';
 import type { AgentRun, RunDeps } from './deps.js';
@@ -36,7 +36,8 @@ export async function runAgent(outer: RunDeps, run: RunRecord, signal: AbortSign
   progress.started();
   try {
     const { agent, config, client } = await prepare(ctx, progress);
-    ctx = { ...ctx, authority: { ...unknownOwner, agentOwner: agent.owner, owner: agent.owner, admin: await ownerIsAdmin(deps.db, agent.owner) } };
+    const savedAt = timeOf(agent.updatedAt);
+    ctx = { ...ctx, authority: { ...unknownOwner, agentOwner: agent.owner, owner: agent.owner, admin: await ownerIsAdmin(deps.db, agent.owner), ...(savedAt === undefined ? {} : { savedAt }) } };
     if (nodesOf(agent.dsl).length > 1) await runAgentChain(ctx, agent.dsl, client, (progress.chainTrace = []));
     else await client.deliver(await runAgentWithTools(ctx, { config, messages: client.messages, request: client.request }));
   } catch (err) {

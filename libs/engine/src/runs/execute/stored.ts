@@ -1,6 +1,7 @@
 import { getRuleChain, type RuleChainRow } from '@agentry/db';
 import { parseChain } from '../../chain-cache.js';
-import { unsealDefinition } from '../../definition-secrets.js';
+import { timeOf } from '../../authority/policy.js';
+import { holdsSecrets, unsealDefinition } from '../../definition-secrets.js';
 import type { RunDeps } from './deps.js';
 
 /**
@@ -11,10 +12,10 @@ function opened(deps: Pick<RunDeps, 'secrets'>, row: RuleChainRow): RuleChainRow
   return { ...row, dsl: unsealDefinition(row.dsl, deps.secrets, `${row.kind === 'agent' ? 'agent' : 'rule chain'} "${row.id}"`) };
 }
 
-/** An agent's row with its secrets opened (undefined when it does not exist). */
-export async function readAgent(deps: Pick<RunDeps, 'agent' | 'secrets'>, agentId: string): Promise<RuleChainRow | undefined> {
+/** An agent's row with its secrets opened (undefined when it does not exist); `secrets`: the stored row holds credentials. */
+export async function readAgent(deps: Pick<RunDeps, 'agent' | 'secrets'>, agentId: string): Promise<(RuleChainRow & { secrets: boolean }) | undefined> {
   const row = await deps.agent(agentId);
-  return row && opened(deps, row);
+  return row && { ...opened(deps, row), secrets: holdsSecrets(row.dsl) };
 }
 
 /** Loads a stored chain for the runner (undefined when it does not exist). */
@@ -23,5 +24,12 @@ export async function loadChain(deps: Pick<RunDeps, 'db' | 'secrets'>, id: strin
   if (!row) return undefined;
   const { dsl } = opened(deps, row);
   const parsed = parseChain({ id: row.id, dsl, isAgent: row.kind === 'agent' });
-  return parsed.ok ? { ok: true as const, chain: { ...parsed.chain, owner: row.owner } } : parsed;
+  return parsed.ok ? { ok: true as const, chain: { ...parsed.chain, owner: row.owner, secrets: holdsSecrets(row.dsl), ...times(row) } } : parsed;
+}
+
+/** The row's creation and last save as ms, where they read as times. */
+function times(row: RuleChainRow): { createdAt?: number; savedAt?: number } {
+  const createdAt = timeOf(row.createdAt);
+  const savedAt = timeOf(row.updatedAt);
+  return { ...(createdAt === undefined ? {} : { createdAt }), ...(savedAt === undefined ? {} : { savedAt }) };
 }

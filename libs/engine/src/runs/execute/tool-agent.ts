@@ -3,7 +3,7 @@ import { AppError } from '@agentry/errors';
 import { DEFAULT_TOOL_TIMEOUT_MS, type AgentToolConfig, type AiAgentConfig } from '../../agent/config.js';
 import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult, type LoopTool } from '../../agent/loop.js';
 import { resolveTools } from '../../agent/tools.js';
-import { enter } from '../../authority/policy.js';
+import { chainSharing, enter, subagentRefusal, timeOf } from '../../authority/policy.js';
 import { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from '../../chain/tool.js';
 import type { ChatMessage } from '../../models/types.js';
 import type { ToolContext } from '../../tools/types.js';
@@ -114,7 +114,10 @@ async function runSubagent(ctx: AgentRun, agentId: string, message: string): Pro
   if (!config) throw new AppError('NOT_FOUND', 404, `agent "${agentId}" does not exist`);
   // Switched off means it runs for nobody, another agent included.
   assertAgentEnabled(sub!);
-  const subCtx = { ...ctx, stack: [...stack, agentId], calls, authority: await enter(ctx.deps.db, ctx.authority, sub!.owner) };
+  const refused = await subagentRefusal(ctx.deps.db, ctx.authority, sub!);
+  if (refused !== undefined) throw new AppError('FORBIDDEN', 403, refused);
+  const lends = chainSharing((sub!.dsl as { ruleChain?: { configuration?: unknown } }).ruleChain?.configuration, ctx.authority.owner).lends;
+  const subCtx = { ...ctx, stack: [...stack, agentId], calls, authority: await enter(ctx.deps.db, ctx.authority, sub!.owner, lends, timeOf(sub!.updatedAt)) };
   const messages = await silentConversation(ctx.deps, config, agentId, message);
   const result = await runAgentWithTools(subCtx, { config, messages });
   return result.output;
