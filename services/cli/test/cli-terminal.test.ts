@@ -136,7 +136,7 @@ suite('agentry on a terminal (tmux)', () => {
     tmux('send-keys', '-t', `cli:${c}`, 'go on', 'Enter');
     await waitFor(async () => /v0 v1/.test(screen(c)), 10_000, 50);
     tmux('send-keys', '-t', `cli:${c}`, 'C-c');
-    await waitFor(async () => /\(interrupted\)\nyou>$/.test(screen(c)), 10_000, 50);
+    await waitFor(async () => /\(interrupted; \/retry asks again\)\nyou>$/.test(screen(c)), 10_000, 50);
     tmux('send-keys', '-t', `cli:${c}`, 'C-d');
     await waitFor(async () => screen(c).endsWith('[exit 0]'), 10_000, 50);
   });
@@ -176,13 +176,13 @@ suite('agentry on a terminal (tmux)', () => {
     gw.fake.script(upstream500, upstream500, upstream500);
     type(w, 'second fails');
     await waitScreen(w, (s) => /\nyou>$/.test(s.split('you> second fails')[1] ?? ''), 20_000);
-    expect(screen(w).split('you> second fails')[1]).toBe("\nerror: the model provider 'fake' failed: HTTP 500 fake upstream exploded (3 attempts)\nyou>");
+    expect(screen(w).split('you> second fails')[1]).toBe("\nerror: the model provider 'fake' failed: HTTP 500 fake upstream exploded (3 attempts)\n(/retry sends it again)\nyou>");
 
     // A stream that breaks after it started: the partial answer, then the error, then the prompt.
     gw.fake.script({ failAfterChunks: 2 });
     type(w, 'third breaks');
     await waitScreen(w, (s) => /\nyou>$/.test(s.split('you> third breaks')[1] ?? ''), 20_000);
-    expect(screen(w).split('you> third breaks')[1]).toMatch(/\nerror: the model provider 'fake' failed: the answer broke off after it had started: .+\nyou>$/);
+    expect(screen(w).split('you> third breaks')[1]).toMatch(/\nerror: the model provider 'fake' failed: the answer broke off after it had started: .+\n\(\/retry sends it again\)\nyou>$/);
 
     // The next typed line is still a message to the agent, not a shell command.
     type(w, 'echo fourth still here');
@@ -192,6 +192,35 @@ suite('agentry on a terminal (tmux)', () => {
     type(w, '/exit');
     await waitFor(async () => screen(w).includes('[exit '), 10_000, 50);
     expect(screen(w)).toMatch(/\nyou> \/exit\nerror: 2 of 4 turns failed\n\[exit 1\]$/);
+  });
+
+  it('/retry sends a failed turn again; an unknown /command is answered here; Ctrl-C at the prompt names the session to resume', async () => {
+    gw.fake.reset();
+    const w = open(`${agentry} chat -a slow -s tty-retry`);
+    await waitFor(async () => screen(w).endsWith('you>'), 10_000, 50);
+    type(w, '/retry');
+    await waitScreen(w, (s) => /you> \/retry\nnothing to retry: the last turn got its answer\nyou>$/.test(s));
+
+    gw.fake.script(upstream500, upstream500, upstream500);
+    type(w, 'please answer');
+    await waitScreen(w, (s) => /\(\/retry sends it again\)\nyou>$/.test(s), 20_000);
+    // The provider is back: /retry sends the same message, and its answer (the fake echoes) comes.
+    type(w, '/retry');
+    await waitScreen(w, (s) => /you> \/retry\nretrying: please answer\nplease answer\nyou>$/.test(s), 20_000);
+
+    // A typo of a command is not a message: the model is not asked, the list of commands is shown.
+    const asked = gw.fake.requests.length;
+    type(w, '/retyr');
+    await waitScreen(w, (s) => /you> \/retyr\nunknown command \/retyr \(not sent to the agent\): \/new .*\/retry .*\nyou>$/.test(s));
+    // A path is a message, and // sends a leading slash.
+    type(w, '//help me');
+    await waitScreen(w, (s) => /you> \/\/help me\n\/help me\nyou>$/.test(s));
+    expect(gw.fake.requests.length).toBe(asked + 1);
+    expect(gw.fake.requests.at(-1)!.body.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['please answer', '/help me']);
+
+    tmux('send-keys', '-t', `cli:${w}`, 'C-c');
+    await waitFor(async () => screen(w).includes('[exit '), 10_000, 50);
+    expect(screen(w)).toMatch(/\nsession tty-retry; resume it with: agentry chat -a slow -s tty-retry\n(.*\n)?\[exit 130\]$/);
   });
 
   it('piped: every line is a turn, a failure does not stop the rest, the exit status says one failed; --verbose shows the detail', async () => {
