@@ -247,10 +247,11 @@ function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, st
   // Leaving the page stops the answer (the gateway cancels the run).
   useEffect(() => () => abortRef.current?.abort(), []);
 
-  const send = useCallback(async () => {
-    const text = input.trim();
+  /** Sends the composer's text, or `again` (Retry: the text of a failed or stopped turn, the composer left as it is). */
+  const send = useCallback(async (again?: string) => {
+    const text = (again ?? input).trim();
     if (!text || streaming) return;
-    setInput('');
+    if (again === undefined) setInput('');
     setStreaming(true);
     stickRef.current = true;
     const controller = new AbortController();
@@ -269,7 +270,12 @@ function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, st
   }, [agentId, sessionKey, input, streaming, onChanged, setTurns, stickRef]);
 
   const stop = () => abortRef.current?.abort();
-  return { input, setInput, streaming, send, stop, inputRef };
+  /** Edit and resend: the turn's text back in the composer, to change before sending. */
+  const edit = useCallback((text: string) => {
+    setInput(text);
+    inputRef.current?.focus();
+  }, []);
+  return { input, setInput, streaming, send, stop, edit, inputRef };
 }
 
 function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged, onToggleSessions, sessionsOpen }: ConversationProps) {
@@ -307,7 +313,14 @@ function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged,
         {loadingHistory ? <Loading what="Loading the conversation" /> : null}
         <ErrorText error={historyError} />
         {turns.length === 0 && !loadingHistory ? <p className="muted empty-chat">Send a message to start. Answers stream in as the agent writes them; tool calls show as cards.</p> : null}
-        {turns.map((t) => (t.role === 'user' ? <UserBubble key={t.key} text={t.text} /> : <AssistantBubble key={t.key} turn={t} />))}
+        {turns.map((t, i) => {
+          if (t.role === 'user') return <UserBubble key={t.key} text={t.text} />;
+          // Only the last answer offers Retry: an earlier failure was followed by other turns since.
+          const asked = turns[i - 1];
+          const recover =
+            i === turns.length - 1 && !chat.streaming && !readOnly && (t.status === 'error' || t.status === 'stopped') && asked?.role === 'user' ? asked.text : undefined;
+          return <AssistantBubble key={t.key} turn={t} recover={recover === undefined ? undefined : { retry: () => void chat.send(recover), edit: () => chat.edit(recover) }} />;
+        })}
       </div>
       <Composer chat={chat} readOnly={readOnly} channel={session?.channel} />
     </section>
@@ -422,7 +435,10 @@ function UserBubble({ text }: { text: string }) {
   );
 }
 
-function AssistantBubble({ turn }: { turn: AssistantTurn }) {
+/** A provider's failure is fixed on the Model providers page (its URL, key or model). */
+const PROVIDER_ERROR = /model provider|no model provider|upstream/i;
+
+function AssistantBubble({ turn, recover }: { turn: AssistantTurn; recover?: { retry: () => void; edit: () => void } | undefined }) {
   return (
     <div className="turn turn-assistant" data-status={turn.status}>
       <div className="bubble">
@@ -435,6 +451,21 @@ function AssistantBubble({ turn }: { turn: AssistantTurn }) {
         ) : null}
         {turn.status === 'stopped' ? <p className="muted stopped">Stopped before the answer was complete.</p> : null}
         {turn.status === 'error' ? <ErrorText className="turn-error" error={turn.error || 'the answer failed'} /> : null}
+        {turn.status === 'error' && PROVIDER_ERROR.test(turn.error ?? '') ? (
+          <p className="turn-fix">
+            <Link to="/providers">Check the model provider</Link> (its address, key and model), then retry.
+          </p>
+        ) : null}
+        {recover ? (
+          <div className="turn-actions">
+            <button type="button" className="secondary" onClick={recover.retry}>
+              Retry
+            </button>
+            <button type="button" className="secondary" onClick={recover.edit}>
+              Edit and resend
+            </button>
+          </div>
+        ) : null}
       </div>
     </div>
   );
