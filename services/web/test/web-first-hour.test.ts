@@ -141,4 +141,37 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     await page.locator('.turn-assistant[data-status="done"]').last().getByText('a short one').waitFor();
     expect(userTexts().at(-1)).toBe('a short one');
   }, 60_000);
+
+  // Last: it turns this server's chat key-only.
+  it('Channels warns before the first API key turns chat key-only; a message typed before the login redirect survives it', async () => {
+    await page.goto(`${base}/channels`);
+    const apiSection = page.locator('section[data-platform="api"]');
+    await apiSection.getByRole('button', { name: 'Add account' }).click();
+    const form = page.getByRole('form', { name: 'New api account' });
+    await form.getByText('This makes chat key-only.').waitFor();
+    await shot('channels-first-api-key-warning');
+    await form.getByLabel('Account id').fill('app');
+    await form.getByRole('button', { name: 'Add account' }).click();
+    await apiSection.locator('li[data-account="app"]').waitFor();
+    // A second key changes nothing more: no warning.
+    await apiSection.getByRole('button', { name: 'Add account' }).click();
+    await page.getByRole('form', { name: 'New api account' }).getByLabel('Account id').waitFor();
+    expect(await page.getByText('This makes chat key-only.').count()).toBe(0);
+
+    await page.goto(`${base}/chat/helper`);
+    await page.getByLabel('Message').fill('my carefully typed question');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/login\?next=/);
+    await page.getByLabel('Username').fill('admin');
+    await page.getByLabel('Password').fill('admin');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/chat\/helper/);
+    await expect.poll(() => page.getByLabel('Message').inputValue()).toBe('my carefully typed question');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.turn-assistant[data-status="done"]').last().getByText('my carefully typed question').waitFor();
+    // Sent and answered: the next visit starts with an empty composer.
+    await page.reload();
+    await page.getByLabel('Message').waitFor();
+    expect(await page.getByLabel('Message').inputValue()).toBe('');
+  }, 60_000);
 });

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState, type Dispatch, type KeyboardEvent, type RefObject, type SetStateAction } from 'react';
 import { api, fetchAll, messageOf } from '../lib/api';
 import { distinctTitles, filterItems } from '../lib/lists';
-import type { AguiToolEvent } from '@agentry/client';
+import { ApiError, type AguiToolEvent } from '@agentry/client';
 import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
@@ -205,7 +205,7 @@ async function streamInto(
   req: { agentId: string; sessionId: string; content: string },
   update: (fn: (a: AssistantTurn) => AssistantTurn) => void,
   controller: AbortController,
-): Promise<void> {
+): Promise<'unauthorized' | undefined> {
   let pending = '';
   let frame = 0;
   const flush = () => {
@@ -234,13 +234,42 @@ async function streamInto(
     flush();
     if (controller.signal.aborted) update((a) => ({ ...a, status: 'stopped' }));
     else update((a) => ({ ...a, status: 'error', error: messageOf(err) }));
+    // A 401 sends the tab to the login page: the message must wait for the way back.
+    if (err instanceof ApiError && err.status === 401) return 'unauthorized';
+  }
+  return undefined;
+}
+
+/**
+ * The composer's text per agent in the tab's sessionStorage, and a sent message until it got an
+ * answer: a login redirect (a 401, the first API key making chat key-only) unmounts the page, and
+ * the message typed before it must be in the composer on the way back.
+ */
+const draftKey = (agentId: string) => `agentry.chat.draft.${agentId}`;
+const sentKey = (agentId: string) => `agentry.chat.sent.${agentId}`;
+function store(key: string, value: string | null): void {
+  try {
+    if (value) sessionStorage.setItem(key, value);
+    else sessionStorage.removeItem(key);
+  } catch {
+    // Storage refused (private mode, quota): the draft is only not kept.
+  }
+}
+function readDraft(agentId: string): string {
+  try {
+    const text = sessionStorage.getItem(draftKey(agentId)) || sessionStorage.getItem(sentKey(agentId)) || '';
+    sessionStorage.removeItem(sentKey(agentId));
+    return text;
+  } catch {
+    return '';
   }
 }
 
 /** The composer's text, the running answer (Stop aborts it; leaving the page too), and send. */
 function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, stickRef: RefObject<boolean>, onChanged: () => void) {
-  const [input, setInput] = useState('');
+  const [input, setInput] = useState(() => readDraft(agentId));
   const [streaming, setStreaming] = useState(false);
+  useEffect(() => store(draftKey(agentId), input), [agentId, input]);
   const abortRef = useRef<AbortController | null>(null);
   const inputRef = useRef<HTMLTextAreaElement>(null);
 
@@ -259,8 +288,10 @@ function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, st
     const key = uid();
     setTurns((t) => [...t, { role: 'user', key: uid(), text }, { role: 'assistant', key, parts: [], status: 'streaming' }]);
     const update = (fn: (a: AssistantTurn) => AssistantTurn) => setTurns((ts) => ts.map((t) => (t.key === key && t.role === 'assistant' ? fn(t) : t)));
+    store(sentKey(agentId), text);
     try {
-      await streamInto({ agentId, sessionId: sessionKey, content: text }, update, controller);
+      const outcome = await streamInto({ agentId, sessionId: sessionKey, content: text }, update, controller);
+      if (outcome !== 'unauthorized') store(sentKey(agentId), null);
     } finally {
       abortRef.current = null;
       setStreaming(false);
