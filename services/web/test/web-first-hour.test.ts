@@ -39,7 +39,7 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     fake = await startFakeModel();
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`].join('\n'));
+    // Nothing configured, as a fresh `npm start`: no provider, no agent.
     service = spawnService('services/standalone/src/main.ts', {
       cwd,
       env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-first-hour-test-master-key-0123456789' },
@@ -53,7 +53,35 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     context.setDefaultTimeout(15_000);
     page = await context.newPage();
     fs.mkdirSync(shots, { recursive: true });
-    // An open server: no login needed to create the agent.
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+    await fake?.close();
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  it('shows the first steps on an empty server and ticks each one as it is done', async () => {
+    await page.goto(`${base}/chat`);
+    const steps = page.getByRole('region', { name: 'Get started' });
+    await steps.waitFor();
+    const done = () => steps.locator('li[data-done="true"] strong').allInnerTexts();
+    expect(await done()).toEqual([]);
+    expect(await steps.getByRole('link', { name: 'Model providers' }).getAttribute('href')).toBe('/providers');
+    expect(await steps.getByRole('link', { name: 'New agent' }).getAttribute('href')).toBe('/agents/new');
+    await shot('first-steps-empty');
+
+    // An open server: no login needed to add the provider and create the agent.
+    const provider = await fetch(`${base}/api/v1/config/models/providers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'fake', base_url: fake.url, model: 'fake-model' }),
+    });
+    expect(provider.status, await provider.clone().text()).toBe(201);
+    await page.reload();
+    await steps.waitFor();
+    expect(await done()).toEqual(['Add a model provider']);
     const created = await fetch(`${base}/api/v1/agents`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -70,14 +98,11 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
       }),
     });
     expect(created.status, await created.clone().text()).toBeLessThan(300);
-  }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await service?.stop();
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
-  });
+    await page.goto(`${base}/chat/helper`);
+    await steps.waitFor();
+    expect(await done()).toEqual(['Add a model provider', 'Create an agent']);
+    await shot('first-steps-chat-left');
+  }, 60_000);
 
   it('says "open server" instead of "Log in" and warns about the default password before any login', async () => {
     await page.goto(`${base}/chat/helper`);
@@ -102,6 +127,13 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     expect(await cursor()).toBe('"▍"');
     await shot('chat-streaming-cursor');
     await page.locator('.turn-assistant[data-status="done"]').getByText('surely.').waitFor();
+    // The first chat was the last step: a new conversation shows no checklist.
+    const other = await page.context().newPage();
+    await other.goto(`${base}/chat/helper/a-new-conversation`);
+    await other.getByText('Send a message to start').waitFor();
+    await other.waitForLoadState('networkidle');
+    expect(await other.getByRole('region', { name: 'Get started' }).count()).toBe(0);
+    await other.close();
     const done = page.locator('.turn-assistant[data-status="done"] .md p').last();
     expect(await done.evaluate((el) => getComputedStyle(el, '::after').content)).toBe('none');
   }, 60_000);

@@ -8,6 +8,7 @@ import { Link, navigate } from '../lib/router';
 import { applyText, applyToolResult, applyToolStart, prettyJson, turnsFromHistory, type AssistantTurn, type ToolPart, type Turn } from '../lib/turns';
 import type { AgentListItem, Session, SessionMessage } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
+import { FirstSteps } from '../components/FirstSteps';
 import { ErrorText, Loading, SearchField, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
@@ -44,6 +45,7 @@ export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined
     return (
       <div className="page">
         <h1>Chat</h1>
+        <FirstSteps agents={0} />
         <p>
           There is no agent to talk to yet. <Link to="/agents/new">Create one from the template</Link>.
         </p>
@@ -343,6 +345,8 @@ function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged,
       <div className="messages" ref={listRef} onScroll={onScroll} aria-live="polite" aria-busy={chat.streaming}>
         {loadingHistory ? <Loading what="Loading the conversation" /> : null}
         <ErrorText error={historyError} />
+        {/* A conversation is open, so an agent exists. */}
+        {turns.length === 0 && !loadingHistory ? <FirstSteps agents={1} /> : null}
         {turns.length === 0 && !loadingHistory ? <p className="muted empty-chat">Send a message to start. Answers stream in as the agent writes them; tool calls show as cards.</p> : null}
         {turns.map((t, i) => {
           if (t.role === 'user') return <UserBubble key={t.key} text={t.text} />;
