@@ -155,7 +155,7 @@ suite('agentry on a terminal (tmux)', () => {
     await new AgentryClient({ url: gw.url }).agents.create(agentDsl('a-much-longer-agent-id', 'Longer'));
     const w = open(`${agentry} agents list; ${agentry} cron list`);
     await waitFor(async () => screen(w).includes('[exit'), 10_000, 50);
-    expect(screen(w)).toBe(['ID                      NAME    ENABLED', 'a-much-longer-agent-id  Longer  true', 'slow                    slow    true', 'no cron jobs', '[exit 0]'].join('\n'));
+    expect(screen(w)).toBe(['ID                      NAME    ENABLED', 'a-much-longer-agent-id  Longer  true', 'slow                    slow    true', 'no cron jobs yet: create one with agentry cron create -a <agent> --name <name> --schedule "0 0 9 * * *" -m <message>', '[exit 0]'].join('\n'));
   });
 
   // Issue 23, items 1-5: what a newcomer meets when something goes wrong.

@@ -132,7 +132,7 @@ async function listAgents(ctx: Context, opts: PageOpts): Promise<void> {
       { header: 'name', value: (a) => a.ruleChain.name },
       { header: 'enabled', value: (a) => !a.ruleChain.disabled },
     ],
-    'no agents',
+    'no agents yet: create one from the template with agentry agents create --id <id>',
   );
 }
 

@@ -57,7 +57,7 @@ export function channelCommands(program: Command, cli: Cli): void {
             { header: 'group', value: (r) => r.groupPolicy },
             { header: 'secret', value: (r) => (r.hasSecret ? 'set' : '') },
           ],
-          'no channel accounts',
+          'no channel accounts yet: create one with agentry channels create <platform> <id> (agentry channels create api <id> makes an API key)',
         );
       }),
     );

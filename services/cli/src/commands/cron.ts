@@ -135,7 +135,7 @@ async function listCronJobs(ctx: Context, opts: { agent?: string }): Promise<voi
       { header: 'next run', value: (j) => shortTime(j.nextRunAt) },
       { header: 'last', value: (j) => j.lastStatus },
     ],
-    'no cron jobs',
+    'no cron jobs yet: create one with agentry cron create -a <agent> --name <name> --schedule "0 0 9 * * *" -m <message>',
   );
 }
 

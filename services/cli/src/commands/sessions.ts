@@ -41,7 +41,7 @@ export function sessionCommands(program: Command, cli: Cli): void {
             { header: 'updated', value: (s) => shortTime(s.updatedAt) },
             { header: 'title', value: (s) => s.title, max: 50 },
           ],
-          'no sessions',
+          'no sessions yet: chatting starts one (agentry chat -a <agent>)',
         );
       }),
     );
