@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api, fetchAll } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Binding, ChannelAccount, ChannelPlatformView } from '@agentry/client';
+import { platformName, type AgentListItem, type Binding, type ChannelAccount, type ChannelPlatformView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 import { adminOnlyReason } from '../lib/permissions';
@@ -465,7 +465,7 @@ function Bindings({ agents, platforms, why }: { agents: AgentListItem[]; platfor
               label="Platform"
               value={b.match.default ? '*' : (b.match.channel ?? '')}
               onValue={(v) => setRow(i, { ...b, match: v === '*' ? { default: true } : { channel: v } })}
-              options={[{ value: '*', label: 'any (default)' }, ...PLATFORMS.map((p) => ({ value: p.id, label: p.id }))]}
+              options={[{ value: '*', label: 'any (default)' }, ...PLATFORMS.map((p) => ({ value: p.id, label: platformName(p.id) }))]}
             />
             <SelectField
               label="Account"

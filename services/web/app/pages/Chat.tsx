@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState, type Dispatch, type KeyboardEvent, type RefObject, type SetStateAction } from 'react';
 import { api, fetchAll, messageOf } from '../lib/api';
 import { distinctTitles, filterItems } from '../lib/lists';
-import { ApiError, type AguiToolEvent } from '@agentry/client';
+import { ApiError, platformName, type AguiToolEvent } from '@agentry/client';
 import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
@@ -136,7 +136,7 @@ function SessionsAside({
             >
               <span className="session-name">{titles.get(s.id)}</span>
               <span className="session-meta">
-                {s.channel !== 'api' ? <span className="badge">{s.channel}</span> : null} {s.turnCount} {s.turnCount === 1 ? 'message' : 'messages'} · {fmtTime(s.updatedAt)}
+                {s.channel !== 'api' ? <span className="badge">{platformName(s.channel)}</span> : null} {s.turnCount} {s.turnCount === 1 ? 'message' : 'messages'} · {fmtTime(s.updatedAt)}
               </span>
             </Link>
           </li>
@@ -445,7 +445,7 @@ function Composer({ chat, readOnly, channel }: { chat: ReturnType<typeof useChat
         value={chat.input}
         onChange={(e) => chat.setInput(e.target.value)}
         onKeyDown={onKeyDown}
-        placeholder={readOnly ? `This conversation came in over ${channel}; it is shown read-only.` : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
+        placeholder={readOnly ? `This conversation came in over ${platformName(channel ?? '')}; it is shown read-only.` : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
         rows={2}
         disabled={readOnly}
       />
