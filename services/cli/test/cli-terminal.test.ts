@@ -151,6 +151,16 @@ suite('agentry on a terminal (tmux)', () => {
     expect(screen(w)).toMatch(/^username: admin\npassword for admin:\nlogged in to http:\/\/127\.0\.0\.1:\d+ as admin until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\n\[exit 0\]$/);
   });
 
+  it('login asks again after a wrong password, as sudo does', async () => {
+    const w = open(`${agentry} login -u admin`);
+    await waitFor(async () => screen(w).endsWith('password for admin:'), 10_000, 50);
+    tmux('send-keys', '-t', `cli:${w}`, 'not-the-password', 'Enter');
+    await waitScreen(w, (s) => /try again \(2 of 3\)\npassword for admin:$/.test(s));
+    tmux('send-keys', '-t', `cli:${w}`, 'admin', 'Enter');
+    await waitFor(async () => screen(w).includes('[exit '), 10_000, 50);
+    expect(screen(w)).toMatch(/^password for admin:\n.*wrong username or password.*; try again \(2 of 3\)\npassword for admin:\nlogged in to .* as admin until .*\n\[exit 0\]$/);
+  });
+
   it('lists are aligned tables on a terminal', async () => {
     await new AgentryClient({ url: gw.url }).agents.create(agentDsl('a-much-longer-agent-id', 'Longer'));
     const w = open(`${agentry} agents list; ${agentry} cron list`);
