@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type Dispatch, type KeyboardEvent, type RefObject, type SetStateAction } from 'react';
 import { api, fetchAll, messageOf } from '../lib/api';
-import { distinctTitles, filterItems } from '../lib/lists';
+import { distinctTitles, filterItems, plainTitle } from '../lib/lists';
 import { ApiError, platformName, type AguiToolEvent } from '@agentry/client';
 import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
@@ -410,7 +410,7 @@ function SessionTitle({ agentId, session, busy, onChanged }: { agentId: string; 
   }
   return (
     <>
-      <h1 className="conversation-title">{session.title || session.sessionKey}</h1>
+      <h1 className="conversation-title">{plainTitle(session.title) || session.sessionKey}</h1>
       <button type="button" className="secondary" onClick={() => setEditing(session.title)} disabled={busy}>
         Rename
       </button>
