@@ -17,3 +17,4 @@ export {
 } from './chat.js';
 export type * from './types.js';
 export { humanError, type HumanError } from './human-error.js';
+export { PLATFORM_NAMES, platformName } from './platforms.js';

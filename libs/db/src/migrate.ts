@@ -58,6 +58,7 @@ export async function runMigrations(
     throw new MigrationError(message, failed, error);
   }
   const applied = results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  for (const name of applied) logger?.info({ migration: name }, 'migration applied');
+  // Debug: a first start applies every migration, and the caller's one summary line names them all.
+  for (const name of applied) logger?.debug({ migration: name }, 'migration applied');
   return { applied };
 }

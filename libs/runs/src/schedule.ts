@@ -20,7 +20,10 @@ export function checkSchedule(schedule: string, timezone: string): ScheduleCheck
   if (fields.length !== SCHEDULE_FIELDS.length) {
     return {
       ok: false,
-      reason: `schedule "${schedule}" has ${fields.length} field${fields.length === 1 ? '' : 's'}; it needs exactly six: ${SCHEDULE_FIELDS.join(' ')}`,
+      // Five fields is a classic crontab line: say the six-field form it most likely means.
+      reason:
+        `schedule "${schedule}" has ${fields.length} field${fields.length === 1 ? '' : 's'}; it needs exactly six: ${SCHEDULE_FIELDS.join(' ')}` +
+        (fields.length === 5 ? `; did you mean "0 ${normalised}" (a crontab line with the seconds in front)?` : ''),
     };
   }
   if (/w/i.test(fields[3]!)) return { ok: false, reason: `schedule "${schedule}": W (nearest weekday) in the day field is not supported` };

@@ -6,7 +6,7 @@ import { withFileSecrets, openPglite, openPostgres, migrateToLatest, pendingMigr
 import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
 import { loadConfig, type LoadedConfig } from './config.js';
 import { LiveConfig } from './live-config.js';
-import { createLogger } from './logger.js';
+import { createLogger, PrettyDestination, resolveLogFormat } from './logger.js';
 import { Lifecycle } from './lifecycle.js';
 import { stopTracing, tracingEnabled } from './tracing.js';
 import { HealthRegistry } from './health.js';
@@ -26,6 +26,11 @@ export interface Runtime {
   metrics: Registry;
   /** Seals and opens secrets at rest with the master key. */
   secrets: Sealer;
+  /**
+   * Set when log lines go to a person's terminal (`logging.format` pretty, or auto on a TTY): the
+   * standalone prints its start-up banner there, then quiets it to warnings.
+   */
+  terminal?: PrettyDestination;
 }
 
 export interface BootstrapOptions {
@@ -68,11 +73,14 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
   const loaded = loadConfig(opts);
   const { config } = loaded;
   const secrets = new Sealer(loadMasterKey({ envKey: opts.env.AGENTRY_SECRET_KEY, mode: opts.mode, rootDir: loaded.paths.rootDir }));
+  // A test's capture stays JSON: only the real stdout may turn into human lines.
+  const terminal =
+    !opts.logDestination && resolveLogFormat(config.logging.format, process.stdout.isTTY === true) === 'pretty' ? new PrettyDestination(process.stdout) : undefined;
   const logger = createLogger({
     service: opts.service,
     level: config.logging.level,
     file: opts.mode === 'embedded' && !opts.logDestination ? path.join(loaded.paths.logsDir, 'agentry.log') : undefined,
-    destination: opts.logDestination,
+    destination: opts.logDestination ?? terminal,
   });
   const lifecycle = new Lifecycle(logger, config.server.shutdown_timeout_ms);
   const health = new HealthRegistry();
@@ -95,7 +103,7 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
     // `migrate` command or job), never on every replica's start: a replica waits for them.
     if (opts.mode === 'embedded' || opts.env.AGENTRY_MIGRATE_ON_START === 'true') {
       const { applied } = await migrateToLatest(db.db, logger);
-      if (applied.length > 0) logger.info({ applied }, 'database migrated');
+      if (applied.length > 0) logger.info({ applied }, `database migrated (${applied.length} migration${applied.length === 1 ? '' : 's'} applied)`);
     } else {
       await waitForSchema(db.db, logger, Number(opts.env.AGENTRY_MIGRATION_WAIT_MS ?? 120_000));
     }
@@ -127,7 +135,7 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
       { mode: opts.mode, config: loaded.source ?? 'built-in defaults', database: db.dialect, bus: bus.kind },
       `${opts.service} starting`,
     );
-    return { mode: opts.mode, loaded, config: live, logger, db, bus, lifecycle, health, metrics, secrets };
+    return { mode: opts.mode, loaded, config: live, logger, db, bus, lifecycle, health, metrics, secrets, terminal };
   } catch (err) {
     await lifecycle.shutdown('start-up failed');
     throw err;

@@ -170,6 +170,11 @@ export const ConfigSchema = Type.Object(
           ],
           { default: 'info', description: 'pino log level' },
         ),
+        // A person at a terminal reads lines, a collector parses JSON: `auto` picks by whether stdout is a TTY.
+        format: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')], {
+          default: 'auto',
+          description: 'log lines on stdout: auto (human lines on a terminal, JSON otherwise), json or pretty; env AGENTRY_LOG_FORMAT overrides; read at start',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),

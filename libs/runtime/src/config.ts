@@ -112,7 +112,7 @@ function crossCheck(config: AgentryConfig, raw: Record<string, unknown>, file: b
   return problems;
 }
 
-/** Flat `path -> value` overrides from the environment (PORT, HOST). */
+/** Flat `path -> value` overrides from the environment (PORT, HOST, AGENTRY_LOG_FORMAT). */
 function envPatch(env: LoadOptions['env']): Record<string, unknown> {
   const patch: Record<string, unknown> = {};
   if (env.PORT !== undefined && env.PORT !== '') {
@@ -121,6 +121,12 @@ function envPatch(env: LoadOptions['env']): Record<string, unknown> {
     patch['server.port'] = port;
   }
   if (env.HOST) patch['server.host'] = env.HOST;
+  if (env.AGENTRY_LOG_FORMAT) {
+    if (!['auto', 'json', 'pretty'].includes(env.AGENTRY_LOG_FORMAT)) {
+      throw new Errors.CONFIG(`AGENTRY_LOG_FORMAT: "${env.AGENTRY_LOG_FORMAT}" is not one of auto, json, pretty`);
+    }
+    patch['logging.format'] = env.AGENTRY_LOG_FORMAT;
+  }
   return patch;
 }
 

@@ -41,3 +41,83 @@ export function createLogger(opts: LoggerOptions): Logger {
   const file = pino.destination({ dest: opts.file, sync: false, mkdir: true });
   return pino(common, pino.multistream([{ stream: out, level: opts.level as pino.Level }, { stream: file, level: opts.level as pino.Level }]));
 }
+
+const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const LEVEL_COLOURS: Record<number, string> = { 10: '90', 20: '90', 30: '36', 40: '33', 50: '31', 60: '31' };
+/** Fields every line carries that a person at the terminal does not need to read. */
+const QUIET_FIELDS = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'service', 'err']);
+/** A field's value is cut after this many characters: one line stays one line. */
+const MAX_FIELD_CHARS = 160;
+
+/** Where lines go: process.stdout, or a test's capture. */
+export interface TextSink {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+/**
+ * Log lines for a person at a terminal (`logging.format: pretty`, or `auto` on a TTY): pino's JSON
+ * turned into `12:00:01 INFO  gateway listening  port=9527`, coloured on a TTY. `quiet()` raises
+ * the bar to warnings once the start-up banner has said what matters, so that the terminal does
+ * not keep scrolling; the log file (embedded mode) still gets every line.
+ */
+export class PrettyDestination implements DestinationStream {
+  private minLevel = 0;
+  constructor(private readonly sink: TextSink = process.stdout) {}
+
+  /** From now on only warnings and errors reach the terminal. */
+  quiet(): void {
+    this.minLevel = 40;
+  }
+
+  /** Text that is no log line (the banner), written as it is. */
+  print(text: string): void {
+    this.sink.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  write(line: string): void {
+    let entry: Record<string, unknown>;
+    try {
+      entry = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      this.sink.write(line.endsWith('\n') ? line : `${line}\n`);
+      return;
+    }
+    const level = typeof entry.level === 'number' ? entry.level : 30;
+    if (level < this.minLevel) return;
+    this.sink.write(`${formatPretty(entry, this.sink.isTTY === true)}\n`);
+  }
+}
+
+/** One JSON log entry as one human line (a stack, when an error has one, on the lines after). */
+export function formatPretty(entry: Record<string, unknown>, colour: boolean): string {
+  const level = typeof entry.level === 'number' ? entry.level : 30;
+  const time = typeof entry.time === 'number' ? new Date(entry.time).toTimeString().slice(0, 8) : '';
+  const name = (LEVEL_NAMES[level] ?? String(level)).padEnd(5);
+  const paint = (code: string, s: string) => (colour ? `\u001b[${code}m${s}\u001b[0m` : s);
+  const fields = Object.entries(entry)
+    .filter(([k, v]) => !QUIET_FIELDS.has(k) && v !== undefined)
+    .map(([k, v]) => {
+      const text = typeof v === 'string' ? (/[\s"=]/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v);
+      return `${k}=${text.length > MAX_FIELD_CHARS ? `${text.slice(0, MAX_FIELD_CHARS)}…` : text}`;
+    });
+  const err = entry.err && typeof entry.err === 'object' ? (entry.err as { message?: unknown; stack?: unknown }) : undefined;
+  const msg = [typeof entry.msg === 'string' ? entry.msg : '', err && typeof err.message === 'string' && !String(entry.msg ?? '').includes(err.message) ? err.message : '']
+    .filter(Boolean)
+    .join(': ');
+  const head = [paint('90', time), paint(LEVEL_COLOURS[level] ?? '0', name), msg, fields.length > 0 ? paint('90', fields.join(' ')) : '']
+    .filter(Boolean)
+    .join(' ');
+  // The stack only for errors and worse: a warning's stack is noise on a terminal.
+  const stack = level >= 50 && err && typeof err.stack === 'string' ? `\n${paint('90', err.stack.split('\n').slice(1, 8).join('\n'))}` : '';
+  return head + stack;
+}
+
+/**
+ * `logging.format` resolved: `auto` is pretty when stdout is a terminal and JSON otherwise
+ * (a pipe, a container log collector, a file).
+ */
+export function resolveLogFormat(format: 'auto' | 'json' | 'pretty', stdoutIsTTY: boolean): 'json' | 'pretty' {
+  if (format === 'auto') return stdoutIsTTY ? 'pretty' : 'json';
+  return format;
+}

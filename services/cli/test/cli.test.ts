@@ -361,7 +361,7 @@ describe('cron', () => {
 
     const bad = await cli(['cron', 'create', '-a', 'helper', '--name', 'bad', '--schedule', '* * * * *', '-m', 'x']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^error: schedule "\* \* \* \* \*" has 5 fields/);
+    expect(bad.stderr).toMatch(/^error: schedule "\* \* \* \* \*" has 5 fields.*did you mean "0 \* \* \* \* \*"/);
     const badDeliver = await cli(['cron', 'create', '-a', 'helper', '--name', 'bad', '--schedule', '0 0 * * * *', '-m', 'x', '--deliver', 'chat_d']);
     expect(badDeliver.code).toBe(2);
 
@@ -377,11 +377,20 @@ describe('cron', () => {
     );
     expect(runs[0]).toMatchObject({ cronJobId: job.id });
 
-    const disabled = await cli(['cron', 'disable', job.id]);
+    // By its name too, as a person knows it; any case.
+    const disabled = await cli(['cron', 'disable', 'TICK']);
     expect(disabled.json()).toMatchObject({ id: job.id, disabled: true, nextRunAt: null });
     const list = await cli(['cron', 'list', '-a', 'helper']);
     expect(list.json()).toEqual([expect.objectContaining({ id: job.id, name: 'tick', disabled: true })]);
-    const enabled = await cli(['cron', 'enable', job.id]);
+    expect((await cli(['cron', 'show', 'tick'])).json()).toMatchObject({ id: job.id });
+    const twin = await cli(['cron', 'create', '-a', 'helper', '--name', 'tick', '--schedule', '0 0 9 * * *', '-m', 'tock']);
+    const twinId = twin.json<{ id: string }>().id;
+    const ambiguous = await cli(['cron', 'show', 'tick']);
+    expect(ambiguous.code).toBe(1);
+    expect(ambiguous.stderr).toContain(`2 cron jobs are named "tick" (${job.id} of agent helper, ${twinId} of agent helper): give the id`);
+    expect((await cli(['cron', 'delete', twinId])).code).toBe(0);
+    expect((await cli(['cron', 'show', 'no-such-job'])).code).toBe(1);
+    const enabled = await cli(['cron', 'enable', 'tick']);
     expect(enabled.json()).toMatchObject({ disabled: false, nextRunAt: expect.any(String) });
 
     expect((await cli(['cron', 'delete', job.id])).json()).toEqual({ success: true });

@@ -4,3 +4,4 @@ export { startGateway } from './service.js';
 export { toAppError } from './http-errors.js';
 export type { Access } from './auth/auth.js';
 export type { Principal } from './auth/credentials.js';
+export { startupBanner } from './banner.js';

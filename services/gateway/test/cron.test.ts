@@ -76,8 +76,9 @@ describeOnBothEngines('cron jobs', (env: () => Env) => {
   it('schedules are six fields (second minute hour day month weekday), validated on write with the reason', async () => {
     const agent = await newAgent();
     const cases: Array<[string, RegExp]> = [
-      ['* * * * *', /has 5 fields; it needs exactly six: second minute hour day month weekday/],
-      ['0 * * * * * *', /has 7 fields; it needs exactly six/],
+      ['* * * * *', /has 5 fields; it needs exactly six: second minute hour day month weekday; did you mean "0 \* \* \* \* \*"/],
+      ['30  9 * * MON-FRI', /did you mean "0 30 9 \* \* MON-FRI" \(a crontab line with the seconds in front\)\?$/],
+      ['0 * * * * * *', /has 7 fields; it needs exactly six: second minute hour day month weekday$/],
       ['', /must NOT have fewer than 1 characters|has 0 fields/],
       ['   ', /has 0 fields/],
       ['60 * * * * *', /Invalid value for second: 60/],

@@ -166,6 +166,32 @@ describe('GET /auth/status', () => {
   });
 });
 
+describe('GET /auth/status on an open server', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness('security:\n  requireAuth: false\n  users:\n    admin: admin\n    bob: "bob-password-1"\n');
+  });
+  afterAll(() => h?.close());
+
+  it('tells an anonymous visitor about the default password (they already have admin power), not a logged-in user', async () => {
+    expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status' })).json()).toEqual({ requireAuth: false, user: null, defaultPassword: true });
+    const bob = await login(h.app, 'bob', 'bob-password-1');
+    expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status', headers: bearer(bob) })).json()).toEqual({
+      requireAuth: false,
+      user: { username: 'bob', role: 'user' },
+    });
+    const admin = await login(h.app, 'admin', 'admin');
+    const changed = await h.app.inject({
+      method: 'PUT',
+      url: '/api/v1/auth/password',
+      headers: bearer(admin),
+      payload: { oldPassword: 'admin', newPassword: 'a-much-longer-one' },
+    });
+    expect(changed.statusCode).toBe(200);
+    expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status' })).json()).toEqual({ requireAuth: false, user: null, defaultPassword: false });
+  });
+});
+
 describe('POST /config/models/providers/{name}/test', () => {
   const KEY = 'sk-provider-test-secret-0001';
   let h: Harness;

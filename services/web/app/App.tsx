@@ -157,7 +157,9 @@ export function App() {
         <Topbar auth={auth} path={path} menuOpen={menuOpen} onMenu={() => setMenuOpen((o) => !o)} onLogout={logout} />
         {auth.defaultPassword ? (
           <div className="banner" role="alert">
-            The <strong>admin</strong> user still has the default password. <Link to="/settings#account">Change it now</Link>.
+            The <strong>admin</strong> user still has the default password.{' '}
+            {/* Changing a password needs a login (of admin, with that default password) even on an open server. */}
+            <Link to={auth.user ? '/settings#account' : `/login?next=${encodeURIComponent('/settings#account')}`}>Change it now</Link>.
           </div>
         ) : null}
         <div className="shell">
@@ -226,6 +228,15 @@ function Topbar({ auth, path, menuOpen, onMenu, onLogout }: { auth: AuthStatus; 
               Log out
             </button>
           </>
+        ) : !auth.requireAuth ? (
+          // Nobody needs to log in here: a "Log in" button would suggest the visitor lacks a power they already have.
+          <Link
+            to={`/login?next=${encodeURIComponent(path)}`}
+            className="open-server"
+            title="This server does not require a login (security.requireAuth is false): anyone who can reach it manages agents. Log in to act as your own user."
+          >
+            open server
+          </Link>
         ) : (
           <Link to={`/login?next=${encodeURIComponent(path)}`} className="button secondary">
             Log in

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { humanError } from '../app/lib/errors.js';
-import { distinctTitles, filterItems } from '../app/lib/lists.js';
+import { distinctTitles, filterItems, plainTitle } from '../app/lib/lists.js';
 import { notOwnerReason, adminOnlyReason } from '../app/lib/permissions.js';
 import { turnsFromHistory } from '../app/lib/turns.js';
 
@@ -31,6 +31,16 @@ describe('lists', () => {
     const s = (id: string, title: string) => ({ id, title, sessionKey: `k-${id}`, updatedAt: `2026-11-26T0${id}:00:00Z` });
     const titles = distinctTitles([s('1', 'hello'), s('2', 'hello'), s('3', 'one two three four five six seven eight nine'), s('4', '')], (iso) => iso.slice(11, 16));
     expect([...titles.values()]).toEqual(['hello · 01:00', 'hello · 02:00', 'one two three four five six seven eight…', 'k-4']);
+  });
+
+  it('shows a title written in Markdown as its text', () => {
+    expect(plainTitle('**Fix** the `build` _now_')).toBe('Fix the build now');
+    expect(plainTitle('# Plan for [the docs](https://example.com/x) and ![logo](a.png)')).toBe('Plan for the docs and logo');
+    expect(plainTitle('- first item\n> quoted ~~old~~')).toBe('first item quoted old');
+    // Not markup: a lone asterisk, snake_case, a multiplication.
+    expect(plainTitle('2 * 3 in my_var_name')).toBe('2 * 3 in my_var_name');
+    const s = (id: string, title: string) => ({ id, title, sessionKey: `k-${id}`, updatedAt: `2026-11-26T0${id}:00:00Z` });
+    expect([...distinctTitles([s('1', '**Deploy** it')], (iso) => iso).values()]).toEqual(['Deploy it']);
   });
 });
 

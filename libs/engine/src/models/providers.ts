@@ -404,6 +404,16 @@ function toWireMessage(m: ModelCallRequest['messages'][number]): Record<string, 
 
 const RETRY_STATUS = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
 
+/**
+ * An error's code and message as one phrase, the code only when the message does not already
+ * say it (Node's `connect ECONNREFUSED 127.0.0.1:1` carries code ECONNREFUSED: once is enough).
+ */
+function codeAndMessage(code: unknown, message: unknown): string {
+  const text = typeof message === 'string' ? message : '';
+  const c = typeof code === 'string' && !text.includes(code) ? code : '';
+  return [c, text].filter(Boolean).join(' ');
+}
+
 /** A short, key-free description of a failed attempt, and whether to try it again. */
 function describeFailure(err: unknown, apiKey: string | null): Failure {
   const scrub = (s: string) => {
@@ -415,7 +425,7 @@ function describeFailure(err: unknown, apiKey: string | null): Failure {
   if (err instanceof ProviderConnectionError) {
     const cause = err.cause as { code?: unknown; message?: unknown };
     if (cause instanceof ConnectTimeoutError) return { message: `connect: ${cause.message}`, retryable: true };
-    const detail = [typeof cause.code === 'string' ? cause.code : '', typeof cause.message === 'string' ? cause.message : ''].filter(Boolean).join(' ');
+    const detail = codeAndMessage(cause.code, cause.message);
     return { message: scrub(`connection failed${detail ? `: ${detail}` : ''}`), retryable: true };
   }
   if (err instanceof ProviderStatusError) {
@@ -426,7 +436,7 @@ function describeFailure(err: unknown, apiKey: string | null): Failure {
   }
   if (err instanceof ProviderStreamError) return { message: scrub(err.message), retryable: err.retryable };
   const e = err as { code?: unknown; message?: unknown } | null;
-  const detail = [typeof e?.code === 'string' ? e.code : '', typeof e?.message === 'string' ? e.message : String(err)].filter(Boolean).join(' ');
+  const detail = codeAndMessage(e?.code, typeof e?.message === 'string' ? e.message : String(err));
   return { message: scrub(`the connection broke: ${detail}`), retryable: true };
 }
 

@@ -125,8 +125,7 @@ async function logIn(ctx: Context, opts: { username?: string }): Promise<void> {
     username = answer || previous;
   }
   if (!username) throw new UsageError('a username is needed (-u <name>)');
-  const password = await askPassword(ctx, `password for ${username}: `);
-  const result = await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, password));
+  const result = await logInAsking(ctx, username);
   ctx.credentials.save(username, result);
   ctx.printer.done(`logged in to ${ctx.url} as ${username} until ${shortTime(result.expireAt)} UTC`, {
     url: ctx.url,
@@ -136,6 +135,26 @@ async function logIn(ctx: Context, opts: { username?: string }): Promise<void> {
   });
   const key = ctx.credentials.apiKey();
   if (key) ctx.printer.note(`note: chat requests keep using the API key from ${describeSource(key, ctx.setup.home)}, which comes first; the login signs management and account commands`);
+}
+
+/** Tries on a terminal a person gets before the command gives up (a typo should not end it). */
+const LOGIN_TRIES = 3;
+
+/**
+ * Asks the password and logs in. On a terminal a wrong password asks again (up to LOGIN_TRIES
+ * in all, as `sudo` does); from stdin, or any other refusal (too many attempts, a disabled
+ * user), the error ends the command.
+ */
+async function logInAsking(ctx: Context, username: string) {
+  for (let attempt = 1; ; attempt++) {
+    const password = await askPassword(ctx, `password for ${username}: `);
+    try {
+      return await ctx.spin('logging in', () => ctx.anonymous.auth.login(username, password));
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 401) || !ctx.prompter.terminal || attempt >= LOGIN_TRIES) throw err;
+      ctx.printer.note(`${err.message}; try again (${attempt + 1} of ${LOGIN_TRIES})`);
+    }
+  }
 }
 
 async function logOut(ctx: Context, opts: { all?: boolean }): Promise<void> {

@@ -132,12 +132,45 @@ async function listAgents(ctx: Context, opts: PageOpts): Promise<void> {
       { header: 'name', value: (a) => a.ruleChain.name },
       { header: 'enabled', value: (a) => !a.ruleChain.disabled },
     ],
-    'no agents',
+    'no agents yet: create one from the template with agentry agents create --id <id>',
   );
 }
 
 async function printAgent(ctx: Context, _opts: unknown, id: string): Promise<void> {
-  ctx.printer.json(await ctx.spin('loading the agent', () => ctx.client.agents.get(id)));
+  const agent = await ctx.spin('loading the agent', () => ctx.client.agents.get(id));
+  // A program (a pipe, --json) gets the DSL; a person first wants what the agent is, in a few lines.
+  if (ctx.printer.jsonMode) return ctx.printer.json(agent);
+  ctx.printer.text(agentSummary(agent as unknown as AgentShape));
+}
+
+interface AgentShape {
+  ruleChain: { id: string; name?: string; disabled?: boolean };
+  metadata?: { nodes?: Array<{ id: string; type: string; name?: string; configuration?: Record<string, unknown> }> };
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v : undefined);
+
+/** What an agent is, for a person: its model, tools, skills and prompt; the full DSL is one --json away. */
+export function agentSummary(agent: AgentShape): string {
+  const nodes = agent.metadata?.nodes ?? [];
+  const node = nodes.find((n) => n.type === 'ai/agent');
+  const c = node?.configuration ?? {};
+  const tools = Array.isArray(c.tools)
+    ? (c.tools as Array<{ type?: unknown; name?: unknown }>).map((t) => `${String(t.name ?? '?')}${t.type && t.type !== 'builtin' ? ` (${String(t.type)})` : ''}`)
+    : [];
+  const skills = Array.isArray(c.skills) ? (c.skills as unknown[]).map((x) => (typeof x === 'string' ? x : String((x as { name?: unknown }).name ?? '?'))) : [];
+  const prompt = str(c.systemPrompt)?.replace(/\s+/g, ' ');
+  const rows: Array<[string, string]> = [
+    ['agent', `${agent.ruleChain.id}${agent.ruleChain.name && agent.ruleChain.name !== agent.ruleChain.id ? ` (${agent.ruleChain.name})` : ''}, ${agent.ruleChain.disabled ? 'disabled' : 'enabled'}`],
+    ['model', `${str(c.provider) ?? 'the default provider'}${str(c.model) ? ` / ${String(c.model)}` : ''}`],
+    ['tools', tools.length > 0 ? tools.join(', ') : 'none'],
+    ['skills', skills.length > 0 ? skills.join(', ') : 'none'],
+    ['prompt', prompt ? (prompt.length > 100 ? `${prompt.slice(0, 99)}…` : prompt) : '(none)'],
+    ['nodes', `${nodes.length}: ${nodes.map((n) => n.type).join(', ')}`],
+  ];
+  if (!node) rows.splice(1, 4, ['kind', 'a rule chain without an ai/agent node']);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return `${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\nthe whole definition: agentry agents show ${agent.ruleChain.id} --json\n`;
 }
 
 async function createAgent(ctx: Context, opts: { file?: string; id?: string; name?: string; fieldValidation?: string }): Promise<void> {

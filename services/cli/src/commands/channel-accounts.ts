@@ -69,7 +69,7 @@ export function channelAccountCommands(channels: Command, cli: Cli): void {
     .command('show')
     .alias('get')
     .description('Show a platform (its accounts), or one account (secrets only as whether one is set).')
-    .argument('<platform>', 'api, chat_a, chat_a_webhook, chat_b, chat_c, chat_d or chat_e')
+    .argument('<platform>', 'api, chat_a (Lark), chat_a_webhook (Lark webhook), chat_b (DingTalk), chat_c (WeCom), chat_d (Telegram) or chat_e (Slack)')
     .argument('[account]', 'account id')
     .action(cli.action(showAccount));
   examples(show, 'agentry channels show chat_d', 'agentry channels show chat_d bot');

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ChannelAccount } from '@agentry/client';
+import { platformName, type ChannelAccount } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { examples, type Cli } from '../command-kit.js';
 import { channelAccountCommands } from './channel-accounts.js';
@@ -14,7 +14,7 @@ export function channelCommands(program: Command, cli: Cli): void {
     .command('send')
     .summary('send a message to a chat through a channel')
     .description('Send a text message to a chat of a messaging platform through one of its accounts.')
-    .argument('<platform>', 'chat_a, chat_a_webhook, chat_b, chat_c, chat_d or chat_e')
+    .argument('<platform>', 'chat_a (Lark), chat_a_webhook (Lark webhook), chat_b (DingTalk), chat_c (WeCom), chat_d (Telegram) or chat_e (Slack)')
     .argument('<chatId>', "the platform's chat (or user) id")
     .argument('<message...>', 'the text (words are joined with spaces; "-" reads stdin)')
     .option('--account <id>', 'the sending account (default: the platform\'s default account)')
@@ -49,7 +49,7 @@ export function channelCommands(program: Command, cli: Cli): void {
         ctx.printer.list<AccountRow>(
           rows,
           [
-            { header: 'platform', value: (r) => (r.platformEnabled ? r.platform : `${r.platform} (off)`) },
+            { header: 'platform', value: (r) => `${platformName(r.platform)} (${r.platform})${r.platformEnabled ? '' : ' off'}` },
             { header: 'account', value: (r) => r.id },
             { header: 'name', value: (r) => r.name },
             { header: 'enabled', value: (r) => (r.enabled === false ? 'no' : 'yes') },
@@ -57,7 +57,7 @@ export function channelCommands(program: Command, cli: Cli): void {
             { header: 'group', value: (r) => r.groupPolicy },
             { header: 'secret', value: (r) => (r.hasSecret ? 'set' : '') },
           ],
-          'no channel accounts',
+          'no channel accounts yet: create one with agentry channels create <platform> <id> (agentry channels create api <id> makes an API key)',
         );
       }),
     );

@@ -110,17 +110,27 @@ function newSession(): string {
   return `cli-${randomBytes(4).toString('hex')}`;
 }
 
-/** What a typed line means: a command of the loop, or a message. */
-function loopCommand(line: string): 'exit' | 'new' | 'session' | 'help' | undefined {
+type LoopCommand = 'exit' | 'new' | 'session' | 'help' | 'retry';
+
+/** The loop's commands, in the order the help names them. */
+const COMMANDS: Record<string, LoopCommand> = { '/new': 'new', '/session': 'session', '/retry': 'retry', '/help': 'help', '/exit': 'exit', '/quit': 'exit' };
+
+/**
+ * What a typed line means: a command of the loop, an unknown `/word` (answered here, never sent
+ * to the model: a typo of /retry must not become a turn), or a message. `//text` sends `/text`.
+ */
+function loopCommand(line: string): LoopCommand | { unknown: string } | { message: string } {
   const t = line.trim();
-  if (t === '/exit' || t === '/quit') return 'exit';
-  if (t === '/new') return 'new';
-  if (t === '/session') return 'session';
-  if (t === '/help') return 'help';
-  return undefined;
+  if (t.startsWith('//')) return { message: t.slice(1) };
+  const known = COMMANDS[t];
+  if (known) return known;
+  // Only a bare `/word` first: `/etc/hosts is missing` is a message about a path.
+  const word = /^\/([A-Za-z][\w-]*)(?=\s|$)/.exec(t);
+  if (word) return { unknown: `/${word[1]}` };
+  return { message: line };
 }
 
-const LOOP_HELP = '/new starts a new session, /session shows it, /exit or Ctrl-D leaves';
+const LOOP_HELP = '/new starts a new session, /session shows it, /retry re-sends a failed or stopped turn, /exit or Ctrl-D leaves';
 
 /** A line typed at the terminal (history kept across turns); null on Ctrl-D; Interrupted on Ctrl-C. */
 function askLine(ctx: Context, prompt: string, history: string[]): Promise<string | null> {
@@ -153,22 +163,26 @@ interface Tally {
 /**
  * One turn of a conversation. A turn that fails (the provider failed, the stream broke, the
  * server is away) prints its error and the conversation goes on: the next line is still a
- * message, not a shell command. Ctrl-C on a terminal stops only the answer.
+ * message, not a shell command. Ctrl-C on a terminal stops only the answer. Answers how it ended,
+ * so that /retry knows what there is to re-send.
  */
-async function conversationTurn(ctx: Context, turn: Turn, tally: Tally): Promise<void> {
+async function conversationTurn(ctx: Context, turn: Turn, tally: Tally): Promise<'answered' | 'failed' | 'stopped'> {
   const { stderr } = ctx.setup.io;
   tally.turns += 1;
   try {
     await runTurn(ctx, turn);
+    return 'answered';
   } catch (err) {
     if (err instanceof Interrupted) {
       if (!ctx.prompter.terminal) throw err;
-      stderr.write('(interrupted)\n');
-      return;
+      stderr.write('(interrupted; /retry asks again)\n');
+      return 'stopped';
     }
     if (!(err instanceof ApiError || err instanceof StreamError || err instanceof ConnectionError)) throw err;
     tally.failed += 1;
     stderr.write(`error: ${describeError(err, ctx.options.verbose === true)}\n`);
+    if (ctx.prompter.terminal) stderr.write('(/retry sends it again)\n');
+    return 'failed';
   }
 }
 
@@ -192,14 +206,46 @@ async function conversation(ctx: Context, agent: string, opts: ChatOptions): Pro
   const history: string[] = [];
   const tally: Tally = { turns: 0, failed: 0 };
   if (terminal) stderr.write(`chatting with ${agent} in session ${session} (${LOOP_HELP})\n`);
+  /** The last turn that failed or was stopped, and how: what /retry sends again. */
+  let unanswered: { turn: Turn; outcome: 'failed' | 'stopped' } | undefined;
   for (;;) {
-    const line = terminal ? await askLine(ctx, 'you> ', history) : await ctx.prompter.lines().next();
+    let line: string | null;
+    try {
+      line = terminal ? await askLine(ctx, 'you> ', history) : await ctx.prompter.lines().next();
+    } catch (err) {
+      // Ctrl-C at the prompt leaves: say how to come back to this conversation.
+      if (err instanceof Interrupted) stderr.write(`session ${session}; resume it with: agentry chat -a ${agent} -s ${session}\n`);
+      throw err;
+    }
     if (line === null) break;
     if (line.trim() === '') continue;
     const command = loopCommand(line);
     if (command === 'exit') break;
-    if (command) session = runLoopCommand(ctx, command, session);
-    else await conversationTurn(ctx, { agent, session, tools: opts.tools === true, message: line }, tally);
+    if (command === 'retry') {
+      if (!unanswered) {
+        stderr.write('nothing to retry: the last turn got its answer\n');
+        continue;
+      }
+      const { turn, outcome } = unanswered;
+      stderr.write(`retrying: ${oneLine(turn.message, 60)}\n`);
+      // The same turn again, not a new one: a retry that succeeds takes back its failure.
+      tally.turns -= 1;
+      if (outcome === 'failed') tally.failed -= 1;
+      const again = await conversationTurn(ctx, turn, tally);
+      unanswered = again === 'answered' ? undefined : { turn, outcome: again };
+      continue;
+    }
+    if (typeof command === 'string') {
+      session = runLoopCommand(ctx, command, session);
+      continue;
+    }
+    if ('unknown' in command) {
+      stderr.write(`unknown command ${command.unknown} (not sent to the agent): ${LOOP_HELP}; start a message with // to send a leading /\n`);
+      continue;
+    }
+    const turn: Turn = { agent, session, tools: opts.tools === true, message: command.message };
+    const outcome = await conversationTurn(ctx, turn, tally);
+    unanswered = outcome === 'answered' ? undefined : { turn, outcome };
   }
   // The exit status tells a script whether every turn got its answer.
   if (tally.failed > 0) throw new CliError(`${tally.failed} of ${tally.turns} turn${tally.turns === 1 ? '' : 's'} failed`);

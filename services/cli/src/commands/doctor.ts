@@ -82,8 +82,13 @@ async function checkAuth(ctx: Context, report: Report): Promise<AuthStatus | und
   try {
     const status = await ctx.anonymous.auth.status();
     const mode = status.requireAuth ? 'a login is required for management' : 'open: no login required (security.requireAuth is false)';
-    if (status.defaultPassword) {
+    // The gateway tells an anonymous caller about the default password only on an open server,
+    // where it stops nothing (anyone manages it anyway): worth a word, not a failure; it matters
+    // the moment security.requireAuth is turned on.
+    if (status.defaultPassword && status.requireAuth) {
       report({ check: 'auth', ok: false, detail: `${mode}; admin still has the default password`, fix: 'agentry passwd -u admin' });
+    } else if (status.defaultPassword) {
+      report({ check: 'auth', ok: true, detail: `${mode}; admin still has the default password: change it (agentry passwd -u admin) before requiring logins` });
     } else report({ check: 'auth', ok: true, detail: mode });
     return status;
   } catch (err) {

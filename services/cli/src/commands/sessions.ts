@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Session, SessionFilter, SessionMessage } from '@agentry/client';
+import { platformName, type Session, type SessionFilter, type SessionMessage } from '@agentry/client';
 import { UsageError } from '../errors.js';
 import { shortTime } from '../output.js';
 import { examples, intOption, type Cli } from '../command-kit.js';
@@ -36,12 +36,12 @@ export function sessionCommands(program: Command, cli: Cli): void {
           [
             { header: 'agent', value: (s) => s.agentId },
             { header: 'session', value: (s) => s.sessionKey, max: 40 },
-            { header: 'channel', value: (s) => s.channel },
+            { header: 'channel', value: (s) => platformName(s.channel) },
             { header: 'messages', value: (s) => s.messageCount, align: 'right' },
             { header: 'updated', value: (s) => shortTime(s.updatedAt) },
             { header: 'title', value: (s) => s.title, max: 50 },
           ],
-          'no sessions',
+          'no sessions yet: chatting starts one (agentry chat -a <agent>)',
         );
       }),
     );

@@ -105,7 +105,7 @@ async function listSkills(ctx: Context, opts: { scope: SkillScope | 'all'; agent
       { header: 'updated', value: (s) => shortTime(s.updatedAt) },
       { header: 'description', value: (s) => s.description, max: 70 },
     ],
-    'no skills',
+    'no skills yet: create one with agentry skills create -f SKILL.md',
   );
 }
 

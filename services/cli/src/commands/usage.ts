@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { UsageGroupBy, UsageRow } from '@agentry/client';
 import { examples, type Cli } from '../command-kit.js';
+import { shortTime } from '../output.js';
 
 interface UsageOpts {
   groupBy: UsageGroupBy;
@@ -32,7 +33,8 @@ export function usageCommands(program: Command, cli: Cli): void {
           }),
         );
         if (ctx.printer.jsonMode) return ctx.printer.json(report);
-        ctx.printer.note(`${report.groupBy}, ${report.from} .. ${report.to}`);
+        // The window as people read times (the JSON keeps the ISO instants).
+        ctx.printer.note(`by ${report.groupBy}, from ${shortTime(report.from)} to ${shortTime(report.to)} UTC`);
         const total = report.data.reduce(
           (t, r) => ({ key: 'total', promptTokens: t.promptTokens + r.promptTokens, completionTokens: t.completionTokens + r.completionTokens, totalTokens: t.totalTokens + r.totalTokens, requests: t.requests + r.requests }),
           { key: 'total', promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 },

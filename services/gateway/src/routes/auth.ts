@@ -84,8 +84,9 @@ function login({ deps, auth }: AuthContext) {
 /**
  * What a login screen needs before anyone logs in (public): whether management needs a login,
  * and who the Bearer JWT sent (if any, and still valid) belongs to. `defaultPassword` (admin
- * still has the documented default password) is told only to the admin: an anonymous caller
- * must not learn, without even a logged failed login, that admin/admin opens the service.
+ * still has the documented default password) is told only to the admin, or to anyone on an open
+ * server (requireAuth false: they already have admin's power): on a closed one an anonymous
+ * caller must not learn, without even a logged failed login, that admin/admin opens the service.
  */
 function loginStatus({ deps, auth }: AuthContext) {
   return async function loginStatus(req: TypedRequest<typeof StatusRoute>): Promise<AuthStatus> {
@@ -97,8 +98,10 @@ function loginStatus({ deps, auth }: AuthContext) {
       const known = claims ? auth.index.user(claims.username) : undefined;
       if (claims && known && known.tokenVersion === claims.tokenVersion) user = { username: claims.username, role: known.role };
     }
-    if (user?.role !== 'admin') return { requireAuth, user };
-    const admin = await getUser(deps.db.db, user.username);
+    // On an open server an anonymous caller already manages everything: the warning hides nothing from them.
+    if (user?.role !== 'admin' && requireAuth) return { requireAuth, user };
+    if (user && user.role !== 'admin') return { requireAuth, user };
+    const admin = await getUser(deps.db.db, user?.username ?? 'admin');
     const defaultPassword = admin ? await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash) : false;
     return { requireAuth, user, defaultPassword };
   };

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api, fetchAll } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, Binding, ChannelAccount, ChannelPlatformView } from '@agentry/client';
+import { platformName, type AgentListItem, type Binding, type ChannelAccount, type ChannelPlatformView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
 import { adminOnlyReason } from '../lib/permissions';
@@ -211,7 +211,17 @@ function PlatformSection({
       ) : (
         <p className="muted">No accounts.</p>
       )}
-      {open ? <AccountForm key={editing?.account?.id ?? 'new'} platform={p} account={editing?.account} agents={agents} onDone={onSaved} onCancel={() => onEdit(null)} /> : null}
+      {open ? (
+        <AccountForm
+          key={editing?.account?.id ?? 'new'}
+          platform={p}
+          account={editing?.account}
+          agents={agents}
+          firstApiKey={p.id === 'api' && accounts.length === 0 && !editing?.account}
+          onDone={onSaved}
+          onCancel={() => onEdit(null)}
+        />
+      ) : null}
     </section>
   );
 }
@@ -275,15 +285,19 @@ function AccountForm({
   platform,
   account,
   agents,
+  firstApiKey,
   onDone,
   onCancel,
 }: {
   platform: Platform;
   account: ChannelAccount | undefined;
   agents: AgentListItem[];
+  /** The account would be the first API key: on an open server, chat stops being anonymous. */
+  firstApiKey: boolean;
   onDone: (account: ChannelAccount, apiKey?: string) => void;
   onCancel: () => void;
 }) {
+  const { status } = useApp();
   const d = useAccountDraft(platform, account);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const action = useAction();
@@ -316,6 +330,12 @@ function AccountForm({
   return (
     <form className="form account-form" onSubmit={(e) => void submit(e)} aria-label={isNew ? `New ${platform.id} account` : `Edit ${platform.id} account ${account.id}`}>
       <h3>{isNew ? 'New account' : `Edit ${account.id}`}</h3>
+      {firstApiKey && !status.requireAuth ? (
+        <Notice kind="warn">
+          <strong>This makes chat key-only.</strong> While no API key exists, anyone may chat with this open server without logging in. Once this account exists,
+          every chat (this web UI's too) needs a login or an API key; other pages stay open (security.requireAuth is false).
+        </Notice>
+      ) : null}
       <AccountFields platform={platform} account={account} d={d} errors={errors} agents={agents} />
       {!anyError ? <ErrorText error={action.error} /> : null}
       <div className="form-actions">
@@ -445,7 +465,7 @@ function Bindings({ agents, platforms, why }: { agents: AgentListItem[]; platfor
               label="Platform"
               value={b.match.default ? '*' : (b.match.channel ?? '')}
               onValue={(v) => setRow(i, { ...b, match: v === '*' ? { default: true } : { channel: v } })}
-              options={[{ value: '*', label: 'any (default)' }, ...PLATFORMS.map((p) => ({ value: p.id, label: p.id }))]}
+              options={[{ value: '*', label: 'any (default)' }, ...PLATFORMS.map((p) => ({ value: p.id, label: platformName(p.id) }))]}
             />
             <SelectField
               label="Account"

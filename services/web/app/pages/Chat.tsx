@@ -1,13 +1,14 @@
 import { useCallback, useEffect, useRef, useState, type Dispatch, type KeyboardEvent, type RefObject, type SetStateAction } from 'react';
 import { api, fetchAll, messageOf } from '../lib/api';
-import { distinctTitles, filterItems } from '../lib/lists';
-import type { AguiToolEvent } from '@agentry/client';
+import { distinctTitles, filterItems, plainTitle } from '../lib/lists';
+import { ApiError, platformName, type AguiToolEvent } from '@agentry/client';
 import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
 import { applyText, applyToolResult, applyToolStart, prettyJson, turnsFromHistory, type AssistantTurn, type ToolPart, type Turn } from '../lib/turns';
 import type { AgentListItem, Session, SessionMessage } from '@agentry/client';
 import { Markdown } from '../components/Markdown';
+import { FirstSteps } from '../components/FirstSteps';
 import { ErrorText, Loading, SearchField, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
@@ -44,6 +45,7 @@ export function ChatPage({ agentId, sessionKey }: { agentId?: string | undefined
     return (
       <div className="page">
         <h1>Chat</h1>
+        <FirstSteps agents={0} />
         <p>
           There is no agent to talk to yet. <Link to="/agents/new">Create one from the template</Link>.
         </p>
@@ -134,7 +136,7 @@ function SessionsAside({
             >
               <span className="session-name">{titles.get(s.id)}</span>
               <span className="session-meta">
-                {s.channel !== 'api' ? <span className="badge">{s.channel}</span> : null} {s.turnCount} {s.turnCount === 1 ? 'message' : 'messages'} · {fmtTime(s.updatedAt)}
+                {s.channel !== 'api' ? <span className="badge">{platformName(s.channel)}</span> : null} {s.turnCount} {s.turnCount === 1 ? 'message' : 'messages'} · {fmtTime(s.updatedAt)}
               </span>
             </Link>
           </li>
@@ -205,7 +207,7 @@ async function streamInto(
   req: { agentId: string; sessionId: string; content: string },
   update: (fn: (a: AssistantTurn) => AssistantTurn) => void,
   controller: AbortController,
-): Promise<void> {
+): Promise<'unauthorized' | undefined> {
   let pending = '';
   let frame = 0;
   const flush = () => {
@@ -234,23 +236,53 @@ async function streamInto(
     flush();
     if (controller.signal.aborted) update((a) => ({ ...a, status: 'stopped' }));
     else update((a) => ({ ...a, status: 'error', error: messageOf(err) }));
+    // A 401 sends the tab to the login page: the message must wait for the way back.
+    if (err instanceof ApiError && err.status === 401) return 'unauthorized';
+  }
+  return undefined;
+}
+
+/**
+ * The composer's text per agent in the tab's sessionStorage, and a sent message until it got an
+ * answer: a login redirect (a 401, the first API key making chat key-only) unmounts the page, and
+ * the message typed before it must be in the composer on the way back.
+ */
+const draftKey = (agentId: string) => `agentry.chat.draft.${agentId}`;
+const sentKey = (agentId: string) => `agentry.chat.sent.${agentId}`;
+function store(key: string, value: string | null): void {
+  try {
+    if (value) sessionStorage.setItem(key, value);
+    else sessionStorage.removeItem(key);
+  } catch {
+    // Storage refused (private mode, quota): the draft is only not kept.
+  }
+}
+function readDraft(agentId: string): string {
+  try {
+    const text = sessionStorage.getItem(draftKey(agentId)) || sessionStorage.getItem(sentKey(agentId)) || '';
+    sessionStorage.removeItem(sentKey(agentId));
+    return text;
+  } catch {
+    return '';
   }
 }
 
 /** The composer's text, the running answer (Stop aborts it; leaving the page too), and send. */
 function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, stickRef: RefObject<boolean>, onChanged: () => void) {
-  const [input, setInput] = useState('');
+  const [input, setInput] = useState(() => readDraft(agentId));
   const [streaming, setStreaming] = useState(false);
+  useEffect(() => store(draftKey(agentId), input), [agentId, input]);
   const abortRef = useRef<AbortController | null>(null);
   const inputRef = useRef<HTMLTextAreaElement>(null);
 
   // Leaving the page stops the answer (the gateway cancels the run).
   useEffect(() => () => abortRef.current?.abort(), []);
 
-  const send = useCallback(async () => {
-    const text = input.trim();
+  /** Sends the composer's text, or `again` (Retry: the text of a failed or stopped turn, the composer left as it is). */
+  const send = useCallback(async (again?: string) => {
+    const text = (again ?? input).trim();
     if (!text || streaming) return;
-    setInput('');
+    if (again === undefined) setInput('');
     setStreaming(true);
     stickRef.current = true;
     const controller = new AbortController();
@@ -258,8 +290,10 @@ function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, st
     const key = uid();
     setTurns((t) => [...t, { role: 'user', key: uid(), text }, { role: 'assistant', key, parts: [], status: 'streaming' }]);
     const update = (fn: (a: AssistantTurn) => AssistantTurn) => setTurns((ts) => ts.map((t) => (t.key === key && t.role === 'assistant' ? fn(t) : t)));
+    store(sentKey(agentId), text);
     try {
-      await streamInto({ agentId, sessionId: sessionKey, content: text }, update, controller);
+      const outcome = await streamInto({ agentId, sessionId: sessionKey, content: text }, update, controller);
+      if (outcome !== 'unauthorized') store(sentKey(agentId), null);
     } finally {
       abortRef.current = null;
       setStreaming(false);
@@ -269,7 +303,12 @@ function useChatSend(agentId: string, sessionKey: string, setTurns: SetTurns, st
   }, [agentId, sessionKey, input, streaming, onChanged, setTurns, stickRef]);
 
   const stop = () => abortRef.current?.abort();
-  return { input, setInput, streaming, send, stop, inputRef };
+  /** Edit and resend: the turn's text back in the composer, to change before sending. */
+  const edit = useCallback((text: string) => {
+    setInput(text);
+    inputRef.current?.focus();
+  }, []);
+  return { input, setInput, streaming, send, stop, edit, inputRef };
 }
 
 function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged, onToggleSessions, sessionsOpen }: ConversationProps) {
@@ -306,8 +345,17 @@ function Conversation({ agentId, sessionKey, session, sessionsLoaded, onChanged,
       <div className="messages" ref={listRef} onScroll={onScroll} aria-live="polite" aria-busy={chat.streaming}>
         {loadingHistory ? <Loading what="Loading the conversation" /> : null}
         <ErrorText error={historyError} />
+        {/* A conversation is open, so an agent exists. */}
+        {turns.length === 0 && !loadingHistory ? <FirstSteps agents={1} /> : null}
         {turns.length === 0 && !loadingHistory ? <p className="muted empty-chat">Send a message to start. Answers stream in as the agent writes them; tool calls show as cards.</p> : null}
-        {turns.map((t) => (t.role === 'user' ? <UserBubble key={t.key} text={t.text} /> : <AssistantBubble key={t.key} turn={t} />))}
+        {turns.map((t, i) => {
+          if (t.role === 'user') return <UserBubble key={t.key} text={t.text} />;
+          // Only the last answer offers Retry: an earlier failure was followed by other turns since.
+          const asked = turns[i - 1];
+          const recover =
+            i === turns.length - 1 && !chat.streaming && !readOnly && (t.status === 'error' || t.status === 'stopped') && asked?.role === 'user' ? asked.text : undefined;
+          return <AssistantBubble key={t.key} turn={t} recover={recover === undefined ? undefined : { retry: () => void chat.send(recover), edit: () => chat.edit(recover) }} />;
+        })}
       </div>
       <Composer chat={chat} readOnly={readOnly} channel={session?.channel} />
     </section>
@@ -362,7 +410,7 @@ function SessionTitle({ agentId, session, busy, onChanged }: { agentId: string; 
   }
   return (
     <>
-      <h1 className="conversation-title">{session.title || session.sessionKey}</h1>
+      <h1 className="conversation-title">{plainTitle(session.title) || session.sessionKey}</h1>
       <button type="button" className="secondary" onClick={() => setEditing(session.title)} disabled={busy}>
         Rename
       </button>
@@ -397,7 +445,7 @@ function Composer({ chat, readOnly, channel }: { chat: ReturnType<typeof useChat
         value={chat.input}
         onChange={(e) => chat.setInput(e.target.value)}
         onKeyDown={onKeyDown}
-        placeholder={readOnly ? `This conversation came in over ${channel}; it is shown read-only.` : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
+        placeholder={readOnly ? `This conversation came in over ${platformName(channel ?? '')}; it is shown read-only.` : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
         rows={2}
         disabled={readOnly}
       />
@@ -422,7 +470,10 @@ function UserBubble({ text }: { text: string }) {
   );
 }
 
-function AssistantBubble({ turn }: { turn: AssistantTurn }) {
+/** A provider's failure is fixed on the Model providers page (its URL, key or model). */
+const PROVIDER_ERROR = /model provider|no model provider|upstream/i;
+
+function AssistantBubble({ turn, recover }: { turn: AssistantTurn; recover?: { retry: () => void; edit: () => void } | undefined }) {
   return (
     <div className="turn turn-assistant" data-status={turn.status}>
       <div className="bubble">
@@ -435,6 +486,21 @@ function AssistantBubble({ turn }: { turn: AssistantTurn }) {
         ) : null}
         {turn.status === 'stopped' ? <p className="muted stopped">Stopped before the answer was complete.</p> : null}
         {turn.status === 'error' ? <ErrorText className="turn-error" error={turn.error || 'the answer failed'} /> : null}
+        {turn.status === 'error' && PROVIDER_ERROR.test(turn.error ?? '') ? (
+          <p className="turn-fix">
+            <Link to="/providers">Check the model provider</Link> (its address, key and model), then retry.
+          </p>
+        ) : null}
+        {recover ? (
+          <div className="turn-actions">
+            <button type="button" className="secondary" onClick={recover.retry}>
+              Retry
+            </button>
+            <button type="button" className="secondary" onClick={recover.edit}>
+              Edit and resend
+            </button>
+          </div>
+        ) : null}
       </div>
     </div>
   );

@@ -4,7 +4,7 @@ import { filterItems } from '../lib/lists';
 import { notOwnerReason } from '../lib/permissions';
 import { describeSchedule, SCHEDULE_PRESETS } from '../lib/cron';
 import { useAction, useLoad } from '../lib/hooks';
-import type { AgentListItem, CronJob, CronRun, Page } from '@agentry/client';
+import { platformName, type AgentListItem, type CronJob, type CronRun, type Page } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, PageHeader, SearchField, SelectField, TextArea, TextField, Why, fmtTime } from '../components/ui';
 import { useApp } from '../context';
 
@@ -320,7 +320,7 @@ function DeliverFields({ deliver, onDeliver, error }: { deliver: Deliver; onDeli
           label="Platform"
           value={deliver.platform}
           onValue={(v) => onDeliver((d) => ({ ...d, platform: v }))}
-          options={[{ value: '', label: 'No delivery' }, ...['chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'].map((p) => ({ value: p, label: p }))]}
+          options={[{ value: '', label: 'No delivery' }, ...['chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'].map((p) => ({ value: p, label: platformName(p) }))]}
         />
         <TextField label="Account id" value={deliver.accountId} onValue={(v) => onDeliver((d) => ({ ...d, accountId: v }))} />
         <TextField label="Chat id" value={deliver.chatId} onValue={(v) => onDeliver((d) => ({ ...d, chatId: v }))} />
