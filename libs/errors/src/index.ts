@@ -46,6 +46,7 @@ export const Errors = {
   CONFLICT: define('CONFLICT', 409, 'Already exists'),
   /** A chain or agent other definitions name: deleting it would leave a reference anyone could fill. */
   IN_USE: define('IN_USE', 409, 'Still in use'),
+  QUOTA: define('QUOTA', 409, 'Limit reached'),
   GONE: define('GONE', 410, 'No longer available'),
   LAST_ADMIN: define('LAST_ADMIN', 409, 'At least one enabled admin must remain'),
   SEEDED_USER: define('SEEDED_USER', 409, 'This user comes from the configuration file'),

@@ -25,5 +25,5 @@ export {
   withinActiveHours,
 } from './heartbeat.js';
 export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './heartbeat-job.js';
-export { checkSchedule, nextTick } from './schedule.js';
+export { checkSchedule, nextTick, shortestGapSeconds } from './schedule.js';
 export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './submit.js';

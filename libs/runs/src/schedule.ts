@@ -57,3 +57,19 @@ export function nextTick(schedule: string, timezone: string, after: Date = new D
     return null;
   }
 }
+
+/**
+ * The shortest gap between the next few ticks, in seconds (Infinity when it fires at most once):
+ * what the agent's `cron` tool and the REST routes hold a plain user's schedule to.
+ */
+export function shortestGapSeconds(schedule: string, timezone: string): number {
+  let gap = Infinity;
+  let prev = nextTick(schedule, timezone);
+  for (let i = 0; i < 10 && prev; i++) {
+    const next = nextTick(schedule, timezone, prev);
+    if (!next) break;
+    gap = Math.min(gap, (next.getTime() - prev.getTime()) / 1000);
+    prev = next;
+  }
+  return gap;
+}

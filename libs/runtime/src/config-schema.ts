@@ -197,6 +197,14 @@ export const ConfigSchema = Type.Object(
         }),
         jwtSecret: Type.Optional(Type.String({ minLength: 16, description: 'JWT signing secret; generated and shared through Postgres when unset' })),
         jwtExpireHours: Type.Number({ exclusiveMinimum: 0, default: 24, description: 'JWT lifetime in hours' }),
+        // A plain user's cron jobs through the REST API, held as the agent's own `cron` tool holds
+        // an agent's: without them one user filled the scheduler with a job every second.
+        cronMinIntervalSeconds: Type.Integer({
+          minimum: 1,
+          default: 60,
+          description: 'shortest time between two ticks of a cron job a non-admin creates or changes through the API',
+        }),
+        cronMaxJobsPerUser: Type.Integer({ minimum: 0, default: 100, description: 'most cron jobs a non-admin user may own (admins: no limit)' }),
         allowUnsandboxedBash: Type.Boolean({
           default: false,
           description:

@@ -163,3 +163,46 @@ describe('agent audience without requireAuth', () => {
     expect((await h.app.inject({ method: 'GET', url: '/api/v1/agents/open1/audience' })).json()).toEqual(AUDIENCE_EVERYONE);
   });
 });
+
+/**
+ * Issue 35, finding 5: REST cron had no floor on the interval and no cap per user, so one user
+ * could have the scheduler fire every second, as often as they liked. A plain user is held as the
+ * agent's own `cron` tool holds an agent; admins are not.
+ */
+describe('cron limits for plain users (security.cronMinIntervalSeconds, cronMaxJobsPerUser)', { timeout: 120_000 }, () => {
+  let h: Harness;
+  let tokens: Record<'admin' | 'alice', string>;
+  const req = (token: string, method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown) =>
+    h.app.inject({ method, url: `/api/v1${url}`, headers: bearer(token), ...(payload === undefined ? {} : { payload: payload as object }) });
+
+  beforeAll(async () => {
+    h = await startHarness(`${YAML.replace('  requireAuth: true\n', '  requireAuth: true\n  cronMinIntervalSeconds: 300\n  cronMaxJobsPerUser: 2\n')}`);
+    tokens = { admin: await login(h.app, 'admin', PASSWORDS.admin), alice: await login(h.app, 'alice', PASSWORDS.alice) };
+    expect((await req(tokens.alice, 'POST', '/agents', agentDsl('alices'))).statusCode).toBe(201);
+  }, 300_000);
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('refuses a schedule that fires more often than the floor, on create and on change; admins are not held', async () => {
+    const every = (schedule: string) => ({ name: 'c', schedule, message: 'hi', target: 'alices' });
+    const fast = await req(tokens.alice, 'POST', '/cron', every('* * * * * *'));
+    expect(fast.statusCode).toBe(400);
+    expect(fast.json()).toEqual({ error: expect.stringMatching(/fires every 1 s; your jobs must be at least 300 s apart \(security\.cronMinIntervalSeconds\)/) });
+    const ok = await req(tokens.alice, 'POST', '/cron', every('0 */10 * * * *'));
+    expect(ok.statusCode).toBe(201);
+    const id = (ok.json() as { id: string }).id;
+    expect((await req(tokens.alice, 'PUT', `/cron/${id}`, { schedule: '*/5 * * * * *' })).statusCode).toBe(400);
+    expect((await req(tokens.admin, 'POST', '/cron', every('* * * * * *'))).statusCode).toBe(201);
+  });
+
+  it('caps the jobs a user owns with a 409 naming the limit', async () => {
+    const job = { name: 'd', schedule: '0 0 3 * * *', message: 'hi', target: 'alices' };
+    // alice owns one from the test above.
+    expect((await req(tokens.alice, 'POST', '/cron', job)).statusCode).toBe(201);
+    const over = await req(tokens.alice, 'POST', '/cron', job);
+    expect(over.statusCode).toBe(409);
+    expect(over.json()).toEqual({ error: 'Limit reached: you already own 2 cron jobs (the limit is 2, security.cronMaxJobsPerUser): delete one first' });
+    expect((await req(tokens.admin, 'POST', '/cron', job)).statusCode).toBe(201);
+  });
+});

@@ -16,7 +16,7 @@ import {
   type CronRunRecord,
 } from '@agentry/db';
 import { Id } from '@agentry/engine';
-import { checkSchedule, createCronJob, isHeartbeatJob, nextTick } from '@agentry/runs';
+import { checkSchedule, createCronJob, isHeartbeatJob, nextTick, shortestGapSeconds } from '@agentry/runs';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
 import { isAdmin, mayChange, ownerName } from '../auth/ownership.js';
@@ -190,6 +190,27 @@ async function checkMayTarget(db: Db, p: Principal, agentId: string, deliver: Cr
   if (deliver && !mayChange(p, row.owner)) throw new Errors.FORBIDDEN(`only the owner of agent "${agentId}" or an admin may have a cron job deliver its answers`);
 }
 
+/**
+ * A plain user's schedule fires at most every `security.cronMinIntervalSeconds`, and they own at
+ * most `security.cronMaxJobsPerUser` jobs (`creating`); admins are not held. 400 and 409 name the limit.
+ */
+async function checkUserLimits(deps: GatewayDeps, p: Principal, schedule: string | undefined, timezone: string, creating: boolean): Promise<void> {
+  if (isAdmin(p)) return;
+  const { cronMinIntervalSeconds: minInterval, cronMaxJobsPerUser: maxJobs } = deps.config.current.security;
+  if (schedule !== undefined) {
+    const gap = shortestGapSeconds(schedule, timezone);
+    if (gap < minInterval) {
+      throw new Errors.VALIDATION(`schedule: "${schedule}" fires every ${gap} s; your jobs must be at least ${minInterval} s apart (security.cronMinIntervalSeconds)`);
+    }
+  }
+  if (creating) {
+    const owned = await listCronJobs(deps.db.db, { owner: ownerName(p) });
+    if (owned.length >= maxJobs) {
+      throw new Errors.QUOTA(`you already own ${owned.length} cron jobs (the limit is ${maxJobs}, security.cronMaxJobsPerUser): delete one first`);
+    }
+  }
+}
+
 /** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
 async function create(deps: GatewayDeps, agentId: string, body: CreateBody, principal: Principal): Promise<CronJob> {
   const db = deps.db.db;
@@ -198,7 +219,10 @@ async function create(deps: GatewayDeps, agentId: string, body: CreateBody, prin
   const draft = { agentId, owner: ownerName(principal), name, schedule, message, timezone, disabled, deliver };
   const job = await createCronJob({ db, pubsub: deps.bus.pubsub, logger: deps.logger }, draft, {
     invalidSchedule: (reason) => new Errors.VALIDATION(reason),
-    beforeInsert: () => checkDeliver(db, body.deliver, agentId),
+    beforeInsert: async (checked, tz) => {
+      await checkUserLimits(deps, principal, checked, tz, true);
+      await checkDeliver(db, body.deliver, agentId);
+    },
     write: (insert) => noVanishedAgent(agentId, insert),
   });
   return jobView(job);
@@ -221,6 +245,7 @@ async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBod
   if (body.target !== undefined || body.deliver) await checkMayTarget(db, principal, body.target ?? current.agentId, body.deliver === undefined ? current.deliver : body.deliver);
   const timezone = body.timezone ?? current.timezone;
   const schedule = body.schedule !== undefined || body.timezone !== undefined ? checkedSchedule(body.schedule ?? current.schedule, timezone) : undefined;
+  await checkUserLimits(deps, principal, schedule, timezone, false);
   // A new target must be allowed the delivery the job keeps, and a new delivery the target.
   if (body.deliver !== undefined || body.target !== undefined) await checkDeliver(db, body.deliver === undefined ? current.deliver : body.deliver, body.target ?? current.agentId);
   const job = await noVanishedAgent(body.target ?? current.agentId, () =>

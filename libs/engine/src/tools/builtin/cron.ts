@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { announceChange, type InvalidatePublisher } from '@agentry/contracts';
 import { getCronJob, getRuleChain, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
-import { createCronJob, nextTick } from '@agentry/runs';
+import { createCronJob, nextTick, shortestGapSeconds } from '@agentry/runs';
 import { ToolError, type ToolContext } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
 
@@ -58,19 +58,6 @@ function view(job: CronJobRecord) {
   };
 }
 
-/** The shortest gap between the next few ticks, in seconds (Infinity when it fires at most once). */
-function shortestGap(schedule: string, timezone: string): number {
-  let gap = Infinity;
-  let prev = nextTick(schedule, timezone);
-  for (let i = 0; i < 10 && prev; i++) {
-    const next = nextTick(schedule, timezone, prev);
-    if (!next) break;
-    gap = Math.min(gap, (next.getTime() - prev.getTime()) / 1000);
-    prev = next;
-  }
-  return gap;
-}
-
 /** The context's `publishInvalidate` hook as the pub/sub port `announceChange` takes (none without a bus). */
 function publisher(ctx: ToolContext): InvalidatePublisher | undefined {
   const publish = ctx.publishInvalidate;
@@ -109,7 +96,7 @@ export const cronTool: BuiltinTool = {
         // An agent's own jobs are held tighter than an operator's: a floor on the interval and a cap on their number.
         beforeInsert: async (schedule, timezone) => {
           const minInterval = cfg.minIntervalSeconds ?? 60;
-          const gap = shortestGap(schedule, timezone);
+          const gap = shortestGapSeconds(schedule, timezone);
           if (gap < minInterval) {
             throw new ToolError(`schedule: "${schedule}" fires every ${gap} s; jobs created here must be at least ${minInterval} s apart`);
           }
