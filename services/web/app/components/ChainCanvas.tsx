@@ -1,9 +1,10 @@
-import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
-import { Background, Controls, Handle, MarkerType, Position, ReactFlow, ReactFlowProvider, applyNodeChanges, useReactFlow, type Connection, type Edge, type Node, type NodeChange, type NodeProps } from '@xyflow/react';
+import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as ReactPointerEvent, type ReactNode } from 'react';
+import { Background, BaseEdge, Controls, Handle, MarkerType, MiniMap, Position, ReactFlow, ReactFlowProvider, applyNodeChanges, useNodes, useReactFlow, type Connection, type Edge, type EdgeProps, type Node, type NodeChange, type NodeProps } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import './chain-canvas.css';
 import type { RuleChainDsl, ToolForms } from '@agentry/client';
-import { addNode, chainDsl, chainGraph, connect, editNode, moveNodes, nextPosition, problemsByElement, removeElements, setRelation, type ChainGraph, type Point } from '../lib/chain-graph';
+import { addNode, chainDsl, chainGraph, connect, editNode, moveNodes, nextPosition, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type Point } from '../lib/chain-graph';
+import { autoLayout, pathOf, routeEdge, type Box } from '../lib/chain-layout';
 import { replayOf, type NodeReplay, type RunStep } from '../lib/chain-replay';
 import { EdgeInspector, NodeInspector, RelationInput, ReplayPanel } from './ChainInspector';
 import { SelectField } from './ui';
@@ -68,18 +69,37 @@ function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
 }
 
 const NODE_TYPES = { rule: RuleNode };
+
+/** A connection drawn on its orthogonal route round the nodes (lib/chain-layout.ts), never under one. */
+function RoutedEdge({ id, source, target, sourceX, sourceY, targetX, targetY, label, markerEnd, style }: EdgeProps) {
+  const nodes = useNodes();
+  const boxes: Box[] = nodes.map((n) => ({ id: n.id, x: n.position.x, y: n.position.y, width: n.measured?.width ?? 208, height: n.measured?.height ?? 72 }));
+  const { d, label: at } = pathOf(routeEdge({ x: sourceX, y: sourceY }, { x: targetX, y: targetY }, source, target, boxes));
+  return <BaseEdge id={id} path={d} label={label} labelX={at.x} labelY={at.y} labelBgPadding={[4, 2]} markerEnd={markerEnd} {...(style ? { style } : {})} />;
+}
+const EDGE_TYPES = { routed: RoutedEdge };
 // Small chains are shown at their size rather than blown up; larger ones are zoomed out to fit.
 const FIT = { padding: 0.2, maxZoom: 1 };
 
+/**
+ * The chain's graph, laid out by dagre when no node has a stored position (nothing is written
+ * until an edit); stored positions are the author's and stay (Auto-layout redoes them on demand).
+ */
+function drawnGraph(dsl: RuleChainDsl): ChainGraph {
+  const graph = chainGraph(dsl);
+  return dsl.metadata.nodes.some((n) => storedPosition(n)) ? graph : moveNodes(graph, autoLayout(graph));
+}
+
 /** The graph of the draft, redrawn when the draft changes from outside (the JSON tab, a save's answer). */
 function useCanvasGraph(dsl: RuleChainDsl, onChange: (next: RuleChainDsl) => void) {
-  const [graph, setGraph] = useState<ChainGraph>(() => chainGraph(dsl));
+  const [graph, setGraph] = useState<ChainGraph>(() => drawnGraph(dsl));
   const emitted = useRef<RuleChainDsl | null>(null);
   useEffect(() => {
-    if (dsl !== emitted.current) setGraph(chainGraph(dsl));
+    if (dsl !== emitted.current) setGraph(drawnGraph(dsl));
   }, [dsl]);
   // Once edited here, every node's position is written (RuleGo's additionalInfo.layoutX/Y).
-  const emit = useCallback(
+  const history = useRef<{ past: ChainGraph[]; future: ChainGraph[] }>({ past: [], future: [] });
+  const show = useCallback(
     (next: ChainGraph) => {
       setGraph(next);
       const out = chainDsl(dsl, next, { positions: true });
@@ -88,7 +108,27 @@ function useCanvasGraph(dsl: RuleChainDsl, onChange: (next: RuleChainDsl) => voi
     },
     [dsl, onChange],
   );
-  return { graph, emit };
+  // Every edit is one step back (Ctrl+Z) and forward again (Ctrl+Shift+Z).
+  const emit = useCallback(
+    (next: ChainGraph) => {
+      history.current = { past: [...history.current.past.slice(-199), graph], future: [] };
+      show(next);
+    },
+    [graph, show],
+  );
+  const undo = useCallback(() => {
+    const prev = history.current.past.at(-1);
+    if (!prev) return;
+    history.current = { past: history.current.past.slice(0, -1), future: [graph, ...history.current.future] };
+    show(prev);
+  }, [graph, show]);
+  const redo = useCallback(() => {
+    const next = history.current.future[0];
+    if (!next) return;
+    history.current = { past: [...history.current.past, graph], future: history.current.future.slice(1) };
+    show(next);
+  }, [graph, show]);
+  return { graph, emit, undo, redo };
 }
 
 function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySet<string> | null, problems: Record<string, string[]>): Edge[] {
@@ -98,6 +138,7 @@ function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySe
     target: e.target,
     label: e.relation,
     selected: selection?.kind === 'edge' && selection.id === e.id,
+    type: 'routed',
     markerEnd: { type: MarkerType.ArrowClosed },
     animated: followed?.has(e.id) ?? false,
     className: [followed ? (followed.has(e.id) ? 'followed' : 'not-followed') : '', problems[e.id] ? 'has-problem' : ''].filter(Boolean).join(' '),
@@ -119,6 +160,49 @@ function CanvasToolbar({ forms, onAdd, relation, onRelation }: { forms: ToolForm
   );
 }
 
+/** Ctrl+Z, Ctrl+Shift+Z / Ctrl+Y and Escape (fullscreen) on the whole page while the canvas shows: a click on the pane leaves focus on the body. */
+function useCanvasKeys(opts: { undo: () => void; redo: () => void; fullscreen: boolean; setFullscreen: (on: boolean) => void }) {
+  const latest = useRef(opts);
+  latest.current = opts;
+  useEffect(() => {
+    const listen = (e: KeyboardEvent) => {
+      const { undo, redo, fullscreen, setFullscreen } = latest.current;
+      // Typing in a field keeps the browser's own undo there.
+      if (e.target instanceof HTMLElement && e.target.closest('input, textarea, select, [contenteditable="true"]')) return;
+      const key = e.key.toLowerCase();
+      if ((e.ctrlKey || e.metaKey) && key === 'z') {
+        e.preventDefault();
+        if (e.shiftKey) redo();
+        else undo();
+      } else if ((e.ctrlKey || e.metaKey) && key === 'y') {
+        e.preventDefault();
+        redo();
+      } else if (key === 'escape' && fullscreen) setFullscreen(false);
+    };
+    window.addEventListener('keydown', listen);
+    return () => window.removeEventListener('keydown', listen);
+  }, []);
+}
+
+function CanvasActions({ undo, redo, layout, fullscreen, setFullscreen }: { undo: () => void; redo: () => void; layout: () => void; fullscreen: boolean; setFullscreen: (on: boolean) => void }) {
+  return (
+    <div className="canvas-actions" role="toolbar" aria-label="Canvas actions">
+      <button type="button" className="secondary" onClick={undo} title="Ctrl+Z">
+        Undo
+      </button>
+      <button type="button" className="secondary" onClick={redo} title="Ctrl+Shift+Z">
+        Redo
+      </button>
+      <button type="button" className="secondary" onClick={layout}>
+        Auto-layout
+      </button>
+      <button type="button" className="secondary" aria-pressed={fullscreen} onClick={() => setFullscreen(!fullscreen)} title="Escape leaves it">
+        {fullscreen ? 'Leave fullscreen' : 'Fullscreen'}
+      </button>
+    </div>
+  );
+}
+
 export function ChainCanvas(props: ChainCanvasProps) {
   return (
     <ReactFlowProvider>
@@ -128,7 +212,9 @@ export function ChainCanvas(props: ChainCanvasProps) {
 }
 
 function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanvasProps) {
-  const { graph, emit } = useCanvasGraph(dsl, onChange);
+  const { graph, emit, undo, redo } = useCanvasGraph(dsl, onChange);
+  const [fullscreen, setFullscreen] = useState(false);
+  const [sideWidth, setSideWidth] = useState(352);
   const [selection, setSelection] = useState<Selection>(null);
   const [relation, setRelationDraft] = useState('Success');
   const [steps, setSteps] = useState<RunStep[] | null>(null);
@@ -151,9 +237,16 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanv
     emit(removeElements(graph, nodeIds, edgeIds));
     setSelection(null);
   };
+  const layout = () => {
+    const sizes = new Map(flowNodes.nodes.filter((n) => n.measured?.width).map((n) => [n.id, { width: n.measured?.width ?? 208, height: n.measured?.height ?? 72 }]));
+    emit(moveNodes(graph, autoLayout(graph, sizes)));
+    window.setTimeout(() => void flow.fitView(FIT), 50);
+  };
+  useCanvasKeys({ undo, redo, fullscreen, setFullscreen });
   return (
-    <div className="chain-canvas">
+    <div className={fullscreen ? 'chain-canvas fullscreen' : 'chain-canvas'} style={{ ['--side-width' as string]: `${sideWidth}px` }}>
       <CanvasToolbar forms={forms} onAdd={add} relation={relation} onRelation={setRelationDraft} />
+      <CanvasActions undo={undo} redo={redo} layout={layout} fullscreen={fullscreen} setFullscreen={setFullscreen} />
       {byElement.other.length ? (
         <div className="error-text" role="alert">
           <ul>
@@ -169,6 +262,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanv
             nodes={flowNodes.nodes}
             edges={edges}
             nodeTypes={NODE_TYPES}
+            edgeTypes={EDGE_TYPES}
             onNodesChange={flowNodes.onNodesChange}
             onNodeDragStop={onDragStop}
             onConnect={onConnect}
@@ -181,16 +275,57 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanv
             colorMode="system"
             fitView
             fitViewOptions={FIT}
+            minZoom={0.2}
           >
             <Background />
             <Controls />
+            <MiniMap pannable zoomable ariaLabel="Minimap of the chain" />
           </ReactFlow>
         </div>
+        <SideResizer width={sideWidth} onWidth={setSideWidth} />
         <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove}>
           <ReplayPanel agentId={agentId} replay={replay} steps={steps ?? []} onSteps={setSteps} />
         </CanvasSide>
       </div>
     </div>
+  );
+}
+
+const SIDE_MIN = 256;
+const SIDE_MAX = 720;
+
+/** The handle between canvas and side panel: drag it, or focus it and use the arrow keys. */
+function SideResizer({ width, onWidth }: { width: number; onWidth: (w: number) => void }) {
+  const clamp = (w: number) => Math.min(SIDE_MAX, Math.max(SIDE_MIN, Math.round(w)));
+  const onPointerDown = (e: ReactPointerEvent<HTMLDivElement>) => {
+    const startX = e.clientX;
+    const start = width;
+    const el = e.currentTarget;
+    el.setPointerCapture(e.pointerId);
+    const move = (ev: PointerEvent) => onWidth(clamp(start - (ev.clientX - startX)));
+    const up = () => {
+      el.removeEventListener('pointermove', move);
+      el.removeEventListener('pointerup', up);
+    };
+    el.addEventListener('pointermove', move);
+    el.addEventListener('pointerup', up);
+  };
+  return (
+    <div
+      className="canvas-resizer"
+      role="separator"
+      aria-orientation="vertical"
+      aria-label="Resize the side panel"
+      aria-valuemin={SIDE_MIN}
+      aria-valuemax={SIDE_MAX}
+      aria-valuenow={width}
+      tabIndex={0}
+      onPointerDown={onPointerDown}
+      onKeyDown={(e) => {
+        if (e.key === 'ArrowLeft') onWidth(clamp(width + 32));
+        else if (e.key === 'ArrowRight') onWidth(clamp(width - 32));
+      }}
+    />
   );
 }
 

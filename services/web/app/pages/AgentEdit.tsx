@@ -328,7 +328,7 @@ function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: Retur
   const { tab, errors, jsonError, action } = editor;
   return (
     <form
-      className="form"
+      className={tab === 'canvas' ? 'form wide' : 'form'}
       // The checks are ours (at the field, in words) and the server's; the browser's bubbles would hide the server's.
       noValidate
       onSubmit={(e) => {
