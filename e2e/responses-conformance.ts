@@ -1,4 +1,5 @@
 import OpenAI, { APIError } from 'openai';
+import { createParser } from 'eventsource-parser';
 import { expect, it } from 'vitest';
 import { SYSTEM_PROMPT, type ChatTarget } from './chat-conformance.js';
 import { assertValid } from './openai-schema.js';
@@ -89,6 +90,29 @@ export function responsesConformance(target: () => ResponsesTarget): void {
     expect(completed.response.output[0]).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: 'Once upon a time' }] });
     const created = events[0]!;
     expect(created.type === 'response.created' && created.response.id).toBe(completed.response.id);
+  });
+
+  it('names each streamed event on an event: line, as EventSource consumers listen for them', async () => {
+    const t = target();
+    t.fake.reset();
+    t.fake.script({ text: ['Named ', 'events'] });
+    const res = await post({ model: t.agentId, input: 'names', stream: true });
+    expect(res.status).toBe(200);
+    // eventsource-parser is the WHATWG EventSource parsing that browser-side libraries use: an
+    // event without an `event:` line would come out as the default 'message' type.
+    const seen: Array<{ event: string | undefined; id: string | undefined; data: string }> = [];
+    const parser = createParser({ onEvent: (e) => seen.push({ event: e.event, id: e.id, data: e.data }) });
+    parser.feed(await res.text());
+    expect(seen.length).toBeGreaterThan(5);
+    for (const e of seen) {
+      const data = JSON.parse(e.data) as { type: string };
+      assertValid('ResponseStreamEvent', data);
+      expect(e.event).toBe(data.type);
+    }
+    expect(seen.map((e) => e.event)).toContain('response.output_text.delta');
+    expect(seen.at(-1)?.event).toBe('response.completed');
+    // Events the client may resume after still carry their ids beside the name.
+    expect(seen.filter((e) => e.event === 'response.output_text.delta').every((e) => e.id !== undefined)).toBe(true);
   });
 
   it('works with the SDK stream helper and finalResponse()', async () => {
