@@ -115,6 +115,32 @@ export function responsesConformance(target: () => ResponsesTarget): void {
     expect(seen.filter((e) => e.event === 'response.output_text.delta').every((e) => e.id !== undefined)).toBe(true);
   });
 
+  it('passes text.format json_schema and json_object to the model as chat response_format, and echoes it', async () => {
+    const t = target();
+    t.fake.reset();
+    t.fake.script({ text: ['{"a":"b"}'] });
+    const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false };
+    const format = { type: 'json_schema' as const, name: 'answer', schema, strict: true };
+    const res = await client().responses.create({ model: t.agentId, input: 'json please', text: { format } });
+    assertValid('Response', res);
+    expect(res.output_text).toBe('{"a":"b"}');
+    expect(res.text?.format).toEqual(format);
+    expect(t.fake.requests.at(-1)!.body.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
+
+    t.fake.script({ text: ['{}'] });
+    const stream = await client().responses.create({ model: t.agentId, input: 'any json', text: { format: { type: 'json_object' } }, stream: true });
+    const events = [];
+    for await (const event of stream) events.push(event);
+    const completed = events.at(-1)!;
+    if (completed.type !== 'response.completed') throw new Error(`last event ${completed.type}`);
+    expect(completed.response.text?.format).toEqual({ type: 'json_object' });
+    expect(t.fake.requests.at(-1)!.body.response_format).toEqual({ type: 'json_object' });
+
+    t.fake.script({ text: ['plain'] });
+    await client().responses.create({ model: t.agentId, input: 'plain', text: { format: { type: 'text' } } });
+    expect(t.fake.requests.at(-1)!.body.response_format).toBeUndefined();
+  });
+
   it('works with the SDK stream helper and finalResponse()', async () => {
     const t = target();
     t.fake.reset();
@@ -307,7 +333,8 @@ export function responsesConformance(target: () => ResponsesTarget): void {
       [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x/y.png' }] }] }, /: input\[0\]\.content\[0\]/],
       [{ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] }, /: input\[0\]\.content\[0\]/],
       [{ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, /: input\[0\]/],
-      [{ text: { format: { type: 'json_object' } } }, /: text\.format/],
+      [{ text: { format: { type: 'yaml' } } }, /: text\.format/],
+      [{ text: { format: { type: 'json_schema' } } }, /: text\.format/],
     ];
     for (const [extra, message] of cases) {
       const res = await post({ model: t.agentId, input: 'x', ...extra });

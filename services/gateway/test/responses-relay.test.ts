@@ -168,6 +168,7 @@ describe('Responses encoders', () => {
     maxOutputTokens: null,
     toolChoice: 'auto',
     metadata: {},
+    textFormat: { type: 'text' },
   };
 
   it('number events from 0 and give usage only to a completed response', () => {
