@@ -1,4 +1,5 @@
 import OpenAI, { APIError } from 'openai';
+import { createParser } from 'eventsource-parser';
 import { expect, it } from 'vitest';
 import { SYSTEM_PROMPT, type ChatTarget } from './chat-conformance.js';
 import { assertValid } from './openai-schema.js';
@@ -89,6 +90,55 @@ export function responsesConformance(target: () => ResponsesTarget): void {
     expect(completed.response.output[0]).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: 'Once upon a time' }] });
     const created = events[0]!;
     expect(created.type === 'response.created' && created.response.id).toBe(completed.response.id);
+  });
+
+  it('names each streamed event on an event: line, as EventSource consumers listen for them', async () => {
+    const t = target();
+    t.fake.reset();
+    t.fake.script({ text: ['Named ', 'events'] });
+    const res = await post({ model: t.agentId, input: 'names', stream: true });
+    expect(res.status).toBe(200);
+    // eventsource-parser is the WHATWG EventSource parsing that browser-side libraries use: an
+    // event without an `event:` line would come out as the default 'message' type.
+    const seen: Array<{ event: string | undefined; id: string | undefined; data: string }> = [];
+    const parser = createParser({ onEvent: (e) => seen.push({ event: e.event, id: e.id, data: e.data }) });
+    parser.feed(await res.text());
+    expect(seen.length).toBeGreaterThan(5);
+    for (const e of seen) {
+      const data = JSON.parse(e.data) as { type: string };
+      assertValid('ResponseStreamEvent', data);
+      expect(e.event).toBe(data.type);
+    }
+    expect(seen.map((e) => e.event)).toContain('response.output_text.delta');
+    expect(seen.at(-1)?.event).toBe('response.completed');
+    // Events the client may resume after still carry their ids beside the name.
+    expect(seen.filter((e) => e.event === 'response.output_text.delta').every((e) => e.id !== undefined)).toBe(true);
+  });
+
+  it('passes text.format json_schema and json_object to the model as chat response_format, and echoes it', async () => {
+    const t = target();
+    t.fake.reset();
+    t.fake.script({ text: ['{"a":"b"}'] });
+    const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false };
+    const format = { type: 'json_schema' as const, name: 'answer', schema, strict: true };
+    const res = await client().responses.create({ model: t.agentId, input: 'json please', text: { format } });
+    assertValid('Response', res);
+    expect(res.output_text).toBe('{"a":"b"}');
+    expect(res.text?.format).toEqual(format);
+    expect(t.fake.requests.at(-1)!.body.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
+
+    t.fake.script({ text: ['{}'] });
+    const stream = await client().responses.create({ model: t.agentId, input: 'any json', text: { format: { type: 'json_object' } }, stream: true });
+    const events = [];
+    for await (const event of stream) events.push(event);
+    const completed = events.at(-1)!;
+    if (completed.type !== 'response.completed') throw new Error(`last event ${completed.type}`);
+    expect(completed.response.text?.format).toEqual({ type: 'json_object' });
+    expect(t.fake.requests.at(-1)!.body.response_format).toEqual({ type: 'json_object' });
+
+    t.fake.script({ text: ['plain'] });
+    await client().responses.create({ model: t.agentId, input: 'plain', text: { format: { type: 'text' } } });
+    expect(t.fake.requests.at(-1)!.body.response_format).toBeUndefined();
   });
 
   it('works with the SDK stream helper and finalResponse()', async () => {
@@ -283,7 +333,8 @@ export function responsesConformance(target: () => ResponsesTarget): void {
       [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x/y.png' }] }] }, /: input\[0\]\.content\[0\]/],
       [{ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] }, /: input\[0\]\.content\[0\]/],
       [{ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, /: input\[0\]/],
-      [{ text: { format: { type: 'json_object' } } }, /: text\.format/],
+      [{ text: { format: { type: 'yaml' } } }, /: text\.format/],
+      [{ text: { format: { type: 'json_schema' } } }, /: text\.format/],
     ];
     for (const [extra, message] of cases) {
       const res = await post({ model: t.agentId, input: 'x', ...extra });

@@ -93,10 +93,15 @@ type Event = { type: string; sequence_number: number; delta?: string; response?:
 const events = (body: string): Event[] =>
   body
     .split('\n\n')
-    // An `id:` line (what a client resumes from) may come first.
-    .map((e) => e.replace(/^id: [^\n]*\n/, ''))
-    .filter((e) => e.startsWith('data: '))
-    .map((e) => JSON.parse(e.slice(6)) as Event);
+    .filter((e) => /^data: /m.test(e))
+    .map((block) => {
+      // Each event is named on an `event:` line as OpenAI does; an `id:` line (what a client
+      // resumes from) may follow.
+      const name = /^event: (.*)$/m.exec(block)?.[1];
+      const event = JSON.parse(/^data: (.*)$/m.exec(block)![1]!) as Event;
+      expect(name).toBe(event.type);
+      return event;
+    });
 
 describe('POST /responses over the relay', () => {
   it('shows the answer, never the tool calls, in the stream and the body', async () => {
@@ -163,6 +168,7 @@ describe('Responses encoders', () => {
     maxOutputTokens: null,
     toolChoice: 'auto',
     metadata: {},
+    textFormat: { type: 'text' },
   };
 
   it('number events from 0 and give usage only to a completed response', () => {

@@ -33,6 +33,20 @@ export const ResponseUsage = Type.Object({
 });
 export type ResponseUsage = Static<typeof ResponseUsage>;
 
+/** `text.format` of a Responses request: what chat calls `response_format`, flattened. */
+export const ResponseTextFormat = Type.Union([
+  Type.Object({ type: Type.Literal('text') }),
+  Type.Object({ type: Type.Literal('json_object') }),
+  Type.Object({
+    type: Type.Literal('json_schema'),
+    name: Type.String({ minLength: 1, maxLength: 64 }),
+    description: Type.Optional(Type.String()),
+    schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  }),
+]);
+export type ResponseTextFormat = Static<typeof ResponseTextFormat>;
+
 export const ResponseObject = Type.Object({
   id: Type.String(),
   object: Type.Literal('response'),
@@ -53,7 +67,7 @@ export const ResponseObject = Type.Object({
   store: Type.Boolean(),
   temperature: Nullable(Type.Number()),
   top_p: Nullable(Type.Number()),
-  text: Type.Object({ format: Type.Object({ type: Type.Literal('text') }) }),
+  text: Type.Object({ format: ResponseTextFormat }),
   tool_choice: Type.Union([Type.Literal('auto'), Type.Literal('none')]),
   tools: Type.Array(Type.Unknown()),
   truncation: Type.Literal('disabled'),

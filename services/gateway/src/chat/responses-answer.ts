@@ -134,8 +134,8 @@ class ResponseStream {
   }
 
   /** Numbered whether or not it is written: a muted event still takes its sequence number. */
-  #send(event: unknown, id?: string): void {
-    if (!this.#muted) this.#sse!.send(event, id);
+  #send(event: { type: string }, id?: string): void {
+    if (!this.#muted) this.#sse!.send(event, id, event.type);
   }
 
   #beginMessage(): void {

@@ -1,4 +1,4 @@
-import type { ResponseObject, ResponseOutputMessage, ResponseUsage } from '@agentry/contracts';
+import type { ResponseObject, ResponseOutputMessage, ResponseTextFormat, ResponseUsage } from '@agentry/contracts';
 import type { DoneEvent } from './openai-chunks.js';
 
 /**
@@ -22,6 +22,8 @@ export interface ResponseMeta {
   maxOutputTokens: number | null;
   toolChoice: 'auto' | 'none';
   metadata: Record<string, string>;
+  /** The request's `text.format`, echoed as OpenAI does. */
+  textFormat: ResponseTextFormat;
 }
 
 /** `resp_<runId>`: the run row is where a later `previous_response_id` is looked up. */
@@ -81,7 +83,7 @@ export function responseObject(
     store: meta.store,
     temperature: meta.temperature,
     top_p: meta.topP,
-    text: { format: { type: 'text' } },
+    text: { format: meta.textFormat },
     tool_choice: meta.toolChoice,
     tools: [],
     truncation: 'disabled',

@@ -80,11 +80,12 @@ export class SseWriter {
   /**
    * One `data:` event holding `data` as JSON (opening the stream if need be), with `id` as its
    * event id (a client that reconnects sends the last one it got as `Last-Event-ID`); nothing
-   * once the client is gone.
+   * once the client is gone. `event` names it on an `event:` line, as OpenAI's Responses streams
+   * do: an `EventSource` listening for a type only sees events so named.
    */
-  send(data: unknown, id?: string): void {
+  send(data: unknown, id?: string, event?: string): void {
     this.open();
-    this.#write(`${idLine(id)}data: ${JSON.stringify(data)}\n\n`);
+    this.#write(`${event === undefined ? '' : `event: ${event}\n`}${idLine(id)}data: ${JSON.stringify(data)}\n\n`);
   }
 
   /** OpenAI's terminator. */

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
+import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
-import { ResponseObject, type RunMessage, type RunRequest } from '@agentry/contracts';
+import { ResponseObject, ResponseTextFormat, type ResponseFormat, type RunMessage, type RunRequest } from '@agentry/contracts';
 import { branchSessionAt, getRun, getSession, inTransaction, loadHistory } from '@agentry/db';
 import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
@@ -78,10 +79,26 @@ function refuseUnsupported(body: ResponsesBody): void {
   }
   const choice = body.tool_choice;
   if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none') throw new Errors.VALIDATION('tool_choice must be "auto" or "none"');
-  const format = (body.text as { format?: { type?: unknown } } | null | undefined)?.format?.type;
-  if (format !== undefined && format !== 'text') throw new Errors.VALIDATION('text.format: only plain text output is supported');
   if (body.background === true) throw new Errors.VALIDATION('background: background responses are not supported');
   if (body.conversation !== undefined && body.conversation !== null) throw new Errors.VALIDATION('conversation: not supported; continue with previous_response_id');
+}
+
+/** `text.format`, checked: the default plain text when not given. */
+function textFormatOf(text: unknown): ResponseTextFormat {
+  const format = (text as { format?: unknown } | null | undefined)?.format;
+  if (format === undefined || format === null) return { type: 'text' };
+  if (!Value.Check(ResponseTextFormat, format)) {
+    throw new Errors.VALIDATION('text.format must be {type: "text"}, {type: "json_object"} or {type: "json_schema", name, schema?, description?, strict?}');
+  }
+  return format;
+}
+
+/** Chat's `response_format` for the model call (the same thing, the schema nested); plain text is not sent. */
+function responseFormatOf(format: ResponseTextFormat): ResponseFormat | undefined {
+  if (format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const { type, ...jsonSchema } = format;
+  return { type, json_schema: jsonSchema };
 }
 
 /** Every input item is new to the session (the Responses API never resends earlier turns). */
@@ -90,6 +107,8 @@ function toRunRequest(body: ResponsesBody, messages: RunMessage[]): RunRequest {
   if (typeof body.temperature === 'number') params.temperature = body.temperature;
   if (typeof body.top_p === 'number') params.top_p = body.top_p;
   if (typeof body.max_output_tokens === 'number') params.max_tokens = body.max_output_tokens;
+  const responseFormat = responseFormatOf(textFormatOf(body.text));
+  if (responseFormat) params.response_format = responseFormat;
   return { messages, sessionTurns: 'all', ...(body.stream === true ? { stream: true } : {}), ...(Object.keys(params).length > 0 ? { params } : {}) };
 }
 
@@ -159,6 +178,7 @@ function metaOf(body: ResponsesBody, runId: string, store: boolean, createdAt = 
     maxOutputTokens: body.max_output_tokens ?? null,
     toolChoice: body.tool_choice === 'none' ? 'none' : 'auto',
     metadata: body.metadata ?? {},
+    textFormat: textFormatOf(body.text),
   };
 }
 
