@@ -9,6 +9,7 @@ import {
   getOutboundByRun,
   getRuleChain,
   getRun,
+  getChannelAccount,
   getUser,
   insertCronRun,
   isFinalRunStatus,
@@ -38,7 +39,7 @@ import {
   type RunWatchResult,
   type RunWatch,
 } from '@agentry/engine';
-import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
+import { agentMaySendThrough, deliverChatRefusal, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
 /** Longest output kept on a `cron_runs` row. */
@@ -115,6 +116,12 @@ export class Firer {
       // Bindings may have changed since the job was written: checked again at every fire.
       if (job.deliver && !(await agentMaySendThrough(this.db, job.agentId, job.deliver.platform, job.deliver.accountId))) {
         throw new Error(notBoundMessage(job.agentId, job.deliver.platform, job.deliver.accountId));
+      }
+      // So may the account's allow_from: a chat it no longer admits is not sent to.
+      if (job.deliver) {
+        const account = await getChannelAccount(this.db, job.deliver.platform, job.deliver.accountId);
+        const refusal = account && deliverChatRefusal(account, job.deliver.platform, job.deliver.chatId);
+        if (refusal) throw new Error(refusal);
       }
       const principal = await runPrincipal(this.db, this.bus, job, agent, log);
       await submitRun(
