@@ -35,7 +35,6 @@ export { AgentCache, SkillsCache } from './runs/agent-cache.js';
 export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './runs/agent-enabled.js';
 export { cancelRun } from './runs/cancel.js';
 export { createCronJob } from './runs/create-cron-job.js';
-export { overJobCap, shortestGap, tooFrequent } from './cron-limits.js';
 export { RunEventPublisher, type EventBody } from './runs/events/publisher.js';
 export { EventGapError, RunEventQueue } from './runs/events/queue.js';
 export { RunRelay, storedEnding } from './runs/events/relay.js';

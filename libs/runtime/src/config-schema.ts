@@ -236,21 +236,6 @@ export const ConfigSchema = Type.Object(
           },
           { additionalProperties: false, default: {}, description: 'per-credential request limits' },
         ),
-        cron: Type.Object(
-          {
-            minIntervalSeconds: Type.Integer({
-              minimum: 1,
-              default: 60,
-              description: 'shortest time between two ticks of a cron job a non-admin user creates or reschedules through the REST routes (the cron tool has its own minIntervalSeconds)',
-            }),
-            maxJobsPerUser: Type.Integer({
-              minimum: 0,
-              default: 20,
-              description: 'most cron jobs a non-admin user may own; creating one more is a 409',
-            }),
-          },
-          { additionalProperties: false, default: {}, description: 'limits on the cron jobs users create over REST; admins are exempt (operators schedule what they need)' },
-        ),
       },
       { additionalProperties: false, default: {} },
     ),

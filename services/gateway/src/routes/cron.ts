@@ -15,7 +15,7 @@ import {
   type CronJobRecord,
   type CronRunRecord,
 } from '@agentry/db';
-import { Id, checkSchedule, createCronJob, isHeartbeatJob, nextTick, overJobCap, tooFrequent } from '@agentry/engine';
+import { Id, checkSchedule, createCronJob, isHeartbeatJob, nextTick } from '@agentry/engine';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, deliverChatRefusal, notBoundMessage } from '@agentry/channels';
 import { isAdmin, mayChange, ownerName } from '../auth/ownership.js';
@@ -192,23 +192,6 @@ async function checkMayTarget(db: Db, p: Principal, agentId: string, deliver: Cr
   if (deliver && !mayChange(p, row.owner)) throw new Errors.FORBIDDEN(`only the owner of agent "${agentId}" or an admin may have a cron job deliver its answers`);
 }
 
-/**
- * A user's jobs are held to the same limits as an agent's own (one implementation, shared with
- * the `cron` tool): a floor on the interval, a cap on how many it owns. Admins are exempt.
- */
-function checkFrequency(deps: GatewayDeps, p: Principal, schedule: string, timezone: string): void {
-  if (isAdmin(p)) return;
-  const tooOften = tooFrequent(schedule, timezone, deps.config.current.security.cron.minIntervalSeconds, 'by users');
-  if (tooOften) throw new Errors.VALIDATION(tooOften);
-}
-
-async function checkJobCap(deps: GatewayDeps, p: Principal): Promise<void> {
-  if (isAdmin(p)) return;
-  const owned = await listCronJobs(deps.db.db, { owner: ownerName(p) });
-  const over = overJobCap(owned.filter(listed).length, deps.config.current.security.cron.maxJobsPerUser);
-  if (over) throw new Errors.FORBIDDEN(over);
-}
-
 /** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
 async function create(deps: GatewayDeps, agentId: string, body: CreateBody, principal: Principal): Promise<CronJob> {
   const db = deps.db.db;
@@ -217,11 +200,7 @@ async function create(deps: GatewayDeps, agentId: string, body: CreateBody, prin
   const draft = { agentId, owner: ownerName(principal), name, schedule, message, timezone, disabled, deliver };
   const job = await createCronJob({ db, pubsub: deps.bus.pubsub, logger: deps.logger }, draft, {
     invalidSchedule: (reason) => new Errors.VALIDATION(reason),
-    beforeInsert: async (normalised, tz) => {
-      checkFrequency(deps, principal, normalised, tz);
-      await checkJobCap(deps, principal);
-      await checkDeliver(db, body.deliver, agentId);
-    },
+    beforeInsert: () => checkDeliver(db, body.deliver, agentId),
     write: (insert) => noVanishedAgent(agentId, insert),
   });
   return jobView(job);
@@ -244,7 +223,6 @@ async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBod
   if (body.target !== undefined || body.deliver) await checkMayTarget(db, principal, body.target ?? current.agentId, body.deliver === undefined ? current.deliver : body.deliver);
   const timezone = body.timezone ?? current.timezone;
   const schedule = body.schedule !== undefined || body.timezone !== undefined ? checkedSchedule(body.schedule ?? current.schedule, timezone) : undefined;
-  if (schedule !== undefined) checkFrequency(deps, principal, schedule, timezone);
   // A new target must be allowed the delivery the job keeps, and a new delivery the target.
   if (body.deliver !== undefined || body.target !== undefined) await checkDeliver(db, body.deliver === undefined ? current.deliver : body.deliver, body.target ?? current.agentId);
   const job = await noVanishedAgent(body.target ?? current.agentId, () =>

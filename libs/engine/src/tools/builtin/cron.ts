@@ -3,7 +3,6 @@ import { announceChange, type InvalidatePublisher } from '@agentry/contracts';
 import { getCronJob, getRuleChain, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
 import { nextTick } from '../../runs/schedule.js';
 import { createCronJob } from '../../runs/create-cron-job.js';
-import { overJobCap, tooFrequent } from '../../cron-limits.js';
 import { ToolError, type ToolContext } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
 
@@ -60,6 +59,19 @@ function view(job: CronJobRecord) {
   };
 }
 
+/** The shortest gap between the next few ticks, in seconds (Infinity when it fires at most once). */
+function shortestGap(schedule: string, timezone: string): number {
+  let gap = Infinity;
+  let prev = nextTick(schedule, timezone);
+  for (let i = 0; i < 10 && prev; i++) {
+    const next = nextTick(schedule, timezone, prev);
+    if (!next) break;
+    gap = Math.min(gap, (next.getTime() - prev.getTime()) / 1000);
+    prev = next;
+  }
+  return gap;
+}
+
 /** The context's `publishInvalidate` hook as the pub/sub port `announceChange` takes (none without a bus). */
 function publisher(ctx: ToolContext): InvalidatePublisher | undefined {
   const publish = ctx.publishInvalidate;
@@ -97,11 +109,16 @@ export const cronTool: BuiltinTool = {
         invalidSchedule: (reason) => new ToolError(`schedule: ${reason}`),
         // An agent's own jobs are held tighter than an operator's: a floor on the interval and a cap on their number.
         beforeInsert: async (schedule, timezone) => {
-          const tooOften = tooFrequent(schedule, timezone, cfg.minIntervalSeconds ?? 60);
-          if (tooOften) throw new ToolError(tooOften);
+          const minInterval = cfg.minIntervalSeconds ?? 60;
+          const gap = shortestGap(schedule, timezone);
+          if (gap < minInterval) {
+            throw new ToolError(`schedule: "${schedule}" fires every ${gap} s; jobs created here must be at least ${minInterval} s apart`);
+          }
+          const maxJobs = cfg.maxJobs ?? 20;
           const existing = await listCronJobs(ctx.db, { agentId: ctx.agentId });
-          const over = overJobCap(existing.length, cfg.maxJobs ?? 20);
-          if (over) throw new ToolError(`${over} (or ask an operator)`);
+          if (existing.length >= maxJobs) {
+            throw new ToolError(`cron: you already have ${existing.length} jobs (the limit is ${maxJobs}); disable or ask an operator to remove one`);
+          }
           // The job is the agent's doing: it belongs to whoever owns the agent.
           const owner = (await dbCall(() => getRuleChain(ctx.db, ctx.agentId)))?.owner;
           return owner !== undefined ? { owner } : {};
