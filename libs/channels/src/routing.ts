@@ -107,3 +107,17 @@ export function agentMaySendThrough(db: Db, agentId: string, platform: string, a
 export function notBoundMessage(agentId: string, platform: string, accountId: string): string {
   return `agent "${agentId}" may not send through ${platform} account "${accountId}": no binding connects them (an admin adds one with PUT /api/v1/bindings)`;
 }
+
+/**
+ * May an agent's own message (a cron job's `deliver`) go to `chatId` of this account? The account
+ * admits a chat the same way it admits an inbound one: an account whose dm or group policy is
+ * not `allow` (an allowlist, or disabled) reaches only the chats its `allow_from` lists, so a
+ * user cannot aim a bound bot at any chat id of their choosing. Null when allowed, else why not.
+ */
+export function deliverChatRefusal(account: Pick<AccountContext, 'settings'> & { id: string }, platform: string, chatId: string): string | null {
+  const policies = (['dm_policy', 'group_policy'] as const).map((f) => (isPolicy(account.settings[f]) ? account.settings[f] : 'allow'));
+  if (policies.every((p) => p === 'allow')) return null;
+  const allow = Array.isArray(account.settings.allow_from) ? (account.settings.allow_from as unknown[]).map(String) : [];
+  if (allow.includes(chatId)) return null;
+  return `chat "${chatId}" is not in the allow_from of ${platform} account "${account.id}"; this account reaches only the chats listed there`;
+}

@@ -327,6 +327,27 @@ describeOnBothEngines('cron jobs', (env: () => Env) => {
       expect(res.json().error).toMatch(reason);
     }
   });
+  it('deliver reaches only the chats the account admits: an allowlist account only those in allow_from (403 otherwise)', async () => {
+    const agent = await newAgent();
+    await upsertChannelAccount(env().db, {
+      platform: 'chat_a',
+      id: 'listed',
+      name: 'Listed',
+      enabled: true,
+      settings: { dm_policy: 'allowlist', group_policy: 'disabled', allow_from: ['room-1'] },
+      secretsSealed: null,
+      apiKeyHash: null,
+      fileHmac: null,
+    });
+    const bound = await req('PUT', '/bindings', { bindings: [{ agentId: agent, match: { channel: 'chat_a', accountId: 'listed' } }] });
+    expect(bound.statusCode, bound.body).toBe(200);
+    const other = await req('POST', '/cron', job(agent, { deliver: { platform: 'chat_a', accountId: 'listed', chatId: 'someone-else' } }));
+    expect(other.statusCode).toBe(403);
+    expect(other.json().error).toMatch(/chat "someone-else" is not in the allow_from of chat_a account "listed"/);
+    const created = await create(job(agent, { deliver: { platform: 'chat_a', accountId: 'listed', chatId: 'room-1' } }));
+    const moved = await req('PUT', `/cron/${created.id}`, { deliver: { platform: 'chat_a', accountId: 'listed', chatId: 'room-2' } });
+    expect(moved.statusCode).toBe(403);
+  });
   it("an agent's heartbeat is the cron job heartbeat:<id>: made by a save of the agent, announced, refused by the cron routes, disabled when removed", async () => {
     const agent = uid('beat_agent');
     const dsl = agentDsl(agent);

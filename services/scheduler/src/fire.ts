@@ -8,6 +8,7 @@ import {
   getCronRunByTick,
   getRuleChain,
   getRun,
+  getChannelAccount,
   getUser,
   insertCronRun,
   isFinalRunStatus,
@@ -34,7 +35,7 @@ import {
   withinActiveHours,
   type CronRunOutcome,
 } from '@agentry/runs';
-import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
+import { agentMaySendThrough, deliverChatRefusal, notBoundMessage } from '@agentry/channels';
 import type { Reconciler } from './reconcile.js';
 
 export interface FirerOptions {
@@ -99,6 +100,12 @@ export class Firer {
       // Bindings may have changed since the job was written: checked again at every fire.
       if (job.deliver && !(await agentMaySendThrough(this.db, job.agentId, job.deliver.platform, job.deliver.accountId))) {
         throw new Error(notBoundMessage(job.agentId, job.deliver.platform, job.deliver.accountId));
+      }
+      // So may the account's allow_from: a chat it no longer admits is not sent to.
+      if (job.deliver) {
+        const account = await getChannelAccount(this.db, job.deliver.platform, job.deliver.accountId);
+        const refusal = account && deliverChatRefusal(account, job.deliver.platform, job.deliver.chatId);
+        if (refusal) throw new Error(refusal);
       }
       const principal = await runPrincipal(this.db, this.bus, job, agent, log);
       await submitRun(

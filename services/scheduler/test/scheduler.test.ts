@@ -24,6 +24,7 @@ import {
   finishOutboundMessage,
   settleCronDelivery,
   getOutboundByRun,
+  upsertChannelAccount,
   inTransaction,
   appendBinding,
 } from '@agentry/db';
@@ -344,6 +345,26 @@ describe('Firer: fires become runs, once per tick', () => {
     await f.fire({ id: job.id, scheduledAt: new Date('2026-03-01T18:00:00Z'), data: fireData(job.id) });
     const [fire] = await settled(db, job.id);
     expect(fire).toMatchObject({ status: 'failed', error: expect.stringMatching(/may not send through chat_a account "team": no binding connects them/) });
+    expect(await countRunsOfAgent(db, agentId)).toBe(0);
+  });
+
+  it("a fire to a chat the account's allow_from no longer admits fails and runs nothing", async () => {
+    const { db } = env();
+    await upsertChannelAccount(db, {
+      platform: 'chat_a',
+      id: 'gated',
+      name: 'Gated',
+      enabled: true,
+      settings: { dm_policy: 'allowlist', group_policy: 'allowlist', allow_from: ['room-1'] },
+      secretsSealed: null,
+      apiKeyHash: null,
+      fileHmac: null,
+    });
+    const { agentId, job } = await agentWithJob(db, { deliver: { platform: 'chat_a', accountId: 'gated', chatId: 'stranger' } });
+    const f = firer();
+    await f.fire({ id: job.id, scheduledAt: new Date('2026-03-01T18:10:00Z'), data: fireData(job.id) });
+    const [fire] = await settled(db, job.id);
+    expect(fire).toMatchObject({ status: 'failed', error: expect.stringMatching(/chat "stranger" is not in the allow_from of chat_a account "gated"/) });
     expect(await countRunsOfAgent(db, agentId)).toBe(0);
   });
 

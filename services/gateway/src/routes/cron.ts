@@ -18,7 +18,7 @@ import {
 import { Id } from '@agentry/engine';
 import { checkSchedule, createCronJob, isHeartbeatJob, nextTick, shortestGapSeconds } from '@agentry/runs';
 import { PLATFORMS } from '@agentry/runtime';
-import { agentMaySendThrough, notBoundMessage } from '@agentry/channels';
+import { agentMaySendThrough, deliverChatRefusal, notBoundMessage } from '@agentry/channels';
 import { isAdmin, mayChange, ownerName } from '../auth/ownership.js';
 import type { Principal } from '../auth/credentials.js';
 import { mayChatWith } from '../auth/audience.js';
@@ -154,9 +154,12 @@ export async function checkDeliver(db: Db, deliver: CronDeliver | null | undefin
     throw new Errors.VALIDATION(`${platformField} "${deliver.platform}" is not a messaging platform (one of ${platforms.join(', ')})`);
   }
   const accounts = await listChannelAccounts(db, deliver.platform);
-  if (!accounts.some((a) => a.id === deliver.accountId)) {
+  const account = accounts.find((a) => a.id === deliver.accountId);
+  if (!account) {
     throw new Errors.VALIDATION(`${accountField} "${deliver.accountId}" is not a ${deliver.platform} account`);
   }
+  const refusal = deliverChatRefusal(account, deliver.platform, deliver.chatId);
+  if (refusal) throw new Errors.FORBIDDEN(refusal);
   if (bound && !(await agentMaySendThrough(db, agentId, deliver.platform, deliver.accountId))) {
     throw new Errors.FORBIDDEN(notBoundMessage(agentId, deliver.platform, deliver.accountId));
   }

@@ -71,9 +71,9 @@ export function ruleRoutes(app: FastifyInstance, deps: GatewayDeps, chains: Chai
   api.post('/rules/:id/reload', { config: owner, schema: ReloadRule }, reloadRule(ctx));
 
   // Agent-level routes: only the rules of that agent.
-  api.get('/agents/:agentId/rules', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: ListAgentRules }, listAgentRules(ctx));
+  api.get('/agents/:agentId/rules', { config: agentOwner, serializerCompiler: serializeAsWritten, schema: ListAgentRules }, listAgentRules(ctx));
   api.post('/agents/:agentId/rules', { config: agentOwner, serializerCompiler: serializeAsWritten, schema: CreateAgentRule }, createAgentRule(ctx));
-  api.get('/agents/:agentId/rules/:id', { config: { access: 'user' }, serializerCompiler: serializeAsWritten, schema: GetAgentRule }, getAgentRule(ctx));
+  api.get('/agents/:agentId/rules/:id', { config: agentOwner, serializerCompiler: serializeAsWritten, schema: GetAgentRule }, getAgentRule(ctx));
   api.put('/agents/:agentId/rules/:id', { config: agentOwner, serializerCompiler: serializeAsWritten, schema: UpdateAgentRule }, updateAgentRule(ctx));
   api.delete('/agents/:agentId/rules/:id', { config: agentOwner, schema: DeleteAgentRule }, deleteAgentRule(ctx));
   api.post('/agents/:agentId/rules/:id/reload', { config: agentOwner, schema: ReloadAgentRule }, reloadAgentRule(ctx));

@@ -18,6 +18,8 @@ import {
   type SkillStatus,
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
+import type { Principal } from '../auth/credentials.js';
+import { assertOwner } from '../auth/ownership.js';
 import { documentBody } from '../openapi.js';
 import { PageQuery, iso, pageOf, requireAgent, typed } from './common.js';
 
@@ -60,6 +62,7 @@ interface Req<P = unknown, Q = unknown, B = unknown> {
   params: P;
   query: Q;
   body: B;
+  principal: Principal;
 }
 /** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
 interface Reply {
@@ -257,14 +260,18 @@ function uploadAgentSkills(deps: GatewayDeps) {
 // Global skill routes: both scopes.
 
 function listAllSkills(deps: GatewayDeps) {
-  return async (req: Req<unknown, Static<typeof ListQuery>>): Promise<SkillPage> =>
-    page(deps.db.db, { scope: req.query.scope ?? 'all', agentId: req.query.agentId }, req.query);
+  return async (req: Req<unknown, Static<typeof ListQuery>>): Promise<SkillPage> => {
+    if (req.query.agentId !== undefined && req.query.scope !== 'global') await assertOwner(deps.db.db, req.principal, 'agent', { agentId: req.query.agentId });
+    return page(deps.db.db, { scope: req.query.scope ?? 'all', agentId: req.query.agentId }, req.query);
+  };
 }
 
 function getSkillByName(deps: GatewayDeps) {
   return async (req: Req<NameParams, SelectorQuery>): Promise<Skill> => {
     const { name } = req.params;
     const { scope, agentId } = req.query;
+    // An agent's local skills follow its workspace rule: only its owner and admins read them.
+    if (agentId !== undefined && scope !== 'global') await assertOwner(deps.db.db, req.principal, 'agent', { agentId });
     // Without a scope, an agent's own skill wins over a global one of the same name.
     if (scope === undefined && agentId) {
       const local = await getSkill(deps.db.db, { scope: 'local', agentId, name });
@@ -346,8 +353,8 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const deleted = { 200: SuccessBody };
   const uploaded = { 200: SkillUploadResult };
 
-  api.get('/agents/:agentId/skills', { config: user, schema: { params: AgentParams, querystring: Type.Object(PageQuery), response: { 200: SkillPage } } }, listAgentSkills(deps));
-  api.get('/agents/:agentId/skills/:name', { config: user, schema: { params: AgentSkillParams, response: one } }, getAgentSkill(deps));
+  api.get('/agents/:agentId/skills', { config: agentOwner, schema: { params: AgentParams, querystring: Type.Object(PageQuery), response: { 200: SkillPage } } }, listAgentSkills(deps));
+  api.get('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, response: one } }, getAgentSkill(deps));
   api.post('/agents/:agentId/skills', { config: agentOwner, schema: { params: AgentParams, body: Type.Object(NewSkill, Closed), response: created } }, createAgentSkill(deps));
   api.put('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, body: Type.Object(SkillFields, Closed), response: one } }, updateAgentSkill(deps));
   api.delete('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, response: deleted } }, deleteAgentSkill(deps));
