@@ -454,7 +454,7 @@ describe('mass assignment (OWASP API3): read-only properties in bodies are refus
     }
     await ok(await call('POST', '/agents/bob_skills/skills', bob, { name: 'mine', description: 'd', content: 'c' }), 201);
     expect((await ok(await call('GET', '/agents/bob_skills/skills/mine', bob))).json()).toMatchObject({ name: 'mine', content: 'c' });
-    expect((await call('GET', '/agents/beta/skills/mine', bob)).statusCode).toBe(404);
+    expect((await call('GET', '/agents/beta/skills/mine', bob)).statusCode).toBe(403);
     expect((await call('GET', '/skills/mine?scope=global', bob)).statusCode).toBe(404);
   });
 

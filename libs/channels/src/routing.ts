@@ -110,13 +110,15 @@ export function notBoundMessage(agentId: string, platform: string, accountId: st
 
 /**
  * May an agent's own message (a cron job's `deliver`) go to `chatId` of this account? The account
- * admits a chat the same way it admits an inbound one: an account whose dm or group policy is
- * not `allow` (an allowlist, or disabled) reaches only the chats its `allow_from` lists, so a
- * user cannot aim a bound bot at any chat id of their choosing. Null when allowed, else why not.
+ * admits a chat the way it admits an inbound one: an account whose dm and group policies are
+ * both closed (an allowlist, or disabled) reaches only the chats its `allow_from` lists, so a
+ * user cannot aim a bound bot at any chat id of their choosing. One kind open to everyone admits
+ * any id (whether an id is a direct or a group chat is not known here). Null when allowed, else why not.
  */
 export function deliverChatRefusal(account: Pick<AccountContext, 'settings'> & { id: string }, platform: string, chatId: string): string | null {
   const policies = (['dm_policy', 'group_policy'] as const).map((f) => (isPolicy(account.settings[f]) ? account.settings[f] : 'allow'));
-  if (policies.every((p) => p === 'allow')) return null;
+  // Which kind a chat id is (direct or group) is not known here: one kind open to everyone admits it.
+  if (policies.some((p) => p === 'allow')) return null;
   const allow = Array.isArray(account.settings.allow_from) ? (account.settings.allow_from as unknown[]).map(String) : [];
   if (allow.includes(chatId)) return null;
   return `chat "${chatId}" is not in the allow_from of ${platform} account "${account.id}"; this account reaches only the chats listed there`;

@@ -94,8 +94,10 @@ describe('the rule-chain canvas in Chromium', () => {
       await flowNode('agent_1').click();
       await inspector('agent_1').locator('.field.has-error').filter({ hasText: 'must be >= 1' }).waitFor();
       await inspector('agent_1').getByLabel('Max steps (model calls per answer)').fill('3');
+      // A toast of an earlier save may still show: wait for one more than there were.
+      const toasts = await page.getByText('Agent saved').count();
       await page.getByRole('button', { name: 'Save' }).click();
-      await page.getByText('Agent saved').waitFor();
+      await page.getByText('Agent saved').nth(toasts).waitFor();
       await expect.poll(() => page.locator('.canvas-node-problem').count()).toBe(0);
 
       const saved = JSON.parse((await api('GET', '/agents/canvas')).text) as Record<string, unknown>;

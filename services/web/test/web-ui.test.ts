@@ -164,8 +164,10 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await expect.poll(() => maxStep.getAttribute('aria-invalid')).toBe('true');
       await page.locator('.field.has-error').filter({ hasText: 'must be >= 1' }).waitFor();
       await maxStep.fill('20');
+      // A toast of an earlier save may still show: wait for one more than there were.
+      const toasts = await page.getByText('Agent saved').count();
       await page.getByRole('button', { name: 'Save' }).click();
-      await page.getByText('Agent saved').waitFor();
+      await page.getByText('Agent saved').nth(toasts).waitFor();
       const saved = await apiAs('GET', '/agents/helper');
       expect(JSON.stringify(saved.json)).toContain('"maxStep":20');
       expect(JSON.stringify(saved.json)).toContain('"params":{"temperature":0.5}');
@@ -184,8 +186,10 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await hours.getByLabel('Start').fill('22:00');
       await hours.getByLabel('End').fill('06:00');
       await heartbeat.getByLabel('Time zone').fill('Europe/Berlin');
+      // A toast of an earlier save may still show: wait for one more than there were.
+      const toasts = await page.getByText('Agent saved').count();
       await page.getByRole('button', { name: 'Save' }).click();
-      await page.getByText('Agent saved').waitFor();
+      await page.getByText('Agent saved').nth(toasts).waitFor();
       const view = await apiAs('GET', '/agents/helper/heartbeat');
       expect(view.json).toMatchObject({
         heartbeat: { interval: '30m', activeHours: { start: '22:00', end: '06:00' }, timezone: 'Europe/Berlin' },
@@ -207,8 +211,10 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await expect.poll(() => others.inputValue()).toContain('"Authorization": "[secret]"');
       expect(await page.content()).not.toContain('web-ui-mcp-token');
       await page.getByRole('group', { name: 'Model parameters' }).getByLabel('Temperature').fill('0.7');
+      // A toast of an earlier save may still show: wait for one more than there were.
+      const toasts = await page.getByText('Agent saved').count();
       await page.getByRole('button', { name: 'Save' }).click();
-      await page.getByText('Agent saved').waitFor();
+      await page.getByText('Agent saved').nth(toasts).waitFor();
       // The marker is answered only while a secret is stored: the editor's PUT kept it.
       const saved = JSON.stringify((await apiAs('GET', '/agents/helper')).json);
       expect(saved).toContain('"params":{"temperature":0.7}');
