@@ -1,6 +1,7 @@
 import { describeWithServers } from '@agentry/testing';
 import { clientsConformance } from './clients-conformance.js';
 import { responsesClientsConformance } from './clients-responses.js';
+import { pythonClientsConformance } from './python-clients.js';
 import { clusterTarget } from './targets.js';
 
 /**
@@ -11,4 +12,5 @@ describeWithServers('third-party clients, cluster mode (separate gateway and wor
   const target = clusterTarget();
   clientsConformance(target);
   responsesClientsConformance(target);
+  pythonClientsConformance(target);
 });

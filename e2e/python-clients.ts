@@ -1,0 +1,142 @@
+/**
+ * The official OpenAI Python SDK against Agentry (issue 38): most Python apps, and the Python agent
+ * frameworks built on it, reach a model through `openai.OpenAI(base_url=..., api_key=...)`. Each
+ * case runs one scenario of e2e/python/openai_client.py in a child process (the SDK's own HTTP
+ * stack, pydantic models and retry rules) and asserts the JSON it prints.
+ *
+ * The interpreter is $AGENTRY_PYTHON, else `.venv-py/bin/python` (made by `npm run setup:python`,
+ * and by .ci/run). Without one that imports `openai` the cases are skipped with a loud reason,
+ * and fail under CI=true.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { skipLoudly, waitFor } from '@agentry/testing';
+import { CASE_TIMEOUT_MS, USAGE, failProvider, scriptFresh } from './clients-conformance.js';
+import type { ResponsesTarget } from './responses-conformance.js';
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SCRIPT = path.join(root, 'e2e/python/openai_client.py');
+const REQUIREMENTS = path.join(root, 'e2e/python/requirements.txt');
+
+/** The pinned SDK version, read from requirements.txt so the check cannot drift from the install. */
+const PINNED = /^openai==(\S+)/m.exec(fs.readFileSync(REQUIREMENTS, 'utf8'))![1]!;
+
+function findPython(): { python?: string; reason?: string } {
+  const python = process.env.AGENTRY_PYTHON || path.join(root, '.venv-py/bin/python');
+  if (!fs.existsSync(python)) return { reason: `${python} is missing (npm run setup:python)` };
+  return { python };
+}
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export function pythonClientsConformance(target: () => ResponsesTarget, opts: { runStatus: boolean } = { runStatus: true }): void {
+  const { python, reason } = findPython();
+  const name = 'the OpenAI Python SDK';
+  if (!python) {
+    skipLoudly(name, reason!, () => it('needs python', () => undefined));
+    return;
+  }
+
+  async function scenario(which: string, apiKey?: string): Promise<Json> {
+    const t = target();
+    const { stdout } = await run(python!, [SCRIPT, which], {
+      env: { ...process.env, AGENTRY_BASE_URL: t.baseURL, AGENTRY_API_KEY: apiKey ?? t.apiKey, AGENTRY_AGENT: t.agentId },
+      timeout: CASE_TIMEOUT_MS - 5_000,
+    });
+    return JSON.parse(stdout.trim().split('\n').at(-1)!) as Json;
+  }
+
+  describe(name, () => {
+    it(`is the pinned release (${PINNED})`, { timeout: CASE_TIMEOUT_MS }, async () => {
+      scriptFresh(target().fake, { text: 'hi' });
+      expect((await scenario('chat')).sdk_version).toBe(PINNED);
+    });
+
+    it('models.list names the agent and models.retrieve returns it', { timeout: CASE_TIMEOUT_MS }, async () => {
+      const r = await scenario('models');
+      expect(r.ids).toContain(target().agentId);
+      expect(r).toMatchObject({ retrieved: target().agentId, object: 'model' });
+    });
+
+    it('chat.completions.create returns the text, finish_reason and usage', { timeout: CASE_TIMEOUT_MS }, async () => {
+      scriptFresh(target().fake, { text: 'Hello from the agent', usage: USAGE });
+      const r = await scenario('chat');
+      expect(r).toMatchObject({ object: 'chat.completion', content: 'Hello from the agent', finish_reason: 'stop' });
+      expect(r.usage).toMatchObject(USAGE);
+      expect(r.id).toMatch(/^chatcmpl-/);
+    });
+
+    it('a stream with include_usage concatenates to the text, one id, usage on the last chunk', { timeout: CASE_TIMEOUT_MS }, async () => {
+      scriptFresh(target().fake, { text: ['Hel', 'lo ', 'world'], usage: USAGE });
+      const r = await scenario('chat_stream');
+      expect(r).toMatchObject({ content: 'Hello world', finish_reason: 'stop', ids: 1 });
+      expect(r.usage).toMatchObject(USAGE);
+    });
+
+    it('closing a stream early stops the provider call and cancels the run', { timeout: CASE_TIMEOUT_MS }, async () => {
+      const t = target();
+      scriptFresh(t.fake, { text: Array.from({ length: 80 }, (_, i) => `w${i} `), chunkDelayMs: 100 });
+      const r = await scenario('chat_abort');
+      const seen = await t.fake.waitForAbort({ index: 0, timeoutMs: 10_000 });
+      // The provider saw the abort before the 80 chunks (8 s) could have ended by themselves.
+      expect(seen.abortedAt! - r.closed_at_ms).toBeLessThan(6_000);
+      if (opts.runStatus) {
+        const runId = String(r.id).replace(/^chatcmpl-/, '');
+        await waitFor(async () => (await t.runStatus(runId)) === 'cancelled', 10_000);
+      }
+    });
+
+    it('responses.create continues a conversation through previous_response_id', { timeout: CASE_TIMEOUT_MS }, async () => {
+      const t = target();
+      scriptFresh(t.fake, { text: 'Hello Ada' }, { text: 'You are Ada' });
+      const r = await scenario('responses');
+      expect(r.first).toMatchObject({ object: 'response', status: 'completed', text: 'Hello Ada' });
+      expect(r.first.id).toMatch(/^resp_/);
+      expect(r.second).toMatchObject({ status: 'completed', text: 'You are Ada' });
+      const second = t.fake.requests[1]!.body.messages.map((m) => m.content);
+      expect(second).toEqual(expect.arrayContaining(['my name is Ada', 'Hello Ada', 'what is my name?']));
+    });
+
+    it('responses.stream yields typed events and the final response', { timeout: CASE_TIMEOUT_MS }, async () => {
+      scriptFresh(target().fake, { text: ['Str', 'eam'] });
+      const r = await scenario('responses_stream');
+      expect(r).toMatchObject({ text: 'Stream', status: 'completed' });
+      expect(r.types[0]).toBe('response.created');
+      expect(r.types).toContain('response.output_text.delta');
+      expect(r.types.at(-1)).toBe('response.completed');
+    });
+
+    it('an unknown model is NotFoundError with OpenAI’s error object', { timeout: CASE_TIMEOUT_MS }, async () => {
+      const r = await scenario('error_unknown_model');
+      expect(r).toMatchObject({ class: 'NotFoundError', status: 404 });
+      expect(r.body).toMatchObject({ message: expect.stringContaining('no-such-agent') });
+      expect(typeof r.type).toBe('string');
+    });
+
+    it('a wrong API key is AuthenticationError (401) whose message says how to get a key', { timeout: CASE_TIMEOUT_MS }, async () => {
+      const r = await scenario('error_bad_key');
+      expect(r).toMatchObject({ class: 'AuthenticationError', status: 401 });
+      expect(r.body.message).toMatch(/key/i);
+    });
+
+    it('invalid parameters are BadRequestError (400) naming the field', { timeout: CASE_TIMEOUT_MS }, async () => {
+      const r = await scenario('error_bad_request');
+      expect(r).toMatchObject({ class: 'BadRequestError', status: 400 });
+      expect(r.body.message).toMatch(/temperature|content/);
+    });
+
+    it('a failing provider is InternalServerError (502), not retried by the SDK: the gateway already retried', { timeout: CASE_TIMEOUT_MS }, async () => {
+      const t = target();
+      failProvider(t.fake);
+      const r = await scenario('error_provider');
+      expect(r).toMatchObject({ class: 'InternalServerError', status: 502 });
+      // One request from the SDK: the gateway's 3 provider attempts, not 9.
+      expect(t.fake.requests.length).toBe(3);
+    });
+  });
+}
