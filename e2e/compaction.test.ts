@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { estimateTokens } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, describeWithServers, startFakeModel, startTestCluster, type FakeModel, type FakeRequest, type TestCluster } from '@agentry/testing';
+import { createTestPglite, describeWithServers, startFakeModel, startTestCluster, waitFor, type FakeModel, type FakeRequest, type TestCluster } from '@agentry/testing';
 import { startStandalone } from '@agentry/standalone';
 
 /**
@@ -114,6 +114,12 @@ function compactionConformance(target: () => Target): void {
     expect(stored[0]!.content).toBe(question(1));
     expect(stored[0]!.compactedAt).toEqual(expect.any(String));
     expect(stored.at(-1)!.compactedAt).toBeUndefined();
+    // The summary calls spend and show in usage as what they were: kind compaction (issue 35 F).
+    const compactionUsage = async () => {
+      const report = (await (await fetch(`${t.baseURL}/usage?groupBy=kind`)).json()) as { data: Array<{ key: string; requests: number }> };
+      return report.data.find((r) => r.key === 'compaction')?.requests ?? 0;
+    };
+    await waitFor(async () => (await compactionUsage()) === summaryCalls.length, 5000, 20);
   });
 
   it('a failed summary call leaves the session answering: the oldest turns are left out instead', async () => {

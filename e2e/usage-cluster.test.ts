@@ -11,6 +11,7 @@ import { openaiErrorMessage } from './openai-error.js';
  */
 const RPM_KEY = 'rpm-key-0123456789abcdefghij';
 const TOKENS_KEY = 'tokens-key-0123456789abcdefgh';
+const BURST_KEY = 'burst-key-0123456789abcdefghi';
 
 describeWithServers('usage and budgets across two gateways (cluster mode, Redis)', () => {
   let cluster: TestCluster;
@@ -38,6 +39,7 @@ describeWithServers('usage and budgets across two gateways (cluster mode, Redis)
         '    accounts:',
         `      rpm: {api_key: "${RPM_KEY}", budget: {requestsPerMinute: 3}}`,
         `      tokens: {api_key: "${TOKENS_KEY}", budget: {tokensPerDay: 10}}`,
+        `      burst: {api_key: "${BURST_KEY}", budget: {tokensPerDay: 30}}`,
       ],
     });
     gateways = cluster.local.gatewayUrls;
@@ -80,5 +82,24 @@ describeWithServers('usage and budgets across two gateways (cluster mode, Redis)
     };
     await waitFor(async () => (await tokensRow()) !== undefined, 5_000, 50);
     expect(await tokensRow()).toMatchObject({ promptTokens: 8, completionTokens: 4 });
+  });
+
+  it('20 parallel chats over both gateways spend at most the day and one call: the worker reserves each call in Redis', async () => {
+    // Every call costs 10 and takes a moment; before, all 20 passed the gateways' check at once and spent 200.
+    fake.script(...Array.from({ length: 20 }, () => ({ text: 'ok', delayMs: 30, usage: { prompt_tokens: 6, completion_tokens: 4 } })));
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(i % 2, BURST_KEY)));
+    const codes = answers.map((r) => r.status);
+    expect(codes.every((c) => c === 200 || c === 429), String(codes)).toBe(true);
+    expect(codes.filter((c) => c === 429).length).toBeGreaterThan(0);
+    const refused = answers.find((r) => r.status === 429)!;
+    expect(openaiErrorMessage(await refused.json())).toContain('tokensPerDay budget of api:burst (30 tokens per day) is spent');
+    const calls = codes.filter((c) => c === 200).length;
+    const burstRow = async () => {
+      const report = await fetch(`${gateways[0]}/api/v1/usage?groupBy=principal`);
+      return ((await report.json()) as { data: Array<{ key: string; totalTokens: number; requests: number }> }).data.find((r) => r.key === 'api:burst');
+    };
+    await waitFor(async () => (await burstRow())?.requests === calls, 5_000, 50);
+    expect((await burstRow())!.totalTokens).toBeLessThanOrEqual(30 + 10);
+    fake.reset();
   });
 });

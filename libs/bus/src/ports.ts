@@ -169,6 +169,14 @@ export interface Bus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap 
    */
   count(key: string, by: number, ttlMs: number): Promise<number>;
   /**
+   * `count` with a ceiling, in one atomic step: adds `by` to the counter `key` only when the
+   * sum stays at or under `max`, else adds nothing. Answers whether it was added and the value
+   * now (the sum, or the unchanged count). The counter's lifetime is `count`'s. A budget's
+   * reservation before the work it pays for: concurrent callers cannot all pass one check and
+   * then all spend. Throws when the backend is unreachable.
+   */
+  reserve(key: string, by: number, max: number, ttlMs: number): Promise<{ granted: boolean; value: number }>;
+  /**
    * Takes or renews the lease `key` for `owner` for `ttlMs`: true when `owner` holds it now
    * (it was free, lapsed or already `owner`'s), false when someone else holds it. One command,
    * atomic on the backend, shared by every bus on the same backend and prefix. Throws when the

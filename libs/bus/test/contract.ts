@@ -510,6 +510,19 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
         await sleep(120);
         expect(await bus.count('short', 0, 60_000)).toBe(0);
       });
+
+      it('reserves only what keeps the counter at or under the ceiling, on the counter count reads', async () => {
+        expect(await bus.reserve('r', 6, 10, 60_000)).toEqual({ granted: true, value: 6 });
+        expect(await bus.reserve('r', 5, 10, 60_000)).toEqual({ granted: false, value: 6 });
+        expect(await bus.reserve('r', 4, 10, 60_000)).toEqual({ granted: true, value: 10 });
+        // Settling gives back (a negative add), and count sees what reserve did.
+        expect(await bus.count('r', -7, 60_000)).toBe(3);
+        expect(await bus.reserve('r', 7, 10, 60_000)).toEqual({ granted: true, value: 10 });
+        // Concurrent reservations: exactly as many as fit are granted.
+        const all = await Promise.all(Array.from({ length: 10 }, () => bus.reserve('many', 3, 10, 60_000)));
+        expect(all.filter((r) => r.granted)).toHaveLength(3);
+        expect(await bus.count('many', 0, 60_000)).toBe(9);
+      });
     });
 
     describe('lifecycle', () => {

@@ -1,4 +1,4 @@
-export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable, ModelProvidersTable } from './tables.js';
+export type { Database, JsonColumn, JsonValue, SettingsTable, TimestampDefaultNow, UsersTable, ChannelAccountsTable, ModelProvidersTable, UsageKind } from './tables.js';
 export type { Db, DbHandle } from './handle.js';
 export type { RuleChainsTable, SkillsTable, WorkspaceEntriesTable, SessionMessageStatus } from './tables.js';
 export { inLockedTransaction, inTransaction, isForeignKeyViolation, isUniqueViolation } from './transaction.js';

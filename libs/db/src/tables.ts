@@ -225,8 +225,12 @@ export interface RunUsageTable {
   model: ColumnType<string, string | undefined, string>;
   prompt_tokens: ColumnType<number, number | undefined, number>;
   completion_tokens: ColumnType<number, number | undefined, number>;
+  /** What the call was for: `chat` (a run's own calls) or `compaction` (a session summary). */
+  kind: ColumnType<UsageKind, UsageKind | undefined, UsageKind>;
   created_at: TimestampDefaultNow;
 }
+
+export type UsageKind = 'chat' | 'compaction';
 
 /** OpenAI-compatible model providers; `api_key_sealed` is AES-GCM sealed, never clear text. */
 export interface ModelProvidersTable {

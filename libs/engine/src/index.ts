@@ -14,7 +14,7 @@ export {
   modelInfoFromDb,
   type ModelInfo,
 } from './compaction/compaction.js';
-export { estimateTokens } from './compaction/tokens.js';
+export { estimateCallTokens, estimateTokens } from './compaction/tokens.js';
 export { ChainCache, parseChain, type StoredChain } from './chain-cache.js';
 export { createRuleMsg } from './chain/message.js';
 export { renderTemplate } from './chain/placeholders.js';

@@ -27,7 +27,7 @@ interface Entry<T> {
  * TTL, whichever comes first. A load that started before an invalidation does not store its
  * (possibly stale) result; concurrent gets of one id share one load.
  */
-class InvalidatedCache<T> {
+export class InvalidatedCache<T> {
   readonly #entries = new Map<string, Entry<T>>();
   /**
    * Loads in flight. `invalidate` marks one stale so that it does not store its result; nothing

@@ -3,6 +3,7 @@
  * one by one. Inside the package, modules import each other directly.
  */
 export { AgentCache, SkillsCache } from './agent-cache.js';
+export { TokenBudgets, budgetSpent, type TokenReservation } from './token-budget.js';
 export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './agent-enabled.js';
 export { cancelRun } from './cancel.js';
 export { createCronJob } from './create-cron-job.js';

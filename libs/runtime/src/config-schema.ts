@@ -205,6 +205,12 @@ export const ConfigSchema = Type.Object(
           description: 'shortest time between two ticks of a cron job a non-admin creates or changes through the API',
         }),
         cronMaxJobsPerUser: Type.Integer({ minimum: 0, default: 100, description: 'most cron jobs a non-admin user may own (admins: no limit)' }),
+        budgetReserveTokens: Type.Integer({
+          minimum: 0,
+          default: 1024,
+          description:
+            'tokens a model call of a principal with a tokensPerDay budget reserves for its answer when it sets no max_tokens (its prompt is estimated and reserved too); settled to what the provider reports once the call is done',
+        }),
         allowUnsandboxedBash: Type.Boolean({
           default: false,
           description:

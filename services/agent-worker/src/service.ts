@@ -6,6 +6,7 @@ import {
   ModelProviders,
   ScriptSandbox,
   builtinTools,
+  estimateCallTokens,
   markSpanFailed,
   startChildSpan,
   modelInfoFromDb,
@@ -16,7 +17,7 @@ import {
   type RunMetrics,
   type ToolDefinition,
 } from '@agentry/engine';
-import { AgentCache, SkillsCache } from '@agentry/runs';
+import { AgentCache, SkillsCache, TokenBudgets } from '@agentry/runs';
 import { FINAL_RUN_STATUSES, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';
@@ -55,8 +56,10 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const concurrency = opts.concurrency ?? runtime.config.current.worker.concurrency;
   const running = new Map<string, AbortController>();
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
-  const usage = usageRecorder({ db: runtime.db.db, bus, logger });
-  const models = await modelClient(runtime, opts.stream, usage);
+  const usage = usageRecorder({ db: runtime.db.db, logger });
+  const budgets = new TokenBudgets({ db: runtime.db.db, counter: bus, logger });
+  const unfollowBudgets = await budgets.follow(bus.pubsub);
+  const models = await modelClient(runtime, opts.stream, usage, budgets);
   const shared = await sharedParts(runtime);
   const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => cancelRunningHere(running, msg));
   const reliability = () => runtime.config.current.reliability;
@@ -88,6 +91,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     await leases.stop();
     await unsubscribe();
     await shared.unfollow();
+    await unfollowBudgets();
     await models.close();
     await usage.drain();
     await shared.chains.sandbox.close();
@@ -219,6 +223,7 @@ async function modelClient(
   runtime: Runtime,
   testStream: AgentWorkerOptions['stream'],
   usage: UsageRecorder,
+  budgets: TokenBudgets,
 ): Promise<{ stream: MeasuredStream; modelInfo: (req: { provider?: string; model?: string }) => Promise<ModelInfo | undefined>; close: () => Promise<void> }> {
   let providers: ModelProviders | undefined;
   if (!testStream) {
@@ -239,7 +244,10 @@ async function modelClient(
     });
     await providers.start();
   }
-  const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, usage, () => runtime.config.current.models.default_provider);
+  const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, usage, () => runtime.config.current.models.default_provider, {
+    budgets,
+    answerTokens: () => runtime.config.current.security.budgetReserveTokens,
+  });
   // Context windows come from the providers' cached rows; a test's stream has no cache, so the rows are read.
   const modelInfo = (req: { provider?: string; model?: string }) =>
     providers ? providers.modelInfo(req) : modelInfoFromDb(runtime.db.db, runtime.config.current.models.default_provider, req);
@@ -253,13 +261,17 @@ type MeasuredStream = (req: ModelCallRequest, run: UsageRun) => AsyncIterable<Mo
  * The model client with provider metrics: calls by outcome and time to the first event, labelled
  * with the provider asked for (failover inside the call is the provider layer's business), and
  * the tokens of the answer's usage, labelled with the provider that answered (the one that bills),
- * which are also recorded per call (`run_usage` and the principal's budget).
+ * which are also recorded per call (`run_usage`, tagged `compaction` for a session summary). Each
+ * call of a principal with a `tokensPerDay` first reserves its estimate on the day's counter
+ * (refused with the budget's 429 when the day is spent), settled to the reported usage after
+ * the call, given back when it fails (TokenBudgets).
  */
 function measuredStream(
   inner: (req: ModelCallRequest) => AsyncIterable<ModelEvent>,
   metrics: Registry,
   usage: UsageRecorder,
   defaultProvider: () => string,
+  budget: { budgets: TokenBudgets; answerTokens: () => number },
 ): MeasuredStream {
   const calls = serviceMetrics.providerCalls(metrics);
   const ttft = serviceMetrics.providerTtft(metrics);
@@ -267,6 +279,8 @@ function measuredStream(
   return async function* (req, run) {
     const agent = run.agentId;
     const provider = req.provider || defaultProvider() || 'default';
+    const reservation = await budget.budgets.reserve(run.principal, estimateCallTokens(req, budget.answerTokens()));
+    let settled = false;
     const started = Date.now();
     let first = true;
     // A traced run's model call is a span (none untraced): what was asked, what answered, tokens and TTFT.
@@ -285,7 +299,11 @@ function measuredStream(
           if (promptTokens >= 0) tokens.inc({ agent, provider: event.provider, kind: 'prompt' }, promptTokens);
           if (completionTokens >= 0) tokens.inc({ agent, provider: event.provider, kind: 'completion' }, completionTokens);
         }
-        if (event.type === 'done') usage.record(run, event);
+        if (event.type === 'done') {
+          usage.record(run, event, req.purpose ?? 'chat');
+          settled = true;
+          await reservation.settle((event.usage?.promptTokens ?? 0) + (event.usage?.completionTokens ?? 0));
+        }
         yield event;
       }
       calls.inc({ provider, outcome: 'ok' });
@@ -295,6 +313,8 @@ function measuredStream(
       throw err;
     } finally {
       span?.end();
+      // Failed, cancelled, or left before its end without a usage: the reservation goes back.
+      if (!settled) await reservation.release();
     }
   };
 }

@@ -1,7 +1,5 @@
 import type { Logger } from 'pino';
-import { budgetCounter } from '@agentry/contracts';
-import { insertRunUsage, insertRunUsages, type Db, type RunRecord, type RunUsageInput } from '@agentry/db';
-import type { Bus } from '@agentry/bus';
+import { insertRunUsage, insertRunUsages, type Db, type RunRecord, type RunUsageInput, type UsageKind } from '@agentry/db';
 import type { ModelEvent } from '@agentry/engine';
 
 /** The run a model call belongs to, as usage needs it. */
@@ -9,7 +7,7 @@ export type UsageRun = Pick<RunRecord, 'id' | 'agentId' | 'principal'>;
 
 export interface UsageRecorder {
   /** Records a finished model call's usage; never throws and never waits (the run goes on). */
-  record(run: UsageRun, done: Extract<ModelEvent, { type: 'done' }>): void;
+  record(run: UsageRun, done: Extract<ModelEvent, { type: 'done' }>, kind?: UsageKind): void;
   /** Waits for the writes still under way (the worker's shutdown, before the database closes). */
   drain(): Promise<void>;
 }
@@ -20,14 +18,14 @@ const FLUSH_MS = 25;
 const MAX_BATCH = 200;
 
 /**
- * Per model call: one `run_usage` row, and the tokens added to the principal's day counter
- * (the budget the gateways check; no principal, no budget). Written off the run's path: a
- * failed write is logged and the run goes on, as a lost metric would. Rows are gathered for up
+ * Per model call: one `run_usage` row (the principal's day counter, the budget the gateways
+ * check, is the model call's reservation's to settle: TokenBudgets). Written off the run's path:
+ * a failed write is logged and the run goes on, as a lost metric would. Rows are gathered for up
  * to 25 ms and written by one INSERT (under load one commit serves many runs instead of one
  * each); a batch that fails is written row by row, so that one bad row (its run deleted
- * meanwhile) loses only itself. The budget counter is not delayed.
+ * meanwhile) loses only itself.
  */
-export function usageRecorder(deps: { db: Db; bus: Pick<Bus, 'count'>; logger: Logger }): UsageRecorder {
+export function usageRecorder(deps: { db: Db; logger: Logger }): UsageRecorder {
   const pending = new Set<Promise<void>>();
   const track = (work: Promise<unknown>, what: string, runIds: string[]) => {
     const p = work.then(
@@ -52,16 +50,12 @@ export function usageRecorder(deps: { db: Db; bus: Pick<Bus, 'count'>; logger: L
     track(write, 'model call usage', rows.map((r) => r.runId));
   };
   return {
-    record(run, done) {
+    record(run, done, kind = 'chat') {
       const promptTokens = Math.max(0, done.usage?.promptTokens ?? 0) || 0;
       const completionTokens = Math.max(0, done.usage?.completionTokens ?? 0) || 0;
-      batch.push({ runId: run.id, agentId: run.agentId, principal: run.principal, provider: done.provider, model: done.model, promptTokens, completionTokens });
+      batch.push({ runId: run.id, agentId: run.agentId, principal: run.principal, provider: done.provider, model: done.model, promptTokens, completionTokens, kind });
       if (batch.length >= MAX_BATCH) flush();
       else timer ??= setTimeout(flush, FLUSH_MS);
-      if (run.principal && promptTokens + completionTokens > 0) {
-        const day = budgetCounter('tokensPerDay', run.principal);
-        track(deps.bus.count(day.key, promptTokens + completionTokens, day.ttlMs), "tokens of the principal's budget", [run.id]);
-      }
     },
     async drain() {
       flush();

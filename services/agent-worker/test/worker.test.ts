@@ -19,6 +19,7 @@ import {
   listCronRuns,
   listSessionMessages,
   markRunStreamed,
+  upsertSeededUser,
   type JsonValue,
 } from '@agentry/db';
 import { type ModelCallRequest, type ModelEvent } from '@agentry/engine';
@@ -253,6 +254,22 @@ describe('agent-worker', () => {
     expect(rows.find((r) => r.runId === ok.id)).toMatchObject({ status: 'succeeded', outputExcerpt: 'echo: cron hello', error: null, deliveryStatus: null });
     expect(rows.find((r) => r.runId === failed.id)).toMatchObject({ status: 'failed', error: 'the agent failed unexpectedly', deliveryStatus: null });
     expect(await getCronJob(db, job.id)).toMatchObject({ lastStatus: 'failed' });
+  });
+
+  it("reserves each model call on the principal's tokensPerDay: a cron run of a user whose day runs out stops at its next call with the budget's 429", async () => {
+    const db = runtime.db.db;
+    await upsertSeededUser(db, { username: 'carl', passwordHash: 'x', role: 'user', fileHmac: 'carl', budget: { tokensPerDay: 1 } });
+    const job = await insertCronJob(db, { id: 'carl_job', agentId: 'usage-planner', owner: 'carl', name: 'job', schedule: '0 0 0 1 1 *', message: 'x', timezone: 'UTC', disabled: false, deliver: null });
+    const day = budgetCounter('tokensPerDay', 'user:carl');
+    const before = calls.length;
+    // The first call starts (nothing spent yet) and costs 2; the one after the cron tool finds the day spent.
+    const { id, events } = await run('schedule it', { agentId: 'usage-planner', source: 'cron', principal: 'user:carl', prepare: async (runId) => void (await insertCronRun(db, { cronJobId: job.id, scheduledAt: new Date('2026-03-01T10:00:00Z'), runId })) });
+    expect(calls.length - before).toBe(1);
+    const error = events.find((e) => e.type === 'error');
+    expect(error).toMatchObject({ status: 429, message: expect.stringMatching(/^Too many requests: the tokensPerDay budget of user:carl \(1 tokens per day\) is spent; it resets at /) });
+    expect(await getRun(db, id)).toMatchObject({ status: 'failed', principal: 'user:carl' });
+    // The first call's reservation settled to what it cost; the refused one left nothing behind.
+    expect(await runtime.bus.count(day.key, 0, day.ttlMs)).toBe(2);
   });
 
   it('turns a model failure into one error event and a failed run', async () => {

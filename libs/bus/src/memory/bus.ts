@@ -50,6 +50,10 @@ export function createMemoryBus<Q extends PayloadMap = QueuePayloads, C extends 
       if (closing) throw new Errors.NOT_READY('the bus is closed');
       return counters.add(key, by, ttlMs);
     },
+    async reserve(key, by, max, ttlMs) {
+      if (closing) throw new Errors.NOT_READY('the bus is closed');
+      return counters.reserve(key, by, max, ttlMs);
+    },
     async lease(key, owner, ttlMs) {
       if (closing) throw new Errors.NOT_READY('the bus is closed');
       return leases.take(key, owner, ttlMs);

@@ -33,6 +33,11 @@ export class MemoryCounters {
   constructor(private readonly now: () => number = Date.now) {}
 
   add(key: string, by: number, ttlMs: number): number {
+    return this.reserve(key, by, Infinity, ttlMs).value;
+  }
+
+  /** `Bus.reserve`: adds `by` only when the sum stays at or under `max`. */
+  reserve(key: string, by: number, max: number, ttlMs: number): { granted: boolean; value: number } {
     const now = this.now();
     let entry = this.#counts.get(key);
     if (!entry || entry.expiresAt <= now) {
@@ -41,8 +46,9 @@ export class MemoryCounters {
       // Expired windows are dropped now and then, so that the map holds about the live ones.
       if (this.#counts.size > SWEEP_AT) for (const [k, e] of this.#counts) if (e.expiresAt <= now) this.#counts.delete(k);
     }
+    if (entry.value + by > max) return { granted: false, value: entry.value };
     entry.value += by;
-    return entry.value;
+    return { granted: true, value: entry.value };
   }
 }
 

@@ -54,6 +54,7 @@ export function createRedisBus<Q extends PayloadMap = QueuePayloads, C extends P
     rateLimit: (key, rule, limitOpts) => limiter.hit(key, rule, limitOpts),
     clearRateLimit: (key) => limiter.clear(key),
     count: (key, by, ttlMs) => limiter.count(key, by, ttlMs),
+    reserve: (key, by, max, ttlMs) => limiter.reserve(key, by, max, ttlMs),
     lease: (key, owner, ttlMs) => limiter.lease(key, owner, ttlMs),
     leaseHolders: (keys) => limiter.leaseHolders(keys),
     keepLeases: (keeperOpts) => startLeaseKeeper(opts.url, (key) => limiter.leaseKey(key), logger, { ...keeperOpts, connectionName: prefix }),

@@ -27,6 +27,14 @@ export class RedisRateLimiter {
     return Number(value);
   }
 
+  /** `Bus.reserve`: one script, so that no other caller adds between the read and the add. */
+  async reserve(key: string, by: number, max: number, ttlMs: number): Promise<{ granted: boolean; value: number }> {
+    const k = `${this.ctx.prefix}:count:${key}`;
+    const conn = this.ctx.producer;
+    const [granted, value] = await this.ctx.command(conn, () => conn.agentryReserve(k, Math.max(1, Math.round(ttlMs)), Math.round(by), Number.isFinite(max) ? Math.floor(max) : Number.MAX_SAFE_INTEGER));
+    return { granted: granted === 1, value: Number(value) };
+  }
+
   /** `Bus.lease`: one script, so that taking a lease someone else holds is impossible between a read and a write. */
   async lease(key: string, owner: string, ttlMs: number): Promise<boolean> {
     const conn = this.ctx.producer;

@@ -53,17 +53,31 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 `;
 
+/**
+ * `Bus.reserve`: the counter `count` keeps (same key, same first lifetime), added to only when
+ * the sum stays at or under the ceiling. Answers {added 1|0, value now}.
+ */
+const RESERVE = `
+redis.call('SET', KEYS[1], 0, 'PX', ARGV[1], 'NX')
+local cur = tonumber(redis.call('GET', KEYS[1]))
+local by = tonumber(ARGV[2])
+if cur + by > tonumber(ARGV[3]) then return {0, cur} end
+return {1, redis.call('INCRBY', KEYS[1], by)}
+`;
+
 /** The commands as they are called: (key, ...args). */
 export interface ScriptCommands {
   agentryLease(key: string, owner: string, ttlMs: number): Promise<number>;
   agentryPublishKept(log: string, channel: string, payload: string, maxLen: number, ttlMs: number): Promise<number>;
   agentryRateLimit(key: string, intervalMs: number, burst: number, peek: 0 | 1): Promise<[number, number, number]>;
+  agentryReserve(key: string, ttlMs: number, by: number, max: number): Promise<[number, number]>;
 }
 
 const SCRIPTS: Record<keyof ScriptCommands, string> = {
   agentryPublishKept: PUBLISH_KEPT,
   agentryRateLimit: RATE_LIMIT,
   agentryLease: LEASE_SCRIPT,
+  agentryReserve: RESERVE,
 };
 
 /** Called once, right after `new Redis(...)`, before any command can be issued on the connection. */

@@ -13,7 +13,9 @@ export const Budget = Type.Object(
 );
 export type Budget = Static<typeof Budget>;
 
-export const UsageGroupBy = Type.Union([Type.Literal('agent'), Type.Literal('principal'), Type.Literal('provider'), Type.Literal('day')]);
+export const UsageGroupBy = Type.Union([Type.Literal('agent'), Type.Literal('principal'), Type.Literal('provider'), Type.Literal('day'), Type.Literal('kind')], {
+  description: 'kind: what the model calls were for (chat, or compaction: session summaries)',
+});
 export type UsageGroupBy = Static<typeof UsageGroupBy>;
 
 /** Totals of one group: an agent id, a principal (`user:<name>`, `api:<account>`, ''), a provider, or a UTC day (`YYYY-MM-DD`). */

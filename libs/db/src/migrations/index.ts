@@ -18,6 +18,7 @@ import * as usage from './20261126T010100_usage.js';
 import * as runsSteps from './20261126T020000_runs_steps.js';
 import * as agentAudience from './20261128T020000_agent_audience.js';
 import * as cronRunsRunId from './20261128T060000_cron_runs_run_id.js';
+import * as usageKind from './20261129T030000_usage_kind.js';
 
 /**
  * Every migration, by name. Listed by hand rather than read from the folder so the set is the
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '20261126T020000_runs_steps': runsSteps,
   '20261128T020000_agent_audience': agentAudience,
   '20261128T060000_cron_runs_run_id': cronRunsRunId,
+  '20261129T030000_usage_kind': usageKind,
 };

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../handle.js';
+import type { UsageKind } from '../tables.js';
 
 /** One model call's usage, as the worker records it. */
 export interface RunUsageInput {
@@ -11,6 +12,8 @@ export interface RunUsageInput {
   model: string;
   promptTokens: number;
   completionTokens: number;
+  /** What the call was for; default `chat`. */
+  kind?: UsageKind;
 }
 
 export async function insertRunUsage(db: Db, usage: RunUsageInput): Promise<void> {
@@ -32,12 +35,13 @@ export async function insertRunUsages(db: Db, rows: readonly RunUsageInput[]): P
         // A provider's count is read off its wire: a missing or negative one counts as none.
         prompt_tokens: Math.max(0, Math.round(usage.promptTokens) || 0),
         completion_tokens: Math.max(0, Math.round(usage.completionTokens) || 0),
+        kind: usage.kind ?? 'chat',
       })),
     )
     .execute();
 }
 
-export const USAGE_GROUPS = ['agent', 'principal', 'provider', 'day'] as const;
+export const USAGE_GROUPS = ['agent', 'principal', 'provider', 'day', 'kind'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
 
 export interface UsageTotal {
@@ -68,6 +72,8 @@ function keyOf(groupBy: UsageGroup) {
       return sql<string>`principal`;
     case 'provider':
       return sql<string>`provider`;
+    case 'kind':
+      return sql<string>`kind`;
     case 'day':
       return sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`;
   }
@@ -93,4 +99,25 @@ export async function usageTotals(db: Db, q: UsageQuery): Promise<UsageTotal[]> 
     const completionTokens = Number(r.completion);
     return { key: r.key, promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, requests: Number(r.requests) };
   });
+}
+
+/**
+ * The `tokensPerDay` limit of a principal as stored (a user's `budget` column, an api account's
+ * `settings.budget`), or undefined when it has none (0 or absent is no limit; `''` and any other
+ * principal never has one). Only the number is read: nothing secret leaves the rows.
+ */
+export async function tokensPerDayOf(db: Db, principal: string): Promise<number | undefined> {
+  const colon = principal.indexOf(':');
+  const kind = principal.slice(0, colon);
+  const id = principal.slice(colon + 1);
+  if (colon < 0 || id === '') return undefined;
+  let budget: unknown;
+  if (kind === 'user') {
+    budget = (await db.selectFrom('users').select('budget').where('username', '=', id).executeTakeFirst())?.budget;
+  } else if (kind === 'api') {
+    const row = await db.selectFrom('channel_accounts').select('settings').where('platform', '=', 'api').where('id', '=', id).executeTakeFirst();
+    budget = (row?.settings as { budget?: unknown } | null | undefined)?.budget;
+  } else return undefined;
+  const limit = (budget as { tokensPerDay?: unknown } | null | undefined)?.tokensPerDay;
+  return typeof limit === 'number' && limit > 0 ? Math.floor(limit) : undefined;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { Errors } from '@agentry/errors';
+import { Errors, hasCode } from '@agentry/errors';
 import { getProvider, loadContext, saveCompaction, type Db, type ProviderRecord, type StoredSessionMessage } from '@agentry/db';
 import type { AiAgentConfig } from '../agent/config.js';
 import { resolveModel } from '../models/resolve.js';
@@ -97,7 +97,7 @@ export async function summarise(
     { role: 'user', content: summaryTranscript(turn.previous, turn.older, Math.max(256, Math.floor(turn.budget / 2))) },
   ];
   let text = '';
-  for await (const ev of deps.stream({ provider: config.provider, model: config.model, failover, messages, signal: turn.signal })) {
+  for await (const ev of deps.stream({ provider: config.provider, model: config.model, failover, messages, signal: turn.signal, purpose: 'compaction' })) {
     if (ev.type === 'text') text += ev.text;
   }
   if (text.trim() === '') throw new Error('the model answered the summary request with no text');
@@ -134,6 +134,8 @@ export async function compactSessionNow(
   try {
     done = await compactOlder(deps, { ...req, summary, history: messages, budget });
   } catch (err) {
+    // A spent budget is the caller's 429, not the model's failure.
+    if (hasCode(err, Errors.RATE_LIMITED)) throw err;
     deps.logger.warn({ sessionId: req.sessionId, error: (err as Error).message }, 'forced compaction: the summary call failed');
     throw new Errors.UPSTREAM(`the model could not summarise the session: ${(err as Error).message}`);
   }

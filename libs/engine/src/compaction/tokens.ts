@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Tiktoken, getEncodingNameForModel, type TiktokenBPE, type TiktokenEncoding, type TiktokenModel } from 'js-tiktoken/lite';
-import type { ChatMessage } from '../models/types.js';
+import type { ChatMessage, ModelCallRequest } from '../models/types.js';
 
 /**
  * Token counts for the compaction budget. js-tiktoken is OpenAI's BPE in pure JS with its rank
@@ -30,6 +30,19 @@ export interface TokenCounter {
 
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / CHARS_PER_TOKEN);
+}
+
+/**
+ * What a model call may cost at most, roughly, for a budget's reservation before it: its prompt
+ * (messages and tool definitions, at 4 characters a token) and the answer it may write
+ * (`max_tokens`, else `answerTokens`, the configured `security.budgetReserveTokens`).
+ */
+export function estimateCallTokens(req: Pick<ModelCallRequest, 'messages' | 'tools' | 'params'>, answerTokens: number): number {
+  let prompt = 0;
+  for (const m of req.messages) prompt += PER_MESSAGE_TOKENS + estimateTokens(m.content ?? '') + (m.tool_calls ? estimateTokens(JSON.stringify(m.tool_calls)) : 0);
+  if (req.tools && req.tools.length > 0) prompt += estimateTokens(JSON.stringify(req.tools));
+  const answer = req.params?.max_tokens ?? answerTokens;
+  return prompt + Math.max(0, answer);
 }
 
 /** The encoding js-tiktoken knows for a model name (with or without a `provider/` prefix), or undefined. */

@@ -24,6 +24,8 @@ export interface ModelCallRequest {
   tools?: unknown[];
   /** Aborts the HTTP request at once. */
   signal: AbortSignal;
+  /** What the call is for, as usage records it: a session summary is `compaction`; default a chat call. */
+  purpose?: 'compaction';
 }
 
 // Type aliases, not interfaces: callers store these as JSON (an alias fits JsonValue's index signature).

@@ -10,7 +10,7 @@ interface UsageOpts {
   principal?: string;
 }
 
-const GROUPS: readonly UsageGroupBy[] = ['agent', 'principal', 'provider', 'day'];
+const GROUPS: readonly UsageGroupBy[] = ['agent', 'principal', 'provider', 'day', 'kind'];
 
 /** `agentry usage`: token totals from `GET /usage`, a table with a total line, or the report as JSON. */
 export function usageCommands(program: Command, cli: Cli): void {

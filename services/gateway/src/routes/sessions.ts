@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import Type from 'typebox';
-import { Errors } from '@agentry/errors';
-import { Session, SessionCompaction, SessionList, SessionMessages, SessionRename, SuccessBody } from '@agentry/contracts';
-import { agentNode, compactionSettings, compactSessionNow, ModelProviders } from '@agentry/engine';
-import { cancelRun } from '@agentry/runs';
+import { Errors, hasCode } from '@agentry/errors';
+import { Session, SessionCompaction, SessionList, SessionMessages, SessionRename, SuccessBody, budgetCounter } from '@agentry/contracts';
+import { agentNode, compactionSettings, compactSessionNow, estimateCallTokens, ModelProviders, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
+import { TokenBudgets, cancelRun } from '@agentry/runs';
 import {
   activeRunIdsOfSession,
   clearSessions as clearStoredSessions,
@@ -11,6 +11,7 @@ import {
   findSessionByKey,
   getRuleChain,
   getSession,
+  insertRunUsage,
   listSessionMessages,
   listSessions as listStoredSessions,
   renameSession as renameStoredSession,
@@ -154,8 +155,40 @@ function lazyModels(deps: GatewayDeps): { get(): Promise<ModelProviders>; close(
   };
 }
 
+/**
+ * The summary call of a forced compaction, as a run's calls are: its estimate reserved on the
+ * caller's `tokensPerDay` first (refused with the budget's 429 and Retry-After when the day is
+ * spent), settled to the reported usage, and recorded in `run_usage` as kind `compaction` under
+ * the caller (who asked pays, as for chat), with run id `compaction:<session id>`.
+ */
+function budgetedSummary(deps: GatewayDeps, budgets: TokenBudgets, providers: ModelProviders, req: TypedRequest<typeof CompactSession>, agentId: string, sessionId: string) {
+  const principal = sessionOwner(req.principal);
+  const limit = req.principal.kind === 'user' || req.principal.kind === 'account' ? req.principal.budget?.tokensPerDay : undefined;
+  return async function* (r: ModelCallRequest): AsyncIterable<ModelEvent> {
+    const reservation = await budgets.reserve(principal, estimateCallTokens(r, deps.config.current.security.budgetReserveTokens), limit);
+    let settled = false;
+    try {
+      for await (const ev of providers.stream(r)) {
+        if (ev.type === 'done') {
+          settled = true;
+          const promptTokens = Math.max(0, ev.usage?.promptTokens ?? 0) || 0;
+          const completionTokens = Math.max(0, ev.usage?.completionTokens ?? 0) || 0;
+          await reservation.settle(promptTokens + completionTokens);
+          await insertRunUsage(deps.db.db, { runId: `compaction:${sessionId}`, agentId, principal, provider: ev.provider, model: ev.model, promptTokens, completionTokens, kind: 'compaction' }).catch((err: unknown) =>
+            deps.logger.warn({ err, sessionId }, 'the usage of a forced compaction was not recorded'),
+          );
+        }
+        yield ev;
+      }
+    } finally {
+      if (!settled) await reservation.release();
+    }
+  };
+}
+
 function compactSession(deps: GatewayDeps, models: ReturnType<typeof lazyModels>) {
-  return async function compactSession(req: TypedRequest<typeof CompactSession>): Promise<SessionCompaction> {
+  const budgets = new TokenBudgets({ db: deps.db.db, counter: deps.bus, logger: deps.logger });
+  return async function compactSession(req: TypedRequest<typeof CompactSession>, reply: FastifyReply): Promise<SessionCompaction> {
     const session = await namedSession(deps, req.principal, req.params, {});
     const agent = await getRuleChain(deps.db.db, session.agentId);
     const config = agent?.kind === 'agent' ? agentNode(agent.dsl) : undefined;
@@ -164,17 +197,26 @@ function compactSession(deps: GatewayDeps, models: ReturnType<typeof lazyModels>
     const defaults = deps.config.current.agents.defaults.session;
     // The provider's own timeouts bound the call; a client that goes away does not stop it (its summary is kept).
     const signal = new AbortController().signal;
-    return compactSessionNow(
-      { db: deps.db.db, logger: deps.logger, stream: (r) => providers.stream(r) },
-      {
-        sessionId: session.id,
-        config,
-        settings: compactionSettings(defaults.compaction, config.compaction),
-        info: await providers.modelInfo({ provider: config.provider, model: config.model }),
-        limit: defaults.max_messages,
-        signal,
-      },
-    );
+    const stream = budgetedSummary(deps, budgets, providers, req, session.agentId, session.id);
+    try {
+      return await compactSessionNow(
+        { db: deps.db.db, logger: deps.logger, stream },
+        {
+          sessionId: session.id,
+          config,
+          settings: compactionSettings(defaults.compaction, config.compaction),
+          info: await providers.modelInfo({ provider: config.provider, model: config.model }),
+          limit: defaults.max_messages,
+          signal,
+        },
+      );
+    } catch (err) {
+      if (hasCode(err, Errors.RATE_LIMITED)) {
+        const resetsAt = budgetCounter('tokensPerDay', sessionOwner(req.principal)).resetsAt;
+        reply.header('retry-after', String(Math.max(1, Math.ceil((resetsAt.getTime() - Date.now()) / 1000))));
+      }
+      throw err;
+    }
   };
 }
 
