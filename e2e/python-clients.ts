@@ -1,24 +1,23 @@
 /**
  * The official OpenAI Python SDK against Agentry (issue 38): most Python apps, and the Python agent
  * frameworks built on it, reach a model through `openai.OpenAI(base_url=..., api_key=...)`. Each
- * case runs one scenario of e2e/python/openai_client.py in a child process (the SDK's own HTTP
- * stack, pydantic models and retry rules) and asserts the JSON it prints.
+ * case runs one scenario of e2e/python/openai_client.py in one Python child process kept for the
+ * file (the SDK's own HTTP stack, pydantic models and retry rules) and asserts the JSON it prints.
  *
  * The interpreter is $AGENTRY_PYTHON, else `.venv-py/bin/python` (made by `npm run setup:python`,
  * and by .ci/run). Without one that imports `openai` the cases are skipped with a loud reason,
  * and fail under CI=true.
  */
-import { execFile } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import readline from 'node:readline';
+import { afterAll, describe, expect, it } from 'vitest';
 import { skipLoudly, waitFor } from '@agentry/testing';
 import { CASE_TIMEOUT_MS, USAGE, failProvider, scriptFresh } from './clients-conformance.js';
 import type { ResponsesTarget } from './responses-conformance.js';
 
-const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SCRIPT = path.join(root, 'e2e/python/openai_client.py');
 const REQUIREMENTS = path.join(root, 'e2e/python/requirements.txt');
@@ -42,13 +41,29 @@ export function pythonClientsConformance(target: () => ResponsesTarget, opts: { 
     return;
   }
 
-  async function scenario(which: string, apiKey?: string): Promise<Json> {
-    const t = target();
-    const { stdout } = await run(python!, [SCRIPT, which], {
-      env: { ...process.env, AGENTRY_BASE_URL: t.baseURL, AGENTRY_API_KEY: apiKey ?? t.apiKey, AGENTRY_AGENT: t.agentId },
-      timeout: CASE_TIMEOUT_MS - 5_000,
-    });
-    return JSON.parse(stdout.trim().split('\n').at(-1)!) as Json;
+  // One interpreter for the file, started at the first case (the target's URL is known by then):
+  // loading Python and the SDK costs a second or more each time on a busy machine.
+  let proc: ChildProcessWithoutNullStreams | undefined;
+  let lines: AsyncIterator<string> | undefined;
+  let stderr = '';
+  afterAll(() => {
+    proc?.stdin.end();
+    proc?.kill();
+  });
+
+  async function scenario(which: string): Promise<Json> {
+    if (!proc) {
+      const t = target();
+      proc = spawn(python!, [SCRIPT], { env: { ...process.env, AGENTRY_BASE_URL: t.baseURL, AGENTRY_API_KEY: t.apiKey, AGENTRY_AGENT: t.agentId } });
+      proc.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+      lines = readline.createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
+    }
+    proc.stdin.write(`${which}\n`);
+    const next = await lines!.next();
+    if (next.done) throw new Error(`the Python SDK process ended: ${stderr}`);
+    const result = JSON.parse(next.value) as Json;
+    if (result.crashed) throw new Error(`${which}: ${result.crashed}`);
+    return result;
   }
 
   describe(name, () => {

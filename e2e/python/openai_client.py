@@ -1,6 +1,7 @@
-"""One scenario of the official OpenAI Python SDK against Agentry, chosen by argv[1].
+"""Scenarios of the official OpenAI Python SDK against Agentry: one named by argv[1], or (with no
+argument) one per line of stdin, each answered by one line of JSON.
 
-Reads AGENTRY_BASE_URL, AGENTRY_API_KEY and AGENTRY_AGENT from the environment and prints one
+Reads AGENTRY_BASE_URL, AGENTRY_API_KEY and AGENTRY_AGENT from the environment and prints a
 JSON object on stdout: what the SDK saw, for e2e/python-clients.ts to assert. The SDK's own
 retries are left at their default on purpose: Agentry tells it when not to retry.
 """
@@ -141,7 +142,24 @@ SCENARIOS = {f.__name__: f for f in [
     error_unknown_model, error_bad_key, error_provider, error_bad_request,
 ]}
 
+def serve():
+    """One scenario per stdin line, one JSON line each: the interpreter and the SDK load once."""
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            continue
+        try:
+            result = SCENARIOS[name]()
+            result["sdk_version"] = openai.__version__
+        except Exception as e:  # reported to the test, which fails on it
+            result = {"crashed": f"{type(e).__name__}: {e}"}
+        print(json.dumps(result), flush=True)
+
+
 if __name__ == "__main__":
-    result = SCENARIOS[sys.argv[1]]()
-    result["sdk_version"] = openai.__version__
-    print(json.dumps(result))
+    if len(sys.argv) > 1:
+        result = SCENARIOS[sys.argv[1]]()
+        result["sdk_version"] = openai.__version__
+        print(json.dumps(result))
+    else:
+        serve()
