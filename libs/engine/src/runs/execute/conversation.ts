@@ -43,20 +43,38 @@ export function buildConversation(
     .join('\n\n');
   const rest = request.messages.filter((m) => m.role !== 'system');
   const { body, newTurns } =
-    history === null ? { body: rest.map((m) => ({ role: m.role, content: m.content })), newTurns: [] } : withHistory(rest, history, request.sessionTurns ?? 'trailing');
+    history === null ? { body: rest.map(chatMessage), newTurns: [] } : withHistory(rest, history, request.sessionTurns ?? 'trailing');
   const messages: ChatMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...body];
   return { messages, newTurns };
 }
 
-/** A session's turn: the stored history, then the request's new user messages. */
+/** A request's message for the model: a client tool exchange keeps its calls and call ids. */
+function chatMessage(m: RunRequest['messages'][number]): ChatMessage {
+  return {
+    role: m.role,
+    content: m.content,
+    ...(m.tool_calls?.length ? { tool_calls: m.tool_calls } : {}),
+    ...(m.tool_call_id !== undefined ? { tool_call_id: m.tool_call_id } : {}),
+  };
+}
+
+/**
+ * A session's turn: the stored history, then the request's new user messages, or the results of
+ * the client's tools the previous turn ended with (`role: tool`: the session holds the calls).
+ */
 function withHistory(
   rest: RunRequest['messages'],
   history: SessionMessage[],
   turns: NonNullable<RunRequest['sessionTurns']>,
 ): { body: ChatMessage[]; newTurns: SessionMessage[] } {
   const lastAssistant = turns === 'all' ? -1 : rest.map((m) => m.role).lastIndexOf('assistant');
-  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user' || turns === 'all');
-  const newTurns: SessionMessage[] = trailing.map((m) => ({ role: m.role, content: m.content }));
+  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user' || m.role === 'tool' || turns === 'all');
+  const newTurns: SessionMessage[] = trailing.map((m) => ({
+    role: m.role,
+    content: m.content,
+    ...(m.tool_calls?.length ? { toolCalls: m.tool_calls } : {}),
+    ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
+  }));
   // A window that starts inside a tool exchange would orphan tool results: skip to a clean start.
   let start = 0;
   while (start < history.length && history[start]!.role === 'tool') start++;
@@ -69,7 +87,7 @@ function withHistory(
       ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
       ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
     }));
-  return { body: [...past, ...trailing.map((m) => ({ role: m.role, content: m.content }))], newTurns };
+  return { body: [...past, ...trailing.map(chatMessage)], newTurns };
 }
 
 /** The model parameters of a call: the agent's `params`, overridden by the request's. */
