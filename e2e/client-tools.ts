@@ -226,4 +226,88 @@ export function clientToolsConformance(target: () => ChatTarget): void {
     expect(answer!.content).toBe('Hot in Cairo.');
     expect(lastOf(fake).at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_weather', content: 'hot in Cairo' });
   });
+
+  const RESPONSES_WEATHER: OpenAI.Responses.FunctionTool = { type: 'function', name: 'get_weather', description: 'The weather in a city', parameters: WEATHER_PARAMS, strict: true };
+
+  it('openai SDK Responses: a client tool call ends the response with a function_call item; function_call_output with previous_response_id continues', { timeout: CASE_TIMEOUT_MS }, async () => {
+    const { fake } = target();
+    scriptServerThenClient(fake, 'Bern');
+    const first = await client().responses.create({ model: TOOLS_AGENT, input: 'weather?', tools: [RESPONSES_WEATHER], tool_choice: 'auto' });
+    assertValid('Response', first);
+    expect(first.status).toBe('completed');
+    expect(first.output.map((o) => o.type)).toEqual(['message', 'function_call']);
+    const call = first.output[1] as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(call).toMatchObject({ call_id: 'call_weather', name: 'get_weather', arguments: '{"city":"Bern"}', status: 'completed' });
+    expect(first.output_text).toBe('Let me check.');
+    expect(first.tools).toEqual([{ type: 'function', name: 'get_weather', description: 'The weather in a city', parameters: WEATHER_PARAMS, strict: true }]);
+    expect(offered(fake, 0)).toEqual(['get_weather', 'helper']);
+
+    scriptFresh(fake, { text: 'Snow in Bern.' });
+    const second = await client().responses.create({
+      model: TOOLS_AGENT,
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'snow' }],
+      tools: [RESPONSES_WEATHER],
+    });
+    assertValid('Response', second);
+    expect(second.output_text).toBe('Snow in Bern.');
+    expect(fake.requests).toHaveLength(1);
+    const seen = lastOf(fake).filter((m) => m.role !== 'system');
+    expect(seen.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(seen[4]).toMatchObject({ tool_call_id: 'call_weather', content: 'snow' });
+  });
+
+  it('openai SDK Responses stream: the call comes as output_item and function_call_arguments events; store: false continues from the resent items', { timeout: CASE_TIMEOUT_MS }, async () => {
+    const { fake } = target();
+    scriptFresh(fake, { toolCalls: [{ id: 'call_only', name: 'get_weather', arguments: '{"city":"Kyiv"}' }] });
+    const stream = await client().responses.create({ model: TOOLS_AGENT, input: 'weather?', tools: [RESPONSES_WEATHER], stream: true, store: false });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const e of stream) events.push(e);
+    for (const e of events) assertValid('ResponseStreamEvent', e);
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    const completed = events.at(-1) as OpenAI.Responses.ResponseCompletedEvent;
+    // Only the call: no empty message before it.
+    expect(completed.response.output).toEqual([{ type: 'function_call', id: expect.any(String), call_id: 'call_only', name: 'get_weather', arguments: '{"city":"Kyiv"}', status: 'completed' }]);
+
+    scriptFresh(fake, { text: 'Clear in Kyiv.' });
+    const second = await client().responses.create({
+      model: TOOLS_AGENT,
+      store: false,
+      input: [{ role: 'user', content: 'weather?' }, completed.response.output[0] as OpenAI.Responses.ResponseFunctionToolCall, { type: 'function_call_output', call_id: 'call_only', output: 'clear' }],
+      tools: [RESPONSES_WEATHER],
+    });
+    expect(second.output_text).toBe('Clear in Kyiv.');
+    const seen = lastOf(fake).filter((m) => m.role !== 'system');
+    expect(seen.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(seen[1]).toMatchObject({ tool_calls: [{ id: 'call_only', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Kyiv"}' } }] });
+  });
+
+  it('AI SDK openai (Responses API): generateText with tools runs the client tool over several steps', { timeout: CASE_TIMEOUT_MS }, async () => {
+    const { fake } = target();
+    scriptServerThenClient(fake, 'Quito');
+    fake.script({ text: 'Mild in Quito.' });
+    const ran: unknown[] = [];
+    const res = await generateText({
+      model: createOpenAI({ baseURL: target().baseURL, apiKey: target().apiKey })(TOOLS_AGENT),
+      prompt: 'weather?',
+      tools: {
+        get_weather: tool({ description: 'The weather in a city', inputSchema: jsonSchema<{ city: string }>(WEATHER_PARAMS), execute: async (input) => (ran.push(input), 'mild') }),
+      },
+      stopWhen: stepCountIs(5),
+      ...SDK_CALL,
+    });
+    expect(ran).toEqual([{ city: 'Quito' }]);
+    expect(res.steps).toHaveLength(2);
+    expect(res.text).toBe('Mild in Quito.');
+    expect(fake.requests).toHaveLength(4);
+    expect(lastOf(fake).at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_weather' });
+  });
 }

@@ -85,8 +85,8 @@ function inputMessages(input: unknown): RunMessage[] {
       }
       const call = { id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } };
       const last = messages.at(-1);
-      // Calls of one model turn follow one another: one assistant message holds them all.
-      if (last?.role === 'assistant' && last.tool_calls) last.tool_calls.push(call);
+      // A model turn's text and calls follow one another: one assistant message holds them all.
+      if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
       else messages.push({ role: 'assistant', content: '', tool_calls: [call] });
       return;
     }
@@ -103,6 +103,34 @@ function inputMessages(input: unknown): RunMessage[] {
     messages.push({ role, content: itemText(item.content, where) });
   });
   return messages;
+}
+
+/**
+ * `item_reference` items (what the AI SDK sends for output items of stored responses) replaced
+ * by the items they name: `msg_<runId>` is that response's answer, `fc_<runId>_<callId>` one of
+ * its calls of the client's tools (read from its session). Another caller's items, and items of
+ * responses not stored, are not found, as a response is.
+ */
+async function resolveReferences(deps: GatewayDeps, principal: Principal, input: unknown): Promise<unknown> {
+  if (!Array.isArray(input) || !input.some((i) => (i as { type?: unknown } | null)?.type === 'item_reference')) return input;
+  const owner = sessionOwner(principal);
+  const limit = deps.config.current.agents.defaults.session.max_messages;
+  return Promise.all(
+    input.map(async (raw: unknown, i) => {
+      const item = raw as { type?: unknown; id?: unknown } | null;
+      if (item?.type !== 'item_reference') return raw;
+      const id = typeof item.id === 'string' ? item.id : '';
+      const notFound = () => new Errors.NOT_FOUND(`input[${i}]: item "${id}"`);
+      const [, runId, callId] = /^(?:msg|fc)_([0-9a-f]{32})(?:_(.+))?$/.exec(id) ?? [];
+      const run = runId ? await getRun(deps.db.db, runId) : undefined;
+      if (!run || run.principal !== owner || !run.sessionId || run.status !== 'succeeded') throw notFound();
+      if (id.startsWith('msg_')) return { type: 'message', role: 'assistant', content: run.output ?? '' };
+      const history = await loadHistory(deps.db.db, run.sessionId, limit, { throughRunId: runId });
+      const call = history.flatMap((m) => (m.toolCalls ?? []) as RunToolCall[]).find((c) => c.id === callId);
+      if (!call) throw notFound();
+      return { type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments };
+    }),
+  );
 }
 
 /** Refuses what this endpoint does not do, naming the field, rather than silently ignoring it. */
@@ -249,7 +277,7 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     await enforceBudget(deps.bus, deps.logger, req, reply);
     refuseUnsupported(body);
     const tools = responsesClientTools(body);
-    const input = inputMessages(body.input);
+    const input = inputMessages(await resolveReferences(deps, req.principal, body.input));
     const messages: RunMessage[] = body.instructions ? [{ role: 'system', content: body.instructions }, ...input] : input;
     const principal = req.principal;
     const agent = await requireAgent(body.model, principal);
