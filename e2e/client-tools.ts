@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
-import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { HumanMessage, ToolMessage, type AIMessage, type BaseMessage } from '@langchain/core/messages';
 import { generateText, jsonSchema, stepCountIs, tool, type LanguageModel } from 'ai';
 import { beforeAll, expect, it } from 'vitest';
 import type { FakeChatMessage, FakeModel } from '@agentry/testing';
@@ -63,7 +63,6 @@ function scriptServerThenClient(fake: FakeModel, city = 'Paris'): void {
 const lastOf = (fake: FakeModel): FakeChatMessage[] => fake.requests.at(-1)!.body.messages;
 
 export function clientToolsConformance(target: () => ChatTarget): void {
-  const t = () => ({ ...target(), agentId: TOOLS_AGENT });
   const client = () => new OpenAI({ baseURL: target().baseURL, apiKey: target().apiKey, maxRetries: 0 });
 
   beforeAll(async () => {

@@ -1,7 +1,6 @@
 import { Value } from 'typebox/value';
 import { ClientTool, type RunRequest, type RunToolCall, type ToolChoice } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
-import { agentNode } from '@agentry/engine';
 import type { RuleChainRow } from '@agentry/db';
 
 /**
@@ -101,7 +100,10 @@ export function responsesClientTools(body: { tools?: unknown; tool_choice?: unkn
 
 /** An agent may refuse the client's tools (`clientTools: false` on its `ai/agent` node): the request gets today's 400. */
 export function assertAgentTakesClientTools(agent: RuleChainRow, request: ClientToolFields): void {
-  if (request.clientTools?.length && agentNode(agent.dsl)?.clientTools === false) throw new Errors.VALIDATION(CLIENT_TOOLS_REFUSED);
+  if (!request.clientTools?.length) return;
+  // The DSL was validated when saved: its first ai/agent node is the one that answers.
+  const nodes = (agent.dsl as { metadata?: { nodes?: Array<{ type?: unknown; configuration?: { clientTools?: unknown } }> } } | null)?.metadata?.nodes ?? [];
+  if (nodes.find((n) => n.type === 'ai/agent')?.configuration?.clientTools === false) throw new Errors.VALIDATION(CLIENT_TOOLS_REFUSED);
 }
 
 /** An assistant message's `tool_calls` in the client's history, checked. */
