@@ -140,8 +140,10 @@ export async function runAgentLoop(
   const guard = new RepeatGuard();
 
   for (let step = 1; step <= maxStep; step++) {
-    const choice = step === 1 && opts.toolChoice !== undefined ? { toolChoice: opts.toolChoice } : {};
-    const reply = await callModel(deps, { ...opts, ...choice, messages, tools: toolbox.definitions }, signal);
+    // The client's tool_choice is for its turn's first answer: forced on every step, `required` would never let the agent finish.
+    const { toolChoice, ...callOpts } = opts;
+    const choice = step === 1 && toolChoice !== undefined ? { toolChoice } : {};
+    const reply = await callModel(deps, { ...callOpts, ...choice, messages, tools: toolbox.definitions }, signal);
     usage = addUsage(usage, reply.usage);
     if (reply.calls.length === 0) {
       added.push({ role: 'assistant', content: reply.text });
