@@ -1,7 +1,8 @@
 /**
  * The client's own function tools beside the agent's (issue 38), through the clients that send
- * them: the `openai` SDK (chat, streamed and not), the AI SDK's `generateText` with `tools` over
- * several steps, LangChain's `bindTools` loop. The agent `ctools` has a server-side tool
+ * them: the `openai` SDK (chat, streamed and not; Responses), the AI SDK's `generateText` with
+ * `tools` over several steps, LangChain's `bindTools` loop, and `@openai/agents` (0.20, a function
+ * tool and a handoff, over both APIs). The agent `ctools` has a server-side tool
  * (`helper`, a sub-agent: its model call is one more scripted reply of the fake); the client's
  * tool is `get_weather`. Bodies are checked against OpenAI's OpenAPI document.
  */
@@ -11,6 +12,8 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
 import { HumanMessage, ToolMessage, type AIMessage, type BaseMessage } from '@langchain/core/messages';
 import { generateText, jsonSchema, stepCountIs, tool, type LanguageModel } from 'ai';
+import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool as agentTool } from '@openai/agents';
+import { z } from 'zod';
 import { beforeAll, expect, it } from 'vitest';
 import type { FakeChatMessage, FakeModel } from '@agentry/testing';
 import type { ChatTarget } from './chat-conformance.js';
@@ -309,4 +312,38 @@ export function clientToolsConformance(target: () => ChatTarget): void {
     expect(fake.requests).toHaveLength(4);
     expect(lastOf(fake).at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_weather' });
   });
+
+  // The Agents SDK: a triage agent with a function tool and a handoff, both served by the Agentry
+  // agent `ctools` (its server tool offered too), run to completion over either API.
+  for (const useResponses of [true, false]) {
+    it(`@openai/agents (${useResponses ? 'Responses' : 'chat completions'} API): a function tool and a handoff run to completion`, { timeout: CASE_TIMEOUT_MS }, async () => {
+      setTracingDisabled(true);
+      const { fake } = target();
+      const offeredTransfer = (req: { body: { tools?: unknown[] } }) => (req.body.tools as Array<{ function: { name: string } }>).map((d) => d.function.name).find((n) => n.startsWith('transfer_to'))!;
+      scriptFresh(
+        fake,
+        { toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+        (req) => ({ toolCalls: [{ id: 'call_h', name: offeredTransfer(req), arguments: '{}' }] }),
+        { text: 'The specialist says: sunny in Paris.' },
+      );
+      const ran: string[] = [];
+      const getWeather = agentTool({
+        name: 'get_weather',
+        description: 'The weather in a city',
+        parameters: z.object({ city: z.string() }),
+        execute: async ({ city }) => (ran.push(city), `sunny in ${city}`),
+      });
+      const specialist = new Agent({ name: 'Specialist', instructions: 'You explain the weather.', model: TOOLS_AGENT });
+      const triage = new Agent({ name: 'Triage', instructions: 'Look the weather up, then hand off.', model: TOOLS_AGENT, tools: [getWeather], handoffs: [specialist] });
+      const provider = new OpenAIProvider({ openAIClient: client(), useResponses });
+      const result = await new Runner({ modelProvider: provider, tracingDisabled: true }).run(triage, 'Weather in Paris?');
+      expect(ran).toEqual(['Paris']);
+      expect(result.finalOutput).toBe('The specialist says: sunny in Paris.');
+      expect(result.lastAgent?.name).toBe('Specialist');
+      expect(fake.requests).toHaveLength(3);
+      // Both client tools and the agent's own were offered; the model saw the tool's output.
+      expect(offered(fake, 0)).toEqual(expect.arrayContaining(['get_weather', 'helper']));
+      expect(fake.requests[1]!.body.messages.find((m) => m.role === 'tool')).toMatchObject({ tool_call_id: 'call_w', content: 'sunny in Paris' });
+    });
+  }
 }
