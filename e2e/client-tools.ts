@@ -171,6 +171,21 @@ export function clientToolsConformance(target: () => ChatTarget): void {
       .catch((e: unknown) => e);
     expect(badChoice).toBeInstanceOf(OpenAI.BadRequestError);
     expect((badChoice as Error).message).toContain('"nope" is not one of the request\'s tools');
+    // A session's tool result must answer a call of that session.
+    const orphan = await client()
+      .chat.completions.create({
+        model: TOOLS_AGENT,
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_elsewhere', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'call_elsewhere', content: 'r' },
+        ],
+        tools: [WEATHER],
+        sessionId: `ctools-orphan-${Date.now()}`,
+      } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming)
+      .catch((e: unknown) => e);
+    expect(orphan).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((orphan as Error).message).toContain('the tool result for call "call_elsewhere" answers no tool call of this session');
     // None of them reached the model.
     expect(fake.requests).toHaveLength(0);
   });

@@ -65,6 +65,10 @@ describe('buildConversation', () => {
     const { messages, newTurns } = buildConversation('', exchange, history);
     expect(messages).toEqual(exchange.messages);
     expect(newTurns).toEqual([{ role: 'tool', content: 'sunny', toolCallId: 'c1' }]);
+    // A result for a call the session never made is refused in words, not sent to fail at the provider.
+    expect(() => buildConversation('', exchange, [{ role: 'user' as const, content: 'weather?' }, { role: 'assistant' as const, content: 'no calls' }])).toThrow(
+      /the tool result for call "c1" answers no tool call of this session/,
+    );
   });
 });
 

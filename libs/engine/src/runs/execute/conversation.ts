@@ -1,4 +1,5 @@
 import type { RunRequest } from '@agentry/contracts';
+import { AppError } from '@agentry/errors';
 import type { JsonValue, SessionMessage } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
 import type { ChatMessage, ModelCallRequest } from '../../models/types.js';
@@ -87,6 +88,12 @@ function withHistory(
       ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
       ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
     }));
+  // A tool result must answer a call the session holds: the model call would fail, in the provider's words.
+  const called = new Set([...past, ...trailing].flatMap((m) => ((m.tool_calls ?? []) as Array<{ id?: unknown }>).map((c) => c.id)));
+  const orphan = trailing.find((m) => m.role === 'tool' && !called.has(m.tool_call_id));
+  if (orphan) {
+    throw new AppError('VALIDATION', 400, `the tool result for call "${orphan.tool_call_id ?? ''}" answers no tool call of this session: send it in the session the call was made in`);
+  }
   return { body: [...past, ...trailing.map(chatMessage)], newTurns };
 }
 
