@@ -384,7 +384,7 @@ export function chatConformance(target: () => ChatTarget): void {
     }
   });
 
-  it('refuses with 400 what it cannot honour: n > 1, client-side tools', async () => {
+  it('refuses with 400 what it cannot honour: n > 1, a tool choice without tools', async () => {
     const t = target();
     const refused = async (extra: Record<string, unknown>) => {
       const err = await client()
@@ -395,9 +395,8 @@ export function chatConformance(target: () => ChatTarget): void {
       return (err as APIError).message;
     };
     expect(await refused({ n: 2 })).toMatch(/\bn\b/);
-    const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }];
-    expect(await refused({ tools })).toMatch(/client-side tools are not supported: the agent's tools run on the server/);
-    expect(await refused({ tool_choice: 'required' })).toMatch(/client-side tools are not supported/);
+    // The client's own tools are taken (e2e/client-tools.ts); asking to call one without any is not.
+    expect(await refused({ tool_choice: 'required' })).toMatch(/tool_choice: the request gives no tools to choose from/);
   });
 }
 

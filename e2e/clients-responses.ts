@@ -13,8 +13,8 @@ import { CASE_TIMEOUT_MS, SDK_CALL, SDK_USAGE, USAGE, describeError, aiSdkChatMo
  *   `POST /responses`;
  * - a stream that fails before its first token answers HTTP 502, since its headers wait for
  *   the first event (until then the 200 stream carries an error event and the status is lost);
- * - a request with client-side tools is refused with 400, since the agent's tools run on the
- *   server and a client would wait for tool calls that never come.
+ * - a request with the client's own tools gets the model's calls of them back (the loop over
+ *   several turns is in client-tools.ts).
  */
 export function responsesClientsConformance(target: () => ChatTarget): void {
   const responsesModel = (): LanguageModel => createOpenAI({ baseURL: target().baseURL, apiKey: target().apiKey })(target().agentId);
@@ -65,22 +65,17 @@ export function responsesClientsConformance(target: () => ChatTarget): void {
     expect(merged?.content ?? '').toBe('');
   });
 
-  it('LangChain ChatOpenAI: bindTools is refused with 400, the provider never called', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it("LangChain ChatOpenAI: bindTools offers the tool to the model and gets its call back as tool_calls", { timeout: CASE_TIMEOUT_MS }, async () => {
     const t = target();
-    // Were the tools ignored, this answer would come back as if nothing were wrong.
-    scriptFresh(t.fake, { text: 'I will not call your tool' });
+    scriptFresh(t.fake, { toolCalls: [{ id: 'call_lc', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
     const weather = tool(({ city }) => `sunny in ${city}`, {
       name: 'get_weather',
       description: 'The weather in a city.',
       schema: z.object({ city: z.string() }),
     });
-    const err = await langchainModel(t)
-      .bindTools([weather])
-      .invoke('weather in Paris?')
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(Error);
-    expect((err as { status?: number }).status).toBe(400);
-    expect((err as Error).message).toContain("client-side tools are not supported: the agent's tools run on the server");
-    expect(t.fake.requests).toHaveLength(0);
+    const answer = await langchainModel(t).bindTools([weather]).invoke('weather in Paris?');
+    expect(answer.tool_calls).toEqual([{ id: 'call_lc', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }]);
+    expect(answer.response_metadata.finish_reason).toBe('tool_calls');
+    expect((t.fake.requests[0]!.body.tools as Array<{ function: { name: string } }>).map((d) => d.function.name)).toEqual(['get_weather']);
   });
 }

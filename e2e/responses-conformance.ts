@@ -328,11 +328,11 @@ export function responsesConformance(target: () => ResponsesTarget): void {
   it('refuses what it does not support, naming the field, and an unknown agent as chat does', async () => {
     const t = target();
     const cases: Array<[Record<string, unknown>, RegExp]> = [
-      [{ tools: [{ type: 'function', name: 'f', parameters: {} }] }, /: tools/],
+      [{ tools: [{ type: 'web_search' }] }, /: tools\[0\]: only function tools/],
       [{ tool_choice: 'required' }, /: tool_choice/],
       [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x/y.png' }] }] }, /: input\[0\]\.content\[0\]/],
       [{ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] }, /: input\[0\]\.content\[0\]/],
-      [{ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, /: input\[0\]/],
+      [{ input: [{ type: 'function_call_output', output: 'x' }] }, /: input\[0\]\.call_id/],
       [{ text: { format: { type: 'yaml' } } }, /: text\.format/],
       [{ text: { format: { type: 'json_schema' } } }, /: text\.format/],
     ];

@@ -38,6 +38,8 @@ export const RunEvent = Type.Union([
     ...base,
     type: Type.Literal('done'),
     finishReason: Type.String(),
+    /** With finishReason `tool_calls`: the calls of the client's tools the run ended with. */
+    toolCalls: Type.Optional(Type.Array(Type.Object({ id: Type.String(), name: Type.String(), arguments: Type.String() }))),
     usage: Type.Optional(
       Type.Object({
         promptTokens: Type.Integer(),

@@ -4,9 +4,21 @@ import Type, { type Static } from 'typebox';
  * What a run was asked, as the gateway stores it on the run row (the job carries only the id).
  * Messages are normalised to text; `system` messages add to the agent's instructions.
  */
+/** One call of a client's tool, as OpenAI's assistant message `tool_calls` holds it. */
+export const RunToolCall = Type.Object({
+  id: Type.String({ minLength: 1 }),
+  type: Type.Literal('function'),
+  function: Type.Object({ name: Type.String(), arguments: Type.String() }),
+});
+export type RunToolCall = Static<typeof RunToolCall>;
+
 export const RunMessage = Type.Object({
   role: Type.Union([Type.Literal('system'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]),
   content: Type.String(),
+  /** An assistant message's calls of the client's tools (the client sends the exchange back). */
+  tool_calls: Type.Optional(Type.Array(RunToolCall)),
+  /** A tool message: the call it answers. */
+  tool_call_id: Type.Optional(Type.String()),
 });
 export type RunMessage = Static<typeof RunMessage>;
 
@@ -36,6 +48,27 @@ export const ResponseFormat = Type.Union([
 ]);
 export type ResponseFormat = Static<typeof ResponseFormat>;
 
+/**
+ * A function tool of the client (OpenAI's chat `tools[].function`): offered to the model beside
+ * the agent's own; a call of it ends the run with the call, for the client to run.
+ */
+export const ClientTool = Type.Object({
+  name: Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }),
+  description: Type.Optional(Type.String()),
+  parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+});
+export type ClientTool = Static<typeof ClientTool>;
+
+/** OpenAI's `tool_choice`, checked against the request's client tools by the gateway. */
+export const ToolChoice = Type.Union([
+  Type.Literal('none'),
+  Type.Literal('auto'),
+  Type.Literal('required'),
+  Type.Object({ type: Type.Literal('function'), function: Type.Object({ name: Type.String() }) }),
+]);
+export type ToolChoice = Static<typeof ToolChoice>;
+
 export const RunRequest = Type.Object({
   messages: Type.Array(RunMessage),
   reply: Type.Optional(RunReply),
@@ -51,6 +84,12 @@ export const RunRequest = Type.Object({
    * (a non-streamed answer has no event ids to resume from, and keeping costs Redis commands).
    */
   stream: Type.Optional(Type.Boolean()),
+  /** The client's own function tools (issue 38); their calls end the run for the client to answer. */
+  clientTools: Type.Optional(Type.Array(ClientTool)),
+  /** OpenAI's `tool_choice` for the turn's first model call (later steps are `auto`). */
+  toolChoice: Type.Optional(ToolChoice),
+  /** OpenAI's `parallel_tool_calls`, passed to every model call of the turn. */
+  parallelToolCalls: Type.Optional(Type.Boolean()),
   params: Type.Optional(
     Type.Object({
       temperature: Type.Optional(Type.Number()),

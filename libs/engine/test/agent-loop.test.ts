@@ -130,6 +130,36 @@ describe('agent loop', () => {
     expect(result).toMatchObject({ output: '[Stopped after 4 model calls (maxStep) without a final answer.]', finishReason: 'length' });
   });
 
+  it("ends with the calls of the client's tools, after running the agent's calls of the same reply; tool_choice only on the first call", async () => {
+    const ran: string[] = [];
+    const weather = { name: 'get_weather', description: 'weather', parameters: { type: 'object' } };
+    const { result, events, requests } = await loop(
+      [{ calls: [{ name: 'echo', arguments: '{"text":"a"}', id: 's1' }] }, { text: 'checking', calls: [{ name: 'echo', arguments: '{"text":"b"}', id: 's2' }, { name: 'get_weather', arguments: '{"city":"X"}', id: 'c1' }] }, { text: 'never asked' }],
+      [tool('echo', async (a) => (ran.push(String(a.text)), String(a.text)))],
+      { clientTools: [weather], toolChoice: 'required', parallelToolCalls: false },
+    );
+    expect(ran).toEqual(['a', 'b']);
+    expect(requests).toHaveLength(2);
+    expect(requests[0]!.tools).toContainEqual({ type: 'function', function: weather });
+    expect(requests[0]!.tool_choice).toBe('required');
+    expect(requests[1]).not.toHaveProperty('tool_choice');
+    expect(requests.map((r) => r.parallel_tool_calls)).toEqual([false, false]);
+    expect(result).toMatchObject({ output: 'checking', finishReason: 'tool_calls', steps: 2, clientCalls: [{ id: 'c1', name: 'get_weather', arguments: '{"city":"X"}' }] });
+    // The turn keeps the whole reply (both calls) and the agent's result; the client answers c1 next turn.
+    expect(result.added.map((m) => [m.role, m.tool_call_id ?? ''])).toEqual([['assistant', ''], ['tool', 's1'], ['assistant', ''], ['tool', 's2']]);
+    expect((result.added[2]!.tool_calls as Array<{ id: string }>).map((c) => c.id)).toEqual(['s2', 'c1']);
+    // The client's call is not run here: no events for it.
+    expect(events.filter((e) => e.type !== 'text').map((e) => ('toolCallId' in e ? e.toolCallId : ''))).toEqual(['s1', 's1', 's2', 's2']);
+  });
+
+  it("never takes a client's call for a repeat: the same client call every turn ends each turn", async () => {
+    const same = { calls: [{ name: 'get_weather', arguments: '{}', id: 'c' }] };
+    for (let i = 0; i < 3; i++) {
+      const { result } = await loop([same], [], { clientTools: [{ name: 'get_weather' }] });
+      expect(result.finishReason).toBe('tool_calls');
+    }
+  });
+
   it('ends with the cancel reason when the signal aborts during a tool', async () => {
     const ctl = new AbortController();
     const wait = tool('wait', () => new Promise(() => setTimeout(() => ctl.abort(new Error('client gone')), 20)));

@@ -46,6 +46,30 @@ describe('buildConversation', () => {
       { role: 'user', content: 'new 2' },
     ]);
   });
+
+  it("keeps a client tool exchange's calls and call ids, with a session and without", () => {
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'get_weather', arguments: '{}' } };
+    const exchange = {
+      messages: [
+        { role: 'user' as const, content: 'weather?' },
+        { role: 'assistant' as const, content: '', tool_calls: [call] },
+        { role: 'tool' as const, content: 'sunny', tool_call_id: 'c1' },
+      ],
+    };
+    expect(buildConversation('', exchange, null).messages).toEqual(exchange.messages);
+    // The session holds the question and the call: the tool result after it is the new turn.
+    const history = [
+      { role: 'user' as const, content: 'weather?' },
+      { role: 'assistant' as const, content: '', toolCalls: [call] },
+    ];
+    const { messages, newTurns } = buildConversation('', exchange, history);
+    expect(messages).toEqual(exchange.messages);
+    expect(newTurns).toEqual([{ role: 'tool', content: 'sunny', toolCallId: 'c1' }]);
+    // A result for a call the session never made is refused in words, not sent to fail at the provider.
+    expect(() => buildConversation('', exchange, [{ role: 'user' as const, content: 'weather?' }, { role: 'assistant' as const, content: 'no calls' }])).toThrow(
+      /the tool result for call "c1" answers no tool call of this session/,
+    );
+  });
 });
 
 let handle: DbHandle;

@@ -310,15 +310,32 @@ describe('OpenAI fields: honoured or refused, never dropped', () => {
     expect((await post({ n: 1 })).statusCode).toBe(200);
   });
 
-  it('client-side tools or a tool choice asking for them are a 400 saying why', async () => {
-    const tool = { type: 'function', function: { name: 'f', parameters: { type: 'object' } } };
-    for (const fields of [{ tools: [tool] }, { tool_choice: 'required' }, { tool_choice: { type: 'function', function: { name: 'f' } } }, { functions: [tool.function] }]) {
-      const res = await post(fields);
-      expect(res.statusCode, JSON.stringify(fields)).toBe(400);
-      expect(res.json().error.message).toBe("Invalid input: client-side tools are not supported: the agent's tools run on the server");
+  it("the client's function tools, tool_choice and parallel_tool_calls are stored with the run request; malformed ones are a 400 saying why", async () => {
+    const tool = { type: 'function', function: { name: 'f', description: 'F', parameters: { type: 'object' } } };
+    const res = await post({ tools: [tool], tool_choice: { type: 'function', function: { name: 'f' } }, parallel_tool_calls: false });
+    expect(res.statusCode).toBe(200);
+    const run = await getRun(runtime.db.db, (res.json() as { id: string }).id.replace('chatcmpl-', ''));
+    expect(run!.request).toMatchObject({ clientTools: [tool.function], toolChoice: { type: 'function', function: { name: 'f' } }, parallelToolCalls: false });
+    const refusals: Array<[Record<string, unknown>, string]> = [
+      [{ tool_choice: 'required' }, 'tool_choice: the request gives no tools to choose from'],
+      [{ tools: [tool], tool_choice: { type: 'function', function: { name: 'g' } } }, `tool_choice: "g" is not one of the request's tools`],
+      [{ functions: [tool.function] }, 'functions and function_call are deprecated by OpenAI and not supported: use tools and tool_choice'],
+      [{ tools: [{ type: 'web_search' }] }, 'tools[0]: only function tools are supported (got type "web_search")'],
+      [{ tools: [{ type: 'function', function: { name: 'has space' } }] }, 'tools[0].function.name must be 1 to 64 letters, digits, underscores or dashes (got "has space")'],
+      [{ tools: [tool, tool] }, 'tools: the name "f" is given twice'],
+      [{ tools: [tool], parallel_tool_calls: 'yes' }, 'parallel_tool_calls must be a boolean'],
+      [{ messages: [{ role: 'tool', content: 'r' }] }, 'messages[0].tool_call_id must name the tool call this message answers'],
+      [{ messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c' }] }] }, 'messages[0].tool_calls[0] must be {id, type: "function", function: {name, arguments}}'],
+    ];
+    for (const [fields, message] of refusals) {
+      const refused = await post(fields);
+      expect(refused.statusCode, JSON.stringify(fields)).toBe(400);
+      expect(refused.json().error.message).toBe(`Invalid input: ${message}`);
     }
     for (const fields of [{ tools: [] }, { tool_choice: 'none' }, { tool_choice: 'auto' }, { tools: null, tool_choice: null }]) {
-      expect((await post(fields)).statusCode, JSON.stringify(fields)).toBe(200);
+      const ok = await post(fields);
+      expect(ok.statusCode, JSON.stringify(fields)).toBe(200);
+      expect((await getRun(runtime.db.db, (ok.json() as { id: string }).id.replace('chatcmpl-', '')))!.request).not.toHaveProperty('clientTools');
     }
   });
 

@@ -167,6 +167,8 @@ describe('Responses encoders', () => {
     topP: null,
     maxOutputTokens: null,
     toolChoice: 'auto',
+    tools: [],
+    parallelToolCalls: false,
     metadata: {},
     textFormat: { type: 'text' },
   };
@@ -184,6 +186,22 @@ describe('Responses encoders', () => {
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: 0,
     });
+  });
+
+  it("end with the calls of the client's tools as function_call items, after the message if there was text", () => {
+    const call = { id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' };
+    const only = responseObject(meta, { status: 'completed', text: '', usage: undefined, calls: [call] });
+    expect(only.output).toEqual([{ type: 'function_call', id: 'fc_1_call_1', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}', status: 'completed' }]);
+    const both = responseObject(meta, { status: 'completed', text: 'Checking.', usage: undefined, calls: [call] });
+    expect(both.output.map((o) => o.type)).toEqual(['message', 'function_call']);
+    const events = new ResponseEvents(meta).functionCall(call, 1);
+    expect(events.map((e) => [e.type, e.output_index])).toEqual([
+      ['response.output_item.added', 1],
+      ['response.function_call_arguments.delta', 1],
+      ['response.function_call_arguments.done', 1],
+      ['response.output_item.done', 1],
+    ]);
+    expect(events[0]).toMatchObject({ item: { status: 'in_progress', arguments: '' } });
   });
 
   it('read a run id only from a response id of ours', () => {

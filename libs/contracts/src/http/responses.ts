@@ -24,6 +24,27 @@ export const ResponseOutputMessage = Type.Object({
 });
 export type ResponseOutputMessage = Static<typeof ResponseOutputMessage>;
 
+/** A call of one of the client's function tools: the response ends with it, for the client to run. */
+export const ResponseFunctionCall = Type.Object({
+  type: Type.Literal('function_call'),
+  id: Type.String(),
+  call_id: Type.String(),
+  name: Type.String(),
+  arguments: Type.String(),
+  status: Type.Union([Type.Literal('in_progress'), Type.Literal('completed')]),
+});
+export type ResponseFunctionCall = Static<typeof ResponseFunctionCall>;
+
+/** A client function tool as a `Response` echoes it (OpenAI's `FunctionTool`). */
+export const ResponseFunctionTool = Type.Object({
+  type: Type.Literal('function'),
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  parameters: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  strict: Nullable(Type.Boolean()),
+});
+export type ResponseFunctionTool = Static<typeof ResponseFunctionTool>;
+
 export const ResponseUsage = Type.Object({
   input_tokens: Type.Integer(),
   input_tokens_details: Type.Object({ cached_tokens: Type.Integer(), cache_write_tokens: Type.Integer() }),
@@ -60,7 +81,7 @@ export const ResponseObject = Type.Object({
   max_output_tokens: Nullable(Type.Integer()),
   /** The agent id. */
   model: Type.String(),
-  output: Type.Array(ResponseOutputMessage),
+  output: Type.Array(Type.Union([ResponseOutputMessage, ResponseFunctionCall])),
   parallel_tool_calls: Type.Boolean(),
   previous_response_id: Nullable(Type.String()),
   reasoning: Type.Null(),
@@ -68,8 +89,8 @@ export const ResponseObject = Type.Object({
   temperature: Nullable(Type.Number()),
   top_p: Nullable(Type.Number()),
   text: Type.Object({ format: ResponseTextFormat }),
-  tool_choice: Type.Union([Type.Literal('auto'), Type.Literal('none')]),
-  tools: Type.Array(Type.Unknown()),
+  tool_choice: Type.Union([Type.Literal('auto'), Type.Literal('none'), Type.Literal('required'), Type.Object({ type: Type.Literal('function'), name: Type.String() })]),
+  tools: Type.Array(ResponseFunctionTool),
   truncation: Type.Literal('disabled'),
   /** Absent until the response completes (OpenAI's schema has no null here, though its examples do). */
   usage: Type.Optional(ResponseUsage),

@@ -71,6 +71,7 @@ export const AiAgentConfiguration = Type.Object({
   disabledSkills: Type.Optional(Type.Array(Type.String())),
   compaction: Type.Optional(Compaction),
   heartbeat: Type.Optional(Heartbeat),
+  clientTools: Type.Optional(Type.Boolean({ description: "false: a chat or Responses request's own function tools are refused (400) instead of offered to the model beside the agent's (default true)" })),
 }, { additionalProperties: false });
 
 /** An agent's heartbeat settings, as the DSL holds them (the contracts' type: heartbeat.ts reads it without importing this file). */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ToolType } from '@agentry/contracts';
+import type { ClientTool, ToolType } from '@agentry/contracts';
 import type { ChatMessage, ModelCallRequest, ModelEvent, ModelUsage, ToolCall } from '../models/types.js';
 import { ToolError } from '../tools/types.js';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './config.js';
@@ -33,6 +33,14 @@ export interface AgentLoopOptions {
   maxToolOutputLength?: number;
   /** Default per-tool timeout (120 s). */
   toolTimeoutMs?: number;
+  /**
+   * The client's own function tools, offered beside the agent's: a model reply that calls one
+   * ends the loop (after the reply's server-side calls ran) with the calls, for the client.
+   */
+  clientTools?: ClientTool[];
+  /** OpenAI `tool_choice` of the first model call (later ones leave it to the model). */
+  toolChoice?: unknown;
+  parallelToolCalls?: boolean;
 }
 
 interface AgentLoopDeps {
@@ -49,6 +57,8 @@ export interface AgentLoopResult {
   usage: ModelUsage | null;
   finishReason: string;
   steps: number;
+  /** With finishReason `tool_calls`: the calls of the client's tools that ended the loop. */
+  clientCalls?: ToolCall[];
 }
 
 const DOOM_REPEATS = 3;
@@ -130,7 +140,10 @@ export async function runAgentLoop(
   const guard = new RepeatGuard();
 
   for (let step = 1; step <= maxStep; step++) {
-    const reply = await callModel(deps, { ...opts, messages, tools: toolbox.definitions }, signal);
+    // The client's tool_choice is for its turn's first answer: forced on every step, `required` would never let the agent finish.
+    const { toolChoice, ...callOpts } = opts;
+    const choice = step === 1 && toolChoice !== undefined ? { toolChoice } : {};
+    const reply = await callModel(deps, { ...callOpts, ...choice, messages, tools: toolbox.definitions }, signal);
     usage = addUsage(usage, reply.usage);
     if (reply.calls.length === 0) {
       added.push({ role: 'assistant', content: reply.text });
@@ -139,14 +152,20 @@ export async function runAgentLoop(
     const assistant = assistantCalling(reply.text, reply.calls);
     messages.push(assistant);
     added.push(assistant);
-    if (guard.repeated(reply.calls)) {
+    const forClient = reply.calls.filter((c) => toolbox.isClients(c.name));
+    const server = reply.calls.filter((c) => !toolbox.isClients(c.name));
+    if (forClient.length === 0 && guard.repeated(reply.calls)) {
       const note = await stopRepeating(deps, reply.calls, added);
       return { output: reply.text + note, added, usage, finishReason: 'stop', steps: step };
     }
-    for (const result of await toolbox.run(deps, reply.calls, signal)) {
-      messages.push(result);
-      added.push(result);
+    if (server.length > 0) {
+      for (const result of await toolbox.run(deps, server, signal)) {
+        messages.push(result);
+        added.push(result);
+      }
     }
+    // The client runs its own tools: the turn ends with their calls, its answers come as the next turn.
+    if (forClient.length > 0) return { output: reply.text, added, usage, finishReason: 'tool_calls', steps: step, clientCalls: forClient };
   }
 
   const note = `[Stopped after ${maxStep} model calls (maxStep) without a final answer.]`;
@@ -158,7 +177,7 @@ export async function runAgentLoop(
 /** One model call, its text streamed out as it comes; what it asked for once it ended. */
 async function callModel(
   deps: AgentLoopDeps,
-  req: Pick<AgentLoopOptions, 'provider' | 'model' | 'failover' | 'params'> & { messages: ChatMessage[]; tools: object[] },
+  req: Pick<AgentLoopOptions, 'provider' | 'model' | 'failover' | 'params' | 'toolChoice' | 'parallelToolCalls'> & { messages: ChatMessage[]; tools: object[] },
   signal: AbortSignal,
 ): Promise<{ text: string; calls: ToolCall[]; finishReason: string; usage: ModelUsage | undefined }> {
   let text = '';
@@ -172,6 +191,8 @@ async function callModel(
     messages: req.messages,
     params: req.params,
     ...(req.tools.length > 0 ? { tools: req.tools } : {}),
+    ...(req.toolChoice !== undefined ? { tool_choice: req.toolChoice } : {}),
+    ...(req.parallelToolCalls !== undefined ? { parallel_tool_calls: req.parallelToolCalls } : {}),
     signal,
   })) {
     if (ev.type === 'text') {
@@ -221,13 +242,25 @@ async function stopRepeating(deps: AgentLoopDeps, calls: ToolCall[], added: Chat
 class Toolbox {
   readonly definitions: object[];
   readonly #byName: Map<string, LoopTool>;
+  readonly #clients: Set<string>;
 
   constructor(
     tools: LoopTool[],
-    private readonly opts: Pick<AgentLoopOptions, 'maxToolOutputLength' | 'toolTimeoutMs'>,
+    private readonly opts: Pick<AgentLoopOptions, 'maxToolOutputLength' | 'toolTimeoutMs' | 'clientTools'>,
   ) {
     this.#byName = new Map(tools.map((t) => [t.name, t]));
-    this.definitions = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+    const clients = opts.clientTools ?? [];
+    this.#clients = new Set(clients.map((t) => t.name));
+    this.definitions = [
+      ...tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })),
+      // The client's definitions go to the model as the client wrote them.
+      ...clients.map((t) => ({ type: 'function', function: t })),
+    ];
+  }
+
+  /** Whether `name` is one of the client's tools (the gateway refused names clashing with the agent's). */
+  isClients(name: string): boolean {
+    return this.#clients.has(name) && !this.#byName.has(name);
   }
 
   /** Runs the calls concurrently and answers them in call order (results cut to the output limit). */

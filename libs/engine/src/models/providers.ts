@@ -387,6 +387,8 @@ function requestBody(target: Target, req: ModelCallRequest) {
     ...(req.params?.stop !== undefined ? { stop: req.params.stop } : {}),
     ...(req.params?.response_format !== undefined ? { response_format: req.params.response_format } : {}),
     ...(req.tools && req.tools.length > 0 ? { tools: req.tools } : {}),
+    ...(req.tools && req.tools.length > 0 && req.tool_choice !== undefined ? { tool_choice: req.tool_choice } : {}),
+    ...(req.tools && req.tools.length > 0 && req.parallel_tool_calls !== undefined ? { parallel_tool_calls: req.parallel_tool_calls } : {}),
   };
 }
 

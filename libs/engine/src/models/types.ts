@@ -22,6 +22,9 @@ export interface ModelCallRequest {
   params?: { temperature?: number; top_p?: number; max_tokens?: number; stop?: string | string[]; response_format?: ResponseFormat };
   /** OpenAI tool definitions, passed through. */
   tools?: unknown[];
+  /** OpenAI `tool_choice` and `parallel_tool_calls`, sent only with tools. */
+  tool_choice?: unknown;
+  parallel_tool_calls?: boolean;
   /** Aborts the HTTP request at once. */
   signal: AbortSignal;
   /** What the call is for, as usage records it: a session summary is `compaction`; default a chat call. */

@@ -5,7 +5,7 @@ import type { RunOutcome } from '@agentry/db';
 import type { ChatRun, RunControl } from './chat-run.js';
 import { EventGapError, storedEnding, type RunRelay } from '@agentry/runs';
 import { SseWriter } from './sse-writer.js';
-import { aguiToolResult, aguiToolStart, chunk, completion, streamError, usageChunk, type CompletionMeta, type DoneEvent } from './openai-chunks.js';
+import { aguiToolResult, aguiToolStart, chunk, completion, streamError, toolCallDelta, usageChunk, type CompletionMeta, type DoneEvent } from './openai-chunks.js';
 
 /**
  * The two shapes of a chat completion answer, read from a run's relay: one JSON body, or SSE
@@ -46,7 +46,7 @@ export async function awaitCompletion(run: ChatRun, reply: FastifyReply, relay: 
       throw runFailure(event.message, event.status);
     } else if (event.type === 'done') {
       run.settle();
-      return completion(meta, content, event.finishReason, event.usage);
+      return completion(meta, content, event.finishReason, event.usage, event.toolCalls);
     }
   }
 }
@@ -105,10 +105,11 @@ class ChunkStream {
     if (!this.#muted) this.sse.send(chunk(this.meta, delta), this.#id);
   }
 
-  finish(finishReason: string, usage: DoneEvent['usage'] | null): void {
+  finish(finishReason: string, usage: DoneEvent['usage'] | null, toolCalls?: DoneEvent['toolCalls']): void {
     this.run.settle();
     this.begin();
     if (!this.#muted) {
+      toolCalls?.forEach((call, index) => this.sse.send(chunk(this.meta, toolCallDelta(call, index))));
       this.sse.send(chunk(this.meta, { content: '' }, finishReason));
       if (this.includeUsage) this.sse.send(usageChunk(this.meta, usage));
     }
@@ -203,7 +204,7 @@ export async function streamCompletion(
         case 'error':
           return out.fail(runFailure(event.message, event.status), event.status);
         case 'done':
-          return out.finish(event.finishReason, event.usage ?? null);
+          return out.finish(event.finishReason, event.usage ?? null, event.toolCalls);
         default: {
           const never: never = event;
           req.log.warn({ event: never }, 'unknown run event');

@@ -26,13 +26,29 @@ export function usageOf(event: Pick<DoneEvent, 'usage'>) {
  * The non-stream answer. `refusal` and `logprobs` are always null (an agent neither refuses as a
  * model does nor reports log probabilities) but present: OpenAI's schema requires both.
  */
-export function completion(meta: CompletionMeta, content: string, finishReason: string, usage: DoneEvent['usage'] | null | undefined) {
+export function completion(meta: CompletionMeta, content: string, finishReason: string, usage: DoneEvent['usage'] | null | undefined, toolCalls?: DoneEvent['toolCalls']) {
+  // A call of the client's tools: OpenAI's content is null when the model said nothing with it.
+  const message = toolCalls?.length
+    ? { role: 'assistant', content: content === '' ? null : content, refusal: null, tool_calls: toolCalls.map(openaiToolCall) }
+    : { role: 'assistant', content, refusal: null };
   return {
     ...meta,
     object: 'chat.completion',
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: finishReason }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
     usage: usageOf({ usage: usage ?? undefined }),
   };
+}
+
+type ClientCall = NonNullable<DoneEvent['toolCalls']>[number];
+
+/** A call of the client's tool as OpenAI's `tool_calls` entry. */
+export function openaiToolCall(call: ClientCall) {
+  return { id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } };
+}
+
+/** The streamed delta of one call of the client's tools: the whole call in one delta, at its index. */
+export function toolCallDelta(call: ClientCall, index: number): Record<string, unknown> {
+  return { tool_calls: [{ index, ...openaiToolCall(call) }] };
 }
 
 /** One streamed delta. */

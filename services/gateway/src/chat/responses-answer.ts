@@ -60,7 +60,7 @@ export async function awaitResponse(run: ChatRun, reply: FastifyReply, relay: Ru
       throw runFailed(event.status, event.message);
     } else if (event.type === 'done') {
       run.settle();
-      return responseObject(meta, { status: 'completed', text, usage: event.usage });
+      return responseObject(meta, { status: 'completed', text, usage: event.usage, ...(event.toolCalls ? { calls: event.toolCalls } : {}) });
     }
   }
 }
@@ -117,12 +117,19 @@ class ResponseStream {
     this.#send(this.events.textDelta(text), this.#id);
   }
 
-  complete(usage: DoneEvent['usage'] | null | undefined): void {
-    this.#beginMessage();
-    this.#send(this.events.textDone(this.text));
-    this.#send(this.events.partDone(this.text));
-    this.#send(this.events.itemDone(this.text));
-    this.#send(this.events.completed(this.text, usage), this.#id);
+  /** Ends the message (begun now if nothing was said, unless the model only called the client's tools), then the calls. */
+  complete(usage: DoneEvent['usage'] | null | undefined, calls?: DoneEvent['toolCalls']): void {
+    this.openStream();
+    const message = this.#messageBegun || !calls?.length;
+    if (message) {
+      this.#beginMessage();
+      this.#send(this.events.textDone(this.text));
+      this.#send(this.events.partDone(this.text));
+      this.#send(this.events.itemDone(this.text));
+    }
+    // A message is begun by text only (text events are never empty), so it is in the final output too.
+    (calls ?? []).forEach((call, i) => this.events.functionCall(call, i + (message ? 1 : 0)).forEach((e) => this.#send(e)));
+    this.#send(this.events.completed(this.text, usage, calls), this.#id);
   }
 
   fail(message: string): void {
@@ -210,7 +217,7 @@ export async function streamResponse(
           return fail(event.message, event.status);
         case 'done':
           run.settle();
-          out.complete(event.usage);
+          out.complete(event.usage, event.toolCalls);
           return reply;
         default: {
           const never: never = event;

@@ -1,4 +1,4 @@
-import type { ResponseObject, ResponseOutputMessage, ResponseTextFormat, ResponseUsage } from '@agentry/contracts';
+import type { ResponseFunctionCall, ResponseFunctionTool, ResponseObject, ResponseOutputMessage, ResponseTextFormat, ResponseUsage } from '@agentry/contracts';
 import type { DoneEvent } from './openai-chunks.js';
 
 /**
@@ -20,7 +20,10 @@ export interface ResponseMeta {
   temperature: number | null;
   topP: number | null;
   maxOutputTokens: number | null;
-  toolChoice: 'auto' | 'none';
+  toolChoice: ResponseObject['tool_choice'];
+  /** The client's function tools, echoed. */
+  tools: ResponseFunctionTool[];
+  parallelToolCalls: boolean;
   metadata: Record<string, string>;
   /** The request's `text.format`, echoed as OpenAI does. */
   textFormat: ResponseTextFormat;
@@ -51,12 +54,28 @@ export function outputMessage(meta: ResponseMeta, text: string | null, status: R
   };
 }
 
+type ClientCall = NonNullable<DoneEvent['toolCalls']>[number];
+
+/** The output item of a call of the client's tool: `call_id` is what its `function_call_output` names. */
+export function functionCallItem(meta: ResponseMeta, call: ClientCall, status: ResponseFunctionCall['status']): ResponseFunctionCall {
+  return { type: 'function_call', id: `fc_${meta.id.replace(/^resp_/, '')}_${call.id}`, call_id: call.id, name: call.name, arguments: status === 'completed' ? call.arguments : '', status };
+}
+
+/**
+ * A completed response's output: the message (left out when the model only called the
+ * client's tools, as OpenAI does), then the calls of the client's tools.
+ */
+function completedOutput(meta: ResponseMeta, text: string, calls: ClientCall[] | undefined): ResponseObject['output'] {
+  const message = calls?.length && text === '' ? [] : [outputMessage(meta, text, 'completed')];
+  return [...message, ...(calls ?? []).map((c) => functionCallItem(meta, c, 'completed'))];
+}
+
 /** The `Response` in one of its three states; `text` null means no output message yet. */
 export function responseObject(
   meta: ResponseMeta,
   state:
     | { status: 'in_progress' }
-    | { status: 'completed'; text: string; usage: DoneEvent['usage'] | null | undefined }
+    | { status: 'completed'; text: string; usage: DoneEvent['usage'] | null | undefined; calls?: ClientCall[] }
     | { status: 'failed'; text: string | null; message: string },
 ): ResponseObject {
   const now = Math.floor(Date.now() / 1000);
@@ -73,11 +92,11 @@ export function responseObject(
     model: meta.model,
     output:
       state.status === 'completed'
-        ? [outputMessage(meta, state.text, 'completed')]
+        ? completedOutput(meta, state.text, state.calls)
         : state.status === 'failed' && state.text !== null
           ? [outputMessage(meta, state.text, 'incomplete')]
           : [],
-    parallel_tool_calls: false,
+    parallel_tool_calls: meta.parallelToolCalls,
     previous_response_id: meta.previousResponseId,
     reasoning: null,
     store: meta.store,
@@ -85,7 +104,7 @@ export function responseObject(
     top_p: meta.topP,
     text: { format: meta.textFormat },
     tool_choice: meta.toolChoice,
-    tools: [],
+    tools: meta.tools,
     truncation: 'disabled',
     metadata: meta.metadata,
     ...(state.status === 'completed' ? { usage: responseUsage(state.usage) } : {}),
@@ -135,8 +154,20 @@ export class ResponseEvents {
     return this.#event('response.output_item.done', { output_index: 0, item: outputMessage(this.meta, text, 'completed') });
   }
 
-  completed(text: string, usage: DoneEvent['usage'] | null | undefined) {
-    return this.#event('response.completed', { response: responseObject(this.meta, { status: 'completed', text, usage }) });
+  completed(text: string, usage: DoneEvent['usage'] | null | undefined, calls?: ClientCall[]) {
+    return this.#event('response.completed', { response: responseObject(this.meta, { status: 'completed', text, usage, ...(calls ? { calls } : {}) }) });
+  }
+
+  /** The events of one call of the client's tools at `outputIndex`: added, its arguments (whole), done. */
+  functionCall(call: ClientCall, outputIndex: number) {
+    const item = functionCallItem(this.meta, call, 'completed');
+    const at = { item_id: item.id, output_index: outputIndex };
+    return [
+      this.#event('response.output_item.added', { output_index: outputIndex, item: functionCallItem(this.meta, call, 'in_progress') }),
+      this.#event('response.function_call_arguments.delta', { ...at, delta: call.arguments }),
+      this.#event('response.function_call_arguments.done', { ...at, name: call.name, arguments: call.arguments }),
+      this.#event('response.output_item.done', { output_index: outputIndex, item }),
+    ];
   }
 
   /** A failure once the stream is open; `text` is what was sent so far (null: no message began). */

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
-import { ModelInfo, ModelList, ResponseFormat, type RunRequest } from '@agentry/contracts';
+import { ModelInfo, ModelList, ResponseFormat, type RunMessage, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains, type RuleChainRow } from '@agentry/db';
 import { isAgentDisabled } from '@agentry/runs';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
@@ -10,6 +10,7 @@ import type { GatewayDeps } from '../deps.js';
 import { ChatRun } from '../chat/chat-run.js';
 import { agentLookup } from '../chat/agent-lookup.js';
 import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
+import { assertAgentTakesClientTools, chatClientTools, toolCallsOf } from '../chat/client-tools.js';
 import { sessionOwner } from '../auth/ownership.js';
 import { mayChatWith } from '../auth/audience.js';
 import { enforceBudget } from '../auth/budget.js';
@@ -18,7 +19,7 @@ import { resumeChatStream, resumeRequested, resumptionRequested } from '../chat/
 const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
 // `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
 // would turn 42 into "42" or ["END"] into "END" instead of refusing or keeping them.
-const Message = Type.Object({ role: Role, content: Type.Unknown() }, { additionalProperties: true });
+const Message = Type.Object({ role: Role, content: Type.Optional(Type.Unknown()) }, { additionalProperties: true });
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const ChatBody = Type.Object(
   {
@@ -38,6 +39,7 @@ const ChatBody = Type.Object(
     user: Nullable(Type.String({ maxLength: 256 })),
     tools: Type.Optional(Type.Unknown()),
     tool_choice: Type.Optional(Type.Unknown()),
+    parallel_tool_calls: Type.Optional(Type.Unknown()),
     functions: Type.Optional(Type.Unknown()),
     function_call: Type.Optional(Type.Unknown()),
   },
@@ -62,20 +64,26 @@ function textOf(content: unknown, where: string): string {
     .join('\n');
 }
 
-const CLIENT_TOOLS_REFUSED = "client-side tools are not supported: the agent's tools run on the server";
-
 /**
  * Fields a client relies on that an agent cannot honour are refused rather than dropped: the
- * answer would look right and be wrong (one choice instead of n, no call of the client's tool).
+ * answer would look right and be wrong (one choice instead of n).
  */
 function refuseUnsupported(body: ChatBody): void {
   if (typeof body.n === 'number' && body.n > 1) throw new Errors.VALIDATION(`n must be 1: an agent gives one answer per request (got n = ${body.n})`);
-  const given = (list: unknown) => list !== undefined && list !== null && !(Array.isArray(list) && list.length === 0);
-  // 'none' and 'auto' ask for nothing the server does not do already when no tools are given.
-  const asksForTools = (choice: unknown) => choice !== undefined && choice !== null && choice !== 'none' && choice !== 'auto';
-  if (given(body.tools) || given(body.functions) || asksForTools(body.tool_choice) || asksForTools(body.function_call)) {
-    throw new Errors.VALIDATION(CLIENT_TOOLS_REFUSED);
+}
+
+/** One message of the client's history: its text, and a client tool exchange's calls and call id. */
+function runMessage(m: ChatBody['messages'][number], i: number): RunMessage {
+  const where = `messages[${i}]`;
+  const message: RunMessage = { role: m.role === 'developer' ? 'system' : m.role, content: textOf(m.content, where) };
+  const calls = m.role === 'assistant' ? toolCallsOf((m as { tool_calls?: unknown }).tool_calls, where) : undefined;
+  if (calls?.length) message.tool_calls = calls;
+  if (m.role === 'tool') {
+    const id = (m as { tool_call_id?: unknown }).tool_call_id;
+    if (typeof id !== 'string' || id === '') throw new Errors.VALIDATION(`${where}.tool_call_id must name the tool call this message answers`);
+    message.tool_call_id = id;
   }
+  return message;
 }
 
 /** `response_format` for the model call; `text` is the default and not sent. */
@@ -90,10 +98,7 @@ function responseFormatOf(value: unknown): ResponseFormat | undefined {
 
 function toRunRequest(body: ChatBody): RunRequest {
   refuseUnsupported(body);
-  const messages = body.messages.map((m, i) => ({
-    role: m.role === 'developer' ? ('system' as const) : m.role,
-    content: textOf(m.content, `messages[${i}]`),
-  }));
+  const messages = body.messages.map(runMessage);
   const params: NonNullable<RunRequest['params']> = {};
   const responseFormat = responseFormatOf(body.response_format);
   if (responseFormat) params.response_format = responseFormat;
@@ -104,7 +109,7 @@ function toRunRequest(body: ChatBody): RunRequest {
   const stop = body.stop;
   if (typeof stop === 'string' || (Array.isArray(stop) && stop.length <= 4 && stop.every((x) => typeof x === 'string'))) params.stop = stop as string | string[];
   else if (stop !== undefined && stop !== null) throw new Errors.VALIDATION('stop must be a string or an array of up to 4 strings');
-  const request: RunRequest = body.stream === true ? { messages, stream: true } : { messages };
+  const request: RunRequest = { messages, ...(body.stream === true ? { stream: true } : {}), ...chatClientTools(body) };
   return Object.keys(params).length > 0 ? { ...request, params } : request;
 }
 
@@ -166,6 +171,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     const request = toRunRequest(body);
     const principal = req.principal;
     const agent = await requireAgent(body.model, principal);
+    assertAgentTakesClientTools(agent, request);
 
     const run = new ChatRun(deps, req, reply);
     try {

@@ -2,9 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
-import { ResponseObject, ResponseTextFormat, type ResponseFormat, type RunMessage, type RunRequest } from '@agentry/contracts';
+import { ResponseObject, ResponseTextFormat, type ResponseFormat, type RunMessage, type RunRequest, type RunToolCall } from '@agentry/contracts';
 import { branchSessionAt, getRun, getSession, inTransaction, loadHistory } from '@agentry/db';
 import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
+import { assertAgentTakesClientTools, responsesClientTools } from '../chat/client-tools.js';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
@@ -31,6 +32,7 @@ const ResponsesBody = Type.Object(
     metadata: Nullable(Type.Record(Type.String(), Type.String({ maxLength: 512 }), { maxProperties: 16 })),
     tools: Type.Optional(Type.Unknown()),
     tool_choice: Type.Optional(Type.Unknown()),
+    parallel_tool_calls: Type.Optional(Type.Unknown()),
     text: Type.Optional(Type.Unknown()),
     background: Type.Optional(Type.Unknown()),
     conversation: Type.Optional(Type.Unknown()),
@@ -57,28 +59,82 @@ function itemText(content: unknown, where: string): string {
     .join('\n');
 }
 
-/** `input` as run messages: a string is one user message; an array holds message items only. */
+/** A `function_call_output`'s output: a string, or its text parts joined. */
+function outputText(output: unknown, where: string): string {
+  if (typeof output === 'string') return output;
+  if (Array.isArray(output)) return itemText(output, where);
+  throw new Errors.VALIDATION(`${where}.output must be a string or an array of input_text parts`);
+}
+
+/**
+ * `input` as run messages: a string is one user message; an array holds message items and the
+ * client's tool exchange: `function_call` items (the calls of a response, resent) become one
+ * assistant message's calls, `function_call_output` items the tool results the model reads.
+ */
 function inputMessages(input: unknown): RunMessage[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
-  if (!Array.isArray(input) || input.length === 0) throw new Errors.VALIDATION('input must be a string or a non-empty array of message items');
-  return input.map((raw: unknown, i) => {
-    const item = raw as { type?: unknown; role?: unknown; content?: unknown } | null;
+  if (!Array.isArray(input) || input.length === 0) throw new Errors.VALIDATION('input must be a string or a non-empty array of items');
+  const messages: RunMessage[] = [];
+  input.forEach((raw: unknown, i) => {
+    const item = raw as { type?: unknown; role?: unknown; content?: unknown; call_id?: unknown; name?: unknown; arguments?: unknown; output?: unknown } | null;
     const where = `input[${i}]`;
-    if (!item || typeof item !== 'object') throw new Errors.VALIDATION(`${where} must be a message item`);
-    if (item.type !== undefined && item.type !== 'message') throw new Errors.VALIDATION(`${where}: items of type ${JSON.stringify(item.type)} are not supported, only messages`);
+    if (!item || typeof item !== 'object') throw new Errors.VALIDATION(`${where} must be an item`);
+    if (item.type === 'function_call') {
+      if (typeof item.call_id !== 'string' || item.call_id === '' || typeof item.name !== 'string' || typeof item.arguments !== 'string') {
+        throw new Errors.VALIDATION(`${where}: a function_call item needs call_id, name and arguments (a JSON string)`);
+      }
+      const call = { id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } };
+      const last = messages.at(-1);
+      // A model turn's text and calls follow one another: one assistant message holds them all.
+      if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
+      else messages.push({ role: 'assistant', content: '', tool_calls: [call] });
+      return;
+    }
+    if (item.type === 'function_call_output') {
+      if (typeof item.call_id !== 'string' || item.call_id === '') throw new Errors.VALIDATION(`${where}.call_id must name the function call this output answers`);
+      messages.push({ role: 'tool', tool_call_id: item.call_id, content: outputText(item.output, where) });
+      return;
+    }
+    if (item.type !== undefined && item.type !== 'message') {
+      throw new Errors.VALIDATION(`${where}: items of type ${JSON.stringify(item.type)} are not supported, only messages, function_call and function_call_output`);
+    }
     const role = typeof item.role === 'string' ? ROLES[item.role] : undefined;
     if (!role) throw new Errors.VALIDATION(`${where}.role must be user, assistant, system or developer`);
-    return { role, content: itemText(item.content, where) };
+    messages.push({ role, content: itemText(item.content, where) });
   });
+  return messages;
+}
+
+/**
+ * `item_reference` items (what the AI SDK sends for output items of stored responses) replaced
+ * by the items they name: `msg_<runId>` is that response's answer, `fc_<runId>_<callId>` one of
+ * its calls of the client's tools (read from its session). Another caller's items, and items of
+ * responses not stored, are not found, as a response is.
+ */
+async function resolveReferences(deps: GatewayDeps, principal: Principal, input: unknown): Promise<unknown> {
+  if (!Array.isArray(input) || !input.some((i) => (i as { type?: unknown } | null)?.type === 'item_reference')) return input;
+  const owner = sessionOwner(principal);
+  const limit = deps.config.current.agents.defaults.session.max_messages;
+  return Promise.all(
+    input.map(async (raw: unknown, i) => {
+      const item = raw as { type?: unknown; id?: unknown } | null;
+      if (item?.type !== 'item_reference') return raw;
+      const id = typeof item.id === 'string' ? item.id : '';
+      const notFound = () => new Errors.NOT_FOUND(`input[${i}]: item "${id}"`);
+      const [, runId, callId] = /^(?:msg|fc)_([0-9a-f]{32})(?:_(.+))?$/.exec(id) ?? [];
+      const run = runId ? await getRun(deps.db.db, runId) : undefined;
+      if (!run || run.principal !== owner || !run.sessionId || run.status !== 'succeeded') throw notFound();
+      if (id.startsWith('msg_')) return { type: 'message', role: 'assistant', content: run.output ?? '' };
+      const history = await loadHistory(deps.db.db, run.sessionId, limit, { throughRunId: runId });
+      const call = history.flatMap((m) => (m.toolCalls ?? []) as RunToolCall[]).find((c) => c.id === callId);
+      if (!call) throw notFound();
+      return { type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments };
+    }),
+  );
 }
 
 /** Refuses what this endpoint does not do, naming the field, rather than silently ignoring it. */
 function refuseUnsupported(body: ResponsesBody): void {
-  if (Array.isArray(body.tools) ? body.tools.length > 0 : body.tools !== undefined && body.tools !== null) {
-    throw new Errors.VALIDATION('tools: client tools are not supported; the agent brings its own');
-  }
-  const choice = body.tool_choice;
-  if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none') throw new Errors.VALIDATION('tool_choice must be "auto" or "none"');
   if (body.background === true) throw new Errors.VALIDATION('background: background responses are not supported');
   if (body.conversation !== undefined && body.conversation !== null) throw new Errors.VALIDATION('conversation: not supported; continue with previous_response_id');
 }
@@ -102,14 +158,14 @@ function responseFormatOf(format: ResponseTextFormat): ResponseFormat | undefine
 }
 
 /** Every input item is new to the session (the Responses API never resends earlier turns). */
-function toRunRequest(body: ResponsesBody, messages: RunMessage[]): RunRequest {
+function toRunRequest(body: ResponsesBody, messages: RunMessage[], tools: ReturnType<typeof responsesClientTools>): RunRequest {
   const params: NonNullable<RunRequest['params']> = {};
   if (typeof body.temperature === 'number') params.temperature = body.temperature;
   if (typeof body.top_p === 'number') params.top_p = body.top_p;
   if (typeof body.max_output_tokens === 'number') params.max_tokens = body.max_output_tokens;
   const responseFormat = responseFormatOf(textFormatOf(body.text));
   if (responseFormat) params.response_format = responseFormat;
-  return { messages, sessionTurns: 'all', ...(body.stream === true ? { stream: true } : {}), ...(Object.keys(params).length > 0 ? { params } : {}) };
+  return { messages, sessionTurns: 'all', ...(body.stream === true ? { stream: true } : {}), ...tools, ...(Object.keys(params).length > 0 ? { params } : {}) };
 }
 
 /** Sessions of this endpoint, apart from chat's: a response id continues only a Responses conversation. */
@@ -135,13 +191,22 @@ async function previousSession(deps: GatewayDeps, principal: Principal, id: stri
 
 type Previous = NonNullable<Awaited<ReturnType<typeof previousSession>>>;
 
-/** The conversation up to the previous response as plain text messages (tool exchanges left out). */
-async function historyMessages(deps: GatewayDeps, previous: Previous): Promise<RunMessage[]> {
+/**
+ * The conversation up to the previous response: its text messages, and the exchanges with the
+ * client's tools (its `function_call_output` items answer them). The agent's own tool steps are
+ * left out, so only the calls the client was given are kept of an assistant message.
+ */
+async function historyMessages(deps: GatewayDeps, previous: Previous, clientCallIds: Set<string>): Promise<RunMessage[]> {
   const limit = deps.config.current.agents.defaults.session.max_messages;
   const history = await loadHistory(deps.db.db, previous.session.id, limit, { throughRunId: previous.runId });
-  return history
-    .filter((m) => (m.role === 'user' || m.role === 'assistant') && !m.toolCalls && m.content !== '')
-    .map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content }));
+  const out: RunMessage[] = [];
+  for (const m of history) {
+    const calls = ((m.toolCalls ?? []) as RunToolCall[]).filter((c) => clientCallIds.has(c.id));
+    if (m.role === 'assistant' && calls.length > 0) out.push({ role: 'assistant', content: m.content, tool_calls: calls });
+    else if (m.role === 'tool' && m.toolCallId && clientCallIds.has(m.toolCallId)) out.push({ role: 'tool', tool_call_id: m.toolCallId, content: m.content });
+    else if ((m.role === 'user' || m.role === 'assistant') && !m.toolCalls && m.content !== '') out.push({ role: m.role, content: m.content });
+  }
+  return out;
 }
 
 /**
@@ -156,7 +221,12 @@ async function placeTurn(
   turn: { agentId: string; runId: string; store: boolean; previous: Previous | undefined; messages: RunMessage[] },
 ): Promise<{ session: { key: string; channel: string; owner: string } | null; messages: RunMessage[] }> {
   const { previous } = turn;
-  if (!turn.store) return { session: null, messages: previous ? [...(await historyMessages(deps, previous)), ...turn.messages] : turn.messages };
+  if (!turn.store) {
+    if (!previous) return { session: null, messages: turn.messages };
+    // The calls this turn answers were the client's: the ones the history must keep.
+    const answered = new Set(turn.messages.filter((m) => m.role === 'tool' && m.tool_call_id).map((m) => m.tool_call_id!));
+    return { session: null, messages: [...(await historyMessages(deps, previous, answered)), ...turn.messages] };
+  }
   const owner = sessionOwner(principal);
   const own = { sessionKey: responseIdOf(turn.runId) };
   // Going on from an earlier answer than the last branches the conversation there, as OpenAI does.
@@ -164,7 +234,14 @@ async function placeTurn(
   return { session: { key: sessionKey, channel: CHANNEL, owner }, messages: turn.messages };
 }
 
+/** The `tool_choice` a response echoes: the Responses API names a function at the top level. */
+function toolChoiceEcho(choice: RunRequest['toolChoice']): ResponseMeta['toolChoice'] {
+  if (choice === undefined) return 'auto';
+  return typeof choice === 'string' ? choice : { type: 'function', name: choice.function.name };
+}
+
 function metaOf(body: ResponsesBody, runId: string, store: boolean, createdAt = new Date()): ResponseMeta {
+  const tools = responsesClientTools(body);
   return {
     id: responseIdOf(runId),
     itemId: `msg_${runId}`,
@@ -176,7 +253,9 @@ function metaOf(body: ResponsesBody, runId: string, store: boolean, createdAt = 
     temperature: body.temperature ?? null,
     topP: body.top_p ?? null,
     maxOutputTokens: body.max_output_tokens ?? null,
-    toolChoice: body.tool_choice === 'none' ? 'none' : 'auto',
+    toolChoice: toolChoiceEcho(tools.toolChoice),
+    tools: (tools.clientTools ?? []).map((t) => ({ type: 'function' as const, name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null })),
+    parallelToolCalls: tools.parallelToolCalls ?? false,
     metadata: body.metadata ?? {},
     textFormat: textFormatOf(body.text),
   };
@@ -197,10 +276,12 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     }
     await enforceBudget(deps.bus, deps.logger, req, reply);
     refuseUnsupported(body);
-    const input = inputMessages(body.input);
+    const tools = responsesClientTools(body);
+    const input = inputMessages(await resolveReferences(deps, req.principal, body.input));
     const messages: RunMessage[] = body.instructions ? [{ role: 'system', content: body.instructions }, ...input] : input;
     const principal = req.principal;
     const agent = await requireAgent(body.model, principal);
+    assertAgentTakesClientTools(agent, tools);
     const store = body.store !== false;
     const previous = body.previous_response_id ? await previousSession(deps, principal, body.previous_response_id, agent.id) : undefined;
 
@@ -208,7 +289,7 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     try {
       const turn = await placeTurn(deps, principal, { agentId: agent.id, runId: run.runId, store, previous, messages });
       const { session, started } = await run.start(
-        { agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request: toRunRequest(body, turn.messages) },
+        { agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request: toRunRequest(body, turn.messages, tools) },
         { resumable: body.stream === true && resumptionRequested(req) },
       );
       if (!started) {

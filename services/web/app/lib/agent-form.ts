@@ -41,6 +41,7 @@ export const AGENT_FIELD_HINTS: Record<string, FieldHint> = {
   maxToolOutputLength: { label: 'Max tool output (characters)' },
   failover: { hint: 'Tried in order when the provider fails.' },
   disabledSkills: { hint: 'Skills this agent does not see.' },
+  clientTools: { label: "Accept the client's tools", hint: 'Off: an OpenAI request that brings its own function tools is refused (400).' },
   heartbeat: {
     hint: 'A self-prompt the scheduler sends every interval within the active hours. An answer of only HEARTBEAT_OK sends and keeps nothing; anything else goes to the target and stays in the heartbeat session.',
   },

@@ -13,7 +13,7 @@ import type { AgentRun } from './deps.js';
 import { runAgentWithTools, runSilentAgent } from './tool-agent.js';
 
 /** What a run delivers: its output and the assistant/tool messages added to the session. */
-export type Answer = Pick<AgentLoopResult, 'output' | 'added' | 'usage' | 'finishReason'>;
+export type Answer = Pick<AgentLoopResult, 'output' | 'added' | 'usage' | 'finishReason' | 'clientCalls'>;
 
 /** The client's side of a run: the conversation it asked and where its answer goes. */
 export interface ClientTurn {

@@ -1,4 +1,5 @@
 import type { RunRequest } from '@agentry/contracts';
+import { AppError } from '@agentry/errors';
 import type { JsonValue, SessionMessage } from '@agentry/db';
 import type { AiAgentConfig } from '../../agent/config.js';
 import type { ChatMessage, ModelCallRequest } from '../../models/types.js';
@@ -43,20 +44,38 @@ export function buildConversation(
     .join('\n\n');
   const rest = request.messages.filter((m) => m.role !== 'system');
   const { body, newTurns } =
-    history === null ? { body: rest.map((m) => ({ role: m.role, content: m.content })), newTurns: [] } : withHistory(rest, history, request.sessionTurns ?? 'trailing');
+    history === null ? { body: rest.map(chatMessage), newTurns: [] } : withHistory(rest, history, request.sessionTurns ?? 'trailing');
   const messages: ChatMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...body];
   return { messages, newTurns };
 }
 
-/** A session's turn: the stored history, then the request's new user messages. */
+/** A request's message for the model: a client tool exchange keeps its calls and call ids. */
+function chatMessage(m: RunRequest['messages'][number]): ChatMessage {
+  return {
+    role: m.role,
+    content: m.content,
+    ...(m.tool_calls?.length ? { tool_calls: m.tool_calls } : {}),
+    ...(m.tool_call_id !== undefined ? { tool_call_id: m.tool_call_id } : {}),
+  };
+}
+
+/**
+ * A session's turn: the stored history, then the request's new user messages, or the results of
+ * the client's tools the previous turn ended with (`role: tool`: the session holds the calls).
+ */
 function withHistory(
   rest: RunRequest['messages'],
   history: SessionMessage[],
   turns: NonNullable<RunRequest['sessionTurns']>,
 ): { body: ChatMessage[]; newTurns: SessionMessage[] } {
   const lastAssistant = turns === 'all' ? -1 : rest.map((m) => m.role).lastIndexOf('assistant');
-  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user' || turns === 'all');
-  const newTurns: SessionMessage[] = trailing.map((m) => ({ role: m.role, content: m.content }));
+  const trailing = rest.slice(lastAssistant + 1).filter((m) => m.role === 'user' || m.role === 'tool' || turns === 'all');
+  const newTurns: SessionMessage[] = trailing.map((m) => ({
+    role: m.role,
+    content: m.content,
+    ...(m.tool_calls?.length ? { toolCalls: m.tool_calls } : {}),
+    ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
+  }));
   // A window that starts inside a tool exchange would orphan tool results: skip to a clean start.
   let start = 0;
   while (start < history.length && history[start]!.role === 'tool') start++;
@@ -69,7 +88,13 @@ function withHistory(
       ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
       ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
     }));
-  return { body: [...past, ...trailing.map((m) => ({ role: m.role, content: m.content }))], newTurns };
+  // A tool result must answer a call the session holds: the model call would fail, in the provider's words.
+  const called = new Set([...past, ...trailing].flatMap((m) => ((m.tool_calls ?? []) as Array<{ id?: unknown }>).map((c) => c.id)));
+  const orphan = trailing.find((m) => m.role === 'tool' && !called.has(m.tool_call_id));
+  if (orphan) {
+    throw new AppError('VALIDATION', 400, `the tool result for call "${orphan.tool_call_id ?? ''}" answers no tool call of this session: send it in the session the call was made in`);
+  }
+  return { body: [...past, ...trailing.map(chatMessage)], newTurns };
 }
 
 /** The model parameters of a call: the agent's `params`, overridden by the request's. */

@@ -57,7 +57,8 @@ export async function deliverAnswer(
     log.info('run ended elsewhere (cancelled) before it could complete');
     return false;
   }
-  await progress.emit({ type: 'done', finishReason: answer.finishReason, ...(usage ? { usage: usage as Usage } : {}) });
+  const toolCalls = answer.clientCalls?.length ? { toolCalls: answer.clientCalls } : {};
+  await progress.emit({ type: 'done', finishReason: answer.finishReason, ...toolCalls, ...(usage ? { usage: usage as Usage } : {}) });
   deps.delivered();
   const tokens = usage as Partial<Usage> | null;
   progress.count('succeeded');

@@ -43,9 +43,24 @@ export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise
     runChain: (chainId, args, signal, config) => runChainTool({ ...ctx, signal }, chainId, args, config),
   });
   try {
+    refuseClashes(resolved.tools, turn.request?.clientTools);
     return await runAgentLoop({ stream: deps.stream, emit: ctx.emit, logger: deps.logger }, loopOptions(turn), turn.messages, resolved.tools.map((t) => bounded(ctx, t)), ctx.signal);
   } finally {
     await resolved.close();
+  }
+}
+
+/**
+ * A client tool named like one of the agent's would be ambiguous (whose runs a call?): the
+ * request is refused, naming them. Checked here, where the agent's tools are resolved (an MCP
+ * server's names are known only now).
+ */
+function refuseClashes(tools: LoopTool[], clientTools: RunRequest['clientTools']): void {
+  if (!clientTools?.length) return;
+  const own = new Set(tools.map((t) => t.name));
+  const clashes = [...new Set(clientTools.map((t) => t.name).filter((n) => own.has(n)))];
+  if (clashes.length > 0) {
+    throw new AppError('VALIDATION', 400, `tools: ${clashes.map((n) => `"${n}"`).join(', ')} ${clashes.length === 1 ? 'is the name of a tool' : 'are names of tools'} the agent has already; rename the client's ${clashes.length === 1 ? 'tool' : 'tools'}`);
   }
 }
 
@@ -101,6 +116,9 @@ function loopOptions({ config, request }: AgentTurn): AgentLoopOptions {
     params: modelParams(config, request),
     ...(config.maxStep ? { maxStep: config.maxStep } : {}),
     ...(config.maxToolOutputLength ? { maxToolOutputLength: config.maxToolOutputLength } : {}),
+    ...(request?.clientTools?.length ? { clientTools: request.clientTools } : {}),
+    ...(request?.clientTools?.length && request.toolChoice !== undefined ? { toolChoice: request.toolChoice } : {}),
+    ...(request?.parallelToolCalls !== undefined ? { parallelToolCalls: request.parallelToolCalls } : {}),
   };
 }
 
