@@ -169,6 +169,7 @@ describe('Responses encoders', () => {
     toolChoice: 'auto',
     metadata: {},
     textFormat: { type: 'text' },
+    background: false,
   };
 
   it('number events from 0 and give usage only to a completed response', () => {
