@@ -1,4 +1,4 @@
-import OpenAI, { APIError } from 'openai';
+import OpenAI, { type APIError } from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { expect, it } from 'vitest';
 import { waitFor } from '@agentry/testing';
