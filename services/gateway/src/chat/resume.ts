@@ -112,8 +112,10 @@ export async function resumeStream(
    * `clientHasEvents`: the client has some of the run's output though `after` is -1 (a Responses
    * `starting_after`, counted in the answer's own events: all are replayed and the writer skips
    * what it has), so a run whose events are gone cannot be answered from its stored output.
+   * `reader`: the client only reads the run (`GET /responses/{id}?stream=true`): its leaving
+   * cancels nothing, whoever else is waiting for the answer.
    */
-  opts: { clientHasEvents?: boolean } = {},
+  opts: { clientHasEvents?: boolean; reader?: boolean } = {},
 ): Promise<FastifyReply> {
   const { resume_retain_ms: retainMs, relay_check_ms: checkMs } = deps.config.current.reliability;
   // Counted before anything else: the gateway whose client left sees it after its grace and lets
@@ -133,13 +135,14 @@ export async function resumeStream(
       );
     }
     const control = new ResumedRun(deps, req, run.id);
-    // A background response lives without its clients: a reader leaving (or a gap in its stream) ends only its stream.
-    const background = isBackgroundRun(run);
-    if (background) control.settle();
+    // A background response lives without its clients, and a mere reader holds no run: its leaving
+    // (or a gap in its stream) ends only its stream.
+    const holdsNoRun = isBackgroundRun(run) || opts.reader === true;
+    if (holdsNoRun) control.settle();
     const gone = new AbortController();
     reply.raw.once('close', () => {
       gone.abort();
-      if (!reply.raw.writableFinished && !background) void cancelUnlessResumed(deps, control, seen, 'the client went away', req.log);
+      if (!reply.raw.writableFinished && !holdsNoRun) void cancelUnlessResumed(deps, control, seen, 'the client went away', req.log);
     });
     const relay = new RunRelay(events.queue, {
       readRun: () => getRunOutcome(deps.db.db, run.id),

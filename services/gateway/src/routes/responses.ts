@@ -370,6 +370,7 @@ function retrieveResponse(deps: GatewayDeps, heartbeatMs: number) {
     const startingAfter = req.query.starting_after ?? -1;
     return resumeStream(deps, req, reply, found.run, -1, (control, relay) => streamResponse(control, req, reply, relay, found.meta, { heartbeatMs, startingAfter }), {
       clientHasEvents: startingAfter >= 0,
+      reader: true,
     });
   };
 }
