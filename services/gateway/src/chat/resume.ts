@@ -128,7 +128,7 @@ export async function resumeStream(
     const finished = isFinalRunStatus(run.status);
     // Nothing kept of a run the client has events of, finished or not: the log expired (a silence
     // longer than the retention) or Redis lost it, and the next live event would look like a gap.
-    const lost = events.firstKept === undefined ? after >= 0 || opts.clientHasEvents === true : after + 1 < events.firstKept;
+    const lost = events.firstKept === undefined ? after >= 0 || (opts.clientHasEvents === true && finished) : after + 1 < events.firstKept;
     if (lost) {
       throw new Errors.GONE(
         `the events of run "${run.id}" after ${after} are no longer kept (they are kept ${Math.round(retainMs / 1000)} s after the run's last one); its answer is in the session's messages`,

@@ -369,7 +369,9 @@ function retrieveResponse(deps: GatewayDeps, heartbeatMs: number) {
     }
     const startingAfter = req.query.starting_after ?? -1;
     return resumeStream(deps, req, reply, found.run, -1, (control, relay) => streamResponse(control, req, reply, relay, found.meta, { heartbeatMs, startingAfter }), {
-      clientHasEvents: startingAfter >= 0,
+      // Past response.created and response.in_progress (0 and 1, which every stream begins with),
+      // the client has some of the run's output.
+      clientHasEvents: startingAfter > 1,
       reader: true,
     });
   };
