@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import OpenAI, { type APIError } from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { expect, it } from 'vitest';
@@ -5,6 +7,18 @@ import { waitFor } from '@agentry/testing';
 import type { ResponsesTarget } from './responses-conformance.js';
 import { assertValid } from './openai-schema.js';
 import { openaiErrorMessage } from './openai-error.js';
+
+/**
+ * A client process: the openai SDK starting a background stream and printing each event as a
+ * JSON line, until it is killed.
+ */
+const CLIENT_SCRIPT = `
+import OpenAI from 'openai';
+const [baseURL, apiKey, model] = process.argv.slice(1);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0 });
+const stream = await client.responses.create({ model, input: 'count', background: true, stream: true });
+for await (const event of stream) console.log(JSON.stringify(event));
+`;
 
 /** The run id in a response id (`resp_<runId>`). */
 const runIdOf = (responseId: string) => responseId.replace(/^resp_/, '');
@@ -207,5 +221,36 @@ export function responsesLifecycleConformance(target: () => ResponsesTarget): vo
     for await (const event of await client().responses.retrieve(id, { stream: true })) again.push(event);
     expect(again.map((e) => e.sequence_number)).toEqual(again.map((_, i) => i));
     expect(again.at(-1)?.type).toBe('response.completed');
+  });
+  it('a background stream whose client process is killed goes on, and another process reads the rest', async () => {
+    const t = target();
+    t.fake.reset();
+    const words = ['alpha ', 'beta ', 'gamma ', 'delta ', 'epsilon'];
+    t.fake.script({ text: words, chunkDelayMs: 200 });
+    // Run from the repository root, so that `import 'openai'` resolves as the suites' own.
+    const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT_SCRIPT, t.baseURL, t.apiKey, t.agentId], { cwd: new URL('..', import.meta.url), stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const seen: ResponseStreamEvent[] = [];
+    for await (const line of createInterface({ input: child.stdout })) {
+      seen.push(JSON.parse(line) as ResponseStreamEvent);
+      if (seen.filter((e) => e.type === 'response.output_text.delta').length === 2) {
+        child.kill('SIGKILL');
+        break;
+      }
+    }
+    // Killed mid-answer, not ended on its own (a failing client would say why on stderr).
+    expect(await exited, stderr).toBe('SIGKILL');
+    const id = (seen[0] as { response: { id: string } }).response.id;
+    const last = seen.at(-1)!.sequence_number;
+    const rest: ResponseStreamEvent[] = [];
+    for await (const event of await client().responses.retrieve(id, { stream: true, starting_after: last })) rest.push(event);
+    expect(rest.map((e) => e.sequence_number)).toEqual(rest.map((_, i) => last + 1 + i));
+    const deltas = [...seen, ...rest].flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : []));
+    expect(deltas.join('')).toBe(words.join(''));
+    expect(rest.at(-1)?.type).toBe('response.completed');
+    expect(t.fake.requests[0]).toMatchObject({ aborted: false, completed: true });
+    expect((await client().responses.retrieve(id)).status).toBe('completed');
   });
 }
