@@ -781,7 +781,7 @@ interface Answer {
 const STACK = [/\n\s+at /, /\bat [^\s()]+ \((?:file:\/\/)?\/[^)]*:\d+:\d+\)/, /node:internal/, /node_modules\//, /\.(?:ts|js|mjs):\d+/];
 
 /** The operations of the OpenAI-compatible routes, by their OpenAPI path. */
-const OPENAI_OPERATION = /\/(?:chat\/completions|responses|models)(?:\/\{[^}]+\})?$/;
+const OPENAI_OPERATION = /\/(?:chat\/completions|responses|models)(?:\/\{[^}]+\}(?:\/(?:cancel|input_items))?)?$/;
 
 /** Why this answer breaks a property, or undefined when it keeps them all. */
 function violation(op: Operation, req: FuzzRequest, res: Answer): string | undefined {

@@ -1,5 +1,6 @@
 import { describeWithServers } from '@agentry/testing';
 import { responsesConformance } from './responses-conformance.js';
+import { responsesLifecycleConformance } from './responses-lifecycle.js';
 import { clusterTarget } from './targets.js';
 
 /**
@@ -7,5 +8,7 @@ import { clusterTarget } from './targets.js';
  * separate processes on real Postgres and Redis.
  */
 describeWithServers('responses API, cluster mode (separate gateway and worker processes)', () => {
-  responsesConformance(clusterTarget());
+  const target = clusterTarget();
+  responsesConformance(target);
+  responsesLifecycleConformance(target);
 });

@@ -1,8 +1,11 @@
 import { describe } from 'vitest';
 import { responsesConformance } from './responses-conformance.js';
+import { responsesLifecycleConformance } from './responses-lifecycle.js';
 import { embeddedTarget } from './targets.js';
 
 /** The Responses API suite against embedded mode: one process, PGlite, the in-process bus. */
 describe('responses API, embedded mode', () => {
-  responsesConformance(embeddedTarget('responses'));
+  const target = embeddedTarget('responses');
+  responsesConformance(target);
+  responsesLifecycleConformance(target);
 });

@@ -90,6 +90,16 @@ export const RunRequest = Type.Object({
   toolChoice: Type.Optional(ToolChoice),
   /** OpenAI's `parallel_tool_calls`, passed to every model call of the turn. */
   parallelToolCalls: Type.Optional(Type.Boolean()),
+  /**
+   * The run lives without its client (a Responses `background: true` request): no worker cancels
+   * it for nobody listening; only an explicit cancel (`POST /responses/{id}/cancel`) ends it early.
+   */
+  background: Type.Optional(Type.Boolean()),
+  /**
+   * What a Responses API request asked for, echoed by `GET /responses/{id}` (model, instructions,
+   * metadata, text format, the input items' roles...); the gateway's own, the worker ignores it.
+   */
+  response: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   params: Type.Optional(
     Type.Object({
       temperature: Type.Optional(Type.Number()),

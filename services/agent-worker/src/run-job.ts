@@ -97,6 +97,8 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
   // A streamed chat's events are kept as well as published: its client may resume the stream on any gateway.
   const { retainMs, maxEvents } = ctx.keep();
   const streamed = queued.source === 'api' && (queued.request as { stream?: unknown } | null)?.stream === true;
+  // A background response lives without its client: nobody listening is no reason to stop it.
+  const watched = queued.source === 'api' && (queued.request as { background?: unknown } | null)?.background !== true;
   const keep = streamed ? { log: RunKeeps.events(runId), maxLen: maxEvents, ttlMs: retainMs } : undefined;
   const publish = eventPublisher(ctx.bus, channel, keep);
   if (!isActiveRunStatus(queued.status)) return;
@@ -105,12 +107,12 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
   const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
   shutdownSignal.addEventListener('abort', onShutdown);
   try {
-    if (queued.source === 'api' && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
+    if (watched && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
       logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
       await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
       return;
     }
-    if (queued.source === 'api') ctx.watchdog.watch(runId, channel, ctl);
+    if (watched) ctx.watchdog.watch(runId, channel, ctl);
     if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
     const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
     if (!run) return;

@@ -38,12 +38,13 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
     yield { type: 'text', text: `answer to ${question}` };
     yield { type: 'done', finishReason: 'stop', provider: 'p', model: 'm' };
   }
-  const runs: Record<'orphan' | 'orphanNoSession' | 'waited' | 'cron' | 'channel', string> = {
+  const runs: Record<'orphan' | 'orphanNoSession' | 'waited' | 'cron' | 'channel' | 'background', string> = {
     orphan: 'orphan-chat-in-session',
     orphanNoSession: 'orphan-chat-alone',
     waited: 'chat-still-waited-for',
     cron: 'cron-fire-before-restart',
     channel: 'channel-message-before-restart',
+    background: 'background-response-nobody-reads',
   };
   let sessionId: string;
   let unlisten: () => Promise<void>;
@@ -78,6 +79,8 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
     await add(runs.waited, 'api', false);
     await add(runs.cron, 'cron', false);
     await add(runs.channel, 'chat_d', false);
+    // A Responses `background: true` run: it lives without its client, whose gateway died too.
+    await insertRun(db, { id: runs.background, agentId: 'w', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: runs.background }], stream: true, background: true } });
     // Created before the restart, long enough ago for the sweep to take them.
     await sql`update runs set created_at = now() - interval '1 hour'`.execute(db);
     // One client is still there (another gateway's): its run must be answered.
@@ -116,6 +119,15 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
     for (const id of [runs.waited, runs.cron, runs.channel]) {
       expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: `answer to ${id}` });
     }
+  });
+
+  it('a background response nobody listens for is answered, its events kept for a later reader', async () => {
+    expect(await getRun(runtime.db.db, runs.background)).toMatchObject({ status: 'succeeded', output: `answer to ${runs.background}` });
+    const kept = (await runtime.bus.pubsub.kept(RunKeeps.events(runs.background))) as Array<{ type: string; seq: number }>;
+    expect(kept.map((e) => [e.type, e.seq])).toEqual([
+      ['text', 0],
+      ['done', 1],
+    ]);
   });
 
   it("keeps a chat run's events for a client that resumes its stream, and only a chat's", async () => {

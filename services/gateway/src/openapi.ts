@@ -21,7 +21,7 @@ const TAGS: Array<{ name: string; description: string; match: RegExp }> = [
   { name: 'meta', description: 'this document', match: /^\/api\/v1\/openapi\.json$/ },
   { name: 'auth', description: 'login, API keys, passwords', match: /^\/api\/v1\/auth\// },
   { name: 'users', description: 'user management (admins only)', match: /^\/api\/v1\/users(\/|$)/ },
-  { name: 'chat', description: 'OpenAI-compatible chat completions and Responses API; `model` is the agent id', match: /^\/api\/v1\/(chat\/completions|responses|models(\/:id)?)$/ },
+  { name: 'chat', description: 'OpenAI-compatible chat completions and Responses API; `model` is the agent id', match: /^\/api\/v1\/(chat\/completions|responses(\/:id(\/cancel|\/input_items)?)?|models(\/:id)?)$/ },
   { name: 'models', description: 'model providers', match: /^\/api\/v1\/config\/models/ },
   { name: 'config', description: 'server configuration (secrets hidden)', match: /^\/api\/v1\/config$/ },
   { name: 'skills', description: 'global and agent-private skills', match: /^\/api\/v1\/(skills|agents\/:agentId\/skills)(\/|$)/ },

@@ -172,6 +172,9 @@ async function fixturesFor(w: World, route: RouteAccess, n: number): Promise<Rec
   } else if (url.includes('/cron/:id')) {
     const res = await ok(await as('alice', 'POST', '/cron', { name: 'c', schedule: '0 0 3 * * *', message: 'm', target: params.agentId }), 'cron job');
     params.id = (res.json() as { id: string }).id;
+  } else if (url.includes('/responses/:id')) {
+    // An id of the right shape that names no response: the handler's 404 is past the guard.
+    params.id = `resp_${n.toString(16).padStart(32, '0')}`;
   } else if (url.endsWith('/models/:id')) {
     params.id = params.agentId!;
   } else if (url.includes('/sessions/:id')) {

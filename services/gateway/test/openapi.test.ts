@@ -52,6 +52,7 @@ const BODYLESS_WRITES = new Set([
   'POST /api/v1/config/models/reload',
   'POST /api/v1/sessions/{id}/compact',
   'POST /api/v1/runs/{runId}/cancel',
+  'POST /api/v1/responses/{id}/cancel',
 ]);
 
 /**

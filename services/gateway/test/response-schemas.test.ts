@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
-import { appendMessages, ensureSession } from '@agentry/db';
+import { appendMessages, ensureSession, finishRun, insertRun } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
 import { buildGateway } from '@agentry/gateway';
@@ -162,6 +162,22 @@ describe('response schemas', () => {
       ['POST', '/api/v1/sessions/clear', { body: { agentId: 'nobody' } }],
       ['PUT', '/api/v1/auth/password', { token, body: { oldPassword: ADMIN_PASSWORD, newPassword: 'a-new-admin-password-0' } }],
     ];
+    // A stored response of the admin's, as POST /responses keeps it (the provider here answers nobody).
+    const runId = 'ab'.repeat(16);
+    const stored = {
+      model: AGENT.ruleChain.id, instructions: 'Be brief.', previousResponseId: null, temperature: 0.2, topP: null, maxOutputTokens: 50,
+      toolChoice: 'auto', metadata: { k: 'v' }, textFormat: { type: 'text' }, background: true, inputRoles: ['developer', 'user', 'assistant'],
+    };
+    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'system', content: 'rules' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'before' }];
+    // Before the password change at the end, which ends the token.
+    requests.splice(
+      requests.length - 1,
+      0,
+      ['GET', `/api/v1/responses/resp_${runId}`, { token }],
+      ['GET', `/api/v1/responses/resp_${runId}/input_items?order=asc&limit=2`, { token }],
+      ['POST', `/api/v1/responses/resp_${runId}/cancel`, { token }],
+      ['DELETE', `/api/v1/responses/resp_${runId}`, { token }],
+    );
     // The session is made once the agent exists (it references it); its messages are read last.
     let sessionId: string | undefined;
     for (const [method, url, opts] of requests) {
@@ -174,6 +190,10 @@ describe('response schemas', () => {
         ]);
         sessionId = s.id;
         requests.push(['GET', `/api/v1/sessions/${s.id}/messages`]);
+      }
+      if (url === `/api/v1/responses/resp_${runId}` && method === 'GET') {
+        await insertRun(runtime.db.db, { id: runId, agentId: AGENT.ruleChain.id, sessionId: null, source: 'api', request: { messages, response: stored }, principal: 'user:admin' });
+        await finishRun(runtime.db.db, runId, { status: 'succeeded', output: 'hello', usage: { promptTokens: 3, completionTokens: 1, totalTokens: 4 } });
       }
       const res = await call(method, url, opts);
       const sent = handed.get(String(res.headers['x-request-id']));

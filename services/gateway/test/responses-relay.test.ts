@@ -171,6 +171,7 @@ describe('Responses encoders', () => {
     parallelToolCalls: false,
     metadata: {},
     textFormat: { type: 'text' },
+    background: false,
   };
 
   it('number events from 0 and give usage only to a completed response', () => {

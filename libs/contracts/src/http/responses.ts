@@ -73,7 +73,10 @@ export const ResponseObject = Type.Object({
   object: Type.Literal('response'),
   created_at: Type.Integer(),
   completed_at: Nullable(Type.Integer()),
-  status: Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('in_progress')]),
+  /** `queued`/`in_progress` while the run goes on; `cancelled` after `POST /responses/{id}/cancel` (or a client gone). */
+  status: Type.Union([Type.Literal('queued'), Type.Literal('in_progress'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('cancelled')]),
+  /** Whether the response runs without its client (`background: true`). */
+  background: Type.Boolean(),
   /** `code` is one of OpenAI's `ResponseErrorCode`s (`server_error` for every failure of a run). */
   error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
   incomplete_details: Type.Null(),
@@ -97,3 +100,30 @@ export const ResponseObject = Type.Object({
   metadata: Type.Record(Type.String(), Type.String()),
 });
 export type ResponseObject = Static<typeof ResponseObject>;
+
+/** `DELETE /responses/{id}`: what OpenAI answers (its document gives no schema; the SDK's `void`). */
+export const ResponseDeleted = Type.Object({ id: Type.String(), object: Type.Literal('response'), deleted: Type.Literal(true) });
+export type ResponseDeleted = Static<typeof ResponseDeleted>;
+
+/** An input item of a stored response, as `GET /responses/{id}/input_items` lists it (OpenAI's `ItemResource`). */
+export const ResponseInputItem = Type.Union([
+  Type.Object({
+    type: Type.Literal('message'),
+    id: Type.String(),
+    role: Type.Union([Type.Literal('user'), Type.Literal('system'), Type.Literal('developer')]),
+    status: Type.Literal('completed'),
+    content: Type.Array(Type.Object({ type: Type.Literal('input_text'), text: Type.String() })),
+  }),
+  ResponseOutputMessage,
+]);
+export type ResponseInputItem = Static<typeof ResponseInputItem>;
+
+/** OpenAI's `ResponseItemList`. */
+export const ResponseItemList = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(ResponseInputItem),
+  first_id: Nullable(Type.String()),
+  last_id: Nullable(Type.String()),
+  has_more: Type.Boolean(),
+});
+export type ResponseItemList = Static<typeof ResponseItemList>;

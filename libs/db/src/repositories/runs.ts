@@ -132,6 +132,15 @@ export async function getRun(db: Db, id: string): Promise<RunRecord | undefined>
   return row && toRecord(row);
 }
 
+/**
+ * Deletes one run row (a Responses API `DELETE /responses/{id}`): its session and the messages
+ * its turn added stay, as later turns of the conversation build on them.
+ */
+export async function deleteRun(db: Db, id: string): Promise<boolean> {
+  const res = await db.deleteFrom('runs').where('id', '=', id).executeTakeFirst();
+  return Number(res.numDeletedRows) > 0;
+}
+
 /** How a run stands or ended, without its request (a relay reads this while its events are silent). */
 export type RunOutcome = Pick<RunRecord, 'status' | 'output' | 'error' | 'usage'>;
 

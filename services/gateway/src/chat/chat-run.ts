@@ -75,7 +75,11 @@ export class ChatRun implements RunControl {
   /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
   async start(
     input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal'>,
-    opts: { resumable?: boolean } = {},
+    opts: {
+      resumable?: boolean;
+      /** A background response: the run lives without its client, whose leaving cancels nothing. */
+      detached?: boolean;
+    } = {},
   ): Promise<{ session: SessionRecord | null; started: boolean }> {
     const { session, cancelled } = await submitRun(
       { db: this.deps.db.db, queue: this.deps.bus.queue },
@@ -84,6 +88,11 @@ export class ChatRun implements RunControl {
     if (cancelled) {
       this.#settled = true;
       return { session, started: false };
+    }
+    if (opts.detached) {
+      // Nothing this client does ends the run (an event gap or its leaving only ends its stream).
+      this.#settled = true;
+      return { session, started: true };
     }
     // A client that goes away cancels its run: at once, or, for a stream whose client asked to
     // resume, after the resume grace unless it was resumed.

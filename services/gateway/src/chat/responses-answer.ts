@@ -87,6 +87,8 @@ class ResponseStream {
     private readonly reply: FastifyReply,
     meta: ResponseMeta,
     private readonly heartbeatMs: number,
+    /** The `sequence_number` of the last event the client has (`starting_after`); -1: none. */
+    private readonly startingAfter = -1,
   ) {
     this.events = new ResponseEvents(meta);
   }
@@ -141,8 +143,8 @@ class ResponseStream {
   }
 
   /** Numbered whether or not it is written: a muted event still takes its sequence number. */
-  #send(event: { type: string }, id?: string): void {
-    if (!this.#muted) this.#sse!.send(event, id, event.type);
+  #send(event: { type: string; sequence_number: number }, id?: string): void {
+    if (!this.#muted && event.sequence_number > this.startingAfter) this.#sse!.send(event, id, event.type);
   }
 
   #beginMessage(): void {
@@ -165,15 +167,20 @@ export async function streamResponse(
     heartbeatMs: number;
     /** Resuming: the seq of the last event the client has (what it made is not sent again). */
     after?: number;
+    /**
+     * Replaying (`GET /responses/{id}?stream=true`): the `sequence_number` of the last event the
+     * client has; the events up to it are made (numbering on) but not sent. -1: all are sent.
+     */
+    startingAfter?: number;
   },
 ): Promise<unknown> {
   const after = opts.after ?? -1;
-  const out = new ResponseStream(req, reply, meta, opts.heartbeatMs);
+  const out = new ResponseStream(req, reply, meta, opts.heartbeatMs, opts.startingAfter);
   // A resumed stream's opening events (created, in_progress) are the client's already.
   out.at(undefined, after >= 0);
   // A run that thinks for long (tools, a slow model) must not leave proxies with a silent socket;
   // a resumed one opens at once (the client has had its status line).
-  const keepAlive = setTimeout(() => out.openStream(), after >= 0 ? 0 : opts.heartbeatMs);
+  const keepAlive = setTimeout(() => out.openStream(), after >= 0 || opts.startingAfter !== undefined ? 0 : opts.heartbeatMs);
   // The text since the last tool event: what a stored answer must start with to be completed.
   let sinceTool = '';
   const fail = (message: string, status: number | undefined) => {

@@ -27,6 +27,8 @@ export interface ResponseMeta {
   metadata: Record<string, string>;
   /** The request's `text.format`, echoed as OpenAI does. */
   textFormat: ResponseTextFormat;
+  /** `background: true`: the run lives without its client. */
+  background: boolean;
 }
 
 /** `resp_<runId>`: the run row is where a later `previous_response_id` is looked up. */
@@ -70,21 +72,23 @@ function completedOutput(meta: ResponseMeta, text: string, calls: ClientCall[] |
   return [...message, ...(calls ?? []).map((c) => functionCallItem(meta, c, 'completed'))];
 }
 
-/** The `Response` in one of its three states; `text` null means no output message yet. */
+/** The `Response` in one of its states; `text` null means no output message yet. */
 export function responseObject(
   meta: ResponseMeta,
   state:
-    | { status: 'in_progress' }
-    | { status: 'completed'; text: string; usage: DoneEvent['usage'] | null | undefined; calls?: ClientCall[] }
-    | { status: 'failed'; text: string | null; message: string },
+    | { status: 'queued' | 'in_progress' }
+    | { status: 'completed'; text: string; usage: DoneEvent['usage'] | null | undefined; calls?: ClientCall[]; completedAt?: number }
+    | { status: 'failed'; text: string | null; message: string }
+    | { status: 'cancelled'; text: string | null },
 ): ResponseObject {
   const now = Math.floor(Date.now() / 1000);
   return {
     id: meta.id,
     object: 'response',
     created_at: meta.createdAt,
-    completed_at: state.status === 'completed' ? now : null,
+    completed_at: state.status === 'completed' ? (state.completedAt ?? now) : null,
     status: state.status,
+    background: meta.background,
     error: state.status === 'failed' ? { code: 'server_error', message: state.message } : null,
     incomplete_details: null,
     instructions: meta.instructions,
@@ -93,7 +97,7 @@ export function responseObject(
     output:
       state.status === 'completed'
         ? completedOutput(meta, state.text, state.calls)
-        : state.status === 'failed' && state.text !== null
+        : (state.status === 'failed' || state.status === 'cancelled') && state.text !== null
           ? [outputMessage(meta, state.text, 'incomplete')]
           : [],
     parallel_tool_calls: meta.parallelToolCalls,

@@ -65,6 +65,11 @@ export async function resumeRequested(
   return { run, after };
 }
 
+/** Whether a run was asked for as a background response (it lives without its client). */
+export function isBackgroundRun(run: Pick<RunRecord, 'request'>): boolean {
+  return (run.request as { background?: unknown } | null)?.background === true;
+}
+
 /** A resumed stream's hold on its run: cancelling it goes through the same grace as the first client's. */
 class ResumedRun implements RunControl {
   #settled = false;
@@ -96,7 +101,22 @@ export type ResumedWriter = (control: RunControl, relay: RunRelay) => Promise<un
  * whose events are no longer kept is answered from its stored output when the client had
  * nothing yet, and 410 otherwise (what it missed cannot be told apart from what it has).
  */
-export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply: FastifyReply, run: RunRecord, after: number, write: ResumedWriter): Promise<FastifyReply> {
+export async function resumeStream(
+  deps: GatewayDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  run: RunRecord,
+  after: number,
+  write: ResumedWriter,
+  /**
+   * `clientHasEvents`: the client has some of the run's output though `after` is -1 (a Responses
+   * `starting_after`, counted in the answer's own events: all are replayed and the writer skips
+   * what it has), so a run whose events are gone cannot be answered from its stored output.
+   * `reader`: the client only reads the run (`GET /responses/{id}?stream=true`): its leaving
+   * cancels nothing, whoever else is waiting for the answer.
+   */
+  opts: { clientHasEvents?: boolean; reader?: boolean } = {},
+): Promise<FastifyReply> {
   const { resume_retain_ms: retainMs, relay_check_ms: checkMs } = deps.config.current.reliability;
   // Counted before anything else: the gateway whose client left sees it after its grace and lets
   // the run live. A resume refused below (410) counts too: its client was told the answer will
@@ -108,17 +128,21 @@ export async function resumeStream(deps: GatewayDeps, req: FastifyRequest, reply
     const finished = isFinalRunStatus(run.status);
     // Nothing kept of a run the client has events of, finished or not: the log expired (a silence
     // longer than the retention) or Redis lost it, and the next live event would look like a gap.
-    const lost = events.firstKept === undefined ? after >= 0 : after + 1 < events.firstKept;
+    const lost = events.firstKept === undefined ? after >= 0 || (opts.clientHasEvents === true && finished) : after + 1 < events.firstKept;
     if (lost) {
       throw new Errors.GONE(
         `the events of run "${run.id}" after ${after} are no longer kept (they are kept ${Math.round(retainMs / 1000)} s after the run's last one); its answer is in the session's messages`,
       );
     }
     const control = new ResumedRun(deps, req, run.id);
+    // A background response lives without its clients, and a mere reader holds no run: its leaving
+    // (or a gap in its stream) ends only its stream.
+    const holdsNoRun = isBackgroundRun(run) || opts.reader === true;
+    if (holdsNoRun) control.settle();
     const gone = new AbortController();
     reply.raw.once('close', () => {
       gone.abort();
-      if (!reply.raw.writableFinished) void cancelUnlessResumed(deps, control, seen, 'the client went away', req.log);
+      if (!reply.raw.writableFinished && !holdsNoRun) void cancelUnlessResumed(deps, control, seen, 'the client went away', req.log);
     });
     const relay = new RunRelay(events.queue, {
       readRun: () => getRunOutcome(deps.db.db, run.id),

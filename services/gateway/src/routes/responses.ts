@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
-import { ResponseObject, ResponseTextFormat, type ResponseFormat, type RunMessage, type RunRequest, type RunToolCall } from '@agentry/contracts';
-import { branchSessionAt, getRun, getSession, inTransaction, loadHistory } from '@agentry/db';
+import { ResponseDeleted, ResponseItemList, ResponseObject, ResponseTextFormat, type ResponseFormat, type ResponseInputItem, type RunMessage, type RunRequest, type RunToolCall } from '@agentry/contracts';
+import { branchSessionAt, deleteRun, getRun, getSession, inTransaction, isFinalRunStatus, loadHistory, type RunRecord } from '@agentry/db';
+import { cancelRun } from '@agentry/runs';
 import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
 import { assertAgentTakesClientTools, responsesClientTools } from '../chat/client-tools.js';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
@@ -13,8 +14,9 @@ import { sessionOwner } from '../auth/ownership.js';
 import { enforceBudget } from '../auth/budget.js';
 import { ChatRun } from '../chat/chat-run.js';
 import { awaitResponse, streamResponse } from '../chat/responses-answer.js';
-import { responseIdOf, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
+import { responseIdOf, responseObject, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
 import { resumeRequested, resumeStream, resumptionRequested } from '../chat/resume.js';
+import type { DoneEvent } from '../chat/openai-chunks.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const ResponsesBody = Type.Object(
@@ -135,7 +137,9 @@ async function resolveReferences(deps: GatewayDeps, principal: Principal, input:
 
 /** Refuses what this endpoint does not do, naming the field, rather than silently ignoring it. */
 function refuseUnsupported(body: ResponsesBody): void {
-  if (body.background === true) throw new Errors.VALIDATION('background: background responses are not supported');
+  if (body.background !== undefined && body.background !== null && typeof body.background !== 'boolean') throw new Errors.VALIDATION('background must be a boolean');
+  // OpenAI's rule: a background response is fetched later, so it must be kept.
+  if (body.background === true && body.store === false) throw new Errors.VALIDATION('background: a background response must be stored; leave store out or set it to true');
   if (body.conversation !== undefined && body.conversation !== null) throw new Errors.VALIDATION('conversation: not supported; continue with previous_response_id');
 }
 
@@ -157,15 +161,56 @@ function responseFormatOf(format: ResponseTextFormat): ResponseFormat | undefine
   return { type, json_schema: jsonSchema };
 }
 
-/** Every input item is new to the session (the Responses API never resends earlier turns). */
-function toRunRequest(body: ResponsesBody, messages: RunMessage[], tools: ReturnType<typeof responsesClientTools>): RunRequest {
+/**
+ * What `GET /responses/{id}` echoes of the request, kept in the run's request (`response`): the
+ * settings every `Response` repeats, and the input items' roles as given (`developer` is sent to
+ * the model as `system`).
+ */
+interface StoredResponse {
+  model: string;
+  instructions: string | null;
+  previousResponseId: string | null;
+  temperature: number | null;
+  topP: number | null;
+  maxOutputTokens: number | null;
+  toolChoice: ResponseMeta['toolChoice'];
+  tools?: ResponseMeta['tools'];
+  parallelToolCalls?: boolean;
+  metadata: Record<string, string>;
+  textFormat: ResponseTextFormat;
+  background: boolean;
+  /** The roles of the input items, in order: the run's last messages. */
+  inputRoles: string[];
+}
+
+function storedResponseOf(meta: ResponseMeta, input: unknown): StoredResponse {
+  const inputRoles = typeof input === 'string' ? ['user'] : (input as Array<{ role: string }>).map((item) => item.role);
+  const { model, instructions, previousResponseId, temperature, topP, maxOutputTokens, toolChoice, tools, parallelToolCalls, metadata, textFormat, background } = meta;
+  return { model, instructions, previousResponseId, temperature, topP, maxOutputTokens, toolChoice, tools, parallelToolCalls, metadata, textFormat, background, inputRoles };
+}
+
+/**
+ * Every input item is new to the session (the Responses API never resends earlier turns). A
+ * background run keeps its events as a stream does (a client may read them later, from any
+ * gateway); a stored one keeps what `GET /responses/{id}` echoes.
+ */
+function toRunRequest(body: ResponsesBody, messages: RunMessage[], tools: ReturnType<typeof responsesClientTools>, stored: StoredResponse | undefined): RunRequest {
   const params: NonNullable<RunRequest['params']> = {};
   if (typeof body.temperature === 'number') params.temperature = body.temperature;
   if (typeof body.top_p === 'number') params.top_p = body.top_p;
   if (typeof body.max_output_tokens === 'number') params.max_tokens = body.max_output_tokens;
   const responseFormat = responseFormatOf(textFormatOf(body.text));
   if (responseFormat) params.response_format = responseFormat;
-  return { messages, sessionTurns: 'all', ...(body.stream === true ? { stream: true } : {}), ...tools, ...(Object.keys(params).length > 0 ? { params } : {}) };
+  const background = body.background === true;
+  return {
+    messages,
+    sessionTurns: 'all',
+    ...(body.stream === true || background ? { stream: true } : {}),
+    ...(background ? { background: true } : {}),
+    ...tools,
+    ...(stored ? { response: stored as unknown as Record<string, unknown> } : {}),
+    ...(Object.keys(params).length > 0 ? { params } : {}),
+  };
 }
 
 /** Sessions of this endpoint, apart from chat's: a response id continues only a Responses conversation. */
@@ -258,6 +303,7 @@ function metaOf(body: ResponsesBody, runId: string, store: boolean, createdAt = 
     parallelToolCalls: tools.parallelToolCalls ?? false,
     metadata: body.metadata ?? {},
     textFormat: textFormatOf(body.text),
+    background: body.background === true,
   };
 }
 
@@ -285,20 +331,24 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     const store = body.store !== false;
     const previous = body.previous_response_id ? await previousSession(deps, principal, body.previous_response_id, agent.id) : undefined;
 
+    const background = body.background === true;
     const run = new ChatRun(deps, req, reply);
     try {
       const turn = await placeTurn(deps, principal, { agentId: agent.id, runId: run.runId, store, previous, messages });
+      const meta = metaOf(body, run.runId, store);
+      const request = toRunRequest(body, turn.messages, tools, store ? storedResponseOf(meta, body.input) : undefined);
       const { session, started } = await run.start(
-        { agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request: toRunRequest(body, turn.messages, tools) },
-        { resumable: body.stream === true && resumptionRequested(req) },
+        { agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request },
+        { resumable: body.stream === true && resumptionRequested(req), detached: background },
       );
       if (!started) {
         req.log.info({ runId: run.runId }, 'run cancelled before it was enqueued: the client went away');
         reply.hijack();
         return reply;
       }
-      req.log.info({ runId: run.runId, agentId: agent.id, stream: body.stream === true, sessionId: session?.id }, 'response run enqueued');
-      const meta = metaOf(body, run.runId, store);
+      req.log.info({ runId: run.runId, agentId: agent.id, stream: body.stream === true, background, sessionId: session?.id }, 'response run enqueued');
+      // A background response is answered at once; its client reads it later (GET /responses/{id}).
+      if (background && body.stream !== true) return responseObject(meta, { status: 'queued' });
       if (body.stream !== true) return await awaitResponse(run, reply, run.relay(), meta);
       const streams = serviceMetrics.activeStreams(deps.metrics);
       streams.inc();
@@ -311,6 +361,167 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
 }
 
 
+const ResponseParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) });
+type ResponseParams = Static<typeof ResponseParams>;
+const RetrieveQuery = Type.Object(
+  {
+    stream: Type.Optional(Type.Boolean()),
+    starting_after: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  // `include`, `include_obfuscation`: accepted and ignored (nothing to include, nothing obfuscated).
+  { additionalProperties: true },
+);
+const InputItemsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
+    after: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  },
+  { additionalProperties: true },
+);
+
+/** A caller's stored response: its run, and what the request asked for. */
+interface Stored {
+  run: RunRecord;
+  stored: StoredResponse;
+  meta: ResponseMeta;
+}
+
+/**
+ * The caller's own stored response. Another caller's, a chat completion's run, a `store: false`
+ * response, a deleted one and an unknown id are the same 404: ids cannot be probed.
+ */
+async function storedResponse(deps: GatewayDeps, req: FastifyRequest, id: string): Promise<Stored> {
+  const notFound = () => new Errors.NOT_FOUND(`response "${id}"`);
+  const runId = runIdOfResponse(id);
+  if (!runId) throw notFound();
+  const run = await getRun(deps.db.db, runId);
+  const stored = (run?.request as { response?: StoredResponse } | null | undefined)?.response;
+  if (!run || !stored || run.source !== 'api' || run.principal !== sessionOwner(req.principal)) throw notFound();
+  const meta: ResponseMeta = {
+    id: responseIdOf(run.id),
+    itemId: `msg_${run.id}`,
+    createdAt: Math.floor(run.createdAt.getTime() / 1000),
+    store: true,
+    model: stored.model,
+    instructions: stored.instructions,
+    previousResponseId: stored.previousResponseId,
+    temperature: stored.temperature,
+    topP: stored.topP,
+    maxOutputTokens: stored.maxOutputTokens,
+    toolChoice: stored.toolChoice,
+    tools: stored.tools ?? [],
+    parallelToolCalls: stored.parallelToolCalls ?? false,
+    metadata: stored.metadata,
+    textFormat: stored.textFormat,
+    background: stored.background === true,
+  };
+  return { run, stored, meta };
+}
+
+/** The `Response` as the run stands: its stored answer, usage and error. */
+function responseOfRun({ run, meta }: Stored): ResponseObject {
+  const text = run.output === null || run.output === '' ? null : run.output;
+  switch (run.status) {
+    case 'queued':
+      return responseObject(meta, { status: 'queued' });
+    case 'running':
+      return responseObject(meta, { status: 'in_progress' });
+    case 'succeeded':
+      return responseObject(meta, {
+        status: 'completed',
+        text: run.output ?? '',
+        usage: run.usage as DoneEvent['usage'] | null,
+        ...(run.finishedAt ? { completedAt: Math.floor(run.finishedAt.getTime() / 1000) } : {}),
+      });
+    case 'failed':
+      return responseObject(meta, { status: 'failed', text, message: run.error ?? 'the run failed' });
+    case 'cancelled':
+      return responseObject(meta, { status: 'cancelled', text });
+  }
+}
+
+/**
+ * `GET /responses/{id}`: the response as it stands; with `stream=true`, its events from the start
+ * (or after `starting_after`, a `sequence_number`), then live until it ends, as the original
+ * stream had them (reuses the resume of chat/resume.ts, so any gateway can serve it).
+ */
+function retrieveResponse(deps: GatewayDeps, heartbeatMs: number) {
+  return async function retrieveResponse(req: FastifyRequest<{ Params: ResponseParams; Querystring: Static<typeof RetrieveQuery> }>, reply: FastifyReply): Promise<unknown> {
+    const found = await storedResponse(deps, req, req.params.id);
+    if (req.query.stream !== true) {
+      if (req.query.starting_after !== undefined) throw new Errors.VALIDATION('starting_after needs stream=true');
+      return responseOfRun(found);
+    }
+    const startingAfter = req.query.starting_after ?? -1;
+    return resumeStream(deps, req, reply, found.run, -1, (control, relay) => streamResponse(control, req, reply, relay, found.meta, { heartbeatMs, startingAfter }), {
+      // Past response.created and response.in_progress (0 and 1, which every stream begins with),
+      // the client has some of the run's output.
+      clientHasEvents: startingAfter > 1,
+      reader: true,
+    });
+  };
+}
+
+/** `DELETE /responses/{id}`: a running response is cancelled first; later GETs find nothing. */
+function deleteResponse(deps: GatewayDeps) {
+  return async function deleteResponse(req: FastifyRequest<{ Params: ResponseParams }>): Promise<ResponseDeleted> {
+    const { run, meta } = await storedResponse(deps, req, req.params.id);
+    if (!isFinalRunStatus(run.status)) await cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, run.id, 'the response was deleted');
+    await deleteRun(deps.db.db, run.id);
+    req.log.info({ runId: run.id }, 'response deleted');
+    return { id: meta.id, object: 'response', deleted: true };
+  };
+}
+
+/**
+ * `POST /responses/{id}/cancel`: a background response's run is cancelled (its provider call
+ * aborted); a finished one is answered as it stands. Only background responses can be
+ * cancelled, as with OpenAI: a plain one ends when its client goes.
+ */
+function cancelResponse(deps: GatewayDeps) {
+  return async function cancelResponse(req: FastifyRequest<{ Params: ResponseParams }>): Promise<ResponseObject> {
+    const found = await storedResponse(deps, req, req.params.id);
+    if (!found.meta.background) throw new Errors.VALIDATION(`response "${found.meta.id}" is not a background response: only those can be cancelled (a plain one ends when its client goes)`);
+    if (!isFinalRunStatus(found.run.status)) {
+      await cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, found.run.id, 'cancelled by its client (POST /responses/{id}/cancel)');
+      req.log.info({ runId: found.run.id }, 'background response cancelled');
+    }
+    const run = (await getRun(deps.db.db, found.run.id)) ?? found.run;
+    return responseOfRun({ ...found, run });
+  };
+}
+
+/** The input items of a stored response: its last messages (the instructions are not an item). */
+function inputItemsOf({ run, stored }: Stored): ResponseInputItem[] {
+  const messages = (run.request as { messages?: RunMessage[] } | null)?.messages ?? [];
+  const items = messages.slice(Math.max(0, messages.length - stored.inputRoles.length));
+  return items.map((m, i): ResponseInputItem => {
+    const id = `msg_${run.id}_${i}`;
+    const role = stored.inputRoles[i];
+    if (role === 'assistant') return { type: 'message', id, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: m.content, annotations: [], logprobs: [] }] };
+    return { type: 'message', id, role: role === 'developer' || role === 'system' ? role : 'user', status: 'completed', content: [{ type: 'input_text', text: m.content }] };
+  });
+}
+
+/** `GET /responses/{id}/input_items`: OpenAI's list, newest first unless `order=asc`, paged by `after`. */
+function listInputItems(deps: GatewayDeps) {
+  return async function listInputItems(req: FastifyRequest<{ Params: ResponseParams; Querystring: Static<typeof InputItemsQuery> }>): Promise<ResponseItemList> {
+    const found = await storedResponse(deps, req, req.params.id);
+    const { limit = 20, order = 'desc', after } = req.query;
+    const all = inputItemsOf(found);
+    const ordered = order === 'asc' ? all : [...all].reverse();
+    let start = 0;
+    if (after !== undefined) {
+      const at = ordered.findIndex((item) => item.id === after);
+      if (at < 0) throw new Errors.VALIDATION(`after: "${after}" is not an input item of response "${found.meta.id}"`);
+      start = at + 1;
+    }
+    const data = ordered.slice(start, start + limit);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: start + limit < ordered.length };
+  };
+}
+
 /**
  * `POST /responses`: OpenAI's Responses API for text, `model` being the agent id. Runs go through
  * `ChatRun` like chat completions; the response id is `resp_<runId>`, so a `previous_response_id`
@@ -322,5 +533,26 @@ export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: {
     '/responses',
     { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ResponsesBody, response: { 200: ResponseObject } } },
     tracedRoute('/api/v1/responses', createResponse(deps, requireAgent, opts.heartbeatMs)),
+  );
+  const config = { access: 'chat', errors: 'openai' } as const;
+  app.get<{ Params: ResponseParams; Querystring: Static<typeof RetrieveQuery> }>(
+    '/responses/:id',
+    { config, schema: { params: ResponseParams, querystring: RetrieveQuery, response: { 200: ResponseObject } } },
+    tracedRoute('/api/v1/responses/:id', retrieveResponse(deps, opts.heartbeatMs)),
+  );
+  app.delete<{ Params: ResponseParams }>(
+    '/responses/:id',
+    { config, schema: { params: ResponseParams, response: { 200: ResponseDeleted } } },
+    tracedRoute('/api/v1/responses/:id', deleteResponse(deps)),
+  );
+  app.post<{ Params: ResponseParams }>(
+    '/responses/:id/cancel',
+    { config, schema: { params: ResponseParams, response: { 200: ResponseObject } } },
+    tracedRoute('/api/v1/responses/:id/cancel', cancelResponse(deps)),
+  );
+  app.get<{ Params: ResponseParams; Querystring: Static<typeof InputItemsQuery> }>(
+    '/responses/:id/input_items',
+    { config, schema: { params: ResponseParams, querystring: InputItemsQuery, response: { 200: ResponseItemList } } },
+    tracedRoute('/api/v1/responses/:id/input_items', listInputItems(deps)),
   );
 }
