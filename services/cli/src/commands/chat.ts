@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 import type { Command } from 'commander';
-import { ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, type AguiToolEvent, type ChatRequest } from '@agentry/client';
+import { ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, describeRetry, type AguiToolEvent, type ChatRequest, type RetryNotice } from '@agentry/client';
 import type { Context } from '../context.js';
 import { CliError, Interrupted, UsageError, describeError } from '../errors.js';
 import { Spinner } from '../output.js';
@@ -68,7 +68,22 @@ async function runTurn(ctx: Context, turn: Turn): Promise<void> {
       screenAtLineStart = true;
       stderr.write('(connection lost; resumed)\n');
     };
-    const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal, onResume });
+    // The server tries the provider again before the answer starts: the spinner says which
+    // attempt is under way and why (a terminal); elsewhere a line on stderr tells the same.
+    const onRetry = (notice: RetryNotice) => {
+      const label = `thinking (${describeRetry(notice)})`;
+      if (stderr.isTTY !== true) {
+        stderr.write(`${label}\n`);
+        return;
+      }
+      if (spinner.running) spinner.relabel(label);
+      else {
+        if (!screenAtLineStart && stdout.isTTY) stderr.write('\n');
+        screenAtLineStart = true;
+        spinner.start(label);
+      }
+    };
+    const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal, onResume, onRetry });
     for await (const chunk of stream) {
       if (raw) {
         spinner.stop();
