@@ -156,6 +156,18 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     expect(await failed.getByRole('button', { name: 'Retry' }).count()).toBe(0);
   }, 60_000);
 
+  it('says which provider attempt is under way while the server retries, and drops it once the answer comes', async () => {
+    fake.script({ status: 503, body: { error: { message: 'warming up', type: 'server_error', param: null, code: null } } }, { text: 'recovered at last', delayMs: 2500 });
+    await page.getByLabel('Message').fill('try again please');
+    await page.keyboard.press('Enter');
+    const streaming = page.locator('.turn-assistant[data-status="streaming"]').last();
+    await streaming.getByText('Thinking… (attempt 2 of 3: provider error (HTTP 503))').waitFor();
+    await shot('chat-provider-retry');
+    const done = page.locator('.turn-assistant[data-status="done"]').last();
+    await done.getByText('recovered at last').waitFor();
+    expect(await done.getByText(/attempt 2 of 3/).count()).toBe(0);
+  }, 60_000);
+
   it('a stopped turn can be edited and sent again', async () => {
     fake.script({ text: Array.from({ length: 30 }, (_, i) => `w${i} `), chunkDelayMs: 300 });
     await page.getByLabel('Message').fill('a long one');
