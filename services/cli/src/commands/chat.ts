@@ -31,6 +31,26 @@ function describeTool(e: AguiToolEvent): string {
 }
 
 /**
+ * The server tries the provider again before the answer starts: on a terminal the spinner says
+ * which attempt is under way and why (started again on a fresh line after a tool's output, when
+ * `midLine`); elsewhere a line on stderr tells the same. Answers whether it started a line.
+ */
+function showRetry(stderr: Context['setup']['io']['stderr'], spinner: Spinner, notice: RetryNotice, midLine: boolean): boolean {
+  const label = `thinking (${describeRetry(notice)})`;
+  if (stderr.isTTY !== true) {
+    stderr.write(`${label}\n`);
+    return false;
+  }
+  if (spinner.running) {
+    spinner.relabel(label);
+    return false;
+  }
+  if (midLine) stderr.write('\n');
+  spinner.start(label);
+  return true;
+}
+
+/**
  * One turn: the answer streamed to stdout as its tokens arrive (tool calls on stderr with
  * --tools), or with --json the raw completion (with --json --tools: every stream chunk, one
  * JSON object a line, since only a stream carries tool calls). Ctrl-C aborts the turn (the
@@ -68,20 +88,8 @@ async function runTurn(ctx: Context, turn: Turn): Promise<void> {
       screenAtLineStart = true;
       stderr.write('(connection lost; resumed)\n');
     };
-    // The server tries the provider again before the answer starts: the spinner says which
-    // attempt is under way and why (a terminal); elsewhere a line on stderr tells the same.
     const onRetry = (notice: RetryNotice) => {
-      const label = `thinking (${describeRetry(notice)})`;
-      if (stderr.isTTY !== true) {
-        stderr.write(`${label}\n`);
-        return;
-      }
-      if (spinner.running) spinner.relabel(label);
-      else {
-        if (!screenAtLineStart && stdout.isTTY) stderr.write('\n');
-        screenAtLineStart = true;
-        spinner.start(label);
-      }
+      if (showRetry(stderr, spinner, notice, !screenAtLineStart && stdout.isTTY === true)) screenAtLineStart = true;
     };
     const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal, onResume, onRetry });
     for await (const chunk of stream) {

@@ -103,7 +103,8 @@ function loginStatus({ deps, auth }: AuthContext) {
     if (user && user.role !== 'admin') return { requireAuth, user };
     const admin = await getUser(deps.db.db, user?.username ?? 'admin');
     const defaultPassword = admin ? await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash) : false;
-    return { requireAuth, user, defaultPassword };
+    // What makes chat key-only is the credential index's own rule (anyKeyConfigured), told as is.
+    return requireAuth ? { requireAuth, user, defaultPassword } : { requireAuth, user, defaultPassword, chatNeedsKey: auth.index.anyKeyConfigured };
   };
 }
 
