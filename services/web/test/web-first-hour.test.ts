@@ -222,6 +222,23 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     expect(await page.getByLabel('Content (Markdown)').count()).toBe(0);
   }, 60_000);
 
+  it("Workspace: a file open keeps its folder's New file and Upload buttons", async () => {
+    await page.goto(`${base}/workspace/helper`);
+    const pane = page.getByRole('region', { name: 'Selected entry' });
+    await pane.getByRole('button', { name: 'New file' }).click();
+    await pane.getByLabel('New file name').fill('notes/first.md');
+    await pane.getByRole('button', { name: 'Create' }).click();
+    await pane.getByRole('heading', { name: 'notes/first.md' }).waitFor();
+    // The file is open, and its folder's actions are still there.
+    await pane.getByText('In notes/:').waitFor();
+    expect(await pane.getByText('Upload file').count()).toBe(1);
+    await shot('workspace-file-open-folder-bar');
+    await pane.getByRole('button', { name: 'New file' }).click();
+    await pane.getByLabel('New file name').fill('second.md');
+    await pane.getByRole('button', { name: 'Create' }).click();
+    await pane.getByRole('heading', { name: 'notes/second.md' }).waitFor();
+  }, 60_000);
+
   // Last: it turns this server's chat key-only.
   it('Channels warns before the first API key turns chat key-only; a message typed before the login redirect survives it', async () => {
     await page.goto(`${base}/channels`);
