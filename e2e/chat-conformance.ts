@@ -177,6 +177,34 @@ export function chatConformance(target: () => ChatTarget): void {
     t.fake.reset();
   });
 
+  it("tells Agentry's client of a provider retry as an SSE comment, the data lines OpenAI's and no seq consumed (issue 42)", async () => {
+    const t = target();
+    t.fake.reset();
+    t.fake.script({ status: 503, body: { error: { message: 'warming up' } } }, { text: ['back ', 'again'] });
+    const res = await fetch(`${t.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}`, 'x-agentry-resumable': 'true' },
+      body: JSON.stringify({ model: t.agentId, messages: user('x'), stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const retry = text.indexOf(': retry {"attempt":2,"of":3,"reason":"provider error (HTTP 503)"}\n\n');
+    expect(retry).toBeGreaterThan(-1);
+    expect(retry).toBeLessThan(text.indexOf('"content":"back "'));
+    const events = parseSse(text);
+    expect(contentOf(events)).toBe('back again');
+    // The answer's first event is still seq 0: a retry notice is no output (take-over, resume).
+    expect(events.find((e) => e.id)?.id).toMatch(/:0$/);
+    for (const e of events.slice(0, -1)) assertValid('CreateChatCompletionStreamResponse', JSON.parse(e.data));
+    // The OpenAI SDK reads the same kind of stream as if nothing had happened.
+    t.fake.script({ status: 503 }, { text: 'fine' });
+    const stream = await client().chat.completions.create({ model: t.agentId, messages: user('x'), stream: true }, { headers: { 'x-agentry-resumable': 'true' } });
+    let content = '';
+    for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    expect(content).toBe('fine');
+    t.fake.reset();
+  });
+
   it('fails the stream cleanly when the provider breaks after the first token', async () => {
     const t = target();
     t.fake.script({ text: ['one ', 'two ', 'three ', 'four'], failAfterChunks: 3 });

@@ -70,6 +70,33 @@ export function chunkToolEvent(chunk: ChatChunk): AguiToolEvent | undefined {
   return chunk.choices[0]?.delta.tool_calls?.[0];
 }
 
+/**
+ * The server is trying the model provider again (the gateway's `: retry {...}` comment line):
+ * attempt `attempt` of `of` is under way because the one before failed for `reason`.
+ */
+export interface RetryNotice {
+  attempt: number;
+  of: number;
+  reason: string;
+}
+
+/** A comment line's retry notice (`retry {"attempt":2,"of":3,"reason":"..."}`); undefined for any other comment. */
+export function parseRetryComment(comment: string): RetryNotice | undefined {
+  if (!comment.startsWith('retry ')) return undefined;
+  try {
+    const v = JSON.parse(comment.slice('retry '.length)) as Partial<RetryNotice> | null;
+    if (typeof v?.attempt !== 'number' || typeof v.of !== 'number') return undefined;
+    return { attempt: v.attempt, of: v.of, reason: typeof v.reason === 'string' ? v.reason : '' };
+  } catch {
+    return undefined;
+  }
+}
+
+/** How a person reads a retry notice: "attempt 2 of 3: provider unreachable". */
+export function describeRetry(n: RetryNotice): string {
+  return `attempt ${n.attempt} of ${n.of}${n.reason ? `: ${n.reason}` : ''}`;
+}
+
 /** Where a dropped stream picks up: its run, and the id of the last event the client got (none: from the start). */
 export interface ResumePoint {
   runId: string;
@@ -137,8 +164,16 @@ function cannotResume(err: unknown): StreamError {
  * The server puts the id on the last chunk of each run event, so the chunks yielded since the
  * last id (a finish or usage chunk before [DONE]; every chunk, the role one included, when no
  * id came yet) are sent again on resume: as many are skipped, which keeps each chunk once.
+ *
+ * `onRetry` hears of each provider retry the server announces (a comment line, so no chunk).
  */
-export async function* readChatStream(body: SseBody, resume?: ResumeOptions): AsyncGenerator<ChatChunk> {
+export async function* readChatStream(body: SseBody, resume?: ResumeOptions, opts: { onRetry?: (notice: RetryNotice) => void } = {}): AsyncGenerator<ChatChunk> {
+  const onComment = opts.onRetry
+    ? (comment: string) => {
+        const notice = parseRetryComment(comment);
+        if (notice) opts.onRetry!(notice);
+      }
+    : undefined;
   let lastEventId: string | undefined;
   let chunkId: string | undefined;
   /** Chunks yielded since the last id: the resumed stream repeats them. */
@@ -150,7 +185,7 @@ export async function* readChatStream(body: SseBody, resume?: ResumeOptions): As
     let skip = sinceId;
     let progressed = false;
     let dropped: unknown;
-    const events = parseSse(body)[Symbol.asyncIterator]();
+    const events = parseSse(body, onComment)[Symbol.asyncIterator]();
     try {
       for (;;) {
         let next: IteratorResult<SseEvent>;

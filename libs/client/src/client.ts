@@ -1,4 +1,4 @@
-import { readChatStream, type ChatChunk, type ChatCompletion, type ChatRequest, type ResumePoint } from './chat.js';
+import { readChatStream, type ChatChunk, type ChatCompletion, type ChatRequest, type ResumePoint, type RetryNotice } from './chat.js';
 import type { SseBody } from './sse.js';
 import { StreamError } from './errors.js';
 import { Http, type ClientOptions, type QueryValue } from './http.js';
@@ -110,6 +110,8 @@ export interface StreamOptions {
   resume?: boolean | { tries?: number; delayMs?: number };
   /** Called each time the stream went on over a new connection after a drop (1, 2, ...). */
   onResume?: (resumes: number) => void;
+  /** Called when the server tries the model provider again before the answer started ("attempt 2 of 3"). */
+  onRetry?: (notice: RetryNotice) => void;
 }
 
 /**
@@ -327,15 +329,20 @@ export class AgentryClient {
       });
       if (!res.body) throw new StreamError('the server answered without a body');
       const tuning = typeof opts.resume === 'object' ? opts.resume : {};
+      const notices = opts.onRetry ? { onRetry: opts.onRetry } : {};
       const chunks =
         opts.resume === false
-          ? readChatStream(res.body)
-          : readChatStream(res.body, {
-              ...tuning,
-              signal: opts.signal,
-              onResume: opts.onResume,
-              reconnect: (point, signal) => this.runs.events(point, { agui: opts.agui, includeUsage: req.stream_options?.include_usage, signal }),
-            });
+          ? readChatStream(res.body, undefined, notices)
+          : readChatStream(
+              res.body,
+              {
+                ...tuning,
+                signal: opts.signal,
+                onResume: opts.onResume,
+                reconnect: (point, signal) => this.runs.events(point, { agui: opts.agui, includeUsage: req.stream_options?.include_usage, signal }),
+              },
+              notices,
+            );
       return cancelledOnAbort(chunks, opts.signal, (runId) => this.runs.cancel(runId));
     },
   };

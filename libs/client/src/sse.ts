@@ -27,7 +27,8 @@ async function* chunksOf(body: SseBody): AsyncGenerator<Uint8Array> {
 
 /**
  * Parses a `text/event-stream` body as the HTML standard describes it: lines end with CRLF, LF
- * or CR; `:` lines are comments (heartbeats); `data` lines of one event are joined with `\n`;
+ * or CR; `:` lines are comments (heartbeats, Agentry's notices: given to `onComment` without
+ * the colon and its one space); `data` lines of one event are joined with `\n`;
  * a blank line dispatches the event. Events are yielded as soon as their blank line arrives, so
  * a consumer sees every token when the server sends it.
  *
@@ -38,7 +39,7 @@ async function* chunksOf(body: SseBody): AsyncGenerator<Uint8Array> {
  * rather than act on half an answer. The web UI once delivered such an event; this is now the
  * one parser of the CLI and the UI alike.
  */
-export async function* parseSse(body: SseBody): AsyncGenerator<SseEvent> {
+export async function* parseSse(body: SseBody, onComment?: (text: string) => void): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffer = '';
   let data: string[] = [];
@@ -66,7 +67,11 @@ export async function* parseSse(body: SseBody): AsyncGenerator<SseEvent> {
       event = undefined;
       return;
     }
-    if (line.startsWith(':')) return;
+    if (line.startsWith(':')) {
+      // Comments carry no event; Agentry's progress notices (`: retry {...}`) are read by whoever asks.
+      onComment?.(line.slice(1).replace(/^ /, ''));
+      return;
+    }
     const colon = line.indexOf(':');
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSse, readChatStream, type SseBody, type SseEvent } from '@agentry/client';
+import { describeRetry, parseRetryComment, parseSse, readChatStream, type RetryNotice, type SseBody, type SseEvent } from '@agentry/client';
 
 const enc = new TextEncoder();
 
@@ -93,5 +93,27 @@ describe('readChatStream', () => {
     await expect((async () => {
       for await (const _ of cut) void _;
     })()).rejects.toThrow(/ended before it was complete/);
+  });
+
+  it("reports the server's retry notices (comment lines) in order with the chunks, and ignores other comments", async () => {
+    const seen: string[] = [];
+    const notices: RetryNotice[] = [];
+    const body = chunks(
+      ': ping\n\n',
+      ': retry {"attempt":2,"of":3,"reason":"provider unreachable"}\n\n',
+      ': retry {"attempt":3,"of":3,"reason":"provider error (HTTP 503)"}\r\n\r\n',
+      ': retry not json\n\n',
+      chunk('ok'),
+      'data: [DONE]\n\n',
+    );
+    for await (const c of readChatStream(body, undefined, { onRetry: (n) => (notices.push(n), seen.push(`retry ${n.attempt}`)) })) seen.push(c.choices[0]!.delta.content!);
+    expect(notices).toEqual([
+      { attempt: 2, of: 3, reason: 'provider unreachable' },
+      { attempt: 3, of: 3, reason: 'provider error (HTTP 503)' },
+    ]);
+    expect(seen).toEqual(['retry 2', 'retry 3', 'ok']);
+    expect(describeRetry(notices[0]!)).toBe('attempt 2 of 3: provider unreachable');
+    expect(parseRetryComment('ping')).toBeUndefined();
+    expect(parseRetryComment('retry {"attempt":"2"}')).toBeUndefined();
   });
 });

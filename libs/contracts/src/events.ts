@@ -49,6 +49,18 @@ export const RunEvent = Type.Union([
     ),
   }),
   Type.Object({ ...base, type: Type.Literal('error'), message: Type.String(), status: Type.Optional(Type.Integer()) }),
+  /**
+   * A model call failed before its first token and is tried again: attempt `attempt` of `of`.
+   * Progress for the person waiting, not part of the answer: it consumes no seq (it carries the
+   * seq the next event will have), so it never counts as output for a take-over or a resume.
+   */
+  Type.Object({
+    ...base,
+    type: Type.Literal('retry'),
+    attempt: Type.Integer({ minimum: 2 }),
+    of: Type.Integer({ minimum: 2 }),
+    reason: Type.String(),
+  }),
 ]);
 export type RunEvent = Static<typeof RunEvent>;
 export type RunEventType = RunEvent['type'];

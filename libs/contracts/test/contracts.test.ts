@@ -31,6 +31,7 @@ describe('run events', () => {
       tool_result: { runId: 'r', seq: 2, type: 'tool_result', toolCallId: 'c', toolName: 'read', toolType: 'builtin', content: 'x' },
       done: { runId: 'r', seq: 3, type: 'done', finishReason: 'stop' },
       error: { runId: 'r', seq: 4, type: 'error', message: 'boom' },
+      retry: { runId: 'r', seq: 4, type: 'retry', attempt: 2, of: 3, reason: 'provider unreachable' },
     };
     for (const sample of Object.values(samples)) expect(Value.Check(RunEvent, sample)).toBe(true);
     expect(Value.Check(RunEvent, { runId: 'r', seq: -1, type: 'text', text: 'x' })).toBe(false);

@@ -201,6 +201,25 @@ describe('ModelProviders.stream', () => {
     const events = await collect(p.stream(request()));
     expect(text(events)).toBe('third time lucky');
     expect(fakeA.requests).toHaveLength(3);
+    // Each retry is announced before its backoff, for the person waiting (issue 42).
+    expect(events.filter((e) => e.type === 'retry')).toEqual([
+      { type: 'retry', attempt: 2, of: 3, reason: 'provider error (HTTP 500)' },
+      { type: 'retry', attempt: 3, of: 3, reason: 'provider error (HTTP 503)' },
+    ]);
+    expect(events.findIndex((e) => e.type === 'retry' && e.attempt === 3)).toBeLessThan(events.findIndex((e) => e.type === 'text'));
+  });
+
+  it('announces a retry of an unreachable provider, and none when no attempt follows', async () => {
+    await addProvider('down', 'http://127.0.0.1:1', null, [], 'm');
+    try {
+      const p = await providers({ retries: 1 });
+      const { events, error } = await settle(p.stream(request({ provider: 'down' })));
+      expect(error?.message).toMatch(/provider "down".*\(2 attempts\)/);
+      // Attempt 2 of 2 is announced; after it fails nothing more is tried, so nothing more is announced.
+      expect(events).toEqual([{ type: 'retry', attempt: 2, of: 2, reason: 'provider unreachable' }]);
+    } finally {
+      await deleteProvider(handle.db, 'down');
+    }
   });
 
   it('retries 429 and 408, but not 400', async () => {

@@ -113,6 +113,25 @@ describe('the run event protocol, publisher to queue', () => {
     taken.push({ type: 'error', runId: 'p3', seq: 7, message: 'the worker died', status: 502 });
     expect(await taken.next()).toMatchObject({ type: 'error', seq: 7 });
   });
+
+  it('a retry notice consumes no seq: it carries the next event\'s, and the queue passes it without counting it', async () => {
+    const queue = new RunEventQueue();
+    const events = new RunEventPublisher('p4', async (e) => queue.push(e));
+    await events.notice({ type: 'retry', attempt: 2, of: 3, reason: 'provider unreachable' });
+    await events.notice({ type: 'retry', attempt: 3, of: 3, reason: 'provider unreachable' });
+    expect(queue.expected).toBe(0);
+    events.text('hi');
+    await events.flush();
+    await events.event({ type: 'done', finishReason: 'stop' });
+    const got = [await queue.next(), await queue.next(), await queue.next(), await queue.next()];
+    expect(got.map((e) => [e.type, e.seq])).toEqual([
+      ['retry', 0],
+      ['retry', 0],
+      ['text', 0],
+      ['done', 1],
+    ]);
+    expect(queue.expected).toBe(2);
+  });
 });
 
 /** A pub/sub with one channel namespace, counting SUBSCRIBEs; the first `failures` of them fail. */

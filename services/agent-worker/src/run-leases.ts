@@ -20,6 +20,10 @@ export class RunLeases {
   readonly #held = new Map<string, AbortController>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /**
+   * The renewal thread, made once leases are on (`run_lease_ms` > 0, seen by the timer or a
+   * take): none while they are off, nor on the memory bus, which has no `keepLeases`.
+   */
   #keeper: LeaseKeeper | undefined;
 
   constructor(
@@ -28,14 +32,20 @@ export class RunLeases {
     /** `reliability.run_lease_ms`, read at each renewal (0: off). */
     private readonly leaseMs: () => number,
     /** How long the main thread may be busy before its leases are let go (BullMQ's stall time). */
-    maxStallMs = 30_000,
-  ) {
-    this.#keeper = bus.keepLeases?.({ owner: this.owner, maxStallMs });
+    private readonly maxStallMs = 30_000,
+  ) {}
+
+  /** The keeper, started now if need be (never after stop). */
+  #keeperNow(): LeaseKeeper | undefined {
+    if (!this.#keeper && !this.#stopped) this.#keeper = this.bus.keepLeases?.({ owner: this.owner, maxStallMs: this.maxStallMs });
+    return this.#keeper;
   }
 
   start(): void {
     if (this.#stopped) return;
     const ms = this.leaseMs();
+    // Leases on: the thread is started ahead of the first run (warm when a busy main thread needs it).
+    if (ms > 0) this.#keeperNow();
     // Off: looked at again each second, should the configuration change.
     this.#timer = setTimeout(() => void this.#renew(ms).finally(() => this.start()), ms > 0 ? Math.max(50, Math.floor(ms / 3)) : 1000);
     this.#timer.unref();
@@ -66,7 +76,7 @@ export class RunLeases {
     }
     if (taken) {
       this.#held.set(runId, ctl);
-      this.#keeper?.hold(RunKeeps.lease(runId), ms, () => this.#lost(runId, ctl));
+      this.#keeperNow()?.hold(RunKeeps.lease(runId), ms, () => this.#lost(runId, ctl));
     }
     return taken;
   }

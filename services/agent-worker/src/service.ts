@@ -287,7 +287,8 @@ function measuredStream(
     const span = startChildSpan(`chat ${req.model ?? provider}`, { 'gen_ai.operation.name': 'chat', 'gen_ai.system': provider, 'gen_ai.request.model': req.model ?? '' });
     try {
       for await (const event of inner(req)) {
-        if (first) {
+        // A retry notice is no token: the time to first token is the answer's.
+        if (first && event.type !== 'retry') {
           first = false;
           ttft.observe({ provider }, (Date.now() - started) / 1000);
           span?.setAttribute('agentry.ttft_ms', Date.now() - started);

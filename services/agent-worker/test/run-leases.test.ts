@@ -26,6 +26,29 @@ afterEach(async () => {
 });
 
 describe('RunLeases: one worker at a time per run', () => {
+  it('starts the renewal thread (Bus.keepLeases) only once a lease is taken: none while leases are off', async () => {
+    let leaseMs = 0;
+    const keepers: string[] = [];
+    const held: string[] = [];
+    const bus = {
+      lease: async () => true,
+      keepLeases: (opts: { owner: string }) => {
+        keepers.push(opts.owner);
+        return { ready: true, hold: (key: string) => void held.push(key), release: () => undefined, close: async () => undefined };
+      },
+    };
+    const leases = new RunLeases(bus, logger, () => leaseMs);
+    leases.start();
+    started.push(leases);
+    expect(await leases.take('off-1', new AbortController())).toBe(true);
+    expect(keepers).toEqual([]);
+    leaseMs = LEASE_MS;
+    expect(await leases.take('on-1', new AbortController())).toBe(true);
+    expect(await leases.take('on-2', new AbortController())).toBe(true);
+    expect(keepers).toEqual([leases.owner]);
+    expect(held).toEqual([RunKeeps.lease('on-1'), RunKeeps.lease('on-2')]);
+  });
+
   it('a second worker cannot take a run another live worker holds, nor the same process twice', async () => {
     const bus = createMemoryBus({ logger });
     const a = leasesOn(bus);

@@ -105,19 +105,32 @@ export class Spinner {
   #timer: NodeJS.Timeout | undefined;
   #delay: NodeJS.Timeout | undefined;
   #shown = false;
+  #label = '';
 
   constructor(private readonly stderr: Output) {}
 
   start(label: string): this {
+    this.stop();
+    this.#label = label;
     if (this.stderr.isTTY !== true) return this;
     let i = 0;
     this.#delay = setTimeout(() => {
       this.#timer = setInterval(() => {
         this.#shown = true;
-        this.stderr.write(`\r\x1b[2K${FRAMES[i++ % FRAMES.length]} ${label}`);
+        this.stderr.write(`\r\x1b[2K${FRAMES[i++ % FRAMES.length]} ${this.#label}`);
       }, 80);
     }, 150);
     return this;
+  }
+
+  /** Whether it is spinning (or about to). */
+  get running(): boolean {
+    return this.#delay !== undefined || this.#timer !== undefined;
+  }
+
+  /** What it says from its next frame on ("thinking (attempt 2 of 3: provider unreachable)"). */
+  relabel(label: string): void {
+    this.#label = label;
   }
 
   stop(): void {

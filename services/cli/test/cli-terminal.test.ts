@@ -101,6 +101,24 @@ suite('agentry on a terminal (tmux)', () => {
     expect(counts[0]).toBeLessThan(words.length);
   });
 
+  it('the spinner names the attempt while the server retries the provider, and is gone once the answer comes (issue 42)', async () => {
+    gw.fake.reset();
+    gw.fake.script({ status: 503, body: { error: { message: 'warming up' } } }, { text: 'recovered', delayMs: 1500 });
+    const w = open(`${agentry} chat -a slow 'retry please'`);
+    const screens: string[] = [];
+    await waitFor(
+      async () => {
+        const s = screen(w);
+        if (s !== screens.at(-1)) screens.push(s);
+        return s.includes('[exit ');
+      },
+      20_000,
+      40,
+    );
+    expect(screens.some((s) => /^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] thinking \(attempt 2 of 3: provider error \(HTTP 503\)\)$/.test(s))).toBe(true);
+    expect(screens.at(-1)).toBe('recovered\n[exit 0]');
+  });
+
   it('without a message: a conversation in one session, a turn per typed line', async () => {
     const w = open(`${agentry} chat -a slow -s tty-1`);
     await waitFor(async () => screen(w).endsWith('you>'), 10_000, 50);

@@ -253,6 +253,16 @@ describe('rules', () => {
 });
 
 describe('chat', () => {
+  it('says on stderr which provider attempt is under way while the server retries; stdout stays the answer (issue 42)', async () => {
+    expect((await cli(['agents', 'create', '-f', file('retrier.json', JSON.stringify(agentDsl('retrier', 'Retrier')))])).code).toBe(0);
+    gw.fake.reset();
+    gw.fake.script({ status: 503, body: { error: { message: 'warming up' } } }, { status: 502 }, { text: 'third time' });
+    const chat = await cli(['chat', '-a', 'retrier', 'hi']);
+    expect(chat.code, chat.stderr).toBe(0);
+    expect(chat.stdout).toBe('third time\n');
+    expect(chat.stderr).toBe('thinking (attempt 2 of 3: provider error (HTTP 503))\nthinking (attempt 3 of 3: provider error (HTTP 502))\n');
+  });
+
   it('streams the answer to stdout; --json prints the raw completion', async () => {
     gw.fake.script({ text: ['Hello', ', ', 'world', '!'] });
     const chat = await cli(['chat', '-a', 'support', 'Say', 'hello']);

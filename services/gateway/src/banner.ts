@@ -1,7 +1,6 @@
 import path from 'node:path';
-import { getUser } from '@agentry/db';
 import type { Runtime } from '@agentry/runtime';
-import { DEFAULT_ADMIN_PASSWORD, verifyPassword } from './auth/passwords.js';
+import { DEFAULT_ADMIN_PASSWORD, hasDefaultPassword } from './auth/passwords.js';
 
 const LOOPBACK = ['127.0.0.1', 'localhost', '::1'];
 
@@ -14,8 +13,7 @@ export async function startupBanner(runtime: Pick<Runtime, 'config' | 'db' | 'lo
   const { server, security } = runtime.config.current;
   const host = server.host === '0.0.0.0' || server.host === '::' ? 'localhost' : server.host;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const admin = await getUser(runtime.db.db, 'admin');
-  const defaultPassword = admin ? await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash) : false;
+  const defaultPassword = await hasDefaultPassword(runtime.db.db);
   const logFile = path.relative(process.cwd(), path.join(runtime.loaded.paths.logsDir, 'agentry.log')) || 'agentry.log';
   const loopback = LOOPBACK.includes(server.host);
   const reach = loopback ? 'from this machine only' : `from anywhere that reaches port ${port}`;

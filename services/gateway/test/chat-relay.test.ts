@@ -65,7 +65,8 @@ beforeAll(async () => {
       const prompt = (run!.request as { messages: Array<{ content: string }> }).messages.at(-1)!.content;
       const [scenario, option] = prompt.split(':');
       let seq = 0;
-      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
+      // A retry notice consumes no seq: it carries the next event's.
+      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId: job.data.runId, seq: e.type === 'retry' ? seq : seq++ } as RunEvent);
       if (scenario === 'slow' || scenario === 'slowfail') await new Promise((r) => setTimeout(r, 800));
       // Events lost on the way (Redis away), the outcome committed all the same.
       if (scenario === 'lost') {
@@ -75,6 +76,14 @@ beforeAll(async () => {
       }
       if (scenario === 'lostfail') {
         await finishRun(runtime.db.db, job.data.runId, { status: 'failed', error: 'the provider broke' });
+        return;
+      }
+      // A provider retry, then the answer at once or (`retried:late`) after the headers' bound.
+      if (scenario === 'retried') {
+        await publish({ type: 'retry', attempt: 2, of: 3, reason: 'provider unreachable' });
+        if (option === 'late') await new Promise((r) => setTimeout(r, 800));
+        await publish({ type: 'text', text: 'answered' });
+        await publish({ type: 'done', finishReason: 'stop' });
         return;
       }
       if (scenario === 'gap') {
@@ -102,11 +111,11 @@ afterAll(async () => {
   fs.rmSync(cwd, { recursive: true, force: true });
 });
 
-function chat(content: string, opts: { stream?: boolean; agui?: boolean } = {}) {
+function chat(content: string, opts: { stream?: boolean; agui?: boolean; resumable?: boolean } = {}) {
   return app.inject({
     method: 'POST',
     url: '/api/v1/chat/completions',
-    headers: opts.agui ? { 'x-stream-protocol': 'agui' } : {},
+    headers: { ...(opts.agui ? { 'x-stream-protocol': 'agui' } : {}), ...(opts.resumable ? { 'x-agentry-resumable': 'true' } : {}) },
     payload: { model: 'relay', messages: [{ role: 'user', content }], stream: opts.stream ?? true },
   });
 }
@@ -231,6 +240,29 @@ describe('failures', () => {
       expect.objectContaining({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }),
       { error: { message: 'Upstream failure: provider fake answered 500', type: 'server_error', code: 502 } },
     ]);
+  });
+
+  it("a provider retry is a ': retry' comment: it opens an Agentry client's stream at once, waits for another's headers, and is dropped once text overtook it", async () => {
+    const COMMENT = ': retry {"attempt":2,"of":3,"reason":"provider unreachable"}\n\n';
+    const answer = (body: string) => (events(body) as Array<{ choices?: Array<{ delta: { content?: string } }> }>).map((e) => e.choices?.[0]?.delta.content ?? '').join('');
+    // Agentry's client: the role chunk, the notice, then the answer; the data lines are unchanged.
+    const agentry = await chat('retried', { resumable: true });
+    expect(agentry.statusCode).toBe(200);
+    expect(agentry.body.indexOf(COMMENT)).toBeGreaterThan(agentry.body.indexOf('"role":"assistant"'));
+    expect(agentry.body.indexOf(COMMENT)).toBeLessThan(agentry.body.indexOf('answered'));
+    expect(answer(agentry.body)).toBe('answered');
+    // Another client whose answer came before the headers' bound: no stale notice, the stream as before.
+    const plain = await chat('retried');
+    expect(plain.body).not.toContain(': retry');
+    expect(answer(plain.body)).toBe('answered');
+    // Another client whose answer came after it: the notice goes out with the headers.
+    const late = await chat('retried:late');
+    expect(late.body.indexOf(COMMENT)).toBeGreaterThan(-1);
+    expect(late.body.indexOf(COMMENT)).toBeLessThan(late.body.indexOf('answered'));
+    // The notice took no seq: the answer's text is still event 0.
+    expect(late.body).toMatch(/^id: [0-9a-f]{32}:0\ndata: .*"content":"answered"/m);
+    // Without a stream, nothing of it shows.
+    expect((await chat('retried', { stream: false })).json()).toMatchObject({ choices: [{ message: { content: 'answered' } }] });
   });
 
   it('a run that answers with nothing still streams its role chunk and stop', async () => {

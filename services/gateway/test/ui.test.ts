@@ -174,7 +174,7 @@ describe('GET /auth/status on an open server', () => {
   afterAll(() => h?.close());
 
   it('tells an anonymous visitor about the default password (they already have admin power), not a logged-in user', async () => {
-    expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status' })).json()).toEqual({ requireAuth: false, user: null, defaultPassword: true });
+    expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status' })).json()).toEqual({ requireAuth: false, user: null, defaultPassword: true, chatNeedsKey: false });
     const bob = await login(h.app, 'bob', 'bob-password-1');
     expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status', headers: bearer(bob) })).json()).toEqual({
       requireAuth: false,
@@ -188,7 +188,19 @@ describe('GET /auth/status on an open server', () => {
       payload: { oldPassword: 'admin', newPassword: 'a-much-longer-one' },
     });
     expect(changed.statusCode).toBe(200);
-    expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status' })).json()).toEqual({ requireAuth: false, user: null, defaultPassword: false });
+    expect((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status' })).json()).toEqual({ requireAuth: false, user: null, defaultPassword: false, chatNeedsKey: false });
+  });
+
+  it("tells whether chat needs a key by the gateway's own rule: a user's own API key counts, as an API account's does", async () => {
+    const status = async () => ((await h.app.inject({ method: 'GET', url: '/api/v1/auth/status' })).json() as { chatNeedsKey?: boolean }).chatNeedsKey;
+    expect(await status()).toBe(false);
+    const bob = await login(h.app, 'bob', 'bob-password-1');
+    const made = await h.app.inject({ method: 'POST', url: '/api/v1/auth/api-key', headers: bearer(bob) });
+    expect(made.statusCode).toBe(200);
+    await expect.poll(status).toBe(true);
+    // The rule the flag tells: an anonymous chat is now refused.
+    const chat = await h.app.inject({ method: 'POST', url: '/api/v1/chat/completions', payload: { model: 'nope', messages: [{ role: 'user', content: 'hi' }] } });
+    expect(chat.statusCode).toBe(401);
   });
 });
 

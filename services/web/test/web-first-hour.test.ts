@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import JSZip from 'jszip';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
 
@@ -156,6 +157,18 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     expect(await failed.getByRole('button', { name: 'Retry' }).count()).toBe(0);
   }, 60_000);
 
+  it('says which provider attempt is under way while the server retries, and drops it once the answer comes', async () => {
+    fake.script({ status: 503, body: { error: { message: 'warming up', type: 'server_error', param: null, code: null } } }, { text: 'recovered at last', delayMs: 2500 });
+    await page.getByLabel('Message').fill('try again please');
+    await page.keyboard.press('Enter');
+    const streaming = page.locator('.turn-assistant[data-status="streaming"]').last();
+    await streaming.getByText('Thinking… (attempt 2 of 3: provider error (HTTP 503))').waitFor();
+    await shot('chat-provider-retry');
+    const done = page.locator('.turn-assistant[data-status="done"]').last();
+    await done.getByText('recovered at last').waitFor();
+    expect(await done.getByText(/attempt 2 of 3/).count()).toBe(0);
+  }, 60_000);
+
   it('a stopped turn can be edited and sent again', async () => {
     fake.script({ text: Array.from({ length: 30 }, (_, i) => `w${i} `), chunkDelayMs: 300 });
     await page.getByLabel('Message').fill('a long one');
@@ -172,6 +185,58 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     await page.keyboard.press('Enter');
     await page.locator('.turn-assistant[data-status="done"]').last().getByText('a short one').waitFor();
     expect(userTexts().at(-1)).toBe('a short one');
+  }, 60_000);
+
+  it('Skills: a zip dropped on the page is uploaded, anything else refused with a sentence; a skill name opens the skill', async () => {
+    await page.goto(`${base}/skills`);
+    const zone = page.getByRole('region', { name: 'Drop a zip of skills' });
+    await zone.waitFor();
+    const dropFile = async (name: string, bytes: Uint8Array, type: string) => {
+      const data = await page.evaluateHandle(
+        ({ name, bytes, type }) => {
+          const dt = new DataTransfer();
+          dt.items.add(new File([new Uint8Array(bytes)], name, { type }));
+          return dt;
+        },
+        { name, bytes: [...bytes], type },
+      );
+      await zone.dispatchEvent('dragover', { dataTransfer: data });
+      await zone.dispatchEvent('drop', { dataTransfer: data });
+    };
+    await dropFile('notes.txt', new TextEncoder().encode('hello'), 'text/plain');
+    await zone.getByText('notes.txt is not a .zip').waitFor();
+
+    const zip = new JSZip();
+    zip.file('greet/SKILL.md', '---\ndescription: Greet people\n---\nSay **hello** warmly.\n');
+    await dropFile('skills.zip', await zip.generateAsync({ type: 'uint8array' }), 'application/zip');
+    await page.getByText('Upload: created greet.').waitFor();
+    expect(await zone.getByText('is not a .zip').count()).toBe(0);
+    await shot('skills-drop-zone');
+
+    // The name is a button: on an open server it opens the editor with the skill's content.
+    const name = page.getByRole('button', { name: 'greet', exact: true });
+    await name.click();
+    expect(await name.getAttribute('aria-expanded')).toBe('true');
+    await expect.poll(() => page.getByLabel('Content (Markdown)').inputValue()).toContain('Say **hello** warmly.');
+    await name.click();
+    expect(await page.getByLabel('Content (Markdown)').count()).toBe(0);
+  }, 60_000);
+
+  it("Workspace: a file open keeps its folder's New file and Upload buttons", async () => {
+    await page.goto(`${base}/workspace/helper`);
+    const pane = page.getByRole('region', { name: 'Selected entry' });
+    await pane.getByRole('button', { name: 'New file' }).click();
+    await pane.getByLabel('New file name').fill('notes/first.md');
+    await pane.getByRole('button', { name: 'Create' }).click();
+    await pane.getByRole('heading', { name: 'notes/first.md' }).waitFor();
+    // The file is open, and its folder's actions are still there.
+    await pane.getByText('In notes/:').waitFor();
+    expect(await pane.getByText('Upload file').count()).toBe(1);
+    await shot('workspace-file-open-folder-bar');
+    await pane.getByRole('button', { name: 'New file' }).click();
+    await pane.getByLabel('New file name').fill('second.md');
+    await pane.getByRole('button', { name: 'Create' }).click();
+    await pane.getByRole('heading', { name: 'notes/second.md' }).waitFor();
   }, 60_000);
 
   // Last: it turns this server's chat key-only.

@@ -7,12 +7,19 @@ export type LoginResult = Static<typeof LoginResult>;
 
 /**
  * `GET /auth/status`: whether management needs a login and whose valid JWT was sent (null for
- * none). `defaultPassword` only in an admin's answer: whether admin still has the default password.
+ * none). `defaultPassword` only in an admin's answer: whether admin still has the default password;
+ * `chatNeedsKey` only on an open server.
  */
 export const AuthStatus = Type.Object({
   requireAuth: Type.Boolean(),
   user: Type.Union([Type.Object({ username: Type.String(), role: Type.String() }), Type.Null()]),
   defaultPassword: Type.Optional(Type.Boolean()),
+  /**
+   * Open servers only (requireAuth false): whether chat already needs a credential, i.e. some API
+   * key exists (an enabled user's own key, or an enabled account's on the enabled `api` platform),
+   * exactly the gateway's rule. The web UI warns before the first one turns chat key-only.
+   */
+  chatNeedsKey: Type.Optional(Type.Boolean()),
 });
 export type AuthStatus = Static<typeof AuthStatus>;
 

@@ -20,7 +20,9 @@ export interface LoopTool {
 export type LoopEvent =
   | { type: 'text'; text: string }
   | { type: 'tool_start'; toolCallId: string; toolName: string; toolType: ToolType; arguments: string }
-  | { type: 'tool_result'; toolCallId: string; toolName: string; toolType: ToolType; content: string; isError?: boolean };
+  | { type: 'tool_result'; toolCallId: string; toolName: string; toolType: ToolType; content: string; isError?: boolean }
+  /** A model call is being retried (see ModelEvent `retry`): progress for the person waiting, not part of the answer. */
+  | { type: 'retry'; attempt: number; of: number; reason: string };
 
 export interface AgentLoopOptions {
   provider?: string;
@@ -201,6 +203,8 @@ async function callModel(
       await deps.emit({ type: 'text', text: ev.text });
     } else if (ev.type === 'tool_calls') {
       calls = ev.calls;
+    } else if (ev.type === 'retry') {
+      await deps.emit({ type: 'retry', attempt: ev.attempt, of: ev.of, reason: ev.reason });
     } else {
       finishReason = ev.finishReason;
       usage = addUsage(usage ?? null, ev.usage) ?? undefined;

@@ -73,6 +73,8 @@ interface Target {
 /** Why one attempt failed. */
 interface Failure {
   message: string;
+  /** The kind of failure in a few words, for the person waiting ("provider unreachable"). */
+  reason: string;
   retryable: boolean;
   retryAfterMs?: number;
 }
@@ -140,6 +142,8 @@ export class ModelProviders {
         if (retry > 0) {
           const wait = Math.max(t.backoffMs * 2 ** (retry - 1), last?.retryAfterMs ?? 0);
           if (Date.now() + wait >= deadline) break;
+          // Told before the backoff: the person waiting learns at once that the call goes on.
+          yield { type: 'retry', attempt: retry + 1, of: t.retries + 1, reason: last?.reason ?? 'provider error' };
           await sleep(wait, req.signal);
         }
         attempts += 1;
@@ -423,23 +427,28 @@ function describeFailure(err: unknown, apiKey: string | null): Failure {
     if (apiKey) out = out.split(apiKey).join('[redacted]');
     return out.length > 300 ? `${out.slice(0, 300)}...` : out;
   };
-  if (err instanceof AttemptTimeout) return { message: err.message, retryable: true };
+  if (err instanceof AttemptTimeout) return { message: err.message, reason: 'provider did not answer in time', retryable: true };
   if (err instanceof ProviderConnectionError) {
     const cause = err.cause as { code?: unknown; message?: unknown };
-    if (cause instanceof ConnectTimeoutError) return { message: `connect: ${cause.message}`, retryable: true };
+    if (cause instanceof ConnectTimeoutError) return { message: `connect: ${cause.message}`, reason: 'provider unreachable', retryable: true };
     const detail = codeAndMessage(cause.code, cause.message);
-    return { message: scrub(`connection failed${detail ? `: ${detail}` : ''}`), retryable: true };
+    return { message: scrub(`connection failed${detail ? `: ${detail}` : ''}`), reason: 'provider unreachable', retryable: true };
   }
   if (err instanceof ProviderStatusError) {
     if (err.status === 401 || err.status === 403) {
-      return { message: `HTTP ${err.status}: the provider refused the credentials (check its api key)`, retryable: false };
+      return { message: `HTTP ${err.status}: the provider refused the credentials (check its api key)`, reason: 'provider refused the credentials', retryable: false };
     }
-    return { message: scrub(err.message), retryable: RETRY_STATUS(err.status), ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}) };
+    return {
+      message: scrub(err.message),
+      reason: err.status === 429 ? 'provider rate limit (HTTP 429)' : `provider error (HTTP ${err.status})`,
+      retryable: RETRY_STATUS(err.status),
+      ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}),
+    };
   }
-  if (err instanceof ProviderStreamError) return { message: scrub(err.message), retryable: err.retryable };
+  if (err instanceof ProviderStreamError) return { message: scrub(err.message), reason: 'provider stream broke', retryable: err.retryable };
   const e = err as { code?: unknown; message?: unknown } | null;
   const detail = codeAndMessage(e?.code, typeof e?.message === 'string' ? e.message : String(err));
-  return { message: scrub(`the connection broke: ${detail}`), retryable: true };
+  return { message: scrub(`the connection broke: ${detail}`), reason: 'connection to the provider broke', retryable: true };
 }
 
 /** One event's JSON; an `error` object in it is the provider's error report. */

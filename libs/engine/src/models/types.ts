@@ -49,6 +49,12 @@ export type ModelEvent =
   | { type: 'text'; text: string }
   /** The assembled tool calls of the answer: once, before `done`. */
   | { type: 'tool_calls'; calls: ToolCall[] }
+  /**
+   * The provider's attempt `attempt - 1` failed before its first token and attempt `attempt` of
+   * `of` (for this provider) follows after the backoff; `reason` is short and key-free, for a
+   * person watching ("provider unreachable"). Never after a text event.
+   */
+  | { type: 'retry'; attempt: number; of: number; reason: string }
   | { type: 'done'; finishReason: string; provider: string; model: string; usage?: ModelUsage };
 
 export interface ModelTimeouts {

@@ -58,6 +58,16 @@ export class RunEventPublisher {
     if (this.#failed) throw this.#failed.err;
   }
 
+  /**
+   * Publishes a `retry` notice after the text queued before it, without consuming a seq: it
+   * carries the seq of the event that follows, as it is no part of the answer (the queue passes
+   * it without counting it, and a take-over or resume never takes it for output).
+   */
+  async notice(body: Extract<EventBody, { type: 'retry' }>): Promise<void> {
+    await this.flush();
+    await this.publish({ ...body, runId: this.runId, seq: this.#seq });
+  }
+
   /** Publishes one event after the text queued before it. */
   async event(body: EventBody): Promise<void> {
     await this.flush();

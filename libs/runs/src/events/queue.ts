@@ -39,6 +39,11 @@ export class RunEventQueue {
       this.#deliver(event);
       return;
     }
+    // A retry notice consumes no seq (it carries the next one): passed on, not counted.
+    if (event.type === 'retry') {
+      this.#deliver(event);
+      return;
+    }
     if (event.seq !== this.#expected) {
       this.#failed = new EventGapError(`run events arrived out of order (expected ${this.#expected}, got ${event.seq})`);
       this.#deliver(this.#failed);

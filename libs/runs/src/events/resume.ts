@@ -44,11 +44,18 @@ export async function resumeRunEvents(pubsub: Pick<PubSub, 'subscribe' | 'kept'>
   const firstKept = kept.find((e) => e.type !== 'error')?.seq ?? (kept.length > 0 ? 0 : undefined);
   const queue = new RunEventQueue(firstKept ?? 0);
   let errorSeen = false;
+  // Retry notices share the seq of the event after them: told once each, and not after that event.
+  const noticesSeen = new Set<string>();
   const pass = (event: RunEvent) => {
     if (event.type === 'error') {
       if (errorSeen) return;
       errorSeen = true;
     } else if (event.seq < queue.expected) return;
+    else if (event.type === 'retry') {
+      const key = `${event.seq}:${event.attempt}:${event.of}`;
+      if (noticesSeen.has(key)) return;
+      noticesSeen.add(key);
+    }
     queue.push(event);
   };
   for (const event of kept) pass(event);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 import type { Command } from 'commander';
-import { ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, type AguiToolEvent, type ChatRequest } from '@agentry/client';
+import { ApiError, ConnectionError, StreamError, chunkText, chunkToolEvent, describeRetry, type AguiToolEvent, type ChatRequest, type RetryNotice } from '@agentry/client';
 import type { Context } from '../context.js';
 import { CliError, Interrupted, UsageError, describeError } from '../errors.js';
 import { Spinner } from '../output.js';
@@ -28,6 +28,26 @@ function oneLine(s: string, max: number): string {
 function describeTool(e: AguiToolEvent): string {
   if (e.type === 'TOOL_CALL_START') return `→ ${e.toolCallName} (${e.toolType}) ${oneLine(e.arguments ?? '', 200)}`;
   return `← ${e.toolCallName}: ${oneLine(e.content ?? '', 200)}`;
+}
+
+/**
+ * The server tries the provider again before the answer starts: on a terminal the spinner says
+ * which attempt is under way and why (started again on a fresh line after a tool's output, when
+ * `midLine`); elsewhere a line on stderr tells the same. Answers whether it started a line.
+ */
+function showRetry(stderr: Context['setup']['io']['stderr'], spinner: Spinner, notice: RetryNotice, midLine: boolean): boolean {
+  const label = `thinking (${describeRetry(notice)})`;
+  if (stderr.isTTY !== true) {
+    stderr.write(`${label}\n`);
+    return false;
+  }
+  if (spinner.running) {
+    spinner.relabel(label);
+    return false;
+  }
+  if (midLine) stderr.write('\n');
+  spinner.start(label);
+  return true;
 }
 
 /**
@@ -68,7 +88,10 @@ async function runTurn(ctx: Context, turn: Turn): Promise<void> {
       screenAtLineStart = true;
       stderr.write('(connection lost; resumed)\n');
     };
-    const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal, onResume });
+    const onRetry = (notice: RetryNotice) => {
+      if (showRetry(stderr, spinner, notice, !screenAtLineStart && stdout.isTTY === true)) screenAtLineStart = true;
+    };
+    const stream = await ctx.client.chat.stream(request, { agui: turn.tools, signal: abort.signal, onResume, onRetry });
     for await (const chunk of stream) {
       if (raw) {
         spinner.stop();

@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { getUser } from '@agentry/db';
 import { definitionRefusals as engineRefusals, validateRuleChain, type RuleChainDsl, type RunAuthority } from '@agentry/engine';
 import type { GatewayDeps } from '../deps.js';
 import { CredentialIndex, type Principal } from './credentials.js';
-import { DEFAULT_ADMIN_PASSWORD, verifyPassword } from './passwords.js';
+import { hasDefaultPassword } from './passwords.js';
 import { LoginLimiter } from './login-limit.js';
 import { seedFromConfig } from './seed.js';
 import { assertOwner, isAdmin, sessionOwner, type Owned } from './ownership.js';
@@ -164,8 +163,7 @@ async function startupWarnings(deps: GatewayDeps): Promise<void> {
     );
   }
   if (c.security.requireAuth) {
-    const admin = await getUser(deps.db.db, 'admin');
-    if (admin && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash))) {
+    if (await hasDefaultPassword(deps.db.db)) {
       deps.logger.warn('the admin user still has the default password while security.requireAuth is true: change it (PUT /api/v1/auth/password)');
     }
   }

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { getUser, type Db } from '@agentry/db';
 
 /** The default administrator password when no user is configured (documented; change it). */
 export const DEFAULT_ADMIN_PASSWORD = 'admin';
@@ -34,6 +35,15 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const expected = Buffer.from(hash, 'base64url');
   const actual = await derive(password, Buffer.from(salt, 'base64url'), { N: Number(n), r: Number(r), p: Number(p) });
   return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/**
+ * Whether `username` (admin unless named) still has the documented default password; false for
+ * no such user. The one check behind the start-up banner, its log warning and `GET /auth/status`.
+ */
+export async function hasDefaultPassword(db: Db, username = 'admin'): Promise<boolean> {
+  const user = await getUser(db, username);
+  return user ? verifyPassword(DEFAULT_ADMIN_PASSWORD, user.passwordHash) : false;
 }
 
 /** Verified against when the user does not exist, so both failures take the same time. */

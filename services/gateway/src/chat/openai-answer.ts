@@ -4,7 +4,7 @@ import { AppError } from '@agentry/errors';
 import type { RunOutcome } from '@agentry/db';
 import type { ChatRun, RunControl } from './chat-run.js';
 import { EventGapError, storedEnding, type RunRelay } from '@agentry/runs';
-import { SseWriter } from './sse-writer.js';
+import { retryComment, SseWriter } from './sse-writer.js';
 import { aguiToolResult, aguiToolStart, chunk, completion, streamError, toolCallDelta, usageChunk, type CompletionMeta, type DoneEvent } from './openai-chunks.js';
 
 /**
@@ -80,12 +80,37 @@ class ChunkStream {
   #begun = false;
   #id: string | undefined;
   #muted = false;
+  /** The last retry notice that came while the headers were held back, for when they go out. */
+  #notice: string | undefined;
   constructor(
     private readonly run: RunControl,
     readonly sse: SseWriter,
     private readonly meta: CompletionMeta,
     private readonly includeUsage: boolean,
   ) {}
+
+  /**
+   * A provider retry, as a comment line. `openNow` (Agentry's own clients, which read it) opens
+   * a stream whose headers are still held back; for any other client the notice waits for the
+   * headers, and one that the answer's first text overtook is dropped (it would be stale).
+   */
+  retry(event: { attempt: number; of: number; reason: string }, openNow: boolean): void {
+    if (this.#muted) return;
+    const comment = retryComment(event);
+    if (!this.sse.opened && !openNow) {
+      this.#notice = comment;
+      return;
+    }
+    this.begin();
+    this.sse.comment(comment);
+  }
+
+  /** The bound opened the stream: the role chunk, then the notice held back (if any). */
+  timedOpen(): void {
+    this.begin();
+    if (this.#notice !== undefined) this.sse.comment(this.#notice);
+    this.#notice = undefined;
+  }
 
   /** What comes next belongs to the run event `id` (undefined: to none, e.g. a stored ending); `muted`: the client has it. */
   at(id: string | undefined, muted: boolean): void {
@@ -101,6 +126,7 @@ class ChunkStream {
   }
 
   delta(delta: Record<string, unknown>): void {
+    this.#notice = undefined;
     this.begin();
     if (!this.#muted) this.sse.send(chunk(this.meta, delta), this.#id);
   }
@@ -153,6 +179,8 @@ export async function streamCompletion(
     headersAfterMs?: number;
     /** Resuming: the seq of the last event the client has (its chunks are not sent again). */
     after?: number;
+    /** A retry notice opens a held-back stream (Agentry's own clients, which show it; see ChunkStream.retry). */
+    openOnRetry?: boolean;
   },
 ): Promise<void> {
   const after = opts.after ?? -1;
@@ -163,7 +191,7 @@ export async function streamCompletion(
     headersAfterMs: opts.headersAfterMs,
     onOpen: () => reply.hijack(),
     // A stream opened by the bound starts as it always did, with the role, for clients that wait for a chunk.
-    onTimedOpen: () => out.begin(),
+    onTimedOpen: () => out.timedOpen(),
   });
   const out = new ChunkStream(run, sse, meta, opts.includeUsage);
   // The text since the last tool event: what a stored answer must start with to be completed.
@@ -200,6 +228,9 @@ export async function streamCompletion(
         case 'tool_result':
           if (opts.agui) out.delta(aguiToolResult(event));
           else out.begin();
+          break;
+        case 'retry':
+          out.retry(event, opts.openOnRetry === true);
           break;
         case 'error':
           return out.fail(runFailure(event.message, event.status), event.status);

@@ -3,7 +3,7 @@ import type { RunEvent } from '@agentry/contracts';
 import { AppError, Errors } from '@agentry/errors';
 import { EventGapError, storedEnding, type RunRelay } from '@agentry/runs';
 import type { ChatRun, RunControl } from './chat-run.js';
-import { SseWriter } from './sse-writer.js';
+import { retryComment, SseWriter } from './sse-writer.js';
 import type { DoneEvent } from './openai-chunks.js';
 import { ResponseEvents, responseObject, type ResponseMeta } from './responses-events.js';
 
@@ -134,6 +134,11 @@ class ResponseStream {
     this.#send(this.events.completed(this.text, usage, calls), this.#id);
   }
 
+  /** A provider retry as a comment line, once the stream is open (Responses clients skip comments). */
+  retry(event: { attempt: number; of: number; reason: string }): void {
+    if (this.#sse && !this.#muted) this.#sse.comment(retryComment(event));
+  }
+
   fail(message: string): void {
     if (this.#sse) this.#send(this.events.failed(this.#messageBegun ? this.text : null, message), this.#id);
   }
@@ -219,6 +224,9 @@ export async function streamResponse(
         case 'tool_result':
           // Tool calls are the agent's own business here: the client sees the answer text.
           sinceTool = '';
+          break;
+        case 'retry':
+          out.retry(event);
           break;
         case 'error':
           return fail(event.message, event.status);

@@ -23,6 +23,11 @@ export interface SseWriterOptions {
   onTimedOpen?: () => void;
 }
 
+/** A run's `retry` event as the comment line Agentry's client reads (`: retry {"attempt":2,"of":3,"reason":"..."}`). */
+export function retryComment(event: { attempt: number; of: number; reason: string }): string {
+  return `retry ${JSON.stringify({ attempt: event.attempt, of: event.of, reason: event.reason })}`;
+}
+
 // An id never holds a line break (it is `<runId>:<seq>`), which would end the field early.
 const idLine = (id: string | undefined) => (id === undefined ? '' : `id: ${id}\n`);
 
@@ -86,6 +91,15 @@ export class SseWriter {
   send(data: unknown, id?: string, event?: string): void {
     this.open();
     this.#write(`${event === undefined ? '' : `event: ${event}\n`}${idLine(id)}data: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /**
+   * A comment line (`: <text>`), which every SSE client skips: Agentry's own progress notices
+   * (`: retry {...}`) ride on these so the data lines stay OpenAI's. Nothing before the stream
+   * opened or once the client is gone.
+   */
+  comment(text: string): void {
+    this.#write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`);
   }
 
   /** OpenAI's terminator. */

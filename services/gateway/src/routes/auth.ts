@@ -7,7 +7,7 @@ import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import type { Principal } from '../auth/credentials.js';
 import { typed, type TypedReply, type TypedRequest } from './common.js';
-import { DEFAULT_ADMIN_PASSWORD, dummyHash, newPasswordProblem, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
+import { dummyHash, hasDefaultPassword, newPasswordProblem, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
 
 const Login = Type.Object(
   { username: Type.String({ minLength: 1, maxLength: 128 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
@@ -101,9 +101,9 @@ function loginStatus({ deps, auth }: AuthContext) {
     // On an open server an anonymous caller already manages everything: the warning hides nothing from them.
     if (user?.role !== 'admin' && requireAuth) return { requireAuth, user };
     if (user && user.role !== 'admin') return { requireAuth, user };
-    const admin = await getUser(deps.db.db, user?.username ?? 'admin');
-    const defaultPassword = admin ? await verifyPassword(DEFAULT_ADMIN_PASSWORD, admin.passwordHash) : false;
-    return { requireAuth, user, defaultPassword };
+    const defaultPassword = await hasDefaultPassword(deps.db.db, user?.username ?? 'admin');
+    // What makes chat key-only is the credential index's own rule (anyKeyConfigured), told as is.
+    return requireAuth ? { requireAuth, user, defaultPassword } : { requireAuth, user, defaultPassword, chatNeedsKey: auth.index.anyKeyConfigured };
   };
 }
 

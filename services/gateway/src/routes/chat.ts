@@ -201,6 +201,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
         includeUsage,
         heartbeatMs: opts.heartbeatMs,
         headersAfterMs: deps.config.current.server.stream_headers_after_ms,
+        openOnRetry: resumptionRequested(req),
       });
       return reply;
     } finally {

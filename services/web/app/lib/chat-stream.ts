@@ -1,4 +1,4 @@
-import { chunkText, chunkToolEvent, type AguiToolEvent } from '@agentry/client';
+import { chunkText, chunkToolEvent, type AguiToolEvent, type RetryNotice } from '@agentry/client';
 import { client } from './api';
 
 export interface ChatHandlers {
@@ -6,6 +6,8 @@ export interface ChatHandlers {
   onTool(event: AguiToolEvent): void;
   /** The connection dropped and the stream went on over a new one (`resumes`: 1, 2, ...); nothing was lost. */
   onResume?(resumes: number): void;
+  /** The server tries the model provider again before the answer started (attempt 2 of 3, and why). */
+  onRetry?(notice: RetryNotice): void;
 }
 
 /**
@@ -23,7 +25,7 @@ export async function streamChat(
 ): Promise<string> {
   const chunks = await client.chat.stream(
     { model: req.agentId, sessionId: req.sessionId, messages: [{ role: 'user', content: req.content }] },
-    { agui: true, signal, ...(handlers.onResume ? { onResume: handlers.onResume } : {}) },
+    { agui: true, signal, ...(handlers.onResume ? { onResume: handlers.onResume } : {}), ...(handlers.onRetry ? { onRetry: handlers.onRetry } : {}) },
   );
   let finish = 'stop';
   for await (const chunk of chunks) {

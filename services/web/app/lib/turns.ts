@@ -39,6 +39,8 @@ export interface AssistantTurn {
   error?: string;
   /** Live turns only: how many times the stream's connection dropped and went on (the answer is whole). */
   resumed?: number;
+  /** Live turns only: the provider call is being tried again ("attempt 2 of 3: provider unreachable"), until the answer goes on. */
+  retrying?: string;
 }
 
 export type Turn = UserTurn | AssistantTurn;

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { ApiError, api, fetchAll } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { platformName, type AgentListItem, type Binding, type ChannelAccount, type ChannelPlatformView } from '@agentry/client';
@@ -89,7 +89,11 @@ const SCOPE_OPTIONS = ['per_peer', 'main', 'per_channel_peer', 'per_account_chan
 const camel = (snake: string) => snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 export function ChannelsPage() {
-  const { notify, status } = useApp();
+  const { notify, status, refresh } = useApp();
+  // Whether chat already needs a key can have changed elsewhere (a user made their own API key).
+  useEffect(() => {
+    void refresh();
+  }, [refresh]);
   // Accounts and bindings are server-wide: their writes are admin routes (say so, not a 403).
   const why = adminOnlyReason(status, 'channel accounts and bindings');
   const channels = useLoad(() => api.get<{ platforms: Record<string, ChannelPlatformView> }>('/channels'), []);
@@ -108,6 +112,7 @@ export function ChannelsPage() {
   const saved = (account: ChannelAccount, apiKey?: string) => {
     setEditing(null);
     channels.reload();
+    void refresh();
     if (apiKey) setCreatedKey({ account: account.id, key: apiKey });
     notify(`Account ${account.id} saved`);
   };
@@ -172,6 +177,7 @@ function PlatformSection({
   /** Why the viewer may not change accounts, or null. */
   why: string | null;
 }) {
+  const { status } = useApp();
   const locked = { disabled: why !== null, title: why ?? undefined };
   const accounts = Object.values(view?.accounts ?? {});
   const open = editing?.platform === p.id;
@@ -217,7 +223,7 @@ function PlatformSection({
           platform={p}
           account={editing?.account}
           agents={agents}
-          firstApiKey={p.id === 'api' && accounts.length === 0 && !editing?.account}
+          firstApiKey={p.id === 'api' && !editing?.account && chatStillOpen(status, view, accounts)}
           onDone={onSaved}
           onCancel={() => onEdit(null)}
         />
@@ -281,6 +287,17 @@ function accountBody(platform: Platform, d: AccountDraft, isNew: boolean): Recor
   return body;
 }
 
+/**
+ * Whether chat on this open server still takes no key, as the gateway decides it: no API key
+ * exists (the server's `chatNeedsKey`, which counts users' own keys too) and no enabled account
+ * of the enabled `api` platform (the list here, fresher than the server's reloaded index).
+ */
+function chatStillOpen(status: { requireAuth: boolean; chatNeedsKey?: boolean }, view: ChannelPlatformView | undefined, accounts: ChannelAccount[]): boolean {
+  if (status.requireAuth || status.chatNeedsKey !== false) return false;
+  if (view && !view.enabled) return false;
+  return !accounts.some((a) => a.enabled);
+}
+
 function AccountForm({
   platform,
   account,
@@ -297,7 +314,6 @@ function AccountForm({
   onDone: (account: ChannelAccount, apiKey?: string) => void;
   onCancel: () => void;
 }) {
-  const { status } = useApp();
   const d = useAccountDraft(platform, account);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const action = useAction();
@@ -330,7 +346,7 @@ function AccountForm({
   return (
     <form className="form account-form" onSubmit={(e) => void submit(e)} aria-label={isNew ? `New ${platform.id} account` : `Edit ${platform.id} account ${account.id}`}>
       <h3>{isNew ? 'New account' : `Edit ${account.id}`}</h3>
-      {firstApiKey && !status.requireAuth ? (
+      {firstApiKey && d.enabled ? (
         <Notice kind="warn">
           <strong>This makes chat key-only.</strong> While no API key exists, anyone may chat with this open server without logging in. Once this account exists,
           every chat (this web UI's too) needs a login or an API key; other pages stay open (security.requireAuth is false).

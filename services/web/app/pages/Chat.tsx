@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState, type Dispatch, type KeyboardEvent, type RefObject, type SetStateAction } from 'react';
 import { api, fetchAll, messageOf } from '../lib/api';
 import { distinctTitles, filterItems, plainTitle } from '../lib/lists';
-import { ApiError, platformName, type AguiToolEvent } from '@agentry/client';
+import { ApiError, describeRetry, platformName, type AguiToolEvent, type RetryNotice } from '@agentry/client';
 import { streamChat } from '../lib/chat-stream';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
@@ -216,26 +216,30 @@ async function streamInto(
     if (!pending) return;
     const chunk = pending;
     pending = '';
-    update((a) => ({ ...a, parts: applyText(a.parts, chunk) }));
+    update((a) => ({ ...a, parts: applyText(a.parts, chunk), retrying: undefined }));
   };
   const onTool = (e: AguiToolEvent) => {
     flush();
     const now = performance.now();
-    update((a) => ({ ...a, parts: e.type === 'TOOL_CALL_START' ? applyToolStart(a.parts, e, now) : applyToolResult(a.parts, e, now) }));
+    update((a) => ({ ...a, parts: e.type === 'TOOL_CALL_START' ? applyToolStart(a.parts, e, now) : applyToolResult(a.parts, e, now), retrying: undefined }));
   };
   const onText = (t: string) => {
     pending += t;
     if (!frame) frame = requestAnimationFrame(flush);
   };
   const onResume = (resumed: number) => update((a) => ({ ...a, resumed }));
-  try {
-    await streamChat(req, { onText, onTool, onResume }, controller.signal);
+  const onRetry = (n: RetryNotice) => {
     flush();
-    update((a) => ({ ...a, status: 'done' }));
+    update((a) => ({ ...a, retrying: describeRetry(n) }));
+  };
+  try {
+    await streamChat(req, { onText, onTool, onResume, onRetry }, controller.signal);
+    flush();
+    update((a) => ({ ...a, status: 'done', retrying: undefined }));
   } catch (err) {
     flush();
-    if (controller.signal.aborted) update((a) => ({ ...a, status: 'stopped' }));
-    else update((a) => ({ ...a, status: 'error', error: messageOf(err) }));
+    if (controller.signal.aborted) update((a) => ({ ...a, status: 'stopped', retrying: undefined }));
+    else update((a) => ({ ...a, status: 'error', error: messageOf(err), retrying: undefined }));
     // A 401 sends the tab to the login page: the message must wait for the way back.
     if (err instanceof ApiError && err.status === 401) return 'unauthorized';
   }
@@ -478,7 +482,8 @@ function AssistantBubble({ turn, recover }: { turn: AssistantTurn; recover?: { r
     <div className="turn turn-assistant" data-status={turn.status}>
       <div className="bubble">
         {turn.parts.map((p, i) => (p.kind === 'text' ? <Markdown key={i} text={p.text} /> : <ToolCard key={p.id || i} part={p} />))}
-        {turn.status === 'streaming' && turn.parts.length === 0 ? <p className="thinking">Thinking…</p> : null}
+        {turn.status === 'streaming' && turn.parts.length === 0 ? <p className="thinking">Thinking…{turn.retrying ? ` (${turn.retrying})` : ''}</p> : null}
+        {turn.status === 'streaming' && turn.parts.length > 0 && turn.retrying ? <p className="thinking retrying">Thinking… ({turn.retrying})</p> : null}
         {turn.resumed ? (
           <p className="muted resumed" title="The connection dropped during the answer; it was picked up again where it stopped, nothing is missing.">
             Connection lost and resumed{turn.resumed > 1 ? ` (${turn.resumed} times)` : ''}.

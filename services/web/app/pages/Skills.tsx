@@ -1,4 +1,4 @@
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useState, type DragEvent, type FormEvent, type ReactNode } from 'react';
 import { ApiError, api, fetchAll, qs } from '../lib/api';
 import { filterItems } from '../lib/lists';
 import { adminOnlyReason, notOwnerReason } from '../lib/permissions';
@@ -78,7 +78,7 @@ export function SkillsPage() {
         onNew={() => setEditing(editing === 'new' ? null : 'new')}
       />
       <p className="muted">Skills are Markdown instructions the agent can load by name. An agent's own skills override global ones of the same name.</p>
-      {why ? <Notice>{why}</Notice> : null}
+      {why ? <Notice>{why}</Notice> : <ZipDropZone onFiles={upload} />}
       {uploading ? <Progress label={`Uploading ${uploading.name}`} since={uploading.since} /> : null}
       {uploadResult ? <Notice kind="ok">Upload: {uploadResult}.</Notice> : null}
       <ErrorText error={skills.error ?? action.error} />
@@ -136,6 +136,52 @@ function SkillsHeader(props: {
         New skill
       </button>
     </PageHeader>
+  );
+}
+
+/**
+ * Where a zip of skills can be dropped (as "Upload zip" takes one): it lights up while a file is
+ * dragged over it; anything but a .zip is refused here with a sentence, before any upload.
+ */
+function ZipDropZone({ onFiles }: { onFiles: (files: FileList | null) => Promise<void> }) {
+  const [over, setOver] = useState(false);
+  const [refused, setRefused] = useState<string | null>(null);
+  const drop = (e: DragEvent<HTMLDivElement>) => {
+    e.preventDefault();
+    setOver(false);
+    const file = e.dataTransfer.files[0];
+    if (!file) return;
+    if (!/\.zip$/i.test(file.name) && file.type !== 'application/zip') {
+      setRefused(`${file.name} is not a .zip: drop a zip of <name>/SKILL.md (or <name>.md) files`);
+      return;
+    }
+    setRefused(null);
+    void onFiles(e.dataTransfer.files);
+  };
+  return (
+    <div
+      className={`drop-zone${over ? ' over' : ''}`}
+      role="region"
+      aria-label="Drop a zip of skills"
+      onDragOver={(e) => (e.preventDefault(), setOver(true))}
+      onDragLeave={() => setOver(false)}
+      onDrop={drop}
+    >
+      Drop a <strong>.zip</strong> of skills here to upload it (each <code>&lt;name&gt;/SKILL.md</code> or <code>&lt;name&gt;.md</code> becomes a skill)
+      {refused ? <ErrorText error={refused} /> : null}
+    </div>
+  );
+}
+
+/** A skill's content, read only (for a viewer who may not edit it). */
+function SkillView({ scope, name }: { scope: Scope; name: string }) {
+  const skill = useLoad(() => api.get<Skill>(skillPath(scope, name)), [name]);
+  if (skill.error) return <ErrorText error={skill.error} />;
+  if (!skill.data) return <Loading />;
+  return (
+    <div className="skill-view">
+      <Markdown text={skill.data.content || '*This skill has no content.*'} />
+    </div>
   );
 }
 
@@ -206,11 +252,22 @@ function SkillItem({
   onSaved: () => void;
   onCopied: (msg: string) => void;
 }) {
+  const [viewing, setViewing] = useState(false);
   return (
     <li className="card">
       <div className="card-header">
         <h2>
-          {s.name} {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
+          {/* The name opens the skill: its editor for whoever may change it, else its content to read. */}
+          <button
+            type="button"
+            className="link-button skill-name"
+            onClick={() => (why === null ? onEdit(!editing) : setViewing(!viewing))}
+            aria-expanded={why === null ? editing : viewing}
+            title={why === null ? 'Edit this skill' : 'Show this skill'}
+          >
+            {s.name}
+          </button>{' '}
+          {s.status === 'draft' ? <span className="badge warn">draft</span> : null}
         </h2>
         <div className="row-actions">
           <button type="button" className="link-button" onClick={() => onEdit(!editing)} aria-expanded={editing} disabled={why !== null} title={why ?? undefined}>
@@ -232,6 +289,7 @@ function SkillItem({
       {editing ? (
         <SkillEditor scope={scope} name={s.name} onDone={onSaved} onCancel={() => onEdit(false)} />
       ) : null}
+      {viewing && !editing ? <SkillView scope={scope} name={s.name} /> : null}
     </li>
   );
 }

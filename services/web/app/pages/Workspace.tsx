@@ -176,6 +176,12 @@ function Browser({ agentId }: { agentId: string }) {
   const tree = useTree(base);
   const [selected, setSelected] = useState<Selection>({ path: '', isDir: true });
   const currentDir = selected.isDir ? selected.path : parentOf(selected.path);
+  const created = (path: string, isDir: boolean) => {
+    tree.refresh(currentDir);
+    tree.expand(currentDir);
+    setSelected({ path, isDir });
+    notify(`${isDir ? 'Folder' : 'File'} ${path} created`);
+  };
 
   return (
     <div className="workspace">
@@ -200,19 +206,17 @@ function Browser({ agentId }: { agentId: string }) {
           <DirPanel
             base={base}
             dir={currentDir}
-            onCreated={(path, isDir) => {
-              tree.refresh(currentDir);
-              tree.expand(currentDir);
-              setSelected({ path, isDir });
-              notify(`${isDir ? 'Folder' : 'File'} ${path} created`);
-            }}
+            onCreated={created}
             onChanged={(newPath) => {
               tree.refresh(parentOf(currentDir), parentOf(newPath ?? currentDir));
               setSelected({ path: newPath ?? parentOf(currentDir), isDir: true });
             }}
           />
         ) : (
-          <FilePanel
+          <>
+            {/* The file's folder keeps its New file, New folder and Upload while a file is open. */}
+            <DirPanel key={currentDir} compact base={base} dir={currentDir} onCreated={created} onChanged={() => undefined} />
+            <FilePanel
             key={selected.path}
             base={base}
             path={selected.path}
@@ -220,7 +224,8 @@ function Browser({ agentId }: { agentId: string }) {
               tree.refresh(parentOf(selected.path), newPath ? parentOf(newPath) : parentOf(selected.path));
               setSelected(newPath ? { path: newPath, isDir: false } : { path: parentOf(selected.path), isDir: true });
             }}
-          />
+            />
+          </>
         )}
       </section>
     </div>
@@ -296,13 +301,18 @@ function useDirActions(base: string, dir: string, { onCreated, onChanged }: DirE
   return { mode, setMode, name, setName, action, create, rename, upload, remove, start };
 }
 
-function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: string } & DirEvents) {
+/**
+ * A folder's actions. `compact`: the bar over an open file, for the file's folder: New file, New
+ * folder and Upload only (the folder's Rename and Delete are on the folder itself).
+ */
+function DirPanel({ base, dir, onCreated, onChanged, compact = false }: { base: string; dir: string; compact?: boolean } & DirEvents) {
   const d = useDirActions(base, dir, { onCreated, onChanged });
   const { mode, action } = d;
   return (
-    <div>
-      <h2 className="pane-title">{dir ? `${dir}/` : 'Workspace root'}</h2>
+    <div className={compact ? 'folder-bar' : undefined}>
+      {compact ? null : <h2 className="pane-title">{dir ? `${dir}/` : 'Workspace root'}</h2>}
       <div className="toolbar">
+        {compact ? <span className="muted">In {dir ? `${dir}/` : 'the root'}:</span> : null}
         <button type="button" className="secondary" onClick={() => d.start('file')}>
           New file
         </button>
@@ -313,7 +323,7 @@ function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: stri
           Upload file
           <input type="file" className="sr-only" onChange={(e) => void d.upload(e.target.files).finally(() => (e.target.value = ''))} />
         </label>
-        {dir ? (
+        {dir && !compact ? (
           <>
             <button type="button" className="secondary" onClick={() => d.start('rename', baseName(dir))}>
               Rename
@@ -340,7 +350,7 @@ function DirPanel({ base, dir, onCreated, onChanged }: { base: string; dir: stri
         <NameForm label="New name" submit="Rename" name={d.name} onName={d.setName} busy={action.busy} onSubmit={(e) => void d.rename(e)} onCancel={() => d.setMode('none')} />
       ) : null}
       <ErrorText error={action.error} />
-      <p className="muted">Choose a file in the tree to view or edit it.</p>
+      {compact ? null : <p className="muted">Choose a file in the tree to view or edit it.</p>}
     </div>
   );
 }

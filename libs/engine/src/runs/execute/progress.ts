@@ -59,6 +59,11 @@ export class RunProgress {
    * tool twice.
    */
   async onLoopEvent(ev: LoopEvent): Promise<void> {
+    // A retry notice is not output: no mark (a take-over may still run the run again), no seq.
+    if (ev.type === 'retry') {
+      await this.#events.notice(ev);
+      return;
+    }
     if (ev.type !== 'text') {
       await this.#mark();
       await this.emit(ev);
