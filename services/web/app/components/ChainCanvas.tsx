@@ -297,20 +297,18 @@ function useClipboard(graph: ChainGraph, selection: Selection, emit: (g: ChainGr
   };
 }
 
-function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }: ChainCanvasProps) {
-  const { graph, emit, undo, redo } = useCanvasGraph(dsl, onChange);
-  const [fullscreen, setFullscreen] = useState(false);
-  const [sideWidth, setSideWidth] = useState(352);
-  const [selection, setSelection] = useState<Selection>(NOTHING);
-  const [relation, setRelationDraft] = useState('Success');
-  const [steps, setSteps] = useState<RunStep[] | null>(null);
-  const byElement = useMemo(() => problemsByElement(problems, graph), [problems, graph]);
-  const issues = useMemo(() => issuesByNode(chainIssues(graph, forms)), [graph, forms]);
-  const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
-  const flowNodes = useFlowNodes(graph, selection, byElement.nodes, issues, replay, setSelection, emit);
-  const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
-  const clipboard = useClipboard(graph, selection, emit, setSelection);
+interface CanvasEditsInput {
+  graph: ChainGraph;
+  emit: (next: ChainGraph) => void;
+  selection: Selection;
+  setSelection: (s: Selection) => void;
+  relation: string;
+  flowNodes: ReturnType<typeof useFlowNodes>;
+  focusNode: { id: string } | null | undefined;
+}
 
+/** What the canvas's pointer edits do: add, drop from the palette, connect, move, remove, lay out; and the panel's Escape. */
+function useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNodes, focusNode }: CanvasEditsInput) {
   const flow = useReactFlow();
   // A blocker clicked below the canvas: that node selected and brought into sight.
   useEffect(() => {
@@ -351,13 +349,31 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
     emit(moveNodes(graph, autoLayout(graph, sizes)));
     window.setTimeout(() => void flow.fitView(FIT), 50);
   };
-  useCanvasKeys({ undo, redo, ...clipboard, fullscreen, setFullscreen });
   // Escape in the side panel closes it and gives the focus back to the node it showed.
   const closePanel = () => {
     const id = selection.nodes[0];
     setSelection(NOTHING);
     if (id !== undefined) (document.querySelector(`.canvas-flow .react-flow__node[data-id="${CSS.escape(id)}"]`) as HTMLElement | null)?.focus();
   };
+  return { add, drop, onConnect, onDragStop, remove, layout, closePanel };
+}
+
+function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }: ChainCanvasProps) {
+  const { graph, emit, undo, redo } = useCanvasGraph(dsl, onChange);
+  const [fullscreen, setFullscreen] = useState(false);
+  const [sideWidth, setSideWidth] = useState(352);
+  const [selection, setSelection] = useState<Selection>(NOTHING);
+  const [relation, setRelationDraft] = useState('Success');
+  const [steps, setSteps] = useState<RunStep[] | null>(null);
+  const byElement = useMemo(() => problemsByElement(problems, graph), [problems, graph]);
+  const issues = useMemo(() => issuesByNode(chainIssues(graph, forms)), [graph, forms]);
+  const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
+  const flowNodes = useFlowNodes(graph, selection, byElement.nodes, issues, replay, setSelection, emit);
+  const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
+  const clipboard = useClipboard(graph, selection, emit, setSelection);
+
+  const { add, drop, onConnect, onDragStop, remove, layout, closePanel } = useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNodes, focusNode });
+  useCanvasKeys({ undo, redo, ...clipboard, fullscreen, setFullscreen });
   return (
     <div className={fullscreen ? 'chain-canvas fullscreen' : 'chain-canvas'} style={{ ['--side-width' as string]: `${sideWidth}px` }}>
       <CanvasToolbar relation={relation} onRelation={setRelationDraft} />
