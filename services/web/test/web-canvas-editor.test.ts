@@ -99,8 +99,7 @@ describe('the canvas editor in Chromium', () => {
     step('undo', async () => {
       const undo = () => page.keyboard.press('Control+z');
       const redo = () => page.keyboard.press('Control+Shift+z');
-      await page.getByLabel('Node type').selectOption('log');
-      await page.getByRole('button', { name: 'Add node' }).click();
+      await page.getByRole('button', { name: 'Add log node' }).click();
       await expect.poll(nodeCount).toBe(7);
       await page.getByRole('region', { name: 'Node log_1' }).getByLabel('Node name').fill('audit');
       await expect.poll(() => flowNode('log_1').textContent()).toContain('audit');

@@ -75,7 +75,7 @@ describe('working on the canvas in Chromium', () => {
       expect(created.status, created.text).toBe(201);
     }
     await t.signIn('admin', '/agents');
-  }, 180_000);
+  }, 240_000);
 
   it('selects by box and Shift-click, copies, pastes, duplicates and deletes, each undone and redone', () =>
     step('clipboard', async () => {
