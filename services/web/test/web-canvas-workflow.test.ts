@@ -99,7 +99,7 @@ describe('working on the canvas in Chromium', () => {
       await expect.poll(edgeCount).toBe(3);
       const pb = await positionOf('b');
       const p1 = await positionOf('log_1');
-      expect([p1.x - pb.x, p1.y - pb.y]).toEqual([48, 48]);
+      expect([p1.x - pb.x, p1.y - pb.y]).toEqual([40, 112]);
       expect(await page.locator('.react-flow__node.selected').evaluateAll((ns) => ns.map((n) => n.getAttribute('data-id')))).toEqual(['log_1', 'log_2']);
       await t.shot('web-canvas-workflow-paste');
 

@@ -164,12 +164,13 @@ function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySe
   }));
 }
 
-function CanvasToolbar({ relation, onRelation }: { relation: string; onRelation: (r: string) => void }) {
+function CanvasToolbar({ relation, onRelation, children }: { relation: string; onRelation: (r: string) => void; children: ReactNode }) {
   return (
     <div className="canvas-toolbar">
       <RelationInput id="canvas-new-relation" label="Relation of new connections" value={relation} onValue={onRelation} />
+      {children}
       <p className="hint">
-        Drag from a node&apos;s right handle to another node&apos;s left handle to connect them. Shift-click or Shift-drag a box to select several; Ctrl+C / Ctrl+V copy and paste, Ctrl+D duplicates, Delete removes, Ctrl+Z undoes.
+        Connect by dragging from a node&apos;s right handle to another&apos;s left one. Shift-click or Shift-drag a box selects several; Ctrl+C, Ctrl+V, Ctrl+D copy, paste, duplicate; Delete removes; Ctrl+Z undoes.
       </p>
     </div>
   );
@@ -272,12 +273,15 @@ function edgeAt(x: number, y: number): string | undefined {
   return best?.id;
 }
 
+/** How far a paste lands from what was copied: right a little and down by more than a node's height, so no copy hides its original. */
+const PASTE_STEP = { x: 40, y: NODE_SIZE.height + 40 };
+
 /** Copy, paste, duplicate and select-all over the selected nodes; each paste lands a step further down and right. */
 function useClipboard(graph: ChainGraph, selection: Selection, emit: (g: ChainGraph) => void, select: (s: Selection) => void) {
   const clip = useRef<{ clip: GraphClip; pasted: number } | null>(null);
   const place = (c: GraphClip, times: number) => {
     if (c.nodes.length === 0) return;
-    const { graph: next, ids } = pasteClip(graph, c, { x: 48 * times, y: 48 * times });
+    const { graph: next, ids } = pasteClip(graph, c, { x: PASTE_STEP.x * times, y: PASTE_STEP.y * times });
     emit(next);
     select({ nodes: ids, edges: [] });
   };
@@ -376,8 +380,9 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
   useCanvasKeys({ undo, redo, ...clipboard, fullscreen, setFullscreen });
   return (
     <div className={fullscreen ? 'chain-canvas fullscreen' : 'chain-canvas'} style={{ ['--side-width' as string]: `${sideWidth}px` }}>
-      <CanvasToolbar relation={relation} onRelation={setRelationDraft} />
-      <CanvasActions undo={undo} redo={redo} layout={layout} fullscreen={fullscreen} setFullscreen={setFullscreen} />
+      <CanvasToolbar relation={relation} onRelation={setRelationDraft}>
+        <CanvasActions undo={undo} redo={redo} layout={layout} fullscreen={fullscreen} setFullscreen={setFullscreen} />
+      </CanvasToolbar>
       {byElement.other.length ? (
         <div className="error-text" role="alert">
           <ul>
@@ -399,6 +404,11 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
             e.dataTransfer.dropEffect = 'copy';
           }}
           onDrop={drop}
+          onKeyDown={(e) => {
+            // React Flow blurs a node that Escape unselects: the keyboard user keeps their place.
+            const node = e.target instanceof HTMLElement && e.key === 'Escape' ? e.target.closest<HTMLElement>('.react-flow__node') : null;
+            if (node) window.setTimeout(() => node.focus(), 0);
+          }}
         >
           <ReactFlow
             nodes={flowNodes.nodes}
