@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type PointerEvent as ReactPointerEvent, type ReactNode } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type KeyboardEvent as ReactKeyboardEvent, type PointerEvent as ReactPointerEvent, type ReactNode } from 'react';
 import { Background, BaseEdge, Controls, Handle, MarkerType, MiniMap, Position, ReactFlow, ReactFlowProvider, applyNodeChanges, useNodes, useReactFlow, type Connection, type Edge, type EdgeProps, type Node, type NodeChange, type NodeProps } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import './chain-canvas.css';
@@ -256,6 +256,12 @@ export function ChainCanvas(props: ChainCanvasProps) {
   );
 }
 
+/** React Flow blurs a node that Escape unselects: the keyboard user keeps their place on it. */
+function keepFocusOnEscape(e: ReactKeyboardEvent<HTMLDivElement>): void {
+  const node = e.target instanceof HTMLElement && e.key === 'Escape' ? e.target.closest<HTMLElement>('.react-flow__node') : null;
+  if (node) window.setTimeout(() => node.focus(), 0);
+}
+
 /** The connection drawn nearest the screen point (x, y), within 14 px, or undefined: where a dropped node goes in between. */
 function edgeAt(x: number, y: number): string | undefined {
   let best: { id: string; d: number } | undefined;
@@ -404,11 +410,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
             e.dataTransfer.dropEffect = 'copy';
           }}
           onDrop={drop}
-          onKeyDown={(e) => {
-            // React Flow blurs a node that Escape unselects: the keyboard user keeps their place.
-            const node = e.target instanceof HTMLElement && e.key === 'Escape' ? e.target.closest<HTMLElement>('.react-flow__node') : null;
-            if (node) window.setTimeout(() => node.focus(), 0);
-          }}
+          onKeyDown={keepFocusOnEscape}
         >
           <ReactFlow
             nodes={flowNodes.nodes}
