@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RuleChainDsl, ToolForms } from '@agentry/client';
 import { chainGraph, clipOf, insertOnEdge, pasteClip } from '../app/lib/chain-graph.js';
 import { chainIssues } from '../app/lib/chain-validate.js';
-import { familyOf } from '../app/components/NodePalette.js';
+import { familyOf } from '../app/lib/node-families.js';
 
 /** The canvas's pure edits of issue 41: clipboard, insert on a connection, checks before Save, palette families. */
 

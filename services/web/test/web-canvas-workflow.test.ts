@@ -26,6 +26,13 @@ type Saved = { metadata: { nodes: Array<{ id: string; type: string; name?: strin
 const saved = async (id: string) => JSON.parse((await t.api('GET', `/agents/${id}`)).text) as Saved;
 const links = (dsl: Saved) => dsl.metadata.connections.map((c) => `${c.fromId} -${c.type}-> ${c.toId}`).sort();
 
+/** A node type's entry in the palette, which shows beside the canvas while nothing is selected (else behind "Add nodes"). */
+async function paletteItem(type: string): Promise<Locator> {
+  const item = page.getByRole('complementary', { name: 'Node palette' }).getByRole('button', { name: `Add ${type} node` });
+  if (!(await page.getByRole('complementary', { name: 'Node palette' }).isVisible())) await page.getByRole('button', { name: 'Add nodes', exact: true }).click();
+  return item;
+}
+
 /** a (ai/agent) -> b (log) -> c (log), no stored positions. */
 function chain(id: string) {
   return {
@@ -164,7 +171,7 @@ describe('working on the canvas in Chromium', () => {
         const p = path.getPointAtLength(path.getTotalLength() / 2).matrixTransform(path.getScreenCTM()!);
         return { x: p.x, y: p.y };
       });
-      await palette.getByRole('button', { name: 'Add log node' }).dragTo(page.locator('.canvas-flow'), { targetPosition: { x: on.x - area.x, y: on.y - area.y } });
+      await (await paletteItem('log')).dragTo(page.locator('.canvas-flow'), { targetPosition: { x: on.x - area.x, y: on.y - area.y } });
       await expect.poll(nodeCount).toBe(5);
       await expect.poll(edgeCount).toBe(3);
       await t.shot('web-canvas-workflow-palette');
@@ -207,7 +214,7 @@ describe('working on the canvas in Chromium', () => {
       await form.getByRole('button', { name: 'Connect' }).click();
 
       // What only the gateway can tell (the expression does not parse) lands on its node after Save.
-      await page.getByRole('button', { name: 'Add exprFilter node' }).click();
+      await (await paletteItem('exprFilter')).click();
       await page.getByRole('region', { name: 'Node exprFilter_1' }).getByLabel(/Expr/).fill('msg.x >');
       await expect.poll(() => saveButton.isDisabled()).toBe(false);
       await saveButton.click();
@@ -250,12 +257,17 @@ describe('working on the canvas in Chromium', () => {
       await page.waitForURL(`${t.base}/agents`);
       expect(asked.length).toBe(2);
 
-      // Back from an edited page, refused and then accepted.
-      await page.goto(`${t.base}/agents/guard`);
+      // The browser's Back and Forward (within the app) ask too: refused, the editor stays.
+      await page.goBack();
+      await page.waitForURL(`${t.base}/agents/guard`);
       await name.fill('Guarded again');
       answer(false);
-      await nav.click();
+      await page.goForward({ waitUntil: 'commit' });
       await expect.poll(() => asked.length).toBe(3);
+      expect(asked[2]).toBe('confirm: This agent has unsaved changes. Leave without saving them?');
+      await expect.poll(() => new URL(page.url()).pathname).toBe('/agents/guard');
+      expect(await name.inputValue()).toBe('Guarded again');
+      // Accepted: the edit is dropped.
       answer(true);
       await nav.click();
       await page.waitForURL(`${t.base}/agents`);
@@ -267,9 +279,9 @@ describe('working on the canvas in Chromium', () => {
   it('reaches nodes with Tab (a focus ring shows), opens the form with Enter, moves with the arrows and closes with Escape', () =>
     step('keyboard', async () => {
       await openCanvas('keys');
-      await page.locator('.palette-item').last().focus();
+      await page.getByLabel('Relation of new connections').focus();
       let focused: string | null = null;
-      for (let i = 0; i < 12 && focused === null; i++) {
+      for (let i = 0; i < 20 && focused === null; i++) {
         await page.keyboard.press('Tab');
         focused = await page.evaluate(() => (document.activeElement?.classList.contains('react-flow__node') ? (document.activeElement as HTMLElement).dataset.id ?? null : null));
       }

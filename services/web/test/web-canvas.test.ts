@@ -36,8 +36,15 @@ async function drag(from: string, to: string, relation: string): Promise<void> {
   await page.locator('.react-flow__edge-text', { hasText: relation }).waitFor();
 }
 
+/** A node type's entry in the palette, which shows beside the canvas while nothing is selected (else behind "Add nodes"). */
+async function paletteItem(type: string): Promise<Locator> {
+  const item = page.getByRole('complementary', { name: 'Node palette' }).getByRole('button', { name: `Add ${type} node` });
+  if (!(await page.getByRole('complementary', { name: 'Node palette' }).isVisible())) await page.getByRole('button', { name: 'Add nodes', exact: true }).click();
+  return item;
+}
+
 async function addNode(type: string, id: string): Promise<void> {
-  await page.getByRole('complementary', { name: 'Node palette' }).getByRole('button', { name: `Add ${type} node` }).click();
+  await (await paletteItem(type)).click();
   await inspector(id).waitFor();
   // The canvas brings the new node into sight (it is placed right of the others).
   await expect.poll(() => flowNode(id).isVisible()).toBe(true);

@@ -399,7 +399,6 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
         </div>
       ) : null}
       <div className="canvas-body">
-        <NodePalette forms={forms} onAdd={add} />
         <div
           className="canvas-flow"
           role="application"
@@ -438,7 +437,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
           </ReactFlow>
         </div>
         <SideResizer width={sideWidth} onWidth={setSideWidth} />
-        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove} duplicate={clipboard.duplicate} onClose={closePanel}>
+        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove} duplicate={clipboard.duplicate} onClose={closePanel} onAdd={add}>
           <ReplayPanel agentId={agentId} replay={replay} steps={steps ?? []} onSteps={setSteps} />
         </CanvasSide>
       </div>
@@ -493,57 +492,78 @@ interface CanvasSideProps {
   remove: (nodeIds: string[], edgeIds: string[]) => void;
   duplicate: () => void;
   onClose: () => void;
+  onAdd: (type: string) => void;
   children: ReactNode;
 }
 
-/** Beside the canvas: the selected node's or connection's editor (or what to do with several), then the replay. */
-function CanvasSide({ graph, forms, selection, problems, emit, remove, duplicate, onClose, children }: CanvasSideProps) {
-  const one = selection.nodes.length === 1 && selection.edges.filter((id) => graph.edges.some((e) => e.id === id && e.source !== selection.nodes[0] && e.target !== selection.nodes[0])).length === 0;
-  const selectedNode = one ? graph.nodes.find((n) => n.id === selection.nodes[0]) : undefined;
-  const selectedEdge = selection.nodes.length === 0 && selection.edges.length === 1 ? graph.edges.find((e) => e.id === selection.edges[0]) : undefined;
-  const many = selection.nodes.length > 1;
+/**
+ * Beside the canvas: the node palette while nothing is selected (or when asked for with Add
+ * nodes), else the selected node's or connection's editor (or what to do with several); then
+ * the replay.
+ */
+function CanvasSide(props: CanvasSideProps) {
+  const { graph, selection, onClose, onAdd, forms, children } = props;
+  const [palette, setPalette] = useState(false);
+  // A new selection shows its editor.
+  useEffect(() => setPalette(false), [selection]);
+  const selected = selection.nodes.length > 0 || selection.edges.some((id) => graph.edges.some((e) => e.id === id));
   return (
     <div
       className="canvas-side"
       onKeyDown={(e) => {
-        if (e.key === 'Escape' && (selectedNode || selectedEdge || many) && !(e.target instanceof HTMLSelectElement)) {
+        if (e.key === 'Escape' && selected && !(e.target instanceof HTMLSelectElement)) {
           e.stopPropagation();
           onClose();
         }
       }}
     >
-      {selectedNode ? (
-        <NodeInspector
-          key={selectedNode.id}
-          node={selectedNode}
-          graph={graph}
-          forms={forms}
-          problems={problems.nodes[selectedNode.id] ?? []}
-          onEdit={(edit) => emit(editNode(graph, selectedNode.id, edit))}
-          onStart={() => emit({ ...graph, firstId: selectedNode.id })}
-          onConnect={(target, relation) => emit(connect(graph, selectedNode.id, target, relation))}
-          onDelete={() => remove([selectedNode.id], [])}
-        />
-      ) : selectedEdge ? (
-        <EdgeInspector edge={selectedEdge} problems={problems.edges[selectedEdge.id] ?? []} onRelation={(r) => emit(setRelation(graph, selectedEdge.id, r))} onDelete={() => remove([], [selectedEdge.id])} />
-      ) : many ? (
-        <section className="canvas-panel" aria-label="Selection">
-          <h3>{selection.nodes.length} nodes selected</h3>
-          <p className="muted">{selection.nodes.join(', ')}</p>
-          <div className="form-actions">
-            <button type="button" className="secondary" onClick={duplicate} title="Ctrl+D">
-              Duplicate
-            </button>
-            <button type="button" className="danger" onClick={() => remove(selection.nodes, selection.edges)} title="Delete">
-              Delete {selection.nodes.length} nodes
-            </button>
-          </div>
-        </section>
-      ) : (
-        <p className="muted canvas-panel">Select a node to edit its configuration, or a connection to change its relation.</p>
-      )}
+      {selected ? (
+        <button type="button" className="secondary" aria-pressed={palette} onClick={() => setPalette(!palette)}>
+          {palette ? 'Back to the selection' : 'Add nodes'}
+        </button>
+      ) : null}
+      {!selected || palette ? <NodePalette forms={forms} onAdd={onAdd} /> : <SelectionPanel {...props} />}
       {children}
     </div>
+  );
+}
+
+/** The selected node's or connection's editor, or what to do with several nodes. */
+function SelectionPanel({ graph, forms, selection, problems, emit, remove, duplicate }: CanvasSideProps) {
+  const one = selection.nodes.length === 1 && selection.edges.filter((id) => graph.edges.some((e) => e.id === id && e.source !== selection.nodes[0] && e.target !== selection.nodes[0])).length === 0;
+  const selectedNode = one ? graph.nodes.find((n) => n.id === selection.nodes[0]) : undefined;
+  const selectedEdge = selection.nodes.length === 0 && selection.edges.length === 1 ? graph.edges.find((e) => e.id === selection.edges[0]) : undefined;
+  if (selectedNode) {
+    return (
+      <NodeInspector
+        key={selectedNode.id}
+        node={selectedNode}
+        graph={graph}
+        forms={forms}
+        problems={problems.nodes[selectedNode.id] ?? []}
+        onEdit={(edit) => emit(editNode(graph, selectedNode.id, edit))}
+        onStart={() => emit({ ...graph, firstId: selectedNode.id })}
+        onConnect={(target, relation) => emit(connect(graph, selectedNode.id, target, relation))}
+        onDelete={() => remove([selectedNode.id], [])}
+      />
+    );
+  }
+  if (selectedEdge) return <EdgeInspector edge={selectedEdge} problems={problems.edges[selectedEdge.id] ?? []} onRelation={(r) => emit(setRelation(graph, selectedEdge.id, r))} onDelete={() => remove([], [selectedEdge.id])} />;
+  return (
+    <section className="canvas-panel" aria-label="Selection">
+      <h3>
+        {selection.nodes.length} node{selection.nodes.length === 1 ? '' : 's'} selected
+      </h3>
+      <p className="muted">{[...selection.nodes, ...selection.edges.map((id) => `connection ${id}`)].join(', ')}</p>
+      <div className="form-actions">
+        <button type="button" className="secondary" onClick={duplicate} title="Ctrl+D" disabled={selection.nodes.length === 0}>
+          Duplicate
+        </button>
+        <button type="button" className="danger" onClick={() => remove(selection.nodes, selection.edges)} title="Delete">
+          Delete selection
+        </button>
+      </div>
+    </section>
   );
 }
 

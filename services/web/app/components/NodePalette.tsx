@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
 import type { ToolForms } from '@agentry/client';
+import { FAMILIES, familyOf } from '../lib/node-families';
 
 /**
  * The canvas's node palette: every node type of `GET /tools/forms` with its one-line description,
@@ -10,20 +11,6 @@ import type { ToolForms } from '@agentry/client';
 
 /** What a palette drag carries (the node type) in its DataTransfer. */
 export const NODE_DRAG_TYPE = 'application/x-agentry-node-type';
-
-const FAMILIES = ['AI', 'Filters', 'Routing', 'Transforms', 'Flow control', 'Actions', 'Other'] as const;
-type Family = (typeof FAMILIES)[number];
-
-/** The family of a node type, by its name (RuleGo's types are named by what they do). */
-export function familyOf(type: string): Family {
-  if (type.startsWith('ai/')) return 'AI';
-  if (/Filter$/.test(type)) return 'Filters';
-  if (/(^s|S)witch$/.test(type)) return 'Routing';
-  if (/Transform$/.test(type)) return 'Transforms';
-  if (['fork', 'join', 'delay', 'flow', 'end'].includes(type)) return 'Flow control';
-  if (['restApiCall', 'log'].includes(type)) return 'Actions';
-  return 'Other';
-}
 
 /** The first sentence of a description, for the one line under the type. */
 function firstLine(text: string): string {
