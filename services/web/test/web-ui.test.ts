@@ -157,12 +157,14 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await page.getByRole('alert').filter({ hasText: 'does not parse yet' }).waitFor();
       await failover.fill('');
 
-      // A bad limit: flagged at the field, and the server's 400 lands at the same field.
+      // A bad limit: flagged at the field as typed, and Save waits for it, naming it under the button
+      // (the server's 400 at its field: the heartbeat interval below).
       const maxStep = page.getByLabel('Max steps (model calls per answer)');
       await maxStep.fill('0');
-      await page.getByRole('button', { name: 'Save' }).click();
       await expect.poll(() => maxStep.getAttribute('aria-invalid')).toBe('true');
-      await page.locator('.field.has-error').filter({ hasText: 'must be >= 1' }).waitFor();
+      await page.locator('.field.has-error').filter({ hasText: 'at least 1' }).waitFor();
+      await page.getByRole('list', { name: 'What blocks Save' }).filter({ hasText: 'Max steps (model calls per answer): a whole number, at least 1' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
       await maxStep.fill('20');
       // A toast of an earlier save may still show: wait for one more than there were.
       const toasts = await page.getByText('Agent saved').count();
