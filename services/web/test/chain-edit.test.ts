@@ -67,6 +67,17 @@ describe('insert on a connection', () => {
     const { graph, id } = insertOnEdge(g, g.edges[1]!.id, 'restApiCall', { x: 450, y: 0 });
     expect(id).toBe('restApiCall_1');
     expect(graph.edges.map((e) => `${e.source}-${e.relation}>${e.target}`)).toEqual(['a-Success>b', 'b-Failure>restApiCall_1', 'restApiCall_1-Success>c']);
+    // Left to right: the new node takes c's place, c moves a column right; nodes left of it stay.
+    expect(graph.nodes.map((n) => `${n.id}@${n.position.x},${n.position.y}`)).toEqual(['a@0,0', 'b@300,0', 'c@904,0', 'restApiCall_1@600,0']);
+  });
+
+  it('puts the node where it was dropped on a connection that runs back', () => {
+    const d = dsl();
+    d.metadata.connections.push({ fromId: 'c', toId: 'a', type: 'Failure' });
+    const g = chainGraph(d);
+    const { graph } = insertOnEdge(g, g.edges[2]!.id, 'log', { x: 300, y: 200 });
+    expect(graph.nodes.map((n) => `${n.id}@${n.position.x},${n.position.y}`)).toEqual(['a@0,0', 'b@300,0', 'c@600,0', 'log_1@300,200']);
+    expect(graph.edges.map((e) => `${e.source}-${e.relation}>${e.target}`)).toEqual(['a-Success>b', 'b-Failure>c', 'c-Failure>log_1', 'log_1-Success>a']);
   });
 });
 

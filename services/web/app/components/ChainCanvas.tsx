@@ -283,13 +283,15 @@ function edgeAt(x: number, y: number): string | undefined {
 const PASTE_STEP = { x: 40, y: NODE_SIZE.height + 40 };
 
 /** Copy, paste, duplicate and select-all over the selected nodes; each paste lands a step further down and right. */
-function useClipboard(graph: ChainGraph, selection: Selection, emit: (g: ChainGraph) => void, select: (s: Selection) => void) {
+function useClipboard(graph: ChainGraph, selection: Selection, emit: (g: ChainGraph) => void, select: (s: Selection) => void, fit: () => Promise<boolean>) {
   const clip = useRef<{ clip: GraphClip; pasted: number } | null>(null);
   const place = (c: GraphClip, times: number) => {
     if (c.nodes.length === 0) return;
     const { graph: next, ids } = pasteClip(graph, c, { x: PASTE_STEP.x * times, y: PASTE_STEP.y * times });
     emit(next);
     select({ nodes: ids, edges: [] });
+    // The copies in sight, once React Flow has measured them.
+    window.setTimeout(() => void fit(), 50);
   };
   return {
     copy: () => {
@@ -380,7 +382,8 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
   const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
   const flowNodes = useFlowNodes(graph, selection, byElement.nodes, issues, replay, setSelection, emit);
   const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
-  const clipboard = useClipboard(graph, selection, emit, setSelection);
+  const { fitView } = useReactFlow();
+  const clipboard = useClipboard(graph, selection, emit, setSelection, () => fitView(FIT));
 
   const { add, drop, onConnect, onDragStop, remove, layout, closePanel } = useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNodes, focusNode });
   useCanvasKeys({ undo, redo, ...clipboard, fullscreen, setFullscreen });

@@ -253,14 +253,24 @@ export function pasteClip(graph: ChainGraph, clip: GraphClip, offset: Point): { 
   return { graph: next, ids: [...renamed.values()] };
 }
 
+/** How far the nodes right of an insertion move to make room: a node's width and the layout's gap between columns. */
+export const INSERT_SHIFT = 304;
+
 /**
- * `graph` with a new node of `type` at `position` put into connection `edgeId`: `a -(r)-> b`
- * becomes `a -(r)-> new -(Success)-> b`. Unknown edge: the node is only added.
+ * `graph` with a new node of `type` put into connection `edgeId`: `a -(r)-> b` becomes
+ * `a -(r)-> new -(Success)-> b`. On a connection that runs left to right the new node takes b's
+ * place and b, with every node from b's column rightwards, moves one column right (no node ends up
+ * on another); on any other the node goes where it was dropped (`position`). Unknown edge: the
+ * node is only added at `position`.
  */
 export function insertOnEdge(graph: ChainGraph, edgeId: string, type: string, position: Point): { graph: ChainGraph; id: string } {
   const edge = graph.edges.find((e) => e.id === edgeId);
-  const added = addNode(graph, type, position);
-  if (!edge) return added;
+  const from = graph.nodes.find((n) => n.id === edge?.source);
+  const to = graph.nodes.find((n) => n.id === edge?.target);
+  if (!edge || !from || !to) return addNode(graph, type, position);
+  const forward = to.position.x > from.position.x;
+  const room = forward ? moveNodes(graph, new Map(graph.nodes.filter((n) => n.position.x >= to.position.x).map((n) => [n.id, { x: n.position.x + INSERT_SHIFT, y: n.position.y }]))) : graph;
+  const added = addNode(room, type, forward ? to.position : position);
   const without = { ...added.graph, edges: added.graph.edges.filter((e) => e.id !== edgeId) };
   return { graph: connect(connect(without, edge.source, added.id, edge.relation), added.id, edge.target, 'Success'), id: added.id };
 }
