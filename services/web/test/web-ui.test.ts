@@ -91,7 +91,7 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
     });
     const [launched] = await Promise.all([
       chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
+      service.waitForLine(/gateway listening/, 150_000),
     ]);
     browser = launched;
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -102,7 +102,7 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
     page.on('console', (m) => {
       if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) consoleErrors.push(m.text());
     });
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     if (failed) console.error(`[web-ui] the gateway's last output:\n${service?.output().slice(-6000)}`);
