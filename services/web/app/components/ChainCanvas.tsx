@@ -345,6 +345,8 @@ function useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNo
     const { graph: next, id } = onEdge ? insertOnEdge(graph, onEdge, type, position) : addNode(graph, type, position);
     emit(next);
     setSelection({ nodes: [id], edges: [] });
+    // An insertion moves nodes right: all of them back in sight.
+    if (onEdge) window.setTimeout(() => void flow.fitView(FIT), 50);
   };
   const onConnect = (c: Connection) => emit(connect(graph, c.source, c.target, relation.trim() || 'Success'));
   const onDragStop = (_: unknown, _node: Node, dragged: Node[]) => {
@@ -507,11 +509,15 @@ interface CanvasSideProps {
 function CanvasSide(props: CanvasSideProps) {
   const { graph, selection, onClose, onAdd, forms, children } = props;
   const [palette, setPalette] = useState(false);
+  const side = useRef<HTMLDivElement>(null);
   // A new selection shows its editor.
   useEffect(() => setPalette(false), [selection]);
+  // Whatever the panel shows next starts at its top (not where the palette was scrolled to).
+  useEffect(() => side.current?.scrollTo({ top: 0 }), [selection, palette]);
   const selected = selection.nodes.length > 0 || selection.edges.some((id) => graph.edges.some((e) => e.id === id));
   return (
     <div
+      ref={side}
       className="canvas-side"
       onKeyDown={(e) => {
         if (e.key === 'Escape' && selected && !(e.target instanceof HTMLSelectElement)) {
