@@ -511,9 +511,14 @@ function CanvasSide(props: CanvasSideProps) {
   const [palette, setPalette] = useState(false);
   const side = useRef<HTMLDivElement>(null);
   // A new selection shows its editor.
-  useEffect(() => setPalette(false), [selection]);
+  useEffect(() => {
+    setPalette(false);
+  }, [selection]);
   // Whatever the panel shows next starts at its top (not where the palette was scrolled to).
-  useEffect(() => side.current?.scrollTo({ top: 0 }), [selection, palette]);
+  // (A block: Chromium's scrollTo returns a promise, which React would take for a cleanup.)
+  useEffect(() => {
+    if (side.current) side.current.scrollTop = 0;
+  }, [selection, palette]);
   const selected = selection.nodes.length > 0 || selection.edges.some((id) => graph.edges.some((e) => e.id === id));
   return (
     <div
