@@ -87,7 +87,7 @@ function useAuthStatus() {
     setUnauthorizedHandler(() => {
       setStatus((s) => (s ? { requireAuth: s.requireAuth, user: null } : s));
       const here = window.location.pathname + window.location.search;
-      if (!here.startsWith('/login')) navigate(`/login?next=${encodeURIComponent(here)}`, { replace: true });
+      if (!here.startsWith('/login')) navigate(`/login?next=${encodeURIComponent(here)}`, { replace: true, force: true });
     });
     return () => setUnauthorizedHandler(null);
   }, []);
@@ -124,7 +124,7 @@ export function App() {
 
   const mustLogin = status !== null && status.requireAuth && !status.user && path !== '/login';
   useEffect(() => {
-    if (mustLogin) navigate(`/login?next=${encodeURIComponent(path + (query.toString() ? `?${query.toString()}` : ''))}`, { replace: true });
+    if (mustLogin) navigate(`/login?next=${encodeURIComponent(path + (query.toString() ? `?${query.toString()}` : ''))}`, { replace: true, force: true });
   }, [mustLogin, path, query]);
   useEffect(() => {
     if (path === '/') navigate('/chat', { replace: true });

@@ -92,7 +92,7 @@ export function browserTarget(opts: { name: string; users: Record<string, string
     service = spawnService('services/standalone/src/main.ts', { cwd, env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: `${opts.name}-master-key-0123456789abcdef` } });
     const [launched] = await Promise.all([
       chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
+      service.waitForLine(/gateway listening/, 150_000),
     ]);
     browser = launched;
     t.context = await browser.newContext({ viewport: opts.viewport ?? { width: 1400, height: 900 } });
@@ -103,7 +103,7 @@ export function browserTarget(opts: { name: string; users: Record<string, string
     t.page.on('console', (m) => {
       if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) t.problems.push(m.text());
     });
-  }, 180_000);
+  }, 240_000);
 
   afterAll(async () => {
     await browser?.close();

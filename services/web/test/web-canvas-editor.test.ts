@@ -20,6 +20,13 @@ const nodeCount = () => page.locator('.react-flow__node').count();
 const edgeCount = () => page.locator('.react-flow__edge').count();
 const saved = async () => JSON.parse((await t.api('GET', '/agents/editor')).text) as { metadata: { nodes: Array<{ id: string; name?: string; configuration?: Record<string, unknown> }>; connections: unknown[] } };
 
+/** A node type's entry in the palette, which shows beside the canvas while nothing is selected (else behind "Add nodes"). */
+async function paletteItem(type: string): Promise<Locator> {
+  const item = page.getByRole('complementary', { name: 'Node palette' }).getByRole('button', { name: `Add ${type} node` });
+  if (!(await page.getByRole('complementary', { name: 'Node palette' }).isVisible())) await page.getByRole('button', { name: 'Add nodes', exact: true }).click();
+  return item;
+}
+
 /** Points along every drawn connection that lie inside a node other than its two ends (in screen pixels, nodes shrunk by 2 px). */
 async function edgesUnderNodes(): Promise<string[]> {
   return page.evaluate(() => {
@@ -99,8 +106,7 @@ describe('the canvas editor in Chromium', () => {
     step('undo', async () => {
       const undo = () => page.keyboard.press('Control+z');
       const redo = () => page.keyboard.press('Control+Shift+z');
-      await page.getByLabel('Node type').selectOption('log');
-      await page.getByRole('button', { name: 'Add node' }).click();
+      await (await paletteItem('log')).click();
       await expect.poll(nodeCount).toBe(7);
       await page.getByRole('region', { name: 'Node log_1' }).getByLabel('Node name').fill('audit');
       await expect.poll(() => flowNode('log_1').textContent()).toContain('audit');

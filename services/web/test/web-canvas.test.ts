@@ -5,8 +5,8 @@ import { browserTarget, type BrowserTarget } from './browser-target.js';
 /**
  * The rule-chain canvas (the agent editor's Canvas tab) in Chromium against a real embedded
  * gateway: a three-node chain is built by adding nodes from the node types of GET /tools/forms,
- * filling their configuration forms and dragging connections; a bad setting's 400 shows on its
- * node; the saved DSL is compared with what was drawn, drawn again after a reload (at the stored
+ * filling their configuration forms and dragging connections; a bad setting shows on its node
+ * before Save (which waits for it); the saved DSL is compared with what was drawn, drawn again after a reload (at the stored
  * positions) and saved unchanged without edits; a run's steps are replayed on it. The last step
  * leaves test-output/web/web-canvas.png; a failing step leaves test-output/web/web-canvas-<step>.png.
  */
@@ -36,9 +36,15 @@ async function drag(from: string, to: string, relation: string): Promise<void> {
   await page.locator('.react-flow__edge-text', { hasText: relation }).waitFor();
 }
 
+/** A node type's entry in the palette, which shows beside the canvas while nothing is selected (else behind "Add nodes"). */
+async function paletteItem(type: string): Promise<Locator> {
+  const item = page.getByRole('complementary', { name: 'Node palette' }).getByRole('button', { name: `Add ${type} node` });
+  if (!(await page.getByRole('complementary', { name: 'Node palette' }).isVisible())) await page.getByRole('button', { name: 'Add nodes', exact: true }).click();
+  return item;
+}
+
 async function addNode(type: string, id: string): Promise<void> {
-  await page.getByLabel('Node type').selectOption(type);
-  await page.getByRole('button', { name: 'Add node' }).click();
+  await (await paletteItem(type)).click();
   await inspector(id).waitFor();
   // The canvas brings the new node into sight (it is placed right of the others).
   await expect.poll(() => flowNode(id).isVisible()).toBe(true);
@@ -65,7 +71,7 @@ describe('the rule-chain canvas in Chromium', () => {
     expect(created.status, created.text).toBe(201);
   }, 180_000);
 
-  it('builds a three-node chain on the canvas, shows the 400 on its node, and saves it as the DSL drawn', () =>
+  it('builds a three-node chain on the canvas, marks a bad setting on its node before Save, and saves it as the DSL drawn', () =>
     step('build', async () => {
       await page.goto(`${base}/login?next=/agents/canvas`);
       await page.getByLabel('Username').fill('admin');
@@ -87,12 +93,13 @@ describe('the rule-chain canvas in Chromium', () => {
       await drag('jsFilter_1', 'agent_1', 'True');
       await drag('agent_1', 'log_1', 'Success');
 
-      // The gateway refuses maxStep 0: the problem shows on that node, and at its field once selected.
-      await page.getByRole('button', { name: 'Save' }).click();
-      await flowNode('agent_1').locator('.canvas-node-problem').filter({ hasText: 'configuration.maxStep: must be >= 1' }).waitFor();
+      // maxStep 0 is outside the node type's schema: marked on that node as it is typed, at its
+      // field once selected, and Save waits for it (the gateway would refuse it).
+      await flowNode('agent_1').locator('.canvas-node-problem').filter({ hasText: 'Max steps (model calls per answer): a whole number, at least 1' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
       expect(await flowNode('jsFilter_1').locator('.canvas-node-problem').count()).toBe(0);
       await flowNode('agent_1').click();
-      await inspector('agent_1').locator('.field.has-error').filter({ hasText: 'must be >= 1' }).waitFor();
+      await inspector('agent_1').locator('.field.has-error').filter({ hasText: 'at least 1' }).waitFor();
       await inspector('agent_1').getByLabel('Max steps (model calls per answer)').fill('3');
       // A toast of an earlier save may still show: wait for one more than there were.
       const toasts = await page.getByText('Agent saved').count();

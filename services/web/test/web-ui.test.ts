@@ -91,7 +91,7 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
     });
     const [launched] = await Promise.all([
       chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
+      service.waitForLine(/gateway listening/, 150_000),
     ]);
     browser = launched;
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -102,7 +102,7 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
     page.on('console', (m) => {
       if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) consoleErrors.push(m.text());
     });
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     if (failed) console.error(`[web-ui] the gateway's last output:\n${service?.output().slice(-6000)}`);
@@ -157,12 +157,14 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await page.getByRole('alert').filter({ hasText: 'does not parse yet' }).waitFor();
       await failover.fill('');
 
-      // A bad limit: flagged at the field, and the server's 400 lands at the same field.
+      // A bad limit: flagged at the field as typed, and Save waits for it, naming it under the button
+      // (the server's 400 at its field: the heartbeat interval below).
       const maxStep = page.getByLabel('Max steps (model calls per answer)');
       await maxStep.fill('0');
-      await page.getByRole('button', { name: 'Save' }).click();
       await expect.poll(() => maxStep.getAttribute('aria-invalid')).toBe('true');
-      await page.locator('.field.has-error').filter({ hasText: 'must be >= 1' }).waitFor();
+      await page.locator('.field.has-error').filter({ hasText: 'at least 1' }).waitFor();
+      await page.getByRole('list', { name: 'What blocks Save' }).filter({ hasText: 'Max steps (model calls per answer): a whole number, at least 1' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
       await maxStep.fill('20');
       // A toast of an earlier save may still show: wait for one more than there were.
       const toasts = await page.getByText('Agent saved').count();

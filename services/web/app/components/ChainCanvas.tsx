@@ -1,13 +1,14 @@
-import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as ReactPointerEvent, type ReactNode } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type KeyboardEvent as ReactKeyboardEvent, type PointerEvent as ReactPointerEvent, type ReactNode } from 'react';
 import { Background, BaseEdge, Controls, Handle, MarkerType, MiniMap, Position, ReactFlow, ReactFlowProvider, applyNodeChanges, useNodes, useReactFlow, type Connection, type Edge, type EdgeProps, type Node, type NodeChange, type NodeProps } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import './chain-canvas.css';
 import type { RuleChainDsl, ToolForms } from '@agentry/client';
-import { addNode, chainDsl, chainGraph, connect, editNode, moveNodes, nextPosition, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type Point } from '../lib/chain-graph';
-import { autoLayout, pathOf, routeEdge, type Box } from '../lib/chain-layout';
+import { addNode, chainDsl, chainGraph, clipOf, connect, editNode, insertOnEdge, moveNodes, nextPosition, pasteClip, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type GraphClip, type Point } from '../lib/chain-graph';
+import { chainIssues, issuesByNode, type ChainIssue } from '../lib/chain-validate';
+import { NODE_SIZE, autoLayout, pathOf, routeEdge, type Box } from '../lib/chain-layout';
 import { replayOf, type NodeReplay, type RunStep } from '../lib/chain-replay';
 import { EdgeInspector, NodeInspector, RelationInput, ReplayPanel } from './ChainInspector';
-import { SelectField } from './ui';
+import { NodePalette, NODE_DRAG_TYPE } from './NodePalette';
 
 /**
  * The rule chain drawn (`@xyflow/react`): nodes and relation-labelled connections from the DSL,
@@ -26,22 +27,34 @@ export interface ChainCanvasProps {
   onChange: (next: RuleChainDsl) => void;
   /** The agent the chain is (its recent runs can be replayed); none for a rule chain. */
   agentId?: string;
+  /** A node to select and bring into sight (a new object each time: a blocker clicked under the canvas). */
+  focusNode?: { id: string } | null;
 }
 
 interface RuleNodeData extends Record<string, unknown> {
   type: string;
   name: string;
   start: boolean;
+  /** The gateway's problems of this node (the last save's 400 or its warnings). */
   problems: string[];
+  /** What the canvas itself finds (lib/chain-validate.ts). */
+  issues: ChainIssue[];
   replay: NodeReplay | undefined;
   replaying: boolean;
 }
 type RuleFlowNode = Node<RuleNodeData, 'rule'>;
-type Selection = { kind: 'node' | 'edge'; id: string } | null;
+/** What is selected: nodes (shift-click, a box drawn with Shift held) and connections. */
+interface Selection {
+  nodes: string[];
+  edges: string[];
+}
+const NOTHING: Selection = { nodes: [], edges: [] };
 
 function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
   const ran = data.replay;
-  const cls = ['canvas-node', selected ? 'selected' : '', data.problems.length ? 'has-problem' : '', data.replaying ? (ran ? (ran.error ? 'ran failed' : 'ran') : 'not-run') : ''].filter(Boolean).join(' ');
+  const blocked = data.problems.length > 0 || data.issues.some((i) => i.blocker);
+  const noted = !blocked && data.issues.length > 0;
+  const cls = ['canvas-node', selected ? 'selected' : '', blocked ? 'has-problem' : '', noted ? 'has-note' : '', data.replaying ? (ran ? (ran.error ? 'ran failed' : 'ran') : 'not-run') : ''].filter(Boolean).join(' ');
   return (
     <div className={cls} data-node-id={id}>
       <Handle type="target" position={Position.Left} aria-label={`into ${id}`} />
@@ -56,10 +69,15 @@ function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
           #{ran.order.join(', #')} · {ran.relations.join(', ') || 'end'} · {ran.ms} ms
         </div>
       ) : null}
-      {data.problems.length ? (
+      {data.problems.length || data.issues.length ? (
         <div className="canvas-node-problem" role="alert">
           {data.problems.map((p) => (
             <div key={p}>{p.replace(/^(?:.*?: )?metadata\.nodes\[\d+\](?: \("[^"]*"\))?,?\s*/, '')}</div>
+          ))}
+          {data.issues.map((i) => (
+            <div key={i.text} className={i.blocker ? 'issue-blocker' : 'issue-note'}>
+              {i.text}
+            </div>
           ))}
         </div>
       ) : null}
@@ -137,7 +155,7 @@ function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySe
     source: e.source,
     target: e.target,
     label: e.relation,
-    selected: selection?.kind === 'edge' && selection.id === e.id,
+    selected: selection.edges.includes(e.id),
     type: 'routed',
     markerEnd: { type: MarkerType.ArrowClosed },
     animated: followed?.has(e.id) ?? false,
@@ -146,38 +164,65 @@ function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySe
   }));
 }
 
-function CanvasToolbar({ forms, onAdd, relation, onRelation }: { forms: ToolForms; onAdd: (type: string) => void; relation: string; onRelation: (r: string) => void }) {
-  const [type, setType] = useState(forms.nodes[0]?.type ?? '');
+function CanvasToolbar({ relation, onRelation, children }: { relation: string; onRelation: (r: string) => void; children: ReactNode }) {
   return (
     <div className="canvas-toolbar">
-      <SelectField label="Node type" value={type} onValue={setType} options={forms.nodes.map((n) => ({ value: n.type, label: n.type }))} title={forms.nodes.find((n) => n.type === type)?.description} />
-      <button type="button" onClick={() => onAdd(type)} disabled={!type}>
-        Add node
-      </button>
       <RelationInput id="canvas-new-relation" label="Relation of new connections" value={relation} onValue={onRelation} />
-      <p className="hint">Drag from a node&apos;s right handle to another node&apos;s left handle to connect them.</p>
+      {children}
+      <p className="hint">
+        Connect by dragging from a node&apos;s right handle to another&apos;s left one. Shift-click or Shift-drag a box selects several; Ctrl+C, Ctrl+V, Ctrl+D copy, paste, duplicate; Delete removes; Ctrl+Z undoes.
+      </p>
     </div>
   );
 }
 
-/** Ctrl+Z, Ctrl+Shift+Z / Ctrl+Y and Escape (fullscreen) on the whole page while the canvas shows: a click on the pane leaves focus on the body. */
-function useCanvasKeys(opts: { undo: () => void; redo: () => void; fullscreen: boolean; setFullscreen: (on: boolean) => void }) {
+interface CanvasKeys {
+  undo: () => void;
+  redo: () => void;
+  copy: () => boolean;
+  paste: () => void;
+  duplicate: () => void;
+  selectAll: () => void;
+  fullscreen: boolean;
+  setFullscreen: (on: boolean) => void;
+}
+
+/**
+ * The canvas's keys on the whole page while it shows (a click on the pane leaves focus on the
+ * body): Ctrl+Z, Ctrl+Shift+Z / Ctrl+Y, Ctrl+C, Ctrl+V, Ctrl+D, Ctrl+A, and Escape (fullscreen).
+ * Delete, the arrows, Enter and Escape on a focused node are React Flow's.
+ */
+function useCanvasKeys(opts: CanvasKeys) {
   const latest = useRef(opts);
   latest.current = opts;
   useEffect(() => {
     const listen = (e: KeyboardEvent) => {
-      const { undo, redo, fullscreen, setFullscreen } = latest.current;
-      // Typing in a field keeps the browser's own undo there.
+      const k = latest.current;
+      // Typing in a field keeps the browser's own undo, copy and paste there.
       if (e.target instanceof HTMLElement && e.target.closest('input, textarea, select, [contenteditable="true"]')) return;
       const key = e.key.toLowerCase();
-      if ((e.ctrlKey || e.metaKey) && key === 'z') {
+      const mod = e.ctrlKey || e.metaKey;
+      if (mod && key === 'z') {
         e.preventDefault();
-        if (e.shiftKey) redo();
-        else undo();
-      } else if ((e.ctrlKey || e.metaKey) && key === 'y') {
+        if (e.shiftKey) k.redo();
+        else k.undo();
+      } else if (mod && key === 'y') {
         e.preventDefault();
-        redo();
-      } else if (key === 'escape' && fullscreen) setFullscreen(false);
+        k.redo();
+      } else if (mod && key === 'c') {
+        // Text selected on the page is the browser's to copy.
+        if (window.getSelection()?.toString()) return;
+        if (k.copy()) e.preventDefault();
+      } else if (mod && key === 'v') {
+        e.preventDefault();
+        k.paste();
+      } else if (mod && key === 'd') {
+        e.preventDefault();
+        k.duplicate();
+      } else if (mod && key === 'a' && (e.target === document.body || (e.target instanceof HTMLElement && e.target.closest('.canvas-flow')))) {
+        e.preventDefault();
+        k.selectAll();
+      } else if (key === 'escape' && k.fullscreen) k.setFullscreen(false);
     };
     window.addEventListener('keydown', listen);
     return () => window.removeEventListener('keydown', listen);
@@ -211,42 +256,144 @@ export function ChainCanvas(props: ChainCanvasProps) {
   );
 }
 
-function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanvasProps) {
-  const { graph, emit, undo, redo } = useCanvasGraph(dsl, onChange);
-  const [fullscreen, setFullscreen] = useState(false);
-  const [sideWidth, setSideWidth] = useState(352);
-  const [selection, setSelection] = useState<Selection>(null);
-  const [relation, setRelationDraft] = useState('Success');
-  const [steps, setSteps] = useState<RunStep[] | null>(null);
-  const byElement = useMemo(() => problemsByElement(problems, graph), [problems, graph]);
-  const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
-  const flowNodes = useFlowNodes(graph, selection, byElement.nodes, replay, setSelection);
-  const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
+/** React Flow blurs a node that Escape unselects: the keyboard user keeps their place on it. */
+function keepFocusOnEscape(e: ReactKeyboardEvent<HTMLDivElement>): void {
+  const node = e.target instanceof HTMLElement && e.key === 'Escape' ? e.target.closest<HTMLElement>('.react-flow__node') : null;
+  if (node) window.setTimeout(() => node.focus(), 0);
+}
 
+/** The connection drawn nearest the screen point (x, y), within 14 px, or undefined: where a dropped node goes in between. */
+function edgeAt(x: number, y: number): string | undefined {
+  let best: { id: string; d: number } | undefined;
+  for (const edge of Array.from(document.querySelectorAll('.canvas-flow .react-flow__edge'))) {
+    const path = edge.querySelector('path.react-flow__edge-path') as SVGPathElement | null;
+    const ctm = path?.getScreenCTM();
+    if (!path || !ctm) continue;
+    const len = path.getTotalLength();
+    for (let s = 0; s <= len; s += 4) {
+      const p = path.getPointAtLength(s).matrixTransform(ctm);
+      const d = Math.hypot(p.x - x, p.y - y);
+      if (d <= 14 && (!best || d < best.d)) best = { id: edge.getAttribute('data-id') ?? '', d };
+    }
+  }
+  return best?.id;
+}
+
+/** How far a paste lands from what was copied: right a little and down by more than a node's height, so no copy hides its original. */
+const PASTE_STEP = { x: 40, y: NODE_SIZE.height + 40 };
+
+/** Copy, paste, duplicate and select-all over the selected nodes; each paste lands a step further down and right. */
+function useClipboard(graph: ChainGraph, selection: Selection, emit: (g: ChainGraph) => void, select: (s: Selection) => void, fit: () => Promise<boolean>) {
+  const clip = useRef<{ clip: GraphClip; pasted: number } | null>(null);
+  const place = (c: GraphClip, times: number) => {
+    if (c.nodes.length === 0) return;
+    const { graph: next, ids } = pasteClip(graph, c, { x: PASTE_STEP.x * times, y: PASTE_STEP.y * times });
+    emit(next);
+    select({ nodes: ids, edges: [] });
+    // The copies in sight, once React Flow has measured them.
+    window.setTimeout(() => void fit(), 50);
+  };
+  return {
+    copy: () => {
+      if (selection.nodes.length === 0) return false;
+      clip.current = { clip: clipOf(graph, selection.nodes), pasted: 0 };
+      return true;
+    },
+    paste: () => {
+      if (!clip.current) return;
+      clip.current.pasted += 1;
+      place(clip.current.clip, clip.current.pasted);
+    },
+    duplicate: () => place(clipOf(graph, selection.nodes), 1),
+    selectAll: () => select({ nodes: graph.nodes.map((n) => n.id), edges: graph.edges.map((e) => e.id) }),
+  };
+}
+
+interface CanvasEditsInput {
+  graph: ChainGraph;
+  emit: (next: ChainGraph) => void;
+  selection: Selection;
+  setSelection: (s: Selection) => void;
+  relation: string;
+  flowNodes: ReturnType<typeof useFlowNodes>;
+  focusNode: { id: string } | null | undefined;
+}
+
+/** What the canvas's pointer edits do: add, drop from the palette, connect, move, remove, lay out; and the panel's Escape. */
+function useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNodes, focusNode }: CanvasEditsInput) {
   const flow = useReactFlow();
+  // A blocker clicked below the canvas: that node selected and brought into sight.
+  useEffect(() => {
+    if (!focusNode) return;
+    setSelection({ nodes: [focusNode.id], edges: [] });
+    window.setTimeout(() => void flow.fitView({ nodes: [{ id: focusNode.id }], maxZoom: 1, padding: 0.6 }), 50);
+  }, [focusNode, flow]);
   const add = (type: string) => {
     const { graph: next, id } = addNode(graph, type, nextPosition(graph));
     emit(next);
-    setSelection({ kind: 'node', id });
+    setSelection({ nodes: [id], edges: [] });
     // React Flow runs a fitView once the new node is measured, so the node is in sight.
     void flow.fitView(FIT);
   };
+  const drop = (e: DragEvent<HTMLDivElement>) => {
+    const type = e.dataTransfer.getData(NODE_DRAG_TYPE);
+    if (!type) return;
+    e.preventDefault();
+    const at = flow.screenToFlowPosition({ x: e.clientX, y: e.clientY });
+    const position = { x: Math.round(at.x - NODE_SIZE.width / 2), y: Math.round(at.y - NODE_SIZE.height / 2) };
+    const onEdge = edgeAt(e.clientX, e.clientY);
+    const { graph: next, id } = onEdge ? insertOnEdge(graph, onEdge, type, position) : addNode(graph, type, position);
+    emit(next);
+    setSelection({ nodes: [id], edges: [] });
+    // An insertion moves nodes right: all of them back in sight.
+    if (onEdge) window.setTimeout(() => void flow.fitView(FIT), 50);
+  };
   const onConnect = (c: Connection) => emit(connect(graph, c.source, c.target, relation.trim() || 'Success'));
-  const onDragStop = (_: unknown, _node: Node, dragged: Node[]) => emit(moveNodes(graph, new Map<string, Point>(dragged.map((n) => [n.id, n.position]))));
+  const onDragStop = (_: unknown, _node: Node, dragged: Node[]) => {
+    flowNodes.dragging.current = false;
+    emit(moveNodes(graph, new Map<string, Point>(dragged.map((n) => [n.id, n.position]))));
+  };
   const remove = (nodeIds: string[], edgeIds: string[]) => {
+    if (nodeIds.length === 0 && edgeIds.length === 0) return;
     emit(removeElements(graph, nodeIds, edgeIds));
-    setSelection(null);
+    setSelection(NOTHING);
   };
   const layout = () => {
     const sizes = new Map(flowNodes.nodes.filter((n) => n.measured?.width).map((n) => [n.id, { width: n.measured?.width ?? 208, height: n.measured?.height ?? 72 }]));
     emit(moveNodes(graph, autoLayout(graph, sizes)));
     window.setTimeout(() => void flow.fitView(FIT), 50);
   };
-  useCanvasKeys({ undo, redo, fullscreen, setFullscreen });
+  // Escape in the side panel closes it and gives the focus back to the node it showed.
+  const closePanel = () => {
+    const id = selection.nodes[0];
+    setSelection(NOTHING);
+    if (id !== undefined) (document.querySelector(`.canvas-flow .react-flow__node[data-id="${CSS.escape(id)}"]`) as HTMLElement | null)?.focus();
+  };
+  return { add, drop, onConnect, onDragStop, remove, layout, closePanel };
+}
+
+function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }: ChainCanvasProps) {
+  const { graph, emit, undo, redo } = useCanvasGraph(dsl, onChange);
+  const [fullscreen, setFullscreen] = useState(false);
+  const [sideWidth, setSideWidth] = useState(352);
+  const [selection, setSelection] = useState<Selection>(NOTHING);
+  const [relation, setRelationDraft] = useState('Success');
+  const [steps, setSteps] = useState<RunStep[] | null>(null);
+  const byElement = useMemo(() => problemsByElement(problems, graph), [problems, graph]);
+  const issues = useMemo(() => issuesByNode(chainIssues(graph, forms)), [graph, forms]);
+  const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
+  const flowNodes = useFlowNodes(graph, selection, byElement.nodes, issues, replay, setSelection, emit);
+  const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
+  const { fitView } = useReactFlow();
+  const clipboard = useClipboard(graph, selection, emit, setSelection, () => fitView(FIT));
+
+  const { add, drop, onConnect, onDragStop, remove, layout, closePanel } = useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNodes, focusNode });
+  useCanvasKeys({ undo, redo, ...clipboard, fullscreen, setFullscreen });
   return (
     <div className={fullscreen ? 'chain-canvas fullscreen' : 'chain-canvas'} style={{ ['--side-width' as string]: `${sideWidth}px` }}>
-      <CanvasToolbar forms={forms} onAdd={add} relation={relation} onRelation={setRelationDraft} />
-      <CanvasActions undo={undo} redo={redo} layout={layout} fullscreen={fullscreen} setFullscreen={setFullscreen} />
+      <CanvasToolbar relation={relation} onRelation={setRelationDraft}>
+        <CanvasActions undo={undo} redo={redo} layout={layout} fullscreen={fullscreen} setFullscreen={setFullscreen} />
+      </CanvasToolbar>
       {byElement.other.length ? (
         <div className="error-text" role="alert">
           <ul>
@@ -257,21 +404,33 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanv
         </div>
       ) : null}
       <div className="canvas-body">
-        <div className="canvas-flow" role="application" aria-label="Rule chain canvas">
+        <div
+          className="canvas-flow"
+          role="application"
+          aria-label="Rule chain canvas"
+          onDragOver={(e) => {
+            if (!e.dataTransfer.types.includes(NODE_DRAG_TYPE)) return;
+            e.preventDefault();
+            e.dataTransfer.dropEffect = 'copy';
+          }}
+          onDrop={drop}
+          onKeyDown={keepFocusOnEscape}
+        >
           <ReactFlow
             nodes={flowNodes.nodes}
             edges={edges}
             nodeTypes={NODE_TYPES}
             edgeTypes={EDGE_TYPES}
             onNodesChange={flowNodes.onNodesChange}
+            onNodeDragStart={() => (flowNodes.dragging.current = true)}
             onNodeDragStop={onDragStop}
             onConnect={onConnect}
-            onNodeClick={(_, n) => setSelection({ kind: 'node', id: n.id })}
-            onEdgeClick={(_, e) => setSelection({ kind: 'edge', id: e.id })}
-            onEdgesChange={(changes) => selectFrom(changes, 'edge', setSelection)}
-            onPaneClick={() => setSelection(null)}
+            onEdgesChange={(changes) => setSelection((s) => selectionAfter(s, changes, 'edges'))}
+            onPaneClick={() => setSelection(NOTHING)}
             onDelete={({ nodes, edges: gone }) => remove(nodes.map((n) => n.id), gone.map((e) => e.id))}
-            deleteKeyCode="Delete"
+            deleteKeyCode={['Delete', 'Backspace']}
+            selectionKeyCode="Shift"
+            multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
             colorMode="system"
             fitView
             fitViewOptions={FIT}
@@ -283,7 +442,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId }: ChainCanv
           </ReactFlow>
         </div>
         <SideResizer width={sideWidth} onWidth={setSideWidth} />
-        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove}>
+        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove} duplicate={clipboard.duplicate} onClose={closePanel} onAdd={add}>
           <ReplayPanel agentId={agentId} replay={replay} steps={steps ?? []} onSteps={setSteps} />
         </CanvasSide>
       </div>
@@ -336,65 +495,139 @@ interface CanvasSideProps {
   problems: ReturnType<typeof problemsByElement>;
   emit: (next: ChainGraph) => void;
   remove: (nodeIds: string[], edgeIds: string[]) => void;
+  duplicate: () => void;
+  onClose: () => void;
+  onAdd: (type: string) => void;
   children: ReactNode;
 }
 
-/** Beside the canvas: the selected node's or connection's editor, then the replay. */
-function CanvasSide({ graph, forms, selection, problems, emit, remove, children }: CanvasSideProps) {
-  const selectedNode = selection?.kind === 'node' ? graph.nodes.find((n) => n.id === selection.id) : undefined;
-  const selectedEdge = selection?.kind === 'edge' ? graph.edges.find((e) => e.id === selection.id) : undefined;
+/**
+ * Beside the canvas: the node palette while nothing is selected (or when asked for with Add
+ * nodes), else the selected node's or connection's editor (or what to do with several); then
+ * the replay.
+ */
+function CanvasSide(props: CanvasSideProps) {
+  const { graph, selection, onClose, onAdd, forms, children } = props;
+  const [palette, setPalette] = useState(false);
+  const side = useRef<HTMLDivElement>(null);
+  // A new selection shows its editor.
+  useEffect(() => {
+    setPalette(false);
+  }, [selection]);
+  // Whatever the panel shows next starts at its top (not where the palette was scrolled to).
+  // (A block: Chromium's scrollTo returns a promise, which React would take for a cleanup.)
+  useEffect(() => {
+    if (side.current) side.current.scrollTop = 0;
+  }, [selection, palette]);
+  const selected = selection.nodes.length > 0 || selection.edges.some((id) => graph.edges.some((e) => e.id === id));
   return (
-    <div className="canvas-side">
-      {selectedNode ? (
-        <NodeInspector
-          key={selectedNode.id}
-          node={selectedNode}
-          graph={graph}
-          forms={forms}
-          problems={problems.nodes[selectedNode.id] ?? []}
-          onEdit={(edit) => emit(editNode(graph, selectedNode.id, edit))}
-          onStart={() => emit({ ...graph, firstId: selectedNode.id })}
-          onConnect={(target, relation) => emit(connect(graph, selectedNode.id, target, relation))}
-          onDelete={() => remove([selectedNode.id], [])}
-        />
-      ) : selectedEdge ? (
-        <EdgeInspector edge={selectedEdge} problems={problems.edges[selectedEdge.id] ?? []} onRelation={(r) => emit(setRelation(graph, selectedEdge.id, r))} onDelete={() => remove([], [selectedEdge.id])} />
-      ) : (
-        <p className="muted canvas-panel">Select a node to edit its configuration, or a connection to change its relation.</p>
-      )}
+    <div
+      ref={side}
+      className="canvas-side"
+      onKeyDown={(e) => {
+        if (e.key === 'Escape' && selected && !(e.target instanceof HTMLSelectElement)) {
+          e.stopPropagation();
+          onClose();
+        }
+      }}
+    >
+      {selected ? (
+        <button type="button" className="secondary" aria-pressed={palette} onClick={() => setPalette(!palette)}>
+          {palette ? 'Back to the selection' : 'Add nodes'}
+        </button>
+      ) : null}
+      {!selected || palette ? <NodePalette forms={forms} onAdd={onAdd} /> : <SelectionPanel {...props} />}
       {children}
     </div>
   );
 }
 
-/**
- * React Flow's nodes: the graph's, with what React Flow measured and where a drag has them so far
- * (kept across redraws; the graph gets the position when the drag stops).
- */
-/** A node or edge React Flow selected (a click, or Enter on a focused one): the page's selection. */
-function selectFrom(changes: ReadonlyArray<{ type: string; id?: string; selected?: boolean }>, kind: 'node' | 'edge', select: (s: Selection) => void): void {
-  const picked = changes.find((c) => c.type === 'select' && c.selected && c.id !== undefined);
-  if (picked?.id !== undefined) select({ kind, id: picked.id });
+/** The selected node's or connection's editor, or what to do with several nodes. */
+function SelectionPanel({ graph, forms, selection, problems, emit, remove, duplicate }: CanvasSideProps) {
+  const one = selection.nodes.length === 1 && selection.edges.filter((id) => graph.edges.some((e) => e.id === id && e.source !== selection.nodes[0] && e.target !== selection.nodes[0])).length === 0;
+  const selectedNode = one ? graph.nodes.find((n) => n.id === selection.nodes[0]) : undefined;
+  const selectedEdge = selection.nodes.length === 0 && selection.edges.length === 1 ? graph.edges.find((e) => e.id === selection.edges[0]) : undefined;
+  if (selectedNode) {
+    return (
+      <NodeInspector
+        key={selectedNode.id}
+        node={selectedNode}
+        graph={graph}
+        forms={forms}
+        problems={problems.nodes[selectedNode.id] ?? []}
+        onEdit={(edit) => emit(editNode(graph, selectedNode.id, edit))}
+        onStart={() => emit({ ...graph, firstId: selectedNode.id })}
+        onConnect={(target, relation) => emit(connect(graph, selectedNode.id, target, relation))}
+        onDelete={() => remove([selectedNode.id], [])}
+      />
+    );
+  }
+  if (selectedEdge) return <EdgeInspector edge={selectedEdge} problems={problems.edges[selectedEdge.id] ?? []} onRelation={(r) => emit(setRelation(graph, selectedEdge.id, r))} onDelete={() => remove([], [selectedEdge.id])} />;
+  return (
+    <section className="canvas-panel" aria-label="Selection">
+      <h3>
+        {selection.nodes.length} node{selection.nodes.length === 1 ? '' : 's'} selected
+      </h3>
+      <p className="muted">{[...selection.nodes, ...selection.edges.map((id) => `connection ${id}`)].join(', ')}</p>
+      <div className="form-actions">
+        <button type="button" className="secondary" onClick={duplicate} title="Ctrl+D" disabled={selection.nodes.length === 0}>
+          Duplicate
+        </button>
+        <button type="button" className="danger" onClick={() => remove(selection.nodes, selection.edges)} title="Delete">
+          Delete selection
+        </button>
+      </div>
+    </section>
+  );
 }
 
-function useFlowNodes(graph: ChainGraph, selection: Selection, problems: Record<string, string[]>, replay: ReturnType<typeof replayOf> | null, select: (s: Selection) => void) {
+/** `s` after React Flow's select changes of nodes or edges (a click, Shift-click, a box, Enter or Escape on a focused node). */
+function selectionAfter(s: Selection, changes: ReadonlyArray<{ type: string; id?: string; selected?: boolean }>, kind: 'nodes' | 'edges'): Selection {
+  let ids = s[kind];
+  for (const c of changes) {
+    if (c.type !== 'select' || c.id === undefined) continue;
+    if (c.selected && !ids.includes(c.id)) ids = [...ids, c.id];
+    else if (!c.selected && ids.includes(c.id)) ids = ids.filter((id) => id !== c.id);
+  }
+  return ids === s[kind] ? s : { ...s, [kind]: ids };
+}
+
+/**
+ * React Flow's nodes: the graph's, with what React Flow measured and where a drag has them so far
+ * (kept across redraws; the graph gets the position when the drag stops, or at once when the
+ * arrow keys move the selection).
+ */
+function useFlowNodes(
+  graph: ChainGraph,
+  selection: Selection,
+  problems: Record<string, string[]>,
+  issues: Record<string, ChainIssue[]>,
+  replay: ReturnType<typeof replayOf> | null,
+  select: (update: (s: Selection) => Selection) => void,
+  emit: (next: ChainGraph) => void,
+) {
   const [nodes, setNodes] = useState<RuleFlowNode[]>([]);
+  const dragging = useRef(false);
   useEffect(() => {
     setNodes((prev) =>
       graph.nodes.map((n) => {
         const before = prev.find((p) => p.id === n.id);
-        const data: RuleNodeData = { type: n.type, name: n.doc.name ?? '', start: graph.firstId === n.id, problems: problems[n.id] ?? [], replay: replay?.nodes[n.id], replaying: replay !== null };
-        return { ...before, id: n.id, type: 'rule', position: n.position, data, selected: selection?.kind === 'node' && selection.id === n.id };
+        const data: RuleNodeData = { type: n.type, name: n.doc.name ?? '', start: graph.firstId === n.id, problems: problems[n.id] ?? [], issues: issues[n.id] ?? [], replay: replay?.nodes[n.id], replaying: replay !== null };
+        return { ...before, id: n.id, type: 'rule', position: n.position, data, selected: selection.nodes.includes(n.id), ariaLabel: `${n.type} node ${n.doc.name || n.id}` };
       }),
     );
-  }, [graph, selection, problems, replay]);
+  }, [graph, selection, problems, issues, replay]);
   // Selection and removal are the page's (see ChainCanvasInner); React Flow's own go through it.
   const onNodesChange = useCallback(
     (changes: NodeChange<RuleFlowNode>[]) => {
-      selectFrom(changes, 'node', select);
-      setNodes((ns) => applyNodeChanges(changes.filter((c) => c.type !== 'select' && c.type !== 'remove'), ns));
+      select((s) => selectionAfter(s, changes, 'nodes'));
+      // The arrow keys move the selected nodes at once (a drag's end is onNodeDragStop's).
+      const moved = new Map<string, Point>();
+      for (const c of changes) if (c.type === 'position' && c.position && !c.dragging && !dragging.current) moved.set(c.id, c.position);
+      if (moved.size > 0) emit(moveNodes(graph, moved));
+      else setNodes((ns) => applyNodeChanges(changes.filter((c) => c.type !== 'select' && c.type !== 'remove'), ns));
     },
-    [select],
+    [select, emit, graph],
   );
-  return { nodes, onNodesChange };
+  return { nodes, onNodesChange, dragging };
 }

@@ -218,3 +218,59 @@ export function problemsByElement(problems: readonly string[], graph: ChainGraph
   }
   return out;
 }
+
+/** Nodes copied from the canvas with the connections between them (what Ctrl+C keeps, Ctrl+V and Ctrl+D place). */
+export interface GraphClip {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+}
+
+/** The nodes `ids` of `graph` and the connections that run between two of them. */
+export function clipOf(graph: ChainGraph, ids: readonly string[]): GraphClip {
+  const picked = new Set(ids);
+  return { nodes: graph.nodes.filter((n) => picked.has(n.id)), edges: graph.edges.filter((e) => picked.has(e.source) && picked.has(e.target)) };
+}
+
+/**
+ * `graph` with a copy of `clip`: every node under a new id (`<type>_<n>`, as added ones get; its
+ * name follows when it was the old id), moved by `offset`, the clip's connections between the
+ * copies. Returns the new ids in clip order (the canvas selects them).
+ */
+export function pasteClip(graph: ChainGraph, clip: GraphClip, offset: Point): { graph: ChainGraph; ids: string[] } {
+  let next = graph;
+  const renamed = new Map<string, string>();
+  for (const n of clip.nodes) {
+    const id = freeNodeId(next, n.type);
+    renamed.set(n.id, id);
+    const doc: DslNode = { ...structuredClone(n.doc), id, ...(n.doc.name === undefined || n.doc.name === n.id ? { name: id } : {}) };
+    next = { ...next, nodes: [...next.nodes, { id, type: n.type, position: { x: n.position.x + offset.x, y: n.position.y + offset.y }, doc }], firstId: next.firstId ?? id };
+  }
+  for (const e of clip.edges) {
+    const source = renamed.get(e.source);
+    const target = renamed.get(e.target);
+    if (source !== undefined && target !== undefined) next = connect(next, source, target, e.relation);
+  }
+  return { graph: next, ids: [...renamed.values()] };
+}
+
+/** How far the nodes right of an insertion move to make room: a node's width and the layout's gap between columns. */
+export const INSERT_SHIFT = 304;
+
+/**
+ * `graph` with a new node of `type` put into connection `edgeId`: `a -(r)-> b` becomes
+ * `a -(r)-> new -(Success)-> b`. On a connection that runs left to right the new node takes b's
+ * place and b, with every node from b's column rightwards, moves one column right (no node ends up
+ * on another); on any other the node goes where it was dropped (`position`). Unknown edge: the
+ * node is only added at `position`.
+ */
+export function insertOnEdge(graph: ChainGraph, edgeId: string, type: string, position: Point): { graph: ChainGraph; id: string } {
+  const edge = graph.edges.find((e) => e.id === edgeId);
+  const from = graph.nodes.find((n) => n.id === edge?.source);
+  const to = graph.nodes.find((n) => n.id === edge?.target);
+  if (!edge || !from || !to) return addNode(graph, type, position);
+  const forward = to.position.x > from.position.x;
+  const room = forward ? moveNodes(graph, new Map(graph.nodes.filter((n) => n.position.x >= to.position.x).map((n) => [n.id, { x: n.position.x + INSERT_SHIFT, y: n.position.y }]))) : graph;
+  const added = addNode(room, type, forward ? to.position : position);
+  const without = { ...added.graph, edges: added.graph.edges.filter((e) => e.id !== edgeId) };
+  return { graph: connect(connect(without, edge.source, added.id, edge.relation), added.id, edge.target, 'Success'), id: added.id };
+}

@@ -2,7 +2,9 @@ import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from 'react
 import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf, isCheckboxTool, splitProblems, toggleBuiltin, withOtherTools, type FieldErrors, type ToolEntry } from '../lib/agent-form';
 import { ApiError, api, fetchAll, messageOf, takeWarnings } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
-import { Link, navigate } from '../lib/router';
+import { Link, navigate, useLeaveGuard } from '../lib/router';
+import { chainGraph } from '../lib/chain-graph';
+import { chainIssues, type ChainIssue } from '../lib/chain-validate';
 import { clearProblemsAt, clientProblems, fieldIds, fieldsOf, type Field, type FieldHint, type JsonSchema } from '../lib/schema-form';
 import type { AgentListItem, Provider, RuleChainDsl, ToolForms } from '@agentry/client';
 import { notOwnerReason } from '../lib/permissions';
@@ -153,7 +155,15 @@ function useAgentEditor(agentId: string) {
   const [formError, setFormError] = useState<string | null>(null);
   const [saveProblems, setSaveProblems] = useState<string[]>([]);
   const [dirty, setDirty] = useState(false);
+  const [focusNode, setFocusNode] = useState<{ id: string } | null>(null);
   const action = useAction();
+  useLeaveGuard(dirty ? 'This agent has unsaved changes. Leave without saving them?' : null);
+  // What the canvas finds from the node types' schemas: a blocker stops Save (the JSON tab's text is checked on Save).
+  const blockers = useMemo<ChainIssue[]>(() => (draft && data.forms && tab !== 'json' ? chainIssues(chainGraph(draft), data.forms).filter((i) => i.blocker) : []), [draft, data.forms, tab]);
+  const showNode = (id: string) => {
+    if (tab !== 'canvas') switchTab('canvas');
+    setFocusNode({ id });
+  };
   const form = useAgentFields(data.forms, data.providers, data.config, errors);
   const { onTextProblem, unparsed } = useTextProblems();
 
@@ -190,7 +200,7 @@ function useAgentEditor(agentId: string) {
   const state = { tab, jsonText, jsonError, errors, formError, dirty, action, unparsed, saveProblems };
   const setters = { setDraft, setJsonText, setJsonError, setErrors, setFormError, setDirty, setSaveProblems };
   const buttons = useAgentButtons(agentId, draft, state, setters, form.ids, notify);
-  return { ...data, ...form, ...state, change, setConfig, editJson, switchTab, onTextProblem, ...buttons };
+  return { ...data, ...form, ...state, change, setConfig, editJson, switchTab, onTextProblem, blockers, focusNode, showNode, ...buttons };
 }
 
 interface EditorState {
@@ -259,7 +269,7 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
     const ok = await action.run(() => api.delete(`/agents/${encodeURIComponent(agentId)}`));
     if (ok) {
       notify(`Agent ${agentId} deleted`);
-      navigate('/agents');
+      navigate('/agents', { force: true });
     }
   };
   return { save, reload, remove };
@@ -341,7 +351,7 @@ function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: Retur
       ) : tab === 'canvas' ? (
         <Suspense fallback={<Loading what="Loading the canvas" />}>
           {/* Runs are listed to the owner and admins: another user replays pasted steps only. */}
-          <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} {...(why === null ? { agentId } : {})} />
+          <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} focusNode={editor.focusNode} {...(why === null ? { agentId } : {})} />
         </Suspense>
       ) : (
         <TextArea
@@ -367,12 +377,32 @@ function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: Retur
       <ErrorText error={editor.formError} />
       {action.error && !errors.other.length && !errors.name && !Object.values(errors.fields).some(Boolean) && !jsonError ? <ErrorText error={action.error} /> : null}
       <div className="form-actions sticky">
-        <button type="submit" disabled={action.busy || why !== null} title={why ?? undefined}>
+        <button type="submit" disabled={action.busy || why !== null || editor.blockers.length > 0} title={why ?? (editor.blockers.length ? 'Fix the problems listed first' : undefined)} aria-describedby={editor.blockers.length ? 'save-blockers' : undefined}>
           {action.busy ? 'Saving…' : 'Save'}
         </button>
         {why ? <span className="muted">{why}</span> : editor.dirty ? <span className="muted">Unsaved changes</span> : null}
+        <SaveBlockers blockers={editor.blockers} onShow={editor.showNode} />
       </div>
     </form>
+  );
+}
+
+/** What stops Save, each naming its node: a click selects that node on the canvas. */
+function SaveBlockers({ blockers, onShow }: { blockers: ChainIssue[]; onShow: (nodeId: string) => void }) {
+  if (blockers.length === 0) return null;
+  return (
+    <div className="save-blockers" id="save-blockers" role="status">
+      Save is blocked by {blockers.length === 1 ? 'this problem' : `these ${blockers.length} problems`}:
+      <ul aria-label="What blocks Save">
+        {blockers.map((b) => (
+          <li key={`${b.nodeId} ${b.edgeId ?? ''} ${b.text}`}>
+            <button type="button" onClick={() => onShow(b.nodeId)}>
+              {b.nodeId}: {b.text}
+            </button>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 
