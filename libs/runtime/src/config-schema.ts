@@ -178,6 +178,23 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    // `/metrics` on every service (the gateway's port, the others' HEALTH_PORT). It was public and
+    // labelled tokens by agent id: who may read it, and whether users' agent ids become labels.
+    metrics: Type.Object(
+      {
+        token: Type.Union([Type.Literal(''), Type.String({ minLength: 16 })], {
+          default: '',
+          description:
+            'secret; when set (16+ characters), /metrics answers only requests with "Authorization: Bearer <token>" (401 otherwise), from any address; empty: /metrics follows security.allowFrom.management (every address when that is empty)',
+        }),
+        agent_label: Type.Boolean({
+          default: false,
+          description:
+            'label agentry_tokens_total by agent id (agent="<id>"); off, every series has agent="" (agent ids are chosen by users: one series per agent is an unbounded label set)',
+        }),
+      },
+      { additionalProperties: false, default: {}, description: 'who may read /metrics, and its labels' },
+    ),
     models: Type.Object(
       {
         default_provider: Type.String({ default: '', description: 'provider id used when an agent names none' }),

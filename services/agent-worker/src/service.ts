@@ -239,7 +239,7 @@ async function modelClient(
     });
     await providers.start();
   }
-  const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, usage, () => runtime.config.current.models.default_provider);
+  const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, usage, () => runtime.config.current.models.default_provider, () => runtime.config.current.metrics.agent_label);
   // Context windows come from the providers' cached rows; a test's stream has no cache, so the rows are read.
   const modelInfo = (req: { provider?: string; model?: string }) =>
     providers ? providers.modelInfo(req) : modelInfoFromDb(runtime.db.db, runtime.config.current.models.default_provider, req);
@@ -260,12 +260,14 @@ function measuredStream(
   metrics: Registry,
   usage: UsageRecorder,
   defaultProvider: () => string,
+  /** metrics.agent_label: the agent id as a label only when an operator asked (ids are users' choice, an unbounded set). */
+  agentLabel: () => boolean,
 ): MeasuredStream {
   const calls = serviceMetrics.providerCalls(metrics);
   const ttft = serviceMetrics.providerTtft(metrics);
   const tokens = serviceMetrics.tokens(metrics);
   return async function* (req, run) {
-    const agent = run.agentId;
+    const agent = agentLabel() ? run.agentId : '';
     const provider = req.provider || defaultProvider() || 'default';
     const started = Date.now();
     let first = true;
