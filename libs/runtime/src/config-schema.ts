@@ -222,6 +222,24 @@ export const ConfigSchema = Type.Object(
           description: 'shortest time between two ticks of a cron job a non-admin creates or changes through the API',
         }),
         cronMaxJobsPerUser: Type.Integer({ minimum: 0, default: 100, description: 'most cron jobs a non-admin user may own (admins: no limit)' }),
+        // What one plain user may hold (admins and open servers: no limit). A user's cron jobs are
+        // held by cronMaxJobsPerUser above. Over one: 409 "Limit reached: ..." naming the setting.
+        quotas: Type.Object(
+          {
+            agentsPerUser: Type.Integer({ minimum: 0, default: 100, description: 'most agents a non-admin user may own; 0: none' }),
+            sessionsPerUser: Type.Integer({
+              minimum: 0,
+              default: 1000,
+              description: "most chat sessions a non-admin user may own over every agent (a chat naming a new sessionId, or a stored response, opens one); 0: none",
+            }),
+            workspaceBytesPerAgent: Type.Integer({
+              minimum: 0,
+              default: 104_857_600,
+              description: "most bytes of files in the workspace of an agent a non-admin user owns (REST writes and the agent's own tools alike); 0: no files",
+            }),
+          },
+          { additionalProperties: false, default: {}, description: 'per-user quotas; admins are not held' },
+        ),
         allowUnsandboxedBash: Type.Boolean({
           default: false,
           description:
