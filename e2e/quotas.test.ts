@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { builtinTools } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
+import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { buildGateway } from '@agentry/gateway';
 import { openaiErrorMessage } from './openai-error.js';
@@ -28,7 +28,10 @@ const tokens = { admin: '', alice: '' };
 function call(method: InjectOptions['method'], url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> {
   return app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) });
 }
-const agent = (id: string) => ({ ruleChain: { id, name: id }, metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake' } }], connections: [] } });
+const agent = (id: string, configuration: Record<string, unknown> = {}) => ({
+  ruleChain: { id, name: id },
+  metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', ...configuration } }], connections: [] },
+});
 const chat = (token: string, model: string, sessionId?: string) =>
   call('POST', '/chat/completions', token, { model, messages: [{ role: 'user', content: 'hello' }], ...(sessionId ? { sessionId } : {}) });
 const write = (token: string, agentId: string, file: string, bytes: number) => call('PUT', `/agents/${agentId}/workspace/file?path=${file}`, token, { content: 'x'.repeat(bytes) });
@@ -126,5 +129,28 @@ describe('security.quotas', { timeout: 120_000 }, () => {
     expect((await write(tokens.alice, 'alice_1', 'a.txt', 10)).statusCode).toBe(200);
     expect((await write(tokens.alice, 'alice_1', 'c.txt', 50)).statusCode).toBe(200);
     expect((await write(tokens.admin, 'alice_1', 'big.txt', 500)).statusCode).toBe(200);
+  });
+
+  it("workspaceBytesPerAgent holds the agent's own write tool too (its error goes to the model); an admin's agent is not held", async () => {
+    const tools = { tools: [{ type: 'builtin', name: 'write' }] };
+    expect((await call('PUT', '/agents/alice_3', tokens.alice, agent('alice_3', tools))).statusCode).toBe(200);
+    expect((await call('PUT', '/agents/admin_1', tokens.admin, agent('admin_1', tools))).statusCode).toBe(200);
+    expect((await write(tokens.alice, 'alice_3', 'AGENTS.md', 0)).statusCode).toBe(200);
+    const toolAnswer = async (token: string, model: string, file: string, bytes: number) => {
+      fake.script({ toolCalls: [{ id: 'w1', name: 'write', arguments: JSON.stringify({ path: file, content: 'q'.repeat(bytes), mode: 'overwrite' }) }] }, (req: FakeRequest) => {
+        const result = [...req.body.messages].reverse().find((m) => m.role === 'tool');
+        return { text: String(result?.content ?? '(no tool result)') };
+      });
+      const res = await chat(token, model);
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
+    };
+    expect(await toolAnswer(tokens.alice, 'alice_3', 'notes.txt', 80)).toMatch(/notes\.txt/);
+    const refused = await toolAnswer(tokens.alice, 'alice_3', 'more.txt', 30);
+    expect(refused).toContain('the workspace of agent "alice_3" would hold 110 bytes of files (the limit is 100, security.quotas.workspaceBytesPerAgent)');
+    expect((await call('GET', '/agents/alice_3/workspace/file?path=more.txt', tokens.alice)).statusCode).toBe(404);
+    // Whoever chats, an admin's agent is not held.
+    expect(await toolAnswer(tokens.alice, 'admin_1', 'big.txt', 500)).not.toContain('Limit reached');
+    expect((await call('GET', '/agents/admin_1/workspace/file?path=big.txt', tokens.admin)).json()).toEqual({ content: 'q'.repeat(500) });
   });
 });

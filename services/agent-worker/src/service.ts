@@ -17,7 +17,7 @@ import {
   type ToolDefinition,
 } from '@agentry/engine';
 import { AgentCache, SkillsCache } from '@agentry/runs';
-import { FINAL_RUN_STATUSES, type RunRecord } from '@agentry/db';
+import { FINAL_RUN_STATUSES, getUser, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';
 import { ListenerWatchdog } from './listener-watchdog.js';
@@ -186,6 +186,15 @@ function sharedRunDeps(
     modelInfo: parts.modelInfo,
     maxFileBytes: runtime.config.current.workspace.max_file_bytes,
     allowUnsandboxedBash: () => runtime.config.current.security.allowUnsandboxedBash,
+    workspaceByteLimit: async (agentId) => {
+      // Held as the workspace routes hold a plain user: an agent whose owner is a user without
+      // the admin role (on a server that requires auth); admins' agents and file imports are not.
+      const security = runtime.config.current.security;
+      if (!security.requireAuth) return undefined;
+      const owner = (await parts.agents.get(agentId))?.owner;
+      const user = owner === undefined ? undefined : await getUser(db.db, owner);
+      return user && user.role !== 'admin' ? security.quotas.workspaceBytesPerAgent : undefined;
+    },
     bounds: () => {
       const w = runtime.config.current.worker;
       return { maxCallDepth: w.max_call_depth, maxRunMs: w.max_run_ms, maxModelCalls: w.max_model_calls_per_run, maxToolCalls: w.max_tool_calls_per_run, maxToolTimeoutMs: w.max_tool_timeout_ms };
