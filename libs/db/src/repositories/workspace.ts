@@ -133,6 +133,9 @@ export async function writeWorkspaceFile(
 ): Promise<{ entry: WorkspaceEntry; created: boolean }> {
   return inTransaction(db, async (trx) => {
     if (opts.maxTotalBytes !== undefined) {
+      // Writes to one agent's workspace under a quota take turns (its row locked), so parallel
+      // writes cannot each see room that only one of them may take.
+      await trx.selectFrom('rule_chains').select('id').where('id', '=', agentId).forUpdate().executeTakeFirst();
       const others = await workspaceBytes(trx, agentId, path);
       if (others + content.byteLength > opts.maxTotalBytes) {
         throw new Errors.QUOTA(
