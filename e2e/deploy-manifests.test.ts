@@ -730,7 +730,7 @@ describe('deployment files', () => {
     it.each(OVERLAYS)('overlay %s keeps secrets.env out of git and documents every key', (overlay) => {
       const dir = `k8s/overlays/${overlay}`;
       expect(read(`${dir}/.gitignore`).split('\n')).toContain('secrets.env');
-      expect(Object.keys(parseEnvFile(read(`${dir}/secrets.env.example`))).sort()).toEqual(['AGENTRY_ADMIN_PASSWORD', 'AGENTRY_SECRET_KEY', 'DATABASE_URL', 'REDIS_URL']);
+      expect(Object.keys(parseEnvFile(read(`${dir}/secrets.env.example`))).sort()).toEqual(['AGENTRY_ADMIN_PASSWORD', 'AGENTRY_METRICS_TOKEN', 'AGENTRY_SECRET_KEY', 'DATABASE_URL', 'REDIS_URL']);
     });
 
     it('overlays differ where they should: image tag, replicas, resources', () => {

@@ -187,6 +187,8 @@ describeWithPrometheus('dashboards and alerts against a real Prometheus scraping
         configLines: [
           // A failed model call fails at once (no retries), so the test sees a provider error quickly.
           'reliability: {provider_retries: 0}',
+          // The dashboard's per-agent panels and the test below read the agent label (off by default).
+          'metrics: {agent_label: true}',
           'models:',
           '  default_provider: fake',
           `  providers: {fake: {base_url: "${model.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,

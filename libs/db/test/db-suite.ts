@@ -269,7 +269,7 @@ export function defineDbSuite(get: () => DbHandle): void {
       expect((await getRunSteps(db, `${agent}-a`))?.steps).toBeNull();
       expect(await finishRun(db, `${agent}-a`, { status: 'succeeded', output: 'answered', steps })).toBe(true);
       await finishRun(db, `${agent}-b`, { status: 'failed', error: 'broke' });
-      expect(await getRunSteps(db, `${agent}-a`)).toEqual({ agentId: agent, status: 'succeeded', steps });
+      expect(await getRunSteps(db, `${agent}-a`)).toEqual({ agentId: agent, status: 'succeeded', principal: '', steps });
       expect((await getRunSteps(db, `${agent}-b`))?.steps).toBeNull();
       expect(await getRunSteps(db, 'no-such-run')).toBeUndefined();
       await recordRunSteps(db, `${agent}-a`, [...steps, { nodeId: 'n2', type: 'log', relations: ['Success'], ms: 0 }]);

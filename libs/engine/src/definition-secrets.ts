@@ -10,12 +10,15 @@ import { Errors } from '@agentry/errors';
  * The rule, for every string anywhere in a definition (`ruleChain` and `metadata`, any depth):
  * 1. its key, or the key of any object or array it sits in, matches `SECRET_KEY_PATTERN`
  *    (`token`, `secret`, `password`, `api_key`, `authorization`, `cookie`, ...);
- * 2. it is a value of an object named `headers` whose header name matches the same pattern or
- *    contains `auth` (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-Api-Key`,
- *    `X-Auth-Token`, `X-Auth-Key`, ...);
+ * 2. it is a value of an object named `headers` (MCP servers, `restApiCall`, any node or
+ *    tool): every header is a secret, whatever its name (`Ocp-Apim-Subscription-Key`,
+ *    `x-functions-key`, `X-Signature` carry credentials no name list foresees), except the
+ *    few that only describe content (`Accept`, `Content-Type`, `User-Agent`, ...: BENIGN_HEADERS);
  * 3. it is a URL (`scheme://...`) with user info (`https://user:pass@host`) or with a query
- *    parameter named like a secret (`?api_key=`, `&access_token=`, `?key=`, `?sig=`): the
- *    whole URL is then the secret.
+ *    parameter shaped like a credential (`?api_key=`, `&access_token=`, `?key=`, `?sig=`,
+ *    `?code=`, `X-Amz-Signature`, `?subscription-key=`): the whole URL is then the secret;
+ * 4. it is a value of `ruleChain.configuration.vars` that a secret place (1-3) names as
+ *    `${vars.<name>}`: the header `Bearer ${vars.token}` makes `vars.token` a secret.
  * Non-string values (`maxTokens: 1000`) are never secret. Empty strings hold nothing to seal.
  */
 
@@ -30,8 +33,24 @@ export const SECRET_MARKER = '[secret]';
 export const SEALED_PREFIX = 'sealed:';
 
 const SECRET_KEY_PATTERN = /token|secret|password|passwd|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|credential|authorization|cookie/i;
-const SECRET_HEADER_PATTERN = /auth/i;
-const SECRET_QUERY_NAMES = new Set(['key', 'sig', 'signature']);
+/** Headers that describe the content or the client, never a credential: the only headers left unsealed. */
+const BENIGN_HEADERS = new Set([
+  'accept',
+  'accept-charset',
+  'accept-encoding',
+  'accept-language',
+  'cache-control',
+  'content-encoding',
+  'content-language',
+  'content-type',
+  'pragma',
+  'user-agent',
+  'x-request-id',
+  'x-correlation-id',
+]);
+/** Query parameter names that carry credentials although no secret word is in them (Azure `code`, S3 and GCS signatures, SAS `sig`). */
+const SECRET_QUERY_NAME = /^(key|code|sig|signature|auth|sas|hmac|hash)$|signature|credential|subscription[-_]?key|[-_.]key$/i;
+const VARS_REFERENCE = /\$\{\s*vars\.([A-Za-z0-9_.-]+)\s*\}/g;
 const URL_START = /^[a-z][a-z0-9+.-]*:\/\/([^\s/?#]*)/i;
 
 /** The port provider keys are sealed with (`Runtime.secrets`). */
@@ -44,8 +63,9 @@ export function isSecretKey(key: string): boolean {
   return SECRET_KEY_PATTERN.test(key);
 }
 
+/** Every header is a secret but the few that only describe content or the client (BENIGN_HEADERS). */
 export function isSecretHeader(name: string): boolean {
-  return SECRET_KEY_PATTERN.test(name) || SECRET_HEADER_PATTERN.test(name);
+  return SECRET_KEY_PATTERN.test(name) || !BENIGN_HEADERS.has(name.trim().toLowerCase());
 }
 
 /** A URL whose text carries a credential (user info, or a query parameter named like one). */
@@ -57,7 +77,7 @@ export function isSecretUrl(value: string): boolean {
   if (query < 0) return false;
   for (const pair of value.slice(query + 1).split(/[&#]/)) {
     const name = decodeName(pair.split('=')[0] ?? '');
-    if (name && (SECRET_KEY_PATTERN.test(name) || SECRET_QUERY_NAMES.has(name.toLowerCase()))) return true;
+    if (name && (SECRET_KEY_PATTERN.test(name) || SECRET_QUERY_NAME.test(name))) return true;
   }
   return false;
 }
@@ -99,6 +119,7 @@ type Visit = (value: string | null, at: Position) => string | null | typeof REMO
  * secret would (so that `null` can remove one); everything else is copied as it is.
  */
 function transform(value: unknown, visit: Visit): unknown {
+  const secretVars = secretVarsOf(value);
   const walk = (v: unknown, at: Position): unknown => {
     if (typeof v === 'string') return visit(v, at);
     if (v === null) return at.secretByName ? visit(null, at) : null;
@@ -117,9 +138,10 @@ function transform(value: unknown, visit: Visit): unknown {
       return out;
     }
     const isHeaders = /^headers$/i.test(lastSegment(at.path));
+    const isVars = at.path === VARS_PATH;
     const out: Record<string, unknown> = {};
     for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
-      const secretByName = at.secretByName || isSecretKey(k) || (isHeaders && isSecretHeader(k));
+      const secretByName = at.secretByName || isSecretKey(k) || (isHeaders && isSecretHeader(k)) || (isVars && secretVars.has(k));
       const r = walk(item, {
         path: at.path ? `${at.path}.${k}` : k,
         key: `${at.key}.${isHeaders ? k.toLowerCase() : k}`,
@@ -132,6 +154,35 @@ function transform(value: unknown, visit: Visit): unknown {
     return out;
   };
   return walk(value, { path: '', key: '', secretByName: false, scope: '' });
+}
+
+/** Where a chain's variables live: `${vars.x}` in its node configurations reads them. */
+const VARS_PATH = 'ruleChain.configuration.vars';
+
+/**
+ * The names of the chain variables a secret place refers to (`Bearer ${vars.token}` in a
+ * header): their values are the credential the secret place will carry, so they are secrets
+ * too. A sealed secret place hides its references; its variables were sealed with it.
+ */
+function secretVarsOf(value: unknown): Set<string> {
+  const names = new Set<string>();
+  const scan = (v: unknown, path: string, secretByName: boolean): void => {
+    if (typeof v === 'string') {
+      if (secretByName || isSecretUrl(v)) for (const m of v.matchAll(VARS_REFERENCE)) names.add(m[1]!);
+      return;
+    }
+    if (v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) {
+      v.forEach((item, i) => scan(item, `${path}[${i}]`, secretByName));
+      return;
+    }
+    const isHeaders = /^headers$/i.test(lastSegment(path));
+    for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
+      scan(item, path ? `${path}.${k}` : k, secretByName || isSecretKey(k) || (isHeaders && isSecretHeader(k)));
+    }
+  };
+  scan(value, '', false);
+  return names;
 }
 
 function lastSegment(path: string): string {

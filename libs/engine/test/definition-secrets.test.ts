@@ -174,3 +174,60 @@ describe('the worker and the start-up pass', () => {
     expect(again).toEqual({ dsl: first.dsl, changed: false });
   });
 });
+
+describe('secrets found by schema, not by a name list (issue 35, finding 7)', () => {
+  it('every header but the content-describing few is a secret', () => {
+    for (const h of ['Ocp-Apim-Subscription-Key', 'x-functions-key', 'X-Signature', 'X-Hub-Signature-256', 'X-Custom', 'DD-API-KEY', 'apikey']) expect(isSecretHeader(h), h).toBe(true);
+    for (const h of ['Accept', 'content-type', 'User-Agent', 'Accept-Language', 'Cache-Control']) expect(isSecretHeader(h), h).toBe(false);
+  });
+
+  it('credential-shaped query parameters make the URL a secret', () => {
+    for (const url of [
+      'https://fn.azurewebsites.net/api/hook?code=abc',
+      'https://bucket.s3.amazonaws.com/o?X-Amz-Signature=abc&X-Amz-Credential=x',
+      'https://acct.blob.core.windows.net/c?sv=2020&sig=abc',
+      'https://api.example.com/x?subscription-key=abc',
+      'https://api.example.com/x?token=abc',
+      'https://api.example.com/x?client_key=abc',
+    ]) {
+      expect(isSecretUrl(url), url).toBe(true);
+    }
+    for (const url of ['https://api.example.com/x?q=code', 'https://api.example.com/x?page=2&sort=name']) expect(isSecretUrl(url), url).toBe(false);
+  });
+
+  it('seals unknown headers, ?code= URLs and the vars a secret place refers to; reads show the marker; a run gets them back', () => {
+    const dsl = {
+      ruleChain: { id: 'c', name: 'C', configuration: { vars: { subKey: 'azure-sub-key', plain: 'visible', hookUrl: 'unused' } } },
+      metadata: {
+        nodes: [
+          {
+            id: 'call',
+            type: 'restApiCall',
+            configuration: {
+              restEndpointUrlPattern: 'https://fn.azurewebsites.net/api/hook?code=fn-code-123',
+              headers: { 'Ocp-Apim-Subscription-Key': '${vars.subKey}', 'x-functions-key': 'fn-key-456', 'X-Signature': 'sig-789', 'Content-Type': 'application/json' },
+            },
+          },
+          { id: 'log', type: 'log', configuration: { jsScript: "return '${vars.plain}';" } },
+        ],
+        connections: [],
+      },
+    };
+    const sealed = sealDefinition(dsl, undefined, sealer);
+    const text = JSON.stringify(sealed);
+    for (const plain of ['azure-sub-key', 'fn-code-123', 'fn-key-456', 'sig-789']) expect(text, plain).not.toContain(plain);
+    const read = redactDefinition(sealed) as typeof dsl;
+    expect(read.ruleChain.configuration.vars).toEqual({ subKey: SECRET_MARKER, plain: 'visible', hookUrl: 'unused' });
+    expect(read.metadata.nodes[0]!.configuration.headers).toEqual({
+      'Ocp-Apim-Subscription-Key': SECRET_MARKER,
+      'x-functions-key': SECRET_MARKER,
+      'X-Signature': SECRET_MARKER,
+      'Content-Type': 'application/json',
+    });
+    expect(read.metadata.nodes[0]!.configuration.restEndpointUrlPattern).toBe(SECRET_MARKER);
+    expect(unsealDefinition(sealed, sealer, 'chain "c"')).toEqual(dsl);
+    // What a client read, sent back unchanged, keeps every secret.
+    expect(unsealDefinition(sealDefinition(read, sealed, sealer), sealer, 'chain "c"')).toEqual(dsl);
+  });
+});
+

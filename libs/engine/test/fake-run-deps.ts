@@ -39,6 +39,7 @@ export function fakeRunDeps(db: Db, overrides: Partial<RunDeps> = {}): { deps: R
     modelInfo: async () => undefined,
     maxFileBytes: 1024 * 1024,
     allowUnsandboxedBash: () => false,
+    workspaceByteLimit: async () => undefined,
     bounds: () => ({ maxCallDepth: 8, maxRunMs: 600_000, maxModelCalls: 200, maxToolCalls: 500, maxToolTimeoutMs: 600_000 }),
     builtin: {},
     chains: {

@@ -178,6 +178,23 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    // `/metrics` on every service (the gateway's port, the others' HEALTH_PORT). It was public and
+    // labelled tokens by agent id: who may read it, and whether users' agent ids become labels.
+    metrics: Type.Object(
+      {
+        token: Type.Union([Type.Literal(''), Type.String({ minLength: 16 })], {
+          default: '',
+          description:
+            'secret; when set (16+ characters), /metrics answers only requests with "Authorization: Bearer <token>" (401 otherwise), from any address; empty: /metrics follows security.allowFrom.management (every address when that is empty)',
+        }),
+        agent_label: Type.Boolean({
+          default: false,
+          description:
+            'label agentry_tokens_total by agent id (agent="<id>"); off, every series has agent="" (agent ids are chosen by users: one series per agent is an unbounded label set)',
+        }),
+      },
+      { additionalProperties: false, default: {}, description: 'who may read /metrics, and its labels' },
+    ),
     models: Type.Object(
       {
         default_provider: Type.String({ default: '', description: 'provider id used when an agent names none' }),
@@ -211,6 +228,24 @@ export const ConfigSchema = Type.Object(
           description:
             'tokens a model call of a principal with a tokensPerDay budget reserves for its answer when it sets no max_tokens (its prompt is estimated and reserved too); settled to what the provider reports once the call is done',
         }),
+        // What one plain user may hold (admins and open servers: no limit). A user's cron jobs are
+        // held by cronMaxJobsPerUser above. Over one: 409 "Limit reached: ..." naming the setting.
+        quotas: Type.Object(
+          {
+            agentsPerUser: Type.Integer({ minimum: 0, default: 100, description: 'most agents a non-admin user may own; 0: none' }),
+            sessionsPerUser: Type.Integer({
+              minimum: 0,
+              default: 1000,
+              description: "most chat sessions a non-admin user may own over every agent (a chat naming a new sessionId, or a stored response, opens one); 0: none",
+            }),
+            workspaceBytesPerAgent: Type.Integer({
+              minimum: 0,
+              default: 104_857_600,
+              description: "most bytes of files in the workspace of an agent a non-admin user owns (REST writes and the agent's own tools alike); 0: no files",
+            }),
+          },
+          { additionalProperties: false, default: {}, description: 'per-user quotas; admins are not held' },
+        ),
         allowUnsandboxedBash: Type.Boolean({
           default: false,
           description:

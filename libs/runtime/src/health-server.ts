@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { HealthRegistry } from './health.js';
+import { metricsAccess, type MetricsAccessConfig } from './metrics-access.js';
 
 /**
  * The small HTTP endpoint of services that have no API of their own (agent-worker,
@@ -12,6 +13,8 @@ export async function startHealthServer(opts: {
   port: number;
   health: HealthRegistry;
   metrics: Registry;
+  /** The live configuration `/metrics` is guarded by (metrics.token, the management allow-list). */
+  config: () => MetricsAccessConfig;
 }): Promise<{ port: number; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
@@ -29,6 +32,12 @@ export async function startHealthServer(opts: {
       return;
     }
     if (url === '/metrics') {
+      // No proxy in front of a health server: the peer's address is the client's.
+      const verdict = metricsAccess(opts.config(), { authorization: req.headers.authorization, ip: req.socket.remoteAddress ?? '' });
+      if (!verdict.ok) {
+        if (verdict.status === 401) res.setHeader('www-authenticate', 'Bearer');
+        return send(verdict.status, 'application/json', JSON.stringify({ error: verdict.error }));
+      }
       void opts.metrics.metrics().then((text) => send(200, opts.metrics.contentType, text));
       return;
     }
@@ -51,10 +60,10 @@ export async function startHealthServer(opts: {
 
 /** Serves the probes of a runtime and closes them with it. Port 0 picks a free port. */
 export async function serveProbes(
-  runtime: { health: HealthRegistry; metrics: Registry; lifecycle: { add(name: string, close: () => Promise<void>): void }; logger: { info(obj: object, msg: string): void } },
+  runtime: { health: HealthRegistry; metrics: Registry; config: { current: MetricsAccessConfig }; lifecycle: { add(name: string, close: () => Promise<void>): void }; logger: { info(obj: object, msg: string): void } },
   opts: { host: string; port: number },
 ): Promise<number> {
-  const server = await startHealthServer({ ...opts, health: runtime.health, metrics: runtime.metrics });
+  const server = await startHealthServer({ ...opts, health: runtime.health, metrics: runtime.metrics, config: () => runtime.config.current });
   runtime.lifecycle.add('probes', async () => {
     runtime.health.markStopping();
     await server.close();

@@ -11,5 +11,6 @@ export * from './run-main.js';
 export * from './secrets.js';
 export * from './service-metrics.js';
 export * from './address-list.js';
+export * from './metrics-access.js';
 export * from './tracing.js';
 export * from './periodic.js';

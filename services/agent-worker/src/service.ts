@@ -18,7 +18,7 @@ import {
   type ToolDefinition,
 } from '@agentry/engine';
 import { AgentCache, SkillsCache, TokenBudgets } from '@agentry/runs';
-import { FINAL_RUN_STATUSES, type RunRecord } from '@agentry/db';
+import { FINAL_RUN_STATUSES, getUser, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';
 import { ListenerWatchdog } from './listener-watchdog.js';
@@ -190,6 +190,15 @@ function sharedRunDeps(
     modelInfo: parts.modelInfo,
     maxFileBytes: runtime.config.current.workspace.max_file_bytes,
     allowUnsandboxedBash: () => runtime.config.current.security.allowUnsandboxedBash,
+    workspaceByteLimit: async (agentId) => {
+      // Held as the workspace routes hold a plain user: an agent whose owner is a user without
+      // the admin role (on a server that requires auth); admins' agents and file imports are not.
+      const security = runtime.config.current.security;
+      if (!security.requireAuth) return undefined;
+      const owner = (await parts.agents.get(agentId))?.owner;
+      const user = owner === undefined ? undefined : await getUser(db.db, owner);
+      return user && user.role !== 'admin' ? security.quotas.workspaceBytesPerAgent : undefined;
+    },
     bounds: () => {
       const w = runtime.config.current.worker;
       return { maxCallDepth: w.max_call_depth, maxRunMs: w.max_run_ms, maxModelCalls: w.max_model_calls_per_run, maxToolCalls: w.max_tool_calls_per_run, maxToolTimeoutMs: w.max_tool_timeout_ms };
@@ -244,10 +253,14 @@ async function modelClient(
     });
     await providers.start();
   }
-  const stream = measuredStream(testStream ?? ((req: ModelCallRequest) => providers!.stream(req)), runtime.metrics, usage, () => runtime.config.current.models.default_provider, {
-    budgets,
-    answerTokens: () => runtime.config.current.security.budgetReserveTokens,
-  });
+  const stream = measuredStream(
+    testStream ?? ((req: ModelCallRequest) => providers!.stream(req)),
+    runtime.metrics,
+    usage,
+    () => runtime.config.current.models.default_provider,
+    { budgets, answerTokens: () => runtime.config.current.security.budgetReserveTokens },
+    () => runtime.config.current.metrics.agent_label,
+  );
   // Context windows come from the providers' cached rows; a test's stream has no cache, so the rows are read.
   const modelInfo = (req: { provider?: string; model?: string }) =>
     providers ? providers.modelInfo(req) : modelInfoFromDb(runtime.db.db, runtime.config.current.models.default_provider, req);
@@ -272,12 +285,14 @@ function measuredStream(
   usage: UsageRecorder,
   defaultProvider: () => string,
   budget: { budgets: TokenBudgets; answerTokens: () => number },
+  /** metrics.agent_label: the agent id as a label only when an operator asked (ids are users' choice, an unbounded set). */
+  agentLabel: () => boolean,
 ): MeasuredStream {
   const calls = serviceMetrics.providerCalls(metrics);
   const ttft = serviceMetrics.providerTtft(metrics);
   const tokens = serviceMetrics.tokens(metrics);
   return async function* (req, run) {
-    const agent = run.agentId;
+    const agent = agentLabel() ? run.agentId : '';
     const provider = req.provider || defaultProvider() || 'default';
     const reservation = await budget.budgets.reserve(run.principal, estimateCallTokens(req, budget.answerTokens()));
     let settled = false;

@@ -160,18 +160,34 @@ describe('agent-worker', () => {
     expect(calls.at(-1)).toMatchObject({ provider: 'p', params: { temperature: 0.5 }, messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hi' }] });
   });
 
-  it("counts each model call's tokens in agentry_tokens_total, by the run's agent, the provider that answered and kind", async () => {
+  it("counts each model call's tokens in agentry_tokens_total, by the run's agent (with metrics.agent_label), the provider that answered and kind", async () => {
     const tokens = async () => {
       const metric = await runtime.metrics.getSingleMetric('agentry_tokens_total')?.get();
       const of = (agent: string, kind: string) => metric?.values.find((v) => v.labels.agent === agent && v.labels.kind === kind && v.labels.provider === 'p')?.value ?? 0;
-      return { w: [of('w', 'prompt'), of('w', 'completion')], post: [of('post', 'prompt'), of('post', 'completion')] };
+      return { w: [of('w', 'prompt'), of('w', 'completion')], post: [of('post', 'prompt'), of('post', 'completion')], none: [of('', 'prompt'), of('', 'completion')] };
     };
-    const before = await tokens();
-    await run('hi');
-    await run('hi', { agentId: 'post' });
-    await run('hi', { agentId: 'post' });
-    const after = await tokens();
-    expect({ w: [after.w[0]! - before.w[0]!, after.w[1]! - before.w[1]!], post: [after.post[0]! - before.post[0]!, after.post[1]! - before.post[1]!] }).toEqual({ w: [1, 2], post: [2, 4] });
+    const delta = (a: number[], b: number[]) => a.map((x, i) => x - b[i]!);
+    const three = async () => {
+      await run('hi');
+      await run('hi', { agentId: 'post' });
+      await run('hi', { agentId: 'post' });
+    };
+    // Default (metrics.agent_label false): agent ids are users' choice, so no series carries one.
+    expect(runtime.config.current.metrics.agent_label).toBe(false);
+    let before = await tokens();
+    await three();
+    let after = await tokens();
+    expect({ w: delta(after.w, before.w), post: delta(after.post, before.post), none: delta(after.none, before.none) }).toEqual({ w: [0, 0], post: [0, 0], none: [3, 6] });
+    // An operator who wants per-agent series turns the label on (read at every call: the live config).
+    (runtime.config.current.metrics as { agent_label: boolean }).agent_label = true;
+    try {
+      before = await tokens();
+      await three();
+      after = await tokens();
+      expect({ w: delta(after.w, before.w), post: delta(after.post, before.post), none: delta(after.none, before.none) }).toEqual({ w: [1, 2], post: [2, 4], none: [0, 0] });
+    } finally {
+      (runtime.config.current.metrics as { agent_label: boolean }).agent_label = false;
+    }
   });
 
   it("records a run_usage row per model call, with the run's agent and principal, and adds the tokens to the principal's day budget", async () => {

@@ -59,4 +59,24 @@ describe("another user's agent skills and rules", { timeout: 120_000 }, () => {
       expect((await req(tokens.admin, 'GET', url)).statusCode, url).toBe(200);
     }
   });
+
+  it('GET /skills without an agent lists global skills and only the local skills of agents the caller owns (admins: all)', async () => {
+    expect((await req(tokens.bob, 'POST', '/agents', agentDsl('private_b'))).statusCode).toBe(201);
+    expect((await req(tokens.bob, 'POST', '/agents/private_b/skills', { name: 'bobnote', description: 'd', content: 'bob only' })).statusCode).toBe(201);
+    expect((await req(tokens.admin, 'POST', '/skills', { name: 'shared', description: 'd', content: 'for all', scope: 'global' })).statusCode).toBe(201);
+    const names = async (token: string, url: string) => {
+      const res = await req(token, 'GET', url);
+      expect(res.statusCode, res.body).toBe(200);
+      const body = res.json() as { data: Array<{ name: string; agentId?: string }>; total: number };
+      expect(body.total).toBe(body.data.length);
+      return body.data.map((s) => `${s.agentId ?? 'global'}/${s.name}`).sort();
+    };
+    for (const url of ['/skills', '/skills?scope=all', '/skills?scope=local']) {
+      const all = url.endsWith('local') ? [] : ['global/shared'];
+      expect(await names(tokens.bob, url), url).toEqual([...all, 'private_b/bobnote'].sort());
+      expect(await names(tokens.alice, url), url).toEqual([...all, 'private_a/diary'].sort());
+      expect(await names(tokens.admin, url), url).toEqual([...all, 'private_a/diary', 'private_b/bobnote'].sort());
+    }
+    expect((await req(tokens.bob, 'GET', '/skills')).body).not.toContain('diary');
+  });
 });

@@ -51,7 +51,7 @@ describe('security.allowFrom', { timeout: 30_000 }, () => {
     expect(h.logs.some((l) => l.includes('address refused by the allow-list') && l.includes('"list":"security.allowFrom.chat"') && l.includes('10.1.2.3'))).toBe(true);
   });
 
-  it('management routes, login included, answer the management list only; probes anyone', async () => {
+  it('management routes, login included, answer the management list only; /health and /ready anyone, /metrics the management list', async () => {
     expect((await login('10.20.30.40')).statusCode).toBe(200);
     expect((await login('::1')).statusCode).toBe(200);
     expect((await login('::ffff:10.0.0.7')).statusCode).toBe(200);
@@ -60,9 +60,16 @@ describe('security.allowFrom', { timeout: 30_000 }, () => {
     expect(refused.json()).toEqual({ error: 'Not allowed: address 192.168.1.5 is not in security.allowFrom.management' });
     expect((await from('192.168.1.5', 'GET', '/config')).statusCode).toBe(403);
     expect((await from('2001:db8::5', 'GET', '/agents')).statusCode).toBe(403);
-    for (const probe of ['/health', '/ready', '/metrics']) {
+    for (const probe of ['/health', '/ready']) {
       expect((await h.app.inject({ method: 'GET', url: probe, remoteAddress: '198.51.100.1' })).statusCode, probe).not.toBe(403);
     }
+    // Without metrics.token, /metrics is management: the allow-list applies to it.
+    const metrics = await h.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '198.51.100.1' });
+    expect(metrics.statusCode).toBe(403);
+    expect(metrics.json()).toEqual({ error: 'Not allowed: address 198.51.100.1 is not in security.allowFrom.management (set metrics.token to scrape /metrics from elsewhere)' });
+    expect(metrics.body).not.toContain('agentry_');
+    expect((await h.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.9.8.7' })).statusCode).toBe(200);
+    expect((await h.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '::1' })).statusCode).toBe(200);
   });
 
   it('X-Forwarded-For is ignored without server.trust_proxy', async () => {

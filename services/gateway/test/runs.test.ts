@@ -32,9 +32,15 @@ beforeAll(async () => {
   expect(made.statusCode).toBe(201);
   const db = h.runtime.db.db;
   const request = { messages: [{ role: 'user', content: 'a secret question' }] };
-  await insertRun(db, { id: 'run_chain', agentId: 'runs_agent', sessionId: null, source: 'api', request });
+  await insertRun(db, { id: 'run_chain', agentId: 'runs_agent', sessionId: null, source: 'api', request, principal: 'user:alice' });
   await claimRun(db, 'run_chain');
   await finishRun(db, 'run_chain', { status: 'succeeded', output: 'a secret answer', steps: STEPS });
+  // Runs of alice's agent asked by someone else: bob, an api account, a channel peer (nobody named).
+  for (const [id, principal] of [['run_of_bob', 'user:bob'], ['run_of_account', 'api:acct1'], ['run_of_channel', '']] as const) {
+    await insertRun(db, { id, agentId: 'runs_agent', sessionId: null, source: principal === '' ? 'chat_a' : 'api', request, principal });
+    await claimRun(db, id);
+    await finishRun(db, id, { status: 'succeeded', output: 'a secret answer', steps: STEPS });
+  }
   await insertRun(db, { id: 'run_lone', agentId: 'runs_agent', sessionId: null, source: 'cron', request });
   await claimRun(db, 'run_lone');
   await finishRun(db, 'run_lone', { status: 'failed', error: 'the model failed' });
@@ -49,9 +55,9 @@ describe('GET /agents/{agentId}/runs', () => {
     const res = await get('/agents/runs_agent/runs', 'alice');
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json() as { data: Array<Record<string, unknown>>; total: number; page: number; size: number };
-    expect(body).toMatchObject({ total: 3, page: 1, size: 20 });
-    expect(body.data.map((r) => r.id)).toEqual(['run_queued', 'run_lone', 'run_chain']);
-    const [queued, lone, chain] = body.data;
+    expect(body).toMatchObject({ total: 6, page: 1, size: 20 });
+    expect(body.data.map((r) => String(r.id)).filter((id) => !id.startsWith('run_of_'))).toEqual(['run_queued', 'run_lone', 'run_chain']);
+    const [queued, lone, chain] = ['run_queued', 'run_lone', 'run_chain'].map((id) => body.data.find((r) => r.id === id));
     expect(chain).toMatchObject({ status: 'succeeded', source: 'api', hasSteps: true, error: null });
     expect(typeof chain!.durationMs).toBe('number');
     expect(lone).toMatchObject({ status: 'failed', source: 'cron', hasSteps: false, error: 'the model failed' });
@@ -61,13 +67,14 @@ describe('GET /agents/{agentId}/runs', () => {
   });
 
   it('pages', async () => {
-    const res = await get('/agents/runs_agent/runs?page=2&size=2', 'alice');
-    expect(res.json()).toMatchObject({ total: 3, page: 2, size: 2, data: [{ id: 'run_chain' }] });
+    const res = await get('/agents/runs_agent/runs?page=3&size=2', 'alice');
+    expect(res.json()).toMatchObject({ total: 6, page: 3, size: 2 });
+    expect((res.json() as { data: unknown[] }).data).toHaveLength(2);
     expect((await get('/agents/runs_agent/runs?size=500', 'alice')).statusCode).toBe(400);
   });
 
   it("is the owner's and the admin's: another user is refused, an unknown agent is a 404", async () => {
-    expect((await get('/agents/runs_agent/runs', 'admin')).json()).toMatchObject({ total: 3 });
+    expect((await get('/agents/runs_agent/runs', 'admin')).json()).toMatchObject({ total: 6 });
     const bob = await get('/agents/runs_agent/runs', 'bob');
     expect(bob.statusCode).toBe(403);
     expect(bob.body).not.toContain('run_chain');
@@ -81,20 +88,41 @@ describe('GET /runs/{runId}/steps', () => {
   it('gives the owner the recorded steps, debug messages included', async () => {
     const res = await get('/runs/run_chain/steps', 'alice');
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toEqual({ runId: 'run_chain', agentId: 'runs_agent', status: 'succeeded', recorded: true, steps: STEPS });
+    expect(res.json()).toEqual({ runId: 'run_chain', agentId: 'runs_agent', status: 'succeeded', recorded: true, redacted: false, steps: STEPS });
   });
 
   it('a run that did not run as a chain has none', async () => {
-    expect((await get('/runs/run_lone/steps', 'alice')).json()).toEqual({ runId: 'run_lone', agentId: 'runs_agent', status: 'failed', recorded: false, steps: [] });
+    expect((await get('/runs/run_lone/steps', 'alice')).json()).toEqual({ runId: 'run_lone', agentId: 'runs_agent', status: 'failed', recorded: false, redacted: true, steps: [] });
   });
 
   it('the admin sees them; another user gets the 404 an unknown run gets', async () => {
-    expect((await get('/runs/run_chain/steps', 'admin')).json()).toMatchObject({ recorded: true, steps: STEPS });
+    expect((await get('/runs/run_chain/steps', 'admin')).json()).toMatchObject({ recorded: true, redacted: false, steps: STEPS });
     const bob = await get('/runs/run_chain/steps', 'bob');
     const unknown = await get('/runs/run_nope/steps', 'bob');
     expect(bob.statusCode).toBe(404);
     expect(unknown.statusCode).toBe(404);
     expect(bob.json()).toEqual({ error: expect.stringContaining('run_chain') });
     expect(bob.body).not.toContain('exprTransform');
+  });
+
+  it("shows the agent's owner another principal's run without its message contents (debugMode in/out); admins see them", async () => {
+    for (const id of ['run_of_bob', 'run_of_account', 'run_of_channel']) {
+      const res = await get(`/runs/${id}/steps`, 'alice');
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json(), id).toEqual({
+        runId: id,
+        agentId: 'runs_agent',
+        status: 'succeeded',
+        recorded: true,
+        redacted: true,
+        steps: [
+          { nodeId: 't', type: 'exprTransform', relations: ['Success'], ms: 1.5, debug: { chainId: 'runs_agent', redacted: true } },
+          { nodeId: 'node_agent', type: 'ai/agent', relations: ['Success'], ms: 20 },
+        ],
+      });
+      expect(res.body, id).not.toContain('"hi"');
+      expect(res.body, id).not.toContain('HI');
+      expect((await get(`/runs/${id}/steps`, 'admin')).json(), id).toMatchObject({ redacted: false, steps: STEPS });
+    }
   });
 });

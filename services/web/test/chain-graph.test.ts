@@ -138,10 +138,14 @@ describe('replaying a run', () => {
         { nodeId: 's2', type: 'ai/agent', relations: ['Success'], ms: 40, debug: { chainId: 'support', in: { data: 'q' }, out: { data: 'a' } } },
         { nodeId: 's4', type: 'end', relations: [], ms: 0 },
         { nodeId: 'gone', relations: [], ms: 1 },
+        { nodeId: 's1', type: 'jsFilter', relations: ['True'], ms: 1, debug: { chainId: 'support', redacted: true } },
       ],
     });
     if (!parsed.ok) throw new Error(parsed.problem);
     expect(parsed.steps[1]!.debug).toEqual({ in: { data: 'q' }, out: { data: 'a' } });
+    // Another principal's run: the gateway left the messages out and says so.
+    expect(parsed.steps[4]!.debug).toEqual({ redacted: true });
+    parsed.steps.pop();
     const r = replayOf(g, parsed.steps);
     expect(r.nodes).toEqual({
       s1: { order: [1], relations: ['True'], ms: 2, error: undefined },

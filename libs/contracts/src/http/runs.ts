@@ -29,8 +29,16 @@ export const RunStep = Type.Object({
   error: Type.Optional(Type.String()),
   debug: Type.Optional(
     Type.Object(
-      { chainId: Type.String(), in: Type.Unknown(), out: Type.Unknown() },
-      { description: "with debugMode: the message the node got and the one it passed on (over 64 KiB: {truncated, chars, preview})" },
+      {
+        chainId: Type.String(),
+        in: Type.Optional(Type.Unknown()),
+        out: Type.Optional(Type.Unknown()),
+        redacted: Type.Optional(Type.Boolean({ description: 'true: `in` and `out` are left out (the run is another principal\'s)' })),
+      },
+      {
+        description:
+          "with debugMode: the message the node got and the one it passed on (over 64 KiB: {truncated, chars, preview}); only the run's own principal and admins see them, anyone else gets `{chainId, redacted: true}`",
+      },
     ),
   ),
 });
@@ -42,6 +50,9 @@ export const RunSteps = Type.Object({
   agentId: Type.String(),
   status: Type.String(),
   recorded: Type.Boolean(),
+  redacted: Type.Boolean({
+    description: "true: the run is another principal's (the caller owns the agent, not the conversation): debug messages are left out, the steps' structure stays",
+  }),
   steps: Type.Array(RunStep),
 });
 export type RunSteps = Static<typeof RunSteps>;

@@ -38,6 +38,8 @@ export interface RuleChainFilter {
   /** Agent-level rules of this agent. */
   agentId?: string;
   category?: string;
+  /** Rows this username owns (quotas count a user's agents). */
+  owner?: string;
 }
 
 const COLUMNS = ['id', 'kind', 'agent_id', 'name', 'category', 'dsl', 'owner', 'audience', 'created_at', 'updated_at'] as const;
@@ -75,6 +77,7 @@ function filtered(db: Db, filter: RuleChainFilter) {
   if (filter.kind) query = query.where('kind', '=', filter.kind);
   if (filter.agentId !== undefined) query = query.where('agent_id', '=', filter.agentId);
   if (filter.category !== undefined) query = query.where('category', '=', filter.category);
+  if (filter.owner !== undefined) query = query.where('owner', '=', filter.owner);
   return query;
 }
 

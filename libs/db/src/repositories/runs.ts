@@ -257,9 +257,10 @@ export async function listRunsOfAgent(db: Db, agentId: string, page: { limit: nu
 }
 
 /** A run's agent, status and stored steps (null: none recorded), or undefined when no such run. */
-export async function getRunSteps(db: Db, id: string): Promise<{ agentId: string; status: RunStatus; steps: JsonValue | null } | undefined> {
-  const row = await db.selectFrom('runs').select(['agent_id', 'status', 'steps']).where('id', '=', id).executeTakeFirst();
-  return row ? { agentId: row.agent_id, status: row.status, steps: row.steps } : undefined;
+/** A run's steps, with who asked (`principal`: whose contents the steps' debug messages are). */
+export async function getRunSteps(db: Db, id: string): Promise<{ agentId: string; status: RunStatus; principal: string; steps: JsonValue | null } | undefined> {
+  const row = await db.selectFrom('runs').select(['agent_id', 'status', 'principal', 'steps']).where('id', '=', id).executeTakeFirst();
+  return row ? { agentId: row.agent_id, status: row.status, principal: row.principal, steps: row.steps } : undefined;
 }
 
 /** Is an earlier run of the same session still queued or running? Turns of a session go one at a time. */

@@ -277,6 +277,16 @@ export async function listSessions(
   return { data: rows.map(toSession), total: Number(count.n) };
 }
 
+/** How many sessions a principal owns (`user:<name>`), over every agent: the session quota counts them. */
+export async function countSessionsOfOwner(db: Db, owner: string): Promise<number> {
+  const { n } = await db
+    .selectFrom('sessions')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('owner', '=', owner)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 /** Gives a session a title of its owner's choosing (the first question names it until then). */
 export async function renameSession(db: Db, id: string, title: string): Promise<void> {
   await db.updateTable('sessions').set({ title }).where('id', '=', id).execute();

@@ -24,6 +24,11 @@ export interface SkillFilter {
   /** all (default): global and local; local skills only of `agentId` when it is given. */
   scope?: 'all' | SkillScope;
   agentId?: string;
+  /**
+   * Local skills only of agents this username owns (global skills are not limited). Unset: every
+   * agent's. A plain user's view of the list: another user's agent-local skills are theirs alone.
+   */
+  localOwner?: string;
 }
 
 const COLUMNS = ['scope', 'agent_id', 'name', 'description', 'content', 'status', 'created_at', 'updated_at'] as const;
@@ -68,6 +73,15 @@ function filtered(db: Db, filter: SkillFilter) {
   } else if (filter.agentId !== undefined) {
     const agentId = filter.agentId;
     query = query.where((eb) => eb.or([eb('scope', '=', 'global'), eb('agent_id', '=', agentId)]));
+  }
+  if (filter.localOwner !== undefined) {
+    const owner = filter.localOwner;
+    query = query.where((eb) =>
+      eb.or([
+        eb('scope', '=', 'global'),
+        eb('agent_id', 'in', eb.selectFrom('rule_chains').select('rule_chains.id').where('rule_chains.kind', '=', 'agent').where('rule_chains.owner', '=', owner)),
+      ]),
+    );
   }
   return query;
 }

@@ -105,9 +105,23 @@ async function ensureParents(trx: Db, agentId: string, path: string): Promise<vo
     .execute();
 }
 
+/** Bytes of every file of an agent's workspace, but the one at `except`. */
+export async function workspaceBytes(db: Db, agentId: string, except?: string): Promise<number> {
+  let query = db
+    .selectFrom('workspace_entries')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('size'), sql<number>`0`).as('n'))
+    .where('agent_id', '=', agentId)
+    .where('is_dir', '=', false);
+  if (except !== undefined) query = query.where('path', '!=', except);
+  const { n } = await query.executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 /**
  * Writes a file, creating the directories above it. `create` refuses an existing entry (409);
- * `overwrite` replaces an existing file but never a directory (409).
+ * `overwrite` replaces an existing file but never a directory (409). `maxTotalBytes` (the
+ * owner's `security.quotas.workspaceBytesPerAgent`) refuses a write that would leave the
+ * workspace's files larger than that (409 `Limit reached: ...`).
  */
 export async function writeWorkspaceFile(
   db: Db,
@@ -115,8 +129,20 @@ export async function writeWorkspaceFile(
   path: string,
   content: Uint8Array,
   mode: 'create' | 'overwrite',
+  opts: { maxTotalBytes?: number } = {},
 ): Promise<{ entry: WorkspaceEntry; created: boolean }> {
   return inTransaction(db, async (trx) => {
+    if (opts.maxTotalBytes !== undefined) {
+      // Writes to one agent's workspace under a quota take turns (its row locked), so parallel
+      // writes cannot each see room that only one of them may take.
+      await trx.selectFrom('rule_chains').select('id').where('id', '=', agentId).forUpdate().executeTakeFirst();
+      const others = await workspaceBytes(trx, agentId, path);
+      if (others + content.byteLength > opts.maxTotalBytes) {
+        throw new Errors.QUOTA(
+          `the workspace of agent "${agentId}" would hold ${others + content.byteLength} bytes of files (the limit is ${opts.maxTotalBytes}, security.quotas.workspaceBytesPerAgent): delete files first`,
+        );
+      }
+    }
     await ensureParents(trx, agentId, path);
     const existing = await trx
       .selectFrom('workspace_entries')

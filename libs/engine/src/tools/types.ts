@@ -17,6 +17,11 @@ export interface ToolContext {
   config: Record<string, unknown>;
   /** The deployment's largest workspace file (`workspace.max_file_bytes`); a tool's own limit may only be lower. */
   maxFileBytes?: number;
+  /**
+   * The most bytes of files the agent's workspace may hold (its owner's
+   * `security.quotas.workspaceBytesPerAgent`); resolves undefined, or absent: no limit.
+   */
+  workspaceByteLimit?: () => Promise<number | undefined>;
   /** `security.allowUnsandboxedBash`: whether the bash tool may run with `sandbox: none`. Absent: it may not. */
   allowUnsandboxedBash?: boolean;
   /**

@@ -4,6 +4,7 @@ import { RunKeeps } from '@agentry/contracts';
 import { getRunOutcome, type SessionRecord } from '@agentry/db';
 import { RunEventQueue, RunRelay, GatewayReplies, cancelRun, newRunId, relayLease, submitRun, type RelayLease, type SubmitRunInput } from '@agentry/runs';
 import type { GatewayDeps } from '../deps.js';
+import { assertSessionQuota } from '../auth/quotas.js';
 
 /** What an answer writer needs of the run it relays: its id, and saying it answered or giving up on it. */
 export interface RunControl {
@@ -81,6 +82,14 @@ export class ChatRun implements RunControl {
       detached?: boolean;
     } = {},
   ): Promise<{ session: SessionRecord | null; started: boolean }> {
+    // A new session counts against the user's security.quotas.sessionsPerUser (409 over it).
+    if (input.session) {
+      await assertSessionQuota(this.deps.db.db, this.deps.config.current.security.quotas, this.req.principal, {
+        agentId: input.agentId,
+        key: input.session.key,
+        channel: input.session.channel,
+      });
+    }
     const { session, cancelled } = await submitRun(
       { db: this.deps.db.db, queue: this.deps.bus.queue },
       { ...input, runId: this.runId, replyTo: this.#replies.id, beforeEnqueue: this.#subscribed, signal: this.#clientGone.signal },

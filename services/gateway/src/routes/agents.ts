@@ -34,6 +34,7 @@ import { AgentAudience, AgentList, ReloadResult, RuleChainDocument, SuccessBody,
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
 import { mayChange, ownerName } from '../auth/ownership.js';
+import { assertAgentQuota } from '../auth/quotas.js';
 import { everyoneWarning, newAgentAudience } from '../auth/audience.js';
 import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { PageQuery, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
@@ -135,6 +136,7 @@ function createAgent(deps: GatewayDeps, chains: ChainRoutes) {
     const id = dsl.ruleChain.id;
     await checkReferences(deps.db.db, dsl, ownerName(req.principal), id);
     await checkHeartbeatTarget(deps, id, dsl, false);
+    await assertAgentQuota(deps.db.db, deps.config.current.security.quotas, req.principal);
     const conflict = () => new Errors.CONFLICT(`agent "${id}"`);
     if (await getRuleChain(deps.db.db, id)) throw conflict();
     try {

@@ -4,7 +4,7 @@ import { Errors } from '@agentry/errors';
 import { RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
 import { getRuleChain, getRunOutcome, getRunSteps, isFinalRunStatus, listRunsOfAgent, type RunSummary } from '@agentry/db';
 import { cancelRun } from '@agentry/runs';
-import { mayChange } from '../auth/ownership.js';
+import { isAdmin, mayChange, sessionOwner } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';
 import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';
 import { PageQuery, iso, pageOf, requireAgent, typed, type TypedRequest } from './common.js';
@@ -116,6 +116,12 @@ function summaryView(r: RunSummary) {
   };
 }
 
+/** A step with its debug messages left out (its node, relations, time and error stay). */
+function withoutContents(step: RunStep): RunStep {
+  if (step.debug === undefined) return step;
+  return { ...step, debug: { chainId: step.debug.chainId, redacted: true } };
+}
+
 function getSteps(deps: GatewayDeps) {
   return async (req: TypedRequest<typeof GetSteps>): Promise<RunSteps> => {
     const { runId } = req.params;
@@ -123,6 +129,10 @@ function getSteps(deps: GatewayDeps) {
     const agent = run ? await getRuleChain(deps.db.db, run.agentId) : undefined;
     if (!run || !agent || !mayChange(req.principal, agent.owner)) throw new Errors.NOT_FOUND(`run "${runId}"`);
     const steps = Array.isArray(run.steps) ? (run.steps as unknown as RunStep[]) : [];
-    return { runId, agentId: run.agentId, status: run.status, recorded: Array.isArray(run.steps), steps };
+    // Message contents (prompts, answers, tool arguments and results in debugMode's in/out) are
+    // the conversation's: the run's own principal and admins read them; the agent's owner sees
+    // another principal's run (or a channel's, a cron fire's: nobody named) without them.
+    const redacted = !isAdmin(req.principal) && (run.principal === '' || run.principal !== sessionOwner(req.principal));
+    return { runId, agentId: run.agentId, status: run.status, recorded: Array.isArray(run.steps), redacted, steps: redacted ? steps.map(withoutContents) : steps };
   };
 }

@@ -19,7 +19,7 @@ import {
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
-import { assertOwner } from '../auth/ownership.js';
+import { assertOwner, isAdmin } from '../auth/ownership.js';
 import { documentBody } from '../openapi.js';
 import { PageQuery, iso, pageOf, requireAgent, typed } from './common.js';
 
@@ -261,8 +261,12 @@ function uploadAgentSkills(deps: GatewayDeps) {
 
 function listAllSkills(deps: GatewayDeps) {
   return async (req: Req<unknown, Static<typeof ListQuery>>): Promise<SkillPage> => {
-    if (req.query.agentId !== undefined && req.query.scope !== 'global') await assertOwner(deps.db.db, req.principal, 'agent', { agentId: req.query.agentId });
-    return page(deps.db.db, { scope: req.query.scope ?? 'all', agentId: req.query.agentId }, req.query);
+    const { agentId, scope } = req.query;
+    if (agentId !== undefined && scope !== 'global') await assertOwner(deps.db.db, req.principal, 'agent', { agentId });
+    // Without an agent named, a plain user sees global skills and the local skills of the agents
+    // whose workspace they may read (their own); admins see every agent's. An api account owns none.
+    const localOwner = isAdmin(req.principal) ? undefined : req.principal.kind === 'user' ? req.principal.username : '';
+    return page(deps.db.db, { scope: scope ?? 'all', agentId, ...(localOwner === undefined ? {} : { localOwner }) }, req.query);
   };
 }
 

@@ -19,6 +19,8 @@ import {
 import { SuccessBody, WorkspaceEntryList, WorkspaceFile, WorkspaceWritten, type WorkspaceEntry as WorkspaceListed } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { iso, requireAgent, typed } from './common.js';
+import type { Principal } from '../auth/credentials.js';
+import { workspaceByteLimit } from '../auth/quotas.js';
 
 /** A body field the route does not name is a 400 naming it, not stored and ignored. */
 const Closed = { additionalProperties: false } as const;
@@ -105,6 +107,7 @@ interface Req<Q = unknown, B = unknown> {
   params: Params;
   query: Q;
   body: B;
+  principal: Principal;
 }
 /** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
 interface Reply {
@@ -159,6 +162,12 @@ function readFile(deps: GatewayDeps) {
   };
 }
 
+/** A plain user's writes keep the agent's workspace under security.quotas.workspaceBytesPerAgent; an admin's are not held. */
+function quotaOf(deps: GatewayDeps, req: { principal: Principal }): { maxTotalBytes?: number } {
+  const max = workspaceByteLimit(deps.config.current.security.quotas, req.principal);
+  return max === undefined ? {} : { maxTotalBytes: max };
+}
+
 function overwriteFile(deps: GatewayDeps) {
   return async (req: Req<PathQuery, FileBody>): Promise<WorkspaceWritten> => {
     const { agentId } = req.params;
@@ -166,7 +175,7 @@ function overwriteFile(deps: GatewayDeps) {
     const bytes = decode(req.body.content, req.body.encoding);
     checkSize(deps, bytes);
     await requireAgent(deps.db.db, agentId);
-    return single((await writeWorkspaceFile(deps.db.db, agentId, path, bytes, 'overwrite')).entry);
+    return single((await writeWorkspaceFile(deps.db.db, agentId, path, bytes, 'overwrite', quotaOf(deps, req))).entry);
   };
 }
 
@@ -177,7 +186,7 @@ function createFile(deps: GatewayDeps) {
     const bytes = decode(req.body.content, req.body.encoding);
     checkSize(deps, bytes);
     await requireAgent(deps.db.db, agentId);
-    const { entry } = await writeWorkspaceFile(deps.db.db, agentId, path, bytes, 'create');
+    const { entry } = await writeWorkspaceFile(deps.db.db, agentId, path, bytes, 'create', quotaOf(deps, req));
     reply.code(201);
     return single(entry);
   };

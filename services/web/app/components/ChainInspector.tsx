@@ -168,7 +168,9 @@ export function ReplayPanel({ agentId, replay, steps, onSteps }: { agentId?: str
             {steps.map((s, i) => (
               <li key={i} className={s.error ? 'failed' : undefined}>
                 <code>{s.nodeId}</code> {s.relations.length ? `→ ${s.relations.join(', ')}` : '(end)'}, {s.ms} ms{s.error ? `: ${s.error}` : ''}
-                {s.debug ? (
+                {s.debug && 'redacted' in s.debug ? (
+                  <span className="hint"> (messages hidden: another person's conversation)</span>
+                ) : s.debug ? (
                   <details>
                     <summary>Message in and out</summary>
                     <pre>{JSON.stringify(s.debug, null, 2)}</pre>

@@ -13,8 +13,11 @@ export interface RunStep {
   relations: string[];
   ms: number;
   error?: string;
-  /** With RuleGo's `debugMode`: the message the node got and the one it passed on. */
-  debug?: { in: unknown; out: unknown };
+  /**
+   * With RuleGo's `debugMode`: the message the node got and the one it passed on; `redacted`
+   * instead when the run is another principal's (the gateway leaves the contents out).
+   */
+  debug?: { in: unknown; out: unknown } | { redacted: true };
 }
 
 export interface NodeReplay {
@@ -51,7 +54,7 @@ export function parseSteps(value: unknown): { ok: true; steps: RunStep[] } | { o
       relations,
       ms,
       ...(typeof r.error === 'string' ? { error: r.error } : {}),
-      ...(debug ? { debug: { in: debug.in, out: debug.out } } : {}),
+      ...(debug ? { debug: debug.redacted === true ? { redacted: true as const } : { in: debug.in, out: debug.out } } : {}),
     });
   }
   return { ok: true, steps };

@@ -38,6 +38,11 @@ export interface RunDeps {
   maxFileBytes: number;
   /** `security.allowUnsandboxedBash`, read at each run (it may change live). */
   allowUnsandboxedBash(): boolean;
+  /**
+   * `security.quotas.workspaceBytesPerAgent` for this agent: the most bytes of files its
+   * workspace may hold when a plain user owns it; undefined: no limit (an admin's agent, an open server).
+   */
+  workspaceByteLimit(agentId: string): Promise<number | undefined>;
   /** `worker.max_call_depth`, `max_run_ms`, `max_model_calls_per_run`, `max_tool_calls_per_run`, `max_tool_timeout_ms`, read when a run starts. */
   bounds(): RunBounds;
   /** Built-in tools by name. */

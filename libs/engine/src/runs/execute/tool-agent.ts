@@ -101,6 +101,7 @@ function toolContext({ deps, run, stack }: AgentRun): Omit<ToolContext, 'signal'
     sessionId: run.sessionId,
     logger: deps.logger,
     maxFileBytes: deps.maxFileBytes,
+    workspaceByteLimit: () => deps.workspaceByteLimit(stack.at(-1)!),
     allowUnsandboxedBash: deps.allowUnsandboxedBash(),
     publishInvalidate: (message) => deps.publishInvalidate(message),
     sendMessage: deps.sendMessage,

@@ -9,7 +9,7 @@ import { AUTHORITY } from '../../authority/policy.js';
 import { normaliseWorkspacePath } from '../../workspace-path.js';
 import { RegexTimeoutError, firstMatchInWorker } from '../regex-runner.js';
 import { ToolError, type ToolContext } from '../types.js';
-import { checkArgs, fileSizeLimit, checkConfig, dbCall, listTree, readContents, type BuiltinTool } from './common.js';
+import { checkArgs, fileSizeLimit, checkConfig, dbCall, listTree, readContents, workspaceQuota, type BuiltinTool } from './common.js';
 
 /**
  * `bash`: runs a command in a scratch directory holding a copy of the agent's workspace, then
@@ -375,6 +375,7 @@ async function syncBack(ctx: ToolContext, root: string, before: Snapshot, cfg: C
   }
   if (deletions.length === 0 && newDirs.length === 0 && writes.length === 0) return changes;
 
+  const quota = await workspaceQuota(ctx);
   await dbCall(() =>
     inTransaction(ctx.db, async (trx) => {
       for (const path of deletions) await deleteWorkspaceTree(trx, ctx.agentId, path);
@@ -383,7 +384,7 @@ async function syncBack(ctx: ToolContext, root: string, before: Snapshot, cfg: C
         if (writes.some((w) => w.path.startsWith(`${dir}/`)) || newDirs.some((d) => d.startsWith(`${dir}/`))) continue;
         if (!(await getWorkspaceEntry(trx, ctx.agentId, dir))) await makeWorkspaceDir(trx, ctx.agentId, dir);
       }
-      for (const w of writes) await writeWorkspaceFile(trx, ctx.agentId, w.path, w.bytes, 'overwrite');
+      for (const w of writes) await writeWorkspaceFile(trx, ctx.agentId, w.path, w.bytes, 'overwrite', quota);
     }),
   );
   changes.deleted = deletions;

@@ -181,6 +181,16 @@ export async function modifyFile<T>(
   );
 }
 
+/**
+ * The write option that keeps the agent's workspace under its owner's
+ * `security.quotas.workspaceBytesPerAgent` (none when the context sets no limit); a write past
+ * it fails with the quota's words, which dbCall hands to the model as the tool's error.
+ */
+export async function workspaceQuota(ctx: Pick<ToolContext, 'workspaceByteLimit'>): Promise<{ maxTotalBytes?: number }> {
+  const max = await ctx.workspaceByteLimit?.();
+  return max === undefined ? {} : { maxTotalBytes: max };
+}
+
 /** Splits text into lines; a final newline does not start another line. */
 export function splitLines(text: string): { lines: string[]; trailingNewline: boolean } {
   if (text === '') return { lines: [], trailingNewline: false };

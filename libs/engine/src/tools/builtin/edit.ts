@@ -14,6 +14,7 @@ import {
   modifyFile,
   plural,
   splitLines,
+  workspaceQuota,
   type BuiltinTool,
 } from './common.js';
 
@@ -151,7 +152,7 @@ export const editTool: BuiltinTool = {
         const lineCount = splitLines(next).lines.length;
         return { bytes, result: `Edited "${path}": ${summary} (the file now has ${plural(lineCount, 'line')}).` };
       },
-      (trx, bytes) => writeWorkspaceFile(trx, ctx.agentId, path, bytes, 'overwrite'),
+      async (trx, bytes) => writeWorkspaceFile(trx, ctx.agentId, path, bytes, 'overwrite', await workspaceQuota(ctx)),
     );
   },
 };

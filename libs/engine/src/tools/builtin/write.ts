@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { writeWorkspaceFile } from '@agentry/db';
 import { ToolError } from '../types.js';
-import { StringEnum, checkArgs, fileSizeLimit, checkConfig, dbCall, entryPath, modifyFile, plural, type BuiltinTool } from './common.js';
+import { StringEnum, checkArgs, fileSizeLimit, checkConfig, dbCall, entryPath, modifyFile, plural, workspaceQuota, type BuiltinTool } from './common.js';
 
 const Parameters = Type.Object(
   {
@@ -40,6 +40,7 @@ export const writeTool: BuiltinTool = {
     const tooBig = (size: number) =>
       new ToolError(`the file would be ${plural(size, 'byte')}; workspace files are limited to ${plural(max, 'byte')}`);
     const mode = args.mode ?? 'create';
+    const quota = await workspaceQuota(ctx);
 
     if (mode === 'append') {
       return modifyFile(
@@ -54,14 +55,14 @@ export const writeTool: BuiltinTool = {
             : `Created "${path}" (${plural(next.byteLength, 'byte')}).`;
           return { bytes: next, result };
         },
-        (trx, next) => writeWorkspaceFile(trx, ctx.agentId, path, next, 'overwrite'),
+        (trx, next) => writeWorkspaceFile(trx, ctx.agentId, path, next, 'overwrite', quota),
       );
     }
 
     if (bytes.byteLength > max) throw tooBig(bytes.byteLength);
     if (mode === 'create') {
       try {
-        await dbCall(() => writeWorkspaceFile(ctx.db, ctx.agentId, path, bytes, 'create'));
+        await dbCall(() => writeWorkspaceFile(ctx.db, ctx.agentId, path, bytes, 'create', quota));
       } catch (err) {
         if (err instanceof ToolError && /already exists/.test(err.message)) {
           throw new ToolError(`"${path}" already exists; use mode "overwrite" to replace it, "append" to add to it, or the edit tool to change part of it`);
@@ -70,7 +71,7 @@ export const writeTool: BuiltinTool = {
       }
       return `Created "${path}" (${plural(bytes.byteLength, 'byte')}).`;
     }
-    const { created } = await dbCall(() => writeWorkspaceFile(ctx.db, ctx.agentId, path, bytes, 'overwrite'));
+    const { created } = await dbCall(() => writeWorkspaceFile(ctx.db, ctx.agentId, path, bytes, 'overwrite', quota));
     return `${created ? 'Created' : 'Overwrote'} "${path}" (${plural(bytes.byteLength, 'byte')}).`;
   },
 };
