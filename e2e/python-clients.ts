@@ -153,5 +153,25 @@ export function pythonClientsConformance(target: () => ResponsesTarget, opts: { 
       // One request from the SDK: the gateway's 3 provider attempts, not 9.
       expect(t.fake.requests.length).toBe(3);
     });
+
+    it('a background response: queued at once, polled to completed, its input items listed, then deleted (404 after)', { timeout: CASE_TIMEOUT_MS }, async () => {
+      scriptFresh(target().fake, { text: ['Done ', 'later'], chunkDelayMs: 100 });
+      const r = await scenario('responses_background');
+      expect(['queued', 'in_progress']).toContain(r.created_status);
+      expect(r).toMatchObject({ background: true, status: 'completed', text: 'Done later' });
+      expect(r.items).toEqual([{ type: 'message', role: 'user' }]);
+      expect(r.after_delete).toMatchObject({ class: 'NotFoundError', status: 404 });
+    });
+
+    it("the app's own function tool: the call comes back with finish_reason tool_calls, the tool result continues the turn", { timeout: CASE_TIMEOUT_MS }, async () => {
+      const t = target();
+      scriptFresh(t.fake, { toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] }, { text: 'Sunny in Paris' });
+      const r = await scenario('chat_client_tool');
+      expect(r).toMatchObject({ finish_reason: 'tool_calls', calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+      expect(r).toMatchObject({ answer: 'Sunny in Paris', second_finish_reason: 'stop' });
+      // The model saw the tool offered, then its result.
+      expect(JSON.stringify(t.fake.requests[0]!.body.tools)).toContain('get_weather');
+      expect(t.fake.requests[1]!.body.messages.some((m) => m.role === 'tool' && String(m.content).includes('sunny'))).toBe(true);
+    });
   });
 }

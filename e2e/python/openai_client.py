@@ -137,9 +137,65 @@ def error_bad_request():
     return {"class": None}
 
 
+def responses_background():
+    """A background response polled to completion, its input items listed, then deleted."""
+    c = client()
+    created = c.responses.create(model=AGENT, input="work in the background", background=True)
+    polled = created
+    deadline = time.time() + 30
+    while polled.status in ("queued", "in_progress") and time.time() < deadline:
+        time.sleep(0.2)
+        polled = c.responses.retrieve(created.id)
+    items = c.responses.input_items.list(created.id)
+    c.responses.delete(created.id)  # the SDK answers None: a 2xx
+    try:
+        c.responses.retrieve(created.id)
+        after_delete = None
+    except openai.APIError as e:
+        after_delete = error_of(e)
+    return {
+        "created_status": created.status,
+        "background": created.background,
+        "status": polled.status,
+        "text": polled.output_text,
+        "items": [{"type": i.type, "role": getattr(i, "role", None)} for i in items.data],
+        "after_delete": after_delete,
+    }
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+def chat_client_tool():
+    """The client's own tool: the model's call comes back to the app, whose result continues the turn."""
+    c = client()
+    messages = user("weather in Paris?")
+    first = c.chat.completions.create(model=AGENT, messages=messages, tools=[WEATHER])
+    choice = first.choices[0]
+    calls = choice.message.tool_calls or []
+    messages.append(choice.message.model_dump(exclude_none=True))
+    for call in calls:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": '{"sky": "sunny"}'})
+    second = c.chat.completions.create(model=AGENT, messages=messages, tools=[WEATHER])
+    return {
+        "finish_reason": choice.finish_reason,
+        "calls": [{"name": t.function.name, "arguments": t.function.arguments} for t in calls],
+        "answer": second.choices[0].message.content,
+        "second_finish_reason": second.choices[0].finish_reason,
+    }
+
+
 SCENARIOS = {f.__name__: f for f in [
     models, chat, chat_stream, chat_abort, responses, responses_stream,
     error_unknown_model, error_bad_key, error_provider, error_bad_request,
+    responses_background, chat_client_tool,
 ]}
 
 def serve():

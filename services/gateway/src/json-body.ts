@@ -40,6 +40,13 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
+    // The Python SDK sends `content-type: application/json` with an empty body on DELETE and
+    // bodyless POSTs (responses.delete, responses.cancel): nothing to parse on a route that takes
+    // no body. A route that takes one still answers "the body is empty".
+    if (text === '' && req.routeOptions.schema?.body === undefined) {
+      done(null, undefined);
+      return;
+    }
     if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
       done(new Errors.VALIDATION(`the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
       return;
