@@ -37,7 +37,14 @@ export interface BrowserTarget {
  * `users` become `security.users` (password by name); their screenshots are named `<name>*.png`
  * and an earlier run's are removed first, so none can mislead.
  */
-export function browserTarget(opts: { name: string; users: Record<string, string>; viewport?: { width: number; height: number }; timeoutMs?: number }): BrowserTarget {
+export function browserTarget(opts: {
+  name: string;
+  users: Record<string, string>;
+  viewport?: { width: number; height: number };
+  timeoutMs?: number;
+  /** More lines of config.yaml (top-level keys the base does not set, such as `server`). */
+  config?: string[];
+}): BrowserTarget {
   const t = { problems: [] as string[], requested: [] as string[] } as unknown as BrowserTarget;
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${opts.name}-`));
   const [firstUser] = Object.keys(opts.users);
@@ -87,7 +94,7 @@ export function browserTarget(opts: { name: string; users: Record<string, string
     const port = await freePort();
     t.base = `http://127.0.0.1:${port}`;
     const users = Object.entries(opts.users).map(([name, password]) => `    ${name}: "${password}"`);
-    const config = ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${t.fake.url}", api_key: "${providerKey}", model: fake-model}}`, 'security:', '  requireAuth: true', '  users:', ...users];
+    const config = ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${t.fake.url}", api_key: "${providerKey}", model: fake-model}}`, 'security:', '  requireAuth: true', '  users:', ...users, ...(opts.config ?? [])];
     fs.writeFileSync(path.join(cwd, 'config.yaml'), config.join('\n'));
     service = spawnService('services/standalone/src/main.ts', { cwd, env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: `${opts.name}-master-key-0123456789abcdef` } });
     const [launched] = await Promise.all([
