@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRun, getRuleChain, getRun, insertRuleChain, insertRun, insertUser, updateRuleChain, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
-import { runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
+import { refusal, runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
 import { fakeRunDeps } from './fake-run-deps.js';
 
 /**
@@ -223,5 +223,26 @@ describe('a reference that dangled cannot be filled by another user (issue 35, f
     const allowed = await runOf('alice-dangling');
     expect(toolResult(allowed.record)).not.toMatch(/refused|not shared|created by another user/);
     expect(toolResult(allowed.record)).toMatch(/"relation"|Success/);
+  });
+});
+
+describe('sending through a channel account (issue 35, channel sends)', () => {
+  const user = { principal: 'channel:chat_d:tg:7', agentOwner: 'alice', owner: 'alice', admin: false };
+  const admin = { principal: 'user:alice', agentOwner: 'root', owner: 'root', admin: true };
+  const notBound = 'agent "a" may not send through chat_d account "tg": no binding connects them';
+  const notAdmitted = 'chat "9" is not in the allow_from of chat_d account "tg"';
+  const send = (bindingRefusal: string | null, chatRefusal: string | null, pinned = false) => ({ kind: 'send' as const, bindingRefusal, chatRefusal, pinned });
+
+  it('needs a binding whoever owns the agent, and a chat the account admits', () => {
+    expect(refusal(user, send(notBound, null))).toBe(notBound);
+    expect(refusal(admin, send(notBound, null, true))).toBe(notBound);
+    expect(refusal(user, send(null, notAdmitted))).toBe(notAdmitted);
+    expect(refusal(user, send(null, null))).toBeUndefined();
+  });
+
+  it("only an admin's definition reaches past allow_from, and only to a chat its chatIds pin", () => {
+    expect(refusal(user, send(null, notAdmitted, true))).toBe(notAdmitted);
+    expect(refusal(admin, send(null, notAdmitted, false))).toBe(notAdmitted);
+    expect(refusal(admin, send(null, notAdmitted, true))).toBeUndefined();
   });
 });
