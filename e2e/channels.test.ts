@@ -243,8 +243,13 @@ describeWithServers('channels end to end (cluster mode)', () => {
   });
 
   it("send_message reaches only the chats the account admits; an admin's agent reaches past allow_from only to chats its chatIds pin (issue 35)", async () => {
-    // An account that admits one chat (both policies closed), bound to the notifier of the test above.
-    const closed = await api('POST', '/channels/chat_d/accounts', { id: 'tg_closed', dm_policy: 'allowlist', group_policy: 'disabled', allow_from: ['4343'], ...tg.account, binding: { agentId: 'notifier' } });
+    const sender = await api('POST', '/agents', {
+      ruleChain: { id: 'closed_sender', name: 'Closed sender' },
+      metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', tools: [{ type: 'builtin', name: 'send_message' }] } }], connections: [] },
+    });
+    expect(sender.status, sender.text).toBe(201);
+    // An account that admits one chat (both policies closed), bound to that agent.
+    const closed = await api('POST', '/channels/chat_d/accounts', { id: 'tg_closed', dm_policy: 'allowlist', group_policy: 'disabled', allow_from: ['4343'], ...tg.account, binding: { agentId: 'closed_sender' } });
     expect(closed.status, closed.text).toBe(201);
     const sendTo = (chatId: string, message: string) => ({ toolCalls: [{ name: 'send_message', arguments: JSON.stringify({ platform: 'chat_d', chatId, message, accountId: 'tg_closed' }) }] });
     const toolResult = () => String(model.requests.at(-1)!.body.messages.find((m) => m.role === 'tool')?.content);
@@ -255,14 +260,14 @@ describeWithServers('channels end to end (cluster mode)', () => {
 
     // A chat the account does not admit: refused as a tool error naming the chat and the account only.
     model.script(sendTo('9010', 'not for you'), { text: 'I could not.' });
-    await chat('notifier');
+    await chat('closed_sender');
     expect(toolResult()).toMatch(/chat "9010" is not in the allow_from of chat_d account "tg_closed"/);
     expect(toolResult()).not.toContain('4343');
     expect(answersTo('9010')).toEqual([]);
 
     // The chat it admits: sent.
     model.script(sendTo('4343', 'hello allowed chat'), { text: 'Sent.' });
-    await chat('notifier');
+    await chat('closed_sender');
     expect(JSON.parse(toolResult())).toMatchObject({ success: true });
     expect(answersTo('4343')).toEqual(['hello allowed chat']);
 
