@@ -270,6 +270,12 @@ describeWithServers('channels end to end (cluster mode)', () => {
     await chat('closed_sender');
     expect(JSON.parse(toolResult())).toMatchObject({ success: true });
     expect(answersTo('4343')).toEqual(['hello allowed chat']);
+    // No account named: the first one bound to the agent (not the platform's first, "tg"), so the same rules hold.
+    const unnamed = (chatId: string, message: string) => ({ toolCalls: [{ name: 'send_message', arguments: JSON.stringify({ platform: 'chat_d', chatId, message }) }] });
+    model.script(unnamed('9011', 'no account named'), { text: 'I could not.' });
+    await chat('closed_sender');
+    expect(toolResult()).toMatch(/chat "9011" is not in the allow_from of chat_d account "tg_closed"/);
+    expect(answersTo('9011')).toEqual([]);
 
     // An admin's agent (open mode: saves are the admin's) that pins 9012 in chatIds reaches it; not 9013.
     const pinner = await api('POST', '/agents', {

@@ -10,7 +10,7 @@ import {
   type OutboxEvents,
   type OutboxQueue,
 } from '@agentry/channels';
-import type { Db } from '@agentry/db';
+import { listChannelAccounts, type ChannelAccountRecord, type Db } from '@agentry/db';
 import { refusal, type RunReplies, type SendMessageInput } from '@agentry/engine';
 
 /**
@@ -57,7 +57,10 @@ const TOOL_SEND_WAIT_MS = 30_000;
 export function channelSender(deps: { db: Db; queue: OutboxQueue; events: OutboxEvents }) {
   return async (input: SendMessageInput): Promise<{ messageId: string }> => {
     if (!isPlatform(input.platform) || input.platform === 'api') throw new Error(`"${input.platform}" is not a messaging platform`);
-    const account = await sendingAccount(deps.db, input.platform, input.accountId);
+    const account =
+      input.accountId === undefined
+        ? ((await firstBoundAccount(deps.db, input.agentId, input.platform)) ?? (await sendingAccount(deps.db, input.platform, undefined)))
+        : await sendingAccount(deps.db, input.platform, input.accountId);
     const bound = await agentMaySendThrough(deps.db, input.agentId, input.platform, account.id);
     const refused = refusal(input.authority, {
       kind: 'send',
@@ -84,4 +87,16 @@ export function channelSender(deps: { db: Db; queue: OutboxQueue; events: Outbox
       }
     }
   };
+}
+
+/**
+ * Without an account named, the tool sends through the platform's first enabled account bound to
+ * the agent (the only ones it may use); none bound leaves the platform's default, which the
+ * policy then refuses naming the missing binding.
+ */
+async function firstBoundAccount(db: Db, agentId: string, platform: string): Promise<ChannelAccountRecord | undefined> {
+  for (const account of await listChannelAccounts(db, platform)) {
+    if (account.enabled && (await agentMaySendThrough(db, agentId, platform, account.id))) return account;
+  }
+  return undefined;
 }

@@ -16,7 +16,7 @@ const Parameters = Type.Object(
     platform: Type.String({ minLength: 1, maxLength: 64, description: 'channel platform id, e.g. chat_d' }),
     chatId: Type.String({ minLength: 1, maxLength: 512, description: 'the chat (or user:<id>) to send to' }),
     message: Type.String({ minLength: 1, maxLength: 20_000, description: 'the text to send' }),
-    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "the account to send through (default: the platform's first enabled account)" })),
+    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "the account to send through (default: the platform's first enabled account bound to this agent)" })),
   },
   { additionalProperties: false },
 );
