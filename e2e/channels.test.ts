@@ -242,6 +242,79 @@ describeWithServers('channels end to end (cluster mode)', () => {
     expect(JSON.parse(String(toolResult?.content))).toEqual({ success: true, messageId: tg.sent.find((m) => m.chatId === '9009')!.messageId });
   });
 
+  it("send_message reaches only the chats the account admits; an admin's agent reaches past allow_from only to chats its chatIds pin (issue 35)", async () => {
+    const sender = await api('POST', '/agents', {
+      ruleChain: { id: 'closed_sender', name: 'Closed sender' },
+      metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', tools: [{ type: 'builtin', name: 'send_message' }] } }], connections: [] },
+    });
+    expect(sender.status, sender.text).toBe(201);
+    // An account that admits one chat (both policies closed), bound to that agent.
+    const closed = await api('POST', '/channels/chat_d/accounts', { id: 'tg_closed', dm_policy: 'allowlist', group_policy: 'disabled', allow_from: ['4343'], ...tg.account, binding: { agentId: 'closed_sender' } });
+    expect(closed.status, closed.text).toBe(201);
+    const sendTo = (chatId: string, message: string) => ({ toolCalls: [{ name: 'send_message', arguments: JSON.stringify({ platform: 'chat_d', chatId, message, accountId: 'tg_closed' }) }] });
+    const toolResult = () => String(model.requests.at(-1)!.body.messages.find((m) => m.role === 'tool')?.content);
+    const chat = async (agent: string) => {
+      const res = await api('POST', '/chat/completions', { model: agent, messages: [{ role: 'user', content: 'send it' }] });
+      expect(res.status, res.text).toBe(200);
+    };
+
+    // A chat the account does not admit: refused as a tool error naming the chat and the account only.
+    model.script(sendTo('9010', 'not for you'), { text: 'I could not.' });
+    await chat('closed_sender');
+    expect(toolResult()).toMatch(/chat "9010" is not in the allow_from of chat_d account "tg_closed"/);
+    expect(toolResult()).not.toContain('4343');
+    expect(answersTo('9010')).toEqual([]);
+
+    // The chat it admits: sent.
+    model.script(sendTo('4343', 'hello allowed chat'), { text: 'Sent.' });
+    await chat('closed_sender');
+    expect(JSON.parse(toolResult())).toMatchObject({ success: true });
+    expect(answersTo('4343')).toEqual(['hello allowed chat']);
+    // No account named: the first one bound to the agent (not the platform's first, "tg"), so the same rules hold.
+    const unnamed = (chatId: string, message: string) => ({ toolCalls: [{ name: 'send_message', arguments: JSON.stringify({ platform: 'chat_d', chatId, message }) }] });
+    model.script(unnamed('9011', 'no account named'), { text: 'I could not.' });
+    await chat('closed_sender');
+    expect(toolResult()).toMatch(/chat "9011" is not in the allow_from of chat_d account "tg_closed"/);
+    expect(answersTo('9011')).toEqual([]);
+
+    // An admin's agent (open mode: saves are the admin's) that pins 9012 in chatIds reaches it; not 9013.
+    const pinner = await api('POST', '/agents', {
+      ruleChain: { id: 'pinner', name: 'Pinner' },
+      metadata: {
+        nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', model: 'fake-model', tools: [{ type: 'builtin', name: 'send_message', config: { chatIds: ['9012', '9013'] } }] } }],
+        connections: [],
+      },
+    });
+    expect(pinner.status, pinner.text).toBe(201);
+    const current = (await api('GET', '/bindings')).body as { bindings: unknown[] };
+    const bound = await api('PUT', '/bindings', { bindings: [...current.bindings, { agentId: 'pinner', match: { channel: 'chat_d', accountId: 'tg_closed' } }] });
+    expect(bound.status, bound.text).toBe(200);
+    model.script(sendTo('9012', 'pinned by an admin'), { text: 'Sent.' });
+    await chat('pinner');
+    expect(JSON.parse(toolResult())).toMatchObject({ success: true });
+    expect(answersTo('9012')).toEqual(['pinned by an admin']);
+    // Pinning is not reaching anything: a chat outside chatIds is still refused by the tool's own list.
+    model.script(sendTo('9014', 'not pinned'), { text: 'I could not.' });
+    await chat('pinner');
+    expect(toolResult()).toMatch(/may not send to chat 9014/);
+    expect(answersTo('9014')).toEqual([]);
+  });
+
+  it('an inbound message runs as its channel peer, and its usage shows under that principal (issue 35)', async () => {
+    await post('tg', dm('7007', 'who am I'));
+    await waitFor(async () => answersTo('7007').length > 0, 20_000);
+    const runs = await db.selectFrom('runs').select(['id', 'principal', 'request']).where('source', '=', 'chat_d').execute();
+    const run = runs.find((r) => JSON.stringify(r.request).includes('who am I'))!;
+    expect(run.principal).toBe('channel:chat_d:tg:7007');
+    const usage = async () => {
+      const res = await api('GET', '/usage?groupBy=principal');
+      expect(res.status, res.text).toBe(200);
+      return (res.body as { data: Array<{ key: string; requests: number }> }).data.find((g) => g.key === 'channel:chat_d:tg:7007');
+    };
+    await waitFor(async () => (await usage()) !== undefined, 20_000);
+    expect((await usage())!.requests).toBe(1);
+  });
+
   it('no response and no log line carries an account secret', async () => {
     const secrets = Object.entries(tg.account).filter(([k]) => k !== 'api_base').map(([, v]) => v);
     expect(secrets.length).toBeGreaterThan(0);

@@ -34,10 +34,19 @@ export function audienceOf(value: unknown): AgentAudience {
 }
 
 /**
+ * The principal of a run started by a message in a chat: the peer who wrote it, on the account it
+ * came through (`channel:<platform>:<accountId>:<senderId>`). It names no user of ours, so it is
+ * nobody's owner and no admin; its usage shows under it (`GET /usage?groupBy=principal`).
+ */
+export function channelPeerPrincipal(platform: string, accountId: string, senderId: string): string {
+  return `channel:${platform}:${accountId}:${senderId}`;
+}
+
+/**
  * May `principal` chat with (and so use the tools of) an agent owned by `agentOwner`? The one
  * decision for the gateway (`/models`, chat, Responses, cron targets, bindings) and the engine
  * (sub-agent calls, heartbeats). `principal` is a run's principal: `user:<name>`, `api:<account>`,
- * or '' (nobody named: refused unless the agent is shared with everyone); `role` is the user's
+ * a channel peer (`channelPeerPrincipal`) or '' (neither: refused unless the agent is shared with everyone); `role` is the user's
  * role when the principal is a user (`admin` always may). Pure: no I/O.
  */
 export function audienceAllows(audience: unknown, agentOwner: string, principal: string, role?: string): boolean {

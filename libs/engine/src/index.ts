@@ -47,7 +47,7 @@ export { toolForms, toolList } from './tools/forms.js';
 export { compileGlob, GlobSyntaxError } from './tools/glob-match.js';
 export { AddressNotAllowedError, assertPublicAddress, nonPublicReason, policyLookup } from './tools/net-policy.js';
 export { policyFetch } from './tools/policy-fetch.js';
-export { ToolError, type ToolContext, type ToolDefinition } from './tools/types.js';
+export { ToolError, type SendMessageInput, type ToolContext, type ToolDefinition } from './tools/types.js';
 export { validateRuleChain, type FieldValidation } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
 export { type HeartbeatConfig } from './agent/config.js';

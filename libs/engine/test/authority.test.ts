@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRun, getRuleChain, getRun, insertRuleChain, insertRun, insertUser, updateRuleChain, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
-import { runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
+import { builtinTools, refusal, runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
 import { fakeRunDeps } from './fake-run-deps.js';
 
 /**
@@ -54,7 +54,7 @@ async function* callsFirstTool(req: ModelCallRequest): AsyncIterable<ModelEvent>
   }
   if (last.role === 'user' && req.tools?.length) {
     const name = (req.tools[0] as { function: { name: string } }).function.name;
-    const args = name === 'bash' ? { command: 'id' } : name === 'helper' ? { message: 'hello' } : {};
+    const args = name === 'bash' ? { command: 'id' } : name === 'helper' ? { message: 'hello' } : name === 'send_message' ? { platform: 'chat_d', chatId: '9', message: 'hi' } : {};
     yield { type: 'tool_calls', calls: [{ id: 'c1', name, arguments: JSON.stringify(args) }] };
     yield { type: 'done', finishReason: 'tool_calls', provider: 'p', model: 'm' };
     return;
@@ -119,6 +119,10 @@ beforeAll(async () => {
   await store('alice-dangling', 'agent', 'alice', [agentWith([{ type: 'rulechain', name: 'inner', targetId: 'squatted' }])]);
   await new Promise((resolve) => setTimeout(resolve, 20));
   await store('squatted', 'rule', 'bob', [{ id: 'l', type: 'log', configuration: {} }], { configuration: { shared: true } });
+  // send_message pinning chat 9 in chatIds: a user's agent, and an admin's.
+  const sender = agentWith([{ type: 'builtin', name: 'send_message', config: { chatIds: ['9'] } }]);
+  await store('alice-sender', 'agent', 'alice', [sender]);
+  await store('root-sender', 'agent', 'root', [sender]);
   // Slow on a loaded machine: PGlite starts in it.
 }, 180_000);
 
@@ -223,5 +227,44 @@ describe('a reference that dangled cannot be filled by another user (issue 35, f
     const allowed = await runOf('alice-dangling');
     expect(toolResult(allowed.record)).not.toMatch(/refused|not shared|created by another user/);
     expect(toolResult(allowed.record)).toMatch(/"relation"|Success/);
+  });
+});
+
+describe('sending through a channel account (issue 35, channel sends)', () => {
+  const user = { principal: 'channel:chat_d:tg:7', agentOwner: 'alice', owner: 'alice', admin: false };
+  const admin = { principal: 'user:alice', agentOwner: 'root', owner: 'root', admin: true };
+  const notBound = 'agent "a" may not send through chat_d account "tg": no binding connects them';
+  const notAdmitted = 'chat "9" is not in the allow_from of chat_d account "tg"';
+  const send = (bindingRefusal: string | null, chatRefusal: string | null, pinned = false) => ({ kind: 'send' as const, bindingRefusal, chatRefusal, pinned });
+
+  it('needs a binding whoever owns the agent, and a chat the account admits', () => {
+    expect(refusal(user, send(notBound, null))).toBe(notBound);
+    expect(refusal(admin, send(notBound, null, true))).toBe(notBound);
+    expect(refusal(user, send(null, notAdmitted))).toBe(notAdmitted);
+    expect(refusal(user, send(null, null))).toBeUndefined();
+  });
+
+  it("the sender is asked with the run's principal and the definition's powers: a user's pin reaches nothing past allow_from", async () => {
+    const outcomes: Array<{ principal: string; admin: boolean; pinned: boolean; refused: string | undefined }> = [];
+    const sendMessage: RunDeps['sendMessage'] = async (input) => {
+      // What the worker's sender asks, for a bound account that does not admit chat 9.
+      const refused = refusal(input.authority, send(null, notAdmitted, input.pinned));
+      outcomes.push({ principal: input.authority.principal, admin: input.authority.admin, pinned: input.pinned, refused });
+      if (refused !== undefined) throw new Error(refused);
+      return { messageId: 'm1' };
+    };
+    const builtin = { send_message: builtinTools.send_message! };
+    await runOf('alice-sender', { sendMessage, builtin });
+    await runOf('root-sender', { sendMessage, builtin });
+    expect(outcomes).toEqual([
+      { principal: 'user:alice', admin: false, pinned: true, refused: notAdmitted },
+      { principal: 'user:alice', admin: true, pinned: true, refused: undefined },
+    ]);
+  });
+
+  it("only an admin's definition reaches past allow_from, and only to a chat its chatIds pin", () => {
+    expect(refusal(user, send(null, notAdmitted, true))).toBe(notAdmitted);
+    expect(refusal(admin, send(null, notAdmitted, false))).toBe(notAdmitted);
+    expect(refusal(admin, send(null, notAdmitted, true))).toBeUndefined();
   });
 });

@@ -685,23 +685,32 @@ sandboxSuite('bash in the bubblewrap sandbox', () => {
 
 describe('send_message', () => {
   const tool = () => builtinTools.send_message!;
-  it('sends through the context hook and answers the platform message id', async () => {
+  const user = { principal: 'channel:chat_d:tg:7', agentOwner: 'alice', owner: 'alice', admin: false };
+  it("sends through the context hook on the run's authority and answers the platform message id", async () => {
     const sent: unknown[] = [];
-    const c: ToolContext = { ...ctx('sender'), sendMessage: async (input) => (sent.push(input), { messageId: 'pm_7' }) };
+    const c: ToolContext = { ...ctx('sender'), authority: user, sendMessage: async (input) => (sent.push(input), { messageId: 'pm_7' }) };
     expect(JSON.parse(await tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, c))).toEqual({ success: true, messageId: 'pm_7' });
-    expect(sent).toEqual([{ agentId: expect.any(String), platform: 'chat_d', chatId: '42', text: 'hi' }]);
+    expect(sent).toEqual([{ agentId: expect.any(String), platform: 'chat_d', chatId: '42', text: 'hi', authority: user, pinned: false }]);
+    // A chat its config lists is marked pinned, for the sender's policy check.
+    const pinnedCtx: ToolContext = { ...c, config: { chatIds: ['42'] } };
+    await tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, pinnedCtx);
+    expect(sent.at(-1)).toMatchObject({ pinned: true });
+    // No authority, no send (fail closed).
+    await fails(tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, { ...c, authority: undefined }), /carries no authority/);
+    expect(sent).toHaveLength(2);
   });
 
   it('reports a refused send, a missing hook, and targets outside its config as tool errors', async () => {
     const refusing: ToolContext = {
       ...ctx('sender'),
+      authority: user,
       sendMessage: async () => {
         throw new Error('chat_d refused the message: chat not found');
       },
     };
     await fails(tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, refusing), /chat not found/);
     await fails(tool().run({ platform: 'chat_d', chatId: '42', message: 'hi' }, ctx('sender')), /channels are not available/);
-    const pinned: ToolContext = { ...ctx('sender', { platforms: ['chat_e'], chatIds: ['C1'] }), sendMessage: async () => ({ messageId: 'x' }) };
+    const pinned: ToolContext = { ...ctx('sender', { platforms: ['chat_e'], chatIds: ['C1'] }), authority: user, sendMessage: async () => ({ messageId: 'x' }) };
     await fails(tool().run({ platform: 'chat_d', chatId: 'C1', message: 'hi' }, pinned), /may send to chat_e, not chat_d/);
     await fails(tool().run({ platform: 'chat_e', chatId: 'C2', message: 'hi' }, pinned), /may not send to chat C2/);
     await fails(tool().run({ platform: 'chat_e', chatId: 'C1' }, pinned), /message/);

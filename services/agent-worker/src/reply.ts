@@ -1,6 +1,7 @@
 import { isPlatform } from '@agentry/contracts';
 import {
   agentMaySendThrough,
+  deliverChatRefusal,
   enqueueOutbound,
   notBoundMessage,
   queueOutbound,
@@ -9,8 +10,8 @@ import {
   type OutboxEvents,
   type OutboxQueue,
 } from '@agentry/channels';
-import type { Db } from '@agentry/db';
-import type { RunReplies } from '@agentry/engine';
+import { listChannelAccounts, type ChannelAccountRecord, type Db } from '@agentry/db';
+import { refusal, type RunReplies, type SendMessageInput } from '@agentry/engine';
 
 /**
  * Answers of runs that came from a channel go back to the chat they came from, through the
@@ -49,13 +50,25 @@ const TOOL_SEND_WAIT_MS = 30_000;
 
 /**
  * The `send_message` tool's way out: the same outbox as the REST send (row, job, connector,
- * retries), waiting for the platform's answer so the model learns whether it worked.
+ * retries), waiting for the platform's answer so the model learns whether it worked. The policy
+ * decides here, where the account is known: bound to the agent, and the chat one the account
+ * admits (its allow_from) unless an admin's definition pinned it in the tool's `chatIds`.
  */
 export function channelSender(deps: { db: Db; queue: OutboxQueue; events: OutboxEvents }) {
-  return async (input: { agentId: string; platform: string; accountId?: string; chatId: string; text: string }): Promise<{ messageId: string }> => {
+  return async (input: SendMessageInput): Promise<{ messageId: string }> => {
     if (!isPlatform(input.platform) || input.platform === 'api') throw new Error(`"${input.platform}" is not a messaging platform`);
-    const account = await sendingAccount(deps.db, input.platform, input.accountId);
-    if (!(await agentMaySendThrough(deps.db, input.agentId, input.platform, account.id))) throw new Error(notBoundMessage(input.agentId, input.platform, account.id));
+    const account =
+      input.accountId === undefined
+        ? ((await firstBoundAccount(deps.db, input.agentId, input.platform)) ?? (await sendingAccount(deps.db, input.platform, undefined)))
+        : await sendingAccount(deps.db, input.platform, input.accountId);
+    const bound = await agentMaySendThrough(deps.db, input.agentId, input.platform, account.id);
+    const refused = refusal(input.authority, {
+      kind: 'send',
+      bindingRefusal: bound ? null : notBoundMessage(input.agentId, input.platform, account.id),
+      chatRefusal: deliverChatRefusal(account, input.platform, input.chatId),
+      pinned: input.pinned,
+    });
+    if (refused !== undefined) throw new Error(refused);
     const outcome = await sendAndWait(
       deps,
       { platform: input.platform, accountId: account.id, chatId: input.chatId, kind: 'text', payload: { text: input.text }, source: 'tool' },
@@ -74,4 +87,16 @@ export function channelSender(deps: { db: Db; queue: OutboxQueue; events: Outbox
       }
     }
   };
+}
+
+/**
+ * Without an account named, the tool sends through the platform's first enabled account bound to
+ * the agent (the only ones it may use); none bound leaves the platform's default, which the
+ * policy then refuses naming the missing binding.
+ */
+async function firstBoundAccount(db: Db, agentId: string, platform: string): Promise<ChannelAccountRecord | undefined> {
+  for (const account of await listChannelAccounts(db, platform)) {
+    if (account.enabled && (await agentMaySendThrough(db, agentId, platform, account.id))) return account;
+  }
+  return undefined;
 }

@@ -18,7 +18,7 @@ export const UsageGroupBy = Type.Union([Type.Literal('agent'), Type.Literal('pri
 });
 export type UsageGroupBy = Static<typeof UsageGroupBy>;
 
-/** Totals of one group: an agent id, a principal (`user:<name>`, `api:<account>`, ''), a provider, or a UTC day (`YYYY-MM-DD`). */
+/** Totals of one group: an agent id, a principal (`user:<name>`, `api:<account>`, `channel:<platform>:<account>:<peer>`, ''), a provider, or a UTC day (`YYYY-MM-DD`). */
 export const UsageRow = Type.Object({
   key: Type.String(),
   promptTokens: Type.Integer(),

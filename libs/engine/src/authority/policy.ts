@@ -20,7 +20,10 @@ export const AUTHORITY = { 'x-authority': true } as const;
 
 /** Who a run acts for, and with what powers, at the definition executing now. */
 export interface RunAuthority {
-  /** Who asked: `user:<name>`, `api:<account>`, '' (open mode, channel peers). */
+  /**
+   * Who asked: `user:<name>`, `api:<account>`, `channel:<platform>:<account>:<peer>` (a message
+   * in a chat; `channelPeerPrincipal`), or '' (open mode).
+   */
   principal: string;
   /** The owner (username) of the run's agent. */
   agentOwner: string;
@@ -46,7 +49,14 @@ export type Capability =
    * Running a chain or agent (rule-chain tool, `flow`, sub-agent): whether its owner shared it
    * with the caller's owner (`referenceSharing`), lends its powers, and holds credentials.
    */
-  | { kind: 'reference'; target: 'chain' | 'agent'; id: string; owner: string; shared: boolean; lends: boolean; secrets: boolean; createdAt?: number };
+  | { kind: 'reference'; target: 'chain' | 'agent'; id: string; owner: string; shared: boolean; lends: boolean; secrets: boolean; createdAt?: number }
+  /**
+   * Sending through a channel account on the agent's own initiative (the `send_message` tool):
+   * `bindingRefusal` why no binding connects the agent to the account (`notBoundMessage`, null
+   * when one does), `chatRefusal` why the account does not admit the chat (`deliverChatRefusal`, null when it
+   * does), `pinned` that the tool's config lists the chat in `chatIds`.
+   */
+  | { kind: 'send'; bindingRefusal: string | null; chatRefusal: string | null; pinned: boolean };
 
 /** The tools that run code on the worker: only an admin's definition may build them. */
 const ADMIN_ONLY_BUILTINS = new Set(['bash']);
@@ -102,6 +112,15 @@ export function refusal(authority: RunAuthority, cap: Capability): string | unde
         return `${cap.target} "${cap.id}" holds its owner's credentials and does not lend them to other users' agents; its owner may lend them (ruleChain.configuration.lendPowers: true)`;
       }
       return undefined;
+    }
+    case 'send': {
+      // Bindings are admin-only: an account reaches an agent only because an admin gave it to it,
+      // whoever owns the agent (an admin owner adds the binding, PUT /api/v1/bindings).
+      if (cap.bindingRefusal !== null) return cap.bindingRefusal;
+      // The account's allow_from bounds the chats, as for a cron job's `deliver`; only an admin's
+      // definition may reach past it, and only to chats it names in the tool's `chatIds`.
+      if (cap.chatRefusal === null || (cap.pinned && authority.admin)) return undefined;
+      return cap.chatRefusal;
     }
     default: {
       const never: never = cap;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '@agentry/db';
 import type { InvalidateMessage } from '@agentry/contracts';
+import type { RunAuthority } from '../authority/policy.js';
 
 /**
  * What a tool run gets. Tools work on the agent's Postgres workspace and records, never on the
@@ -30,10 +31,29 @@ export interface ToolContext {
    */
   publishInvalidate?: (message: InvalidateMessage) => Promise<void>;
   /**
-   * Sends a text through a channel account and resolves when the platform accepted it (or
-   * rejects with the platform's error). Absent where channels are not wired.
+   * Who the run acts for and with what powers, at the definition whose tool this is: tools that
+   * use a power decided where it is used (`send_message`) ask the policy with it. Absent: such a
+   * tool refuses.
    */
-  sendMessage?: (input: { agentId: string; platform: string; accountId?: string; chatId: string; text: string }) => Promise<{ messageId: string }>;
+  authority?: RunAuthority;
+  /**
+   * Sends a text through a channel account and resolves when the platform accepted it (or
+   * rejects with the platform's error, or with the policy's refusal: `refusal` with a `send`
+   * capability, once the account is known). Absent where channels are not wired.
+   */
+  sendMessage?: (input: SendMessageInput) => Promise<{ messageId: string }>;
+}
+
+/** What the `send_message` tool asks to send, and on whose authority. */
+export interface SendMessageInput {
+  agentId: string;
+  platform: string;
+  accountId?: string;
+  chatId: string;
+  text: string;
+  authority: RunAuthority;
+  /** The tool's config lists this chat in `chatIds` (an admin's definition may reach it past the account's allow_from). */
+  pinned: boolean;
 }
 
 /** A tool the model may call. `parameters` is a JSON schema (TypeBox) of the arguments object. */

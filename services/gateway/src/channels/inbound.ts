@@ -22,7 +22,7 @@ import {
   type InboundRequest,
   type InboundResult,
 } from '@agentry/channels';
-import type { Platform } from '@agentry/contracts';
+import { channelPeerPrincipal, type Platform } from '@agentry/contracts';
 import { type ChannelAccountRecord, forgetInboundEvent, getChannelAccount, getRuleChain, listBindings, recordInboundEvent, setInboundEventRun } from '@agentry/db';
 import { submitRun } from '@agentry/runs';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
@@ -188,6 +188,9 @@ async function admitMessage(deps: GatewayDeps, target: Target, message: InboundM
         agentId: binding.agentId,
         session: { key: sessionKeyFor(scope, platform, accountId, message), channel: platform, scope },
         source: platform,
+        // The peer who wrote, not the binding's owner: its usage shows under it, and the worker
+        // gives it no owner's or admin's standing (it uses the agent the binding shares with the chat).
+        principal: channelPeerPrincipal(platform, accountId, message.senderId),
         request: {
           messages: [{ role: 'user', content: message.text }],
           reply: { platform, accountId, chatId: message.chatId },

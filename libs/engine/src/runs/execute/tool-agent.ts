@@ -93,9 +93,10 @@ function toolConfigs(config: AiAgentConfig): AgentToolConfig[] {
 }
 
 /** What a built-in tool of the executing agent sees (its signal and config come per call). */
-function toolContext({ deps, run, stack }: AgentRun): Omit<ToolContext, 'signal' | 'config'> {
+function toolContext({ deps, run, stack, authority }: AgentRun): Omit<ToolContext, 'signal' | 'config'> {
   return {
     db: deps.db,
+    authority,
     agentId: stack.at(-1)!,
     runId: run.id,
     sessionId: run.sessionId,

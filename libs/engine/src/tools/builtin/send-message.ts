@@ -6,14 +6,17 @@ import { checkArgs, checkConfig, type BuiltinTool } from './common.js';
  * `send_message`: sends a text to a chat through a channel account (the outbound queue: the
  * connector sends it, with retries) and waits for the platform's answer. Off by default: an agent
  * that can message arbitrary chats is a spam and leak risk, so an operator opts in per agent and
- * may pin the platforms and chats it may reach in the tool's config.
+ * may pin the platforms and chats it may reach in the tool's config. Whether the send is allowed
+ * is the policy's (`refusal`, capability `send`), asked where the account is known (the sender):
+ * only through an account bound to the agent, only to chats the account admits, unless an admin's
+ * definition pins the chat in `chatIds`.
  */
 const Parameters = Type.Object(
   {
     platform: Type.String({ minLength: 1, maxLength: 64, description: 'channel platform id, e.g. chat_d' }),
     chatId: Type.String({ minLength: 1, maxLength: 512, description: 'the chat (or user:<id>) to send to' }),
     message: Type.String({ minLength: 1, maxLength: 20_000, description: 'the text to send' }),
-    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "the account to send through (default: the platform's first enabled account)" })),
+    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "the account to send through (default: the platform's first enabled account bound to this agent)" })),
   },
   { additionalProperties: false },
 );
@@ -21,7 +24,11 @@ type Args = Static<typeof Parameters>;
 
 const Config = Type.Object({
   platforms: Type.Optional(Type.Array(Type.String(), { description: 'platforms the agent may send to (default: all)' })),
-  chatIds: Type.Optional(Type.Array(Type.String(), { description: 'chats the agent may send to (default: any)' })),
+  chatIds: Type.Optional(
+    Type.Array(Type.String(), {
+      description: "chats the agent may send to (default: those the account admits, see allow_from); an admin's agent may list chats outside the account's allow_from",
+    }),
+  ),
 });
 type Config = Static<typeof Config>;
 
@@ -39,12 +46,15 @@ export const sendMessageTool: BuiltinTool = {
     }
     if (cfg.chatIds && !cfg.chatIds.includes(args.chatId)) throw new ToolError(`send_message: this agent may not send to chat ${args.chatId}`);
     if (!ctx.sendMessage) throw new ToolError('send_message: channels are not available in this process');
+    if (!ctx.authority) throw new ToolError('send_message: this run carries no authority to send with');
     try {
       const sent = await ctx.sendMessage({
         agentId: ctx.agentId,
         platform: args.platform,
         chatId: args.chatId,
         text: args.message,
+        authority: ctx.authority,
+        pinned: cfg.chatIds !== undefined && cfg.chatIds.includes(args.chatId),
         ...(args.accountId !== undefined ? { accountId: args.accountId } : {}),
       });
       ctx.logger.info({ platform: args.platform, chatId: args.chatId, messageId: sent.messageId }, 'send_message sent a message');
