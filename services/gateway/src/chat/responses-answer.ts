@@ -161,24 +161,19 @@ class ResponseStream {
   }
 }
 
+export interface StreamResponseOptions {
+  heartbeatMs: number;
+  /** Resuming: the seq of the last event the client has (what it made is not sent again). */
+  after?: number;
+  /**
+   * Replaying (`GET /responses/{id}?stream=true`): the `sequence_number` of the last event the
+   * client has; the events up to it are made (numbering on) but not sent. -1: all are sent.
+   */
+  startingAfter?: number;
+}
+
 /** Writes the run as Responses API SSE events; answers an HTTP error instead while nothing is out. */
-export async function streamResponse(
-  run: RunControl,
-  req: FastifyRequest,
-  reply: FastifyReply,
-  relay: RunRelay,
-  meta: ResponseMeta,
-  opts: {
-    heartbeatMs: number;
-    /** Resuming: the seq of the last event the client has (what it made is not sent again). */
-    after?: number;
-    /**
-     * Replaying (`GET /responses/{id}?stream=true`): the `sequence_number` of the last event the
-     * client has; the events up to it are made (numbering on) but not sent. -1: all are sent.
-     */
-    startingAfter?: number;
-  },
-): Promise<unknown> {
+export async function streamResponse(run: RunControl, req: FastifyRequest, reply: FastifyReply, relay: RunRelay, meta: ResponseMeta, opts: StreamResponseOptions): Promise<unknown> {
   const after = opts.after ?? -1;
   const out = new ResponseStream(req, reply, meta, opts.heartbeatMs, opts.startingAfter);
   // A resumed stream's opening events (created, in_progress) are the client's already.
