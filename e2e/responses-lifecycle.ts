@@ -200,6 +200,9 @@ export function responsesLifecycleConformance(target: () => ResponsesTarget): vo
     // Breaking out of the loop aborts the SDK's request: the connection closes mid-answer.
     const id = (seen[0] as { response: { id: string; background: boolean } }).response.id;
     expect((seen[0] as { response: { background: boolean } }).response.background).toBe(true);
+    // As OpenAI's: a background response is created queued, then runs.
+    expect(seen[0]).toMatchObject({ type: 'response.created', response: { status: 'queued' } });
+    expect(seen[1]).toMatchObject({ type: 'response.in_progress', response: { status: 'in_progress' } });
     const last = seen.at(-1)!.sequence_number;
 
     const rest: ResponseStreamEvent[] = [];

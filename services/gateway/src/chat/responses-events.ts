@@ -126,8 +126,9 @@ export class ResponseEvents {
 
   constructor(readonly meta: ResponseMeta) {}
 
+  /** A background response is created `queued`, as OpenAI's are; the next event says it runs. */
   created() {
-    return this.#event('response.created', { response: responseObject(this.meta, { status: 'in_progress' }) });
+    return this.#event('response.created', { response: responseObject(this.meta, { status: this.meta.background ? 'queued' : 'in_progress' }) });
   }
 
   inProgress() {
