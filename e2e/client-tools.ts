@@ -272,6 +272,11 @@ export function clientToolsConformance(target: () => ChatTarget): void {
     const seen = lastOf(fake).filter((m) => m.role !== 'system');
     expect(seen.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
     expect(seen[4]).toMatchObject({ tool_call_id: 'call_weather', content: 'snow' });
+    // The follow-up's input, as given: the output item, not a user message.
+    const items = await client().responses.inputItems.list(second.id);
+    const raw = await fetch(`${target().baseURL}/responses/${second.id}/input_items`, { headers: { authorization: `Bearer ${target().apiKey}` } });
+    assertValid('ResponseItemList', await raw.json());
+    expect(items.data).toEqual([expect.objectContaining({ type: 'function_call_output', call_id: 'call_weather', output: 'snow' })]);
   });
 
   it('openai SDK Responses stream: the call comes as output_item and function_call_arguments events; store: false continues from the resent items', { timeout: CASE_TIMEOUT_MS }, async () => {

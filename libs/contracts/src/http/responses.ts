@@ -115,6 +115,15 @@ export const ResponseInputItem = Type.Union([
     content: Type.Array(Type.Object({ type: Type.Literal('input_text'), text: Type.String() })),
   }),
   ResponseOutputMessage,
+  ResponseFunctionCall,
+  // OpenAI's `FunctionToolCallOutputItem`: the client's answer to one of its tool calls.
+  Type.Object({
+    type: Type.Literal('function_call_output'),
+    id: Type.String(),
+    call_id: Type.String(),
+    output: Type.String(),
+    status: Type.Literal('completed'),
+  }),
 ]);
 export type ResponseInputItem = Static<typeof ResponseInputItem>;
 

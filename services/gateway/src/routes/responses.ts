@@ -179,14 +179,32 @@ interface StoredResponse {
   metadata: Record<string, string>;
   textFormat: ResponseTextFormat;
   background: boolean;
-  /** The roles of the input items, in order: the run's last messages. */
+  /** The roles of the input items, in order: the run's last messages (responses stored before inputItems). */
   inputRoles: string[];
+  /** The input items as given (item references resolved), for `input_items`. */
+  inputItems?: StoredInputItem[];
+}
+
+type StoredInputItem =
+  | { type: 'message'; role: string; text: string }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string }
+  | { type: 'function_call_output'; call_id: string; output: string };
+
+/** The input items, already checked by inputMessages, reduced to what `input_items` lists. */
+function storedInputItems(input: unknown): StoredInputItem[] {
+  if (typeof input === 'string') return [{ type: 'message', role: 'user', text: input }];
+  return (input as Array<Record<string, unknown>>).map((item, i): StoredInputItem => {
+    if (item.type === 'function_call') return { type: 'function_call', call_id: String(item.call_id), name: String(item.name), arguments: String(item.arguments) };
+    if (item.type === 'function_call_output') return { type: 'function_call_output', call_id: String(item.call_id), output: outputText(item.output, `input[${i}]`) };
+    return { type: 'message', role: String(item.role), text: itemText(item.content, `input[${i}]`) };
+  });
 }
 
 function storedResponseOf(meta: ResponseMeta, input: unknown): StoredResponse {
-  const inputRoles = typeof input === 'string' ? ['user'] : (input as Array<{ role: string }>).map((item) => item.role);
+  const inputItems = storedInputItems(input);
+  const inputRoles = inputItems.map((item) => (item.type === 'message' ? item.role : item.type));
   const { model, instructions, previousResponseId, temperature, topP, maxOutputTokens, toolChoice, tools, parallelToolCalls, metadata, textFormat, background } = meta;
-  return { model, instructions, previousResponseId, temperature, topP, maxOutputTokens, toolChoice, tools, parallelToolCalls, metadata, textFormat, background, inputRoles };
+  return { model, instructions, previousResponseId, temperature, topP, maxOutputTokens, toolChoice, tools, parallelToolCalls, metadata, textFormat, background, inputRoles, inputItems };
 }
 
 /**
@@ -323,7 +341,8 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     await enforceBudget(deps.bus, deps.logger, req, reply);
     refuseUnsupported(body);
     const tools = responsesClientTools(body);
-    const input = inputMessages(await resolveReferences(deps, req.principal, body.input));
+    const resolvedInput = await resolveReferences(deps, req.principal, body.input);
+    const input = inputMessages(resolvedInput);
     const messages: RunMessage[] = body.instructions ? [{ role: 'system', content: body.instructions }, ...input] : input;
     const principal = req.principal;
     const agent = await requireAgent(body.model, principal);
@@ -336,7 +355,7 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
     try {
       const turn = await placeTurn(deps, principal, { agentId: agent.id, runId: run.runId, store, previous, messages });
       const meta = metaOf(body, run.runId, store);
-      const request = toRunRequest(body, turn.messages, tools, store ? storedResponseOf(meta, body.input) : undefined);
+      const request = toRunRequest(body, turn.messages, tools, store ? storedResponseOf(meta, resolvedInput) : undefined);
       const { session, started } = await run.start(
         { agentId: agent.id, session: turn.session, source: 'api', principal: sessionOwner(principal), request },
         { resumable: body.stream === true && resumptionRequested(req), detached: background },
@@ -494,6 +513,15 @@ function cancelResponse(deps: GatewayDeps) {
 
 /** The input items of a stored response: its last messages (the instructions are not an item). */
 function inputItemsOf({ run, stored }: Stored): ResponseInputItem[] {
+  if (stored.inputItems) {
+    return stored.inputItems.map((item, i): ResponseInputItem => {
+      const id = `${item.type === 'message' ? 'msg' : item.type === 'function_call' ? 'fcin' : 'fco'}_${run.id}_${i}`;
+      if (item.type === 'function_call') return { type: 'function_call', id, call_id: item.call_id, name: item.name, arguments: item.arguments, status: 'completed' };
+      if (item.type === 'function_call_output') return { type: 'function_call_output', id, call_id: item.call_id, output: item.output, status: 'completed' };
+      if (item.role === 'assistant') return { type: 'message', id, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: item.text, annotations: [], logprobs: [] }] };
+      return { type: 'message', id, role: item.role === 'developer' || item.role === 'system' ? item.role : 'user', status: 'completed', content: [{ type: 'input_text', text: item.text }] };
+    });
+  }
   const messages = (run.request as { messages?: RunMessage[] } | null)?.messages ?? [];
   const items = messages.slice(Math.max(0, messages.length - stored.inputRoles.length));
   return items.map((m, i): ResponseInputItem => {
