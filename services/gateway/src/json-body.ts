@@ -1,6 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '@agentry/errors';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route takes no body: an empty JSON one (as OpenAI's Python SDK sends) is none. */
+    bodyless?: true;
+  }
+}
+
 /**
  * Deepest nesting of arrays and objects a JSON body may have. Real bodies stay far below it
  * (an agent DSL is under 10 levels); far deeper ones (10,000 levels parse fine) later blow the
@@ -41,9 +48,10 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
     // The Python SDK sends `content-type: application/json` with an empty body on DELETE and
-    // bodyless POSTs (responses.delete, responses.cancel): nothing to parse on a route that takes
-    // no body. A route that takes one still answers "the body is empty".
-    if (text === '' && req.routeOptions.schema?.body === undefined) {
+    // bodyless POSTs (responses.delete, responses.cancel): nothing to parse on a DELETE or on a
+    // route that says it takes no body. Any other (PUT /config reads its body by hand) still
+    // answers "the body is empty".
+    if (text === '' && (req.method === 'DELETE' || req.routeOptions.config.bodyless === true)) {
       done(null, undefined);
       return;
     }

@@ -85,6 +85,9 @@ describe('bodies that are not what they claim', () => {
     const deleted = await h.app.inject({ method: 'DELETE', url: '/api/v1/agents/empty-body', headers: json, payload: '' });
     expect(deleted.statusCode, deleted.body).toBeLessThan(300);
     await expectError(await h.app.inject({ method: 'POST', url: '/api/v1/agents', headers: json, payload: '' }), 400, /the body is empty/);
+    // A bodyless POST whose schema declares no body (the SDK's responses.cancel): not a JSON error.
+    const cancel = await h.app.inject({ method: 'POST', url: '/api/v1/runs/no-such-run/cancel', headers: json, payload: '' });
+    expect(cancel.body).not.toMatch(/the body is empty/);
   });
 
   it('JSON nested 10,000 deep: 400 {error} before anything walks it', { timeout: 10_000 }, async () => {

@@ -575,7 +575,7 @@ export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: {
   );
   app.post<{ Params: ResponseParams }>(
     '/responses/:id/cancel',
-    { config, schema: { params: ResponseParams, response: { 200: ResponseObject } } },
+    { config: { ...config, bodyless: true }, schema: { params: ResponseParams, response: { 200: ResponseObject } } },
     tracedRoute('/api/v1/responses/:id/cancel', cancelResponse(deps)),
   );
   app.get<{ Params: ResponseParams; Querystring: Static<typeof InputItemsQuery> }>(

@@ -55,7 +55,7 @@ export function runRoutes(app: FastifyInstance, deps: GatewayDeps, heartbeatMs: 
   // A chat client resumes its stream here (or by sending its request again with Last-Event-ID).
   api.get('/runs/:runId/events', { config: { access: 'chat', rateLimit: 'chat' }, schema: RunEvents }, runEvents(deps, heartbeatMs));
   // A client that stops an answer on purpose (Stop, Ctrl-C) says so: no resume grace for it.
-  api.post('/runs/:runId/cancel', { config: { access: 'chat' }, schema: CancelRun }, cancelOwnRun(deps));
+  api.post('/runs/:runId/cancel', { config: { access: 'chat', bodyless: true }, schema: CancelRun }, cancelOwnRun(deps));
 }
 
 /**
