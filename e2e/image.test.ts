@@ -406,7 +406,7 @@ function clusterSuite(engine: Engine): void {
 
 /** The Secret's keys get these values; a key without one fails the test. */
 function secretTestValues(db: TestDatabase, toContainer: (url: string) => string): Record<string, string> {
-  return { DATABASE_URL: toContainer(db.url), REDIS_URL: toContainer(redisUrl()), AGENTRY_SECRET_KEY: MASTER_KEY, AGENTRY_ADMIN_PASSWORD: 'k8s-test-admin-password' };
+  return { DATABASE_URL: toContainer(db.url), REDIS_URL: toContainer(redisUrl()), AGENTRY_SECRET_KEY: MASTER_KEY, AGENTRY_ADMIN_PASSWORD: 'k8s-test-admin-password', AGENTRY_METRICS_TOKEN: '' };
 }
 
 interface Workload {
