@@ -58,7 +58,9 @@ describe("README's first-answer path, followed as written", () => {
 
     const serverPort = await freePort();
     const fakePort = await freePort();
-    const env = { ...process.env, HOME: home, AGENTRY_URL: `http://127.0.0.1:${serverPort}`, CI: '', NO_COLOR: '1' };
+    // A newcomer's environment: none of the test run's DATABASE_URL, REDIS_URL or AGENTRY_* (with
+    // them, `npm start` would run on the suite's shared Postgres and Redis).
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, AGENTRY_URL: `http://127.0.0.1:${serverPort}`, NO_COLOR: '1' };
     const withPorts = (c: string) => c.replaceAll('18080', String(fakePort));
 
     // 1. `npm start`, in a directory of its own (its data/ must not be the checkout's).
