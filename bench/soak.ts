@@ -437,7 +437,8 @@ async function runOp(base: string, kind: OpKind, n: number): Promise<void> {
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
       const body = await res.text();
-      if (res.status !== 401 || typeof (JSON.parse(body) as { error?: unknown }).error !== 'string') throw new Error(`wrong key: ${res.status} ${body.slice(0, 200)}`);
+      // The OpenAI-compatible routes answer errors in OpenAI's shape: { error: { message, type, code } }.
+      if (res.status !== 401 || typeof (JSON.parse(body) as { error?: { message?: unknown } }).error?.message !== 'string') throw new Error(`wrong key: ${res.status} ${body.slice(0, 200)}`);
       return;
     }
     case 'agent-crud': {
