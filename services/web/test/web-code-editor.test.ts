@@ -126,6 +126,7 @@ describe('code editors and drag onto a connection in Chromium', () => {
       expect(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.id)).toBe('f');
 
       await page.getByRole('tab', { name: 'DSL (JSON)' }).click();
+      await page.locator('.dsl-field .cm-content').waitFor();
       const line = (await dslLines())[(await lineWith('"jsScript"')) - 1];
       expect(line).toContain(JSON.stringify('const n = msg.data.length;\nreturn n > 2;'));
       await save();
