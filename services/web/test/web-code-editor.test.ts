@@ -182,6 +182,9 @@ describe('code editors and drag onto a connection in Chromium', () => {
       await problems.getByRole('button', { name: `Line ${bConfig}`, exact: true }).click();
       expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).toBe(true);
       expect(await page.locator('.dsl-field .cm-activeLine').textContent()).toContain('"configuration"');
+      // Escape leaves the editor for the next control (the first problem's button).
+      await page.keyboard.press('Escape');
+      expect(await page.evaluate(() => document.activeElement?.closest('.dsl-problems') !== null && document.activeElement?.tagName === 'BUTTON')).toBe(true);
       expect(t.problems).toEqual([]);
     }));
 
