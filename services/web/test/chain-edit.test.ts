@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RuleChainDsl, ToolForms } from '@agentry/client';
-import { chainGraph, clipOf, insertOnEdge, pasteClip } from '../app/lib/chain-graph.js';
+import { chainGraph, clipOf, insertOnEdge, moveOntoEdge, pasteClip } from '../app/lib/chain-graph.js';
 import { chainIssues } from '../app/lib/chain-validate.js';
 import { familyOf } from '../app/lib/node-families.js';
 
@@ -78,6 +78,28 @@ describe('insert on a connection', () => {
     const { graph } = insertOnEdge(g, g.edges[2]!.id, 'log', { x: 300, y: 200 });
     expect(graph.nodes.map((n) => `${n.id}@${n.position.x},${n.position.y}`)).toEqual(['a@0,0', 'b@300,0', 'c@600,0', 'log_1@300,200']);
     expect(graph.edges.map((e) => `${e.source}-${e.relation}>${e.target}`)).toEqual(['a-Success>b', 'b-Failure>c', 'c-Failure>log_1', 'log_1-Success>a']);
+  });
+});
+
+describe('move an existing node onto a connection', () => {
+  it('puts a node without connections between the two ends, in the downstream node\'s place', () => {
+    const d = dsl();
+    d.metadata.nodes.push({ id: 'loose', type: 'log', configuration: { keep: true }, additionalInfo: { layoutX: 300, layoutY: 300 } });
+    const g = chainGraph(d);
+    const next = moveOntoEdge(g, g.edges[0]!.id, 'loose', { x: 150, y: 10 });
+    expect(next?.edges.map((e) => `${e.source}-${e.relation}>${e.target}`)).toEqual(['b-Failure>c', 'a-Success>loose', 'loose-Success>b']);
+    // b's column and those right of it move right; the node keeps its id and configuration.
+    expect(next?.nodes.map((n) => `${n.id}@${n.position.x},${n.position.y}`)).toEqual(['a@0,0', 'b@604,0', 'c@904,0', 'loose@300,0']);
+    expect(next?.nodes[3]!.doc.configuration).toEqual({ keep: true });
+  });
+
+  it('refuses a node that has connections of its own, an unknown node and an unknown connection', () => {
+    const d = dsl();
+    d.metadata.nodes.push({ id: 'loose', type: 'log', configuration: {} });
+    const g = chainGraph(d);
+    expect(moveOntoEdge(g, g.edges[1]!.id, 'a', { x: 0, y: 0 })).toBeNull();
+    expect(moveOntoEdge(g, g.edges[0]!.id, 'nope', { x: 0, y: 0 })).toBeNull();
+    expect(moveOntoEdge(g, 'nope', 'loose', { x: 0, y: 0 })).toBeNull();
   });
 });
 

@@ -190,6 +190,13 @@ describe('schema to control', () => {
     expect(fieldOf('systemPrompt', { type: 'string' }, false, { systemPrompt: { multiline: false } })).toMatchObject({ kind: 'text', multiline: false });
   });
 
+  it('makes a script a wide multi-line JavaScript code field, by name or by what the schema says', () => {
+    expect(fieldOf('jsScript', { type: 'string' }, false)).toMatchObject({ kind: 'text', code: 'javascript', multiline: true, wide: true });
+    expect(fieldOf('filter', { type: 'string', contentMediaType: 'application/javascript' }, false)).toMatchObject({ code: 'javascript' });
+    expect(fieldOf('expr', { type: 'string', format: 'javascript' }, false)).toMatchObject({ code: 'javascript' });
+    expect(fieldOf('script', { type: 'string' }, false)).not.toHaveProperty('code');
+  });
+
   it('labels from the title first, then the hint, then the name', () => {
     expect(fieldOf('maxStep', { type: 'integer', title: 'Steps' }, false, { maxStep: { label: 'Max steps' } }).label).toBe('Steps');
     expect(fieldOf('maxStep', { type: 'integer' }, false, { maxStep: { label: 'Max steps' } }).label).toBe('Max steps');

@@ -3,7 +3,7 @@ import { Background, BaseEdge, Controls, Handle, MarkerType, MiniMap, Position, 
 import '@xyflow/react/dist/style.css';
 import './chain-canvas.css';
 import type { RuleChainDsl, ToolForms } from '@agentry/client';
-import { addNode, chainDsl, chainGraph, clipOf, connect, editNode, insertOnEdge, moveNodes, nextPosition, pasteClip, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type GraphClip, type Point } from '../lib/chain-graph';
+import { addNode, chainDsl, chainGraph, clipOf, connect, editNode, insertOnEdge, moveNodes, moveOntoEdge, nextPosition, pasteClip, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type GraphClip, type Point } from '../lib/chain-graph';
 import { chainIssues, issuesByNode, type ChainIssue } from '../lib/chain-validate';
 import { NODE_SIZE, autoLayout, pathOf, routeEdge, type Box } from '../lib/chain-layout';
 import { replayOf, type NodeReplay, type RunStep } from '../lib/chain-replay';
@@ -88,10 +88,14 @@ function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
 
 const NODE_TYPES = { rule: RuleNode };
 
-/** A connection drawn on its orthogonal route round the nodes (lib/chain-layout.ts), never under one. */
+/**
+ * A connection drawn on its orthogonal route round the nodes (lib/chain-layout.ts), never under
+ * one. A node being dragged is not routed round: the connection stays where it is, so the node
+ * can be dropped onto it.
+ */
 function RoutedEdge({ id, source, target, sourceX, sourceY, targetX, targetY, label, markerEnd, style }: EdgeProps) {
   const nodes = useNodes();
-  const boxes: Box[] = nodes.map((n) => ({ id: n.id, x: n.position.x, y: n.position.y, width: n.measured?.width ?? 208, height: n.measured?.height ?? 72 }));
+  const boxes: Box[] = nodes.filter((n) => !n.dragging).map((n) => ({ id: n.id, x: n.position.x, y: n.position.y, width: n.measured?.width ?? 208, height: n.measured?.height ?? 72 }));
   const { d, label: at } = pathOf(routeEdge({ x: sourceX, y: sourceY }, { x: targetX, y: targetY }, source, target, boxes));
   return <BaseEdge id={id} path={d} label={label} labelX={at.x} labelY={at.y} labelBgPadding={[4, 2]} markerEnd={markerEnd} {...(style ? { style } : {})} />;
 }
@@ -149,7 +153,7 @@ function useCanvasGraph(dsl: RuleChainDsl, onChange: (next: RuleChainDsl) => voi
   return { graph, emit, undo, redo };
 }
 
-function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySet<string> | null, problems: Record<string, string[]>): Edge[] {
+function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySet<string> | null, problems: Record<string, string[]>, dropTarget: string | null): Edge[] {
   return graph.edges.map((e) => ({
     id: e.id,
     source: e.source,
@@ -159,7 +163,7 @@ function flowEdges(graph: ChainGraph, selection: Selection, followed: ReadonlySe
     type: 'routed',
     markerEnd: { type: MarkerType.ArrowClosed },
     animated: followed?.has(e.id) ?? false,
-    className: [followed ? (followed.has(e.id) ? 'followed' : 'not-followed') : '', problems[e.id] ? 'has-problem' : ''].filter(Boolean).join(' '),
+    className: [followed ? (followed.has(e.id) ? 'followed' : 'not-followed') : '', problems[e.id] ? 'has-problem' : '', dropTarget === e.id ? 'drop-target' : ''].filter(Boolean).join(' '),
     data: { relation: e.relation },
   }));
 }
@@ -349,9 +353,23 @@ function useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNo
     if (onEdge) window.setTimeout(() => void flow.fitView(FIT), 50);
   };
   const onConnect = (c: Connection) => emit(connect(graph, c.source, c.target, relation.trim() || 'Success'));
-  const onDragStop = (_: unknown, _node: Node, dragged: Node[]) => {
+  // A lone node without connections dragged over a connection: that connection is marked, and
+  // dropping the node there puts it in between (as the palette's insert-on-edge does).
+  const [dropTarget, setDropTarget] = useState<string | null>(null);
+  const spliceTarget = (e: MouseEvent | TouchEvent, dragged: Node[]): string | undefined => {
+    const only = dragged.length === 1 ? dragged[0] : undefined;
+    const at = 'changedTouches' in e ? e.changedTouches[0] : e;
+    if (!only || !at || graph.edges.some((c) => c.source === only.id || c.target === only.id)) return undefined;
+    return edgeAt(at.clientX, at.clientY);
+  };
+  const onDrag = (e: MouseEvent | TouchEvent, _node: Node, dragged: Node[]) => setDropTarget(spliceTarget(e, dragged) ?? null);
+  const onDragStop = (e: MouseEvent | TouchEvent, _node: Node, dragged: Node[]) => {
     flowNodes.dragging.current = false;
-    emit(moveNodes(graph, new Map<string, Point>(dragged.map((n) => [n.id, n.position]))));
+    setDropTarget(null);
+    const onEdge = spliceTarget(e, dragged);
+    const spliced = onEdge && dragged[0] ? moveOntoEdge(graph, onEdge, dragged[0].id, dragged[0].position) : null;
+    emit(spliced ?? moveNodes(graph, new Map<string, Point>(dragged.map((n) => [n.id, n.position]))));
+    if (spliced) window.setTimeout(() => void flow.fitView(FIT), 50);
   };
   const remove = (nodeIds: string[], edgeIds: string[]) => {
     if (nodeIds.length === 0 && edgeIds.length === 0) return;
@@ -369,7 +387,7 @@ function useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNo
     setSelection(NOTHING);
     if (id !== undefined) (document.querySelector(`.canvas-flow .react-flow__node[data-id="${CSS.escape(id)}"]`) as HTMLElement | null)?.focus();
   };
-  return { add, drop, onConnect, onDragStop, remove, layout, closePanel };
+  return { add, drop, onConnect, onDrag, onDragStop, dropTarget, remove, layout, closePanel };
 }
 
 function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }: ChainCanvasProps) {
@@ -383,11 +401,11 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
   const issues = useMemo(() => issuesByNode(chainIssues(graph, forms)), [graph, forms]);
   const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
   const flowNodes = useFlowNodes(graph, selection, byElement.nodes, issues, replay, setSelection, emit);
-  const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges), [graph, selection, replay, byElement.edges]);
   const { fitView } = useReactFlow();
   const clipboard = useClipboard(graph, selection, emit, setSelection, () => fitView(FIT));
 
-  const { add, drop, onConnect, onDragStop, remove, layout, closePanel } = useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNodes, focusNode });
+  const { add, drop, onConnect, onDrag, onDragStop, dropTarget, remove, layout, closePanel } = useCanvasEdits({ graph, emit, selection, setSelection, relation, flowNodes, focusNode });
+  const edges = useMemo(() => flowEdges(graph, selection, replay ? new Set(replay.edges) : null, byElement.edges, dropTarget), [graph, selection, replay, byElement.edges, dropTarget]);
   useCanvasKeys({ undo, redo, ...clipboard, fullscreen, setFullscreen });
   return (
     <div className={fullscreen ? 'chain-canvas fullscreen' : 'chain-canvas'} style={{ ['--side-width' as string]: `${sideWidth}px` }}>
@@ -423,6 +441,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
             edgeTypes={EDGE_TYPES}
             onNodesChange={flowNodes.onNodesChange}
             onNodeDragStart={() => (flowNodes.dragging.current = true)}
+            onNodeDrag={onDrag}
             onNodeDragStop={onDragStop}
             onConnect={onConnect}
             onEdgesChange={(changes) => setSelection((s) => selectionAfter(s, changes, 'edges'))}
@@ -525,7 +544,8 @@ function CanvasSide(props: CanvasSideProps) {
       ref={side}
       className="canvas-side"
       onKeyDown={(e) => {
-        if (e.key === 'Escape' && selected && !(e.target instanceof HTMLSelectElement)) {
+        // (A code editor's Escape that closed one of its popups is marked handled: the panel stays.)
+        if (e.key === 'Escape' && selected && !e.defaultPrevented && !(e.target instanceof HTMLSelectElement)) {
           e.stopPropagation();
           onClose();
         }

@@ -16,6 +16,7 @@ import {
   type Field,
   type JsonSchema,
 } from '../lib/schema-form';
+import { CodeField } from './CodeField';
 import { ErrorText, SelectField, TextArea, TextField } from './ui';
 
 /**
@@ -73,7 +74,9 @@ function SchemaField({ field, value: root, onChange, errors = {}, custom = {}, o
 
   switch (field.kind) {
     case 'text':
-      return field.multiline ? (
+      return field.code ? (
+        <CodeField label={field.label} hint={help} error={error} className={className} language={field.code} value={typeof value === 'string' ? value : ''} onValue={(v) => set(v === '' && !field.required ? undefined : v)} rows={field.rows} />
+      ) : field.multiline ? (
         <TextArea label={field.label} hint={help} error={error} className={className} value={typeof value === 'string' ? value : ''} onValue={(v) => set(v === '' && !field.required ? undefined : v)} rows={field.rows} placeholder={field.placeholder} />
       ) : (
         <TextInput field={field} value={value} error={error} help={help} className={className} onValue={set} />

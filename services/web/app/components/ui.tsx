@@ -1,5 +1,5 @@
 import { humanError } from '../lib/errors';
-import { useEffect, useId, useState, type ChangeEvent, type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes } from 'react';
+import { useEffect, useId, useState, type ChangeEvent, type InputHTMLAttributes, type LabelHTMLAttributes, type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes } from 'react';
 
 /** Small form and layout pieces; every control has a label, errors sit at their field. */
 
@@ -48,10 +48,13 @@ interface FieldProps {
   className?: string;
 }
 
-function FieldShell({ id, label, hint, error, className, children }: FieldProps & { id: string; children: ReactNode }) {
+/** A control's label, hint and error round it; `labelProps` for a control no `for` can name (a code editor). */
+export function FieldShell({ id, label, hint, error, className, labelProps, children }: FieldProps & { id: string; labelProps?: LabelHTMLAttributes<HTMLLabelElement>; children: ReactNode }) {
   return (
     <div className={`field${error ? ' has-error' : ''}${className ? ` ${className}` : ''}`}>
-      <label htmlFor={id}>{label}</label>
+      <label htmlFor={id} {...labelProps}>
+        {label}
+      </label>
       {children}
       {hint ? (
         <p className="hint" id={`${id}-hint`}>
@@ -63,7 +66,7 @@ function FieldShell({ id, label, hint, error, className, children }: FieldProps 
   );
 }
 
-function describedBy(id: string, hint: unknown, error: unknown): string | undefined {
+export function describedBy(id: string, hint: unknown, error: unknown): string | undefined {
   return [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
 }
 

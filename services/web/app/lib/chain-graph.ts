@@ -257,20 +257,46 @@ export function pasteClip(graph: ChainGraph, clip: GraphClip, offset: Point): { 
 export const INSERT_SHIFT = 304;
 
 /**
- * `graph` with a new node of `type` put into connection `edgeId`: `a -(r)-> b` becomes
- * `a -(r)-> new -(Success)-> b`. On a connection that runs left to right the new node takes b's
- * place and b, with every node from b's column rightwards, moves one column right (no node ends up
- * on another); on any other the node goes where it was dropped (`position`). Unknown edge: the
- * node is only added at `position`.
+ * `graph` with node `id` put into connection `edge`: `a -(r)-> b` becomes `a -(r)-> id -(Success)-> b`.
+ * On a connection that runs left to right the node takes b's place and b, with every other node
+ * from b's column rightwards, moves one column right (no node ends up on another); on any other
+ * the node goes to `position` (where it was dropped).
+ */
+function spliceInto(graph: ChainGraph, edge: GraphEdge, id: string, position: Point): ChainGraph {
+  const from = graph.nodes.find((n) => n.id === edge.source) as GraphNode;
+  const to = graph.nodes.find((n) => n.id === edge.target) as GraphNode;
+  const forward = to.position.x > from.position.x;
+  const moved = new Map<string, Point>(forward ? graph.nodes.filter((n) => n.id !== id && n.position.x >= to.position.x).map((n) => [n.id, { x: n.position.x + INSERT_SHIFT, y: n.position.y }]) : []);
+  moved.set(id, forward ? to.position : position);
+  const placed = moveNodes(graph, moved);
+  const without = { ...placed, edges: placed.edges.filter((e) => e.id !== edge.id) };
+  return connect(connect(without, edge.source, id, edge.relation), id, edge.target, 'Success');
+}
+
+/** The connection `edgeId` when both its ends are in `graph`. */
+function edgeWithEnds(graph: ChainGraph, edgeId: string): GraphEdge | undefined {
+  const edge = graph.edges.find((e) => e.id === edgeId);
+  return edge && graph.nodes.some((n) => n.id === edge.source) && graph.nodes.some((n) => n.id === edge.target) ? edge : undefined;
+}
+
+/**
+ * `graph` with a new node of `type` put into connection `edgeId` (see `spliceInto`). Unknown
+ * edge: the node is only added at `position`.
  */
 export function insertOnEdge(graph: ChainGraph, edgeId: string, type: string, position: Point): { graph: ChainGraph; id: string } {
-  const edge = graph.edges.find((e) => e.id === edgeId);
-  const from = graph.nodes.find((n) => n.id === edge?.source);
-  const to = graph.nodes.find((n) => n.id === edge?.target);
-  if (!edge || !from || !to) return addNode(graph, type, position);
-  const forward = to.position.x > from.position.x;
-  const room = forward ? moveNodes(graph, new Map(graph.nodes.filter((n) => n.position.x >= to.position.x).map((n) => [n.id, { x: n.position.x + INSERT_SHIFT, y: n.position.y }]))) : graph;
-  const added = addNode(room, type, forward ? to.position : position);
-  const without = { ...added.graph, edges: added.graph.edges.filter((e) => e.id !== edgeId) };
-  return { graph: connect(connect(without, edge.source, added.id, edge.relation), added.id, edge.target, 'Success'), id: added.id };
+  const edge = edgeWithEnds(graph, edgeId);
+  const added = addNode(graph, type, position);
+  return edge ? { graph: spliceInto(added.graph, edge, added.id, position), id: added.id } : added;
+}
+
+/**
+ * `graph` with the existing node `nodeId`, dragged onto connection `edgeId`, put into it (see
+ * `spliceInto`), or null when it cannot go there: the node has connections of its own (moving
+ * them along would rewire more than the user pointed at), or it is an end of that connection.
+ */
+export function moveOntoEdge(graph: ChainGraph, edgeId: string, nodeId: string, position: Point): ChainGraph | null {
+  const edge = edgeWithEnds(graph, edgeId);
+  if (!edge || !graph.nodes.some((n) => n.id === nodeId)) return null;
+  if (graph.edges.some((e) => e.source === nodeId || e.target === nodeId)) return null;
+  return spliceInto(graph, edge, nodeId, position);
 }

@@ -70,7 +70,7 @@ interface FieldBase {
 }
 
 export type Field =
-  | (FieldBase & { kind: 'text'; multiline: boolean; rows: number; placeholder?: string; suggestions?: Array<{ value: string; label?: string }> })
+  | (FieldBase & { kind: 'text'; multiline: boolean; rows: number; placeholder?: string; suggestions?: Array<{ value: string; label?: string }>; code?: 'javascript' })
   | (FieldBase & { kind: 'number'; integer: boolean; placeholder?: string })
   | (FieldBase & { kind: 'boolean' })
   | (FieldBase & { kind: 'select'; options: Array<{ value: unknown; label: string }>; emptyLabel: string; placeholder?: string })
@@ -96,6 +96,16 @@ export function isMultiline(key: string, schema: JsonSchema): boolean {
   if (typeof schema.maxLength === 'number' && schema.maxLength > 200) return true;
   if (typeof schema.contentMediaType === 'string' && schema.contentMediaType.startsWith('text/')) return true;
   return MULTILINE_NAME.test(key);
+}
+
+/**
+ * When a string is a script (a code editor rather than a text box): the schema says so (`format`
+ * `javascript`, or `contentMediaType` `application/javascript`), or the property is RuleGo's
+ * `jsScript` (the engine's script nodes declare a bare `Type.String()`).
+ */
+export function isScript(key: string, schema: JsonSchema): boolean {
+  if (schema.format === 'javascript' || schema.contentMediaType === 'application/javascript' || schema.contentMediaType === 'text/javascript') return true;
+  return key === 'jsScript';
 }
 
 /** `systemPrompt` -> "System prompt", `max_tokens` -> "Max tokens", `topP` -> "Top p". */
@@ -169,12 +179,14 @@ export function fieldOf(key: string, raw: JsonSchema, required: boolean, hints: 
     };
   }
   if (type === 'string') {
-    const multiline = hint.multiline ?? isMultiline(key, schema);
+    const code = isScript(key, schema);
+    const multiline = code || (hint.multiline ?? isMultiline(key, schema));
     return {
       ...base,
       wide: multiline,
       kind: 'text',
       multiline,
+      ...(code ? { code: 'javascript' as const } : {}),
       rows: hint.rows ?? (multiline ? 8 : 1),
       ...(hint.placeholder !== undefined ? { placeholder: hint.placeholder } : {}),
       ...(hint.suggestions ? { suggestions: hint.suggestions } : {}),

@@ -1,6 +1,6 @@
 import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from 'react';
 import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf, isCheckboxTool, splitProblems, toggleBuiltin, withOtherTools, type FieldErrors, type ToolEntry } from '../lib/agent-form';
-import { ApiError, api, fetchAll, messageOf, takeWarnings } from '../lib/api';
+import { ApiError, api, fetchAll, takeWarnings } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link, navigate, useLeaveGuard } from '../lib/router';
 import { chainGraph } from '../lib/chain-graph';
@@ -9,7 +9,9 @@ import { clearProblemsAt, clientProblems, fieldIds, fieldsOf, type Field, type F
 import type { AgentListItem, Provider, RuleChainDsl, ToolForms } from '@agentry/client';
 import { notOwnerReason } from '../lib/permissions';
 import { JsonField, SchemaForm, type CustomFieldProps } from '../components/SchemaForm';
-import { ErrorText, Loading, Notice, PageHeader, Tabs, TextArea, TextField } from '../components/ui';
+import { DslField } from '../components/DslField';
+import { jsonSyntaxProblem, lineOf } from '../lib/code-lines';
+import { ErrorText, Loading, Notice, PageHeader, Tabs, TextField } from '../components/ui';
 import { useApp } from '../context';
 
 type AgentConfig = Record<string, unknown>;
@@ -242,9 +244,10 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
       } catch (err) {
         if (err instanceof ApiError && err.status === 400) {
           const agentNode = body.metadata?.nodes?.find((n) => n.type === 'ai/agent');
-          if (tab === 'json') set.setJsonError(splitProblems(err.message).join('\n'));
+          const problems = splitProblems(err.message);
+          if (tab === 'json') set.setJsonError(`Save refused: ${problems.length === 1 ? 'one problem' : `${problems.length} problems`}, each marked on its line below.`);
           set.setErrors(fieldErrorsOf(err.message, agentNode?.id, ids));
-          set.setSaveProblems(splitProblems(err.message));
+          set.setSaveProblems(problems);
         }
         throw err;
       }
@@ -354,16 +357,7 @@ function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: Retur
           <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} focusNode={editor.focusNode} {...(why === null ? { agentId } : {})} />
         </Suspense>
       ) : (
-        <TextArea
-          label="Rule chain DSL"
-          className="json-field"
-          value={editor.jsonText}
-          onValue={editor.editJson}
-          error={jsonError}
-          rows={24}
-          spellCheck={false}
-          hint="The whole agent as stored: ruleChain, metadata.nodes and metadata.connections."
-        />
+        <DslField text={editor.jsonText} onText={editor.editJson} forms={forms} saveProblems={editor.saveProblems} saveFailed={action.error !== null} error={jsonError} />
       )}
       {errors.other.length && tab === 'settings' ? (
         <div className="error-text" role="alert">
@@ -428,11 +422,9 @@ function AgentSettingsFields({ editor, draft, forms }: { editor: ReturnType<type
 }
 
 function parseJson(text: string): { ok: true; value: RuleChainDsl } | { ok: false; error: string } {
-  try {
-    const value = JSON.parse(text) as RuleChainDsl;
-    if (!value || typeof value !== 'object' || !value.ruleChain || !value.metadata) return { ok: false, error: 'the DSL needs "ruleChain" and "metadata"' };
-    return { ok: true, value };
-  } catch (err) {
-    return { ok: false, error: `not valid JSON: ${messageOf(err)}` };
-  }
+  const syntax = jsonSyntaxProblem(text);
+  if (syntax) return { ok: false, error: `Line ${lineOf(text, syntax.from)}: ${syntax.message}` };
+  const value = JSON.parse(text) as RuleChainDsl;
+  if (!value || typeof value !== 'object' || !value.ruleChain || !value.metadata) return { ok: false, error: 'the DSL needs "ruleChain" and "metadata"' };
+  return { ok: true, value };
 }
