@@ -77,14 +77,14 @@ export function isSecretKey(key: string): boolean {
 }
 
 /**
- * A header is a secret by its name (a credential word or name part), or, unless it only
- * describes the request (BENIGN_HEADERS), by its value's shape (`value`: the text the request
+ * A header that only describes the request (BENIGN_HEADERS) is never a secret; any other is one
+ * by its name (a credential word or name part) or by its value's shape (`value`: the text the request
  * will carry, the chain's vars filled in; a sealed value or the marker stays a secret).
  */
 export function isSecretHeader(name: string, value?: unknown): boolean {
   const n = name.trim().toLowerCase();
-  if (SECRET_KEY_PATTERN.test(n) || CREDENTIAL_HEADER_PART.test(n)) return true;
   if (BENIGN_HEADERS.has(n)) return false;
+  if (SECRET_KEY_PATTERN.test(n) || CREDENTIAL_HEADER_PART.test(n)) return true;
   return typeof value === 'string' && (value.includes(SEALED_PREFIX) || value.includes(SECRET_MARKER) || isCredentialShaped(value));
 }
 

@@ -192,6 +192,8 @@ describe('secrets found by schema, not by a name list (issue 35, finding 7)', ()
       ['Accept-Language', 'en-GB'],
       ['Cache-Control', 'no-cache'],
       ['X-Api-Version', '2024-10-01'],
+      // A name part says key, but an idempotency key only names the request.
+      ['Idempotency-Key', '7c9e6679-7425-40de-944b-e07fc1f90ae7'],
     ];
     for (const [h, v] of benign) expect(isSecretHeader(h, v), `${h}: ${v}`).toBe(false);
     // A custom header carrying a credential-shaped value is.
