@@ -228,6 +228,25 @@ describe('secrets in definitions at run time, embedded mode', () => {
   });
 
   secretsSuite(() => target);
+
+  it('reads request metadata back as written and only credentials as the marker: found by name, value shape and ?code= (issue 35)', async () => {
+    const plain = { 'Ocp-Apim-Subscription-Key': 'sub-key-e2e-5c1f', 'x-functions-key': 'fn-key-e2e-7a2b', 'X-Signature': 'sig-e2e-9d3e', 'X-Custom': 'opaque9f8e7d6c5b4a3921' };
+    const benign = { Accept: 'application/json', 'Content-Type': 'application/json', 'User-Agent': 'agentry-e2e/1.0', 'X-Request-Id': '3f2b8c1e-9d4a-4e6f-8a7b-1c2d3e4f5a6b', 'X-Tenant': 'acme' };
+    const hook = 'https://fn.example.com/api/hook?code=fn-code-e2e-4b6c';
+    const made = await api(target, 'POST', '/rules', {
+      ruleChain: { id: 'headers_both', name: 'Headers' },
+      metadata: { nodes: [{ id: 'call', type: 'restApiCall', configuration: { restEndpointUrlPattern: hook, headers: { ...benign, ...plain } } }], connections: [] },
+    });
+    expect(made.status, made.text).toBe(201);
+    const read = await api(target, 'GET', '/rules/headers_both');
+    expect(read.status).toBe(200);
+    const config = (JSON.parse(read.text) as { metadata: { nodes: Array<{ configuration: { restEndpointUrlPattern: string; headers: Record<string, string> } }> } }).metadata.nodes[0]!.configuration;
+    expect(config.headers).toEqual({ ...benign, ...Object.fromEntries(Object.keys(plain).map((h) => [h, SECRET_MARKER])) });
+    expect(config.restEndpointUrlPattern).toBe(SECRET_MARKER);
+    const stored = JSON.stringify((await getRuleChain(target.db, 'headers_both'))!.dsl);
+    for (const secret of [...Object.values(plain), hook]) expect(stored).not.toContain(secret);
+    for (const value of Object.values(benign)) expect(stored).toContain(value);
+  });
 });
 
 describeWithServers('secrets in definitions at run time, cluster mode (separate gateway and worker processes)', () => {

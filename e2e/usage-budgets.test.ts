@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { budgetCounter } from '@agentry/contracts';
 import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, waitFor, type FakeModel } from '@agentry/testing';
+import { createTestPglite, startFakeModel, startFakeTelegram, waitFor, type FakeModel } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { buildGateway } from '@agentry/gateway';
 import { openaiErrorMessage } from './openai-error.js';
@@ -45,6 +45,7 @@ describe('usage and budgets through chat (embedded)', () => {
         `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
         'security:',
         '  requireAuth: true',
+        '  budgets: {channelPeerTokensPerDay: 20}',
         '  users:',
         ...Object.entries(PASSWORDS).map(([u, p]) => `    ${u}: "${p}"`),
         // The object form of an entry, with a budget (the string form cannot carry one).
@@ -165,6 +166,42 @@ describe('usage and budgets through chat (embedded)', () => {
     expect(error).toContain(`resets at ${day.resetsAt.toISOString()}`);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(86_400);
+  });
+
+  it('each channel peer spends its own security.budgets.channelPeerTokensPerDay: past it, its runs fail naming the budget; other peers go on (issue 35)', async () => {
+    const tg = await startFakeTelegram();
+    try {
+      const made = await call('POST', '/channels/chat_d/accounts', tokens.admin, { id: 'tg', dm_policy: 'allow', group_policy: 'disabled', ...tg.account, binding: { agentId: 'meter' } });
+      expect(made.statusCode, made.body).toBe(201);
+      let seq = 0;
+      const dm = async (sender: string, text: string) => {
+        const { headers, body } = tg.inbound({ eventId: `peer${++seq}`, chatId: sender, chatType: 'dm', senderId: sender, text });
+        const res = await app.inject({ method: 'POST', url: '/api/v1/channels/chat_d/accounts/tg/events', headers, payload: body });
+        expect(res.statusCode, res.body).toBe(200);
+        let run: { status: string; principal: string; error: string | null } | undefined;
+        await waitFor(
+          async () => {
+            const rows = await runtime.db.db.selectFrom('runs').select(['status', 'principal', 'error', 'request']).where('source', '=', 'chat_d').execute();
+            run = rows.find((r) => JSON.stringify(r.request).includes(text) && (r.status === 'succeeded' || r.status === 'failed'));
+            return run !== undefined;
+          },
+          20_000,
+          50,
+        );
+        return run!;
+      };
+      fake.script({ text: 'costly', usage: { prompt_tokens: 15, completion_tokens: 10 } });
+      expect(await dm('7007', 'first question')).toMatchObject({ status: 'succeeded', principal: 'channel:chat_d:tg:7007' });
+      const day = budgetCounter('tokensPerDay', 'channel:chat_d:tg:7007');
+      expect(await runtime.bus.count(day.key, 0, day.ttlMs)).toBe(25);
+      const spent = await dm('7007', 'second question');
+      expect(spent.status).toBe('failed');
+      expect(spent.error).toContain('the tokensPerDay budget of channel:chat_d:tg:7007 (20 tokens per day) is spent');
+      // The budget is each peer's: another sender on the same account is answered.
+      expect(await dm('8008', 'another peer')).toMatchObject({ status: 'succeeded', principal: 'channel:chat_d:tg:8008' });
+    } finally {
+      await tg.close();
+    }
   });
 
   it('PUT /channels/api/accounts/{id} sets, shows and removes a budget; a bad one is 400', async () => {

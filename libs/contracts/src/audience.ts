@@ -33,13 +33,20 @@ export function audienceOf(value: unknown): AgentAudience {
   return { everyone: v.everyone === true, users: strings(v.users), roles: strings(v.roles), apiAccounts: strings(v.apiAccounts) };
 }
 
+const CHANNEL_PEER_PREFIX = 'channel:';
+
 /**
  * The principal of a run started by a message in a chat: the peer who wrote it, on the account it
  * came through (`channel:<platform>:<accountId>:<senderId>`). It names no user of ours, so it is
  * nobody's owner and no admin; its usage shows under it (`GET /usage?groupBy=principal`).
  */
 export function channelPeerPrincipal(platform: string, accountId: string, senderId: string): string {
-  return `channel:${platform}:${accountId}:${senderId}`;
+  return `${CHANNEL_PEER_PREFIX}${platform}:${accountId}:${senderId}`;
+}
+
+/** Is this run principal a channel peer (`channelPeerPrincipal`)? */
+export function isChannelPeerPrincipal(principal: string): boolean {
+  return principal.startsWith(CHANNEL_PEER_PREFIX) && principal.length > CHANNEL_PEER_PREFIX.length;
 }
 
 /**

@@ -11,9 +11,13 @@ import { Errors } from '@agentry/errors';
  * 1. its key, or the key of any object or array it sits in, matches `SECRET_KEY_PATTERN`
  *    (`token`, `secret`, `password`, `api_key`, `authorization`, `cookie`, ...);
  * 2. it is a value of an object named `headers` (MCP servers, `restApiCall`, any node or
- *    tool): every header is a secret, whatever its name (`Ocp-Apim-Subscription-Key`,
- *    `x-functions-key`, `X-Signature` carry credentials no name list foresees), except the
- *    few that only describe content (`Accept`, `Content-Type`, `User-Agent`, ...: BENIGN_HEADERS);
+ *    tool) that is a credential by its name (rule 1's words, or a name part such as `key`,
+ *    `signature`, `sig`, `auth`, `hmac`, `session`, `code`: `Ocp-Apim-Subscription-Key`,
+ *    `x-functions-key`, `X-Signature`) or, for a header not among the few that only describe
+ *    the request (`Accept`, `Content-Type`, `User-Agent`, `X-Request-Id`, ...: BENIGN_HEADERS),
+ *    by the shape of its value with the chain's `vars` filled in (an auth scheme and its token,
+ *    `Bearer ...`, or one long opaque token of letters and digits). `X-Tenant: acme` is not;
+ *    `X-Custom: 8f3a9c0d2b7e4f1a` is;
  * 3. it is a URL (`scheme://...`) with user info (`https://user:pass@host`) or with a query
  *    parameter shaped like a credential (`?api_key=`, `&access_token=`, `?key=`, `?sig=`,
  *    `?code=`, `X-Amz-Signature`, `?subscription-key=`): the whole URL is then the secret;
@@ -47,7 +51,16 @@ const BENIGN_HEADERS = new Set([
   'user-agent',
   'x-request-id',
   'x-correlation-id',
+  'idempotency-key',
+  'if-match',
+  'if-none-match',
+  'origin',
+  'referer',
 ]);
+/** A part of a header's name that says it carries a credential (beside SECRET_KEY_PATTERN's words). */
+const CREDENTIAL_HEADER_PART = /(^|[-_.])(key|keys|sig|signature|auth|hmac|session|code|otp|jwt|sas|pat)($|[-_.0-9])/i;
+/** A value naming an auth scheme before its token: `Bearer x`, `Basic x`, `SharedAccessSignature sr=...`. */
+const AUTH_SCHEME_VALUE = /^(bearer|basic|token|digest|bot|hmac|sharedaccesssignature|sharedkey|aws4-hmac-sha256|apikey|key|sso-key)\s+\S/i;
 /** Query parameter names that carry credentials although no secret word is in them (Azure `code`, S3 and GCS signatures, SAS `sig`). */
 const SECRET_QUERY_NAME = /^(key|code|sig|signature|auth|sas|hmac|hash)$|signature|credential|subscription[-_]?key|[-_.]key$/i;
 const VARS_REFERENCE = /\$\{\s*vars\.([A-Za-z0-9_.-]+)\s*\}/g;
@@ -63,9 +76,34 @@ export function isSecretKey(key: string): boolean {
   return SECRET_KEY_PATTERN.test(key);
 }
 
-/** Every header is a secret but the few that only describe content or the client (BENIGN_HEADERS). */
-export function isSecretHeader(name: string): boolean {
-  return SECRET_KEY_PATTERN.test(name) || !BENIGN_HEADERS.has(name.trim().toLowerCase());
+/**
+ * A header that only describes the request (BENIGN_HEADERS) is never a secret; any other is one
+ * by its name (a credential word or name part) or by its value's shape (`value`: the text the request
+ * will carry, the chain's vars filled in; a sealed value or the marker stays a secret).
+ */
+export function isSecretHeader(name: string, value?: unknown): boolean {
+  const n = name.trim().toLowerCase();
+  if (BENIGN_HEADERS.has(n)) return false;
+  if (SECRET_KEY_PATTERN.test(n) || CREDENTIAL_HEADER_PART.test(n)) return true;
+  return typeof value === 'string' && (value.includes(SEALED_PREFIX) || value.includes(SECRET_MARKER) || isCredentialShaped(value));
+}
+
+/** An auth scheme and its token, or one opaque token (16+ characters, letters and digits mixed, no spaces). */
+function isCredentialShaped(value: string): boolean {
+  const v = value.trim();
+  if (AUTH_SCHEME_VALUE.test(v)) return true;
+  return v.length >= 16 && /^[A-Za-z0-9+/=_.~:-]+$/.test(v) && /[A-Za-z]/.test(v) && /[0-9]/.test(v);
+}
+
+/** The text a header will carry: its `${vars.x}` filled from the chain's vars (a missing one stays as written). */
+function withVars(value: unknown, vars: Record<string, unknown>): unknown {
+  if (typeof value !== 'string') return value;
+  return value.replace(VARS_REFERENCE, (whole, name: string) => (typeof vars[name] === 'string' ? (vars[name] as string) : whole));
+}
+
+function varsOf(dsl: unknown): Record<string, unknown> {
+  const vars = (dsl as { ruleChain?: { configuration?: { vars?: unknown } } } | null)?.ruleChain?.configuration?.vars;
+  return vars !== null && typeof vars === 'object' && !Array.isArray(vars) ? (vars as Record<string, unknown>) : {};
 }
 
 /** A URL whose text carries a credential (user info, or a query parameter named like one). */
@@ -120,6 +158,7 @@ type Visit = (value: string | null, at: Position) => string | null | typeof REMO
  */
 function transform(value: unknown, visit: Visit): unknown {
   const secretVars = secretVarsOf(value);
+  const vars = varsOf(value);
   const walk = (v: unknown, at: Position): unknown => {
     if (typeof v === 'string') return visit(v, at);
     if (v === null) return at.secretByName ? visit(null, at) : null;
@@ -141,7 +180,7 @@ function transform(value: unknown, visit: Visit): unknown {
     const isVars = at.path === VARS_PATH;
     const out: Record<string, unknown> = {};
     for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
-      const secretByName = at.secretByName || isSecretKey(k) || (isHeaders && isSecretHeader(k)) || (isVars && secretVars.has(k));
+      const secretByName = at.secretByName || isSecretKey(k) || (isHeaders && isSecretHeader(k, withVars(item, vars))) || (isVars && secretVars.has(k));
       const r = walk(item, {
         path: at.path ? `${at.path}.${k}` : k,
         key: `${at.key}.${isHeaders ? k.toLowerCase() : k}`,
@@ -166,6 +205,7 @@ const VARS_PATH = 'ruleChain.configuration.vars';
  */
 function secretVarsOf(value: unknown): Set<string> {
   const names = new Set<string>();
+  const vars = varsOf(value);
   const scan = (v: unknown, path: string, secretByName: boolean): void => {
     if (typeof v === 'string') {
       if (secretByName || isSecretUrl(v)) for (const m of v.matchAll(VARS_REFERENCE)) names.add(m[1]!);
@@ -178,7 +218,7 @@ function secretVarsOf(value: unknown): Set<string> {
     }
     const isHeaders = /^headers$/i.test(lastSegment(path));
     for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
-      scan(item, path ? `${path}.${k}` : k, secretByName || isSecretKey(k) || (isHeaders && isSecretHeader(k)));
+      scan(item, path ? `${path}.${k}` : k, secretByName || isSecretKey(k) || (isHeaders && isSecretHeader(k, withVars(item, vars))));
     }
   };
   scan(value, '', false);

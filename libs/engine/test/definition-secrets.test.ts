@@ -3,6 +3,7 @@ import { Sealer } from '@agentry/runtime';
 import {
   SEALED_PREFIX,
   SECRET_MARKER,
+  holdsSecrets,
   isSecretHeader,
   isSecretKey,
   isSecretUrl,
@@ -176,9 +177,65 @@ describe('the worker and the start-up pass', () => {
 });
 
 describe('secrets found by schema, not by a name list (issue 35, finding 7)', () => {
-  it('every header but the content-describing few is a secret', () => {
-    for (const h of ['Ocp-Apim-Subscription-Key', 'x-functions-key', 'X-Signature', 'X-Hub-Signature-256', 'X-Custom', 'DD-API-KEY', 'apikey']) expect(isSecretHeader(h), h).toBe(true);
-    for (const h of ['Accept', 'content-type', 'User-Agent', 'Accept-Language', 'Cache-Control']) expect(isSecretHeader(h), h).toBe(false);
+  it('a header is a secret by a credential name, or by a credential-shaped value unless it only describes the request', () => {
+    for (const h of ['Ocp-Apim-Subscription-Key', 'x-functions-key', 'X-Signature', 'X-Hub-Signature-256', 'DD-API-KEY', 'apikey', 'X-Amz-Security-Token', 'X-Goog-Auth']) {
+      expect(isSecretHeader(h, 'abc'), h).toBe(true);
+    }
+    // Plain request metadata is not, even when its value looks opaque (a request id is a UUID).
+    const benign: Array<[string, string]> = [
+      ['Accept', 'application/json'],
+      ['content-type', 'application/json; charset=utf-8'],
+      ['User-Agent', 'agentry/1.0 (+https://example.com)'],
+      ['X-Request-Id', '3f2b8c1e-9d4a-4e6f-8a7b-1c2d3e4f5a6b'],
+      ['X-Tenant', 'acme'],
+      ['X-Tenant', 'acme-corp-europe'],
+      ['Accept-Language', 'en-GB'],
+      ['Cache-Control', 'no-cache'],
+      ['X-Api-Version', '2024-10-01'],
+      // A name part says key, but an idempotency key only names the request.
+      ['Idempotency-Key', '7c9e6679-7425-40de-944b-e07fc1f90ae7'],
+    ];
+    for (const [h, v] of benign) expect(isSecretHeader(h, v), `${h}: ${v}`).toBe(false);
+    // A custom header carrying a credential-shaped value is.
+    const shaped: Array<[string, string]> = [
+      ['X-Custom', 'Bearer abc'],
+      ['X-Custom', '8f3a9c0d2b7e4f1a6c5d'],
+      ['X-Tenant', 'sk-live-51HqLyjWDarjtT1zdp7dc'],
+      ['X-Shared', 'SharedAccessSignature sr=x&sig=y'],
+    ];
+    for (const [h, v] of shaped) expect(isSecretHeader(h, v), `${h}: ${v}`).toBe(true);
+  });
+
+  it('seals a custom header by its value with the vars filled in, and leaves plain request metadata readable (issue 35)', () => {
+    const dsl = {
+      ruleChain: { id: 'c', name: 'C', configuration: { vars: { tenant: 'acme', ref: 'tok9f8e7d6c5b4a3921' } } },
+      metadata: {
+        nodes: [
+          {
+            id: 'call',
+            type: 'restApiCall',
+            configuration: {
+              restEndpointUrlPattern: 'https://api.example.com/x',
+              headers: { Accept: 'application/json', 'X-Request-Id': '3f2b8c1e-9d4a-4e6f-8a7b-1c2d3e4f5a6b', 'X-Tenant': '${vars.tenant}', 'X-Custom': '${vars.ref}', 'X-Plain': 'hello' },
+            },
+          },
+        ],
+        connections: [],
+      },
+    };
+    const sealed = sealDefinition(dsl, undefined, sealer) as typeof dsl;
+    const headers = sealed.metadata.nodes[0]!.configuration.headers;
+    // X-Custom carries a credential once its var is filled in: it is a secret place, and so is the var.
+    expect(headers).toEqual({ Accept: 'application/json', 'X-Request-Id': '3f2b8c1e-9d4a-4e6f-8a7b-1c2d3e4f5a6b', 'X-Tenant': '${vars.tenant}', 'X-Custom': expect.stringMatching(/^sealed:/), 'X-Plain': 'hello' });
+    expect(sealed.ruleChain.configuration.vars.tenant).toBe('acme');
+    expect(sealed.ruleChain.configuration.vars.ref).toMatch(/^sealed:/);
+    const read = redactDefinition(sealed);
+    expect(read.ruleChain.configuration.vars).toEqual({ tenant: 'acme', ref: SECRET_MARKER });
+    // Sent back as read, the marker keeps the sealed var.
+    expect(unsealDefinition(sealDefinition(read, sealed, sealer), sealer, 'c')).toEqual(dsl);
+    // Only the ref's value makes the chain one that holds secrets (and so runs for another owner only when lent).
+    expect(holdsSecrets(dsl)).toBe(true);
+    expect(holdsSecrets({ ...dsl, ruleChain: { id: 'c', name: 'C', configuration: { vars: { tenant: 'acme', ref: 'plain' } } } })).toBe(false);
   });
 
   it('credential-shaped query parameters make the URL a secret', () => {

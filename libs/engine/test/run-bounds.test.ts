@@ -43,6 +43,24 @@ async function runOf(agentId: string, overrides: Partial<RunDeps> = {}) {
   return { record, stored: await getRun(handle.db, id) };
 }
 
+/** A tool that waits until its signal stops it, then fails with the signal's reason (what the model is told). */
+function waitingTool() {
+  let aborted = false;
+  const wait = {
+    name: 'wait',
+    description: 'waits for its signal',
+    parameters: { type: 'object' },
+    run: (_a: Record<string, unknown>, ctx: { signal: AbortSignal }) =>
+      new Promise<string>((_, reject) =>
+        ctx.signal.addEventListener('abort', () => {
+          aborted = true;
+          reject(ctx.signal.reason as Error);
+        }),
+      ),
+  };
+  return { wait, aborted: () => aborted };
+}
+
 const bounds = (change: Partial<ReturnType<RunDeps['bounds']>>) => () => ({ maxCallDepth: 8, maxRunMs: 600_000, maxModelCalls: 200, maxToolCalls: 500, maxToolTimeoutMs: 600_000, ...change });
 
 beforeAll(async () => {
@@ -55,6 +73,8 @@ beforeAll(async () => {
   for (let i = 0; i < 12; i++) await store(`sub${i}`, [agentNode(i < 11 ? [{ type: i % 2 ? 'agent' : 'rulechain', name: 'next', targetId: `sub${i + 1}` }] : [])]);
   await store('echoer', [agentNode([{ type: 'builtin', name: 'echo' }])]);
   await store('waiter', [agentNode([{ type: 'builtin', name: 'wait' }])]);
+  // Finding 2: the user-set timeout (an hour here) was the only thing that stopped a run.
+  await store('patient', [agentNode([{ type: 'builtin', name: 'wait', timeout: 3_600_000 }])]);
   // Slow on a loaded machine: PGlite starts in it.
 }, 180_000);
 
@@ -100,22 +120,19 @@ describe('the bounds of a run', () => {
   });
 
   it('a run past worker.max_run_ms fails, and the tool it was waiting on is aborted with it', async () => {
-    let aborted = false;
-    const wait = {
-      name: 'wait',
-      description: 'waits for its signal',
-      parameters: { type: 'object' },
-      run: (_a: Record<string, unknown>, ctx: { signal: AbortSignal }) =>
-        new Promise<string>((_, reject) =>
-          ctx.signal.addEventListener('abort', () => {
-            aborted = true;
-            reject(new Error('aborted'));
-          }),
-        ),
-    };
+    const { wait, aborted } = waitingTool();
     const { stored } = await runOf('waiter', { builtin: { wait }, bounds: bounds({ maxRunMs: 1000 }) });
     expect(stored?.status).toBe('failed');
     expect(stored?.error).toBe('the run took longer than 1000 ms (worker.max_run_ms) and was stopped');
-    expect(aborted).toBe(true);
+    expect(aborted()).toBe(true);
+  });
+
+  it("a tool's own timeout is cut to worker.max_tool_timeout_ms: a user-set hour does not hold the call", async () => {
+    const { wait, aborted } = waitingTool();
+    const { stored } = await runOf('patient', { builtin: { wait }, bounds: bounds({ maxToolTimeoutMs: 1000 }) });
+    expect(aborted()).toBe(true);
+    // The model is told, and the run goes on to its answer.
+    expect(stored?.status).toBe('succeeded');
+    expect(JSON.stringify(stored?.output)).toContain('wait timed out after 1000 ms');
   });
 });

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { budgetCounter } from '@agentry/contracts';
+import { budgetCounter, isChannelPeerPrincipal } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import { tokensPerDayOf, type Db } from '@agentry/db';
 import type { Bus } from '@agentry/bus';
@@ -48,7 +48,15 @@ export class TokenBudgets {
   readonly #limits: DayLimits;
   #lastWarning = 0;
 
-  constructor(private readonly deps: { db: Db; counter: Pick<Bus, 'reserve' | 'count'>; logger: Logger }) {
+  constructor(
+    private readonly deps: {
+      db: Db;
+      counter: Pick<Bus, 'reserve' | 'count'>;
+      logger: Logger;
+      /** `security.budgets.channelPeerTokensPerDay`, read at each call (0: none). */
+      channelPeerTokensPerDay: () => number;
+    },
+  ) {
     this.#limits = new DayLimits(deps.db);
   }
 
@@ -57,9 +65,17 @@ export class TokenBudgets {
     return this.#limits.follow(pubsub);
   }
 
-  /** The principal's `tokensPerDay`, undefined without one ('' never has one). */
+  /**
+   * The principal's `tokensPerDay`, undefined without one ('' never has one). A channel peer has
+   * no entry of its own: each gets the configured per-peer day, so that anyone able to write to a
+   * bound chat account spends at most that much a day (their usage shows under them).
+   */
   async limitOf(principal: string): Promise<number | undefined> {
     if (!principal) return undefined;
+    if (isChannelPeerPrincipal(principal)) {
+      const perPeer = this.deps.channelPeerTokensPerDay();
+      return perPeer > 0 ? perPeer : undefined;
+    }
     return (await this.#limits.get(principal))?.limit;
   }
 

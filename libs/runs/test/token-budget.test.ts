@@ -19,6 +19,7 @@ describe('TokenBudgets', () => {
   let handle: DbHandle;
   let bus: Bus;
   let budgets: TokenBudgets;
+  let perPeer = 30;
   const used = (principal: string) => {
     const day = budgetCounter('tokensPerDay', principal);
     return bus.count(day.key, 0, day.ttlMs);
@@ -30,7 +31,7 @@ describe('TokenBudgets', () => {
     await upsertSeededUser(handle.db, { username: 'amy', passwordHash: 'x', role: 'user', fileHmac: 'amy', budget: { tokensPerDay: 100 } });
     await upsertSeededUser(handle.db, { username: 'ben', passwordHash: 'x', role: 'user', fileHmac: 'ben', budget: null });
     await upsertChannelAccount(handle.db, { platform: 'api', id: 'app', name: 'app', enabled: true, settings: { budget: { tokensPerDay: 50 } }, secretsSealed: null, apiKeyHash: null, fileHmac: null });
-    budgets = new TokenBudgets({ db: handle.db, counter: bus, logger: log });
+    budgets = new TokenBudgets({ db: handle.db, counter: bus, logger: log, channelPeerTokensPerDay: () => perPeer });
   }, 400_000);
   afterAll(async () => {
     await bus?.close();
@@ -81,8 +82,25 @@ describe('TokenBudgets', () => {
     expect(await used('api:app')).toBe(60);
   });
 
+  it('gives each channel peer the configured day of its own, read at each call; 0 is none (issue 35)', async () => {
+    const alice = 'channel:chat_d:tg:7007';
+    const mallory = 'channel:chat_d:tg:6666';
+    expect(await budgets.limitOf(alice)).toBe(30);
+    const r = await budgets.reserve(mallory, 10);
+    await r.settle(40);
+    await expect(budgets.reserve(mallory, 1)).rejects.toThrow(/the tokensPerDay budget of channel:chat_d:tg:6666 \(30 tokens per day\) is spent/);
+    // Another peer of the same account is not held by mallory's day.
+    await (await budgets.reserve(alice, 10)).settle(5);
+    expect(await used(alice)).toBe(5);
+    perPeer = 0;
+    expect(await budgets.limitOf(mallory)).toBeUndefined();
+    await (await budgets.reserve(mallory, 1)).settle(1);
+    expect(await used(mallory)).toBe(41);
+    perPeer = 30;
+  });
+
   it('a counter that does not answer lets the call through', async () => {
-    const down = new TokenBudgets({ db: handle.db, counter: { reserve: () => Promise.reject(new Error('down')), count: () => Promise.reject(new Error('down')) }, logger: log });
+    const down = new TokenBudgets({ db: handle.db, counter: { reserve: () => Promise.reject(new Error('down')), count: () => Promise.reject(new Error('down')) }, logger: log, channelPeerTokensPerDay: () => 0 });
     const r = await down.reserve('user:amy', 10);
     await expect(r.settle(5)).resolves.toBeUndefined();
   });

@@ -228,6 +228,19 @@ export const ConfigSchema = Type.Object(
           description:
             'tokens a model call of a principal with a tokensPerDay budget reserves for its answer when it sets no max_tokens (its prompt is estimated and reserved too); settled to what the provider reports once the call is done',
         }),
+        // Budgets of principals that have no entry to carry one: anyone who can write to a bound
+        // chat account is a principal of their own, and each of them spent without end.
+        budgets: Type.Object(
+          {
+            channelPeerTokensPerDay: Type.Integer({
+              minimum: 0,
+              default: 200_000,
+              description:
+                'tokens each channel peer (one sender on one chat account) may spend a UTC day through the agents bound to that account, reserved at every model call as for a user; 0: no limit',
+            }),
+          },
+          { additionalProperties: false, default: {}, description: 'token budgets of principals without a user or api account entry' },
+        ),
         // What one plain user may hold (admins and open servers: no limit). A user's cron jobs are
         // held by cronMaxJobsPerUser above. Over one: 409 "Limit reached: ..." naming the setting.
         quotas: Type.Object(

@@ -57,7 +57,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const running = new Map<string, AbortController>();
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
   const usage = usageRecorder({ db: runtime.db.db, logger });
-  const budgets = new TokenBudgets({ db: runtime.db.db, counter: bus, logger });
+  const budgets = new TokenBudgets({ db: runtime.db.db, counter: bus, logger, channelPeerTokensPerDay: () => runtime.config.current.security.budgets.channelPeerTokensPerDay });
   const unfollowBudgets = await budgets.follow(bus.pubsub);
   const models = await modelClient(runtime, opts.stream, usage, budgets);
   const shared = await sharedParts(runtime);

@@ -21,6 +21,8 @@ const tokens: Record<'admin' | 'alice' | 'bob', string> = { admin: '', alice: ''
 const STEPS: JsonValue[] = [
   { nodeId: 't', type: 'exprTransform', relations: ['Success'], ms: 1.5, debug: { chainId: 'runs_agent', in: { data: 'hi' }, out: { data: 'HI' } } },
   { nodeId: 'node_agent', type: 'ai/agent', relations: ['Success'], ms: 20 },
+  // A node's error can quote the message it failed on (issue 35, finding 7).
+  { nodeId: 'f', type: 'jsFilter', relations: ['Failure'], ms: 2, error: 'SyntaxError near "a secret question"' },
 ];
 
 const get = (url: string, who: keyof typeof tokens) => h.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: bearer(tokens[who]) });
@@ -118,8 +120,10 @@ describe('GET /runs/{runId}/steps', () => {
         steps: [
           { nodeId: 't', type: 'exprTransform', relations: ['Success'], ms: 1.5, debug: { chainId: 'runs_agent', redacted: true } },
           { nodeId: 'node_agent', type: 'ai/agent', relations: ['Success'], ms: 20 },
+          { nodeId: 'f', type: 'jsFilter', relations: ['Failure'], ms: 2, error: 'failed' },
         ],
       });
+      expect(res.body, id).not.toContain('a secret question');
       expect(res.body, id).not.toContain('"hi"');
       expect(res.body, id).not.toContain('HI');
       expect((await get(`/runs/${id}/steps`, 'admin')).json(), id).toMatchObject({ redacted: false, steps: STEPS });

@@ -26,7 +26,9 @@ export const RunStep = Type.Object({
   type: Type.String(),
   relations: Type.Array(Type.String(), { description: 'the relations the node chose (Failure after an error)' }),
   ms: Type.Number(),
-  error: Type.Optional(Type.String()),
+  error: Type.Optional(
+    Type.String({ description: "what the node failed with; \"failed\" alone when the run is another principal's (an error can quote the message)" }),
+  ),
   debug: Type.Optional(
     Type.Object(
       {

@@ -19,6 +19,23 @@ export interface WorkspaceEntry {
   modTime: Date;
 }
 
+/**
+ * Runs `fn` in a transaction (the caller's, when it passes one) that first locks the agent's row.
+ * Every change to a workspace goes through here before it touches an entry, so all of them take
+ * their locks in one order, the agent then its entries, and none can wait on another in a cycle
+ * (the edit tool used to lock its file and then the agent for the quota, while a REST write
+ * locked the agent and then waited for that file). Deleting the agent locks its row first too
+ * (the entries go by cascade), so it waits for the writes under way. The quota's room is read
+ * by one writer at a time. `FOR NO KEY UPDATE`: other tables' foreign-key checks on the agent
+ * (runs, sessions) are not held up.
+ */
+export async function inWorkspaceTransaction<T>(db: Db, agentId: string, fn: (trx: Db) => Promise<T>): Promise<T> {
+  return inTransaction(db, async (trx) => {
+    await trx.selectFrom('rule_chains').select('id').where('id', '=', agentId).forNoKeyUpdate().executeTakeFirst();
+    return fn(trx);
+  });
+}
+
 function parentOf(path: string): string {
   const i = path.lastIndexOf('/');
   return i < 0 ? '' : path.slice(0, i);
@@ -131,11 +148,9 @@ export async function writeWorkspaceFile(
   mode: 'create' | 'overwrite',
   opts: { maxTotalBytes?: number } = {},
 ): Promise<{ entry: WorkspaceEntry; created: boolean }> {
-  return inTransaction(db, async (trx) => {
+  return inWorkspaceTransaction(db, agentId, async (trx) => {
     if (opts.maxTotalBytes !== undefined) {
-      // Writes to one agent's workspace under a quota take turns (its row locked), so parallel
-      // writes cannot each see room that only one of them may take.
-      await trx.selectFrom('rule_chains').select('id').where('id', '=', agentId).forUpdate().executeTakeFirst();
+      // The agent's row is locked: parallel writes cannot each see room only one of them may take.
       const others = await workspaceBytes(trx, agentId, path);
       if (others + content.byteLength > opts.maxTotalBytes) {
         throw new Errors.QUOTA(
@@ -173,7 +188,7 @@ export async function writeWorkspaceFile(
 
 /** Creates a directory and the ones above it; 409 when `path` exists. */
 export async function makeWorkspaceDir(db: Db, agentId: string, path: string): Promise<WorkspaceEntry> {
-  return inTransaction(db, async (trx) => {
+  return inWorkspaceTransaction(db, agentId, async (trx) => {
     await ensureParents(trx, agentId, path);
     if (await getWorkspaceEntry(trx, agentId, path)) throw new Errors.CONFLICT(`"${path}" already exists`);
     const row = await trx
@@ -187,7 +202,7 @@ export async function makeWorkspaceDir(db: Db, agentId: string, path: string): P
 
 /** Removes a file, or a directory with everything in it. Answers the number of entries removed. */
 export async function deleteWorkspaceTree(db: Db, agentId: string, path: string): Promise<number> {
-  const result = await db.deleteFrom('workspace_entries').where('agent_id', '=', agentId).where(inTree(path)).executeTakeFirst();
+  const result = await inWorkspaceTransaction(db, agentId, (trx) => trx.deleteFrom('workspace_entries').where('agent_id', '=', agentId).where(inTree(path)).executeTakeFirst());
   return Number(result.numDeletedRows);
 }
 
@@ -197,7 +212,7 @@ export async function deleteWorkspaceTree(db: Db, agentId: string, path: string)
  * moved into itself.
  */
 export async function moveWorkspaceEntry(db: Db, agentId: string, from: string, to: string): Promise<WorkspaceEntry> {
-  return inTransaction(db, async (trx) => {
+  return inWorkspaceTransaction(db, agentId, async (trx) => {
     const source = await getWorkspaceEntry(trx, agentId, from);
     if (!source) throw new Errors.NOT_FOUND(`workspace entry "${from}"`);
     if (to === from) return source;

@@ -116,10 +116,13 @@ function summaryView(r: RunSummary) {
   };
 }
 
-/** A step with its debug messages left out (its node, relations, time and error stay). */
+/** What another principal's step says in place of its error: a node's error text can quote the message it failed on. */
+const REDACTED_ERROR = 'failed';
+
+/** A step with its debug messages and error text left out (its node, relations and time stay; a failure still shows as one). */
 function withoutContents(step: RunStep): RunStep {
-  if (step.debug === undefined) return step;
-  return { ...step, debug: { chainId: step.debug.chainId, redacted: true } };
+  const out: RunStep = step.error === undefined ? step : { ...step, error: REDACTED_ERROR };
+  return out.debug === undefined ? out : { ...out, debug: { chainId: out.debug.chainId, redacted: true } };
 }
 
 function getSteps(deps: GatewayDeps) {

@@ -187,7 +187,12 @@ function budgetedSummary(deps: GatewayDeps, budgets: TokenBudgets, providers: Mo
 }
 
 function compactSession(deps: GatewayDeps, models: ReturnType<typeof lazyModels>) {
-  const budgets = new TokenBudgets({ db: deps.db.db, counter: deps.bus, logger: deps.logger });
+  const budgets = new TokenBudgets({
+    db: deps.db.db,
+    counter: deps.bus,
+    logger: deps.logger,
+    channelPeerTokensPerDay: () => deps.config.current.security.budgets.channelPeerTokensPerDay,
+  });
   return async function compactSession(req: TypedRequest<typeof CompactSession>, reply: FastifyReply): Promise<SessionCompaction> {
     const session = await namedSession(deps, req.principal, req.params, {});
     const agent = await getRuleChain(deps.db.db, session.agentId);

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import nodePath from 'node:path';
 import Type, { type Static } from 'typebox';
-import { deleteWorkspaceTree, getWorkspaceEntry, inTransaction, makeWorkspaceDir, writeWorkspaceFile, type Db } from '@agentry/db';
+import { deleteWorkspaceTree, getWorkspaceEntry, inWorkspaceTransaction, makeWorkspaceDir, writeWorkspaceFile, type Db } from '@agentry/db';
 import { AUTHORITY } from '../../authority/policy.js';
 import { normaliseWorkspacePath } from '../../workspace-path.js';
 import { RegexTimeoutError, firstMatchInWorker } from '../regex-runner.js';
@@ -377,7 +377,7 @@ async function syncBack(ctx: ToolContext, root: string, before: Snapshot, cfg: C
 
   const quota = await workspaceQuota(ctx);
   await dbCall(() =>
-    inTransaction(ctx.db, async (trx) => {
+    inWorkspaceTransaction(ctx.db, ctx.agentId, async (trx) => {
       for (const path of deletions) await deleteWorkspaceTree(trx, ctx.agentId, path);
       for (const dir of newDirs) {
         // The files written below create their own parents; only empty directories need this.

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import Type, { type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { isAppError } from '@agentry/errors';
-import { inTransaction, toBuffer, type Db, type WorkspaceEntry } from '@agentry/db';
+import { inWorkspaceTransaction, toBuffer, type Db, type WorkspaceEntry } from '@agentry/db';
 import { normaliseWorkspacePath } from '../../workspace-path.js';
 import { ToolError, type ToolContext, type ToolDefinition } from '../types.js';
 
@@ -164,7 +164,8 @@ export async function modifyFile<T>(
   write: (trx: Db, bytes: Buffer, existed: boolean) => Promise<unknown>,
 ): Promise<T> {
   return dbCall(() =>
-    inTransaction(db, async (trx) => {
+    // The agent's lock before the file's, as every workspace write takes them (inWorkspaceTransaction).
+    inWorkspaceTransaction(db, agentId, async (trx) => {
       const row = await trx
         .selectFrom('workspace_entries')
         .select(['is_dir', 'content'])
