@@ -17,6 +17,42 @@ import { OPENAI_ROUTE, openaiErrorMessage } from './openai-error.js';
  * says only what it tests. Process-mode targets are `targets.ts`.
  */
 
+export interface EmbeddedRuntime {
+  runtime: Runtime;
+  /** The runtime's folder (its config.yaml, workspaces). */
+  cwd: string;
+  /** Shuts the runtime down and removes its folder. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The embedded runtime as a test boots it: a fresh folder holding `configLines` as config.yaml,
+ * PGlite from the migrated snapshot, the in-process bus, no log output. Workers and the gateway
+ * are the caller's to start.
+ */
+export async function bootEmbedded(name: string, configLines: string[]): Promise<EmbeddedRuntime> {
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${name}-`));
+  fs.writeFileSync(path.join(cwd, 'config.yaml'), configLines.join('\n'));
+  const runtime = await bootstrap({
+    service: name,
+    mode: 'embedded',
+    argv: [],
+    env: { AGENTRY_SECRET_KEY: `${name}-master-key-0123456789-abcdef` },
+    cwd,
+    logDestination: { write: () => {} },
+    openDb: () => createTestPglite(),
+    openBus: (logger) => createMemoryBus({ logger }),
+  });
+  return {
+    runtime,
+    cwd,
+    async stop() {
+      await runtime.lifecycle.shutdown('test');
+      fs.rmSync(cwd, { recursive: true, force: true });
+    },
+  };
+}
+
 /** The fake model as the configuration's only provider (`models:` and its lines). */
 export function fakeModelConfig(fake: Pick<FakeModel, 'url'>, apiKey?: string): string[] {
   const key = apiKey === undefined ? '' : ` api_key: "${apiKey}",`;
@@ -84,7 +120,7 @@ export interface InProcessStack<U extends string> {
  * given users logged in, an in-process worker, the fake model; and stops it after.
  */
 export function inProcessStack<U extends string>(opts: InProcessStackOptions<U>): InProcessStack<U> {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${opts.name}-`));
+  let embedded: EmbeddedRuntime | undefined;
   let runtime: Runtime | undefined;
   let app: FastifyInstance | undefined;
   let fake: FakeModel | undefined;
@@ -105,29 +141,17 @@ export function inProcessStack<U extends string>(opts: InProcessStackOptions<U>)
     fake = await startFakeModel(opts.fakeModel);
     const users = Object.entries(opts.users) as Array<[U, string | Record<string, unknown>]>;
     // JSON is YAML: the object form goes as written, keys and all.
-    fs.writeFileSync(
-      path.join(tmp, 'config.yaml'),
-      [
-        'server: {host: 127.0.0.1}',
-        ...fakeModelConfig(fake),
-        'security:',
-        '  requireAuth: true',
-        ...(opts.security ?? []),
-        '  users:',
-        ...users.map(([name, entry]) => `    ${name}: ${JSON.stringify(entry)}`),
-        ...(opts.config ?? []),
-      ].join('\n'),
-    );
-    runtime = await bootstrap({
-      service: opts.name,
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: `${opts.name}-master-key-0123456789-abcdef` },
-      cwd: tmp,
-      logDestination: { write: () => {} },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
+    embedded = await bootEmbedded(opts.name, [
+      'server: {host: 127.0.0.1}',
+      ...fakeModelConfig(fake),
+      'security:',
+      '  requireAuth: true',
+      ...(opts.security ?? []),
+      '  users:',
+      ...users.map(([name, entry]) => `    ${name}: ${JSON.stringify(entry)}`),
+      ...(opts.config ?? []),
+    ]);
+    runtime = embedded.runtime;
     await startAgentWorker(runtime, opts.builtinTools ? { builtin: builtinTools } : undefined);
     app = await buildGateway(runtime);
     await app.ready();
@@ -143,9 +167,8 @@ export function inProcessStack<U extends string>(opts: InProcessStackOptions<U>)
 
   afterAll(async () => {
     await app?.close();
-    await runtime?.lifecycle.shutdown('test');
+    await embedded?.stop();
     await fake?.close();
-    fs.rmSync(tmp, { recursive: true, force: true });
   });
 
   return {
