@@ -28,13 +28,14 @@ export interface EmbeddedRuntime {
 /**
  * The embedded runtime as a test boots it: a fresh folder holding `configLines` as config.yaml,
  * PGlite from the migrated snapshot, the in-process bus, no log output. Workers and the gateway
- * are the caller's to start.
+ * are the caller's to start. `service` names it in logs and metrics (`standalone` for what
+ * `npm start` runs).
  */
-export async function bootEmbedded(name: string, configLines: string[]): Promise<EmbeddedRuntime> {
+export async function bootEmbedded(name: string, configLines: string[], service = name): Promise<EmbeddedRuntime> {
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${name}-`));
   fs.writeFileSync(path.join(cwd, 'config.yaml'), configLines.join('\n'));
   const runtime = await bootstrap({
-    service: name,
+    service,
     mode: 'embedded',
     argv: [],
     env: { AGENTRY_SECRET_KEY: `${name}-master-key-0123456789-abcdef` },
