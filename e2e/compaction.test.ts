@@ -186,7 +186,7 @@ describe('context compaction, embedded mode', () => {
   const failSummaries = { on: false };
   beforeAll(async () => {
     const fake = await startModel(failSummaries);
-    embedded = await bootEmbedded('compaction', ['server: {host: 127.0.0.1, port: 0}', ...configLines(fake)], 'standalone');
+    embedded = await bootEmbedded('compaction', ['server: {host: 127.0.0.1, port: 0}', ...configLines(fake)], { service: 'standalone' });
     const { port } = await startStandalone(embedded.runtime);
     target = { baseURL: `http://127.0.0.1:${port}/api/v1`, fake, failSummaries };
     await createAgent(target.baseURL);

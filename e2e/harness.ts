@@ -29,18 +29,22 @@ export interface EmbeddedRuntime {
  * The embedded runtime as a test boots it: a fresh folder holding `configLines` as config.yaml,
  * PGlite from the migrated snapshot, the in-process bus, no log output. Workers and the gateway
  * are the caller's to start. `service` names it in logs and metrics (`standalone` for what
- * `npm start` runs).
+ * `npm start` runs); `log` receives the log lines a test reads.
  */
-export async function bootEmbedded(name: string, configLines: string[], service = name): Promise<EmbeddedRuntime> {
+export async function bootEmbedded(
+  name: string,
+  configLines: string[],
+  opts: { service?: string; log?: (line: string) => void } = {},
+): Promise<EmbeddedRuntime> {
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${name}-`));
   fs.writeFileSync(path.join(cwd, 'config.yaml'), configLines.join('\n'));
   const runtime = await bootstrap({
-    service,
+    service: opts.service ?? name,
     mode: 'embedded',
     argv: [],
     env: { AGENTRY_SECRET_KEY: `${name}-master-key-0123456789-abcdef` },
     cwd,
-    logDestination: { write: () => {} },
+    logDestination: { write: opts.log ?? (() => {}) },
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
