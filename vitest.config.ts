@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { defaultServerConditions } from 'vite';
+import { LongestFirstSequencer } from './libs/testing/src/sequencer.ts';
 import { fastTierFiles, TIER_ENV } from './libs/testing/src/tiers.ts';
 
 // Workspace packages export their TypeScript sources under the `@agentry/source` condition,
@@ -34,6 +35,8 @@ export default defineConfig(({ mode }) => ({
     reporters: ['default', './libs/testing/src/summary-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // Long files first, so that no long file starts last and runs alone (see the sequencer).
+    sequence: { sequencer: LongestFirstSequencer },
     pool: 'forks',
     maxWorkers: 2,
   },

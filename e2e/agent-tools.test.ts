@@ -1,17 +1,14 @@
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createMemoryBus } from '@agentry/bus';
 import { ToolError, builtinTools, type ToolDefinition } from '@agentry/engine';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { answerMcp, createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
+import type { Runtime } from '@agentry/runtime';
+import { answerMcp, startFakeModel, type FakeModel } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';
+import { bootEmbedded, type EmbeddedRuntime } from './harness.js';
 import { openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -42,7 +39,7 @@ let fake: FakeModel;
 let down: FakeModel;
 let mcp: http.Server;
 let baseURL: string;
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-tools-'));
+let embedded: EmbeddedRuntime | undefined;
 
 function startMcpServer(): Promise<http.Server> {
   const server = http.createServer((req, res) =>
@@ -71,28 +68,16 @@ beforeAll(async () => {
   fake = await startFakeModel();
   down = await startFakeModel();
   mcp = await startMcpServer();
-  fs.writeFileSync(
-    path.join(cwd, 'config.yaml'),
-    [
-      'server: {host: 127.0.0.1, port: 0}',
-      'models:',
-      '  default_provider: fake',
-      '  providers:',
-      `    fake: {base_url: "${fake.url}", model: fake-model}`,
-      `    down: {base_url: "${down.url}", model: fake-model}`,
-      `channels: {api: {accounts: {tools: {api_key: "${API_KEY}"}}}}`,
-    ].join('\n'),
-  );
-  runtime = await bootstrap({
-    service: 'tools-test',
-    mode: 'embedded',
-    argv: [],
-    env: { AGENTRY_SECRET_KEY: 'tools-master-key-0123456789-abcdef' },
-    cwd,
-    logDestination: { write: () => {} },
-    openDb: () => createTestPglite(),
-    openBus: (logger) => createMemoryBus({ logger }),
-  });
+  embedded = await bootEmbedded('agent-tools', [
+    'server: {host: 127.0.0.1, port: 0}',
+    'models:',
+    '  default_provider: fake',
+    '  providers:',
+    `    fake: {base_url: "${fake.url}", model: fake-model}`,
+    `    down: {base_url: "${down.url}", model: fake-model}`,
+    `channels: {api: {accounts: {tools: {api_key: "${API_KEY}"}}}}`,
+  ]);
+  runtime = embedded.runtime;
   await startAgentWorker(runtime, { builtin: { ...builtinTools, ...TEST_TOOLS } });
   const { port } = await startGateway(runtime);
   runtime.health.markStarted();
@@ -185,12 +170,11 @@ beforeAll(async () => {
     const res = await fetch(`${baseURL}/agents/writer/skills`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(skill) });
     if (res.status !== 201) throw new Error(`skill: ${res.status} ${await res.text()}`);
   }
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
-  await runtime?.lifecycle.shutdown('test');
+  await embedded?.stop();
   await Promise.all([fake?.close(), down?.close(), new Promise((r) => mcp?.close(r))]);
-  fs.rmSync(cwd, { recursive: true, force: true });
 });
 
 const client = () => new OpenAI({ baseURL, apiKey: API_KEY, maxRetries: 0 });

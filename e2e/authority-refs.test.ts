@@ -1,16 +1,7 @@
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
-import { builtinTools } from '@agentry/engine';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
-import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { agentDsl, agentNode, answerWithToolResult, expectStatus, inProcessStack } from './harness.js';
 
 /**
  * Issue 35, part C: references are owned. Findings 3 (a user's agent naming an admin's chain that
@@ -21,33 +12,21 @@ import { buildGateway } from '@agentry/gateway';
  * refusal has a control case that does reach the canary, so the assertions can fail.
  */
 
-const PASSWORDS = { admin: 'admin-pass-word-1', alice: 'alice-pass-word-1', bob: 'bob-pass-word-1' };
 const TOKEN = 'Bearer internal-admin-token-0123456789';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-refs-'));
-let runtime: Runtime;
-let app: FastifyInstance;
-let fake: FakeModel;
+const stack = inProcessStack({
+  name: 'authority-refs',
+  users: { admin: 'admin-pass-word-1', alice: 'alice-pass-word-1', bob: 'bob-pass-word-1' },
+  builtinTools: true,
+});
+const { call, tokens } = stack;
 let canary: http.Server;
 let canaryUrl = '';
 /** What the internal service saw: the path and the Authorization header of every request. */
 const hits: Array<{ url: string; authorization: string | undefined }> = [];
-const tokens = { admin: '', alice: '', bob: '' };
 
-function call(method: InjectOptions['method'], url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> {
-  return app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) });
-}
-
-function expectStatus(res: LightMyRequestResponse, status: number, message?: RegExp): void {
-  expect(res.statusCode, res.body).toBe(status);
-  if (message) expect((res.json() as { error: string }).error).toMatch(message);
-}
-
-const agentNode = (configuration: Record<string, unknown> = {}) => ({ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', systemPrompt: 'You help.', ...configuration } });
-
-function agent(id: string, configuration: Record<string, unknown> = {}) {
-  return { ruleChain: { id, name: id }, metadata: { nodes: [agentNode(configuration)], connections: [] } };
-}
+const helpful = (configuration: Record<string, unknown> = {}) => ({ systemPrompt: 'You help.', ...configuration });
+const agent = (id: string, configuration: Record<string, unknown> = {}) => agentDsl(id, helpful(configuration));
 
 /** The admin's internal call: private network, a sealed token, and a path from the caller's message. */
 function internalChain(id: string, sharing: Record<string, unknown>) {
@@ -62,10 +41,7 @@ function internalChain(id: string, sharing: Record<string, unknown>) {
 
 /** The model calls `tool` with `args`, then answers with the tool's result as its text. */
 function scriptToolCall(tool: string, args: Record<string, unknown>): void {
-  fake.script({ toolCalls: [{ name: tool, arguments: JSON.stringify(args) }] }, (req: FakeRequest) => {
-    const result = [...req.body.messages].reverse().find((m) => m.role === 'tool');
-    return { text: String(result?.content ?? '(no tool result)') };
-  });
+  stack.fake.script({ toolCalls: [{ name: tool, arguments: JSON.stringify(args) }] }, answerWithToolResult);
 }
 
 async function chatAnswer(token: string, model: string): Promise<string> {
@@ -75,53 +51,16 @@ async function chatAnswer(token: string, model: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  fake = await startFakeModel();
   canary = http.createServer((req, res) => {
     hits.push({ url: req.url ?? '', authorization: req.headers.authorization });
     res.end('internal answer');
   });
   await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', resolve));
   canaryUrl = `http://127.0.0.1:${(canary.address() as AddressInfo).port}`;
-  const cwd = fs.mkdtempSync(path.join(tmp, 'rt-'));
-  fs.writeFileSync(
-    path.join(cwd, 'config.yaml'),
-    [
-      'server: {host: 127.0.0.1}',
-      'models:',
-      '  default_provider: fake',
-      `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
-      'security:',
-      '  requireAuth: true',
-      '  users:',
-      ...Object.entries(PASSWORDS).map(([u, p]) => `    ${u}: "${p}"`),
-    ].join('\n'),
-  );
-  runtime = await bootstrap({
-    service: 'authority-refs',
-    mode: 'embedded',
-    argv: [],
-    env: { AGENTRY_SECRET_KEY: 'authority-refs-master-key-0123456789' },
-    cwd,
-    logDestination: { write: () => {} },
-    openDb: () => createTestPglite(),
-    openBus: (logger) => createMemoryBus({ logger }),
-  });
-  await startAgentWorker(runtime, { builtin: builtinTools });
-  app = await buildGateway(runtime);
-  await app.ready();
-  runtime.health.markStarted();
-  for (const user of Object.keys(tokens) as Array<keyof typeof tokens>) {
-    const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: user, password: PASSWORDS[user] } });
-    tokens[user] = (res.json() as { token: string }).token;
-  }
-}, 120_000);
+});
 
 afterAll(async () => {
-  await app?.close();
-  await runtime?.lifecycle.shutdown('test');
-  await fake?.close();
   await new Promise((resolve) => canary?.close(resolve));
-  fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 describe("finding 3: an admin's chain runs for a user's agent only as shared, with the user's powers", { timeout: 60_000 }, () => {
@@ -159,7 +98,7 @@ describe("finding 3: an admin's chain runs for a user's agent only as shared, wi
     expectStatus(await call('POST', '/rules', tokens.admin, internalChain('internal_flow', { shared: true, lendPowers: true })), 201);
     const flowAgent = {
       ruleChain: { id: 'alice_flow_ref', name: 'alice_flow_ref' },
-      metadata: { nodes: [{ id: 'f', type: 'flow', configuration: { targetId: 'internal_flow' } }, agentNode()], connections: [{ fromId: 'f', toId: 'agent', type: 'Success' }] },
+      metadata: { nodes: [{ id: 'f', type: 'flow', configuration: { targetId: 'internal_flow' } }, agentNode(helpful())], connections: [{ fromId: 'f', toId: 'agent', type: 'Success' }] },
     };
     expectStatus(await call('POST', '/agents', tokens.alice, flowAgent), 201);
     expectStatus(await call('PUT', '/rules/internal_flow', tokens.admin, internalChain('internal_flow', {})), 200);
@@ -214,10 +153,7 @@ describe('sub-agent calls obey the called agent\'s audience', { timeout: 60_000 
     expectStatus(await call('POST', '/agents', tokens.alice, boss), 201);
 
     // Alice may: the helper answers (the control), and alice's agent repeats its answer.
-    fake.script({ toolCalls: [{ name: 'helper', arguments: JSON.stringify({ message: 'hello' }) }] }, { text: 'helper says hi' }, (req: FakeRequest) => {
-      const result = [...req.body.messages].reverse().find((m) => m.role === 'tool');
-      return { text: String(result?.content ?? '(no tool result)') };
-    });
+    stack.fake.script({ toolCalls: [{ name: 'helper', arguments: JSON.stringify({ message: 'hello' }) }] }, { text: 'helper says hi' }, answerWithToolResult);
     expect(await chatAnswer(tokens.alice, 'alice_asks_admin')).toBe('helper says hi');
 
     // Bob may chat with alice's agent, not with the helper: the call is refused, the helper never asked.

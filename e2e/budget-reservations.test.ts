@@ -1,14 +1,7 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { budgetCounter } from '@agentry/contracts';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, waitFor, type FakeModel, type FakeRequest } from '@agentry/testing';
-import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { waitFor, type FakeRequest } from '@agentry/testing';
+import { agentDsl, inProcessStack } from './harness.js';
 import { openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -19,7 +12,6 @@ import { openaiErrorMessage } from './openai-error.js';
  * called the model outside any budget and left no usage.
  */
 
-const PASSWORDS = { admin: 'admin-pass-word-1', pat: 'pat-pass-word-1', quinn: 'quinn-pass-word-1' };
 const PAT_KEY = 'pat-key-0123456789abcdefghijkl';
 /** pat's day: a few model calls. */
 const PAT_LIMIT = 40;
@@ -33,26 +25,16 @@ const isSummaryCall = (r: FakeRequest) => String(r.body.messages[0]?.content ?? 
 const toolResults = (r: FakeRequest) => r.body.messages.filter((m) => m.role === 'tool').length;
 
 describe('token budgets: reserved before each model call, settled after (embedded)', { timeout: 120_000 }, () => {
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-budget-'));
-  let runtime: Runtime;
-  let app: FastifyInstance;
-  let fake: FakeModel;
-  const tokens = { admin: '', quinn: '' };
-
-  const call = (method: InjectOptions['method'], url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> =>
-    app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) });
-  const usage = async (token: string, query: string) => {
-    const res = await call('GET', `/usage?${query}`, token);
-    expect(res.statusCode, res.body).toBe(200);
-    return (res.json() as { data: Array<{ key: string; totalTokens: number; requests: number }> }).data;
-  };
-  const counter = (principal: string) => {
-    const day = budgetCounter('tokensPerDay', principal);
-    return runtime.bus.count(day.key, 0, day.ttlMs);
-  };
-
-  beforeAll(async () => {
-    fake = await startFakeModel({
+  const stack = inProcessStack({
+    name: 'budget-reservations',
+    users: {
+      admin: 'admin-pass-word-1',
+      pat: { password: 'pat-pass-word-1', api_key: PAT_KEY, budget: { tokensPerDay: PAT_LIMIT } },
+      quinn: { password: 'quinn-pass-word-1', budget: { tokensPerDay: 100000 } },
+    },
+    // pat chats with the API key.
+    login: ['admin', 'quinn'],
+    fakeModel: {
       // Every call costs CALL_TOKENS and takes a moment, so that parallel runs overlap. A looper
       // call asks for a tool (there is none by that name: the loop answers with an error and asks
       // the model again) until two results came back; a summary call summarises.
@@ -64,52 +46,23 @@ describe('token budgets: reserved before each model call, settled after (embedde
         }
         return { ...cost, text: 'done' };
       },
-    });
-    fs.writeFileSync(
-      path.join(cwd, 'config.yaml'),
-      [
-        'models:',
-        '  default_provider: fake',
-        `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
-        'security:',
-        '  requireAuth: true',
-        '  users:',
-        `    admin: "${PASSWORDS.admin}"`,
-        `    pat: {password: "${PASSWORDS.pat}", api_key: "${PAT_KEY}", budget: {tokensPerDay: ${PAT_LIMIT}}}`,
-        `    quinn: {password: "${PASSWORDS.quinn}", budget: {tokensPerDay: 100000}}`,
-      ].join('\n'),
-    );
-    runtime = await bootstrap({
-      service: 'budget-test',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'budget-master-key-0123456789-abcdef' },
-      cwd,
-      logDestination: { write: () => {} },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
-    await startAgentWorker(runtime);
-    app = await buildGateway(runtime);
-    await app.ready();
-    runtime.health.markStarted();
-    for (const user of Object.keys(tokens) as Array<keyof typeof tokens>) {
-      const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: user, password: PASSWORDS[user] } });
-      tokens[user] = (res.json() as { token: string }).token;
-    }
-    const agent = (id: string, configuration: Record<string, unknown>) => ({
-      ruleChain: { id, name: id },
-      metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake', ...configuration } }], connections: [] },
-    });
-    expect((await call('POST', '/agents', tokens.admin, agent('looper', {}))).statusCode).toBe(201);
-    expect((await call('POST', '/agents', tokens.admin, agent('summed', { compaction: { keepRecentCount: 2, minMessagesToCompact: 100 } }))).statusCode).toBe(201);
-  }, 300_000);
+    },
+    timeoutMs: 300_000,
+  });
+  const { call, tokens } = stack;
+  const usage = async (token: string, query: string) => {
+    const res = await call('GET', `/usage?${query}`, token);
+    expect(res.statusCode, res.body).toBe(200);
+    return (res.json() as { data: Array<{ key: string; totalTokens: number; requests: number }> }).data;
+  };
+  const counter = (principal: string) => {
+    const day = budgetCounter('tokensPerDay', principal);
+    return stack.runtime.bus.count(day.key, 0, day.ttlMs);
+  };
 
-  afterAll(async () => {
-    await app?.close();
-    await runtime?.lifecycle.shutdown('test');
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
+  beforeAll(async () => {
+    await stack.create(tokens.admin, agentDsl('looper'));
+    await stack.create(tokens.admin, agentDsl('summed', { compaction: { keepRecentCount: 2, minMessagesToCompact: 100 } }));
   });
 
   it(`${PARALLEL} parallel chats of a user with a small tokensPerDay spend at most the limit and one model call each`, async () => {
@@ -125,7 +78,7 @@ describe('token budgets: reserved before each model call, settled after (embedde
     expect(refused.length).toBeGreaterThan(0);
     for (const r of refused) expect(openaiErrorMessage(r.json())).toContain(`tokensPerDay budget of user:pat (${PAT_LIMIT} tokens per day) is spent`);
     // Every call the model answered is recorded under pat (the rows are written a moment later).
-    const answered = () => fake.requests.filter((r) => r.completed).length;
+    const answered = () => stack.fake.requests.filter((r) => r.completed).length;
     await waitFor(async () => ((await usage(tokens.admin, 'groupBy=principal')).find((u) => u.key === 'user:pat')?.requests ?? 0) === answered(), 5000, 20);
     const spent = (await usage(tokens.admin, 'groupBy=principal')).find((u) => u.key === 'user:pat')!.totalTokens;
     expect(spent).toBe(answered() * CALL_TOKENS);
@@ -159,13 +112,13 @@ describe('token budgets: reserved before each model call, settled after (embedde
     // More turns to summarise; then the day spent (by anything: here the counter is filled), the summary call is never made.
     for (const content of ['more', 'and more', 'and yet more']) expect((await chat(content)).statusCode).toBe(200);
     const day = budgetCounter('tokensPerDay', 'user:quinn');
-    await runtime.bus.count(day.key, 100000, day.ttlMs);
-    const summariesBefore = fake.requests.filter(isSummaryCall).length;
+    await stack.runtime.bus.count(day.key, 100000, day.ttlMs);
+    const summariesBefore = stack.fake.requests.filter(isSummaryCall).length;
     const refused = await call('POST', `/sessions/${session}/compact`, tokens.quinn);
     expect(refused.statusCode, refused.body).toBe(429);
     expect((refused.json() as { error: string }).error).toContain('tokensPerDay budget of user:quinn (100000 tokens per day) is spent');
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
-    expect(fake.requests.filter(isSummaryCall).length).toBe(summariesBefore);
+    expect(stack.fake.requests.filter(isSummaryCall).length).toBe(summariesBefore);
     expect((await usage(tokens.quinn, 'groupBy=kind')).find((u) => u.key === 'compaction')?.requests).toBe(1);
   });
 });

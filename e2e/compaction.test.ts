@@ -1,12 +1,8 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
 import { estimateTokens } from '@agentry/engine';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, describeWithServers, startFakeModel, startTestCluster, waitFor, type FakeModel, type FakeRequest, type TestCluster } from '@agentry/testing';
+import { describeWithServers, startFakeModel, startTestCluster, waitFor, type FakeModel, type FakeRequest, type TestCluster } from '@agentry/testing';
 import { startStandalone } from '@agentry/standalone';
+import { bootEmbedded, type EmbeddedRuntime } from './harness.js';
 
 /**
  * Context compaction with the fake model and a small `context_window` (fake-model is unknown to
@@ -185,31 +181,19 @@ function compactionConformance(target: () => Target): void {
 }
 
 describe('context compaction, embedded mode', () => {
-  let runtime: Runtime | undefined;
+  let embedded: EmbeddedRuntime | undefined;
   let target: Target | undefined;
   const failSummaries = { on: false };
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-compaction-'));
   beforeAll(async () => {
     const fake = await startModel(failSummaries);
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['server: {host: 127.0.0.1, port: 0}', ...configLines(fake)].join('\n'));
-    runtime = await bootstrap({
-      service: 'standalone',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'compaction-embedded-master-key-0123456789' },
-      cwd,
-      logDestination: { write: () => {} },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
-    const { port } = await startStandalone(runtime);
+    embedded = await bootEmbedded('compaction', ['server: {host: 127.0.0.1, port: 0}', ...configLines(fake)], { service: 'standalone' });
+    const { port } = await startStandalone(embedded.runtime);
     target = { baseURL: `http://127.0.0.1:${port}/api/v1`, fake, failSummaries };
     await createAgent(target.baseURL);
   }, 180_000);
   afterAll(async () => {
-    await runtime?.lifecycle.shutdown('test');
+    await embedded?.stop();
     await target?.fake.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
   });
   compactionConformance(() => target!);
 });

@@ -1,16 +1,12 @@
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
 import { getRuleChain, type Db } from '@agentry/db';
 import { SECRET_MARKER } from '@agentry/engine';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { answerMcp, createTestPglite, describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
+import { answerMcp, describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';
+import { bootEmbedded, type EmbeddedRuntime } from './harness.js';
 
 /**
  * Sealed secrets still authenticate (issue 20, finding 3): an MCP server and an HTTP endpoint
@@ -198,33 +194,22 @@ function secretsSuite(target: () => Target): void {
 }
 
 describe('secrets in definitions at run time, embedded mode', () => {
-  let runtime: Runtime;
+  let embedded: EmbeddedRuntime | undefined;
   const logLines: string[] = [];
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-def-secrets-'));
   let target: Target;
 
   beforeAll(async () => {
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['server: {host: 127.0.0.1, port: 0}', ...configLines()].join('\n'));
-    runtime = await bootstrap({
-      service: 'definition-secrets-test',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'definition-secrets-master-key-0123456789' },
-      cwd,
-      logDestination: { write: (line: string) => void logLines.push(line) },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
+    embedded = await bootEmbedded('definition-secrets', ['server: {host: 127.0.0.1, port: 0}', ...configLines()], { log: (line) => void logLines.push(line) });
+    const { runtime } = embedded;
     await startAgentWorker(runtime);
     const { port } = await startGateway(runtime);
     runtime.health.markStarted();
     target = { baseURL: `http://127.0.0.1:${port}/api/v1`, db: runtime.db.db, logs: () => logLines.join('') };
     await createDefinitions(target);
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
-    await runtime?.lifecycle.shutdown('test');
-    fs.rmSync(cwd, { recursive: true, force: true });
+    await embedded?.stop();
   });
 
   secretsSuite(() => target);

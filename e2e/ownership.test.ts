@@ -1,15 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
-import { builtinTools } from '@agentry/engine';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
-import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
-import { OPENAI_ROUTE, openaiErrorMessage } from './openai-error.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { agentDsl, answerWithToolResult, expectStatus, inProcessStack } from './harness.js';
 
 /**
  * Regressions of issue 20's findings 1-3, each reproduced as the report did on a running server
@@ -18,81 +8,20 @@ import { OPENAI_ROUTE, openaiErrorMessage } from './openai-error.js';
  * services/gateway/test/access-matrix.test.ts; these are the attacks as told.
  */
 
-const PASSWORDS = { admin: 'admin-pass-word-1', dave: 'dave-pass-word-1', carol: 'carol-pass-word-1' };
+const stack = inProcessStack({
+  name: 'ownership',
+  users: { admin: 'admin-pass-word-1', dave: 'dave-pass-word-1', carol: 'carol-pass-word-1' },
+  builtinTools: true,
+});
+const { call, tokens } = stack;
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ownership-'));
-let runtime: Runtime;
-let app: FastifyInstance;
-let fake: FakeModel;
-const tokens = { admin: '', dave: '', carol: '' };
+const agent = (id: string, configuration: Record<string, unknown> = {}) => agentDsl(id, { systemPrompt: `You are ${id}.`, ...configuration });
 
-function call(method: InjectOptions['method'], url: string, token?: string, payload?: unknown): Promise<LightMyRequestResponse> {
-  return app.inject({
-    method,
-    url: url.startsWith('/api/v1') || !url.startsWith('/') ? url : `/api/v1${url}`,
-    headers: token ? { authorization: `Bearer ${token}` } : {},
-    ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }),
-  });
-}
-
-function expectStatus(res: LightMyRequestResponse, status: number, message?: RegExp): void {
-  expect(res.statusCode, res.body).toBe(status);
-  if (!message) return;
-  const body = res.json() as { error: unknown };
-  expect(OPENAI_ROUTE.test(res.raw.req.url ?? '') ? openaiErrorMessage(body) : body.error).toMatch(message);
-}
-
-function agent(id: string, configuration: Record<string, unknown> = {}) {
-  return { ruleChain: { id, name: id }, metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', systemPrompt: `You are ${id}.`, ...configuration } }], connections: [] } };
-}
-
-function chat(token: string, model: string, content: string, sessionId?: string): Promise<LightMyRequestResponse> {
+function chat(token: string, model: string, content: string, sessionId?: string) {
   return call('POST', '/chat/completions', token, { model, messages: [{ role: 'user', content }], ...(sessionId ? { sessionId } : {}) });
 }
 
-beforeAll(async () => {
-  fake = await startFakeModel();
-  const cwd = fs.mkdtempSync(path.join(tmp, 'rt-'));
-  fs.writeFileSync(
-    path.join(cwd, 'config.yaml'),
-    [
-      'server: {host: 127.0.0.1}',
-      'models:',
-      '  default_provider: fake',
-      `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
-      'security:',
-      '  requireAuth: true',
-      '  users:',
-      ...Object.entries(PASSWORDS).map(([u, p]) => `    ${u}: "${p}"`),
-    ].join('\n'),
-  );
-  runtime = await bootstrap({
-    service: 'ownership',
-    mode: 'embedded',
-    argv: [],
-    env: { AGENTRY_SECRET_KEY: 'ownership-master-key-0123456789-abcdef' },
-    cwd,
-    logDestination: { write: () => {} },
-    openDb: () => createTestPglite(),
-    openBus: (logger) => createMemoryBus({ logger }),
-  });
-  await startAgentWorker(runtime, { builtin: builtinTools });
-  app = await buildGateway(runtime);
-  await app.ready();
-  runtime.health.markStarted();
-  for (const user of Object.keys(tokens) as Array<keyof typeof tokens>) {
-    const res = await call('POST', '/auth/login', undefined, { username: user, password: PASSWORDS[user] });
-    tokens[user] = (res.json() as { token: string }).token;
-  }
-  expectStatus(await call('POST', '/agents', tokens.admin, agent('shared')), 201);
-}, 60_000);
-
-afterAll(async () => {
-  await app?.close();
-  await runtime?.lifecycle.shutdown('test');
-  await fake?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+beforeAll(() => stack.create(tokens.admin, agent('shared')));
 
 describe('finding 1: no spelling of the API prefix reaches a guarded route without credentials', { timeout: 20_000 }, () => {
   const spellings = ['/%61pi/v1/config', '/api/%761/config', '//api/v1/config', '/%2561pi/v1/config', '/api%2Fv1/config', '/api/v1/./config', '/api/v1/config/', '/api;x/v1/config'];
@@ -100,7 +29,7 @@ describe('finding 1: no spelling of the API prefix reaches a guarded route witho
   it.each(spellings)('GET and PUT %s are refused or unknown, and the configuration stays as it was', async (url) => {
     const before = (await call('GET', '/config', tokens.admin)).body;
     for (const method of ['GET', 'PUT'] as const) {
-      const res = await app.inject({ method, url, ...(method === 'PUT' ? { payload: { server: { port: 1234 } } } : {}) });
+      const res = await stack.app.inject({ method, url, ...(method === 'PUT' ? { payload: { server: { port: 1234 } } } : {}) });
       expect([401, 404], `${method} ${url}: ${res.body}`).toContain(res.statusCode);
     }
     expect((await call('GET', '/config', tokens.admin)).body).toBe(before);
@@ -128,10 +57,7 @@ describe('finding 2: a user cannot reach the host through an agent', { timeout: 
 
   it('even an admin-made agent with sandbox: none is refused at run time while security.allowUnsandboxedBash is off', async () => {
     expectStatus(await call('POST', '/agents', tokens.admin, agent('host_bash', { tools: [{ type: 'builtin', name: 'bash', config: { sandbox: 'none' } }] })), 201);
-    fake.script({ toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'id; cat config.yaml' }) }] }, (req: FakeRequest) => {
-      const result = [...req.body.messages].reverse().find((m) => m.role === 'tool');
-      return { text: String(result?.content ?? '(no tool result)') };
-    });
+    stack.fake.script({ toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'id; cat config.yaml' }) }] }, answerWithToolResult);
     const res = await chat(tokens.admin, 'host_bash', 'who are you?');
     expect(res.statusCode, res.body).toBe(200);
     const answer = (res.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
@@ -174,12 +100,12 @@ describe('finding 3: what a user makes is theirs; what others made they may read
   });
 
   it("the same sessionId from two users names two sessions: neither the model nor the routes show one user's conversation to the other", async () => {
-    fake.reset();
-    fake.script({ text: 'noted' }, { text: 'hello carol' });
+    stack.fake.reset();
+    stack.fake.script({ text: 'noted' }, { text: 'hello carol' });
     expectStatus(await chat(tokens.dave, 'shared', 'my card PIN is 4921', 'team-chat'), 200);
     expectStatus(await chat(tokens.carol, 'shared', 'what did we talk about?', 'team-chat'), 200);
     // The model saw carol's question alone: dave's turn is not her history.
-    const carolTurn = fake.requests[1]!.body.messages.map((m) => String(m.content)).join('\n');
+    const carolTurn = stack.fake.requests[1]!.body.messages.map((m) => String(m.content)).join('\n');
     expect(carolTurn).toContain('what did we talk about?');
     expect(carolTurn).not.toContain('4921');
 

@@ -1,14 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
-import { builtinTools } from '@agentry/engine';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
-import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { describe, expect, it } from 'vitest';
+import { agentDsl, answerWithToolResult, inProcessStack } from './harness.js';
 import { openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -18,67 +9,17 @@ import { openaiErrorMessage } from './openai-error.js';
  * an in-process worker, the fake model.
  */
 
-const PASSWORDS = { admin: 'admin-pass-word-1', alice: 'alice-pass-word-1' };
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-quotas-'));
-let runtime: Runtime;
-let app: FastifyInstance;
-let fake: FakeModel;
-const tokens = { admin: '', alice: '' };
-
-function call(method: InjectOptions['method'], url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> {
-  return app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) });
-}
-const agent = (id: string, configuration: Record<string, unknown> = {}) => ({
-  ruleChain: { id, name: id },
-  metadata: { nodes: [{ id: 'agent', type: 'ai/agent', configuration: { provider: 'fake', ...configuration } }], connections: [] },
+const stack = inProcessStack({
+  name: 'quotas',
+  users: { admin: 'admin-pass-word-1', alice: 'alice-pass-word-1' },
+  security: ['  quotas: {agentsPerUser: 2, sessionsPerUser: 2, workspaceBytesPerAgent: 100}'],
+  builtinTools: true,
 });
+const { call, tokens } = stack;
+const agent = (id: string, configuration: Record<string, unknown> = {}) => agentDsl(id, configuration);
 const chat = (token: string, model: string, sessionId?: string) =>
   call('POST', '/chat/completions', token, { model, messages: [{ role: 'user', content: 'hello' }], ...(sessionId ? { sessionId } : {}) });
 const write = (token: string, agentId: string, file: string, bytes: number) => call('PUT', `/agents/${agentId}/workspace/file?path=${file}`, token, { content: 'x'.repeat(bytes) });
-
-beforeAll(async () => {
-  fake = await startFakeModel();
-  const cwd = fs.mkdtempSync(path.join(tmp, 'rt-'));
-  fs.writeFileSync(
-    path.join(cwd, 'config.yaml'),
-    [
-      'server: {host: 127.0.0.1}',
-      'models:',
-      '  default_provider: fake',
-      `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
-      'security:',
-      '  requireAuth: true',
-      '  quotas: {agentsPerUser: 2, sessionsPerUser: 2, workspaceBytesPerAgent: 100}',
-      '  users:',
-      ...Object.entries(PASSWORDS).map(([u, p]) => `    ${u}: "${p}"`),
-    ].join('\n'),
-  );
-  runtime = await bootstrap({
-    service: 'quotas',
-    mode: 'embedded',
-    argv: [],
-    env: { AGENTRY_SECRET_KEY: 'quotas-master-key-0123456789-abcdef' },
-    cwd,
-    logDestination: { write: () => {} },
-    openDb: () => createTestPglite(),
-    openBus: (logger) => createMemoryBus({ logger }),
-  });
-  await startAgentWorker(runtime, { builtin: builtinTools });
-  app = await buildGateway(runtime);
-  await app.ready();
-  runtime.health.markStarted();
-  for (const user of Object.keys(tokens) as Array<keyof typeof tokens>) {
-    const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: user, password: PASSWORDS[user] } });
-    tokens[user] = (res.json() as { token: string }).token;
-  }
-}, 120_000);
-
-afterAll(async () => {
-  await app?.close();
-  await runtime?.lifecycle.shutdown('test');
-  await fake?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
 
 describe('security.quotas', { timeout: 120_000 }, () => {
   it('agentsPerUser: a user owns at most that many agents; deleting one frees a place; admins are not held', async () => {
@@ -137,10 +78,7 @@ describe('security.quotas', { timeout: 120_000 }, () => {
     expect((await call('PUT', '/agents/admin_1', tokens.admin, agent('admin_1', tools))).statusCode).toBe(200);
     expect((await write(tokens.alice, 'alice_3', 'AGENTS.md', 0)).statusCode).toBe(200);
     const toolAnswer = async (token: string, model: string, file: string, bytes: number) => {
-      fake.script({ toolCalls: [{ id: 'w1', name: 'write', arguments: JSON.stringify({ path: file, content: 'q'.repeat(bytes), mode: 'overwrite' }) }] }, (req: FakeRequest) => {
-        const result = [...req.body.messages].reverse().find((m) => m.role === 'tool');
-        return { text: String(result?.content ?? '(no tool result)') };
-      });
+      stack.fake.script({ toolCalls: [{ id: 'w1', name: 'write', arguments: JSON.stringify({ path: file, content: 'q'.repeat(bytes), mode: 'overwrite' }) }] }, answerWithToolResult);
       const res = await chat(token, model);
       expect(res.statusCode, res.body).toBe(200);
       return (res.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;

@@ -1,13 +1,12 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
 import { builtinTools } from '@agentry/engine';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
+import type { Runtime } from '@agentry/runtime';
+import { startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';
+import { bootEmbedded, fakeModelConfig, type EmbeddedRuntime } from './harness.js';
 
 /**
  * RuleGo's own DSL test files (e2e/fixtures/rulego, SOURCE.md names repository, commit and
@@ -23,32 +22,17 @@ const fixture = (name: string) => fs.readFileSync(path.join(FIXTURES, `${name}.j
 let runtime: Runtime;
 let fake: FakeModel;
 let baseURL: string;
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-rulego-'));
+let embedded: EmbeddedRuntime | undefined;
 
 beforeAll(async () => {
   fake = await startFakeModel();
-  fs.writeFileSync(
-    path.join(cwd, 'config.yaml'),
-    [
-      'server: {host: 127.0.0.1, port: 0}',
-      'models:',
-      '  default_provider: fake',
-      '  providers:',
-      `    fake: {base_url: "${fake.url}", model: fake-model}`,
-      `channels: {api: {accounts: {conformance: {api_key: "${API_KEY}"}}}}`,
-      'worker: {chain_globals: {site: berlin}}',
-    ].join('\n'),
-  );
-  runtime = await bootstrap({
-    service: 'rulego-conformance',
-    mode: 'embedded',
-    argv: [],
-    env: { AGENTRY_SECRET_KEY: 'rulego-conformance-key-0123456789-abc' },
-    cwd,
-    logDestination: { write: () => {} },
-    openDb: () => createTestPglite(),
-    openBus: (logger) => createMemoryBus({ logger }),
-  });
+  embedded = await bootEmbedded('rulego-conformance', [
+    'server: {host: 127.0.0.1, port: 0}',
+    ...fakeModelConfig(fake),
+    `channels: {api: {accounts: {conformance: {api_key: "${API_KEY}"}}}}`,
+    'worker: {chain_globals: {site: berlin}}',
+  ]);
+  runtime = embedded.runtime;
   await startAgentWorker(runtime, { builtin: builtinTools });
   const { port } = await startGateway(runtime);
   runtime.health.markStarted();
@@ -56,9 +40,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await runtime?.lifecycle.shutdown('test');
+  await embedded?.stop();
   await fake?.close();
-  fs.rmSync(cwd, { recursive: true, force: true });
 });
 
 /** The file's text as the body, not a re-serialisation: "as written". */

@@ -1,14 +1,8 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
+import type { LightMyRequestResponse } from 'fastify';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { budgetCounter } from '@agentry/contracts';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, startFakeTelegram, waitFor, type FakeModel } from '@agentry/testing';
-import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { startFakeTelegram, waitFor } from '@agentry/testing';
+import { agentDsl, inProcessStack } from './harness.js';
 import { openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -19,72 +13,24 @@ import { openaiErrorMessage } from './openai-error.js';
  * the Redis counts are e2e/usage-cluster.test.ts.
  */
 
-const PASSWORDS = { admin: 'admin-pass-word-1', dave: 'dave-pass-word-1' };
 const METERED_KEY = 'metered-key-0123456789abcdef';
 const OPEN_KEY = 'unmetered-key-0123456789abcdef';
 const ERIN_KEY = 'erin-key-0123456789abcdefghij';
 
 describe('usage and budgets through chat (embedded)', () => {
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-usage-'));
-  let runtime: Runtime;
-  let app: FastifyInstance;
-  let fake: FakeModel;
-  const tokens = { admin: '', dave: '' };
-
-  const call = (method: InjectOptions['method'], url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> =>
-    app.inject({ method, url: `/api/v1${url}`, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }) });
+  const stack = inProcessStack({
+    name: 'usage-budgets',
+    // The object form of an entry, with a budget (the string form cannot carry one).
+    users: { admin: 'admin-pass-word-1', dave: 'dave-pass-word-1', erin: { password: 'erin-pass-word-1', api_key: ERIN_KEY, budget: { requestsPerMinute: 1 } } },
+    // erin's one request a minute is the test's to spend.
+    login: ['admin', 'dave'],
+    security: ['  budgets: {channelPeerTokensPerDay: 20}'],
+    config: ['channels:', '  api:', '    accounts:', `      metered: {api_key: "${METERED_KEY}", budget: {tokensPerDay: 20}}`, `      unmetered: {api_key: "${OPEN_KEY}"}`],
+  });
+  const { call, tokens } = stack;
   const chat = (token: string, content = 'hi') => call('POST', '/chat/completions', token, { model: 'meter', messages: [{ role: 'user', content }] });
 
-  beforeAll(async () => {
-    fake = await startFakeModel();
-    fs.writeFileSync(
-      path.join(cwd, 'config.yaml'),
-      [
-        'models:',
-        '  default_provider: fake',
-        `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`,
-        'security:',
-        '  requireAuth: true',
-        '  budgets: {channelPeerTokensPerDay: 20}',
-        '  users:',
-        ...Object.entries(PASSWORDS).map(([u, p]) => `    ${u}: "${p}"`),
-        // The object form of an entry, with a budget (the string form cannot carry one).
-        `    erin: {password: "erin-pass-word-1", api_key: "${ERIN_KEY}", budget: {requestsPerMinute: 1}}`,
-        'channels:',
-        '  api:',
-        '    accounts:',
-        `      metered: {api_key: "${METERED_KEY}", budget: {tokensPerDay: 20}}`,
-        `      unmetered: {api_key: "${OPEN_KEY}"}`,
-      ].join('\n'),
-    );
-    runtime = await bootstrap({
-      service: 'usage-test',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'usage-master-key-0123456789-abcdef' },
-      cwd,
-      logDestination: { write: () => {} },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
-    await startAgentWorker(runtime);
-    app = await buildGateway(runtime);
-    await app.ready();
-    runtime.health.markStarted();
-    for (const user of Object.keys(tokens) as Array<keyof typeof tokens>) {
-      const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: user, password: PASSWORDS[user] } });
-      tokens[user] = (res.json() as { token: string }).token;
-    }
-    const agent = { ruleChain: { id: 'meter', name: 'meter' }, metadata: { nodes: [{ id: 'a', type: 'ai/agent', configuration: { provider: 'fake' } }], connections: [] } };
-    expect((await call('POST', '/agents', tokens.admin, agent)).statusCode).toBe(201);
-  }, 60_000);
-
-  afterAll(async () => {
-    await app?.close();
-    await runtime?.lifecycle.shutdown('test');
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
-  });
+  beforeAll(() => stack.create(tokens.admin, agentDsl('meter')));
 
   const usage = async (token: string, query: string) => {
     const res = await call('GET', `/usage?${query}`, token);
@@ -93,7 +39,7 @@ describe('usage and budgets through chat (embedded)', () => {
   };
 
   it("records each chat's tokens under its principal; a user sees only their own, an admin everyone's", async () => {
-    fake.script({ text: 'one', usage: { prompt_tokens: 4, completion_tokens: 2 } }, { text: 'two', usage: { prompt_tokens: 3, completion_tokens: 1 } });
+    stack.fake.script({ text: 'one', usage: { prompt_tokens: 4, completion_tokens: 2 } }, { text: 'two', usage: { prompt_tokens: 3, completion_tokens: 1 } });
     expect((await chat(tokens.dave)).statusCode).toBe(200);
     expect((await chat(OPEN_KEY)).statusCode).toBe(200);
     await waitFor(async () => (await usage(tokens.admin, 'groupBy=principal')).length === 2, 5000, 20);
@@ -147,7 +93,7 @@ describe('usage and budgets through chat (embedded)', () => {
     const refused = await chat(ERIN_KEY);
     expect(refused.statusCode).toBe(429);
     expect(openaiErrorMessage(refused.json())).toContain('requestsPerMinute budget of user:erin (1 request per minute) is spent');
-    const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'erin', password: 'erin-pass-word-1' } });
+    const login = await call('POST', '/auth/login', undefined, { username: 'erin', password: 'erin-pass-word-1' });
     expect((await chat((login.json() as { token: string }).token)).statusCode).toBe(429);
     const users = (await call('GET', '/users', tokens.admin)).json() as { users: Array<{ username: string; budget?: unknown }> };
     expect(users.users.find((u) => u.username === 'erin')?.budget).toEqual({ requestsPerMinute: 1 });
@@ -155,10 +101,10 @@ describe('usage and budgets through chat (embedded)', () => {
 
   it('tokens per day: the file-configured account is refused once a run has spent its day', async () => {
     const day = budgetCounter('tokensPerDay', 'api:metered');
-    fake.script({ text: 'costly', usage: { prompt_tokens: 15, completion_tokens: 10 } });
+    stack.fake.script({ text: 'costly', usage: { prompt_tokens: 15, completion_tokens: 10 } });
     expect((await chat(METERED_KEY)).statusCode).toBe(200);
     // The worker adds the run's tokens once its model call is done.
-    await waitFor(async () => (await runtime.bus.count(day.key, 0, day.ttlMs)) >= 25, 5000, 20);
+    await waitFor(async () => (await stack.runtime.bus.count(day.key, 0, day.ttlMs)) >= 25, 5000, 20);
     const refused = await chat(METERED_KEY);
     expect(refused.statusCode).toBe(429);
     const error = openaiErrorMessage(refused.json());
@@ -176,12 +122,12 @@ describe('usage and budgets through chat (embedded)', () => {
       let seq = 0;
       const dm = async (sender: string, text: string) => {
         const { headers, body } = tg.inbound({ eventId: `peer${++seq}`, chatId: sender, chatType: 'dm', senderId: sender, text });
-        const res = await app.inject({ method: 'POST', url: '/api/v1/channels/chat_d/accounts/tg/events', headers, payload: body });
+        const res = await stack.app.inject({ method: 'POST', url: '/api/v1/channels/chat_d/accounts/tg/events', headers, payload: body });
         expect(res.statusCode, res.body).toBe(200);
         let run: { status: string; principal: string; error: string | null } | undefined;
         await waitFor(
           async () => {
-            const rows = await runtime.db.db.selectFrom('runs').select(['status', 'principal', 'error', 'request']).where('source', '=', 'chat_d').execute();
+            const rows = await stack.runtime.db.db.selectFrom('runs').select(['status', 'principal', 'error', 'request']).where('source', '=', 'chat_d').execute();
             run = rows.find((r) => JSON.stringify(r.request).includes(text) && (r.status === 'succeeded' || r.status === 'failed'));
             return run !== undefined;
           },
@@ -190,10 +136,10 @@ describe('usage and budgets through chat (embedded)', () => {
         );
         return run!;
       };
-      fake.script({ text: 'costly', usage: { prompt_tokens: 15, completion_tokens: 10 } });
+      stack.fake.script({ text: 'costly', usage: { prompt_tokens: 15, completion_tokens: 10 } });
       expect(await dm('7007', 'first question')).toMatchObject({ status: 'succeeded', principal: 'channel:chat_d:tg:7007' });
       const day = budgetCounter('tokensPerDay', 'channel:chat_d:tg:7007');
-      expect(await runtime.bus.count(day.key, 0, day.ttlMs)).toBe(25);
+      expect(await stack.runtime.bus.count(day.key, 0, day.ttlMs)).toBe(25);
       const spent = await dm('7007', 'second question');
       expect(spent.status).toBe('failed');
       expect(spent.error).toContain('the tokensPerDay budget of channel:chat_d:tg:7007 (20 tokens per day) is spent');
