@@ -444,7 +444,7 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
           </ReactFlow>
         </div>
         <SideResizer width={sideWidth} onWidth={setSideWidth} />
-        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove} duplicate={clipboard.duplicate} onClose={closePanel} onAdd={add}>
+        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove} duplicate={clipboard.duplicate} onClose={closePanel} onAdd={add} replaying={replay !== null}>
           <ReplayPanel {...replayPanel} />
         </CanvasSide>
       </div>
@@ -526,6 +526,8 @@ interface CanvasSideProps {
   onAdd: (type: string) => void;
   /** The replay (components/RunReplay.tsx), the side panel's second tab. */
   children: ReactNode;
+  /** A run is shown on the canvas. */
+  replaying: boolean;
 }
 
 type SideView = 'edit' | 'replay';
@@ -540,6 +542,12 @@ function CanvasSide(props: CanvasSideProps) {
   const { graph, selection, onClose, onAdd, forms, children } = props;
   const [palette, setPalette] = useState(false);
   const [view, setView] = useState<SideView>('edit');
+  // Clear replay: back to editing, the selection's form in the panel again.
+  const wasReplaying = useRef(props.replaying);
+  useEffect(() => {
+    if (wasReplaying.current && !props.replaying) setView('edit');
+    wasReplaying.current = props.replaying;
+  }, [props.replaying]);
   const side = useRef<HTMLDivElement>(null);
   // A new selection shows its editor.
   useEffect(() => {

@@ -226,7 +226,7 @@ export function ReplayPanel(props: ReplayPanelProps) {
             <span aria-live="polite">
               {run.steps.length} steps, {fmtMs(replay.totalMs)} in all{replay.unknown.length ? `; not in this chain: ${replay.unknown.join(', ')}` : ''}.
             </span>
-            <button type="button" className="secondary" onClick={() => onRun(null)}>
+            <button type="button" className="link-button" onClick={() => onRun(null)}>
               Clear replay
             </button>
           </div>
