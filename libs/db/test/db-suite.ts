@@ -284,6 +284,10 @@ export function defineDbSuite(get: () => DbHandle): void {
       expect(last).toMatchObject({ id: `${agent}-a`, hasSteps: true, error: null });
       expect(last!.finishedAt).toBeInstanceOf(Date);
       expect(Object.keys(last!)).not.toContain('request');
+      // Of the request, only the start of its last user message: none here (no messages array).
+      expect([...page.rows, last].map((r) => r!.asked)).toEqual([null, null, null]);
+      await insertRun(db, { id: `${agent}-d`, agentId: agent, sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'a' }, { role: 'user', content: 'x'.repeat(300) }] } });
+      expect((await listRunsOfAgent(db, agent, { limit: 1, offset: 0 })).rows[0]!.asked).toBe('x'.repeat(120));
     });
 
     it('tells a foreign-key violation from a unique violation on the driver error (routes map them to 404/400 and 409)', async () => {

@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 describe('GET /agents/{agentId}/runs', () => {
-  it("lists the owner's agent's runs newest first, without what was asked or answered", async () => {
+  it("lists the owner's agent's runs newest first, without what was answered, and what was asked only of the caller's own runs", async () => {
     const res = await get('/agents/runs_agent/runs', 'alice');
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json() as { data: Array<Record<string, unknown>>; total: number; page: number; size: number };
@@ -64,8 +64,30 @@ describe('GET /agents/{agentId}/runs', () => {
     expect(typeof chain!.durationMs).toBe('number');
     expect(lone).toMatchObject({ status: 'failed', source: 'cron', hasSteps: false, error: 'the model failed' });
     expect(queued).toMatchObject({ status: 'queued', finishedAt: null, durationMs: null, hasSteps: false });
-    expect(Object.keys(chain!).sort()).toEqual(['createdAt', 'durationMs', 'error', 'finishedAt', 'hasSteps', 'id', 'source', 'status']);
-    expect(res.body).not.toContain('secret');
+    expect(Object.keys(chain!).sort()).toEqual(['createdAt', 'durationMs', 'error', 'finishedAt', 'firstWords', 'hasSteps', 'id', 'source', 'status']);
+    // alice asked run_chain: she reads its first words; the others were asked by someone else.
+    expect(chain!.firstWords).toBe('a secret question');
+    for (const r of body.data.filter((x) => x.id !== 'run_chain')) expect(Object.keys(r), String(r.id)).not.toContain('firstWords');
+    expect(res.body.split('secret').length - 1).toBe(1);
+    expect(res.body).not.toContain('answer');
+  });
+
+  it("gives an admin every run's first words: the last user message, cut short; '' when there is none", async () => {
+    const db = h.runtime.db.db;
+    const long = `${'word '.repeat(40)}end`;
+    const conversation = { messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'the first turn' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: long }] };
+    await insertRun(db, { id: 'run_long', agentId: 'runs_agent', sessionId: null, source: 'api', request: conversation, principal: 'user:bob' });
+    await insertRun(db, { id: 'run_empty', agentId: 'runs_agent', sessionId: null, source: 'api', request: { messages: [{ role: 'system', content: 'only this' }] }, principal: 'user:bob' });
+    try {
+      const body = (await get('/agents/runs_agent/runs?size=100', 'admin')).json() as { data: Array<{ id: string; firstWords?: string }> };
+      const words = Object.fromEntries(body.data.map((r) => [r.id, r.firstWords]));
+      expect(words.run_long).toBe(long.slice(0, 120));
+      expect(words.run_empty).toBe('');
+      expect(words.run_of_bob).toBe('a secret question');
+      expect(words.run_of_channel).toBe('a secret question');
+    } finally {
+      await db.deleteFrom('runs').where('id', 'in', ['run_long', 'run_empty']).execute();
+    }
   });
 
   it('pages', async () => {

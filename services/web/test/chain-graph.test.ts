@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RuleChainDsl } from '@agentry/client';
 import { addNode, nextPosition, chainDsl, chainGraph, connect, editNode, layeredLayout, moveNodes, problemsByElement, removeElements, setRelation, LAYER_GAP, ROW_GAP } from '../app/lib/chain-graph.js';
-import { parseSteps, replayOf } from '../app/lib/chain-replay.js';
+import { fmtMs, parseSteps, replayOf, stepFailed, stepOfNode, type RunStep } from '../app/lib/chain-replay.js';
 
 /** A chain as RuleGo and TpClaw write them: keys the editor does not know at every level, some positions stored. */
 function sample(): RuleChainDsl {
@@ -148,14 +148,43 @@ describe('replaying a run', () => {
     parsed.steps.pop();
     const r = replayOf(g, parsed.steps);
     expect(r.nodes).toEqual({
-      s1: { order: [1], relations: ['True'], ms: 2, error: undefined },
-      s2: { order: [2], relations: ['Success'], ms: 40, error: undefined },
-      s4: { order: [3], relations: [], ms: 0, error: undefined },
+      s1: { order: [1], relations: ['True'], ms: 2, error: undefined, failed: false },
+      s2: { order: [2], relations: ['Success'], ms: 40, error: undefined, failed: false },
+      s4: { order: [3], relations: [], ms: 0, error: undefined, failed: false },
     });
     expect(r.edges).toEqual(['c0', 'c2']);
     expect(r.unknown).toEqual(['gone']);
     expect(r.totalMs).toBe(43);
     expect(parseSteps({ nope: 1 })).toEqual({ ok: false, problem: 'expected a list of steps, or an object with "steps"' });
     expect(parseSteps([{ relations: [] }])).toEqual({ ok: false, problem: 'step 1 has no "nodeId"' });
+  });
+});
+
+describe('a failed run replayed', () => {
+  const steps: RunStep[] = [
+    { nodeId: 's1', type: 'jsFilter', relations: ['True'], ms: 2 },
+    { nodeId: 's3', type: 'log', relations: ['Success'], ms: 1 },
+    { nodeId: 's3', type: 'log', relations: ['Failure'], ms: 4, error: 'boom' },
+    { nodeId: 's2', type: 'ai/agent', relations: ['Failure'], ms: 9 },
+  ];
+
+  it('marks a step failed by its error or its Failure relation, and the node with it', () => {
+    expect(steps.map(stepFailed)).toEqual([false, false, true, true]);
+    const r = replayOf(chainGraph(sample()), steps);
+    expect(r.nodes.s1!.failed).toBe(false);
+    expect(r.nodes.s3).toEqual({ order: [2, 3], relations: ['Success', 'Failure'], ms: 5, error: 'boom', failed: true });
+    expect(r.nodes.s2).toMatchObject({ failed: true, error: undefined });
+  });
+
+  it("picks a clicked node's step: the one chosen when it is that node's, else its failure, else its first", () => {
+    expect(stepOfNode(steps, 's3', 1)).toBe(1);
+    expect(stepOfNode(steps, 's3', 0)).toBe(2);
+    expect(stepOfNode(steps, 's3', null)).toBe(2);
+    expect(stepOfNode(steps, 's1', null)).toBe(0);
+    expect(stepOfNode(steps, 's4', 3)).toBeUndefined();
+  });
+
+  it('writes durations people read', () => {
+    expect([0.44, 3, 12.6, 999, 1840, 125_000].map(fmtMs)).toEqual(['0.4 ms', '3 ms', '13 ms', '999 ms', '1.8 s', '2 min 5 s']);
   });
 });

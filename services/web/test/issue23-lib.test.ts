@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { humanError } from '../app/lib/errors.js';
 import { distinctTitles, filterItems, plainTitle } from '../app/lib/lists.js';
-import { notOwnerReason, adminOnlyReason } from '../app/lib/permissions.js';
+import { chatStillOpen, notOwnerReason, adminOnlyReason } from '../app/lib/permissions.js';
 import { turnsFromHistory } from '../app/lib/turns.js';
 
 /** The pure pieces behind issue 23's web items: error wording, lists, titles, permissions, kept failed turns. */
@@ -52,6 +52,28 @@ describe('permissions', () => {
     expect(notOwnerReason({ requireAuth: true, user: { username: 'root', role: 'admin' } }, 'carol', 'agent')).toBeNull();
     expect(notOwnerReason({ requireAuth: false, user: null }, 'carol', 'agent')).toBeNull();
     expect(adminOnlyReason(user, 'model providers')).toBe('Only an admin may change model providers.');
+  });
+});
+
+describe("the Channels page's warning before the first API key (issue 42)", () => {
+  // The states services/gateway/test/chat-key-only.test.ts shows the gateway in, and what chat is then.
+  const open = { requireAuth: false, chatNeedsKey: false };
+  const on = { enabled: true };
+  it('warns exactly while chat is open and a new enabled api account would lock it', () => {
+    expect(chatStillOpen(open, on, [])).toBe(true);
+    // A disabled account locks nothing: the next one would still be the first.
+    expect(chatStillOpen(open, on, [{ enabled: false }])).toBe(true);
+  });
+  it("does not warn when chat is key-only already: a user's own key, an enabled account, a closed server", () => {
+    expect(chatStillOpen({ requireAuth: false, chatNeedsKey: true }, on, [])).toBe(false);
+    // The page's list is fresher than the server's index: an account just made counts.
+    expect(chatStillOpen(open, on, [{ enabled: true }])).toBe(false);
+    expect(chatStillOpen({ requireAuth: true }, on, [])).toBe(false);
+    // Not told (a user who is not an admin): no guess.
+    expect(chatStillOpen({ requireAuth: false }, on, [])).toBe(false);
+  });
+  it('does not warn on a platform disabled in the configuration file (its accounts hold no key the gateway reads)', () => {
+    expect(chatStillOpen(open, { enabled: false }, [])).toBe(false);
   });
 });
 

@@ -165,7 +165,8 @@ describe('the rule-chain canvas in Chromium', () => {
   it('replays a run on the canvas: which nodes ran, with which relation, how long', () =>
     step('replay', async () => {
       await page.getByRole('tab', { name: 'Canvas' }).click();
-      await page.getByText('Replay a run').click();
+      await page.getByRole('tab', { name: 'Replay a run' }).click();
+      await page.getByText("Paste a run's steps").click();
       const steps = [
         { nodeId: 'jsFilter_1', type: 'jsFilter', relations: ['True'], ms: 3 },
         { nodeId: 'agent_1', type: 'ai/agent', relations: ['Success'], ms: 812, debug: { chainId: 'canvas', in: { data: 'hello' }, out: { data: 'Hi!' } } },
@@ -177,9 +178,9 @@ describe('the rule-chain canvas in Chromium', () => {
       expect(await flowNode('agent_1').locator('.canvas-node-run').textContent()).toBe('#2 · Success · 812 ms');
       expect(await flowNode('jsFilter_1').locator('.canvas-node').getAttribute('class')).toContain('ran');
       expect(await page.locator('.react-flow__edge.followed').count()).toBe(2);
-      // A debugMode step carries the messages in and out.
-      await page.getByText('Message in and out').click();
-      await page.locator('.replay-steps pre', { hasText: '"Hi!"' }).waitFor();
+      // A debugMode step carries the messages in and out: its step clicked shows them.
+      await page.locator('.replay-steps button', { hasText: 'agent_1' }).click();
+      await page.locator('.step-detail pre', { hasText: '"Hi!"' }).waitFor();
       await flowNode('agent_1').click();
       await t.shot('web-canvas');
       expect(t.problems).toEqual([]);

@@ -2,8 +2,9 @@ import Type, { type Static } from 'typebox';
 import { PageOf, type Page } from './common.js';
 
 /**
- * An agent's runs (`GET /agents/{agentId}/runs`): what happened, never what was asked or
- * answered (a run of another user's session is listed to the agent's owner without its content).
+ * An agent's runs (`GET /agents/{agentId}/runs`): what happened, never what was answered; what
+ * was asked only as `firstWords`, and only to whom the steps' messages are shown (the run's own
+ * principal and admins): a run of another user's session is listed to the agent's owner without it.
  */
 export const RunSummary = Type.Object({
   id: Type.String(),
@@ -14,6 +15,12 @@ export const RunSummary = Type.Object({
   durationMs: Type.Union([Type.Integer(), Type.Null()], { description: 'created to finished; null while it runs' }),
   hasSteps: Type.Boolean({ description: 'the run ran as a rule chain and its steps were recorded' }),
   error: Type.Union([Type.String(), Type.Null()]),
+  firstWords: Type.Optional(
+    Type.String({
+      description:
+        "the start (up to 120 characters) of the user message the run answered, '' when it had none; left out when the run is another principal's and the caller is not an admin",
+    }),
+  ),
 });
 export type RunSummary = Static<typeof RunSummary>;
 

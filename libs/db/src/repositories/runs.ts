@@ -225,7 +225,11 @@ export async function recordRunSteps(db: Db, id: string, steps: JsonValue[]): Pr
   await db.updateTable('runs').set({ steps: JSON.stringify(steps) }).where('id', '=', id).where('status', 'not in', ACTIVE_RUN_STATUSES).execute();
 }
 
-/** A run as the agent's run list shows it: no request, output or steps (only whether it has some). */
+/**
+ * A run as the agent's run list shows it: no output or steps (only whether it has some); of the
+ * request, only the start of what it answered (`asked`) and who asked, for the route to decide
+ * whether the caller may read it.
+ */
 export interface RunSummary {
   id: string;
   status: RunStatus;
@@ -234,14 +238,28 @@ export interface RunSummary {
   finishedAt: Date | null;
   error: string | null;
   hasSteps: boolean;
+  principal: string;
+  /** The first RUN_ASKED_CHARS characters of the run's last user message; null when it has none. */
+  asked: string | null;
 }
+
+/** How much of a run's question its summary carries (a list row, not the conversation). */
+export const RUN_ASKED_CHARS = 120;
 
 /** An agent's runs, newest first, one page of them, and how many there are. */
 export async function listRunsOfAgent(db: Db, agentId: string, page: { limit: number; offset: number }): Promise<{ rows: RunSummary[]; total: number }> {
   const [rows, count] = await Promise.all([
     db
       .selectFrom('runs')
-      .select(['id', 'status', 'source', 'created_at', 'finished_at', 'error', sql<boolean>`steps is not null`.as('has_steps')])
+      .select(['id', 'status', 'source', 'created_at', 'finished_at', 'error', 'principal', sql<boolean>`steps is not null`.as('has_steps')])
+      // The message this run answered: a chat client resends the whole conversation, so its
+      // last user message (the first would be the same for every turn of it). Cut in SQL: a
+      // page of long conversations is not read whole for a list.
+      .select(
+        sql<string | null>`(select left(m->>'content', ${RUN_ASKED_CHARS}) from jsonb_array_elements(case when jsonb_typeof(request->'messages') = 'array' then request->'messages' else '[]'::jsonb end) with ordinality as t(m, i) where m->>'role' = 'user' order by i desc limit 1)`.as(
+          'asked',
+        ),
+      )
       .where('agent_id', '=', agentId)
       .orderBy('created_at', 'desc')
       .orderBy('seq', 'desc')
@@ -251,7 +269,7 @@ export async function listRunsOfAgent(db: Db, agentId: string, page: { limit: nu
     db.selectFrom('runs').select((eb) => eb.fn.countAll<number>().as('n')).where('agent_id', '=', agentId).executeTakeFirstOrThrow(),
   ]);
   return {
-    rows: rows.map((r) => ({ id: r.id, status: r.status, source: r.source, createdAt: r.created_at, finishedAt: r.finished_at, error: r.error, hasSteps: Boolean(r.has_steps) })),
+    rows: rows.map((r) => ({ id: r.id, status: r.status, source: r.source, createdAt: r.created_at, finishedAt: r.finished_at, error: r.error, hasSteps: Boolean(r.has_steps), principal: r.principal, asked: r.asked })),
     total: Number(count.n),
   };
 }

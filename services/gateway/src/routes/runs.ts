@@ -4,6 +4,7 @@ import { Errors } from '@agentry/errors';
 import { RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
 import { getRuleChain, getRunOutcome, getRunSteps, isFinalRunStatus, listRunsOfAgent, type RunSummary } from '@agentry/db';
 import { cancelRun } from '@agentry/runs';
+import type { Principal } from '../auth/credentials.js';
 import { isAdmin, mayChange, sessionOwner } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';
 import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';
@@ -99,11 +100,20 @@ function listRuns(deps: GatewayDeps) {
     await requireAgent(deps.db.db, req.params.agentId);
     const { page, size, limit, offset } = pageOf(req.query);
     const { rows, total } = await listRunsOfAgent(deps.db.db, req.params.agentId, { limit, offset });
-    return { data: rows.map(summaryView), total, page, size };
+    return { data: rows.map((r) => summaryView(r, mayReadContents(req.principal, r.principal))), total, page, size };
   };
 }
 
-function summaryView(r: RunSummary) {
+/**
+ * Message contents (prompts, answers, tool arguments and results) are the conversation's: the
+ * run's own principal and admins read them; the agent's owner sees another principal's run (or
+ * a channel's, a cron fire's: nobody named) without them.
+ */
+function mayReadContents(caller: Principal, runPrincipal: string): boolean {
+  return isAdmin(caller) || (runPrincipal !== '' && runPrincipal === sessionOwner(caller));
+}
+
+function summaryView(r: RunSummary, readable: boolean) {
   return {
     id: r.id,
     status: r.status,
@@ -113,6 +123,7 @@ function summaryView(r: RunSummary) {
     durationMs: r.finishedAt ? Math.max(0, r.finishedAt.getTime() - r.createdAt.getTime()) : null,
     hasSteps: r.hasSteps,
     error: r.error,
+    ...(readable ? { firstWords: r.asked ?? '' } : {}),
   };
 }
 
@@ -132,10 +143,7 @@ function getSteps(deps: GatewayDeps) {
     const agent = run ? await getRuleChain(deps.db.db, run.agentId) : undefined;
     if (!run || !agent || !mayChange(req.principal, agent.owner)) throw new Errors.NOT_FOUND(`run "${runId}"`);
     const steps = Array.isArray(run.steps) ? (run.steps as unknown as RunStep[]) : [];
-    // Message contents (prompts, answers, tool arguments and results in debugMode's in/out) are
-    // the conversation's: the run's own principal and admins read them; the agent's owner sees
-    // another principal's run (or a channel's, a cron fire's: nobody named) without them.
-    const redacted = !isAdmin(req.principal) && (run.principal === '' || run.principal !== sessionOwner(req.principal));
+    const redacted = !mayReadContents(req.principal, run.principal);
     return { runId, agentId: run.agentId, status: run.status, recorded: Array.isArray(run.steps), redacted, steps: redacted ? steps.map(withoutContents) : steps };
   };
 }

@@ -6,9 +6,11 @@ import type { RuleChainDsl, ToolForms } from '@agentry/client';
 import { addNode, chainDsl, chainGraph, clipOf, connect, editNode, insertOnEdge, moveNodes, moveOntoEdge, nextPosition, pasteClip, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type GraphClip, type Point } from '../lib/chain-graph';
 import { chainIssues, issuesByNode, type ChainIssue } from '../lib/chain-validate';
 import { NODE_SIZE, autoLayout, pathOf, routeEdge, type Box } from '../lib/chain-layout';
-import { replayOf, type NodeReplay, type RunStep } from '../lib/chain-replay';
-import { EdgeInspector, NodeInspector, RelationInput, ReplayPanel } from './ChainInspector';
+import { fmtMs, replayOf, type NodeReplay, type Replay } from '../lib/chain-replay';
+import { EdgeInspector, NodeInspector, RelationInput } from './ChainInspector';
+import { ReplayPanel, type ReplayPanelProps, type ReplayedRun } from './RunReplay';
 import { NodePalette, NODE_DRAG_TYPE } from './NodePalette';
+import { Tabs } from './ui';
 
 /**
  * The rule chain drawn (`@xyflow/react`): nodes and relation-labelled connections from the DSL,
@@ -54,7 +56,7 @@ function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
   const ran = data.replay;
   const blocked = data.problems.length > 0 || data.issues.some((i) => i.blocker);
   const noted = !blocked && data.issues.length > 0;
-  const cls = ['canvas-node', selected ? 'selected' : '', blocked ? 'has-problem' : '', noted ? 'has-note' : '', data.replaying ? (ran ? (ran.error ? 'ran failed' : 'ran') : 'not-run') : ''].filter(Boolean).join(' ');
+  const cls = ['canvas-node', selected ? 'selected' : '', blocked ? 'has-problem' : '', noted ? 'has-note' : '', data.replaying ? (ran ? (ran.failed ? 'ran failed' : 'ran') : 'not-run') : ''].filter(Boolean).join(' ');
   return (
     <div className={cls} data-node-id={id}>
       <Handle type="target" position={Position.Left} aria-label={`into ${id}`} />
@@ -65,10 +67,11 @@ function RuleNode({ id, data, selected }: NodeProps<RuleFlowNode>) {
       <div className="canvas-node-name">{data.name || id}</div>
       {data.name && data.name !== id ? <div className="canvas-node-id">{id}</div> : null}
       {ran ? (
-        <div className="canvas-node-run">
-          #{ran.order.join(', #')} · {ran.relations.join(', ') || 'end'} · {ran.ms} ms
+        <div className={ran.failed ? 'canvas-node-run failed' : 'canvas-node-run'}>
+          #{ran.order.join(', #')} · {ran.relations.join(', ') || 'end'} · {fmtMs(ran.ms)}
         </div>
       ) : null}
+      {ran?.error ? <div className="canvas-node-error">{ran.error}</div> : null}
       {data.problems.length || data.issues.length ? (
         <div className="canvas-node-problem" role="alert">
           {data.problems.map((p) => (
@@ -396,10 +399,9 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
   const [sideWidth, setSideWidth] = useState(352);
   const [selection, setSelection] = useState<Selection>(NOTHING);
   const [relation, setRelationDraft] = useState('Success');
-  const [steps, setSteps] = useState<RunStep[] | null>(null);
   const byElement = useMemo(() => problemsByElement(problems, graph), [problems, graph]);
   const issues = useMemo(() => issuesByNode(chainIssues(graph, forms)), [graph, forms]);
-  const replay = useMemo(() => (steps ? replayOf(graph, steps) : null), [graph, steps]);
+  const { replay, panel: replayPanel } = useReplay(graph, selection, setSelection, agentId);
   const flowNodes = useFlowNodes(graph, selection, byElement.nodes, issues, replay, setSelection, emit);
   const { fitView } = useReactFlow();
   const clipboard = useClipboard(graph, selection, emit, setSelection, () => fitView(FIT));
@@ -461,12 +463,36 @@ function ChainCanvasInner({ dsl, forms, problems, onChange, agentId, focusNode }
           </ReactFlow>
         </div>
         <SideResizer width={sideWidth} onWidth={setSideWidth} />
-        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove} duplicate={clipboard.duplicate} onClose={closePanel} onAdd={add}>
-          <ReplayPanel agentId={agentId} replay={replay} steps={steps ?? []} onSteps={setSteps} />
+        <CanvasSide graph={graph} forms={forms} selection={selection} problems={byElement} emit={emit} remove={remove} duplicate={clipboard.duplicate} onClose={closePanel} onAdd={add} replaying={replay !== null}>
+          <ReplayPanel {...replayPanel} />
         </CanvasSide>
       </div>
     </div>
   );
+}
+
+/** The run replayed on the canvas and the step last clicked in its list (which selects that step's node). */
+function useReplay(graph: ChainGraph, selection: Selection, setSelection: (s: Selection) => void, agentId: string | undefined): { replay: Replay | null; panel: ReplayPanelProps } {
+  const [run, setRun] = useState<ReplayedRun | null>(null);
+  const [chosen, setChosen] = useState<number | null>(null);
+  const replay = useMemo(() => (run ? replayOf(graph, run.steps) : null), [graph, run]);
+  const panel: ReplayPanelProps = {
+    ...(agentId ? { agentId } : {}),
+    run,
+    replay,
+    onRun: (next) => {
+      setRun(next);
+      setChosen(null);
+    },
+    chosen,
+    onChoose: (i) => {
+      setChosen(i);
+      const nodeId = run?.steps[i]?.nodeId;
+      if (nodeId !== undefined && graph.nodes.some((n) => n.id === nodeId)) setSelection({ nodes: [nodeId], edges: [] });
+    },
+    selectedNode: selection.nodes.length === 1 ? selection.nodes[0] : undefined,
+  };
+  return { replay, panel };
 }
 
 const SIDE_MIN = 256;
@@ -517,17 +543,30 @@ interface CanvasSideProps {
   duplicate: () => void;
   onClose: () => void;
   onAdd: (type: string) => void;
+  /** The replay (components/RunReplay.tsx), the side panel's second tab. */
   children: ReactNode;
+  /** A run is shown on the canvas. */
+  replaying: boolean;
 }
 
+type SideView = 'edit' | 'replay';
+
 /**
- * Beside the canvas: the node palette while nothing is selected (or when asked for with Add
- * nodes), else the selected node's or connection's editor (or what to do with several); then
- * the replay.
+ * Beside the canvas, two tabs. Edit: the node palette while nothing is selected (or when asked
+ * for with Add nodes), else the selected node's or connection's editor (or what to do with
+ * several). Replay: a run's steps, where a node clicked on the canvas shows what it got and
+ * passed on rather than its form (the run is being read, not the chain edited).
  */
 function CanvasSide(props: CanvasSideProps) {
   const { graph, selection, onClose, onAdd, forms, children } = props;
   const [palette, setPalette] = useState(false);
+  const [view, setView] = useState<SideView>('edit');
+  // Clear replay: back to editing, the selection's form in the panel again.
+  const wasReplaying = useRef(props.replaying);
+  useEffect(() => {
+    if (wasReplaying.current && !props.replaying) setView('edit');
+    wasReplaying.current = props.replaying;
+  }, [props.replaying]);
   const side = useRef<HTMLDivElement>(null);
   // A new selection shows its editor.
   useEffect(() => {
@@ -537,7 +576,7 @@ function CanvasSide(props: CanvasSideProps) {
   // (A block: Chromium's scrollTo returns a promise, which React would take for a cleanup.)
   useEffect(() => {
     if (side.current) side.current.scrollTop = 0;
-  }, [selection, palette]);
+  }, [selection, palette, view]);
   const selected = selection.nodes.length > 0 || selection.edges.some((id) => graph.edges.some((e) => e.id === id));
   return (
     <div
@@ -551,13 +590,27 @@ function CanvasSide(props: CanvasSideProps) {
         }
       }}
     >
-      {selected ? (
-        <button type="button" className="secondary" aria-pressed={palette} onClick={() => setPalette(!palette)}>
-          {palette ? 'Back to the selection' : 'Add nodes'}
-        </button>
-      ) : null}
-      {!selected || palette ? <NodePalette forms={forms} onAdd={onAdd} /> : <SelectionPanel {...props} />}
-      {children}
+      <Tabs
+        label="Side panel"
+        value={view}
+        onValue={setView}
+        tabs={[
+          { id: 'edit', label: 'Edit' },
+          { id: 'replay', label: 'Replay a run' },
+        ]}
+      />
+      {view === 'replay' ? (
+        children
+      ) : (
+        <>
+          {selected ? (
+            <button type="button" className="secondary" aria-pressed={palette} onClick={() => setPalette(!palette)}>
+              {palette ? 'Back to the selection' : 'Add nodes'}
+            </button>
+          ) : null}
+          {!selected || palette ? <NodePalette forms={forms} onAdd={onAdd} /> : <SelectionPanel {...props} />}
+        </>
+      )}
     </div>
   );
 }

@@ -2,16 +2,15 @@ import { useMemo, useState } from 'react';
 import type { ToolForms } from '@agentry/client';
 import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf } from '../lib/agent-form';
 import { COMMON_RELATIONS, type ChainGraph, type DslNode, type GraphEdge, type GraphNode } from '../lib/chain-graph';
-import { parseSteps, type Replay, type RunStep } from '../lib/chain-replay';
 import { clientProblems, fieldIds, fieldsOf, type JsonSchema } from '../lib/schema-form';
-import { RunPicker } from './RunPicker';
 import { SchemaForm } from './SchemaForm';
-import { CheckboxField, ErrorText, Notice, SelectField, TextArea, TextField } from './ui';
+import { CheckboxField, ErrorText, Notice, SelectField, TextField } from './ui';
 
 /**
  * The panels beside the rule-chain canvas (components/ChainCanvas.tsx): the selected node's name,
  * start flag and configuration (the same generated form as the Settings tab, from the node type's
- * schema in `GET /tools/forms`), the selected connection's relation, and the run replay.
+ * schema in `GET /tools/forms`) and the selected connection's relation (the run replay is
+ * components/RunReplay.tsx).
  */
 
 /** A text field for a relation name with the common ones offered (a `jsSwitch` may return any name). */
@@ -122,65 +121,5 @@ export function EdgeInspector({ edge, problems, onRelation, onDelete }: { edge: 
         </button>
       </div>
     </section>
-  );
-}
-
-/**
- * Pick one of the agent's recent runs (`agentId`: the canvas edits an agent), or paste a run's
- * steps (the engine's chain trace: `[{nodeId, relations, ms, error?}]`), and see them on the canvas.
- */
-export function ReplayPanel({ agentId, replay, steps, onSteps }: { agentId?: string; replay: Replay | null; steps: RunStep[]; onSteps: (steps: RunStep[] | null) => void }) {
-  const [text, setText] = useState('');
-  const [problem, setProblem] = useState<string | null>(null);
-  const show = () => {
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return setProblem('not valid JSON');
-    }
-    const parsed = parseSteps(value);
-    if (!parsed.ok) return setProblem(parsed.problem);
-    setProblem(null);
-    onSteps(parsed.steps);
-  };
-  return (
-    <details className="canvas-panel" open={replay !== null}>
-      <summary>Replay a run</summary>
-      {agentId ? <RunPicker agentId={agentId} onSteps={onSteps} /> : null}
-      <TextArea label="Run steps (JSON)" rows={5} spellCheck={false} value={text} onValue={setText} error={problem} hint="A run's recorded steps: a list of {nodeId, relations, ms, error?}, one per node execution, as the engine's chain trace writes them." />
-      <div className="form-actions">
-        <button type="button" onClick={show} disabled={!text.trim()}>
-          Replay
-        </button>
-        {replay ? (
-          <button type="button" className="secondary" onClick={() => onSteps(null)}>
-            Clear replay
-          </button>
-        ) : null}
-      </div>
-      {replay ? (
-        <>
-          <p aria-live="polite">
-            {steps.length} steps, {replay.totalMs} ms in all{replay.unknown.length ? `; not in this chain: ${replay.unknown.join(', ')}` : ''}.
-          </p>
-          <ol className="replay-steps">
-            {steps.map((s, i) => (
-              <li key={i} className={s.error ? 'failed' : undefined}>
-                <code>{s.nodeId}</code> {s.relations.length ? `→ ${s.relations.join(', ')}` : '(end)'}, {s.ms} ms{s.error ? `: ${s.error}` : ''}
-                {s.debug && 'redacted' in s.debug ? (
-                  <span className="hint"> (messages hidden: another person's conversation)</span>
-                ) : s.debug ? (
-                  <details>
-                    <summary>Message in and out</summary>
-                    <pre>{JSON.stringify(s.debug, null, 2)}</pre>
-                  </details>
-                ) : null}
-              </li>
-            ))}
-          </ol>
-        </>
-      ) : null}
-    </details>
   );
 }

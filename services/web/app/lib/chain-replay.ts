@@ -26,6 +26,33 @@ export interface NodeReplay {
   relations: string[];
   ms: number;
   error: string | undefined;
+  /** One of its executions failed (an error, or the Failure relation). */
+  failed: boolean;
+}
+
+/** A step failed when it threw (the engine records the error and takes Failure) or chose Failure. */
+export function stepFailed(step: RunStep): boolean {
+  return step.error !== undefined || step.relations.includes('Failure');
+}
+
+/**
+ * The step whose messages show for `nodeId` (clicked on the canvas): `chosen` when it is one of
+ * that node's, else the node's first failed execution, else its first; undefined when it never ran.
+ */
+export function stepOfNode(steps: readonly RunStep[], nodeId: string, chosen: number | null): number | undefined {
+  if (chosen !== null && steps[chosen]?.nodeId === nodeId) return chosen;
+  const failed = steps.findIndex((s) => s.nodeId === nodeId && stepFailed(s));
+  if (failed >= 0) return failed;
+  const first = steps.findIndex((s) => s.nodeId === nodeId);
+  return first >= 0 ? first : undefined;
+}
+
+/** A duration people read: "0.4 ms", "12 ms", "1.8 s", "2 min 5 s". */
+export function fmtMs(ms: number): string {
+  if (ms < 10) return `${Math.round(ms * 10) / 10} ms`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
 export interface Replay {
@@ -74,11 +101,12 @@ export function replayOf(graph: ChainGraph, steps: readonly RunStep[]): Replay {
       if (!unknown.includes(s.nodeId)) unknown.push(s.nodeId);
       return;
     }
-    const r = (nodes[s.nodeId] ??= { order: [], relations: [], ms: 0, error: undefined });
+    const r = (nodes[s.nodeId] ??= { order: [], relations: [], ms: 0, error: undefined, failed: false });
     r.order.push(i + 1);
     for (const rel of s.relations) if (!r.relations.includes(rel)) r.relations.push(rel);
     r.ms += s.ms;
     r.error ??= s.error;
+    r.failed ||= stepFailed(s);
     const later = new Set(steps.slice(i + 1).map((x) => x.nodeId));
     for (const e of graph.edges) if (e.source === s.nodeId && s.relations.includes(e.relation) && later.has(e.target)) edges.add(e.id);
   });

@@ -22,3 +22,16 @@ export function notOwnerReason(v: Viewer, owner: string | undefined, noun: strin
 export function adminOnlyReason(v: Viewer, what: string): string | null {
   return isAdminViewer(v) ? null : `Only an admin may change ${what}.`;
 }
+
+/**
+ * Whether chat on this open server still takes no key, as the gateway decides it (its credential
+ * index: `anyKeyConfigured`): no API key exists (the server's `chatNeedsKey`, which counts users'
+ * own keys and enabled accounts of the enabled `api` platform) and no enabled account in `accounts`
+ * (the page's list, fresher than the server's reloaded index). A disabled platform's accounts
+ * lock nothing. True: the first enabled API account would make chat key-only, the page warns.
+ */
+export function chatStillOpen(status: { requireAuth: boolean; chatNeedsKey?: boolean }, view: { enabled: boolean } | undefined, accounts: ReadonlyArray<{ enabled: boolean }>): boolean {
+  if (status.requireAuth || status.chatNeedsKey !== false) return false;
+  if (view && !view.enabled) return false;
+  return !accounts.some((a) => a.enabled);
+}

@@ -109,9 +109,11 @@ function AgentsTable({ agents, busy, onToggle }: { agents: AgentListItem[]; busy
               {a.owner ?? '—'}
               <Why reason={why ? 'read-only for you' : null} />
             </td>
-            <td className="row-actions">
-              <Link to={`/chat/${encodeURIComponent(a.id)}`}>Chat</Link>
-              <Link to={`/workspace/${encodeURIComponent(a.id)}`}>Workspace</Link>
+            <td className="actions-cell">
+              <div className="row-actions">
+                <Link to={`/chat/${encodeURIComponent(a.id)}`}>Chat</Link>
+                <Link to={`/workspace/${encodeURIComponent(a.id)}`}>Workspace</Link>
+              </div>
             </td>
           </tr>
           );

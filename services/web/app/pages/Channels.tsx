@@ -4,7 +4,7 @@ import { useAction, useLoad } from '../lib/hooks';
 import { platformName, type AgentListItem, type Binding, type ChannelAccount, type ChannelPlatformView } from '@agentry/client';
 import { CheckboxField, ErrorText, Loading, Notice, PageHeader, SelectField, TextField, idProblem } from '../components/ui';
 import { useApp } from '../context';
-import { adminOnlyReason } from '../lib/permissions';
+import { adminOnlyReason, chatStillOpen } from '../lib/permissions';
 
 interface FieldDef {
   key: string;
@@ -285,17 +285,6 @@ function accountBody(platform: Platform, d: AccountDraft, isNew: boolean): Recor
     if (d.bindTo) body.binding = { agentId: d.bindTo };
   }
   return body;
-}
-
-/**
- * Whether chat on this open server still takes no key, as the gateway decides it: no API key
- * exists (the server's `chatNeedsKey`, which counts users' own keys too) and no enabled account
- * of the enabled `api` platform (the list here, fresher than the server's reloaded index).
- */
-function chatStillOpen(status: { requireAuth: boolean; chatNeedsKey?: boolean }, view: ChannelPlatformView | undefined, accounts: ChannelAccount[]): boolean {
-  if (status.requireAuth || status.chatNeedsKey !== false) return false;
-  if (view && !view.enabled) return false;
-  return !accounts.some((a) => a.enabled);
 }
 
 function AccountForm({

@@ -145,14 +145,16 @@ function JobRows({ job, busy, historyOpen, onToggle, onHistory, onDelete }: { jo
           {fmtTime(job.lastRunAt)}
           {job.lastStatus ? <span className={`badge status-${job.lastStatus}`}>{job.lastStatus}</span> : null}
         </td>
-        <td className="row-actions">
-          <button type="button" className="link-button" aria-expanded={historyOpen} onClick={onHistory}>
-            History
-          </button>
-          <button type="button" className="link-button danger-text" onClick={onDelete} disabled={why !== null} title={why ?? undefined}>
-            Delete
-          </button>
-          <Why reason={why} />
+        <td className="actions-cell">
+          <div className="row-actions">
+            <button type="button" className="link-button" aria-expanded={historyOpen} onClick={onHistory}>
+              History
+            </button>
+            <button type="button" className="link-button danger-text" onClick={onDelete} disabled={why !== null} title={why ?? undefined}>
+              Delete
+            </button>
+            <Why reason={why} />
+          </div>
         </td>
       </tr>
       {historyOpen ? (

@@ -70,11 +70,14 @@ function TokensChart({ rows, days }: { rows: readonly UsageRow[]; days: readonly
         width,
         height: 260,
         scales: { x: { time: true } },
+        // The legend reads values only under the cursor: away from the chart it is the key alone,
+        // with no "--" placeholders (uPlot's) and no day row ("Time") until a day is pointed at.
         series: [
-          {},
-          { label: 'Prompt tokens', stroke: '#2f5fd0', fill: 'rgba(47, 95, 208, 0.12)', value: (_u, v) => (v == null ? '-' : fmt(v)) },
-          { label: 'Completion tokens', stroke: '#1e8a4c', fill: 'rgba(30, 138, 76, 0.12)', value: (_u, v) => (v == null ? '-' : fmt(v)) },
+          { label: 'Day', value: (_u, v) => (v == null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) },
+          { label: 'Prompt tokens', stroke: '#2f5fd0', fill: 'rgba(47, 95, 208, 0.12)', value: (_u, v) => (v == null ? '' : fmt(v)) },
+          { label: 'Completion tokens', stroke: '#1e8a4c', fill: 'rgba(30, 138, 76, 0.12)', value: (_u, v) => (v == null ? '' : fmt(v)) },
         ],
+        hooks: { setLegend: [(u) => u.root.classList.toggle('pointing', u.legend.idx != null)] },
         // Whole UTC days on the time axis (the points are days), tokens with thousands separators.
         axes: [
           { incrs: [DAY, 7 * DAY, 30 * DAY], values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)) },
@@ -96,6 +99,12 @@ function TokensChart({ rows, days }: { rows: readonly UsageRow[]; days: readonly
   );
 }
 
+/** A table's first header from its title, in the case of the others: "By who asked" -> "Who asked". */
+function headerOf(title: string): string {
+  const what = title.replace(/^By /, '');
+  return what.charAt(0).toUpperCase() + what.slice(1);
+}
+
 function Totals({ title, report, label = (k: string) => k }: { title: string; report: UsageReport; label?: (key: string) => string }) {
   return (
     <section aria-label={title}>
@@ -107,7 +116,7 @@ function Totals({ title, report, label = (k: string) => k }: { title: string; re
         <table>
           <thead>
             <tr>
-              <th scope="col">{title.replace(/^By /, '')}</th>
+              <th scope="col">{headerOf(title)}</th>
               <th scope="col">Prompt</th>
               <th scope="col">Completion</th>
               <th scope="col">Total</th>

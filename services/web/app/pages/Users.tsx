@@ -170,15 +170,17 @@ function UserRow({ user, action, onChanged, onDeleted, resetOpen, onToggleReset 
       <td>{user.hasApiKey ? 'yes' : 'no'}</td>
       <td>{user.source === 'file' ? <span title="from security.users in the configuration file">file</span> : 'created here'}</td>
       <td>{fmtTime(user.createdAt)}</td>
-      <td className="row-actions">
-        <button type="button" className="link-button" aria-expanded={resetOpen} onClick={onToggleReset}>
-          Reset password
-        </button>
-        {user.source === 'api' ? (
-          <button type="button" className="link-button danger-text" onClick={() => void remove()}>
-            Delete
+      <td className="actions-cell">
+        <div className="row-actions">
+          <button type="button" className="link-button" aria-expanded={resetOpen} onClick={onToggleReset}>
+            Reset password
           </button>
-        ) : null}
+          {user.source === 'api' ? (
+            <button type="button" className="link-button danger-text" onClick={() => void remove()}>
+              Delete
+            </button>
+          ) : null}
+        </div>
       </td>
     </tr>
   );
