@@ -10,7 +10,7 @@ import { builtinTools } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /**
  * Issue 35, part C: references are owned. Findings 3 (a user's agent naming an admin's chain that
@@ -107,6 +107,7 @@ beforeAll(async () => {
     openBus: (logger) => createMemoryBus({ logger }),
   });
   await startAgentWorker(runtime, { builtin: builtinTools });
+  await seedGateway(runtime);
   app = await buildGateway(runtime);
   await app.ready();
   runtime.health.markStarted();

@@ -8,7 +8,7 @@ import { budgetCounter } from '@agentry/contracts';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, waitFor, type FakeModel, type FakeRequest } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -90,6 +90,7 @@ describe('token budgets: reserved before each model call, settled after (embedde
       openBus: (logger) => createMemoryBus({ logger }),
     });
     await startAgentWorker(runtime);
+    await seedGateway(runtime);
     app = await buildGateway(runtime);
     await app.ready();
     runtime.health.markStarted();

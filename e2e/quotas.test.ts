@@ -8,7 +8,7 @@ import { builtinTools } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel, type FakeRequest } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -64,6 +64,7 @@ beforeAll(async () => {
     openBus: (logger) => createMemoryBus({ logger }),
   });
   await startAgentWorker(runtime, { builtin: builtinTools });
+  await seedGateway(runtime);
   app = await buildGateway(runtime);
   await app.ready();
   runtime.health.markStarted();

@@ -8,7 +8,7 @@ import { budgetCounter } from '@agentry/contracts';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, waitFor, type FakeModel } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -67,6 +67,7 @@ describe('usage and budgets through chat (embedded)', () => {
       openBus: (logger) => createMemoryBus({ logger }),
     });
     await startAgentWorker(runtime);
+    await seedGateway(runtime);
     app = await buildGateway(runtime);
     await app.ready();
     runtime.health.markStarted();
