@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { createMemoryBus } from '@agentry/bus';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, describeWithServers, rawZip, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 
@@ -1136,6 +1136,7 @@ async function startEmbedded(name: string, fake: FakeModel, requireAuth: boolean
   });
   await startAgentWorker(runtime);
   // No channel-connector: outbound sends stay queued and answer 502 after a short wait.
+  await seedGateway(runtime);
   const app = await buildGateway(runtime, { sendWaitMs: 200 });
   await app.ready();
   runtime.health.markStarted();

@@ -8,7 +8,7 @@ import { builtinTools } from '@agentry/engine';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel, type FakeModelOptions, type FakeRequest, type FakeTextReply } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { OPENAI_ROUTE, openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -158,6 +158,7 @@ export function inProcessStack<U extends string>(opts: InProcessStackOptions<U>)
     ]);
     runtime = embedded.runtime;
     await startAgentWorker(runtime, opts.builtinTools ? { builtin: builtinTools } : undefined);
+    await seedGateway(runtime);
     app = await buildGateway(runtime);
     await app.ready();
     runtime.health.markStarted();

@@ -25,7 +25,7 @@ import {
   type FakeRequest,
 } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { OPENAI_ROUTE, openaiErrorMessage } from './openai-error.js';
 
 /**
@@ -201,6 +201,7 @@ beforeAll(async () => {
     ].join('\n'),
   );
   await startAgentWorker(runtime, { builtin: builtinTools });
+  await seedGateway(runtime);
   app = await buildGateway(runtime, { uiDir: uiFixture() });
   await app.ready();
   runtime.health.markStarted();
@@ -771,6 +772,7 @@ describe('CORS opened by server.cors_origins', { timeout: 20_000 }, () => {
   let openApp: FastifyInstance;
   beforeAll(async () => {
     open = await newRuntime('cors', 'server: {host: 127.0.0.1, cors_origins: ["https://app.example.com"]}\n');
+    await seedGateway(open);
     openApp = await buildGateway(open);
     await openApp.ready();
   }, 30_000);
@@ -819,6 +821,7 @@ describeWithRedis('per-credential chat rate limit across gateway replicas (clust
     ].join('\n');
     for (const name of ['replica-a', 'replica-b']) {
       const rt = await newRuntime(name, yaml, (logger) => createRedisBus({ url: redisUrl(), prefix, logger }));
+      await seedGateway(rt);
       const gw = await buildGateway(rt);
       await gw.ready();
       replicas.push({ runtime: rt, app: gw });

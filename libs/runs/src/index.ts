@@ -7,6 +7,7 @@ export { TokenBudgets, budgetSpent, type TokenReservation } from './token-budget
 export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './agent-enabled.js';
 export { cancelRun } from './cancel.js';
 export { createCronJob } from './create-cron-job.js';
+export { cronJobView } from './cron-job-view.js';
 export { completeCronRun, deliveryOf, recordCronRun, type CronRunOutcome } from './cron-run.js';
 export { RunEventPublisher, type EventBody } from './events/publisher.js';
 export { EventGapError, RunEventQueue } from './events/queue.js';

@@ -6,7 +6,6 @@ import { errorAnswer, onClientError, sendFrameworkError, toAppError } from './ht
 import { probeRoutes } from './routes/probes.js';
 import { configRoutes } from './routes/config.js';
 import { modelRoutes } from './routes/models.js';
-import { seedProvidersAtStart } from './providers/seed.js';
 import type { GatewayDeps } from './deps.js';
 import { createAuth, registerAuthHook, requireAccessDeclarations, type Auth } from './auth/auth.js';
 import { authRoutes } from './routes/auth.js';
@@ -31,14 +30,13 @@ import { registerSecurityHeaders } from './auth/security-headers.js';
 import { registerChatRateLimit } from './auth/chat-rate-limit.js';
 import { registerOpenApi } from './openapi.js';
 import { registerJsonBodyParser } from './json-body.js';
-import { sealStoredDefinitions } from './definition-secrets.js';
 import { warnSharedPowers } from './auth/audience.js';
 import { capConnectionsPerAddress } from './connection-limit.js';
 
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Builds the gateway app. It never listens: `main.ts` (or the standalone composer) does. */
+/** What `buildGateway` takes besides its deps. */
 export interface GatewayOptions {
   /** Interval of `: ping` comments on idle SSE streams (default 15 s). */
   heartbeatMs?: number;
@@ -48,6 +46,10 @@ export interface GatewayOptions {
   uiDir?: string;
 }
 
+/**
+ * Builds the gateway app from its deps. It never listens and imports nothing from the
+ * configuration file: `startGateway` (main and standalone) seeds first (`seedGateway`).
+ */
 export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
   const config = deps.config.current;
   const app = createFastify(deps);
@@ -56,8 +58,6 @@ export async function buildGateway(deps: GatewayDeps, opts: GatewayOptions = {})
   registerRequestHooks(app, deps);
   registerErrorHandlers(app);
 
-  await seedProvidersAtStart(deps);
-  await sealStoredDefinitions(deps);
   await warnSharedPowers(deps.db.db, deps.logger);
   const auth = await createAuth(deps);
   app.addHook('onClose', () => auth.close());

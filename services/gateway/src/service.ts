@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Runtime } from '@agentry/runtime';
 import { buildGateway, type GatewayOptions } from './app.js';
+import { seedGateway } from './seed.js';
 
-/** Builds the gateway on a runtime and listens on the configured address. */
+/** Seeds the configuration's data, builds the gateway on a runtime and listens on the configured address. */
 export async function startGateway(runtime: Runtime, opts: GatewayOptions = {}): Promise<{ app: FastifyInstance; port: number }> {
+  await seedGateway(runtime);
   const app = await buildGateway(runtime, opts);
   const { host, port } = runtime.config.current.server;
   await app.listen({ host, port });

@@ -8,7 +8,7 @@ import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
 import { ensureSession, insertRun, type DbHandle } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { cleanupRedisPrefix, createTestDatabase, createTestPglite, describeWithServers, redisUrl, uniqueRedisPrefix, type TestDatabase } from '@agentry/testing';
-import { buildGateway, type Access } from '@agentry/gateway';
+import { buildGateway, seedGateway, type Access } from '@agentry/gateway';
 import type { RouteAccess } from '../src/auth/auth.js';
 import { agentDsl, ruleDsl } from './resources-harness.js';
 
@@ -230,6 +230,7 @@ function matrix(open: () => Promise<{ db: () => Promise<DbHandle>; bus: (logger:
     const backends = await open();
     closeBackends = backends.close;
     const runtime = await matrixRuntime(cwd, backends.db, backends.bus);
+    await seedGateway(runtime);
     const app = await buildGateway(runtime);
     await app.ready();
     runtime.health.markStarted();

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /** The gateway on an embedded runtime (PGlite in memory, in-process bus), driven by inject(). */
 let runtime: Runtime;
@@ -46,6 +46,7 @@ beforeAll(async () => {
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
+  await seedGateway(runtime);
   app = await buildGateway(runtime);
   await app.ready();
   runtime.health.markStarted();

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestDatabase, describeWithServers, redisUrl, uniqueRedisPrefix, waitFor } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { bearer, login, MASTER_KEY } from './auth-harness.js';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,6 +26,7 @@ describeWithServers('auth across two replicas', () => {
     const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl(), REDIS_PREFIX: uniqueRedisPrefix(), AGENTRY_SECRET_KEY: MASTER_KEY };
     for (let i = 0; i < 2; i++) {
       const runtime = await bootstrap({ service: `gw${i}`, mode: 'cluster', argv: [], env, cwd, logDestination: { write: () => {} } });
+      await seedGateway(runtime);
       const app = await buildGateway(runtime);
       app.post('/api/v1/test-chat', { config: { access: 'chat' } }, async (req) => ({ principal: req.principal }));
       await app.ready();
@@ -94,6 +95,7 @@ describeWithServers('two gateways seeding at once', () => {
     const started = await Promise.all(
       [0, 1].map(async (i) => {
         const runtime = await bootstrap({ service: `seed${i}`, mode: 'cluster', argv: [], env, cwd, logDestination: { write: (l: string) => void logs.push(l) } });
+        await seedGateway(runtime);
         const app = await buildGateway(runtime);
         await app.ready();
         return { runtime, app };

@@ -6,7 +6,7 @@ import { createMemoryBus } from '@agentry/bus';
 import type { DbHandle } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 export const MASTER_KEY = 'test-master-key-0123456789-abcdefghij';
 
@@ -38,6 +38,7 @@ export async function startHarness(yaml: string, opts: { db?: DbHandle; env?: Re
   });
   let app: FastifyInstance;
   try {
+    await seedGateway(runtime);
     app = await buildGateway(runtime);
   } catch (err) {
     await runtime.lifecycle.shutdown('test: build failed');

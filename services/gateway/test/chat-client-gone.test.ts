@@ -11,7 +11,7 @@ import { QueueNames } from '@agentry/contracts';
 import { finishRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /**
  * A chat whose client leaves while its run is being created (the gateway is still committing the
@@ -74,6 +74,7 @@ beforeAll(async () => {
     taken.push(job.data.runId);
     await finishRun(runtime.db.db, job.data.runId, { status: 'succeeded', output: 'answered for nobody' });
   }, { concurrency: 1 });
+  await seedGateway(runtime);
   app = await buildGateway(runtime, { heartbeatMs: 50 });
   app.server.on('connection', (socket: Socket) => serverSockets.push(socket));
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -8,7 +8,7 @@ import { QueueNames, type RunEvent } from '@agentry/contracts';
 import { finishRun, getRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { runEventChannel } from '@agentry/runs';
 
 /**
@@ -101,6 +101,7 @@ beforeAll(async () => {
     },
     { concurrency: 4 },
   );
+  await seedGateway(runtime);
   app = await buildGateway(runtime, { heartbeatMs: 50 });
   await app.ready();
 });

@@ -9,7 +9,7 @@ import { QueueNames, RunKeeps, type RunEvent } from '@agentry/contracts';
 import { finishRun, getRun, insertRuleChain, insertRun } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { runEventChannel } from '@agentry/runs';
 
 /**
@@ -71,6 +71,7 @@ beforeAll(async () => {
     },
     { concurrency: 2 },
   );
+  await seedGateway(runtime);
   app = await buildGateway(runtime, { heartbeatMs: 50 });
   await app.ready();
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestDatabase, describeWithServers, redisUrl, startFakeDingTalk, uniqueRedisPrefix } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { MASTER_KEY } from './auth-harness.js';
 import { agentDsl } from './resources-harness.js';
 
@@ -28,6 +28,7 @@ describeWithServers('inbound replay across two gateway replicas', () => {
     const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl(), REDIS_PREFIX: uniqueRedisPrefix(), AGENTRY_SECRET_KEY: MASTER_KEY };
     for (let i = 0; i < 2; i++) {
       const runtime = await bootstrap({ service: `gw${i}`, mode: 'cluster', argv: [], env, cwd, logDestination: { write: () => {} } });
+      await seedGateway(runtime);
       const app = await buildGateway(runtime);
       await app.ready();
       replicas.push({ runtime, app });

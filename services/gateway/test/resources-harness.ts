@@ -7,7 +7,7 @@ import { createMemoryBus } from '@agentry/bus';
 import type { DbHandle } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestDatabase, createTestPglite, describeAlsoOnPostgres, type TestDatabase } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /**
  * The agents/rules/skills/workspace suites: each defines its cases once and runs them on the
@@ -51,6 +51,7 @@ function harness(open: () => Promise<DbHandle>, cleanup: () => Promise<void> = a
       openDb: open,
       openBus: (logger) => createMemoryBus({ logger }),
     });
+    await seedGateway(runtime);
     const app = await buildGateway(runtime);
     await app.ready();
     runtime.health.markStarted();
@@ -60,6 +61,7 @@ function harness(open: () => Promise<DbHandle>, cleanup: () => Promise<void> = a
       db: runtime.db.db,
       dialect: runtime.db.dialect,
       replica: async () => {
+        await seedGateway(runtime);
         const other = await buildGateway(runtime);
         await other.ready();
         replicas.push(other);

@@ -7,7 +7,7 @@ import { createMemoryBus } from '@agentry/bus';
 import { appendMessages, ensureSession, finishRun, insertRun } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /**
  * Response schemas are the contract of the REST API: the OpenAPI document shows them, the client
@@ -86,6 +86,7 @@ describe('response schemas', () => {
       openDb: () => createTestPglite(),
       openBus: (logger) => createMemoryBus({ logger }),
     });
+    await seedGateway(runtime);
     app = await buildGateway(runtime);
     app.addHook('preSerialization', async (req, _reply, payload) => {
       // What plain JSON would have sent: the reference a schema-serialized answer must equal.

@@ -8,7 +8,7 @@ import { QueueNames, type RunEvent } from '@agentry/contracts';
 import { finishRun, getRun, insertRuleChain } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { runEventChannel } from '@agentry/runs';
 import { ResponseEvents, responseObject, runIdOfResponse, type ResponseMeta } from '../src/chat/responses-events.js';
 
@@ -77,6 +77,7 @@ beforeAll(async () => {
     },
     { concurrency: 4 },
   );
+  await seedGateway(runtime);
   app = await buildGateway(runtime, { heartbeatMs: 50 });
   await app.ready();
 });

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /**
  * Issue 20, finding 6: 400 connections trickling one byte every 10 s stayed open for ever
@@ -34,6 +34,7 @@ beforeAll(async () => {
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
+  await seedGateway(runtime);
   app = await buildGateway(runtime);
   await app.listen({ host: '127.0.0.1', port: 0 });
   port = (app.server.address() as net.AddressInfo).port;

@@ -7,7 +7,7 @@ import { createMemoryBus } from '@agentry/bus';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
 import { builtinTools, nodeTypes, validateRuleChain } from '@agentry/engine';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /** GET /tools, GET /tools/forms and GET /agent-template (embedded runtime, inject()). */
 let runtime: Runtime;
@@ -30,6 +30,7 @@ beforeAll(async () => {
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
+  await seedGateway(runtime);
   app = await buildGateway(runtime);
   await app.ready();
   runtime.health.markStarted();

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
-import { buildGateway } from '@agentry/gateway';
+import { buildGateway, seedGateway } from '@agentry/gateway';
 import { bearer, login, startHarness, type Harness } from './auth-harness.js';
 
 /** The web UI's static serving, and the two routes the UI added: auth status and provider test. */
@@ -29,6 +29,7 @@ async function gatewayWith(uiDir: string | undefined): Promise<{ app: FastifyIns
     openDb: () => createTestPglite(),
     openBus: (logger) => createMemoryBus({ logger }),
   });
+  await seedGateway(runtime);
   const app = await buildGateway(runtime, uiDir === undefined ? {} : { uiDir });
   await app.ready();
   return { app, runtime, logs };

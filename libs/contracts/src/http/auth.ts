@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { IsoDate } from './common.js';
+import { Closed, IsoDate } from './common.js';
 
 /** `POST /auth/login` (spec): a JWT and when it expires. */
 export const LoginResult = Type.Object({ token: Type.String(), expireAt: IsoDate });
@@ -34,3 +34,11 @@ export type ApiKeyRegenerated = Static<typeof ApiKeyRegenerated>;
 /** `PUT /auth/password`: every older token is revoked, so a fresh one comes back. */
 export const PasswordChanged = Type.Object({ success: Type.Boolean(), message: Type.String(), token: Type.String(), expireAt: IsoDate });
 export type PasswordChanged = Static<typeof PasswordChanged>;
+
+// Requests.
+
+export const LoginBody = Type.Object({ username: Type.String({ minLength: 1, maxLength: 128 }), password: Type.String({ minLength: 1, maxLength: 1024 }) }, Closed);
+export type LoginBody = Static<typeof LoginBody>;
+// No length floor here: the route says what a new password needs, in words.
+export const PasswordChangeBody = Type.Object({ oldPassword: Type.String({ maxLength: 1024 }), newPassword: Type.String({ maxLength: 1024 }) }, Closed);
+export type PasswordChangeBody = Static<typeof PasswordChangeBody>;

@@ -45,3 +45,28 @@ export interface Page<T> {
 
 /** A timestamp as ISO 8601 UTC (`2026-11-22T01:02:03.456Z`). */
 export const IsoDate = Type.String({ format: 'date-time' });
+
+/**
+ * Request schemas sit beside the answers they lead to, one family a module: `XBody` is what a
+ * route takes as its body, `XQuery` its query string, `XParams` its path. A closed body (no
+ * field it does not name) refuses a misspelt field with a 400 naming it instead of dropping it.
+ */
+export const Closed = { additionalProperties: false } as const;
+
+/** Ids of agents, rule chains and providers in a path: letters, digits, `_` and `-`, 1 to 64 (the DSL's rule). */
+export const ResourceId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'letters, digits, _ and -, 1 to 64 characters' });
+
+/**
+ * `page` (1..1,000,000, default 1) and `size` (1..100, default 20); anything else is a 400. The
+ * bound on page keeps the row offset a number the database takes (page 1e20 would overflow it).
+ */
+export const PageQueryFields = {
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+  size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+};
+export const PageQuery = Type.Object(PageQueryFields);
+export type PageQuery = Static<typeof PageQuery>;
+
+/** `/agents/{agentId}/...` */
+export const AgentParams = Type.Object({ agentId: ResourceId });
+export type AgentParams = Static<typeof AgentParams>;

@@ -1,5 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox';
-import { IsoDate, PageOf, type Page } from './common.js';
+import { Closed, IsoDate, PageOf, ResourceId, type Page } from './common.js';
 
 /** Scheduled jobs (spec "Cron job", "Cron jobs"). */
 
@@ -86,3 +86,58 @@ export const AgentHeartbeat = Type.Object({
   nextTickAt: Nullable(Type.String()),
 });
 export type AgentHeartbeat = Static<typeof AgentHeartbeat>;
+
+// Requests.
+
+/** A delivery as written: every field named, nothing else. */
+const CronDeliverInput = Type.Object(
+  {
+    platform: Type.String({ minLength: 1, maxLength: 64 }),
+    accountId: Type.String({ minLength: 1, maxLength: 128 }),
+    chatId: Type.String({ minLength: 1, maxLength: 512 }),
+  },
+  Closed,
+);
+
+const jobFields = {
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  schedule: Type.String({ minLength: 1, maxLength: 256 }),
+  message: Type.String({ minLength: 1, maxLength: 100_000 }),
+  timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  disabled: Type.Optional(Type.Boolean()),
+  deliver: Type.Optional(Type.Union([CronDeliverInput, Type.Null()])),
+};
+const CronTarget = Type.String({ minLength: 1 });
+
+// Closed: an unknown field (`timeZone`, `agentId`...) is a 400 naming it, not a setting lost.
+/** POST /cron: the target agent is named in the body. */
+export const CronJobCreateBody = Type.Object({ ...jobFields, target: CronTarget }, Closed);
+export type CronJobCreateBody = Static<typeof CronJobCreateBody>;
+/** POST /agents/{agentId}/cron: the path names the agent; a target, if given, must repeat it. */
+export const AgentCronJobCreateBody = Type.Object({ ...jobFields, target: Type.Optional(CronTarget) }, Closed);
+export type AgentCronJobCreateBody = Static<typeof AgentCronJobCreateBody>;
+export const CronJobUpdateBody = Type.Object(
+  {
+    name: Type.Optional(jobFields.name),
+    schedule: Type.Optional(jobFields.schedule),
+    message: Type.Optional(jobFields.message),
+    timezone: jobFields.timezone,
+    disabled: jobFields.disabled,
+    deliver: jobFields.deliver,
+    target: Type.Optional(CronTarget),
+  },
+  Closed,
+);
+export type CronJobUpdateBody = Static<typeof CronJobUpdateBody>;
+export const CronJobToggleBody = Type.Object({ disabled: Type.Boolean() }, Closed);
+export type CronJobToggleBody = Static<typeof CronJobToggleBody>;
+
+/** GET /cron: admins may narrow the list to one agent. */
+export const CronJobListQuery = Type.Object({ agentId: Type.Optional(Type.String()) });
+export type CronJobListQuery = Static<typeof CronJobListQuery>;
+
+const CronJobId = Type.String({ minLength: 1, maxLength: 128 });
+export const CronJobParams = Type.Object({ id: CronJobId });
+export type CronJobParams = Static<typeof CronJobParams>;
+export const AgentCronJobParams = Type.Object({ agentId: ResourceId, id: CronJobId });
+export type AgentCronJobParams = Static<typeof AgentCronJobParams>;

@@ -136,3 +136,53 @@ export const ResponseItemList = Type.Object({
   has_more: Type.Boolean(),
 });
 export type ResponseItemList = Static<typeof ResponseItemList>;
+
+// Requests.
+
+const OptionalNullable = <T extends TSchema>(t: T) => Type.Optional(Nullable(t));
+/** POST /responses. */
+export const ResponseCreateBody = Type.Object(
+  {
+    model: Type.String({ minLength: 1 }),
+    // `input` is checked by the route: fastify's ajv would coerce inside a union.
+    input: Type.Unknown(),
+    instructions: OptionalNullable(Type.String()),
+    stream: OptionalNullable(Type.Boolean()),
+    store: OptionalNullable(Type.Boolean()),
+    previous_response_id: OptionalNullable(Type.String({ minLength: 1, maxLength: 256 })),
+    temperature: OptionalNullable(Type.Number({ minimum: 0, maximum: 2 })),
+    top_p: OptionalNullable(Type.Number({ minimum: 0, maximum: 1 })),
+    max_output_tokens: OptionalNullable(Type.Integer({ minimum: 1 })),
+    metadata: OptionalNullable(Type.Record(Type.String(), Type.String({ maxLength: 512 }), { maxProperties: 16 })),
+    tools: Type.Optional(Type.Unknown()),
+    tool_choice: Type.Optional(Type.Unknown()),
+    parallel_tool_calls: Type.Optional(Type.Unknown()),
+    text: Type.Optional(Type.Unknown()),
+    background: Type.Optional(Type.Unknown()),
+    conversation: Type.Optional(Type.Unknown()),
+  },
+  // OpenAI clients send more (user, parallel_tool_calls, truncation, ...): accepted and ignored.
+  { additionalProperties: true },
+);
+export type ResponseCreateBody = Static<typeof ResponseCreateBody>;
+
+export const ResponseParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) });
+export type ResponseParams = Static<typeof ResponseParams>;
+export const ResponseRetrieveQuery = Type.Object(
+  {
+    stream: Type.Optional(Type.Boolean()),
+    starting_after: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  // `include`, `include_obfuscation`: accepted and ignored (nothing to include, nothing obfuscated).
+  { additionalProperties: true },
+);
+export type ResponseRetrieveQuery = Static<typeof ResponseRetrieveQuery>;
+export const ResponseInputItemsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
+    after: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  },
+  { additionalProperties: true },
+);
+export type ResponseInputItemsQuery = Static<typeof ResponseInputItemsQuery>;

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { PageOf, type Page } from './common.js';
+import { Closed, PageOf, type Page } from './common.js';
 
 /**
  * An agent's runs (`GET /agents/{agentId}/runs`): what happened, never what was answered; what
@@ -65,3 +65,29 @@ export const RunSteps = Type.Object({
   steps: Type.Array(RunStep),
 });
 export type RunSteps = Static<typeof RunSteps>;
+
+/** POST /runs/{runId}/cancel. */
+export const RunCancelResult = Type.Object(
+  {
+    runId: Type.String(),
+    status: Type.String({ description: 'the run status after the call: `cancelled`, or how it had already ended' }),
+  },
+  Closed,
+);
+export type RunCancelResult = Static<typeof RunCancelResult>;
+
+// Requests.
+
+export const RunParams = Type.Object({ runId: Type.String() });
+export type RunParams = Static<typeof RunParams>;
+/** GET /agents/{agentId}/runs names the agent without the id rule: an unknown one is a 404, not a 400. */
+export const AgentRunsParams = Type.Object({ agentId: Type.String() });
+export type AgentRunsParams = Static<typeof AgentRunsParams>;
+export const RunEventsQuery = Type.Object(
+  {
+    after: Type.Optional(Type.Integer({ minimum: -1, maximum: 999_999_999, description: 'the seq of the last event the client has (the number after the colon of an `id:` line); -1 or absent: from the start' })),
+    include_usage: Type.Optional(Type.Boolean({ description: 'end with the usage chunk, as `stream_options.include_usage` does' })),
+  },
+  Closed,
+);
+export type RunEventsQuery = Static<typeof RunEventsQuery>;

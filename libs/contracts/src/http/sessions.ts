@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { IsoDate, PageOf } from './common.js';
+import { Closed, IsoDate, PageOf, PageQueryFields } from './common.js';
 
 export const Session = Type.Object({
   id: Type.String(),
@@ -55,3 +55,38 @@ export const SessionCompaction = Type.Object({
   summary: Type.Union([Type.String(), Type.Null()]),
 });
 export type SessionCompaction = Static<typeof SessionCompaction>;
+
+// Requests.
+
+export const SessionsClearBody = Type.Object(
+  {
+    agentId: Type.Optional(Type.String()),
+    sessionKey: Type.Optional(Type.String()),
+    channel: Type.Optional(Type.String()),
+    scope: Type.Optional(Type.String()),
+  },
+  Closed,
+);
+export type SessionsClearBody = Static<typeof SessionsClearBody>;
+export const SessionListQuery = Type.Object({
+  agentId: Type.Optional(Type.String()),
+  owner: Type.Optional(Type.String({ description: 'admins: only sessions of this principal (`user:<name>`, `api:<account>`, or empty for channels)' })),
+  nonEmpty: Type.Optional(Type.Boolean({ description: 'true: leave out sessions without a stored message' })),
+  search: Type.Optional(Type.String({ maxLength: 200, description: 'only sessions whose title or key contains this text (any case)' })),
+  ...PageQueryFields,
+});
+export type SessionListQuery = Static<typeof SessionListQuery>;
+export const SessionParams = Type.Object({ id: Type.String({ description: "the session's id" }) });
+export type SessionParams = Static<typeof SessionParams>;
+
+/** The `{id}` of GET /sessions/{id}/messages that names a session by the client's key instead of Agentry's id. */
+export const SESSION_BY_KEY = '-';
+export const SessionMessagesParams = Type.Object({ id: Type.String({ description: `the session's id, or "${SESSION_BY_KEY}" to name it by agentId and sessionKey` }) });
+export type SessionMessagesParams = Static<typeof SessionMessagesParams>;
+export const SessionMessagesQuery = Type.Object({
+  agentId: Type.Optional(Type.String({ description: `with id "${SESSION_BY_KEY}": the agent of the session` })),
+  sessionKey: Type.Optional(Type.String({ description: `with id "${SESSION_BY_KEY}": the chat request's sessionId (or a channel's session key)` })),
+  channel: Type.Optional(Type.String({ description: `with id "${SESSION_BY_KEY}": where the session came from; default api` })),
+  owner: Type.Optional(Type.String({ description: `with id "${SESSION_BY_KEY}", admins: whose session (\`user:<name>\`, \`api:<account>\`, empty for channels); default the caller's` })),
+});
+export type SessionMessagesQuery = Static<typeof SessionMessagesQuery>;

@@ -37,3 +37,13 @@ export const UsageReport = Type.Object({
   groupBy: UsageGroupBy,
 });
 export type UsageReport = Static<typeof UsageReport>;
+
+// Requests.
+
+export const UsageQuery = Type.Object({
+  groupBy: Type.Optional(UsageGroupBy),
+  from: Type.Optional(Type.String({ description: 'ISO 8601 date or time, inclusive; default 30 days before `to`' })),
+  to: Type.Optional(Type.String({ description: 'ISO 8601 time, exclusive, or a date, the whole day included; default now' })),
+  principal: Type.Optional(Type.String({ description: 'admins: only this principal (`user:<name>`, `api:<account>`, empty for channels and cron)' })),
+});
+export type UsageQuery = Static<typeof UsageQuery>;

@@ -5,7 +5,6 @@ import type { GatewayDeps } from '../deps.js';
 import { CredentialIndex, type Principal } from './credentials.js';
 import { hasDefaultPassword } from './passwords.js';
 import { LoginLimiter } from './login-limit.js';
-import { seedFromConfig } from './seed.js';
 import { assertOwner, isAdmin, sessionOwner, type Owned } from './ownership.js';
 import { Tokens } from './tokens.js';
 
@@ -134,7 +133,6 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export async function createAuth(deps: GatewayDeps): Promise<Auth> {
   const config = deps.config.current;
-  await seedFromConfig({ db: deps.db.db, secrets: deps.secrets, config, logger: deps.logger });
   const tokens = await Tokens.open({
     db: deps.db.db,
     secrets: deps.secrets,

@@ -5,6 +5,7 @@ import { accountFields, isPolicy, isSessionScope, POLICIES, SESSION_SCOPES } fro
 import { listChannelAccounts, type ChannelAccountRecord, type JsonValue } from '@agentry/db';
 import { ACCOUNT_SECRET_FIELDS } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
+import { hashApiKey } from '../auth/passwords.js';
 
 const SECRET_FIELDS: ReadonlySet<string> = new Set(ACCOUNT_SECRET_FIELDS);
 
@@ -153,4 +154,25 @@ export async function publishChannelsChange(deps: GatewayDeps, id?: string): Pro
 
 function camel(snake: string): string {
   return snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** Platform rules the shared checks do not cover. */
+export function checkPlatformFields(platform: Platform, body: Record<string, unknown>): void {
+  if (platform === 'api' && body.api_key !== undefined && body.api_key !== null && (typeof body.api_key !== 'string' || body.api_key.length < 16)) {
+    throw new Errors.VALIDATION('api_key: at least 16 characters');
+  }
+  // Clients send the key as "Authorization: Bearer <key>", whose token allows only these characters.
+  if (platform === 'api' && typeof body.api_key === 'string' && !/^[A-Za-z0-9._~+/=-]+$/.test(body.api_key)) {
+    throw new Errors.VALIDATION('api_key: letters, digits and . _ ~ + / = - only (it travels as a Bearer token)');
+  }
+  if (platform !== 'api' && body.api_key !== undefined) throw new Errors.VALIDATION(`api_key: only api accounts have one (this is ${platform})`);
+}
+
+/** The sealed secrets and the api key's lookup hash of a merged account, as stored. */
+export function sealedSecrets(deps: GatewayDeps, platform: Platform, merged: { secrets: Record<string, string> }) {
+  const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
+  return {
+    secretsSealed: Object.keys(merged.secrets).length > 0 ? deps.secrets.seal(JSON.stringify(merged.secrets)) : null,
+    apiKeyHash: apiKey ? hashApiKey(apiKey) : null,
+  };
 }

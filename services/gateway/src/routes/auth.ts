@@ -1,28 +1,18 @@
 import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { getUser, setApiKey, setPassword, type UserRecord } from '@agentry/db';
-import { ApiKeyAnswer, ApiKeyRegenerated, AuthStatus, LoginResult, PasswordChanged, announceChange, type InvalidateMessage } from '@agentry/contracts';
+import { ApiKeyAnswer, ApiKeyRegenerated, AuthStatus, LoginBody, LoginResult, PasswordChangeBody, PasswordChanged, announceChange, type InvalidateMessage } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import type { Principal } from '../auth/credentials.js';
 import { typed, type TypedReply, type TypedRequest } from './common.js';
 import { dummyHash, hasDefaultPassword, newPasswordProblem, generateApiKey, hashApiKey, hashPassword, verifyPassword } from '../auth/passwords.js';
 
-const Login = Type.Object(
-  { username: Type.String({ minLength: 1, maxLength: 128 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
-  { additionalProperties: false },
-);
-const ChangePassword = Type.Object(
-  { oldPassword: Type.String({ maxLength: 1024 }), newPassword: Type.String({ maxLength: 1024 }) },
-  { additionalProperties: false },
-);
-
-const LoginRoute = { body: Login, response: { 200: LoginResult } };
+const LoginRoute = { body: LoginBody, response: { 200: LoginResult } };
 const StatusRoute = { response: { 200: AuthStatus } };
 const GetApiKeyRoute = { response: { 200: ApiKeyAnswer } };
 const NewApiKeyRoute = { response: { 200: ApiKeyRegenerated } };
-const PasswordRoute = { body: ChangePassword, response: { 200: PasswordChanged } };
+const PasswordRoute = { body: PasswordChangeBody, response: { 200: PasswordChanged } };
 
 /** What every handler here works with. */
 interface AuthContext {

@@ -2,44 +2,47 @@
  * The inbound events URL (channels/inbound.ts) has no response schema: it answers each platform
  * in that platform's own format (challenge echoes, plain-text or JSON acknowledgements).
  */
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import Type, { type Static } from 'typebox';
+import type { FastifyInstance } from 'fastify';
 import { Errors } from '@agentry/errors';
 import {
   BindingList,
-  Budget,
+  BindingsBody,
   ChannelAccount,
+  ChannelAccountCreateBody,
   ChannelAccountCreated,
+  ChannelAccountParams,
+  ChannelAccountUpdateBody,
+  ChannelPlatformParams,
   ChannelPlatformView,
+  ChannelSendBody,
+  ChannelSendFileBody,
+  ChannelSendImageBody,
   ChannelSendResult,
   ChannelsView,
   PLATFORMS,
   SuccessBody,
-  type Platform,
+  type BindingMatchInput,
 } from '@agentry/contracts';
-import { accountContext, adapterFor, mediaDirOf, normaliseMediaPath, resolveMediaFile, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
 import {
   appendBinding,
   deleteChannelAccount,
   getChannelAccount,
-  getRuleChain,
-  getWorkspaceEntry,
   inTransaction,
   insertChannelAccount,
   isUniqueViolation,
   listBindings,
-  listChannelAccounts,
   replaceBindings,
   upsertChannelAccount,
-  type BindingRecord,
-  type Db,
+  getRuleChain,
+  getWorkspaceEntry,
   type JsonValue,
 } from '@agentry/db';
+import { mediaDirOf, normaliseMediaPath, resolveMediaFile } from '@agentry/channels';
 import { normaliseWorkspacePath } from '@agentry/engine';
-import { hashApiKey } from '../auth/passwords.js';
 import type { GatewayDeps } from '../deps.js';
 import {
   accountView,
+  checkPlatformFields,
   checkWrittenFields,
   mergeAccount,
   secretsKeptOnUpdate,
@@ -47,64 +50,12 @@ import {
   platformView,
   publishChannelsChange,
   requirePlatform,
+  sealedSecrets,
 } from '../channels/accounts.js';
+import { accountKeys, bindingsView, checkBinding, writtenMatch } from '../channels/bindings.js';
+import { sendFromApi } from '../channels/send.js';
 import { inboundRoutes } from '../channels/inbound.js';
-import { typed } from './common.js';
-
-const AccountId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'letters, digits, _ and -' });
-const PlatformParams = Type.Object({ platform: Type.String({ maxLength: 64 }) });
-const AccountParams = Type.Object({ platform: Type.String({ maxLength: 64 }), accountId: Type.String({ maxLength: 128 }) });
-
-const Match = Type.Object(
-  {
-    default: Type.Optional(Type.Boolean()),
-    channel: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    // The configuration file's spelling: taken as accountId, so a copied binding keeps its account.
-    account_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the configuration file spelling of accountId' })),
-  },
-  { additionalProperties: false },
-);
-const Binding = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 128 }), match: Match }, { additionalProperties: false });
-/** The binding written with an account: its match defaults to that account. */
-const AccountBinding = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 128 }), match: Type.Optional(Match) }, { additionalProperties: false });
-const BindingsBody = Type.Object({ bindings: Type.Array(Binding, { maxItems: 10_000 }) }, { additionalProperties: false });
-
-// Platforms have fields of their own, so the schema is open; checkWrittenFields refuses any field
-// the platform's adapter does not read, naming it.
-const Common = {
-  name: Type.Optional(Type.String({ maxLength: 256 })),
-  enabled: Type.Optional(Type.Boolean()),
-  budget: Type.Optional(Type.Union([Budget, Type.Null()], { description: 'api accounts: what chat may spend; null removes it' })),
-};
-const CreateBody = Type.Object({ id: AccountId, ...Common, binding: Type.Optional(AccountBinding) }, { additionalProperties: true });
-const UpdateBody = Type.Object({ id: Type.Optional(Type.String()), ...Common }, { additionalProperties: true });
-
-const ChatId = Type.String({ minLength: 1, maxLength: 512 });
-const SendAccount = Type.Optional(Type.String({ minLength: 1, maxLength: 128 }));
-const SendBody = Type.Object({ chatId: ChatId, message: Type.String({ minLength: 1, maxLength: 100_000 }), accountId: SendAccount }, { additionalProperties: false });
-const WorkspacePath = Type.String({ minLength: 1, maxLength: 1024 });
-const SendImageBody = Type.Object(
-  {
-    chatId: ChatId,
-    imagePath: Type.Optional(WorkspacePath),
-    imageKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds imagePath; without it imagePath names a file of the media area' })),
-    accountId: SendAccount,
-  },
-  { additionalProperties: false },
-);
-const SendFileBody = Type.Object(
-  {
-    chatId: ChatId,
-    filePath: Type.Optional(WorkspacePath),
-    fileName: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-    fileKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    agentId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the agent whose workspace holds filePath; without it filePath names a file of the media area' })),
-    accountId: SendAccount,
-  },
-  { additionalProperties: false },
-);
+import { typed, type TypedReply, type TypedRequest } from './common.js';
 
 export interface ChannelRouteOptions {
   /** How long a send request waits for the platform's answer before giving up (the message stays queued). */
@@ -113,38 +64,28 @@ export interface ChannelRouteOptions {
   reloadCredentials: () => Promise<void>;
 }
 
-type PlatformParams = Static<typeof PlatformParams>;
-type AccountParams = Static<typeof AccountParams>;
 /** The written form is open (platform fields): these are the ones read by name. */
 type WrittenAccount = Record<string, unknown> & { name?: string; enabled?: boolean };
-type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: Static<typeof Match> } };
-/**
- * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
- * registration; registering one still checks it against the route's schemas (type provider).
- */
-interface Req<P = unknown, B = unknown> {
-  params: P;
-  body: B;
-  log: FastifyBaseLogger;
-}
-/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
-interface Reply {
-  code(status: 201): unknown;
-}
+type NewAccount = WrittenAccount & { id: string; binding?: { agentId: string; match?: BindingMatchInput } };
+
+const bindings = { 200: BindingList };
+const sent = { 200: ChannelSendResult };
+const ListPlatforms = { response: { 200: ChannelsView } };
+const GetPlatform = { params: ChannelPlatformParams, response: { 200: ChannelPlatformView } };
+const GetAccount = { params: ChannelAccountParams, response: { 200: ChannelAccount } };
+const CreateAccount = { params: ChannelPlatformParams, body: ChannelAccountCreateBody, response: { 201: ChannelAccountCreated } };
+const UpdateAccount = { params: ChannelAccountParams, body: ChannelAccountUpdateBody, response: { 200: ChannelAccount } };
+const DeleteAccount = { params: ChannelAccountParams, response: { 200: SuccessBody } };
+const GetBindings = { response: bindings };
+const PutBindings = { body: BindingsBody, response: bindings };
+const SendText = { params: ChannelPlatformParams, body: ChannelSendBody, response: sent };
+const SendImage = { params: ChannelPlatformParams, body: ChannelSendImageBody, response: sent };
+const SendFile = { params: ChannelPlatformParams, body: ChannelSendFileBody, response: sent };
 
 /** After a change: this replica's key index first (it must not answer before it knows), then the others. */
 async function changed(deps: GatewayDeps, opts: ChannelRouteOptions, id?: string): Promise<void> {
   await opts.reloadCredentials().catch((err: unknown) => deps.logger.warn({ err }, 'credential reload after a channels change failed'));
   await publishChannelsChange(deps, id);
-}
-
-/** The sealed secrets and the api key's lookup hash of a merged account, as stored. */
-function sealed(deps: GatewayDeps, platform: Platform, merged: { secrets: Record<string, string> }) {
-  const apiKey = platform === 'api' ? merged.secrets.api_key : undefined;
-  return {
-    secretsSealed: Object.keys(merged.secrets).length > 0 ? deps.secrets.seal(JSON.stringify(merged.secrets)) : null,
-    apiKeyHash: apiKey ? hashApiKey(apiKey) : null,
-  };
 }
 
 function listPlatforms(deps: GatewayDeps) {
@@ -156,11 +97,11 @@ function listPlatforms(deps: GatewayDeps) {
 }
 
 function getPlatform(deps: GatewayDeps) {
-  return async (req: Req<PlatformParams>): Promise<ChannelPlatformView> => platformView(deps, requirePlatform(req.params.platform));
+  return async (req: TypedRequest<typeof GetPlatform>): Promise<ChannelPlatformView> => platformView(deps, requirePlatform(req.params.platform));
 }
 
 function getAccount(deps: GatewayDeps) {
-  return async (req: Req<AccountParams>): Promise<ChannelAccount> => {
+  return async (req: TypedRequest<typeof GetAccount>): Promise<ChannelAccount> => {
     const platform = requirePlatform(req.params.platform);
     const account = await getChannelAccount(deps.db.db, platform, req.params.accountId);
     if (!account) throw new Errors.NOT_FOUND(`${platform} account "${req.params.accountId}"`);
@@ -169,7 +110,7 @@ function getAccount(deps: GatewayDeps) {
 }
 
 function createAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
-  return async (req: Req<PlatformParams, unknown>, reply: Reply): Promise<ChannelAccountCreated> => {
+  return async (req: TypedRequest<typeof CreateAccount>, reply: TypedReply<typeof CreateAccount>): Promise<ChannelAccountCreated> => {
     const db = deps.db.db;
     const platform = requirePlatform(req.params.platform);
     const body = req.body as NewAccount;
@@ -190,7 +131,7 @@ function createAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
         name: body.name ?? body.id,
         enabled: body.enabled ?? true,
         settings: merged.settings,
-        ...sealed(deps, platform, merged),
+        ...sealedSecrets(deps, platform, merged),
         fileHmac: null,
       });
       if (!ok) return false;
@@ -212,7 +153,7 @@ function createAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
 }
 
 function updateAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
-  return async (req: Req<AccountParams, unknown>): Promise<ChannelAccount> => {
+  return async (req: TypedRequest<typeof UpdateAccount>): Promise<ChannelAccount> => {
     const db = deps.db.db;
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
@@ -235,7 +176,7 @@ function updateAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
         name: body.name ?? existing.name,
         enabled: body.enabled ?? existing.enabled,
         settings: merged.settings,
-        ...sealed(deps, platform, merged),
+        ...sealedSecrets(deps, platform, merged),
         fileHmac: existing.fileHmac,
       });
     } catch (err) {
@@ -249,7 +190,7 @@ function updateAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
 }
 
 function deleteAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
-  return async (req: Req<AccountParams>): Promise<SuccessBody> => {
+  return async (req: TypedRequest<typeof DeleteAccount>): Promise<SuccessBody> => {
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
     const removed = await inTransaction(deps.db.db, async (trx) => {
@@ -267,26 +208,12 @@ function deleteAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
   };
 }
 
-/** Bindings as read: `match.default` always shown, false unless it is the default binding. */
-async function bindingsView(db: Db): Promise<BindingList> {
-  return { bindings: (await listBindings(db)).map((b) => ({ agentId: b.agentId, match: { ...b.match, default: b.match.default === true } })) };
-}
-
 function getBindings(deps: GatewayDeps) {
   return async (): Promise<BindingList> => bindingsView(deps.db.db);
 }
 
-/** A written match with the file spelling `account_id` folded into `accountId`. */
-function writtenMatch(m: Static<typeof Match>, where: string): BindingRecord['match'] {
-  const { account_id: fileSpelling, ...match } = m;
-  if (fileSpelling !== undefined && match.accountId !== undefined && fileSpelling !== match.accountId) {
-    throw new Errors.VALIDATION(`${where}.match: accountId and account_id disagree ("${match.accountId}" and "${fileSpelling}"); send accountId alone`);
-  }
-  return dropUndefined({ ...match, accountId: match.accountId ?? fileSpelling });
-}
-
 function putBindings(deps: GatewayDeps, opts: ChannelRouteOptions) {
-  return async (req: Req<unknown, Static<typeof BindingsBody>>): Promise<BindingList> => {
+  return async (req: TypedRequest<typeof PutBindings>): Promise<BindingList> => {
     const db = deps.db.db;
     const bindings = req.body.bindings.map((b, i) => ({ agentId: b.agentId, match: writtenMatch(b.match, `bindings[${i}]`) }));
     const accounts = await accountKeys(db);
@@ -298,55 +225,15 @@ function putBindings(deps: GatewayDeps, opts: ChannelRouteOptions) {
   };
 }
 
-/** Queues an outbound message and waits (up to `sendWaitMs`) for the platform's answer. */
-async function send(
-  deps: GatewayDeps,
-  opts: ChannelRouteOptions,
-  message: { platform: string; accountId: string | undefined; chatId: string },
-  build: (platform: Platform) => Promise<Pick<OutboundInput, 'kind' | 'payload'>>,
-): Promise<ChannelSendResult> {
-  const db = deps.db.db;
-  const platform = requirePlatform(message.platform);
-  if (platform === 'api') throw new Errors.VALIDATION('the api platform has no chats to send to (its clients call /chat/completions)');
-  const account = await sendingAccount(db, platform, message.accountId);
-  if (deps.config.current.channels[platform]?.enabled === false) throw new Errors.VALIDATION(`the ${platform} platform is disabled in the configuration file`);
-  const adapter = adapterFor(platform)!;
-  const content = await build(platform);
-  if (content.kind === 'image' && !adapter.supports.image) throw new Errors.VALIDATION(`${platform} accounts cannot send images`);
-  if (content.kind === 'file' && !adapter.supports.file) throw new Errors.VALIDATION(`${platform} accounts cannot send files`);
-  // Fails early on an account the platform could never accept (a secret that cannot be opened).
-  accountContext(account, deps.secrets);
-  const outcome = await sendAndWait(
-    { db, queue: deps.bus.queue, events: deps.bus.pubsub },
-    { platform, accountId: account.id, chatId: message.chatId, source: 'api', ...content },
-    { timeoutMs: opts.sendWaitMs },
-  );
-  switch (outcome.kind) {
-    case 'sent':
-      return { success: true, messageId: outcome.message.platformMessageId ?? '' };
-    case 'failed':
-      throw new Errors.UPSTREAM(`${platform} refused the message: ${outcome.message.error ?? 'unknown error'}`);
-    case 'pending':
-      throw new Errors.UPSTREAM(
-        `${platform} did not confirm the message within ${Math.round(opts.sendWaitMs / 1000)} s; it stays queued as ${outcome.message.id} and may still be delivered` +
-          (outcome.message.error ? ` (last error: ${outcome.message.error})` : ''),
-      );
-    default: {
-      const never: never = outcome;
-      throw new Errors.INTERNAL(`unknown send outcome ${String(never)}`);
-    }
-  }
-}
-
 function sendText(deps: GatewayDeps, opts: ChannelRouteOptions) {
-  return async (req: Req<PlatformParams, Static<typeof SendBody>>): Promise<ChannelSendResult> =>
-    send(deps, opts, { platform: req.params.platform, accountId: req.body.accountId, chatId: req.body.chatId }, async () => ({ kind: 'text', payload: { text: req.body.message } }));
+  return async (req: TypedRequest<typeof SendText>): Promise<ChannelSendResult> =>
+    sendFromApi(deps, opts.sendWaitMs, { platform: req.params.platform, accountId: req.body.accountId, chatId: req.body.chatId }, async () => ({ kind: 'text', payload: { text: req.body.message } }));
 }
 
 function sendImage(deps: GatewayDeps, opts: ChannelRouteOptions) {
-  return async (req: Req<PlatformParams, Static<typeof SendImageBody>>): Promise<ChannelSendResult> => {
+  return async (req: TypedRequest<typeof SendImage>): Promise<ChannelSendResult> => {
     const b = req.body;
-    return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
+    return sendFromApi(deps, opts.sendWaitMs, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'image',
       payload: await mediaPayload(deps, { path: b.imagePath, key: b.imageKey, agentId: b.agentId, pathField: 'imagePath', keyField: 'imageKey' }),
     }));
@@ -354,9 +241,9 @@ function sendImage(deps: GatewayDeps, opts: ChannelRouteOptions) {
 }
 
 function sendFile(deps: GatewayDeps, opts: ChannelRouteOptions) {
-  return async (req: Req<PlatformParams, Static<typeof SendFileBody>>): Promise<ChannelSendResult> => {
+  return async (req: TypedRequest<typeof SendFile>): Promise<ChannelSendResult> => {
     const b = req.body;
-    return send(deps, opts, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
+    return sendFromApi(deps, opts.sendWaitMs, { platform: req.params.platform, accountId: b.accountId, chatId: b.chatId }, async () => ({
       kind: 'file',
       payload: {
         ...(await mediaPayload(deps, { path: b.filePath, key: b.fileKey, agentId: b.agentId, pathField: 'filePath', keyField: 'fileKey' })),
@@ -375,56 +262,22 @@ export function channelRoutes(app: FastifyInstance, deps: GatewayDeps, opts: Cha
   const api = typed(app);
   const user = { access: 'user' } as const;
   const admin = { access: 'admin' } as const;
-  const bindings = { 200: BindingList };
-  const sent = { 200: ChannelSendResult };
 
-  api.get('/channels', { config: user, schema: { response: { 200: ChannelsView } } }, listPlatforms(deps));
-  api.get('/channels/:platform', { config: user, schema: { params: PlatformParams, response: { 200: ChannelPlatformView } } }, getPlatform(deps));
-  api.get('/channels/:platform/accounts/:accountId', { config: user, schema: { params: AccountParams, response: { 200: ChannelAccount } } }, getAccount(deps));
-  api.post('/channels/:platform/accounts', { config: admin, schema: { params: PlatformParams, body: CreateBody, response: { 201: ChannelAccountCreated } } }, createAccount(deps, opts));
-  api.put('/channels/:platform/accounts/:accountId', { config: admin, schema: { params: AccountParams, body: UpdateBody, response: { 200: ChannelAccount } } }, updateAccount(deps, opts));
-  api.delete('/channels/:platform/accounts/:accountId', { config: admin, schema: { params: AccountParams, response: { 200: SuccessBody } } }, deleteAccount(deps, opts));
+  api.get('/channels', { config: user, schema: ListPlatforms }, listPlatforms(deps));
+  api.get('/channels/:platform', { config: user, schema: GetPlatform }, getPlatform(deps));
+  api.get('/channels/:platform/accounts/:accountId', { config: user, schema: GetAccount }, getAccount(deps));
+  api.post('/channels/:platform/accounts', { config: admin, schema: CreateAccount }, createAccount(deps, opts));
+  api.put('/channels/:platform/accounts/:accountId', { config: admin, schema: UpdateAccount }, updateAccount(deps, opts));
+  api.delete('/channels/:platform/accounts/:accountId', { config: admin, schema: DeleteAccount }, deleteAccount(deps, opts));
 
-  api.get('/bindings', { config: user, schema: { response: bindings } }, getBindings(deps));
-  api.put('/bindings', { config: admin, schema: { body: BindingsBody, response: bindings } }, putBindings(deps, opts));
+  api.get('/bindings', { config: user, schema: GetBindings }, getBindings(deps));
+  api.put('/bindings', { config: admin, schema: PutBindings }, putBindings(deps, opts));
 
-  api.post('/channels/:platform/send', { config: admin, schema: { params: PlatformParams, body: SendBody, response: sent } }, sendText(deps, opts));
-  api.post('/channels/:platform/send-image', { config: admin, schema: { params: PlatformParams, body: SendImageBody, response: sent } }, sendImage(deps, opts));
-  api.post('/channels/:platform/send-file', { config: admin, schema: { params: PlatformParams, body: SendFileBody, response: sent } }, sendFile(deps, opts));
+  api.post('/channels/:platform/send', { config: admin, schema: SendText }, sendText(deps, opts));
+  api.post('/channels/:platform/send-image', { config: admin, schema: SendImage }, sendImage(deps, opts));
+  api.post('/channels/:platform/send-file', { config: admin, schema: SendFile }, sendFile(deps, opts));
 
   inboundRoutes(app, deps);
-}
-
-/** Platform rules the shared checks do not cover. */
-function checkPlatformFields(platform: Platform, body: Record<string, unknown>): void {
-  if (platform === 'api' && body.api_key !== undefined && body.api_key !== null && (typeof body.api_key !== 'string' || body.api_key.length < 16)) {
-    throw new Errors.VALIDATION('api_key: at least 16 characters');
-  }
-  // Clients send the key as "Authorization: Bearer <key>", whose token allows only these characters.
-  if (platform === 'api' && typeof body.api_key === 'string' && !/^[A-Za-z0-9._~+/=-]+$/.test(body.api_key)) {
-    throw new Errors.VALIDATION('api_key: letters, digits and . _ ~ + / = - only (it travels as a Bearer token)');
-  }
-  if (platform !== 'api' && body.api_key !== undefined) throw new Errors.VALIDATION(`api_key: only api accounts have one (this is ${platform})`);
-}
-
-/** `platform/id` of every account, read once per request for the binding checks. */
-async function accountKeys(db: Db): Promise<Set<string>> {
-  return new Set((await listChannelAccounts(db)).map((a) => `${a.platform}/${a.id}`));
-}
-
-/** A binding's agent exists, its channel is a platform, its account is among `accounts`. */
-async function checkBinding(db: Db, b: BindingRecord, accounts: ReadonlySet<string>, where = 'binding'): Promise<void> {
-  const agent = await getRuleChain(db, b.agentId);
-  if (!agent || agent.kind !== 'agent') throw new Errors.VALIDATION(`${where}.agentId: no agent "${b.agentId}"`);
-  const { channel, accountId } = b.match;
-  if (channel === undefined && accountId === undefined && b.match.default !== true) {
-    throw new Errors.VALIDATION(`${where}.match: give channel (and optionally accountId), or default: true`);
-  }
-  if (accountId !== undefined && channel === undefined) throw new Errors.VALIDATION(`${where}.match.accountId needs match.channel`);
-  if (channel !== undefined) {
-    if (!(PLATFORMS as readonly string[]).includes(channel)) throw new Errors.VALIDATION(`${where}.match.channel: "${channel}" is not a platform (one of ${PLATFORMS.join(', ')})`);
-    if (accountId !== undefined && !accounts.has(`${channel}/${accountId}`)) throw new Errors.VALIDATION(`${where}.match.accountId: no ${channel} account "${accountId}"`);
-  }
 }
 
 /**
@@ -451,8 +304,4 @@ async function mediaPayload(
   const entry = await getWorkspaceEntry(db, m.agentId, path);
   if (!entry || entry.isDir) throw new Errors.VALIDATION(`${m.pathField}: no file "${path}" in the workspace of agent "${m.agentId}"`);
   return { agentId: m.agentId, path };
-}
-
-function dropUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }

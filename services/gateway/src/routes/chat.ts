@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
-import { ModelInfo, ModelList, ResponseFormat, type RunMessage, type RunRequest } from '@agentry/contracts';
+import { ChatCompletionBody, ModelInfo, ModelList, ModelParams, ResponseFormat, type RunMessage, type RunRequest } from '@agentry/contracts';
 import { getRuleChain, listRuleChains, type RuleChainRow } from '@agentry/db';
 import { isAgentDisabled } from '@agentry/runs';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
@@ -16,38 +15,7 @@ import { mayChatWith } from '../auth/audience.js';
 import { enforceBudget } from '../auth/budget.js';
 import { resumeChatStream, resumeRequested, resumptionRequested } from '../chat/resume.js';
 
-const Role = Type.Union([Type.Literal('system'), Type.Literal('developer'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')]);
-// `content` and `stop` are checked by hand: fastify's ajv coerces types, and inside a union it
-// would turn 42 into "42" or ["END"] into "END" instead of refusing or keeping them.
-const Message = Type.Object({ role: Role, content: Type.Optional(Type.Unknown()) }, { additionalProperties: true });
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
-const ChatBody = Type.Object(
-  {
-    model: Type.String({ minLength: 1 }),
-    messages: Type.Array(Message, { minItems: 1 }),
-    stream: Nullable(Type.Boolean()),
-    stream_options: Nullable(Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
-    sessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-    temperature: Nullable(Type.Number({ minimum: 0, maximum: 2 })),
-    top_p: Nullable(Type.Number({ minimum: 0, maximum: 1 })),
-    max_tokens: Nullable(Type.Integer({ minimum: 1 })),
-    max_completion_tokens: Nullable(Type.Integer({ minimum: 1 })),
-    stop: Type.Optional(Type.Unknown()),
-    // Checked by hand like `content`: a union of objects would be coerced, not refused.
-    response_format: Type.Optional(Type.Unknown()),
-    n: Nullable(Type.Integer({ minimum: 1 })),
-    user: Nullable(Type.String({ maxLength: 256 })),
-    tools: Type.Optional(Type.Unknown()),
-    tool_choice: Type.Optional(Type.Unknown()),
-    parallel_tool_calls: Type.Optional(Type.Unknown()),
-    functions: Type.Optional(Type.Unknown()),
-    function_call: Type.Optional(Type.Unknown()),
-  },
-  // Other OpenAI fields (seed, logprobs, metadata, ...) are accepted and ignored: the README's
-  // table "Where Agentry differs from the OpenAI API" says which and why.
-  { additionalProperties: true },
-);
-type ChatBody = Static<typeof ChatBody>;
+type ChatBody = ChatCompletionBody;
 
 /** Text of a message: a string, or its text content parts joined; other parts are refused. */
 function textOf(content: unknown, where: string): string {
@@ -114,7 +82,6 @@ function toRunRequest(body: ChatBody): RunRequest {
 }
 
 const ListModels = { response: { 200: ModelList } };
-const ModelParams = Type.Object({ id: Type.String({ minLength: 1 }) });
 const GetModel = { params: ModelParams, response: { 200: ModelInfo } };
 
 /** Whether the caller may see (and chat with) an agent: shared with it, and an API account bound to agents sees those only. */
@@ -142,7 +109,7 @@ function listModels(deps: GatewayDeps) {
  * not see is not found, as it is missing from the list, rather than forbidden.
  */
 function getModel(deps: GatewayDeps) {
-  return async function getModel(req: FastifyRequest<{ Params: Static<typeof ModelParams> }>): Promise<ModelInfo> {
+  return async function getModel(req: FastifyRequest<{ Params: ModelParams }>): Promise<ModelInfo> {
     const row = await getRuleChain(deps.db.db, req.params.id);
     if (!row || row.kind !== 'agent' || !visibleTo(req)(row) || isAgentDisabled(row.dsl)) throw new Errors.NOT_FOUND(`model "${req.params.id}"`);
     return modelOf(row);
@@ -160,7 +127,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
   app.get('/models', { config: { access: 'chat', errors: 'openai' }, schema: ListModels }, listModels(deps));
   app.get('/models/:id', { config: { access: 'chat', errors: 'openai' }, schema: GetModel }, getModel(deps));
 
-  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ChatBody } }, tracedRoute('/api/v1/chat/completions', async (req, reply) => {
+  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ChatCompletionBody } }, tracedRoute('/api/v1/chat/completions', async (req, reply) => {
     const body = req.body;
     const agui = String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui';
     const includeUsage = body.stream_options?.include_usage === true;

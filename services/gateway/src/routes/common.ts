@@ -10,9 +10,8 @@ import type {
   RouteGenericInterface,
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { announceChange } from '@agentry/contracts';
+import { PageQueryFields, announceChange } from '@agentry/contracts';
 import { getRuleChain, type Db, type RuleChainRow } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 
@@ -38,14 +37,8 @@ export type TypedReply<S extends FastifySchema> = FastifyReply<
   TypeBoxTypeProvider
 >;
 
-/**
- * `page` (1..1,000,000, default 1) and `size` (1..100, default 20); anything else is a 400. The
- * bound on page keeps the row offset a number the database takes (page 1e20 would overflow it).
- */
-export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
-  size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-};
+/** The fields of `PageQuery` (contracts), for a query that has more. */
+export const PageQuery = PageQueryFields;
 
 export interface Paged<T> {
   data: T[];

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { ConfigDocument } from '@agentry/contracts';
+import { ConfigDocument, ProviderCreateFields, ProviderUpdateBody, ResourceId } from '@agentry/contracts';
 import { getProvider, listUsers } from '@agentry/db';
 import { ConfigPatch, assertConfigPatch, describeErrors } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
@@ -16,7 +16,6 @@ import {
   type ProviderFields,
 } from '../providers/store.js';
 import { documentBody } from '../openapi.js';
-import { CreateFields, UpdateBody } from './models.js';
 import { typed } from './common.js';
 
 const GetConfig = { response: { 200: ConfigDocument } };
@@ -30,7 +29,7 @@ const DocumentedPatch = Type.Object(
         {
           default_provider: Type.Optional(Type.String()),
           providers: Type.Optional(
-            Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), UpdateBody, {
+            Type.Record(ResourceId, ProviderUpdateBody, {
               description: 'providers to add (base_url required) or change, keyed by id; api_key is write-only',
             }),
           ),
@@ -98,7 +97,7 @@ async function checkProviderWrites(deps: GatewayDeps, providers: unknown): Promi
     const at = `models.providers.${id}`;
     const exists = (await getProvider(deps.db.db, id)) !== undefined;
     if (!exists) assertProviderId(id, `name the provider by another key of models.providers`);
-    const problems = describeErrors(exists ? UpdateBody : CreateFields, entry, at).map((p) =>
+    const problems = describeErrors(exists ? ProviderUpdateBody : ProviderCreateFields, entry, at).map((p) =>
       p.startsWith('unknown key ') ? `${p.slice('unknown key '.length)} is not a provider field` : p,
     );
     if (problems.length > 0) throw new Errors.VALIDATION(problems.join('; '));

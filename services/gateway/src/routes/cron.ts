@@ -1,7 +1,22 @@
 import type { FastifyInstance } from 'fastify';
-import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { CronJob, CronJobList, CronRunPage, SuccessBody, announceChange, type CronRun } from '@agentry/contracts';
+import {
+  AgentCronJobCreateBody,
+  AgentCronJobParams,
+  AgentParams,
+  CronJob,
+  CronJobCreateBody,
+  CronJobList,
+  CronJobListQuery,
+  CronJobParams,
+  CronJobToggleBody,
+  CronJobUpdateBody,
+  CronRunPage,
+  PageQuery,
+  SuccessBody,
+  announceChange,
+  type CronRun,
+} from '@agentry/contracts';
 import {
   deleteCronJob,
   getCronJob,
@@ -15,95 +30,36 @@ import {
   type CronJobRecord,
   type CronRunRecord,
 } from '@agentry/db';
-import { Id } from '@agentry/engine';
-import { checkSchedule, createCronJob, isHeartbeatJob, nextTick, shortestGapSeconds } from '@agentry/runs';
+import { checkSchedule, createCronJob, cronJobView, isHeartbeatJob, shortestGapSeconds } from '@agentry/runs';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, deliverChatRefusal, notBoundMessage } from '@agentry/channels';
 import { isAdmin, mayChange, ownerName } from '../auth/ownership.js';
 import type { Principal } from '../auth/credentials.js';
 import { mayChatWith } from '../auth/audience.js';
 import type { GatewayDeps } from '../deps.js';
-import { PageQuery, iso, pageOf, requireAgent, typed } from './common.js';
-
-const Deliver = Type.Object(
-  {
-    platform: Type.String({ minLength: 1, maxLength: 64 }),
-    accountId: Type.String({ minLength: 1, maxLength: 128 }),
-    chatId: Type.String({ minLength: 1, maxLength: 512 }),
-  },
-  { additionalProperties: false },
-);
-
-const fields = {
-  name: Type.String({ minLength: 1, maxLength: 200 }),
-  schedule: Type.String({ minLength: 1, maxLength: 256 }),
-  message: Type.String({ minLength: 1, maxLength: 100_000 }),
-  timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  disabled: Type.Optional(Type.Boolean()),
-  deliver: Type.Optional(Type.Union([Deliver, Type.Null()])),
-};
-
-// Closed: an unknown field (`timeZone`, `agentId`...) is a 400 naming it, not a setting lost.
-const Closed = { additionalProperties: false } as const;
-const CreateBody = Type.Object({ ...fields, target: Type.String({ minLength: 1 }) }, Closed);
-const AgentCreateBody = Type.Object({ ...fields, target: Type.Optional(Type.String({ minLength: 1 })) }, Closed);
-const UpdateBody = Type.Object({
-  name: Type.Optional(fields.name),
-  schedule: Type.Optional(fields.schedule),
-  message: Type.Optional(fields.message),
-  timezone: fields.timezone,
-  disabled: fields.disabled,
-  deliver: fields.deliver,
-  target: Type.Optional(Type.String({ minLength: 1 })),
-}, Closed);
-const ToggleBody = Type.Object({ disabled: Type.Boolean() }, Closed);
-type CreateBody = Static<typeof AgentCreateBody>;
-type UpdateBody = Static<typeof UpdateBody>;
-
-const CronId = Type.String({ minLength: 1, maxLength: 128 });
-const IdParams = Type.Object({ id: CronId });
-const AgentParams = Type.Object({ agentId: Id });
-const AgentIdParams = Type.Object({ agentId: Id, id: CronId });
+import { iso, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 
 type Db = GatewayDeps['db']['db'];
-type IdParams = Static<typeof IdParams>;
-type AgentParams = Static<typeof AgentParams>;
-type AgentIdParams = Static<typeof AgentIdParams>;
-type PageParams = { page?: number; size?: number };
-/**
- * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
- * registration; registering one still checks it against the route's schemas (type provider).
- */
-interface Req<P = unknown, Q = unknown, B = unknown> {
-  params: P;
-  query: Q;
-  body: B;
-  principal: Principal;
-}
-/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
-interface Reply {
-  code(status: 201): unknown;
-}
 
-function jobView(job: CronJobRecord): CronJob {
-  const next = job.disabled ? null : nextTick(job.schedule, job.timezone);
-  return {
-    id: job.id,
-    name: job.name,
-    schedule: job.schedule,
-    message: job.message,
-    target: job.agentId,
-    disabled: job.disabled,
-    timezone: job.timezone,
-    deliver: job.deliver,
-    owner: job.owner,
-    nextRunAt: next ? iso(next) : null,
-    lastRunAt: job.lastRunAt ? iso(job.lastRunAt) : null,
-    lastStatus: job.lastStatus,
-    createdAt: iso(job.createdAt),
-    updatedAt: iso(job.updatedAt),
-  };
-}
+const one = { 200: CronJob };
+const created = { 201: CronJob };
+const list = { 200: CronJobList };
+const deleted = { 200: SuccessBody };
+const runPage = { 200: CronRunPage };
+const ListJobs = { querystring: CronJobListQuery, response: list };
+const GetJob = { params: CronJobParams, response: one };
+const CreateJob = { body: CronJobCreateBody, response: created };
+const UpdateJob = { params: CronJobParams, body: CronJobUpdateBody, response: one };
+const DeleteJob = { params: CronJobParams, response: deleted };
+const ToggleJob = { params: CronJobParams, body: CronJobToggleBody, response: one };
+const ListJobRuns = { params: CronJobParams, querystring: PageQuery, response: runPage };
+const ListAgentJobs = { params: AgentParams, response: list };
+const CreateAgentJob = { params: AgentParams, body: AgentCronJobCreateBody, response: created };
+const GetAgentJob = { params: AgentCronJobParams, response: one };
+const UpdateAgentJob = { params: AgentCronJobParams, body: CronJobUpdateBody, response: one };
+const DeleteAgentJob = { params: AgentCronJobParams, response: deleted };
+const ToggleAgentJob = { params: AgentCronJobParams, body: CronJobToggleBody, response: one };
+const ListAgentJobRuns = { params: AgentCronJobParams, querystring: PageQuery, response: runPage };
 
 function runView(run: CronRunRecord): CronRun {
   return {
@@ -215,7 +171,7 @@ async function checkUserLimits(deps: GatewayDeps, p: Principal, schedule: string
 }
 
 /** The shared cron operation, with the route's own rules: the delivery must be allowed, and the job is the caller's. */
-async function create(deps: GatewayDeps, agentId: string, body: CreateBody, principal: Principal): Promise<CronJob> {
+async function create(deps: GatewayDeps, agentId: string, body: AgentCronJobCreateBody, principal: Principal): Promise<CronJob> {
   const db = deps.db.db;
   await checkMayTarget(db, principal, agentId, body.deliver);
   const { name, schedule, message, timezone, disabled, deliver } = body;
@@ -228,7 +184,7 @@ async function create(deps: GatewayDeps, agentId: string, body: CreateBody, prin
     },
     write: (insert) => noVanishedAgent(agentId, insert),
   });
-  return jobView(job);
+  return cronJobView(job);
 }
 
 /**
@@ -241,7 +197,7 @@ function notHeartbeat(job: CronJobRecord): void {
   }
 }
 
-async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBody, principal: Principal): Promise<CronJob> {
+async function update(deps: GatewayDeps, current: CronJobRecord, body: CronJobUpdateBody, principal: Principal): Promise<CronJob> {
   notHeartbeat(current);
   const db = deps.db.db;
   if (body.target !== undefined && body.target !== current.agentId) await checkTarget(db, body.target);
@@ -264,7 +220,7 @@ async function update(deps: GatewayDeps, current: CronJobRecord, body: UpdateBod
   );
   if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
   await announce(deps, job.id);
-  return jobView(job);
+  return cronJobView(job);
 }
 
 async function toggle(deps: GatewayDeps, current: CronJobRecord, disabled: boolean): Promise<CronJob> {
@@ -272,7 +228,7 @@ async function toggle(deps: GatewayDeps, current: CronJobRecord, disabled: boole
   const job = await updateCronJob(deps.db.db, current.id, { disabled });
   if (!job) throw new Errors.NOT_FOUND(`cron job "${current.id}"`);
   await announce(deps, job.id);
-  return jobView(job);
+  return cronJobView(job);
 }
 
 async function remove(deps: GatewayDeps, job: CronJobRecord): Promise<SuccessBody> {
@@ -282,7 +238,7 @@ async function remove(deps: GatewayDeps, job: CronJobRecord): Promise<SuccessBod
   return { success: true };
 }
 
-async function runs(db: Db, job: CronJobRecord, query: PageParams): Promise<CronRunPage> {
+async function runs(db: Db, job: CronJobRecord, query: PageQuery): Promise<CronRunPage> {
   const { page, size, limit, offset } = pageOf(query);
   const { data, total } = await listCronRuns(db, job.id, { limit, offset });
   return { data: data.map(runView), total, page, size };
@@ -300,18 +256,18 @@ const mine = (p: Principal): { owner?: string } => (isAdmin(p) ? {} : { owner: o
 // Global routes.
 
 function listJobs(deps: GatewayDeps) {
-  return async (req: Req<unknown, { agentId?: string }>): Promise<CronJobList> => {
+  return async (req: TypedRequest<typeof ListJobs>): Promise<CronJobList> => {
     const jobs = await listCronJobs(deps.db.db, { ...(req.query.agentId ? { agentId: req.query.agentId } : {}), ...mine(req.principal) });
-    return jobs.filter(listed).map(jobView);
+    return jobs.filter(listed).map((job) => cronJobView(job));
   };
 }
 
 function getJob(deps: GatewayDeps) {
-  return async (req: Req<IdParams>): Promise<CronJob> => jobView(await requireJob(deps.db.db, req.params.id));
+  return async (req: TypedRequest<typeof GetJob>): Promise<CronJob> => cronJobView(await requireJob(deps.db.db, req.params.id));
 }
 
 function createJob(deps: GatewayDeps) {
-  return async (req: Req<unknown, unknown, Static<typeof CreateBody>>, reply: Reply): Promise<CronJob> => {
+  return async (req: TypedRequest<typeof CreateJob>, reply: TypedReply<typeof CreateJob>): Promise<CronJob> => {
     await checkTarget(deps.db.db, req.body.target);
     const job = await create(deps, req.body.target, req.body, req.principal);
     reply.code(201);
@@ -320,38 +276,38 @@ function createJob(deps: GatewayDeps) {
 }
 
 function updateJob(deps: GatewayDeps) {
-  return async (req: Req<IdParams, unknown, UpdateBody>): Promise<CronJob> => update(deps, await requireJob(deps.db.db, req.params.id), req.body, req.principal);
+  return async (req: TypedRequest<typeof UpdateJob>): Promise<CronJob> => update(deps, await requireJob(deps.db.db, req.params.id), req.body, req.principal);
 }
 
 function deleteJob(deps: GatewayDeps) {
-  return async (req: Req<IdParams>): Promise<SuccessBody> => remove(deps, await requireJob(deps.db.db, req.params.id));
+  return async (req: TypedRequest<typeof DeleteJob>): Promise<SuccessBody> => remove(deps, await requireJob(deps.db.db, req.params.id));
 }
 
 function toggleJob(deps: GatewayDeps) {
-  return async (req: Req<IdParams, unknown, { disabled: boolean }>): Promise<CronJob> => toggle(deps, await requireJob(deps.db.db, req.params.id), req.body.disabled);
+  return async (req: TypedRequest<typeof ToggleJob>): Promise<CronJob> => toggle(deps, await requireJob(deps.db.db, req.params.id), req.body.disabled);
 }
 
 function listJobRuns(deps: GatewayDeps) {
-  return async (req: Req<IdParams, PageParams>): Promise<CronRunPage> => runs(deps.db.db, await requireJob(deps.db.db, req.params.id), req.query);
+  return async (req: TypedRequest<typeof ListJobRuns>): Promise<CronRunPage> => runs(deps.db.db, await requireJob(deps.db.db, req.params.id), req.query);
 }
 
 // Agent-level routes: the agent must exist (404), and only its jobs are visible.
 
 /** The agent's job named in the path, or 404 (for the agent or the job). */
-async function agentJob(db: Db, params: AgentIdParams): Promise<CronJobRecord> {
+async function agentJob(db: Db, params: AgentCronJobParams): Promise<CronJobRecord> {
   await requireAgent(db, params.agentId);
   return requireJob(db, params.id, params.agentId);
 }
 
 function listAgentJobs(deps: GatewayDeps) {
-  return async (req: Req<AgentParams>): Promise<CronJobList> => {
+  return async (req: TypedRequest<typeof ListAgentJobs>): Promise<CronJobList> => {
     await requireAgent(deps.db.db, req.params.agentId);
-    return (await listCronJobs(deps.db.db, { agentId: req.params.agentId, ...mine(req.principal) })).filter(listed).map(jobView);
+    return (await listCronJobs(deps.db.db, { agentId: req.params.agentId, ...mine(req.principal) })).filter(listed).map((job) => cronJobView(job));
   };
 }
 
 function createAgentJob(deps: GatewayDeps) {
-  return async (req: Req<AgentParams, unknown, CreateBody>, reply: Reply): Promise<CronJob> => {
+  return async (req: TypedRequest<typeof CreateAgentJob>, reply: TypedReply<typeof CreateAgentJob>): Promise<CronJob> => {
     const { agentId } = req.params;
     await requireAgent(deps.db.db, agentId);
     checkSameTarget(req.body.target, agentId);
@@ -362,11 +318,11 @@ function createAgentJob(deps: GatewayDeps) {
 }
 
 function getAgentJob(deps: GatewayDeps) {
-  return async (req: Req<AgentIdParams>): Promise<CronJob> => jobView(await agentJob(deps.db.db, req.params));
+  return async (req: TypedRequest<typeof GetAgentJob>): Promise<CronJob> => cronJobView(await agentJob(deps.db.db, req.params));
 }
 
 function updateAgentJob(deps: GatewayDeps) {
-  return async (req: Req<AgentIdParams, unknown, UpdateBody>): Promise<CronJob> => {
+  return async (req: TypedRequest<typeof UpdateAgentJob>): Promise<CronJob> => {
     const { agentId, id } = req.params;
     await requireAgent(deps.db.db, agentId);
     checkSameTarget(req.body.target, agentId);
@@ -375,15 +331,15 @@ function updateAgentJob(deps: GatewayDeps) {
 }
 
 function deleteAgentJob(deps: GatewayDeps) {
-  return async (req: Req<AgentIdParams>): Promise<SuccessBody> => remove(deps, await agentJob(deps.db.db, req.params));
+  return async (req: TypedRequest<typeof DeleteAgentJob>): Promise<SuccessBody> => remove(deps, await agentJob(deps.db.db, req.params));
 }
 
 function toggleAgentJob(deps: GatewayDeps) {
-  return async (req: Req<AgentIdParams, unknown, { disabled: boolean }>): Promise<CronJob> => toggle(deps, await agentJob(deps.db.db, req.params), req.body.disabled);
+  return async (req: TypedRequest<typeof ToggleAgentJob>): Promise<CronJob> => toggle(deps, await agentJob(deps.db.db, req.params), req.body.disabled);
 }
 
 function listAgentJobRuns(deps: GatewayDeps) {
-  return async (req: Req<AgentIdParams, PageParams>): Promise<CronRunPage> => runs(deps.db.db, await agentJob(deps.db.db, req.params), req.query);
+  return async (req: TypedRequest<typeof ListAgentJobRuns>): Promise<CronRunPage> => runs(deps.db.db, await agentJob(deps.db.db, req.params), req.query);
 }
 
 /**
@@ -397,26 +353,20 @@ export function cronRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
   const user = { access: 'user' } as const;
   const jobOwner = { access: 'owner', owns: 'cron' } as const;
-  const one = { 200: CronJob };
-  const created = { 201: CronJob };
-  const list = { 200: CronJobList };
-  const deleted = { 200: SuccessBody };
-  const runPage = { 200: CronRunPage };
-  const pageQuery = Type.Object(PageQuery);
 
-  api.get('/cron', { config: user, schema: { querystring: Type.Object({ agentId: Type.Optional(Type.String()) }), response: list } }, listJobs(deps));
-  api.get('/cron/:id', { config: jobOwner, schema: { params: IdParams, response: one } }, getJob(deps));
-  api.post('/cron', { config: user, schema: { body: CreateBody, response: created } }, createJob(deps));
-  api.put('/cron/:id', { config: jobOwner, schema: { params: IdParams, body: UpdateBody, response: one } }, updateJob(deps));
-  api.delete('/cron/:id', { config: jobOwner, schema: { params: IdParams, response: deleted } }, deleteJob(deps));
-  api.put('/cron/:id/toggle', { config: jobOwner, schema: { params: IdParams, body: ToggleBody, response: one } }, toggleJob(deps));
-  api.get('/cron/:id/runs', { config: jobOwner, schema: { params: IdParams, querystring: pageQuery, response: runPage } }, listJobRuns(deps));
+  api.get('/cron', { config: user, schema: ListJobs }, listJobs(deps));
+  api.get('/cron/:id', { config: jobOwner, schema: GetJob }, getJob(deps));
+  api.post('/cron', { config: user, schema: CreateJob }, createJob(deps));
+  api.put('/cron/:id', { config: jobOwner, schema: UpdateJob }, updateJob(deps));
+  api.delete('/cron/:id', { config: jobOwner, schema: DeleteJob }, deleteJob(deps));
+  api.put('/cron/:id/toggle', { config: jobOwner, schema: ToggleJob }, toggleJob(deps));
+  api.get('/cron/:id/runs', { config: jobOwner, schema: ListJobRuns }, listJobRuns(deps));
 
-  api.get('/agents/:agentId/cron', { config: user, schema: { params: AgentParams, response: list } }, listAgentJobs(deps));
-  api.post('/agents/:agentId/cron', { config: user, schema: { params: AgentParams, body: AgentCreateBody, response: created } }, createAgentJob(deps));
-  api.get('/agents/:agentId/cron/:id', { config: jobOwner, schema: { params: AgentIdParams, response: one } }, getAgentJob(deps));
-  api.put('/agents/:agentId/cron/:id', { config: jobOwner, schema: { params: AgentIdParams, body: UpdateBody, response: one } }, updateAgentJob(deps));
-  api.delete('/agents/:agentId/cron/:id', { config: jobOwner, schema: { params: AgentIdParams, response: deleted } }, deleteAgentJob(deps));
-  api.put('/agents/:agentId/cron/:id/toggle', { config: jobOwner, schema: { params: AgentIdParams, body: ToggleBody, response: one } }, toggleAgentJob(deps));
-  api.get('/agents/:agentId/cron/:id/runs', { config: jobOwner, schema: { params: AgentIdParams, querystring: pageQuery, response: runPage } }, listAgentJobRuns(deps));
+  api.get('/agents/:agentId/cron', { config: user, schema: ListAgentJobs }, listAgentJobs(deps));
+  api.post('/agents/:agentId/cron', { config: user, schema: CreateAgentJob }, createAgentJob(deps));
+  api.get('/agents/:agentId/cron/:id', { config: jobOwner, schema: GetAgentJob }, getAgentJob(deps));
+  api.put('/agents/:agentId/cron/:id', { config: jobOwner, schema: UpdateAgentJob }, updateAgentJob(deps));
+  api.delete('/agents/:agentId/cron/:id', { config: jobOwner, schema: DeleteAgentJob }, deleteAgentJob(deps));
+  api.put('/agents/:agentId/cron/:id/toggle', { config: jobOwner, schema: ToggleAgentJob }, toggleAgentJob(deps));
+  api.get('/agents/:agentId/cron/:id/runs', { config: jobOwner, schema: ListAgentJobRuns }, listAgentJobRuns(deps));
 }

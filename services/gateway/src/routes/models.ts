@@ -1,9 +1,19 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import Type, { type Static } from 'typebox';
+import type { FastifyInstance } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { Id, defaultModelOf } from '@agentry/engine';
+import { defaultModelOf } from '@agentry/engine';
 import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderRecord } from '@agentry/db';
-import { ModelProvider, ModelProviderList, ModelsOverview, ProviderTestResult, SuccessBody } from '@agentry/contracts';
+import {
+  ModelProvider,
+  ModelProviderList,
+  ModelsOverview,
+  ModelsQuickSetupBody,
+  ProviderApiKeyBody,
+  ProviderCreateBody,
+  ProviderParams,
+  ProviderTestResult,
+  ProviderUpdateBody,
+  SuccessBody,
+} from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { seedProviders } from '../providers/seed.js';
 import {
@@ -15,75 +25,22 @@ import {
   publishProviderChange,
   requireProvider,
 } from '../providers/store.js';
-import { typed } from './common.js';
-
-const ModelEntry = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 256 }),
-    alias: Type.Optional(Type.String({ maxLength: 256 })),
-    context_window: Type.Optional(Type.Integer({ minimum: 1 })),
-  },
-  { additionalProperties: false },
-);
-
-const BaseUrl = Type.String({ pattern: '^https?://', maxLength: 2048, description: 'http(s) URL of the OpenAI-compatible API' });
-// Sent as an HTTP header: anything beyond visible ASCII could never reach the provider.
-const ApiKey = Type.String({ minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$', description: 'write-only: sealed at rest, never returned; visible ASCII' });
-
-const Fields = {
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-  model: Type.Optional(Type.String({ maxLength: 256, description: 'default model name' })),
-  models: Type.Optional(Type.Array(ModelEntry, { maxItems: 1000 })),
-};
-
-/** A new provider's fields, as `models.providers.<id>` of `PUT /config` takes them too. */
-export const CreateFields = Type.Object({ id: Type.Optional(Id), base_url: BaseUrl, api_key: Type.Optional(ApiKey), ...Fields }, { additionalProperties: false });
-const CreateBody = Type.Object(
-  {
-    ...CreateFields.properties,
-    default: Type.Optional(Type.Boolean({ description: 'make it models.default_provider (the first provider becomes the default anyway)' })),
-  },
-  { additionalProperties: false },
-);
-export const UpdateBody = Type.Object(
-  {
-    id: Type.Optional(Type.String()),
-    base_url: Type.Optional(BaseUrl),
-    // null removes the key.
-    api_key: Type.Optional(Type.Union([ApiKey, Type.Null()])),
-    ...Fields,
-  },
-  { additionalProperties: false },
-);
-const ApiKeyBody = Type.Object({ apiKey: ApiKey }, { additionalProperties: false });
-const QuickSetupBody = Type.Object(
-  {
-    model: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-    api_key: Type.Optional(ApiKey),
-    base_url: Type.Optional(BaseUrl),
-    default: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-const NameParams = Type.Object({ name: Id });
+import { typed, type TypedReply, type TypedRequest } from './common.js';
 
 /** The id `PUT /config/models` sets up when no default provider exists. */
 const QUICK_SETUP_ID = 'default';
 
-type NameParams = Static<typeof NameParams>;
-/**
- * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
- * registration; registering one still checks it against the route's schemas (type provider).
- */
-interface Req<P = unknown, B = unknown> {
-  params: P;
-  body: B;
-  log: FastifyBaseLogger;
-}
-/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
-interface Reply {
-  code(status: 201): unknown;
-}
+const one = { 200: ModelProvider };
+const done = { 200: SuccessBody };
+const GetOverview = { response: { 200: ModelsOverview } };
+const QuickSetup = { body: ModelsQuickSetupBody, response: { 200: ModelsOverview } };
+const ListProviders = { response: { 200: ModelProviderList } };
+const CreateProvider = { body: ProviderCreateBody, response: { 201: ModelProvider } };
+const UpdateProvider = { params: ProviderParams, body: ProviderUpdateBody, response: one };
+const SetApiKey = { params: ProviderParams, body: ProviderApiKeyBody, response: done };
+const DeleteProvider = { params: ProviderParams, response: done };
+const TestProvider = { params: ProviderParams, response: { 200: ProviderTestResult } };
+const ReloadProviders = { response: done };
 
 async function overview(deps: GatewayDeps): Promise<ModelsOverview> {
   return { default_provider: deps.config.current.models.default_provider, providers: (await listProviders(deps.db.db)).map(providerView) };
@@ -95,7 +52,7 @@ function getOverview(deps: GatewayDeps) {
 
 /** Sets up the default provider in one call: updates it, or creates `default` when there is none. */
 function quickSetup(deps: GatewayDeps) {
-  return async (req: Req<unknown, Static<typeof QuickSetupBody>>): Promise<ModelsOverview> => {
+  return async (req: TypedRequest<typeof QuickSetup>): Promise<ModelsOverview> => {
     const db = deps.db.db;
     const body = req.body;
     assertProviderFields(body);
@@ -133,7 +90,7 @@ function listAll(deps: GatewayDeps) {
 }
 
 function createProvider(deps: GatewayDeps) {
-  return async (req: Req<unknown, Static<typeof CreateBody>>, reply: Reply): Promise<ModelProvider> => {
+  return async (req: TypedRequest<typeof CreateProvider>, reply: TypedReply<typeof CreateProvider>): Promise<ModelProvider> => {
     const body = req.body;
     const id = body.id ?? body.name;
     if (id === undefined) throw new Errors.VALIDATION('id: required (or a name usable as id)');
@@ -147,7 +104,7 @@ function createProvider(deps: GatewayDeps) {
 }
 
 function updateOne(deps: GatewayDeps) {
-  return async (req: Req<NameParams, Static<typeof UpdateBody>>): Promise<ModelProvider> => {
+  return async (req: TypedRequest<typeof UpdateProvider>): Promise<ModelProvider> => {
     const id = req.params.name;
     const body = req.body;
     if (body.id !== undefined && body.id !== id) throw new Errors.VALIDATION(`id "${body.id}" does not match the provider in the path ("${id}")`);
@@ -160,7 +117,7 @@ function updateOne(deps: GatewayDeps) {
 }
 
 function setApiKey(deps: GatewayDeps) {
-  return async (req: Req<NameParams, Static<typeof ApiKeyBody>>): Promise<SuccessBody> => {
+  return async (req: TypedRequest<typeof SetApiKey>): Promise<SuccessBody> => {
     const id = req.params.name;
     const updated = await updateProvider(deps.db.db, id, { apiKeySealed: deps.secrets.seal(req.body.apiKey) });
     if (!updated) throw new Errors.NOT_FOUND(`model provider "${id}"`);
@@ -171,7 +128,7 @@ function setApiKey(deps: GatewayDeps) {
 }
 
 function deleteOne(deps: GatewayDeps) {
-  return async (req: Req<NameParams>): Promise<SuccessBody> => {
+  return async (req: TypedRequest<typeof DeleteProvider>): Promise<SuccessBody> => {
     const id = req.params.name;
     await requireProvider(deps.db.db, id);
     await assertProviderUnused(deps, id);
@@ -187,7 +144,7 @@ function deleteOne(deps: GatewayDeps) {
  * it has no model list. Always 200 with {ok, latencyMs, error?}: a failing provider is an answer.
  */
 function testOne(deps: GatewayDeps) {
-  return async (req: Req<NameParams>): Promise<ProviderTestResult> => {
+  return async (req: TypedRequest<typeof TestProvider>): Promise<ProviderTestResult> => {
     const provider = await requireProvider(deps.db.db, req.params.name);
     const apiKey = provider.apiKeySealed ? deps.secrets.open(provider.apiKeySealed) : null;
     const result = await testProvider(provider, apiKey);
@@ -218,18 +175,16 @@ export function modelRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
   const user = { access: 'user' } as const;
   const admin = { access: 'admin' } as const;
-  const one = { 200: ModelProvider };
-  const done = { 200: SuccessBody };
 
-  api.get('/config/models', { config: user, schema: { response: { 200: ModelsOverview } } }, getOverview(deps));
-  api.put('/config/models', { config: admin, schema: { body: QuickSetupBody, response: { 200: ModelsOverview } } }, quickSetup(deps));
-  api.get('/config/models/providers', { config: user, schema: { response: { 200: ModelProviderList } } }, listAll(deps));
-  api.post('/config/models/providers', { config: admin, schema: { body: CreateBody, response: { 201: ModelProvider } } }, createProvider(deps));
-  api.put('/config/models/providers/:name', { config: admin, schema: { params: NameParams, body: UpdateBody, response: one } }, updateOne(deps));
-  api.put('/config/models/providers/:name/api-key', { config: admin, schema: { params: NameParams, body: ApiKeyBody, response: done } }, setApiKey(deps));
-  api.delete('/config/models/providers/:name', { config: admin, schema: { params: NameParams, response: done } }, deleteOne(deps));
-  api.post('/config/models/providers/:name/test', { config: admin, schema: { params: NameParams, response: { 200: ProviderTestResult } } }, testOne(deps));
-  api.post('/config/models/reload', { config: admin, schema: { response: done } }, reloadFromFile(deps));
+  api.get('/config/models', { config: user, schema: GetOverview }, getOverview(deps));
+  api.put('/config/models', { config: admin, schema: QuickSetup }, quickSetup(deps));
+  api.get('/config/models/providers', { config: user, schema: ListProviders }, listAll(deps));
+  api.post('/config/models/providers', { config: admin, schema: CreateProvider }, createProvider(deps));
+  api.put('/config/models/providers/:name', { config: admin, schema: UpdateProvider }, updateOne(deps));
+  api.put('/config/models/providers/:name/api-key', { config: admin, schema: SetApiKey }, setApiKey(deps));
+  api.delete('/config/models/providers/:name', { config: admin, schema: DeleteProvider }, deleteOne(deps));
+  api.post('/config/models/providers/:name/test', { config: admin, schema: TestProvider }, testOne(deps));
+  api.post('/config/models/reload', { config: admin, schema: ReloadProviders }, reloadFromFile(deps));
 }
 
 /** How long a connection test waits for the provider. */

@@ -1,8 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
-import { ResponseDeleted, ResponseItemList, ResponseObject, ResponseTextFormat, type ResponseFormat, type ResponseInputItem, type RunMessage, type RunRequest, type RunToolCall } from '@agentry/contracts';
+import {
+  ResponseCreateBody,
+  ResponseDeleted,
+  ResponseInputItemsQuery,
+  ResponseItemList,
+  ResponseObject,
+  ResponseParams,
+  ResponseRetrieveQuery,
+  ResponseTextFormat,
+  type ResponseFormat,
+  type ResponseInputItem,
+  type RunMessage,
+  type RunRequest,
+  type RunToolCall,
+} from '@agentry/contracts';
 import { branchSessionAt, deleteRun, getRun, getSession, inTransaction, isFinalRunStatus, loadHistory, type RunRecord } from '@agentry/db';
 import { cancelRun } from '@agentry/runs';
 import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
@@ -18,31 +31,7 @@ import { responseIdOf, responseObject, runIdOfResponse, type ResponseMeta } from
 import { resumeRequested, resumeStream, resumptionRequested } from '../chat/resume.js';
 import type { DoneEvent } from '../chat/openai-chunks.js';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
-const ResponsesBody = Type.Object(
-  {
-    model: Type.String({ minLength: 1 }),
-    // `input` is checked by hand (see inputMessages): fastify's ajv would coerce inside a union.
-    input: Type.Unknown(),
-    instructions: Nullable(Type.String()),
-    stream: Nullable(Type.Boolean()),
-    store: Nullable(Type.Boolean()),
-    previous_response_id: Nullable(Type.String({ minLength: 1, maxLength: 256 })),
-    temperature: Nullable(Type.Number({ minimum: 0, maximum: 2 })),
-    top_p: Nullable(Type.Number({ minimum: 0, maximum: 1 })),
-    max_output_tokens: Nullable(Type.Integer({ minimum: 1 })),
-    metadata: Nullable(Type.Record(Type.String(), Type.String({ maxLength: 512 }), { maxProperties: 16 })),
-    tools: Type.Optional(Type.Unknown()),
-    tool_choice: Type.Optional(Type.Unknown()),
-    parallel_tool_calls: Type.Optional(Type.Unknown()),
-    text: Type.Optional(Type.Unknown()),
-    background: Type.Optional(Type.Unknown()),
-    conversation: Type.Optional(Type.Unknown()),
-  },
-  // OpenAI clients send more (user, parallel_tool_calls, truncation, ...): accepted and ignored.
-  { additionalProperties: true },
-);
-type ResponsesBody = Static<typeof ResponsesBody>;
+type ResponsesBody = ResponseCreateBody;
 
 const ROLES: Record<string, RunMessage['role']> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
 
@@ -379,26 +368,6 @@ function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeat
   };
 }
 
-
-const ResponseParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) });
-type ResponseParams = Static<typeof ResponseParams>;
-const RetrieveQuery = Type.Object(
-  {
-    stream: Type.Optional(Type.Boolean()),
-    starting_after: Type.Optional(Type.Integer({ minimum: 0 })),
-  },
-  // `include`, `include_obfuscation`: accepted and ignored (nothing to include, nothing obfuscated).
-  { additionalProperties: true },
-);
-const InputItemsQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-    order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
-    after: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-  },
-  { additionalProperties: true },
-);
-
 /** A caller's stored response: its run, and what the request asked for. */
 interface Stored {
   run: RunRecord;
@@ -466,7 +435,7 @@ function responseOfRun({ run, meta }: Stored): ResponseObject {
  * stream had them (reuses the resume of chat/resume.ts, so any gateway can serve it).
  */
 function retrieveResponse(deps: GatewayDeps, heartbeatMs: number) {
-  return async function retrieveResponse(req: FastifyRequest<{ Params: ResponseParams; Querystring: Static<typeof RetrieveQuery> }>, reply: FastifyReply): Promise<unknown> {
+  return async function retrieveResponse(req: FastifyRequest<{ Params: ResponseParams; Querystring: ResponseRetrieveQuery }>, reply: FastifyReply): Promise<unknown> {
     const found = await storedResponse(deps, req, req.params.id);
     if (req.query.stream !== true) {
       if (req.query.starting_after !== undefined) throw new Errors.VALIDATION('starting_after needs stream=true');
@@ -534,7 +503,7 @@ function inputItemsOf({ run, stored }: Stored): ResponseInputItem[] {
 
 /** `GET /responses/{id}/input_items`: OpenAI's list, newest first unless `order=asc`, paged by `after`. */
 function listInputItems(deps: GatewayDeps) {
-  return async function listInputItems(req: FastifyRequest<{ Params: ResponseParams; Querystring: Static<typeof InputItemsQuery> }>): Promise<ResponseItemList> {
+  return async function listInputItems(req: FastifyRequest<{ Params: ResponseParams; Querystring: ResponseInputItemsQuery }>): Promise<ResponseItemList> {
     const found = await storedResponse(deps, req, req.params.id);
     const { limit = 20, order = 'desc', after } = req.query;
     const all = inputItemsOf(found);
@@ -559,13 +528,13 @@ export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: {
   const requireAgent = agentLookup(app, deps, 'responses');
   app.post<{ Body: ResponsesBody }>(
     '/responses',
-    { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ResponsesBody, response: { 200: ResponseObject } } },
+    { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ResponseCreateBody, response: { 200: ResponseObject } } },
     tracedRoute('/api/v1/responses', createResponse(deps, requireAgent, opts.heartbeatMs)),
   );
   const config = { access: 'chat', errors: 'openai' } as const;
-  app.get<{ Params: ResponseParams; Querystring: Static<typeof RetrieveQuery> }>(
+  app.get<{ Params: ResponseParams; Querystring: ResponseRetrieveQuery }>(
     '/responses/:id',
-    { config, schema: { params: ResponseParams, querystring: RetrieveQuery, response: { 200: ResponseObject } } },
+    { config, schema: { params: ResponseParams, querystring: ResponseRetrieveQuery, response: { 200: ResponseObject } } },
     tracedRoute('/api/v1/responses/:id', retrieveResponse(deps, opts.heartbeatMs)),
   );
   app.delete<{ Params: ResponseParams }>(
@@ -578,9 +547,9 @@ export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: {
     { config: { ...config, bodyless: true }, schema: { params: ResponseParams, response: { 200: ResponseObject } } },
     tracedRoute('/api/v1/responses/:id/cancel', cancelResponse(deps)),
   );
-  app.get<{ Params: ResponseParams; Querystring: Static<typeof InputItemsQuery> }>(
+  app.get<{ Params: ResponseParams; Querystring: ResponseInputItemsQuery }>(
     '/responses/:id/input_items',
-    { config, schema: { params: ResponseParams, querystring: InputItemsQuery, response: { 200: ResponseItemList } } },
+    { config, schema: { params: ResponseParams, querystring: ResponseInputItemsQuery, response: { 200: ResponseItemList } } },
     tracedRoute('/api/v1/responses/:id/input_items', listInputItems(deps)),
   );
 }

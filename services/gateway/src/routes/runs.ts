@@ -1,46 +1,18 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
+import { AgentRunsParams, PageQuery, RunCancelResult, RunEventsQuery, RunParams, RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
 import { getRuleChain, getRunOutcome, getRunSteps, isFinalRunStatus, listRunsOfAgent, type RunSummary } from '@agentry/db';
 import { cancelRun } from '@agentry/runs';
 import type { Principal } from '../auth/credentials.js';
 import { isAdmin, mayChange, sessionOwner } from '../auth/ownership.js';
 import type { GatewayDeps } from '../deps.js';
 import { parseLastEventId, resumableRun, resumeChatStream } from '../chat/resume.js';
-import { PageQuery, iso, pageOf, requireAgent, typed, type TypedRequest } from './common.js';
+import { iso, pageOf, requireAgent, typed, type TypedRequest } from './common.js';
 
-const ListRuns = {
-  params: Type.Object({ agentId: Type.String() }),
-  querystring: Type.Object(PageQuery),
-  response: { 200: RunSummaryPage },
-};
-const RunEvents = {
-  params: Type.Object({ runId: Type.String() }),
-  querystring: Type.Object(
-    {
-      after: Type.Optional(Type.Integer({ minimum: -1, maximum: 999_999_999, description: 'the seq of the last event the client has (the number after the colon of an `id:` line); -1 or absent: from the start' })),
-      include_usage: Type.Optional(Type.Boolean({ description: 'end with the usage chunk, as `stream_options.include_usage` does' })),
-    },
-    { additionalProperties: false },
-  ),
-};
-const CancelRun = {
-  params: Type.Object({ runId: Type.String() }),
-  response: {
-    200: Type.Object(
-      {
-        runId: Type.String(),
-        status: Type.String({ description: 'the run status after the call: `cancelled`, or how it had already ended' }),
-      },
-      { additionalProperties: false },
-    ),
-  },
-};
-const GetSteps = {
-  params: Type.Object({ runId: Type.String() }),
-  response: { 200: RunSteps },
-};
+const ListRuns = { params: AgentRunsParams, querystring: PageQuery, response: { 200: RunSummaryPage } };
+const RunEvents = { params: RunParams, querystring: RunEventsQuery };
+const CancelRun = { params: RunParams, response: { 200: RunCancelResult } };
+const GetSteps = { params: RunParams, response: { 200: RunSteps } };
 
 /**
  * A run's record for the canvas (issue 23 item 14): an agent's runs, newest first, and the

@@ -1,7 +1,20 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import Type from 'typebox';
 import { Errors, hasCode } from '@agentry/errors';
-import { Session, SessionCompaction, SessionList, SessionMessages, SessionRename, SuccessBody, budgetCounter } from '@agentry/contracts';
+import {
+  SESSION_BY_KEY,
+  Session,
+  SessionCompaction,
+  SessionList,
+  SessionListQuery,
+  SessionMessages,
+  SessionMessagesParams,
+  SessionMessagesQuery,
+  SessionParams,
+  SessionRename,
+  SessionsClearBody,
+  SuccessBody,
+  budgetCounter,
+} from '@agentry/contracts';
 import { agentNode, compactionSettings, compactSessionNow, estimateCallTokens, ModelProviders, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
 import { TokenBudgets, cancelRun } from '@agentry/runs';
 import {
@@ -20,48 +33,15 @@ import {
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
 import { sessionOwner, visibleSessionOwner } from '../auth/ownership.js';
-import { PageQuery, iso, pageOf, typed, type TypedRequest } from './common.js';
+import { iso, pageOf, typed, type TypedRequest } from './common.js';
 
-const ClearBody = Type.Object(
-  {
-    agentId: Type.Optional(Type.String()),
-    sessionKey: Type.Optional(Type.String()),
-    channel: Type.Optional(Type.String()),
-    scope: Type.Optional(Type.String()),
-  },
-  { additionalProperties: false },
-);
-
-const ClearSessions = { body: ClearBody, response: { 200: SuccessBody } };
-const ListSessions = {
-  querystring: Type.Object({
-    agentId: Type.Optional(Type.String()),
-    owner: Type.Optional(Type.String({ description: 'admins: only sessions of this principal (`user:<name>`, `api:<account>`, or empty for channels)' })),
-    nonEmpty: Type.Optional(Type.Boolean({ description: 'true: leave out sessions without a stored message' })),
-    search: Type.Optional(Type.String({ maxLength: 200, description: 'only sessions whose title or key contains this text (any case)' })),
-    ...PageQuery,
-  }),
-  response: { 200: SessionList },
-};
-const SessionId = Type.Object({ id: Type.String() });
-const RenameSession = { params: SessionId, body: SessionRename, response: { 200: Session } };
-const DeleteSession = { params: SessionId, response: { 200: SuccessBody } };
-/** `{id}` of a session named by the client's key instead of Agentry's id. */
-const BY_KEY = '-';
-const CompactSession = {
-  params: Type.Object({ id: Type.String({ description: "the session's id" }) }),
-  response: { 200: SessionCompaction },
-};
-const ListMessages = {
-  params: Type.Object({ id: Type.String({ description: `the session's id, or "${BY_KEY}" to name it by agentId and sessionKey` }) }),
-  querystring: Type.Object({
-    agentId: Type.Optional(Type.String({ description: `with id "${BY_KEY}": the agent of the session` })),
-    sessionKey: Type.Optional(Type.String({ description: `with id "${BY_KEY}": the chat request's sessionId (or a channel's session key)` })),
-    channel: Type.Optional(Type.String({ description: `with id "${BY_KEY}": where the session came from; default api` })),
-    owner: Type.Optional(Type.String({ description: `with id "${BY_KEY}", admins: whose session (\`user:<name>\`, \`api:<account>\`, empty for channels); default the caller's` })),
-  }),
-  response: { 200: SessionMessages },
-};
+const ClearSessions = { body: SessionsClearBody, response: { 200: SuccessBody } };
+const ListSessions = { querystring: SessionListQuery, response: { 200: SessionList } };
+const RenameSession = { params: SessionParams, body: SessionRename, response: { 200: Session } };
+const DeleteSession = { params: SessionParams, response: { 200: SuccessBody } };
+const BY_KEY = SESSION_BY_KEY;
+const CompactSession = { params: SessionParams, response: { 200: SessionCompaction } };
+const ListMessages = { params: SessionMessagesParams, querystring: SessionMessagesQuery, response: { 200: SessionMessages } };
 
 /**
  * Conversations: clear (spec), and list/read for the UI and CLI. A user sees and clears only

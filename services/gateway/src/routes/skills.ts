@@ -18,10 +18,9 @@ import {
   type SkillStatus,
 } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
-import type { Principal } from '../auth/credentials.js';
 import { assertOwner, isAdmin } from '../auth/ownership.js';
 import { documentBody } from '../openapi.js';
-import { PageQuery, iso, pageOf, requireAgent, typed } from './common.js';
+import { PageQuery, iso, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 
 /** Largest skill archive accepted, before anything is read from it. */
 export const MAX_ARCHIVE_BYTES = 50 * 1024 * 1024;
@@ -54,20 +53,6 @@ const UploadDoc = documentBody(
 );
 
 type Db = GatewayDeps['db']['db'];
-/**
- * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
- * registration; registering one still checks it against the route's schemas (type provider).
- */
-interface Req<P = unknown, Q = unknown, B = unknown> {
-  params: P;
-  query: Q;
-  body: B;
-  principal: Principal;
-}
-/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
-interface Reply {
-  code(status: 201): unknown;
-}
 type Upload<P = unknown> = Pick<FastifyRequest, 'isMultipart' | 'parts'> & { params: P };
 
 function view(row: SkillRow, withContent = true): Skill {
@@ -191,14 +176,6 @@ async function upload(deps: GatewayDeps, req: Upload, target: (fields: Record<st
 const AgentParams = Type.Object({ agentId: Id });
 const AgentSkillParams = Type.Object({ agentId: Id, name: SkillName });
 const NameParams = Type.Object({ name: SkillName });
-type AgentParams = Static<typeof AgentParams>;
-type AgentSkillParams = Static<typeof AgentSkillParams>;
-type NameParams = Static<typeof NameParams>;
-type PageParams = { page?: number; size?: number };
-type SelectorQuery = { scope?: 'global' | 'local'; agentId?: string };
-type SkillChange = { description?: string; content?: string; status?: SkillStatus };
-type NewSkillBody = SkillChange & { name: string; content: string };
-
 /** A body field the route does not name is a 400 naming it, not stored and ignored. */
 const Closed = { additionalProperties: false } as const;
 
@@ -215,40 +192,58 @@ const CopyBody = Type.Object({
   agentId: Type.Optional(Id),
 }, Closed);
 
+const one = { 200: Skill };
+const created = { 201: Skill };
+const deleted = { 200: SuccessBody };
+const uploaded = { 200: SkillUploadResult };
+const ListAgentSkills = { params: AgentParams, querystring: Type.Object(PageQuery), response: { 200: SkillPage } };
+const GetAgentSkill = { params: AgentSkillParams, response: one };
+const CreateAgentSkill = { params: AgentParams, body: Type.Object(NewSkill, Closed), response: created };
+const UpdateAgentSkill = { params: AgentSkillParams, body: Type.Object(SkillFields, Closed), response: one };
+const DeleteAgentSkill = { params: AgentSkillParams, response: deleted };
+const UploadAgentSkills = { params: AgentParams, response: uploaded };
+const ListSkills = { querystring: ListQuery, response: { 200: SkillPage } };
+const GetSkill = { params: NameParams, querystring: Type.Object(Selector), response: one };
+const CreateSkill = { body: Type.Object({ ...NewSkill, ...Selector }, Closed), response: created };
+const UpdateSkill = { params: NameParams, body: Type.Object({ ...SkillFields, ...Selector }, Closed), response: one };
+const DeleteSkill = { params: NameParams, querystring: Type.Object(Selector), response: deleted };
+const UploadSkills = { response: uploaded };
+const CopySkill = { body: CopyBody, response: created };
+
 // Agent-private skills.
 
 function listAgentSkills(deps: GatewayDeps) {
-  return async (req: Req<AgentParams, PageParams>): Promise<SkillPage> => {
+  return async (req: TypedRequest<typeof ListAgentSkills>): Promise<SkillPage> => {
     await requireAgent(deps.db.db, req.params.agentId);
     return page(deps.db.db, { scope: 'local', agentId: req.params.agentId }, req.query);
   };
 }
 
 function getAgentSkill(deps: GatewayDeps) {
-  return async (req: Req<AgentSkillParams>): Promise<Skill> => {
+  return async (req: TypedRequest<typeof GetAgentSkill>): Promise<Skill> => {
     await requireAgent(deps.db.db, req.params.agentId);
     return view(await required(deps.db.db, { scope: 'local', agentId: req.params.agentId, name: req.params.name }));
   };
 }
 
 function createAgentSkill(deps: GatewayDeps) {
-  return async (req: Req<AgentParams, unknown, NewSkillBody>, reply: Reply): Promise<Skill> => {
+  return async (req: TypedRequest<typeof CreateAgentSkill>, reply: TypedReply<typeof CreateAgentSkill>): Promise<Skill> => {
     reply.code(201);
     return create(deps, { scope: 'local', agentId: req.params.agentId, name: req.body.name }, req.body);
   };
 }
 
 function updateAgentSkill(deps: GatewayDeps) {
-  return async (req: Req<AgentSkillParams, unknown, SkillChange>): Promise<Skill> =>
+  return async (req: TypedRequest<typeof UpdateAgentSkill>): Promise<Skill> =>
     update(deps, { scope: 'local', agentId: req.params.agentId, name: req.params.name }, req.body);
 }
 
 function deleteAgentSkill(deps: GatewayDeps) {
-  return async (req: Req<AgentSkillParams>): Promise<SuccessBody> => remove(deps, { scope: 'local', agentId: req.params.agentId, name: req.params.name });
+  return async (req: TypedRequest<typeof DeleteAgentSkill>): Promise<SuccessBody> => remove(deps, { scope: 'local', agentId: req.params.agentId, name: req.params.name });
 }
 
 function uploadAgentSkills(deps: GatewayDeps) {
-  return async (req: Upload<AgentParams>): Promise<SkillUploadResult> => {
+  return async (req: Upload<Static<typeof AgentParams>>): Promise<SkillUploadResult> => {
     const { agentId } = req.params;
     return upload(deps, req, async () => {
       await requireAgent(deps.db.db, agentId);
@@ -260,7 +255,7 @@ function uploadAgentSkills(deps: GatewayDeps) {
 // Global skill routes: both scopes.
 
 function listAllSkills(deps: GatewayDeps) {
-  return async (req: Req<unknown, Static<typeof ListQuery>>): Promise<SkillPage> => {
+  return async (req: TypedRequest<typeof ListSkills>): Promise<SkillPage> => {
     const { agentId, scope } = req.query;
     if (agentId !== undefined && scope !== 'global') await assertOwner(deps.db.db, req.principal, 'agent', { agentId });
     // Without an agent named, a plain user sees global skills and the local skills of the agents
@@ -271,7 +266,7 @@ function listAllSkills(deps: GatewayDeps) {
 }
 
 function getSkillByName(deps: GatewayDeps) {
-  return async (req: Req<NameParams, SelectorQuery>): Promise<Skill> => {
+  return async (req: TypedRequest<typeof GetSkill>): Promise<Skill> => {
     const { name } = req.params;
     const { scope, agentId } = req.query;
     // An agent's local skills follow its workspace rule: only its owner and admins read them.
@@ -286,7 +281,7 @@ function getSkillByName(deps: GatewayDeps) {
 }
 
 function createSkill(deps: GatewayDeps) {
-  return async (req: Req<unknown, unknown, NewSkillBody & SelectorQuery>, reply: Reply): Promise<Skill> => {
+  return async (req: TypedRequest<typeof CreateSkill>, reply: TypedReply<typeof CreateSkill>): Promise<Skill> => {
     const skill = await create(deps, selectKey(req.body.name, req.body.scope, req.body.agentId), req.body);
     reply.code(201);
     return skill;
@@ -294,12 +289,12 @@ function createSkill(deps: GatewayDeps) {
 }
 
 function updateSkillByName(deps: GatewayDeps) {
-  return async (req: Req<NameParams, unknown, SkillChange & SelectorQuery>): Promise<Skill> =>
+  return async (req: TypedRequest<typeof UpdateSkill>): Promise<Skill> =>
     update(deps, selectKey(req.params.name, req.body.scope, req.body.agentId), req.body);
 }
 
 function deleteSkillByName(deps: GatewayDeps) {
-  return async (req: Req<NameParams, SelectorQuery>): Promise<SuccessBody> => remove(deps, selectKey(req.params.name, req.query.scope, req.query.agentId));
+  return async (req: TypedRequest<typeof DeleteSkill>): Promise<SuccessBody> => remove(deps, selectKey(req.params.name, req.query.scope, req.query.agentId));
 }
 
 function uploadSkills(deps: GatewayDeps) {
@@ -337,7 +332,7 @@ function copyKeys(body: Static<typeof CopyBody>): { source: SkillKey; target: Sk
 }
 
 function copySkill(deps: GatewayDeps) {
-  return async (req: Req<unknown, unknown, Static<typeof CopyBody>>, reply: Reply): Promise<Skill> => {
+  return async (req: TypedRequest<typeof CopySkill>, reply: TypedReply<typeof CopySkill>): Promise<Skill> => {
     const { source, target, agentId } = copyKeys(req.body);
     if (agentId) await requireAgent(deps.db.db, agentId);
     const from = await required(deps.db.db, source);
@@ -352,25 +347,21 @@ export function skillRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const user = { access: 'user' } as const;
   const agentOwner = { access: 'owner', owns: 'agent' } as const;
   const admin = { access: 'admin' } as const;
-  const one = { 200: Skill };
-  const created = { 201: Skill };
-  const deleted = { 200: SuccessBody };
-  const uploaded = { 200: SkillUploadResult };
 
-  api.get('/agents/:agentId/skills', { config: agentOwner, schema: { params: AgentParams, querystring: Type.Object(PageQuery), response: { 200: SkillPage } } }, listAgentSkills(deps));
-  api.get('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, response: one } }, getAgentSkill(deps));
-  api.post('/agents/:agentId/skills', { config: agentOwner, schema: { params: AgentParams, body: Type.Object(NewSkill, Closed), response: created } }, createAgentSkill(deps));
-  api.put('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, body: Type.Object(SkillFields, Closed), response: one } }, updateAgentSkill(deps));
-  api.delete('/agents/:agentId/skills/:name', { config: agentOwner, schema: { params: AgentSkillParams, response: deleted } }, deleteAgentSkill(deps));
-  api.post('/agents/:agentId/skills/upload', { config: { ...agentOwner, swaggerTransform: AgentUploadDoc }, schema: { params: AgentParams, response: uploaded } }, uploadAgentSkills(deps));
+  api.get('/agents/:agentId/skills', { config: agentOwner, schema: ListAgentSkills }, listAgentSkills(deps));
+  api.get('/agents/:agentId/skills/:name', { config: agentOwner, schema: GetAgentSkill }, getAgentSkill(deps));
+  api.post('/agents/:agentId/skills', { config: agentOwner, schema: CreateAgentSkill }, createAgentSkill(deps));
+  api.put('/agents/:agentId/skills/:name', { config: agentOwner, schema: UpdateAgentSkill }, updateAgentSkill(deps));
+  api.delete('/agents/:agentId/skills/:name', { config: agentOwner, schema: DeleteAgentSkill }, deleteAgentSkill(deps));
+  api.post('/agents/:agentId/skills/upload', { config: { ...agentOwner, swaggerTransform: AgentUploadDoc }, schema: UploadAgentSkills }, uploadAgentSkills(deps));
 
-  api.get('/skills', { config: user, schema: { querystring: ListQuery, response: { 200: SkillPage } } }, listAllSkills(deps));
-  api.get('/skills/:name', { config: user, schema: { params: NameParams, querystring: Type.Object(Selector), response: one } }, getSkillByName(deps));
-  api.post('/skills', { config: admin, schema: { body: Type.Object({ ...NewSkill, ...Selector }, Closed), response: created } }, createSkill(deps));
-  api.put('/skills/:name', { config: admin, schema: { params: NameParams, body: Type.Object({ ...SkillFields, ...Selector }, Closed), response: one } }, updateSkillByName(deps));
-  api.delete('/skills/:name', { config: admin, schema: { params: NameParams, querystring: Type.Object(Selector), response: deleted } }, deleteSkillByName(deps));
-  api.post('/skills/upload', { config: { ...admin, swaggerTransform: UploadDoc }, schema: { response: uploaded } }, uploadSkills(deps));
-  api.post('/skills/copy', { config: admin, schema: { body: CopyBody, response: created } }, copySkill(deps));
+  api.get('/skills', { config: user, schema: ListSkills }, listAllSkills(deps));
+  api.get('/skills/:name', { config: user, schema: GetSkill }, getSkillByName(deps));
+  api.post('/skills', { config: admin, schema: CreateSkill }, createSkill(deps));
+  api.put('/skills/:name', { config: admin, schema: UpdateSkill }, updateSkillByName(deps));
+  api.delete('/skills/:name', { config: admin, schema: DeleteSkill }, deleteSkillByName(deps));
+  api.post('/skills/upload', { config: { ...admin, swaggerTransform: UploadDoc }, schema: UploadSkills }, uploadSkills(deps));
+  api.post('/skills/copy', { config: admin, schema: CopySkill }, copySkill(deps));
 }
 
 /** The `file` part (a zip, at most 50 MB) and the text fields of a multipart upload. */

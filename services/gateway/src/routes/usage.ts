@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { UsageGroupBy, UsageReport } from '@agentry/contracts';
+import { UsageQuery, UsageReport } from '@agentry/contracts';
 import { usageTotals } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { visibleSessionOwner } from '../auth/ownership.js';
@@ -13,15 +12,7 @@ const DEFAULT_DAYS = 30;
 /** A date without a time (`YYYY-MM-DD`): `to` then means the end of that UTC day. */
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
-const GetUsage = {
-  querystring: Type.Object({
-    groupBy: Type.Optional(UsageGroupBy),
-    from: Type.Optional(Type.String({ description: 'ISO 8601 date or time, inclusive; default 30 days before `to`' })),
-    to: Type.Optional(Type.String({ description: 'ISO 8601 time, exclusive, or a date, the whole day included; default now' })),
-    principal: Type.Optional(Type.String({ description: 'admins: only this principal (`user:<name>`, `api:<account>`, empty for channels and cron)' })),
-  }),
-  response: { 200: UsageReport },
-};
+const GetUsage = { querystring: UsageQuery, response: { 200: UsageReport } };
 
 /** Token totals of model calls (`run_usage`): admins see everyone's, anyone else only their own. */
 export function usageRoutes(app: FastifyInstance, deps: GatewayDeps): void {

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
 import { Errors } from '@agentry/errors';
 import { deleteUser, getUser, inTransaction, insertUser, listUsers, lockEnabledAdmins, updateUser, type Role, type UserChange, type UserRecord } from '@agentry/db';
-import { Budget, SuccessBody, User, UserList, announceChange } from '@agentry/contracts';
+import { SuccessBody, User, UserCreateBody, UserList, UserParams, UserUpdateBody, announceChange } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Auth } from '../auth/auth.js';
 import { hashPassword, newPasswordProblem } from '../auth/passwords.js';
@@ -11,25 +10,6 @@ import { typed, type TypedReply, type TypedRequest } from './common.js';
 /** Names a login form, a URL segment and a log line carry without quoting. */
 const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const ROLES: readonly Role[] = ['admin', 'user'];
-
-const NameParams = Type.Object({ name: Type.String({ maxLength: 128 }) });
-const CreateBody = Type.Object(
-  {
-    username: Type.String({ maxLength: 1024, description: 'letters, digits, ".", "_" and "-"; 1-64 characters, starting with a letter or digit' }),
-    password: Type.String({ maxLength: 4096 }),
-    role: Type.String({ maxLength: 64, description: '"admin" or "user"' }),
-  },
-  { additionalProperties: false },
-);
-const UpdateBody = Type.Object(
-  {
-    role: Type.Optional(Type.String({ maxLength: 64, description: '"admin" or "user"' })),
-    disabled: Type.Optional(Type.Boolean()),
-    password: Type.Optional(Type.String({ maxLength: 4096, description: 'a new password; every JWT of the user stops working' })),
-    budget: Type.Optional(Type.Union([Budget, Type.Null()], { description: 'what the user may spend on chat; null removes it' })),
-  },
-  { additionalProperties: false },
-);
 
 /** What an admin sees of a user: never a hash or a key, only whether a key exists. */
 export function userView(u: UserRecord): User {
@@ -68,9 +48,9 @@ async function keepAnAdmin(trx: Parameters<typeof lockEnabledAdmins>[0], usernam
 }
 
 const ListUsers = { response: { 200: UserList } };
-const CreateUser = { body: CreateBody, response: { 201: User } };
-const UpdateUser = { params: NameParams, body: UpdateBody, response: { 200: User } };
-const DeleteUser = { params: NameParams, response: { 200: SuccessBody } };
+const CreateUser = { body: UserCreateBody, response: { 201: User } };
+const UpdateUser = { params: UserParams, body: UserUpdateBody, response: { 200: User } };
+const DeleteUser = { params: UserParams, response: { 200: SuccessBody } };
 
 /** What every handler here works with. */
 interface UserContext {

@@ -3,9 +3,8 @@ import { isUtf8 } from 'node:buffer';
  * GET .../workspace/download has no response schema: it answers the file's raw bytes, not JSON.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, baseName, normaliseWorkspacePath, parentPath } from '@agentry/engine';
+import { baseName, normaliseWorkspacePath, parentPath } from '@agentry/engine';
 import {
   deleteWorkspaceTree,
   getWorkspaceEntry,
@@ -16,19 +15,23 @@ import {
   writeWorkspaceFile,
   type WorkspaceEntry,
 } from '@agentry/db';
-import { SuccessBody, WorkspaceEntryList, WorkspaceFile, WorkspaceWritten, type WorkspaceEntry as WorkspaceListed } from '@agentry/contracts';
+import {
+  AgentParams,
+  SuccessBody,
+  WorkspaceDirCreateBody,
+  WorkspaceEntryList,
+  WorkspaceFile,
+  WorkspaceFileBody,
+  WorkspaceFileCreateBody,
+  WorkspacePathQuery,
+  WorkspaceRenameBody,
+  WorkspaceWritten,
+  type WorkspaceEntry as WorkspaceListed,
+} from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
-import { iso, requireAgent, typed } from './common.js';
+import { iso, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import type { Principal } from '../auth/credentials.js';
 import { workspaceByteLimit } from '../auth/quotas.js';
-
-/** A body field the route does not name is a 400 naming it, not stored and ignored. */
-const Closed = { additionalProperties: false } as const;
-const Params = Type.Object({ agentId: Id });
-const PathQuery = Type.Object({ path: Type.Optional(Type.String({ maxLength: 4096 })) });
-/** `utf8` (default) or `base64`, for binary files sent as JSON. */
-const Encoding = Type.Optional(Type.Union([Type.Literal('utf8'), Type.Literal('base64')]));
-const FileBody = { content: Type.String(), encoding: Encoding };
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -96,23 +99,16 @@ function contentDisposition(name: string): string {
 }
 
 type Db = GatewayDeps['db']['db'];
-type Params = Static<typeof Params>;
-type PathQuery = Static<typeof PathQuery>;
-type FileBody = { content: string; encoding?: 'utf8' | 'base64' };
-/**
- * What a handler reads of its request. Narrow, so handlers can be named functions apart from the
- * registration; registering one still checks it against the route's schemas (type provider).
- */
-interface Req<Q = unknown, B = unknown> {
-  params: Params;
-  query: Q;
-  body: B;
-  principal: Principal;
-}
-/** The reply, only to set a create's 201; the handler returns the body, serialized by the route's schema. */
-interface Reply {
-  code(status: 201): unknown;
-}
+const written = { 200: WorkspaceWritten };
+const created = { 201: WorkspaceWritten };
+const ListEntries = { params: AgentParams, querystring: WorkspacePathQuery, response: { 200: WorkspaceEntryList } };
+const ReadFile = { params: AgentParams, querystring: WorkspacePathQuery, response: { 200: WorkspaceFile } };
+const OverwriteFile = { params: AgentParams, querystring: WorkspacePathQuery, body: WorkspaceFileBody, response: written };
+const CreateFile = { params: AgentParams, body: WorkspaceFileCreateBody, response: created };
+const CreateDir = { params: AgentParams, body: WorkspaceDirCreateBody, response: created };
+const DeleteEntry = { params: AgentParams, querystring: WorkspacePathQuery, response: { 200: SuccessBody } };
+const RenameEntry = { params: AgentParams, querystring: WorkspacePathQuery, body: WorkspaceRenameBody, response: written };
+const DownloadFile = { params: AgentParams, querystring: WorkspacePathQuery };
 
 function checkSize(deps: GatewayDeps, bytes: Buffer): void {
   const max = deps.config.current.workspace.max_file_bytes;
@@ -137,7 +133,7 @@ async function fileBytes(db: Db, agentId: string, path: string): Promise<Buffer>
 }
 
 function listEntries(deps: GatewayDeps) {
-  return async (req: Req<PathQuery>): Promise<WorkspaceEntryList> => {
+  return async (req: TypedRequest<typeof ListEntries>): Promise<WorkspaceEntryList> => {
     const db = deps.db.db;
     const { agentId } = req.params;
     const dir = normaliseWorkspacePath(req.query.path);
@@ -152,7 +148,7 @@ function listEntries(deps: GatewayDeps) {
 }
 
 function readFile(deps: GatewayDeps) {
-  return async (req: Req<PathQuery>): Promise<WorkspaceFile> => {
+  return async (req: TypedRequest<typeof ReadFile>): Promise<WorkspaceFile> => {
     const { agentId } = req.params;
     const path = entryPath(req.query.path, 'reading a file');
     await requireAgent(deps.db.db, agentId);
@@ -169,7 +165,7 @@ function quotaOf(deps: GatewayDeps, req: { principal: Principal }): { maxTotalBy
 }
 
 function overwriteFile(deps: GatewayDeps) {
-  return async (req: Req<PathQuery, FileBody>): Promise<WorkspaceWritten> => {
+  return async (req: TypedRequest<typeof OverwriteFile>): Promise<WorkspaceWritten> => {
     const { agentId } = req.params;
     const path = entryPath(req.query.path, 'writing a file');
     const bytes = decode(req.body.content, req.body.encoding);
@@ -180,7 +176,7 @@ function overwriteFile(deps: GatewayDeps) {
 }
 
 function createFile(deps: GatewayDeps) {
-  return async (req: Req<unknown, FileBody & { path: string }>, reply: Reply): Promise<WorkspaceWritten> => {
+  return async (req: TypedRequest<typeof CreateFile>, reply: TypedReply<typeof CreateFile>): Promise<WorkspaceWritten> => {
     const { agentId } = req.params;
     const path = entryPath(req.body.path, 'creating a file');
     const bytes = decode(req.body.content, req.body.encoding);
@@ -193,7 +189,7 @@ function createFile(deps: GatewayDeps) {
 }
 
 function createDir(deps: GatewayDeps) {
-  return async (req: Req<unknown, { path: string }>, reply: Reply): Promise<WorkspaceWritten> => {
+  return async (req: TypedRequest<typeof CreateDir>, reply: TypedReply<typeof CreateDir>): Promise<WorkspaceWritten> => {
     const { agentId } = req.params;
     const path = entryPath(req.body.path, 'creating a directory');
     await requireAgent(deps.db.db, agentId);
@@ -204,7 +200,7 @@ function createDir(deps: GatewayDeps) {
 }
 
 function deleteEntry(deps: GatewayDeps) {
-  return async (req: Req<PathQuery>): Promise<SuccessBody> => {
+  return async (req: TypedRequest<typeof DeleteEntry>): Promise<SuccessBody> => {
     const { agentId } = req.params;
     const path = entryPath(req.query.path, 'deleting');
     await requireAgent(deps.db.db, agentId);
@@ -214,7 +210,7 @@ function deleteEntry(deps: GatewayDeps) {
 }
 
 function renameEntry(deps: GatewayDeps) {
-  return async (req: Req<PathQuery, { newName: string }>): Promise<WorkspaceWritten> => {
+  return async (req: TypedRequest<typeof RenameEntry>): Promise<WorkspaceWritten> => {
     const { agentId } = req.params;
     const from = entryPath(req.query.path, 'renaming');
     const { newName } = req.body;
@@ -227,7 +223,7 @@ function renameEntry(deps: GatewayDeps) {
 }
 
 function downloadFile(deps: GatewayDeps) {
-  return async (req: Req<PathQuery>, reply: FastifyReply): Promise<FastifyReply> => {
+  return async (req: TypedRequest<typeof DownloadFile>, reply: FastifyReply): Promise<FastifyReply> => {
     const { agentId } = req.params;
     const path = entryPath(req.query.path, 'downloading');
     await requireAgent(deps.db.db, agentId);
@@ -249,16 +245,13 @@ function downloadFile(deps: GatewayDeps) {
 export function workspaceRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const api = typed(app);
   const config = { access: 'owner', owns: 'agent' } as const;
-  const Path = Type.String({ minLength: 1, maxLength: 4096 });
-  const written = { 200: WorkspaceWritten };
-  const created = { 201: WorkspaceWritten };
 
-  api.get('/agents/:agentId/workspace/entries', { config, schema: { params: Params, querystring: PathQuery, response: { 200: WorkspaceEntryList } } }, listEntries(deps));
-  api.get('/agents/:agentId/workspace/file', { config, schema: { params: Params, querystring: PathQuery, response: { 200: WorkspaceFile } } }, readFile(deps));
-  api.put('/agents/:agentId/workspace/file', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object(FileBody, Closed), response: written } }, overwriteFile(deps));
-  api.post('/agents/:agentId/workspace/files', { config, schema: { params: Params, body: Type.Object({ path: Path, ...FileBody }, Closed), response: created } }, createFile(deps));
-  api.post('/agents/:agentId/workspace/dirs', { config, schema: { params: Params, body: Type.Object({ path: Path }, Closed), response: created } }, createDir(deps));
-  api.delete('/agents/:agentId/workspace/entry', { config, schema: { params: Params, querystring: PathQuery, response: { 200: SuccessBody } } }, deleteEntry(deps));
-  api.patch('/agents/:agentId/workspace/rename', { config, schema: { params: Params, querystring: PathQuery, body: Type.Object({ newName: Path }, Closed), response: written } }, renameEntry(deps));
-  api.get('/agents/:agentId/workspace/download', { config, schema: { params: Params, querystring: PathQuery } }, downloadFile(deps));
+  api.get('/agents/:agentId/workspace/entries', { config, schema: ListEntries }, listEntries(deps));
+  api.get('/agents/:agentId/workspace/file', { config, schema: ReadFile }, readFile(deps));
+  api.put('/agents/:agentId/workspace/file', { config, schema: OverwriteFile }, overwriteFile(deps));
+  api.post('/agents/:agentId/workspace/files', { config, schema: CreateFile }, createFile(deps));
+  api.post('/agents/:agentId/workspace/dirs', { config, schema: CreateDir }, createDir(deps));
+  api.delete('/agents/:agentId/workspace/entry', { config, schema: DeleteEntry }, deleteEntry(deps));
+  api.patch('/agents/:agentId/workspace/rename', { config, schema: RenameEntry }, renameEntry(deps));
+  api.get('/agents/:agentId/workspace/download', { config, schema: DownloadFile }, downloadFile(deps));
 }

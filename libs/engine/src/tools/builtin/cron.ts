@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { announceChange, type InvalidatePublisher } from '@agentry/contracts';
 import { getCronJob, getRuleChain, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
-import { createCronJob, nextTick, shortestGapSeconds } from '@agentry/runs';
+import { createCronJob, cronJobView, shortestGapSeconds } from '@agentry/runs';
 import { ToolError, type ToolContext } from '../types.js';
 import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
 
@@ -43,19 +43,10 @@ const Config = Type.Object({
 });
 type Config = Static<typeof Config>;
 
+/** What the agent sees of a job: the API's view, the message cut short (the agent wrote it). */
 function view(job: CronJobRecord) {
-  const next = job.disabled ? null : nextTick(job.schedule, job.timezone);
-  return {
-    id: job.id,
-    name: job.name,
-    schedule: job.schedule,
-    timezone: job.timezone,
-    message: job.message.length > 500 ? `${job.message.slice(0, 500)}…` : job.message,
-    disabled: job.disabled,
-    nextRunAt: next ? next.toISOString() : null,
-    lastRunAt: job.lastRunAt ? job.lastRunAt.toISOString() : null,
-    lastStatus: job.lastStatus,
-  };
+  const { id, name, schedule, timezone, message, disabled, nextRunAt, lastRunAt, lastStatus } = cronJobView(job);
+  return { id, name, schedule, timezone, message: message.length > 500 ? `${message.slice(0, 500)}…` : message, disabled, nextRunAt, lastRunAt, lastStatus };
 }
 
 /** The context's `publishInvalidate` hook as the pub/sub port `announceChange` takes (none without a bus). */
