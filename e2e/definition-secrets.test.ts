@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { getRuleChain, type Db } from '@agentry/db';
-import { SECRET_MARKER } from '@agentry/engine';
+import { SECRET_MARKER } from '@agentry/definitions';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { answerMcp, createTestPglite, describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';

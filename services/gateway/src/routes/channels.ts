@@ -35,7 +35,7 @@ import {
   type Db,
   type JsonValue,
 } from '@agentry/db';
-import { normaliseWorkspacePath } from '@agentry/engine';
+import { normaliseWorkspacePath } from '@agentry/definitions';
 import { hashApiKey } from '../auth/passwords.js';
 import type { GatewayDeps } from '../deps.js';
 import {

@@ -15,7 +15,7 @@ import {
   type CronJobRecord,
   type CronRunRecord,
 } from '@agentry/db';
-import { Id } from '@agentry/engine';
+import { Id } from '@agentry/definitions';
 import { checkSchedule, createCronJob, isHeartbeatJob, nextTick, shortestGapSeconds } from '@agentry/runs';
 import { PLATFORMS } from '@agentry/runtime';
 import { agentMaySendThrough, deliverChatRefusal, notBoundMessage } from '@agentry/channels';

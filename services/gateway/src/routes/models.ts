@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, defaultModelOf } from '@agentry/engine';
+import { Id, defaultModelOf } from '@agentry/definitions';
 import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderRecord } from '@agentry/db';
 import { ModelProvider, ModelProviderList, ModelsOverview, ProviderTestResult, SuccessBody } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';

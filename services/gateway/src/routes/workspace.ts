@@ -5,7 +5,7 @@ import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, baseName, normaliseWorkspacePath, parentPath } from '@agentry/engine';
+import { Id, baseName, normaliseWorkspacePath, parentPath } from '@agentry/definitions';
 import {
   deleteWorkspaceTree,
   getWorkspaceEntry,
