@@ -11,13 +11,15 @@ const serviceImports = (except) =>
   }));
 
 /**
- * The run protocol (@agentry/runs) sits below the executor (@agentry/engine): the scheduler and
- * the gateway's run paths (chat relays, channel inbound, run routes) use the protocol only, and
- * the protocol never reaches up into the executor.
+ * The run protocol (@agentry/runs) and what a definition is (@agentry/definitions) sit below the
+ * executor (@agentry/engine): the scheduler and the gateway use those only, and neither reaches
+ * up into the executor. One named exception: the forced compaction route
+ * (routes/sessions.ts, `POST /sessions/{id}/compact`) still calls a model from the gateway
+ * until it becomes a worker job; e2e/architecture.test.ts keeps it the only one.
  */
 const engineImport = (message) => ({ name: '@agentry/engine', message });
-const PROTOCOL_ONLY = 'use the run protocol (@agentry/runs) here, never the executor (@agentry/engine)';
-const GATEWAY_RUN_PATHS = ['services/gateway/src/chat/**/*.ts', 'services/gateway/src/channels/**/*.ts', 'services/gateway/src/routes/{chat,responses,runs}.ts'];
+const PROTOCOL_ONLY = 'use the run protocol (@agentry/runs) or @agentry/definitions here, never the executor (@agentry/engine)';
+const GATEWAY_EXECUTOR_EXCEPTION = 'services/gateway/src/routes/sessions.ts';
 
 const processEnvRule = {
   selector: "MemberExpression[object.name='process'][property.name='env']",
@@ -42,12 +44,17 @@ export default tseslint.config(
   })),
   { files: ['libs/runs/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports(undefined), engineImport('@agentry/runs sits below the executor: it never imports @agentry/engine')] }] } },
   { files: ['services/scheduler/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports('scheduler'), engineImport(PROTOCOL_ONLY)] }] } },
-  { files: GATEWAY_RUN_PATHS, rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports('gateway'), engineImport(PROTOCOL_ONLY)] }] } },
+  { files: ['libs/definitions/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports(undefined), engineImport('@agentry/definitions sits below the executor: it never imports @agentry/engine')] }] } },
+  {
+    files: ['services/gateway/src/**/*.ts'],
+    ignores: [GATEWAY_EXECUTOR_EXCEPTION, 'services/gateway/src/main.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports('gateway'), engineImport(PROTOCOL_ONLY)] }] },
+  },
   {
     // The one named exception: @agentry/web is an asset package (it exports only the path of the
     // built UI), so the gateway's entry point may import it to pass that directory to buildGateway.
     files: ['services/gateway/src/main.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: serviceImports('gateway').filter((p) => p.name !== '@agentry/web') }] },
+    rules: { 'no-restricted-imports': ['error', { paths: [...serviceImports('gateway').filter((p) => p.name !== '@agentry/web'), engineImport(PROTOCOL_ONLY)] }] },
   },
   {
     // Functions do one thing: past 80 lines a function is split into named parts. The few that

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRuleChain, type Db } from '@agentry/db';
-import { SECRET_MARKER } from '@agentry/engine';
+import { SECRET_MARKER } from '@agentry/definitions';
 import { answerMcp, describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRun, getRuleChain, getRun, insertRuleChain, insertRun, insertUser, updateRuleChain, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
-import { builtinTools, refusal, runAgent, validateRuleChain, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
+import { builtinTools, runAgent, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
+import { refusal, validateRuleChain } from '@agentry/definitions';
 import { fakeRunDeps } from './fake-run-deps.js';
 
 /**

@@ -1,5 +1,6 @@
 import pino from 'pino';
-import { ChainError, ChainRunner, nodeTypes, parseChain, validateRuleChain, type ChainContext, type ParsedChain, type RuleMsg } from '../src/index.js';
+import { ChainError, ChainRunner, nodeTypes, type ChainContext, type RuleMsg } from '../src/index.js';
+import { type ParsedChain, parseChain, validateRuleChain } from '@agentry/definitions';
 
 /** Helpers of the node-type tests: chains written as short lists, a context, the log lines. */
 

@@ -1,22 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import Type from 'typebox';
-import {
-  ChainError,
-  ChainRunner,
-  ScriptSandbox,
-  createRuleMsg,
-  defineNodeType,
-  nodeTypes,
-  parseChain,
-  renderTemplate,
-  type ChainContext,
-  type ChainRunOptions,
-  type CompleteRequest,
-  type ParsedChain,
-  type RuleMsg,
-  type SubChainResult,
-} from '../src/index.js';
+import { ChainError, ChainRunner, ScriptSandbox, createRuleMsg, defineNodeType, nodeTypes, renderTemplate, type ChainContext, type ChainRunOptions, type CompleteRequest, type RuleMsg, type SubChainResult } from '../src/index.js';
+import { type ParsedChain, parseChain } from '@agentry/definitions';
 
 /** The rule-chain engine: every node type, relation routing, failures, limits, sub-chains. */
 

@@ -1,18 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import JSZip from 'jszip';
-import {
-  ChainCache,
-  agentTemplate,
-  ancestorPaths,
-  defaultWorkspaceFiles,
-  nodeTypes,
-  normaliseWorkspacePath,
-  parseSkillMarkdown,
-  readSkillArchive,
-  readZipDirectory,
-  validateRuleChain,
-  type StoredChain,
-} from '../src/index.js';
+import { builtinTools, nodeTypes } from '../src/index.js';
+import { builtinToolSpecs, ChainCache, agentTemplate, ancestorPaths, defaultWorkspaceFiles, normaliseWorkspacePath, parseSkillMarkdown, readSkillArchive, nodeSpecs, readZipDirectory, validateRuleChain, type StoredChain } from '@agentry/definitions';
 
 const chain = (id: string, nodes: Array<{ id: string; type: string; configuration?: Record<string, unknown> }>, connections: Array<{ fromId: string; toId: string; type: string }> = []) => ({
   ruleChain: { id, name: `Chain ${id}` },
@@ -243,5 +232,17 @@ describe('skills', () => {
       ['two', '', 'body two'],
     ]);
     expect(result.skipped).toEqual([{ entry: 'two/SKILL.md', reason: 'duplicate skill name "two"' }]);
+  });
+});
+
+describe('the engine implements what definitions specify', () => {
+  it('a node type for every node spec, and no other', () => {
+    expect(Object.keys(nodeTypes).sort()).toEqual(Object.keys(nodeSpecs).sort());
+    for (const [type, spec] of Object.entries(nodeSpecs)) expect(nodeTypes[type]?.configuration).toBe(spec.configuration);
+  });
+
+  it('a built-in tool for every tool spec, and no other', () => {
+    expect(Object.keys(builtinTools).sort()).toEqual(Object.keys(builtinToolSpecs).sort());
+    for (const [name, spec] of Object.entries(builtinToolSpecs)) expect(builtinTools[name]?.parameters).toBe(spec.parameters);
   });
 });

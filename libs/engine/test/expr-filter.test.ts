@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRuleMsg, type RuleMsg } from '../src/index.js';
-import { MAX_EXPR_LENGTH, evalExpr } from '../src/chain/expr.js';
+import { MAX_EXPR_LENGTH, evalExpr } from '@agentry/definitions';
 import { exprEnv } from '../src/chain/message.js';
 import { chain, context, problemsOf, runner } from './chain-helpers.js';
 

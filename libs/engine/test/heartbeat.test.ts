@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRequest } from '@agentry/contracts';
 import { claimRun, ensureSession, getRun, insertRuleChain, insertRun, listSessionMessages, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
-import { runAgent, validateRuleChain, type ModelEvent } from '../src/index.js';
+import { runAgent, type ModelEvent } from '../src/index.js';
+import { validateRuleChain } from '@agentry/definitions';
 import {
   HEARTBEAT_OK,
   heartbeatOfDsl,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScriptSandbox, createRuleMsg, type ParsedChain } from '../src/index.js';
+import { ScriptSandbox, createRuleMsg } from '../src/index.js';
+import { type ParsedChain } from '@agentry/definitions';
 import { chain, context, data, js, logLines, problemsOf, runError, runner, type C, type N } from './chain-helpers.js';
 
 /** join: merges the branches below their common ancestor, as RuleGo's join_node and engine tests. */

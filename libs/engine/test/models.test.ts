@@ -6,7 +6,8 @@ import { deleteProvider, insertProvider, updateProvider, type DbHandle, type Pro
 import { hasCode, Errors } from '@agentry/errors';
 import { Sealer } from '@agentry/runtime';
 import { createTestPglite, startFakeModel, type FakeModel } from '@agentry/testing';
-import { ADD_PROVIDER_FIX, ModelProviders, defaultModelOf, resolveModel, type ModelCallRequest, type ModelEvent, type ModelTimeouts } from '../src/index.js';
+import { ADD_PROVIDER_FIX, ModelProviders, type ModelCallRequest, type ModelEvent, type ModelTimeouts } from '../src/index.js';
+import { defaultModelOf, resolveModel } from '@agentry/definitions';
 
 /** The provider client against the fake OpenAI server: streaming, retries, failover, timeouts, abort. */
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertRuleChain, insertSkill, makeWorkspaceDir, writeWorkspaceFile, type DbHandle } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
-import { DEFAULT_SYSTEM_PROMPT, agentSystemPrompt, renderSystemPrompt } from '../src/index.js';
+import { agentSystemPrompt, renderSystemPrompt } from '../src/index.js';
+import { DEFAULT_SYSTEM_PROMPT } from '@agentry/definitions';
 
 /** The system prompt's template functions over the agent workspace. */
 

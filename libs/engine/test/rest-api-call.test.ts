@@ -2,17 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import {
-  ChainError,
-  ChainRunner,
-  KeyedLimiter,
-  ScriptSandbox,
-  createRuleMsg,
-  parseChain,
-  type ChainContext,
-  type ParsedChain,
-  type RuleMsg,
-} from '../src/index.js';
+import { ChainError, ChainRunner, KeyedLimiter, ScriptSandbox, createRuleMsg, type ChainContext, type RuleMsg } from '../src/index.js';
+import { type ParsedChain, parseChain } from '@agentry/definitions';
 
 /** The restApiCall node against a local HTTP server, and the outbound-address policy. */
 

@@ -1,23 +1,8 @@
 import { ADMIN } from './fake-run-deps.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import {
-  CHAIN_DISABLED,
-  ChainError,
-  ChainRunner,
-  ScriptSandbox,
-  chainToolFailure,
-  chainToolInput,
-  chainToolResult,
-  createRuleMsg,
-  normalizeRuleChain,
-  parseChain,
-  resolveTools,
-  validateRuleChain,
-  type ChainContext,
-  type ParsedChain,
-  type RuleChainInput,
-} from '../src/index.js';
+import { CHAIN_DISABLED, ChainError, ChainRunner, ScriptSandbox, chainToolFailure, chainToolInput, chainToolResult, createRuleMsg, resolveTools, type ChainContext } from '../src/index.js';
+import { type ParsedChain, normalizeRuleChain, parseChain, validateRuleChain, type RuleChainInput } from '@agentry/definitions';
 
 /** The RuleGo DSL as people write it (issue 28): ids, nulls, vars, disabled, debugMode, chains as tools. */
 

@@ -18,22 +18,8 @@ import {
 } from '@agentry/db';
 import type { InvalidateMessage } from '@agentry/contracts';
 import { createTestPglite, skipLoudly } from '@agentry/testing';
-import {
-  AddressNotAllowedError,
-  ToolError,
-  agentTemplate,
-  assertPublicAddress,
-  builtinTools,
-  bwrapUnavailable,
-  defaultBuiltinToolNames,
-  htmlToText,
-  GlobSyntaxError,
-  compileGlob,
-  nonPublicReason,
-  policyLookup,
-  validateRuleChain,
-  type ToolContext,
-} from '../src/index.js';
+import { AddressNotAllowedError, ToolError, assertPublicAddress, builtinTools, bwrapUnavailable, htmlToText, GlobSyntaxError, compileGlob, nonPublicReason, policyLookup, type ToolContext } from '../src/index.js';
+import { agentTemplate, defaultBuiltinToolNames, validateRuleChain } from '@agentry/definitions';
 
 /** Every built-in tool against a PGlite workspace. */
 

@@ -11,7 +11,8 @@ import {
   type OutboxQueue,
 } from '@agentry/channels';
 import { listChannelAccounts, type ChannelAccountRecord, type Db } from '@agentry/db';
-import { refusal, type RunReplies, type SendMessageInput } from '@agentry/engine';
+import { type RunReplies, type SendMessageInput } from '@agentry/engine';
+import { refusal } from '@agentry/definitions';
 
 /**
  * Answers of runs that came from a channel go back to the chat they came from, through the

@@ -1,22 +1,7 @@
 import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
 import type { Consumer } from '@agentry/bus';
 import type { Span } from '@opentelemetry/api';
-import {
-  ChainRunner,
-  ModelProviders,
-  ScriptSandbox,
-  builtinTools,
-  estimateCallTokens,
-  markSpanFailed,
-  startChildSpan,
-  modelInfoFromDb,
-  type ModelCallRequest,
-  type ModelEvent,
-  type ModelInfo,
-  type RunDeps,
-  type RunMetrics,
-  type ToolDefinition,
-} from '@agentry/engine';
+import { ChainRunner, ModelProviders, ScriptSandbox, builtinTools, estimateCallTokens, markSpanFailed, startChildSpan, modelInfoFromDb, type ModelCallRequest, type ModelEvent, type ModelInfo, type RunDeps, type RunMetrics, type ToolDefinition } from '@agentry/engine';
 import { AgentCache, SkillsCache, TokenBudgets } from '@agentry/runs';
 import { FINAL_RUN_STATUSES, getUser, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { insertRunUsage, insertRunUsages, type Db, type RunRecord, type RunUsageInput, type UsageKind } from '@agentry/db';
-import type { ModelEvent } from '@agentry/engine';
+import { type ModelEvent } from '@agentry/engine';
 
 /** The run a model call belongs to, as usage needs it. */
 export type UsageRun = Pick<RunRecord, 'id' | 'agentId' | 'principal'>;

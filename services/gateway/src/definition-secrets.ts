@@ -1,10 +1,10 @@
-import { redactDefinition, sealDefinition, sealStoredPlaintext, type RuleChainDsl } from '@agentry/engine';
+import { redactDefinition, sealDefinition, sealStoredPlaintext, type RuleChainDsl } from '@agentry/definitions';
 import { listRuleChains, replaceRuleChainDslIfUnchanged, type JsonValue } from '@agentry/db';
 import type { GatewayDeps } from './deps.js';
 
 /**
  * The gateway's side of secrets inside definitions (the rule and the marker are in
- * `@agentry/engine` `definition-secrets.ts`): every write of an agent or rule chain goes
+ * `@agentry/definitions` `definition-secrets.ts`): every write of an agent or rule chain goes
  * through `sealIncoming`, every read through `redacted`, and the start-up pass seals rows
  * stored before secrets were sealed.
  */

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
-import { validateRuleChain } from '@agentry/engine';
+import { validateRuleChain } from '@agentry/definitions';
 import { agentDsl, createAgent, describeOnBothEngines, ruleDsl, uid, type Env } from './resources-harness.js';
 
 /** /agents, /agents/{id}/reload and /agent-template, on both engines. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRuleChain, insertRuleChain, type JsonValue } from '@agentry/db';
-import { SECRET_MARKER, unsealDefinition } from '@agentry/engine';
+import { SECRET_MARKER, unsealDefinition } from '@agentry/definitions';
 import { bearer, login, startHarness, type Harness } from './auth-harness.js';
 import { describeOnBothEngines, uid, type Env } from './resources-harness.js';
 

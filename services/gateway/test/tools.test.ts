@@ -6,7 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { createMemoryBus } from '@agentry/bus';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite } from '@agentry/testing';
-import { builtinTools, nodeTypes, validateRuleChain } from '@agentry/engine';
+import { builtinTools, nodeTypes } from '@agentry/engine';
+import { validateRuleChain } from '@agentry/definitions';
 import { buildGateway, seedGateway } from '@agentry/gateway';
 
 /** GET /tools, GET /tools/forms and GET /agent-template (embedded runtime, inject()). */

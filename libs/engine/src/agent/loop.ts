@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ClientTool, ToolType } from '@agentry/contracts';
 import type { ChatMessage, ModelCallRequest, ModelEvent, ModelUsage, ToolCall } from '../models/types.js';
 import { ToolError } from '../tools/types.js';
-import { DEFAULT_TOOL_TIMEOUT_MS } from './config.js';
+import { DEFAULT_TOOL_TIMEOUT_MS } from '@agentry/definitions';
 import { markSpanFailed, withChildSpan } from '../tracing.js';
 
 /** A tool as the loop sees it: a definition for the model plus how to run it. */

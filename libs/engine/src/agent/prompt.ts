@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { Logger } from 'pino';
 import { readWorkspaceFile, type Db } from '@agentry/db';
 import { skillsPromptBlock, type SkillsBlockOptions } from '../skills/inject.js';
-import { normaliseWorkspacePath } from '../workspace-path.js';
+import { normaliseWorkspacePath } from '@agentry/definitions';
 
 /**
  * The system prompt's template functions (TpClaw's): `${include(path)}` is a workspace file's

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
-import { refusal, type RunAuthority } from '../authority/policy.js';
+import { refusal, type RunAuthority, DEFAULT_TOOL_TIMEOUT_MS, toolCapability, toolTimeoutProblem, type AgentToolConfig } from '@agentry/definitions';
 import { ToolError, type ToolContext, type ToolDefinition } from '../tools/types.js';
 import { AddressNotAllowedError, assertPublicAddress, type AddressPolicy } from '../tools/net-policy.js';
 import { policyFetch } from '../tools/policy-fetch.js';
-import { DEFAULT_TOOL_TIMEOUT_MS, toolCapability, toolTimeoutProblem, type AgentToolConfig } from './config.js';
 import type { LoopTool } from './loop.js';
 
 interface ResolveToolsDeps {

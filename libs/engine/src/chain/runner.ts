@@ -1,9 +1,8 @@
 import { AppError } from '@agentry/errors';
-import { refusal } from '../authority/policy.js';
+import { refusal, fillChainVars } from '@agentry/definitions';
 import { nodeTypes } from '../nodes/index.js';
 import { cloneMsg } from './message.js';
 import { joinAncestors, type JoinAncestors } from './join-ancestors.js';
-import { fillChainVars } from './vars.js';
 import { NodeFailure, type BranchMsg, type ChainContext, type JoinInput, type LoadResult, type NodeContext, type NodeExecutor, type ParsedChain, type RuleMsg } from './types.js';
 import { context, trace } from '@opentelemetry/api';
 import { markSpanFailed, startChildSpan } from '../tracing.js';

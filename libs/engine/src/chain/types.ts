@@ -1,40 +1,10 @@
 import type { Logger } from 'pino';
-import type { AiAgentConfig } from '../agent/config.js';
-import type { RuleChainDsl, RuleConnection, RuleNode } from '../dsl.js';
+import type { AiAgentConfig, Capability, LoadResult, ParsedChain, RuleNode, RunAuthority } from '@agentry/definitions';
 import type { ChatMessage } from '../models/types.js';
 import type { ScriptSandbox } from '../sandbox/sandbox.js';
-import type { Capability, RunAuthority } from '../authority/policy.js';
 import type { AddressPolicy } from '../tools/net-policy.js';
 
-export type { AiAgentConfig };
-
-/**
- * A chain parsed and checked, ready for the engine to run (`parseChain`, `ChainCache`). Kept
- * here rather than next to `parseChain` so that node types can name it without an import
- * cycle (the parser validates against the node-type registry).
- */
-export interface ParsedChain {
-  id: string;
-  name: string;
-  dsl: RuleChainDsl;
-  nodes: ReadonlyMap<string, RuleNode>;
-  /** Where a run starts: `firstNodeIndex` (default 0); undefined for a chain without nodes. */
-  firstNodeId: string | undefined;
-  /** Connections leaving each node, in DSL order. */
-  outgoing: ReadonlyMap<string, readonly RuleConnection[]>;
-  /** `ruleChain.configuration.vars` as text: what `${vars.x}` in node configurations reads. */
-  vars?: Readonly<Record<string, string>>;
-  /** The stored row's owner (username), when the chain was loaded from the database. */
-  owner?: string;
-  /** The stored row holds credentials (`holdsSecrets`): it runs for another owner only when lent. */
-  secrets?: boolean;
-  /** The stored row's creation and last save (ms): whether a reference predates what it names. */
-  createdAt?: number;
-  savedAt?: number;
-}
-
-/** `warnings`: the chain's unknown node-configuration fields, kept as written (see `FieldValidation`). */
-export type LoadResult = { ok: true; chain: ParsedChain; warnings?: string[] } | { ok: false; error: string };
+export type { AiAgentConfig, LoadResult, ParsedChain };
 
 /**
  * A message travelling through a rule chain (RuleGo's shape): `data` is text, usually JSON;
@@ -90,7 +60,7 @@ export interface ChainContext {
   /** Outbound-address policy of `restApiCall` (DESIGN section 5): public addresses only unless allowed here. */
   http?: AddressPolicy;
   /**
-   * Who the run acts for and with what powers at this chain (`authority/policy.ts`): the runner
+   * Who the run acts for and with what powers at this chain (`@agentry/definitions` `authority/policy.ts`): the runner
    * asks the policy about every node's capabilities with it. The engine's runs always set it; a
    * library caller without it (tests of a node) decides for itself.
    */

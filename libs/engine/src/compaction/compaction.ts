@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { Errors, hasCode } from '@agentry/errors';
 import { getProvider, loadContext, saveCompaction, type Db, type ProviderRecord, type StoredSessionMessage } from '@agentry/db';
-import type { AiAgentConfig } from '../agent/config.js';
-import { resolveModel } from '../models/resolve.js';
+import { type AiAgentConfig, resolveModel } from '@agentry/definitions';
 import type { ChatMessage, ModelCallRequest, ModelEvent } from '../models/types.js';
 import { estimateTokens } from './tokens.js';
 

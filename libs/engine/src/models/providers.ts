@@ -13,7 +13,7 @@ import {
   type SseMessage,
 } from './http.js';
 import { modelInfoOf, type ModelInfo } from '../compaction/compaction.js';
-import { resolveModel } from './resolve.js';
+import { resolveModel } from '@agentry/definitions';
 import { DEFAULT_MODEL_TIMEOUTS, type ModelCallRequest, type ModelEvent, type ModelTimeouts, type ToolCall } from './types.js';
 
 /** The master-key sealer as this needs it (runtime's `Sealer`). */

@@ -1,6 +1,6 @@
-import Type from 'typebox';
 import { renderTemplate } from '../chain/placeholders.js';
 import type { ChatMessage } from '../models/types.js';
+import { aiLlmSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
@@ -11,15 +11,7 @@ const ROLES = new Set(['system', 'user', 'assistant']);
  * are none. The answer's text becomes the data. Success.
  */
 export const aiLlm = defineNodeType({
-  type: 'ai/llm',
-  description: 'one LLM call without tools',
-  configuration: Type.Object({
-    provider: Type.Optional(Type.String()),
-    model: Type.Optional(Type.String()),
-    systemPrompt: Type.Optional(Type.String()),
-    messages: Type.Optional(Type.Array(Type.Object({ role: Type.String(), content: Type.String() }, { additionalProperties: false }))),
-    params: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  }, { additionalProperties: false }),
+  ...aiLlmSpec,
   async execute(msg, config, ctx) {
     const messages: ChatMessage[] = [];
     if (config.systemPrompt) messages.push({ role: 'system', content: renderTemplate(config.systemPrompt, msg) });

@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import { commentSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /**
@@ -6,9 +6,7 @@ import { defineNodeType } from './types.js';
  * along `Success`. Its text lives in the node's `name` and `additionalInfo`, as editors write it.
  */
 export const comment = defineNodeType({
-  type: 'comment',
-  description: 'a note for the editor; passes the message on unchanged',
-  configuration: Type.Object({}, { additionalProperties: false }),
+  ...commentSpec,
   async execute(msg) {
     return { msg, relation: 'Success' };
   },

@@ -1,11 +1,9 @@
-import Type from 'typebox';
+import { endSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /** Ends the branch; the message at this point is a result of the run. */
 export const end = defineNodeType({
-  type: 'end',
-  description: 'ends the chain',
-  configuration: Type.Object({}, { additionalProperties: false }),
+  ...endSpec,
   async execute(msg) {
     return { msg, relations: [] };
   },

@@ -1,6 +1,6 @@
-import Type from 'typebox';
 import { dataTypeOf, parseMsgData } from '../chain/message.js';
 import type { RuleMsg } from '../chain/types.js';
+import { fieldFilterSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /** Comma-separated names, blanks dropped (RuleGo's filterEmptyStrings). */
@@ -15,16 +15,7 @@ function names(list: string | undefined): string[] {
  * RuleGo, text data has no fields, and JSON data that is not an object goes along `Failure`.
  */
 export const fieldFilter = defineNodeType({
-  type: 'fieldFilter',
-  description: 'routes True when the message has the named data and metadata fields, else False',
-  configuration: Type.Object(
-    {
-      checkAllKeys: Type.Optional(Type.Boolean({ description: 'true: every field must be there; false: one is enough' })),
-      dataNames: Type.Optional(Type.String({ maxLength: 4096, description: 'comma-separated keys of the data (a JSON object)' })),
-      metadataNames: Type.Optional(Type.String({ maxLength: 4096, description: 'comma-separated metadata keys' })),
-    },
-    { additionalProperties: false },
-  ),
+  ...fieldFilterSpec,
   async execute(msg, config) {
     const data = dataFields(msg);
     const inMetadata = (k: string) => Object.hasOwn(msg.metadata, k);

@@ -1,5 +1,4 @@
-import Type from 'typebox';
-import { AUTHORITY } from '../authority/policy.js';
+import { flowSpec } from '@agentry/definitions';
 import { dataTypeOf } from '../chain/message.js';
 import { NodeFailure, type RuleMsg, type SubChainResult } from '../chain/types.js';
 import { defineNodeType } from './types.js';
@@ -16,12 +15,7 @@ import { defineNodeType } from './types.js';
  * error that names the chain path, which shows a cycle.
  */
 export const flow = defineNodeType({
-  type: 'flow',
-  description: 'runs another rule chain',
-  configuration: Type.Object({
-    targetId: Type.String({ minLength: 1, description: 'id of the chain to run', ...AUTHORITY }),
-    extend: Type.Optional(Type.Boolean({ description: 'continue with the last end as it is instead of merging the ends' })),
-  }, { additionalProperties: false }),
+  ...flowSpec,
   async execute(msg, config, ctx) {
     const path = [...ctx.path, config.targetId];
     if (ctx.depth + 1 > ctx.maxFlowDepth) {

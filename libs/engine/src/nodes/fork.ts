@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import { forkSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /**
@@ -7,9 +7,7 @@ import { defineNodeType } from './types.js';
  * below merges what the branches produce.
  */
 export const fork = defineNodeType({
-  type: 'fork',
-  description: 'runs every Success branch in parallel (merge them with join)',
-  configuration: Type.Object({}, { additionalProperties: false }),
+  ...forkSpec,
   parallel: true,
   async execute(msg) {
     return { msg, relation: 'Success' };

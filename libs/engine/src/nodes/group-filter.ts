@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import { groupFilterSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /** RuleGo's default, in seconds, also for 0 or less. */
@@ -12,13 +12,7 @@ const GROUP_DEFAULT_TIMEOUT_S = 30;
  * seconds (default 30), then Failure. An empty `nodeIds` is a Failure, as in RuleGo.
  */
 export const groupFilter = defineNodeType({
-  type: 'groupFilter',
-  description: 'routes True when any (or, with allMatches, every) listed filter node says True',
-  configuration: Type.Object({
-    allMatches: Type.Optional(Type.Boolean({ description: 'every node must say True (default: any)' })),
-    nodeIds: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'filter node ids: a comma-separated string or a list' })),
-    timeout: Type.Optional(Type.Integer({ description: 'seconds; default 30' })),
-  }, { additionalProperties: false }),
+  ...groupFilterSpec,
   async execute(msg, config, ctx) {
     const raw = config.nodeIds ?? [];
     const ids = (typeof raw === 'string' ? raw.split(',') : raw).map((id) => id.trim()).filter((id) => id !== '');

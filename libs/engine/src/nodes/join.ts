@@ -1,6 +1,6 @@
-import Type from 'typebox';
 import { dataTypeOf, parseMsgData } from '../chain/message.js';
 import { NodeFailure, type BranchMsg, type RuleMsg } from '../chain/types.js';
+import { joinSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /** RuleGo's default, in seconds, also for 0 or less. */
@@ -17,12 +17,7 @@ const JOIN_DEFAULT_TIMEOUT_S = 30;
  * Failure.
  */
 export const join = defineNodeType({
-  type: 'join',
-  description: 'waits for parallel branches and merges their messages',
-  configuration: Type.Object({
-    timeout: Type.Optional(Type.Integer({ description: 'seconds to wait for every branch; default 30' })),
-    mergeToMap: Type.Optional(Type.Boolean({ description: 'merge the branch data into one object instead of a list' })),
-  }, { additionalProperties: false }),
+  ...joinSpec,
   join: { timeoutMs: (config) => timeoutSeconds(config.timeout) * 1000 },
   async execute(msg, config, ctx) {
     const arrived = ctx.joined?.msgs ?? [{ nodeId: '', msg, err: '' }];

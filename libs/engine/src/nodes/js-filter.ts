@@ -1,6 +1,6 @@
-import Type from 'typebox';
 import { describeValue, scriptInput } from '../chain/message.js';
 import { ScriptError } from '../sandbox/sandbox.js';
+import { jsFilterSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /**
@@ -9,9 +9,7 @@ import { defineNodeType } from './types.js';
  * because it is usually a mistake in the script (`return msg.x` for a missing field).
  */
 export const jsFilter = defineNodeType({
-  type: 'jsFilter',
-  description: 'routes along True or False by the result of a script',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
+  ...jsFilterSpec,
   async execute(msg, config, ctx) {
     if (!config.jsScript) throw new ScriptError('result', 'jsFilter needs a jsScript that returns true or false');
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });

@@ -1,6 +1,6 @@
-import Type from 'typebox';
 import { describeValue, scriptInput } from '../chain/message.js';
 import { ScriptError } from '../sandbox/sandbox.js';
+import { jsSwitchSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /**
@@ -8,9 +8,7 @@ import { defineNodeType } from './types.js';
  * (a single string is one relation).
  */
 export const jsSwitch = defineNodeType({
-  type: 'jsSwitch',
-  description: 'routes along the relations a script returns',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
+  ...jsSwitchSpec,
   async execute(msg, config, ctx) {
     if (!config.jsScript) throw new ScriptError('result', 'jsSwitch needs a jsScript that returns relation names');
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });

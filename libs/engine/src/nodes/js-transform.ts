@@ -1,6 +1,6 @@
-import Type from 'typebox';
 import { describeValue, scriptInput, toMetadataValue, toMsgData } from '../chain/message.js';
 import { ScriptError } from '../sandbox/sandbox.js';
+import { jsTransformSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /**
@@ -9,9 +9,7 @@ import { defineNodeType } from './types.js';
  * type. A field left out keeps its old value. Without a script the message passes unchanged.
  */
 export const jsTransform = defineNodeType({
-  type: 'jsTransform',
-  description: 'rewrites the message with a script',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
+  ...jsTransformSpec,
   async execute(msg, config, ctx) {
     if (!config.jsScript) return { msg, relation: 'Success' };
     const out = await ctx.sandbox.run(config.jsScript, scriptInput(msg), { signal: ctx.signal });

@@ -1,5 +1,5 @@
-import Type from 'typebox';
 import { scriptInput } from '../chain/message.js';
+import { logSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /**
@@ -7,9 +7,7 @@ import { defineNodeType } from './types.js';
  * `return 'Incoming message: ' + JSON.stringify(msg);`), else the message itself. Success.
  */
 export const log = defineNodeType({
-  type: 'log',
-  description: 'writes a log line',
-  configuration: Type.Object({ jsScript: Type.Optional(Type.String()) }, { additionalProperties: false }),
+  ...logSpec,
   async execute(msg, config, ctx) {
     const where = { chainId: ctx.chain.id, nodeId: ctx.node.id, msgId: msg.id, msgType: msg.type };
     if (config.jsScript) {

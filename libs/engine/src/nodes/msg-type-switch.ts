@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import { msgTypeSwitchSpec } from '@agentry/definitions';
 import { defineNodeType } from './types.js';
 
 /** RuleGo's relation for a message type no connection names. */
@@ -9,9 +9,7 @@ const DEFAULT_RELATION = 'Default';
  * message's `type`, or along `Default` when the node has none for it (exact, case-sensitive).
  */
 export const msgTypeSwitch = defineNodeType({
-  type: 'msgTypeSwitch',
-  description: 'routes along the relation named by the message type, else Default',
-  configuration: Type.Object({}, { additionalProperties: false }),
+  ...msgTypeSwitchSpec,
   async execute(msg, _config, ctx) {
     const edges = ctx.chain.outgoing.get(ctx.node.id) ?? [];
     return { msg, relation: edges.some((c) => c.type === msg.type) ? msg.type : DEFAULT_RELATION };

@@ -1,5 +1,4 @@
-import Type from 'typebox';
-import { AUTHORITY } from '../authority/policy.js';
+import { restApiCallSpec } from '@agentry/definitions';
 import { outboundRequest, safeUrl, type OutboundResponse } from '../chain/http-request.js';
 import { KeyedLimiter } from '../chain/limiter.js';
 import { renderTemplate } from '../chain/placeholders.js';
@@ -30,21 +29,7 @@ export const restApiCallLimiter = new KeyedLimiter();
  * process wait for a slot the same way (the wait counts in the timeout).
  */
 export const restApiCall = defineNodeType({
-  type: 'restApiCall',
-  description: 'calls an HTTP endpoint',
-  configuration: Type.Object({
-    restEndpointUrlPattern: Type.String({ minLength: 1, description: 'URL; ${...} placeholders allowed' }),
-    requestMethod: Type.Optional(
-      Type.Union(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'].map((m) => Type.Literal(m))),
-    ),
-    headers: Type.Optional(Type.Record(Type.String(), Type.String())),
-    withoutRequestBody: Type.Optional(Type.Boolean()),
-    readTimeoutMs: Type.Optional(Type.Integer({ minimum: 0 })),
-    allowPrivateNetworks: Type.Optional(Type.Boolean({ description: 'allow loopback, private and link-local addresses (default false), as for http_fetch; admin-only', ...AUTHORITY })),
-    allowHosts: Type.Optional(Type.Array(Type.String(), { description: 'hosts allowed whatever they resolve to; "*.example.com" matches subdomains; admin-only', ...AUTHORITY })),
-    maxParallelRequestsCount: Type.Optional(Type.Integer({ minimum: 0, description: 'parallel calls of this node per host (default 2000, 0 unlimited); more wait' })),
-  }, { additionalProperties: false }),
-  capabilities: (config) => [{ kind: 'request', via: 'restApiCall', allowPrivateNetworks: config.allowPrivateNetworks === true, allowHosts: config.allowHosts ?? [] }],
+  ...restApiCallSpec,
   async execute(msg, config, ctx) {
     const method: string = config.requestMethod ?? 'POST';
     const url = renderTemplate(config.restEndpointUrlPattern, msg);

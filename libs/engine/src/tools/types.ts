@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '@agentry/db';
 import type { InvalidateMessage } from '@agentry/contracts';
-import type { RunAuthority } from '../authority/policy.js';
+import type { RunAuthority } from '@agentry/definitions';
 
 /**
  * What a tool run gets. Tools work on the agent's Postgres workspace and records, never on the

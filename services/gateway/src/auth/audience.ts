@@ -1,5 +1,5 @@
 import { AUDIENCE_EVERYONE, AUDIENCE_PRIVATE, audienceAllows, audienceOf, type AgentAudience } from '@agentry/contracts';
-import { SEALED_PREFIX } from '@agentry/engine';
+import { SEALED_PREFIX } from '@agentry/definitions';
 import { listRuleChains, type Db, type RuleChainRow } from '@agentry/db';
 import { Errors } from '@agentry/errors';
 import type { Logger } from 'pino';

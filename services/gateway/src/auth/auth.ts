@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { definitionRefusals as engineRefusals, validateRuleChain, type RuleChainDsl, type RunAuthority } from '@agentry/engine';
+import { definitionRefusals as engineRefusals, validateRuleChain, type RuleChainDsl, type RunAuthority } from '@agentry/definitions';
 import type { GatewayDeps } from '../deps.js';
 import { CredentialIndex, type Principal } from './credentials.js';
 import { hasDefaultPassword } from './passwords.js';

@@ -11,7 +11,7 @@ import {
   type ProviderModel,
   type ProviderRecord,
 } from '@agentry/db';
-import { defaultModelOf } from '@agentry/engine';
+import { defaultModelOf } from '@agentry/definitions';
 import type { GatewayDeps } from '../deps.js';
 
 /** A provider as the API shows it: never the key, only whether one is set. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AgentTemplate } from '@agentry/contracts';
-import { agentTemplate, defaultWorkspaceFiles } from '@agentry/engine';
+import { agentTemplate, defaultWorkspaceFiles } from '@agentry/definitions';
 import type { GatewayDeps } from '../deps.js';
 import { serializeAsWritten } from './chain-support.js';
 import { typed } from './common.js';

@@ -1,13 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import {
-  Id,
-  RuleChainDsl,
-  RuleChainUpdate,
-  chainCategory,
-  defaultWorkspaceFiles,
-} from '@agentry/engine';
+import { Id, RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles } from '@agentry/definitions';
 import {
   cancelRun,
   heartbeatOfDsl,

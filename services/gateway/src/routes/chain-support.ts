@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
 import type { ReloadResult } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
-import { validateRuleChain, type ChainCache, type FieldValidation, type LoadResult, type RuleChainDsl, type StoredChain } from '@agentry/engine';
+import { validateRuleChain, type ChainCache, type FieldValidation, type LoadResult, type RuleChainDsl, type StoredChain } from '@agentry/definitions';
 import type { RuleChainRow } from '@agentry/db';
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { PubSubChannels } from '@agentry/contracts';
-import { ChainCache } from '@agentry/engine';
+import { ChainCache } from '@agentry/definitions';
 import { getRuleChain } from '@agentry/db';
 import type { GatewayDeps } from '../deps.js';
 import { agentRoutes } from './agents.js';

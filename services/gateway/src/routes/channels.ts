@@ -38,7 +38,7 @@ import {
   type JsonValue,
 } from '@agentry/db';
 import { mediaDirOf, normaliseMediaPath, resolveMediaFile } from '@agentry/channels';
-import { normaliseWorkspacePath } from '@agentry/engine';
+import { normaliseWorkspacePath } from '@agentry/definitions';
 import type { GatewayDeps } from '../deps.js';
 import {
   accountView,

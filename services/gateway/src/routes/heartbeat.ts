@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, chainCategory, type HeartbeatConfig } from '@agentry/engine';
+import { Id, chainCategory, type HeartbeatConfig } from '@agentry/definitions';
 import { heartbeatJobId, heartbeatOfDsl, nextTick } from '@agentry/runs';
 import { getCronJob, updateRuleChain, type JsonValue } from '@agentry/db';
 import { AgentHeartbeat, HeartbeatSettings, SuccessBody } from '@agentry/contracts';

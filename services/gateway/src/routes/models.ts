@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { defaultModelOf } from '@agentry/engine';
+import { defaultModelOf } from '@agentry/definitions';
 import { deleteProvider, getProvider, insertProvider, isUniqueViolation, listProviders, updateProvider, type ProviderRecord } from '@agentry/db';
 import {
   ModelProvider,

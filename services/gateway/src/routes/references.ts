@@ -1,7 +1,7 @@
 import { audienceAllows } from '@agentry/contracts';
 import { getRuleChain, listRuleChainsMentioning, type Db } from '@agentry/db';
 import { Errors } from '@agentry/errors';
-import { chainSharing, definitionReferences, holdsSecrets, ownerIsAdmin, refusal, type Capability, type RunAuthority } from '@agentry/engine';
+import { chainSharing, definitionReferences, holdsSecrets, ownerIsAdmin, refusal, type Capability, type RunAuthority } from '@agentry/definitions';
 import type { Principal } from '../auth/credentials.js';
 import { mayChange } from '../auth/ownership.js';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainInput, type FieldValidation, type RuleChainDsl, chainCategory, normalizeRuleChain } from '@agentry/engine';
+import { Id, RuleChainInput, type FieldValidation, type RuleChainDsl, chainCategory, normalizeRuleChain } from '@agentry/definitions';
 import {
   deleteRuleChain,
   getRuleChain,

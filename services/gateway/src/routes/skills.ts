@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type, { type Static } from 'typebox';
 import { Errors, isAppError } from '@agentry/errors';
 import { Skill, SkillPage, SkillUploadResult, SuccessBody, announceChange } from '@agentry/contracts';
-import { Id, MAX_SKILL_BYTES, SKILL_NAME_PATTERN, SkillFormatError, parseSkillMarkdown, readSkillArchive } from '@agentry/engine';
+import { Id, MAX_SKILL_BYTES, SKILL_NAME_PATTERN, SkillFormatError, parseSkillMarkdown, readSkillArchive } from '@agentry/definitions';
 import {
   countSkills,
   deleteSkill,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ToolForms, ToolList } from '@agentry/contracts';
-import { toolForms, toolList } from '@agentry/engine';
+import { toolForms, toolList } from '@agentry/definitions';
 import type { GatewayDeps } from '../deps.js';
 import { typed } from './common.js';
 

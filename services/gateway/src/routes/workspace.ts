@@ -4,7 +4,7 @@ import { isUtf8 } from 'node:buffer';
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { baseName, normaliseWorkspacePath, parentPath } from '@agentry/engine';
+import { baseName, normaliseWorkspacePath, parentPath } from '@agentry/definitions';
 import {
   deleteWorkspaceTree,
   getWorkspaceEntry,

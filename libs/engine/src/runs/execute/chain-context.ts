@@ -1,5 +1,5 @@
 import { AppError } from '@agentry/errors';
-import { assertAllowed, chainSharing, enter } from '../../authority/policy.js';
+import { assertAllowed, chainSharing, enter } from '@agentry/definitions';
 import type { AiAgentConfig, ChainContext, ParsedChain, RuleMsg } from '../../chain/types.js';
 import type { ModelCallRequest } from '../../models/types.js';
 import type { AgentRun } from './deps.js';

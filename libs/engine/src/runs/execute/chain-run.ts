@@ -2,7 +2,7 @@ import type { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import { recordRunSteps, type JsonValue } from '@agentry/db';
 import type { AgentLoopResult } from '../../agent/loop.js';
-import { parseChain } from '../../chain-cache.js';
+import { parseChain } from '@agentry/definitions';
 import { createRuleMsg } from '../../chain/message.js';
 import { ChainError, type ChainTraceEntry } from '../../chain/runner.js';
 import type { ChatMessage } from '../../models/types.js';

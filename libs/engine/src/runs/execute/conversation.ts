@@ -1,7 +1,7 @@
 import type { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import type { JsonValue, SessionMessage } from '@agentry/db';
-import type { AiAgentConfig } from '../../agent/config.js';
+import type { AiAgentConfig } from '@agentry/definitions';
 import type { ChatMessage, ModelCallRequest } from '../../models/types.js';
 
 /**

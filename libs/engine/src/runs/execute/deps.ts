@@ -2,10 +2,9 @@ import type { Logger } from 'pino';
 import type { InvalidateMessage, RunEvent, RunReply } from '@agentry/contracts';
 import type { Db, FinalRunStatus, RuleChainRow, RunRecord, RunSource, SkillRow } from '@agentry/db';
 import type { LoopEvent } from '../../agent/loop.js';
-import type { RunAuthority } from '../../authority/policy.js';
+import { type RunAuthority, type SecretSealer } from '@agentry/definitions';
 import type { CompactionSettings, ModelInfo } from '../../compaction/compaction.js';
 import type { ChainRunner } from '../../chain/runner.js';
-import type { SecretSealer } from '../../definition-secrets.js';
 import type { ModelCallRequest, ModelEvent } from '../../models/types.js';
 import type { ScriptSandbox } from '../../sandbox/sandbox.js';
 import type { ToolContext, ToolDefinition } from '../../tools/types.js';
@@ -92,7 +91,7 @@ export interface AgentRun {
   emit(event: LoopEvent): Promise<void>;
   /** Agent ids from the run's agent down to the one executing (cycles and depth are checked on it). */
   stack: readonly string[];
-  /** Who asked, whose agent runs, and the powers in effect at the definition executing (`authority/policy.ts`). */
+  /** Who asked, whose agent runs, and the powers in effect at the definition executing (`@agentry/definitions` `authority/policy.ts`). */
   authority: RunAuthority;
   /** What the whole run may still spend (model calls, tool calls, time), shared by everything nested in it. */
   limits: RunLimits;

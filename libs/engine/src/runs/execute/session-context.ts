@@ -1,6 +1,6 @@
 import type { RunRequest } from '@agentry/contracts';
 import { loadContext, type StoredSessionMessage } from '@agentry/db';
-import type { AiAgentConfig } from '../../agent/config.js';
+import type { AiAgentConfig } from '@agentry/definitions';
 import { compactOlder, compactionSettings, tokenBudget, type CompactionSettings } from '../../compaction/compaction.js';
 import { conversationTokens, conversationTokensAtMost, messageTokens, tokenCounter, type TokenCounter } from '../../compaction/tokens.js';
 import type { ChatMessage } from '../../models/types.js';

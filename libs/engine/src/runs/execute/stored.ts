@@ -1,7 +1,5 @@
 import { getRuleChain, type RuleChainRow } from '@agentry/db';
-import { parseChain } from '../../chain-cache.js';
-import { timeOf } from '../../authority/policy.js';
-import { holdsSecrets, unsealDefinition } from '../../definition-secrets.js';
+import { parseChain, timeOf, holdsSecrets, unsealDefinition } from '@agentry/definitions';
 import type { RunDeps } from './deps.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { AiAgentConfig } from '../../agent/config.js';
+import type { AiAgentConfig } from '@agentry/definitions';
 import { agentSystemPrompt } from '../../agent/prompt.js';
 import type { ChatMessage } from '../../models/types.js';
 import type { RunDeps } from './deps.js';

@@ -1,9 +1,8 @@
 import type { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
-import { DEFAULT_TOOL_TIMEOUT_MS, type AgentToolConfig, type AiAgentConfig } from '../../agent/config.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, type AgentToolConfig, type AiAgentConfig, chainSharing, enter, subagentRefusal, timeOf } from '@agentry/definitions';
 import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult, type LoopTool } from '../../agent/loop.js';
 import { resolveTools } from '../../agent/tools.js';
-import { chainSharing, enter, subagentRefusal, timeOf } from '../../authority/policy.js';
 import { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from '../../chain/tool.js';
 import type { ChatMessage } from '../../models/types.js';
 import type { ToolContext } from '../../tools/types.js';

@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer';
-import Type, { type TSchema } from 'typebox';
+import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { isAppError } from '@agentry/errors';
 import { inWorkspaceTransaction, toBuffer, type Db, type WorkspaceEntry } from '@agentry/db';
-import { normaliseWorkspacePath } from '../../workspace-path.js';
+import { normaliseWorkspacePath } from '@agentry/definitions';
 import { ToolError, type ToolContext, type ToolDefinition } from '../types.js';
 
 /** A built-in tool: a ToolDefinition plus the JSON schema of its per-agent `config`. */
@@ -23,11 +23,6 @@ const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
 export function fileSizeLimit(configured: number | undefined, ctx: Pick<ToolContext, 'maxFileBytes'>): number {
   const ceiling = ctx.maxFileBytes ?? Number.POSITIVE_INFINITY;
   return Math.min(configured ?? ctx.maxFileBytes ?? DEFAULT_MAX_FILE_SIZE, ceiling);
-}
-
-/** A string enum as `{type: 'string', enum}`: the form every model provider's tool schemas accept. */
-export function StringEnum<const T extends string>(values: readonly T[], opts: { description?: string } = {}) {
-  return Type.Unsafe<T>({ type: 'string', enum: [...values], ...opts });
 }
 
 /** One line per problem, naming the argument (or config field) and saying what is expected. */

@@ -1,9 +1,10 @@
-import Type, { type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { announceChange, type InvalidatePublisher } from '@agentry/contracts';
 import { getCronJob, getRuleChain, listCronJobs, updateCronJob, type CronJobRecord } from '@agentry/db';
 import { createCronJob, cronJobView, shortestGapSeconds } from '@agentry/runs';
 import { ToolError, type ToolContext } from '../types.js';
-import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
+import { cronSpec } from '@agentry/definitions';
+import { checkArgs, checkConfig, dbCall, type BuiltinTool } from './common.js';
 
 /**
  * `cron`: the agent's own scheduled jobs (`cron_jobs` rows whose target is this agent). A job
@@ -15,32 +16,10 @@ import { StringEnum, checkArgs, checkConfig, dbCall, type BuiltinTool } from './
  * them at their periodic reconcile (within a minute); the write stands either way.
  */
 
-const Parameters = Type.Object(
-  {
-    operation: StringEnum(['list', 'create', 'toggle'], {
-      description: 'list: your cron jobs; create: a new job; toggle: enable or disable a job',
-    }),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'create: a short name for the job' })),
-    schedule: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 256,
-        description: 'create: six cron fields "second minute hour day month weekday", e.g. "0 0 9 * * 1-5" = 09:00 on weekdays',
-      }),
-    ),
-    message: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000, description: 'create: the message you receive when the job fires' })),
-    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'create: IANA time zone of the schedule (default UTC)' })),
-    id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'toggle: the job id (from list)' })),
-    disabled: Type.Optional(Type.Boolean({ description: 'toggle: true disables, false enables (default: flip the current state)' })),
-  },
-  { additionalProperties: false },
-);
+const Parameters = cronSpec.parameters;
 type Args = Static<typeof Parameters>;
 
-const Config = Type.Object({
-  maxJobs: Type.Optional(Type.Integer({ minimum: 0, description: 'most jobs the agent may have (default 20)' })),
-  minIntervalSeconds: Type.Optional(Type.Integer({ minimum: 1, description: 'shortest time between two ticks of a schedule created here (default 60)' })),
-});
+const Config = cronSpec.configSchema;
 type Config = Static<typeof Config>;
 
 /** What the agent sees of a job: the API's view, the message cut short (the agent wrote it). */
@@ -56,13 +35,7 @@ function publisher(ctx: ToolContext): InvalidatePublisher | undefined {
 }
 
 export const cronTool: BuiltinTool = {
-  name: 'cron',
-  description:
-    'Manage your scheduled (cron) jobs. Each job sends you its message at every tick of its schedule, and you act on it then. ' +
-    'operation "list" shows your jobs; "create" adds one (name, schedule, message, optional timezone); "toggle" enables or disables one by id. ' +
-    'Schedules have six fields: second minute hour day month weekday.',
-  parameters: Parameters,
-  configSchema: Config,
+  ...cronSpec,
   async run(raw, ctx) {
     const args = checkArgs<Args>('cron', Parameters, raw);
     const cfg = checkConfig<Config>('cron', Config, ctx.config);

@@ -1,35 +1,18 @@
-import Type, { type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { getWorkspaceEntry } from '@agentry/db';
 import { GlobSyntaxError, compileGlob } from '../glob-match.js';
 import { ToolError } from '../types.js';
+import { globSpec } from '@agentry/definitions';
 import { checkArgs, checkConfig, listTree, plural, toolPath, type BuiltinTool } from './common.js';
 
-const Parameters = Type.Object(
-  {
-    pattern: Type.String({
-      minLength: 1,
-      description: 'glob relative to path: * and ? stay within a directory, ** spans directories, {a,b} alternatives (e.g. "**/*.md", "notes/*.txt")',
-    }),
-    path: Type.Optional(Type.String({ description: 'directory to search from, relative to the workspace root (default: the root)' })),
-    head_limit: Type.Optional(Type.Integer({ minimum: 1, description: 'most paths to return (default 200)' })),
-  },
-  { additionalProperties: false },
-);
+const Parameters = globSpec.parameters;
 type Args = Static<typeof Parameters>;
 
-const Config = Type.Object({
-  maxResults: Type.Optional(Type.Integer({ minimum: 1, description: 'paths returned when head_limit is not given (default 200)' })),
-  hardMaxLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'largest head_limit honoured (default 1000)' })),
-});
+const Config = globSpec.configSchema;
 type Config = Static<typeof Config>;
 
 export const globTool: BuiltinTool = {
-  name: 'glob',
-  description:
-    'Find files in the agent workspace by name pattern. "*.md" matches only directly inside path; "**/*.md" matches at any depth. ' +
-    'Returns matching file paths relative to the workspace root, one per line, sorted by path.',
-  parameters: Parameters,
-  configSchema: Config,
+  ...globSpec,
   async run(raw, ctx) {
     const args = checkArgs<Args>('glob', Parameters, raw);
     const cfg = checkConfig<Config>('glob', Config, ctx.config);

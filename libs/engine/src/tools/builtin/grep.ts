@@ -1,41 +1,15 @@
-import Type, { type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { getWorkspaceEntry } from '@agentry/db';
 import { GlobSyntaxError, fileFilter } from '../glob-match.js';
 import { RegexTimeoutError, grepInWorker, type GrepFile, type GrepFileResult } from '../regex-runner.js';
 import { ToolError, type ToolContext } from '../types.js';
-import { StringEnum, checkArgs, checkConfig, clipLine, compileRegex, isBinary, listTree, plural, readContents, toolPath, type BuiltinTool } from './common.js';
+import { grepSpec } from '@agentry/definitions';
+import { checkArgs, checkConfig, clipLine, compileRegex, isBinary, listTree, plural, readContents, toolPath, type BuiltinTool } from './common.js';
 
-const Context = (what: string) => Type.Optional(Type.Integer({ minimum: 0, maximum: 50, description: `content mode: lines of context ${what} each match` }));
-
-const Parameters = Type.Object(
-  {
-    pattern: Type.String({ minLength: 1, description: 'JavaScript regular expression, matched against each line (e.g. "TODO|FIXME", "function\\s+\\w+")' }),
-    path: Type.Optional(Type.String({ description: 'file or directory to search, relative to the workspace root (default: the whole workspace)' })),
-    include: Type.Optional(Type.String({ minLength: 1, description: 'only files matching this glob; without "/" it matches file names at any depth (e.g. "*.md", "docs/**/*.txt")' })),
-    exclude: Type.Optional(Type.String({ minLength: 1, description: 'skip files matching this glob (same rules as include)' })),
-    output_mode: Type.Optional(
-      StringEnum(['content', 'files_with_matches', 'count'], {
-        description: 'content (default): matching lines as path:line:text; files_with_matches: only the paths; count: matches per file',
-      }),
-    ),
-    '-A': Context('after'),
-    '-B': Context('before'),
-    '-C': Context('before and after'),
-    '-i': Type.Optional(Type.Boolean({ description: 'case-insensitive (default false)' })),
-    head_limit: Type.Optional(Type.Integer({ minimum: 1, description: 'most results to return: matching lines, files or counts (default 100)' })),
-  },
-  { additionalProperties: false },
-);
+const Parameters = grepSpec.parameters;
 type Args = Static<typeof Parameters>;
 
-const Config = Type.Object({
-  maxResults: Type.Optional(Type.Integer({ minimum: 1, description: 'results when head_limit is not given (default 100)' })),
-  hardMaxLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'largest head_limit honoured (default 1000)' })),
-  maxFiles: Type.Optional(Type.Integer({ minimum: 1, description: 'most files searched in one call (default 5000)' })),
-  maxFileBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'larger files are skipped (default 2097152)' })),
-  maxScanBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'most bytes searched in one call (default 33554432)' })),
-  regexTimeoutMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000, description: 'longest the pattern may run (default 5000)' })),
-});
+const Config = grepSpec.configSchema;
 type Config = Static<typeof Config>;
 
 const MAX_OUTPUT_CHARS = 100_000;
@@ -54,13 +28,7 @@ type Mode = NonNullable<Args['output_mode']>;
 type Candidate = { path: string; size: number };
 
 export const grepTool: BuiltinTool = {
-  name: 'grep',
-  description:
-    'Search the contents of workspace files with a regular expression, line by line. Returns matching lines as path:line:text ' +
-    '(context lines as path-line-text) with -A/-B/-C for context, or only file paths (output_mode "files_with_matches") or counts ("count"). ' +
-    'Narrow with path, include and exclude. Binary files are skipped.',
-  parameters: Parameters,
-  configSchema: Config,
+  ...grepSpec,
   async run(raw, ctx) {
     const args = checkArgs<Args>('grep', Parameters, raw);
     const cfg = checkConfig<Config>('grep', Config, ctx.config);

@@ -15,17 +15,9 @@ export { BASH_DENY_LIST, bwrapUnavailable } from './bash.js';
 export { htmlToText } from './http-fetch.js';
 
 /**
- * The built-in tools, by name. Agents list the ones they use in their `ai/agent` node's
- * `tools` (`{type: 'builtin', name, config?}`); `optIn` ones (bash, http_fetch, send_message) are never part
- * of the defaults.
+ * The built-in tools, by name: each spec of `builtinToolSpecs` (`@agentry/definitions`) with
+ * what it does when it runs.
  */
 export const builtinTools: Readonly<Record<string, BuiltinTool>> = Object.freeze(
   Object.fromEntries([readTool, writeTool, editTool, grepTool, globTool, skillTool, cronTool, sendMessageTool, httpFetchTool, bashTool].map((t) => [t.name, t])),
 );
-
-/** Names of the built-in tools an agent gets by default (every one that is not opt-in). */
-export function defaultBuiltinToolNames(): string[] {
-  return Object.values(builtinTools)
-    .filter((t) => !t.optIn)
-    .map((t) => t.name);
-}

@@ -1,36 +1,14 @@
-import Type, { type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { getWorkspaceEntry, listWorkspaceDir, readWorkspaceFile } from '@agentry/db';
 import { GlobSyntaxError, fileFilter } from '../glob-match.js';
 import { ToolError, type ToolContext } from '../types.js';
-import { StringEnum, checkArgs, checkConfig, clipLine, entryPath, isBinary, listTree, plural, readContents, toolPath, type BuiltinTool } from './common.js';
+import { readSpec } from '@agentry/definitions';
+import { checkArgs, checkConfig, clipLine, entryPath, isBinary, listTree, plural, readContents, toolPath, type BuiltinTool } from './common.js';
 
-const Parameters = Type.Object(
-  {
-    operation: Type.Optional(
-      StringEnum(['file', 'list', 'search'], {
-        description: 'file (default): read a file, optionally a line range; list: the entries of a directory; search: find text in files',
-      }),
-    ),
-    path: Type.Optional(
-      Type.String({ description: 'Relative to the workspace root. file: the file (required); list and search: the directory (default: the root)' }),
-    ),
-    line_from: Type.Optional(Type.Integer({ minimum: 1, description: 'file: first line to read, 1-based (default 1)' })),
-    line_to: Type.Optional(Type.Integer({ minimum: 1, description: 'file: last line to read, inclusive (default: as many as the limit allows)' })),
-    query: Type.Optional(Type.String({ minLength: 1, description: 'search: the text to find (case-insensitive, plain text, not a regex)' })),
-    pattern: Type.Optional(
-      Type.String({ minLength: 1, description: 'search: which files to look in, a glob; without "/" it matches file names at any depth (default "*.md")' }),
-    ),
-  },
-  { additionalProperties: false },
-);
+const Parameters = readSpec.parameters;
 type Args = Static<typeof Parameters>;
 
-const Config = Type.Object({
-  maxReadLines: Type.Optional(Type.Integer({ minimum: 1, description: 'most lines one read returns (default 1000)' })),
-  maxReadChars: Type.Optional(Type.Integer({ minimum: 1000, description: 'most characters one read returns (default 100000)' })),
-  maxSearchResults: Type.Optional(Type.Integer({ minimum: 1, description: 'most matching lines a search returns (default 30)' })),
-  maxListEntries: Type.Optional(Type.Integer({ minimum: 1, description: 'most entries a list returns (default 500)' })),
-});
+const Config = readSpec.configSchema;
 type Config = Static<typeof Config>;
 
 async function readFile(args: Args, cfg: Config, ctx: ToolContext): Promise<string> {
@@ -135,13 +113,7 @@ async function search(args: Args, cfg: Config, ctx: ToolContext): Promise<string
 }
 
 export const readTool: BuiltinTool = {
-  name: 'read',
-  description:
-    'Read the agent workspace. operation "file" (the default) returns a file with line numbers; use line_from/line_to for long files. ' +
-    'operation "list" shows the entries of a directory. operation "search" finds lines containing query (plain text, case-insensitive) ' +
-    'in files matching pattern (default "*.md"). Paths are relative to the workspace root.',
-  parameters: Parameters,
-  configSchema: Config,
+  ...readSpec,
   async run(raw, ctx) {
     const args = checkArgs<Args>('read', Parameters, raw);
     const cfg = checkConfig<Config>('read', Config, ctx.config);

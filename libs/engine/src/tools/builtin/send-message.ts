@@ -1,5 +1,6 @@
-import Type, { type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { ToolError } from '../types.js';
+import { sendMessageSpec } from '@agentry/definitions';
 import { checkArgs, checkConfig, type BuiltinTool } from './common.js';
 
 /**
@@ -11,33 +12,14 @@ import { checkArgs, checkConfig, type BuiltinTool } from './common.js';
  * only through an account bound to the agent, only to chats the account admits, unless an admin's
  * definition pins the chat in `chatIds`.
  */
-const Parameters = Type.Object(
-  {
-    platform: Type.String({ minLength: 1, maxLength: 64, description: 'channel platform id, e.g. chat_d' }),
-    chatId: Type.String({ minLength: 1, maxLength: 512, description: 'the chat (or user:<id>) to send to' }),
-    message: Type.String({ minLength: 1, maxLength: 20_000, description: 'the text to send' }),
-    accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "the account to send through (default: the platform's first enabled account bound to this agent)" })),
-  },
-  { additionalProperties: false },
-);
+const Parameters = sendMessageSpec.parameters;
 type Args = Static<typeof Parameters>;
 
-const Config = Type.Object({
-  platforms: Type.Optional(Type.Array(Type.String(), { description: 'platforms the agent may send to (default: all)' })),
-  chatIds: Type.Optional(
-    Type.Array(Type.String(), {
-      description: "chats the agent may send to (default: those the account admits, see allow_from); an admin's agent may list chats outside the account's allow_from",
-    }),
-  ),
-});
+const Config = sendMessageSpec.configSchema;
 type Config = Static<typeof Config>;
 
 export const sendMessageTool: BuiltinTool = {
-  name: 'send_message',
-  description: 'Send a text message to a chat on a messaging platform through one of the configured channel accounts. Answers with the platform message id.',
-  parameters: Parameters,
-  configSchema: Config,
-  optIn: true,
+  ...sendMessageSpec,
   async run(raw, ctx) {
     const args = checkArgs<Args>('send_message', Parameters, raw);
     const cfg = checkConfig<Config>('send_message', Config, ctx.config);

@@ -1,28 +1,17 @@
-import Type, { type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { activeSkills } from '../../skills/inject.js';
 import { ToolError } from '../types.js';
+import { skillSpec } from '@agentry/definitions';
 import { checkArgs, checkConfig, type BuiltinTool } from './common.js';
 
-const Parameters = Type.Object(
-  {
-    skill: Type.String({ minLength: 1, maxLength: 64, description: 'the name of the skill to load, as listed in <available_skills>' }),
-  },
-  { additionalProperties: false },
-);
+const Parameters = skillSpec.parameters;
 type Args = Static<typeof Parameters>;
 
-const Config = Type.Object({
-  disabledSkills: Type.Optional(Type.Array(Type.String(), { description: 'skills this agent may not load (the ai/agent node\'s disabledSkills)' })),
-});
+const Config = skillSpec.configSchema;
 type Config = Static<typeof Config>;
 
 export const skillTool: BuiltinTool = {
-  name: 'skill',
-  description:
-    'Load the full instructions of one of your skills by name (the names are listed in <available_skills> in your instructions). ' +
-    'Call it before working on a task a skill covers, then follow what it says.',
-  parameters: Parameters,
-  configSchema: Config,
+  ...skillSpec,
   async run(raw, ctx) {
     const args = checkArgs<Args>('skill', Parameters, raw);
     const cfg = checkConfig<Config>('skill', Config, ctx.config);

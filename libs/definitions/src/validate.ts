@@ -1,6 +1,6 @@
 import { AGENT_NODE_TYPE, RuleChainDsl, isAgentChain, schemaErrors, schemaProblems } from './dsl.js';
 import { templatedAuthorityFields } from './authority/definition.js';
-import { nodeTypes } from './nodes/index.js';
+import { nodeSpecs } from './nodes/index.js';
 
 /**
  * What an unknown field of a node's configuration is (Kubernetes' `fieldValidation`): `Strict`
@@ -45,9 +45,9 @@ export function validateRuleChain(dsl: unknown, opts: ValidateOptions = {}): Val
     const where = `metadata.nodes[${i}] ("${node.id}")`;
     if (seen.has(node.id)) errors.push(`${where}: duplicate node id "${node.id}"`);
     seen.add(node.id);
-    const def = nodeTypes[node.type];
+    const def = nodeSpecs[node.type];
     if (!def) {
-      errors.push(`${where}: unknown node type "${node.type}" (known: ${Object.keys(nodeTypes).join(', ')})`);
+      errors.push(`${where}: unknown node type "${node.type}" (known: ${Object.keys(nodeSpecs).join(', ')})`);
       return;
     }
     const config = node.configuration ?? {};

@@ -1,7 +1,7 @@
 import Type from 'typebox';
-import { DEFAULT_TOOL_TIMEOUT_MS, McpToolConfig, MIN_TOOL_TIMEOUT_MS } from '../agent/config.js';
-import { nodeTypes } from '../nodes/index.js';
-import { builtinTools } from './builtin/index.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, McpToolConfig, MIN_TOOL_TIMEOUT_MS } from '../agent-config.js';
+import { nodeSpecs } from '../nodes/index.js';
+import { builtinToolSpecs } from './index.js';
 
 /**
  * What a configuration form needs (`GET /tools`, `GET /tools/forms`): the built-in tools with the
@@ -52,14 +52,14 @@ interface ToolListItem {
 
 /** `GET /tools`: the built-in tools. */
 export function toolList(): ToolListItem[] {
-  return Object.values(builtinTools).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, optIn: t.optIn ?? false }));
+  return Object.values(builtinToolSpecs).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, optIn: t.optIn ?? false }));
 }
 
 /** `GET /tools/forms`. */
 export function toolForms() {
   return {
-    nodes: Object.values(nodeTypes).map((n) => ({ type: n.type, description: n.description, configuration: n.configuration })),
-    tools: Object.values(builtinTools).map((t) => ({
+    nodes: Object.values(nodeSpecs).map((n) => ({ type: n.type, description: n.description, configuration: n.configuration })),
+    tools: Object.values(builtinToolSpecs).map((t) => ({
       name: t.name,
       description: t.description,
       optIn: t.optIn ?? false,

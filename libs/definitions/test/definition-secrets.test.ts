@@ -1,18 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Sealer } from '@agentry/runtime';
-import {
-  SEALED_PREFIX,
-  SECRET_MARKER,
-  holdsSecrets,
-  isSecretHeader,
-  isSecretKey,
-  isSecretUrl,
-  redactDefinition,
-  sealDefinition,
-  sealStoredPlaintext,
-  unsealDefinition,
-  validateRuleChain,
-} from '../src/index.js';
+import { SEALED_PREFIX, SECRET_MARKER, holdsSecrets, isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, sealStoredPlaintext, unsealDefinition, validateRuleChain } from '@agentry/definitions';
 
 /** The secret-field rule and the seal / redact / unseal round trip of definitions. */
 const sealer = new Sealer('definition-secrets-master-key-0123456789');

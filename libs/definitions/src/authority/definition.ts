@@ -1,9 +1,9 @@
 import type { TSchema } from 'typebox';
-import { McpToolConfig, type AgentToolConfig } from '../agent/config.js';
-import { chainVars, fillChainVars } from '../chain/vars.js';
+import { McpToolConfig, type AgentToolConfig } from '../agent-config.js';
+import { chainVars, fillChainVars } from '../chain-vars.js';
 import type { RuleChainDsl } from '../dsl.js';
-import { nodeTypes } from '../nodes/index.js';
-import { builtinTools } from '../tools/builtin/index.js';
+import { nodeSpecs } from '../nodes/index.js';
+import { builtinToolSpecs } from '../tools/index.js';
 import { refusal, type RunAuthority } from './policy.js';
 
 /**
@@ -19,7 +19,7 @@ const TEMPLATE = /\$\{/;
 function toolConfigSchema(entry: AgentToolConfig): TSchema | undefined {
   const type = entry.type ?? 'builtin';
   if (type === 'mcp') return McpToolConfig;
-  if (type === 'builtin' && entry.name !== undefined) return builtinTools[entry.name]?.configSchema;
+  if (type === 'builtin' && entry.name !== undefined) return builtinToolSpecs[entry.name]?.configSchema;
   return undefined;
 }
 
@@ -46,7 +46,7 @@ function templatedIn(schema: TSchema | undefined, value: unknown, path: string, 
 
 /** Every field of a node configuration that grants authority and is written as a `${...}` template. */
 export function templatedAuthorityFields(type: string, configuration: unknown): string[] {
-  const def = nodeTypes[type];
+  const def = nodeSpecs[type];
   if (!def) return [];
   const out: string[] = [];
   templatedIn(def.configuration, configuration, 'configuration', out);
@@ -68,7 +68,7 @@ export function definitionRefusals(dsl: RuleChainDsl, authority: RunAuthority, g
   const env = { vars: chainVars(dsl), global: globals };
   const out: string[] = [];
   dsl.metadata.nodes.forEach((node, i) => {
-    const def = nodeTypes[node.type];
+    const def = nodeSpecs[node.type];
     if (!def?.capabilities) return;
     const config = fillChainVars(node.configuration ?? {}, env);
     for (const cap of def.capabilities(config as never)) {

@@ -1,7 +1,30 @@
-import type { LoadResult } from './chain/types.js';
-import type { RuleChainDsl, RuleConnection } from './dsl.js';
+import type { RuleChainDsl, RuleConnection, RuleNode } from './dsl.js';
 import { validateRuleChain } from './validate.js';
-import { chainVars } from './chain/vars.js';
+import { chainVars } from './chain-vars.js';
+
+/** A chain parsed and checked, ready for the engine to run (`parseChain`, `ChainCache`). */
+export interface ParsedChain {
+  id: string;
+  name: string;
+  dsl: RuleChainDsl;
+  nodes: ReadonlyMap<string, RuleNode>;
+  /** Where a run starts: `firstNodeIndex` (default 0); undefined for a chain without nodes. */
+  firstNodeId: string | undefined;
+  /** Connections leaving each node, in DSL order. */
+  outgoing: ReadonlyMap<string, readonly RuleConnection[]>;
+  /** `ruleChain.configuration.vars` as text: what `${vars.x}` in node configurations reads. */
+  vars?: Readonly<Record<string, string>>;
+  /** The stored row's owner (username), when the chain was loaded from the database. */
+  owner?: string;
+  /** The stored row holds credentials (`holdsSecrets`): it runs for another owner only when lent. */
+  secrets?: boolean;
+  /** The stored row's creation and last save (ms): whether a reference predates what it names. */
+  createdAt?: number;
+  savedAt?: number;
+}
+
+/** `warnings`: the chain's unknown node-configuration fields, kept as written (see `FieldValidation`). */
+export type LoadResult = { ok: true; chain: ParsedChain; warnings?: string[] } | { ok: false; error: string };
 
 /** A chain as storage hands it over: the DSL plus a version that changes with every write. */
 export interface StoredChain {

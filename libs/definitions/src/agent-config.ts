@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { HeartbeatSettings } from '@agentry/contracts';
-import { AUTHORITY, type Capability } from '../authority/policy.js';
+import { AUTHORITY, type Capability } from './authority/policy.js';
 import { heartbeatProblems } from '@agentry/runs';
 
 /**

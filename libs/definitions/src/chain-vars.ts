@@ -1,5 +1,11 @@
-import type { RuleChainDsl } from '../dsl.js';
-import { toMetadataValue } from './message.js';
+import type { RuleChainDsl } from './dsl.js';
+
+/** A value as metadata holds it: text as it is, nothing as '', anything else as JSON. */
+export function toMetadataValue(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === undefined || value === null) return '';
+  return JSON.stringify(value);
+}
 
 /** The two maps RuleGo fills node configurations from: the chain's and the server's. */
 export interface ChainVars {

@@ -1,5 +1,5 @@
 import { AGENT_NODE_TYPE, type RuleChainDsl } from './dsl.js';
-import { defaultBuiltinToolNames } from './tools/builtin/index.js';
+import { defaultBuiltinToolNames } from './tools/index.js';
 
 /**
  * The agent template (`GET /agent-template`) and the files a new agent's workspace starts
