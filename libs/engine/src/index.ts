@@ -50,5 +50,5 @@ export { policyFetch } from './tools/policy-fetch.js';
 export { ToolError, type SendMessageInput, type ToolContext, type ToolDefinition } from './tools/types.js';
 export { validateRuleChain, type FieldValidation } from './validate.js';
 export { ancestorPaths, baseName, normaliseWorkspacePath, parentPath } from './workspace-path.js';
-export { type HeartbeatConfig } from './agent/config.js';
+export { McpToolConfig, type HeartbeatConfig } from './agent/config.js';
 export { markSpanFailed, startChildSpan } from './tracing.js';
