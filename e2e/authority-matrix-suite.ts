@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeModel, waitFor, type FakeModel, type FakeReply, type FakeRequest } from '@agentry/testing';
+import { startFakeModel, startFakeTelegram, waitFor, type FakeModel, type FakePlatform, type FakeReply, type FakeRequest } from '@agentry/testing';
 import { authorityFields, builtinToolNames, nodeTypeNames, secretFields } from './authority-matrix.js';
 
 /**
@@ -96,8 +96,11 @@ export const PROBES: readonly Probe[] = [
 ];
 
 /** How a run reaches the definition holding the power. */
-export type Reach = 'self' | 'fork' | 'chainTool' | 'flow' | 'subagent' | 'cron' | 'heartbeat';
-const REACHES: readonly Reach[] = ['self', 'fork', 'chainTool', 'flow', 'subagent', 'cron', 'heartbeat'];
+export type Reach = 'self' | 'fork' | 'chainTool' | 'flow' | 'subagent';
+const REACHES: readonly Reach[] = ['self', 'fork', 'chainTool', 'flow', 'subagent'];
+/** How the run starts: a chat request, a cron fire, a heartbeat, a message to a bound channel account. */
+export type Start = 'chat' | 'cron' | 'heartbeat' | 'channel';
+const STARTS: readonly Start[] = ['chat', 'cron', 'heartbeat', 'channel'];
 /** The reaches through which one owner's definition uses another's (the reference rules apply). */
 const REFERENCES = new Set<Reach>(['chainTool', 'flow', 'subagent']);
 
@@ -155,8 +158,11 @@ export const TOOLS_WITH_PROBES = new Set(
 
 type Spelling = 'literal' | 'vars' | 'global' | 'metadata';
 type Owner = 'admin' | 'alice';
-/** Who asks: the entry agent's owner, a user it is shared with, one it is not, an api account in its audience, an admin. */
-type Asker = 'owner' | 'carol' | 'bob' | 'app' | 'admin';
+/**
+ * Who asks: the entry agent's owner, a user it is shared with, one it is not, an api account in
+ * its audience, an admin, or someone writing to a channel account bound to the agent.
+ */
+type Asker = 'owner' | 'carol' | 'bob' | 'app' | 'admin' | 'peer';
 /** How the holder is shared with the entry's owner, when they differ: not, shared, shared and its powers lent. */
 type Sharing = 'private' | 'shared' | 'lent';
 export type Outcome = 'ran' | 'refused at save' | 'refused at chat' | 'refused at run';
@@ -164,6 +170,7 @@ export type Outcome = 'ran' | 'refused at save' | 'refused at chat' | 'refused a
 export interface Case {
   id: string;
   probe: Probe;
+  start: Start;
   reach: Reach;
   holderOwner: Owner;
   entryOwner: Owner;
@@ -172,7 +179,8 @@ export interface Case {
 }
 
 /** Every entry agent's audience: its owner (and admins), carol, and the api account `app`; never bob. */
-const IN_AUDIENCE: Readonly<Record<Asker, boolean>> = { owner: true, carol: true, bob: false, app: true, admin: true };
+// A channel peer is not asked about: an account reaches an agent only through an admin's binding.
+const IN_AUDIENCE: Readonly<Record<Asker, boolean>> = { owner: true, carol: true, bob: false, app: true, admin: true, peer: true };
 
 /**
  * THE expectation, as a reader would state the model (docs/reliability.md, "Authority"):
@@ -188,7 +196,7 @@ export function expected(c: Case): Outcome {
   const crossOwner = REFERENCES.has(c.reach) && c.entryOwner !== 'admin';
   if (crossOwner && c.sharing === 'private') return 'refused at save';
   if (crossOwner && c.sharing === 'shared' && c.probe.secrets) return 'refused at save';
-  if (!IN_AUDIENCE[c.asker]) return c.reach === 'cron' ? 'refused at save' : 'refused at chat';
+  if (!IN_AUDIENCE[c.asker]) return c.start === 'cron' ? 'refused at save' : 'refused at chat';
   if (crossOwner && c.sharing === 'shared') return 'refused at run';
   return 'ran';
 }
@@ -200,15 +208,20 @@ export function expected(c: Case): Outcome {
  * - `fork` applies to nodes only (a tool is not a branch); a sub-agent call runs the called
  *   agent's `ai/agent` node alone, so it reaches tools, never the nodes before it in its chain;
  * - an admin's entry reaches any admin definition (sharing is not asked of admins): sharing `private` only;
- * - a heartbeat runs as its agent's owner: that asker only; a cron job is made on a management
- *   route, which takes a user's JWT, so no api account asks there.
+ * - a heartbeat runs as its agent's owner: that asker only; a channel message as its peer: that
+ *   asker only (an admin bound the account); a cron job is made on a management
+ *   route, which takes a user's JWT, so no api account asks there;
+ * - a run started by cron, a heartbeat or a channel differs from a chat in who it is for and how
+ *   it begins; past the entry agent the path is the same code, so those starts take the holder
+ *   itself and a rule-chain tool (the reference rules: does authority follow the run?) only.
  */
 export function matrixCases(probes: readonly Probe[] = PROBES): Case[] {
   const out: Case[] = [];
   const add = (c: Omit<Case, 'id'>) => out.push({ ...c, id: `m${out.length}` });
   for (const probe of probes) {
-    add({ probe, reach: 'self', holderOwner: 'alice', entryOwner: 'alice', sharing: 'private', asker: 'owner' });
-    for (const reach of REACHES) {
+    add({ probe, start: 'chat', reach: 'self', holderOwner: 'alice', entryOwner: 'alice', sharing: 'private', asker: 'owner' });
+    for (const start of STARTS) for (const reach of REACHES) {
+      if (start !== 'chat' && reach !== 'self' && reach !== 'chainTool') continue;
       if (reach === 'fork' && probe.kind !== 'node') continue;
       // A sub-agent call runs the called agent's `ai/agent` node, not the nodes of its chain.
       if (reach === 'subagent' && probe.kind === 'node') continue;
@@ -216,10 +229,11 @@ export function matrixCases(probes: readonly Probe[] = PROBES): Case[] {
       for (const entryOwner of entryOwners) {
         const sharings: Sharing[] = entryOwner === 'admin' ? ['private'] : ['private', 'shared', 'lent'];
         for (const sharing of sharings) {
-          const askers: Asker[] = reach === 'heartbeat' ? ['owner'] : reach === 'cron' ? ['owner', 'carol', 'bob'] : ['owner', 'carol', 'bob', 'app', 'admin'];
+          const askers: Asker[] =
+            start === 'heartbeat' ? ['owner'] : start === 'channel' ? ['peer'] : start === 'cron' ? ['owner', 'carol', 'bob'] : ['owner', 'carol', 'bob', 'app', 'admin'];
           for (const asker of askers) {
             if (asker === 'admin' && entryOwner === 'admin') continue;
-            add({ probe, reach, holderOwner: 'admin', entryOwner, sharing, asker });
+            add({ probe, start, reach, holderOwner: 'admin', entryOwner, sharing, asker });
           }
         }
       }
@@ -229,7 +243,7 @@ export function matrixCases(probes: readonly Probe[] = PROBES): Case[] {
 }
 
 const describeCase = (c: Case) =>
-  `${c.id}: ${c.probe.name} held by ${c.holderOwner}, reached by ${c.reach}${REFERENCES.has(c.reach) ? ` from ${c.entryOwner}'s agent (${c.sharing})` : ''}, asked by ${c.asker} -> ${expected(c)}`;
+  `${c.id}: ${c.probe.name} held by ${c.holderOwner}, ${c.start === 'chat' ? '' : `started by ${c.start}, `}reached by ${c.reach}${REFERENCES.has(c.reach) ? ` from ${c.entryOwner}'s agent (${c.sharing})` : ''}, asked by ${c.asker} -> ${expected(c)}`;
 
 // ---------------------------------------------------------------------------------------------
 // The suite.
@@ -241,7 +255,7 @@ interface Res {
 }
 
 /** Runs the matrix against the server `start` makes from the canary's configuration lines. */
-export function authorityMatrix(opts: { start: (configLines: string[]) => Promise<MatrixServer>; probes?: readonly Probe[]; reaches?: readonly Reach[] }): void {
+export function authorityMatrix(opts: { start: (configLines: string[]) => Promise<MatrixServer>; probes?: readonly Probe[] }): void {
   let fake: FakeModel;
   let server: MatrixServer;
   let canary: http.Server;
@@ -251,7 +265,8 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
   const env: Env = { canary: '', binDir };
   /** Every request the canary saw: its path and Authorization header. */
   const hits: Array<{ url: string; authorization: string | undefined }> = [];
-  const tokens: Record<Asker | 'alice', string> = { owner: '', carol: '', bob: '', app: MATRIX_API_KEY, admin: '', alice: '' };
+  const tokens: Record<Asker | 'alice', string> = { owner: '', carol: '', bob: '', app: MATRIX_API_KEY, admin: '', alice: '', peer: '' };
+  let telegram: FakePlatform;
 
   async function api(method: string, url: string, token: string, body?: unknown): Promise<Res> {
     const res = await fetch(`${server.baseURL}${url}`, {
@@ -259,6 +274,12 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
       headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
+    const text = await res.text();
+    return { status: res.status, text, json: () => JSON.parse(text) };
+  }
+
+  async function fetchRaw(url: string, headers: Record<string, string>, body: string): Promise<Res> {
+    const res = await fetch(`${server.baseURL}${url}`, { method: 'POST', headers, body });
     const text = await res.text();
     return { status: res.status, text, json: () => JSON.parse(text) };
   }
@@ -273,13 +294,20 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
     return { requests: hits.filter((h) => mine(h.url)), execs: execs.filter((l) => l === caseId) };
   };
 
+  /** The case whose agent made a model call (its system prompt names it). */
+  const caseOf = (req: FakeRequest) => /case:(m\d+)/.exec(String(req.body.messages.find((m) => m.role === 'system')?.content ?? ''))?.[1];
+
   /** Whether a model call of the case's agents was offered a probe tool (a refused one is left out). */
   const offered = (caseId: string) =>
     fake.requests.some(
       (r) =>
-        new RegExp(`case:${caseId}(?!\\d)`).test(String(r.body.messages.find((m) => m.role === 'system')?.content ?? '')) &&
+        caseOf(r) === caseId &&
         (r.body.tools ?? []).some((t) => ['bash', 'http_fetch'].includes((t as { function?: { name?: string } }).function?.name ?? '')),
     );
+
+  /** Whether the entry agent's model was called back with a tool's result (the reach has run its course). */
+  const answered = (caseId: string) =>
+    fake.requests.some((r) => caseOf(r) === caseId && r.body.messages.at(-1)?.role === 'tool');
 
   /**
    * The model of every agent of every case: it reads the case from its system prompt and calls
@@ -289,8 +317,7 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
     const messages = req.body.messages;
     const last = messages[messages.length - 1];
     if (last?.role === 'tool') return { text: String(last.content ?? '') };
-    const system = messages.find((m) => m.role === 'system');
-    const caseId = /case:(m\d+)/.exec(String(system?.content ?? ''))?.[1] ?? 'none';
+    const caseId = caseOf(req) ?? 'none';
     const names = new Set((req.body.tools ?? []).map((t) => (t as { function?: { name?: string } }).function?.name));
     const call = (name: string, args: Record<string, unknown>): FakeReply => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }] });
     if (names.has('probe_agent')) return call('probe_agent', { message: 'go' });
@@ -302,6 +329,7 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
 
   beforeAll(async () => {
     fake = await startFakeModel({ defaultReply: reply });
+    telegram = await startFakeTelegram();
     canary = http.createServer((req, res) => {
       hits.push({ url: req.url ?? '', authorization: req.headers.authorization });
       res.end('canary answer');
@@ -321,6 +349,7 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
   afterAll(async () => {
     await server?.stop();
     await fake?.close();
+    await telegram?.close();
     await new Promise((resolve) => canary?.close(resolve));
     fs.rmSync(tmp, { recursive: true, force: true });
   });
@@ -362,12 +391,18 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
       return res.status === 201 ? undefined : res;
     };
     const shareAgent = async (id: string, token: string, users: string[]) => expectStatus(await api('PUT', `/agents/${id}/audience`, token, audience(users)), 200, `audience of ${id}`);
-    const heartbeat = c.reach === 'heartbeat' ? { heartbeat: { interval: '1s', prompt: 'go' } } : {};
+    const heartbeat = c.start === 'heartbeat' ? { heartbeat: { interval: '1s', prompt: 'go' } } : {};
+    const bind = async (agentId: string) => {
+      if (c.start !== 'channel') return;
+      const account = { id: `${c.id}_tg`, name: c.id, dm_policy: 'allow', group_policy: 'disabled', ...telegram.account, binding: { agentId } };
+      expectStatus(await api('POST', '/channels/chat_d/accounts', tokens.admin, account), 201, 'channel account');
+    };
 
     if (!REFERENCES.has(c.reach)) {
       const refused = await create('/agents', holderOwner, holder(c, 'agent', heartbeat));
       if (refused) return { refused };
       await shareAgent(`${c.id}_h`, holderOwner, ['carol']);
+      await bind(`${c.id}_h`);
       return { entry: `${c.id}_h` };
     }
     if (c.reach === 'subagent') {
@@ -382,38 +417,46 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
     const entry =
       c.reach === 'flow'
         ? dsl(entryId, [{ id: 'flow', type: 'flow', configuration: { targetId: target } }, agentNode(c.id)])
-        : dsl(entryId, [agentNode(c.id, [{ type: c.reach === 'subagent' ? 'agent' : 'rulechain', name: c.reach === 'subagent' ? 'probe_agent' : 'probe_chain', targetId: target }])]);
+        : dsl(entryId, [
+            agentNode(c.id, [{ type: c.reach === 'subagent' ? 'agent' : 'rulechain', name: c.reach === 'subagent' ? 'probe_agent' : 'probe_chain', targetId: target }], heartbeat),
+          ]);
     const refused = await create('/agents', entryOwner, entry);
     if (refused) return { refused };
     await shareAgent(entryId, entryOwner, ['carol']);
+    await bind(entryId);
     return { entry: entryId };
   }
 
   async function settle(c: Case, entry: string): Promise<Res> {
-    if (c.reach === 'heartbeat' || c.reach === 'cron') {
+    if (c.start !== 'chat') {
       let job: string | undefined;
       let res: Res = { status: 200, text: '', json: () => ({}) };
-      if (c.reach === 'cron') {
+      if (c.start === 'cron') {
         res = await api('POST', '/cron', askerToken(c), { name: c.id, schedule: '* * * * * *', message: 'go', target: entry });
         if (res.status !== 201) return res;
         job = (res.json() as { id: string }).id;
       }
+      if (c.start === 'channel') {
+        const { headers, body } = telegram.inbound({ eventId: `${c.id}-1`, chatId: '5150', chatType: 'dm', senderId: '5150', text: 'go' });
+        res = await fetchRaw(`/channels/chat_d/accounts/${c.id}_tg/events`, headers, body);
+      }
       try {
-        await waitFor(async () => ranFor(c.id).requests.length + ranFor(c.id).execs.length > 0, 30_000);
+        // Until the power ran or, when it should not, the entry agent's model had the tool's answer.
+        await waitFor(async () => (expected(c) === 'ran' ? ranFor(c.id).requests.length + ranFor(c.id).execs.length > 0 : answered(c.id)), 30_000);
       } finally {
         // Stop the ticks before the next case (a late tick is still this case's by its id).
         if (job) await api('DELETE', `/cron/${job}`, askerToken(c));
-        else await api('DELETE', `/agents/${entry}`, tokenOf(c.holderOwner));
+        else if (c.start === 'heartbeat') await api('DELETE', `/agents/${entry}`, tokenOf(c.entryOwner));
       }
       return res;
     }
     return api('POST', '/chat/completions', askerToken(c), { model: entry, messages: [{ role: 'user', content: 'go' }] });
   }
 
-  const cases = matrixCases(opts.probes).filter((c) => !opts.reaches || opts.reaches.includes(c.reach));
+  const cases = matrixCases(opts.probes);
 
   describe('the run-time authority matrix', { timeout: 120_000 }, () => {
-    it.each(cases.map((c) => [describeCase(c), c] as const))('%s', async (_name, c) => {
+    it.concurrent.each(cases.map((c) => [describeCase(c), c] as const))('%s', async (_name, c) => {
       const outcome = expected(c);
       const saved = await save(c);
       if ('refused' in saved) {
@@ -423,6 +466,8 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
         return;
       }
       const res = await settle(c, saved.entry);
+      // A fork's other branch may still be running when the answer comes: give what should run its time.
+      if (outcome === 'ran') await waitFor(async () => ranFor(c.id).requests.length + ranFor(c.id).execs.length > 0, 30_000).catch(() => undefined);
       const ran = ranFor(c.id);
       switch (outcome) {
         case 'refused at save':
@@ -437,12 +482,12 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
         case 'refused at run':
           // A refused node fails the run (403 naming why); a refused tool is left out of the
           // agent's tools (the model is never offered it) and the run goes on.
-          expectStatus(res, [200, 403], 'chat answered or refused');
+          if (c.start === 'chat') expectStatus(res, [200, 403], 'chat answered or refused');
           expect(ran).toEqual({ requests: [], execs: [] });
           if (res.status === 403 || offered(c.id)) expect(res.text).toMatch(/only an admin's (agent|definition) may/);
           return;
         case 'ran':
-          if (c.reach !== 'cron' && c.reach !== 'heartbeat') expectStatus(res, 200, 'chat answered');
+          if (c.start === 'chat') expectStatus(res, 200, 'chat answered');
           expect(ran.requests.length + ran.execs.length, `nothing reached the canary; the answer was ${res.text}`).toBeGreaterThan(0);
           if (c.probe.secrets) expect(ran.requests.map((r) => r.authorization)).toContain(TOKEN);
           return;
@@ -525,6 +570,7 @@ export function coverageGuard(): void {
       const cases = matrixCases();
       expect(PROBES.filter((p) => !cases.some((c) => c.probe === p))).toEqual([]);
       expect(REACHES.filter((r) => !cases.some((c) => c.reach === r))).toEqual([]);
+      expect(STARTS.filter((s) => !cases.some((c) => c.start === s))).toEqual([]);
       // Every outcome of the rule table is reached, so no branch of it is dead.
       expect(new Set(cases.map(expected))).toEqual(new Set<Outcome>(['ran', 'refused at save', 'refused at chat', 'refused at run']));
     });
