@@ -9,8 +9,8 @@ import { authorityFields, builtinToolNames, nodeTypeNames, secretFields } from '
 
 /**
  * The run-time authority matrix (issue 35, "Proof"): every power a definition can hold, read from
- * the schemas (authority-matrix.ts) x how it is written x how the run reaches it x who asks ->
- * allowed or refused, decided by the small rule table `expected` below (not by the engine's
+ * the schemas (authority-matrix.ts) x how it is written x how the run starts x how it reaches the
+ * holder x whose agent names it, shared how x who asks -> allowed or refused, decided by the small rule table `expected` below (not by the engine's
  * policy), and asserted by what actually ran: a canary HTTP server records every request (network
  * and secret powers) and a canary executable on a temporary PATH records every invocation (bash).
  * Both modes run it (authority-matrix.test.ts, authority-matrix-cluster.test.ts) against one
@@ -213,15 +213,19 @@ export function expected(c: Case): Outcome {
  *   route, which takes a user's JWT, so no api account asks there;
  * - a run started by cron, a heartbeat or a channel differs from a chat in who it is for and how
  *   it begins; past the entry agent the path is the same code, so those starts take the holder
- *   itself and a rule-chain tool (the reference rules: does authority follow the run?) only.
+ *   itself and a rule-chain tool (the reference rules: does authority follow the run?) only, with
+ *   one probe per recorder and carrier (`BACKGROUND_PROBES`): which power is held is the probe
+ *   dimension, already crossed with every path by chat, and each background case waits for a tick.
  */
+const BACKGROUND_PROBES = new Set(['bash', 'http_fetch allowPrivateNetworks', 'mcp sealed header', 'restApiCall sealed header']);
+
 export function matrixCases(probes: readonly Probe[] = PROBES): Case[] {
   const out: Case[] = [];
   const add = (c: Omit<Case, 'id'>) => out.push({ ...c, id: `m${out.length}` });
   for (const probe of probes) {
     add({ probe, start: 'chat', reach: 'self', holderOwner: 'alice', entryOwner: 'alice', sharing: 'private', asker: 'owner' });
     for (const start of STARTS) for (const reach of REACHES) {
-      if (start !== 'chat' && reach !== 'self' && reach !== 'chainTool') continue;
+      if (start !== 'chat' && (!BACKGROUND_PROBES.has(probe.name) || (reach !== 'self' && reach !== 'chainTool'))) continue;
       if (reach === 'fork' && probe.kind !== 'node') continue;
       // A sub-agent call runs the called agent's `ai/agent` node, not the nodes of its chain.
       if (reach === 'subagent' && probe.kind === 'node') continue;
