@@ -20,6 +20,7 @@ import {
 import { accountContext, adapterFor, mediaDirOf, normaliseMediaPath, resolveMediaFile, sendAndWait, sendingAccount, type OutboundInput } from '@agentry/channels';
 import {
   appendBinding,
+  lockBindings,
   deleteChannelAccount,
   getChannelAccount,
   getRuleChain,
@@ -253,6 +254,7 @@ function deleteAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
     const removed = await inTransaction(deps.db.db, async (trx) => {
+      await lockBindings(trx);
       const ok = await deleteChannelAccount(trx, platform, id);
       if (!ok) return false;
       // Bindings naming the account would match nothing: they go with it.
