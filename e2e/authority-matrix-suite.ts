@@ -181,6 +181,12 @@ export interface Case {
 /** Every entry agent's audience: its owner (and admins), carol, and the api account `app`; never bob. */
 // A channel peer is not asked about: an account reaches an agent only through an admin's binding.
 const IN_AUDIENCE: Readonly<Record<Asker, boolean>> = { owner: true, carol: true, bob: false, app: true, admin: true, peer: true };
+/**
+ * A holder called as a sub-agent has an audience of its own, narrower than the entry's: carol
+ * (and alice when shared with her), no api account. Calling an agent is chatting with it, so the
+ * run's principal must be in it too: `app` may chat with the entry but not reach the holder.
+ */
+const IN_HOLDER_AUDIENCE: Readonly<Record<Asker, boolean>> = { ...IN_AUDIENCE, app: false };
 
 /**
  * THE expectation, as a reader would state the model (docs/reliability.md, "Authority"):
@@ -189,7 +195,8 @@ const IN_AUDIENCE: Readonly<Record<Asker, boolean>> = { owner: true, carol: true
  * - used by a plain user's agent it must be shared with that user (else the save is refused), and
  *   its powers run only when lent; one holding a sealed credential is refused at save unless lent;
  * - whoever asks must be in the entry agent's audience (a cron job's owner, at its creation);
- *   beyond that, who asks changes nothing: an agent's powers are its owner's.
+ *   a sub-agent's audience must admit who asks too; beyond that, who asks changes nothing: an
+ *   agent's powers are its owner's.
  */
 export function expected(c: Case): Outcome {
   if (c.holderOwner !== 'admin') return 'refused at save';
@@ -197,6 +204,7 @@ export function expected(c: Case): Outcome {
   if (crossOwner && c.sharing === 'private') return 'refused at save';
   if (crossOwner && c.sharing === 'shared' && c.probe.secrets) return 'refused at save';
   if (!IN_AUDIENCE[c.asker]) return c.start === 'cron' ? 'refused at save' : 'refused at chat';
+  if (c.reach === 'subagent' && !IN_HOLDER_AUDIENCE[c.asker]) return 'refused at run';
   if (crossOwner && c.sharing === 'shared') return 'refused at run';
   return 'ran';
 }
@@ -370,7 +378,7 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
     ruleChain: { id, name: id, ...(configuration ? { configuration } : {}) },
     metadata: { nodes, connections: nodes.slice(1).map((n) => ({ fromId: nodes[0]!.id, toId: n.id, type: 'Success' })) },
   });
-  const audience = (users: string[]) => ({ everyone: false, users, roles: [], apiAccounts: ['app'] });
+  const audience = (users: string[], apiAccounts = ['app']) => ({ everyone: false, users, roles: [], apiAccounts });
 
   /** The holder as an agent (reached by chat, a sub-agent call, cron or heartbeat) or as a chain. */
   function holder(c: Case, as: 'agent' | 'chain', extra: Record<string, unknown> = {}) {
@@ -394,7 +402,8 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
       const res = await api('POST', url, token, body);
       return res.status === 201 ? undefined : res;
     };
-    const shareAgent = async (id: string, token: string, users: string[]) => expectStatus(await api('PUT', `/agents/${id}/audience`, token, audience(users)), 200, `audience of ${id}`);
+    const shareAgent = async (id: string, token: string, users: string[], apiAccounts?: string[]) =>
+      expectStatus(await api('PUT', `/agents/${id}/audience`, token, audience(users, apiAccounts)), 200, `audience of ${id}`);
     const heartbeat = c.start === 'heartbeat' ? { heartbeat: { interval: '1s', prompt: 'go' } } : {};
     const bind = async (agentId: string) => {
       if (c.start !== 'channel') return;
@@ -412,7 +421,7 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
     if (c.reach === 'subagent') {
       expectStatus(await api('POST', '/agents', holderOwner, holder(c, 'agent')), 201, 'holder agent');
       // Shared: alice and the entry's audience may call it; private: the entry's audience only.
-      await shareAgent(`${c.id}_h`, holderOwner, c.sharing === 'private' ? ['carol'] : ['alice', 'carol']);
+      await shareAgent(`${c.id}_h`, holderOwner, c.sharing === 'private' ? ['carol'] : ['alice', 'carol'], []);
     } else {
       expectStatus(await api('POST', '/rules', holderOwner, holder(c, 'chain')), 201, 'holder chain');
     }
@@ -488,7 +497,8 @@ export function authorityMatrix(opts: { start: (configLines: string[]) => Promis
           // agent's tools (the model is never offered it) and the run goes on.
           if (c.start === 'chat') expectStatus(res, [200, 403], 'chat answered or refused');
           expect(ran).toEqual({ requests: [], execs: [] });
-          if (res.status === 403 || offered(c.id)) expect(res.text).toMatch(/only an admin's (agent|definition) may/);
+          if (c.reach === 'subagent' && !IN_HOLDER_AUDIENCE[c.asker]) expect(res.text).toMatch(/is not shared with api:app/);
+          else if (res.status === 403 || offered(c.id)) expect(res.text).toMatch(/only an admin's (agent|definition) may/);
           return;
         case 'ran':
           if (c.start === 'chat') expectStatus(res, 200, 'chat answered');
