@@ -37,13 +37,26 @@ export async function agentBoundTo(db: Db, agentId: string, platform: string, ac
 }
 
 /** Replaces the whole list (call inside a transaction). */
+/**
+ * Makes the other writers of the bindings list wait until this transaction ends. The list is
+ * ordered by `position`: two accounts created at once with a binding each both took the same next
+ * position, and the second failed (it was answered as a duplicate api key); a delete reading the
+ * list while another write replaced it lost that write. Call it first in the transaction, before
+ * reading the list; a no-op outside one.
+ */
+export async function lockBindings(db: Db): Promise<void> {
+  if (db.isTransaction) await sql`select pg_advisory_xact_lock(hashtext('agentry.bindings'))`.execute(db);
+}
+
 export async function replaceBindings(db: Db, bindings: readonly BindingRecord[]): Promise<void> {
+  await lockBindings(db);
   await db.deleteFrom('bindings').execute();
   await insertBindingsAt(db, 0, bindings);
 }
 
 /** Appends one binding at the end of the list. */
 export async function appendBinding(db: Db, binding: BindingRecord): Promise<void> {
+  await lockBindings(db);
   const { next } = await db
     .selectFrom('bindings')
     .select(sql<number>`coalesce(max(position) + 1, 0)`.as('next'))

@@ -25,6 +25,7 @@ import {
 } from '@agentry/contracts';
 import {
   appendBinding,
+  lockBindings,
   deleteChannelAccount,
   getChannelAccount,
   inTransaction,
@@ -194,6 +195,7 @@ function deleteAccount(deps: GatewayDeps, opts: ChannelRouteOptions) {
     const platform = requirePlatform(req.params.platform);
     const id = req.params.accountId;
     const removed = await inTransaction(deps.db.db, async (trx) => {
+      await lockBindings(trx);
       const ok = await deleteChannelAccount(trx, platform, id);
       if (!ok) return false;
       // Bindings naming the account would match nothing: they go with it.
