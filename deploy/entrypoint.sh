@@ -43,6 +43,13 @@ case "$service" in
     ;;
 esac
 
+# Embedded mode runs PGlite's WebAssembly: baseline-compiled only (--liftoff-only), as `npm start`
+# runs it (package.json). Optimising it cost a 500 MB peak at every start and as much CPU as it
+# saved (docs/benchmarks.md, "Memory of the embedded server").
+flags=""
+if [ "$service" = standalone ]; then flags="--liftoff-only"; fi
+
 # exec: node becomes the process the container's init (tini) signals, so SIGTERM reaches the
 # service's own graceful shutdown.
-exec node "$root/$entry" "$@"
+# shellcheck disable=SC2086 # $flags is a list of words or nothing
+exec node $flags "$root/$entry" "$@"

@@ -10,7 +10,7 @@ import { createLogger, PrettyDestination, resolveLogFormat } from './logger.js';
 import { Lifecycle } from './lifecycle.js';
 import { stopTracing, tracingEnabled } from './tracing.js';
 import { HealthRegistry } from './health.js';
-import { createMetricsRegistry } from './metrics.js';
+import { createMetricsRegistry, pgliteMemoryGauge } from './metrics.js';
 import { Sealer, loadMasterKey } from './secrets.js';
 
 /** Everything a service is built from. Services receive this; they never open resources. */
@@ -98,6 +98,7 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
         ? openPostgres({ url: databaseUrl, logger, prepare: opts.env.AGENTRY_PG_PREPARE !== 'false' })
         : await openPglite({ dataDir: path.join(loaded.paths.rootDir, 'pgdata'), logger });
     lifecycle.add('database', () => db.close());
+    if (db.memoryBytes) pgliteMemoryGauge(metrics, db.memoryBytes);
     health.register('database', () => db.ping());
     // Embedded mode owns its database. In cluster mode migrations run once per rollout (the
     // `migrate` command or job), never on every replica's start: a replica waits for them.
