@@ -3,7 +3,7 @@ import type { DestinationStream, Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Errors } from '@agentry/errors';
 import { withFileSecrets, openPglite, openPostgres, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
-import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
+import { createMemoryBus, type Bus } from '@agentry/bus';
 import { loadConfig, type LoadedConfig } from './config.js';
 import { LiveConfig } from './live-config.js';
 import { createLogger, PrettyDestination, resolveLogFormat } from './logger.js';
@@ -112,7 +112,8 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
     const bus = opts.openBus
       ? opts.openBus(logger)
       : redisUrl
-        ? createRedisBus({ url: redisUrl, prefix: opts.env.REDIS_PREFIX || 'agentry', logger })
+        ? // Imported here so that embedded mode never loads BullMQ and ioredis.
+          (await import('@agentry/bus/redis')).createRedisBus({ url: redisUrl, prefix: opts.env.REDIS_PREFIX || 'agentry', logger })
       : createMemoryBus({ logger });
     lifecycle.add('bus', () => bus.close());
     if (bus.kind === 'redis') health.register('redis', () => bus.ping());
