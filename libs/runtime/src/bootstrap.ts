@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Errors } from '@agentry/errors';
-import { withFileSecrets, openPglite, openPostgres, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
+import { withFileSecrets, openPglite, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
 import { createMemoryBus, type Bus } from '@agentry/bus';
 import { loadConfig, type LoadedConfig } from './config.js';
 import { LiveConfig } from './live-config.js';
@@ -95,7 +95,8 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
     const db = opts.openDb
       ? await opts.openDb(logger)
       : databaseUrl
-        ? openPostgres({ url: databaseUrl, logger, prepare: opts.env.AGENTRY_PG_PREPARE !== 'false' })
+        ? // Imported here so that embedded mode never loads node-postgres.
+          (await import('@agentry/db/postgres')).openPostgres({ url: databaseUrl, logger, prepare: opts.env.AGENTRY_PG_PREPARE !== 'false' })
         : await openPglite({ dataDir: path.join(loaded.paths.rootDir, 'pgdata'), logger });
     lifecycle.add('database', () => db.close());
     if (db.memoryBytes) pgliteMemoryGauge(metrics, db.memoryBytes);
