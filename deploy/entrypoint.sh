@@ -43,6 +43,14 @@ case "$service" in
     ;;
 esac
 
+# Embedded mode, with the flags of `npm start` (package.json): PGlite's WebAssembly baseline-compiled
+# only (optimising it cost a 500 MB peak at every start, no CPU saved measurably), and a 2 MB young
+# generation (V8 grew it to 16 MB a half at start-up and kept it: 60 MB of heap for nothing idle).
+# docs/benchmarks.md, "Memory of the embedded server".
+flags=""
+if [ "$service" = standalone ]; then flags="--liftoff-only --max-semi-space-size=2"; fi
+
 # exec: node becomes the process the container's init (tini) signals, so SIGTERM reaches the
 # service's own graceful shutdown.
-exec node "$root/$entry" "$@"
+# shellcheck disable=SC2086 # $flags is a list of words or nothing
+exec node $flags "$root/$entry" "$@"

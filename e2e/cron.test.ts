@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
+import { createMemoryBus, type Bus } from '@agentry/bus';
+import { createRedisBus } from '@agentry/bus/redis';
 import type { Db } from '@agentry/db';
 import { bootstrap, createLogger, type Runtime } from '@agentry/runtime';
 import {

@@ -622,6 +622,14 @@ const findResource = (resources: Resource[], kind: string, name: string): Resour
 
 describe('deployment files', () => {
   describe('image', () => {
+    it("entrypoint: the standalone runs with npm start's node flags (PGlite's memory depends on them)", () => {
+      const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.start!;
+      const npmFlags = start.split(/\s+/).filter((w) => w.startsWith('--'));
+      const imageFlags = /if \[ "\$service" = standalone \]; then flags="([^"]*)"; fi/.exec(read('deploy/entrypoint.sh'))?.[1]?.split(/\s+/);
+      expect(npmFlags).toContain('--liftoff-only');
+      expect(imageFlags).toEqual(npmFlags);
+    });
+
     it('entrypoint: its names are the six services and each runs a compiled main that exists', () => {
       expect(ENTRYPOINT.services.map((s) => s.name).sort()).toEqual(['agent-worker', 'channel-connector', 'gateway', 'migrate', 'scheduler', 'standalone']);
       expect(ENTRYPOINT.listed.sort()).toEqual([...ENTRY_NAMES].sort());
@@ -646,7 +654,8 @@ describe('deployment files', () => {
           expect({ name: s.name, status: out.status, stdout: out.stdout.trim() }).toEqual({
             name: s.name,
             status: 0,
-            stdout: `node /app/${s.entry} --config /etc/agentry/config.yaml`,
+            // The standalone's node flags are npm start's (the test above).
+            stdout: `node ${s.name === 'standalone' ? '--liftoff-only --max-semi-space-size=2 ' : ''}/app/${s.entry} --config /etc/agentry/config.yaml`,
           });
         }
         const unknown = run('gatewy');

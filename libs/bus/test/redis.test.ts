@@ -2,7 +2,8 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { describeWithRedis, redisUrl } from '@agentry/testing';
 import { cleanupRedisPrefix, uniqueRedisPrefix } from '@agentry/testing';
-import { createRedisBus, type CronFire } from '../src/index.js';
+import type { CronFire } from '../src/index.js';
+import { createRedisBus } from '../src/redis/bus.js';
 import { runBusContract, type TestBus, type TestChannels, type TestQueues } from './contract.js';
 import { captureLogger, sleep, waitFor } from './helpers.js';
 

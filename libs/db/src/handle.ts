@@ -11,4 +11,9 @@ export interface DbHandle {
   ping(): Promise<void>;
   /** Waits for work in progress, then releases the pool or the PGlite instance. Idempotent. */
   close(): Promise<void>;
+  /**
+   * PGlite only: bytes of its WebAssembly memory (Postgres' shared buffers and backend heap live
+   * there; it grows and never shrinks), for the `agentry_pglite_memory_bytes` gauge.
+   */
+  memoryBytes?(): number;
 }

@@ -20,7 +20,7 @@ export * from './repositories/rule-chains.js';
 export * from './repositories/skills.js';
 export * from './repositories/workspace.js';
 export type { DbLogger } from './logger.js';
-export { openPostgres, type OpenPostgresOptions } from './postgres.js';
+// Postgres is `@agentry/db/postgres`: embedded mode never loads node-postgres.
 export { openPglite, dumpPglite, type OpenPgliteOptions } from './pglite.js';
 export { migrateToLatest, migrationNames, pendingMigrations, MigrationError } from './migrate.js';
 export { getSetting, setSetting, setSettingIfAbsent, deleteSetting, listSettings, type Setting } from './repositories/settings.js';

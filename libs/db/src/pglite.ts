@@ -27,6 +27,20 @@ export async function dumpPglite(handle: DbHandle): Promise<Blob> {
   return pglite.dumpDataDir('none');
 }
 
+/**
+ * Postgres' defaults size a server shared by a hundred connections; PGlite is one backend in this
+ * process, and every buffer it touches stays resident in its WebAssembly memory, which never
+ * shrinks. 128 MB of shared buffers made PGlite hold ~150 MB after any start; the files behind it
+ * sit in the kernel's page cache anyway (docs/benchmarks.md, "Memory of the embedded server").
+ */
+const PGLITE_SETTINGS = ['shared_buffers=16MB'];
+
+/** `mod` is PGlite's Emscripten module (protected in its types); 0 once closed. */
+function pgliteMemory(pglite: object): number {
+  const mod = (pglite as { mod?: { wasmMemory?: { buffer: ArrayBuffer } } }).mod;
+  return mod?.wasmMemory?.buffer.byteLength ?? 0;
+}
+
 export async function openPglite(opts: OpenPgliteOptions): Promise<DbHandle> {
   // Imported here so that cluster mode never loads the WASM build.
   const { PGlite } = await import('@electric-sql/pglite');
@@ -36,7 +50,10 @@ export async function openPglite(opts: OpenPgliteOptions): Promise<DbHandle> {
     await mkdir(dataDir, { recursive: true });
   }
   const started = performance.now();
-  const pglite = await PGlite.create(dataDir, opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {});
+  const pglite = await PGlite.create(dataDir, {
+    startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])],
+    ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
+  });
   opts.logger?.debug(
     { dataDir: dataDir ?? 'memory', ms: Math.round(performance.now() - started) },
     'PGlite started',
@@ -51,5 +68,6 @@ export async function openPglite(opts: OpenPgliteOptions): Promise<DbHandle> {
       await sql`select 1`.execute(db);
     },
     close: () => (closing ??= db.destroy()),
+    memoryBytes: () => pgliteMemory(pglite),
   };
 }

@@ -19,6 +19,16 @@ describe('PGlite (in memory)', () => {
 
   defineDbSuite(() => handle);
 
+  it('runs with small shared buffers and reports the size of its WebAssembly memory', async () => {
+    // Postgres' default (128MB) kept ~150 MB of PGlite's memory resident in every embedded server.
+    const { rows } = await sql<{ shared_buffers: string }>`show shared_buffers`.execute(handle.db);
+    expect(rows[0]!.shared_buffers).toBe('16MB');
+    // WebAssembly memory comes in 64 KiB pages, and PGlite's module asks for 128 MB at least.
+    const bytes = handle.memoryBytes!();
+    expect(bytes % 65536).toBe(0);
+    expect(bytes).toBeGreaterThanOrEqual(128 * 1024 * 1024);
+  });
+
   describe('single connection', () => {
     it('runs concurrent transactions one after the other', async () => {
       const events: string[] = [];

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@agentry/testing';
 import { describeWithPostgres } from '@agentry/testing';
 import { freePort } from '@agentry/testing';
-import { isDatabaseUnavailable, migrateToLatest, migrationNames, openPostgres, type DbHandle, type DbLogger } from '../src/index.js';
+import { isDatabaseUnavailable, migrateToLatest, migrationNames, type DbHandle, type DbLogger } from '../src/index.js';
+import { openPostgres } from '../src/postgres.js';
 import { defineDbSuite } from './db-suite.js';
 
 describeWithPostgres('Postgres (pg pool)', () => {

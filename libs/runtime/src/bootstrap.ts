@@ -2,15 +2,15 @@ import path from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Errors } from '@agentry/errors';
-import { withFileSecrets, openPglite, openPostgres, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
-import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
+import { withFileSecrets, openPglite, migrateToLatest, pendingMigrations, listSettings, setSetting, deleteSetting, type DbHandle, type JsonValue } from '@agentry/db';
+import { createMemoryBus, type Bus } from '@agentry/bus';
 import { loadConfig, type LoadedConfig } from './config.js';
 import { LiveConfig } from './live-config.js';
 import { createLogger, PrettyDestination, resolveLogFormat } from './logger.js';
 import { Lifecycle } from './lifecycle.js';
 import { stopTracing, tracingEnabled } from './tracing.js';
 import { HealthRegistry } from './health.js';
-import { createMetricsRegistry } from './metrics.js';
+import { createMetricsRegistry, pgliteMemoryGauge } from './metrics.js';
 import { Sealer, loadMasterKey } from './secrets.js';
 
 /** Everything a service is built from. Services receive this; they never open resources. */
@@ -95,9 +95,11 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
     const db = opts.openDb
       ? await opts.openDb(logger)
       : databaseUrl
-        ? openPostgres({ url: databaseUrl, logger, prepare: opts.env.AGENTRY_PG_PREPARE !== 'false' })
+        ? // Imported here so that embedded mode never loads node-postgres.
+          (await import('@agentry/db/postgres')).openPostgres({ url: databaseUrl, logger, prepare: opts.env.AGENTRY_PG_PREPARE !== 'false' })
         : await openPglite({ dataDir: path.join(loaded.paths.rootDir, 'pgdata'), logger });
     lifecycle.add('database', () => db.close());
+    if (db.memoryBytes) pgliteMemoryGauge(metrics, db.memoryBytes);
     health.register('database', () => db.ping());
     // Embedded mode owns its database. In cluster mode migrations run once per rollout (the
     // `migrate` command or job), never on every replica's start: a replica waits for them.
@@ -111,7 +113,8 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
     const bus = opts.openBus
       ? opts.openBus(logger)
       : redisUrl
-        ? createRedisBus({ url: redisUrl, prefix: opts.env.REDIS_PREFIX || 'agentry', logger })
+        ? // Imported here so that embedded mode never loads BullMQ and ioredis.
+          (await import('@agentry/bus/redis')).createRedisBus({ url: redisUrl, prefix: opts.env.REDIS_PREFIX || 'agentry', logger })
       : createMemoryBus({ logger });
     lifecycle.add('bus', () => bus.close());
     if (bus.kind === 'redis') health.register('redis', () => bus.ping());

@@ -16,7 +16,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { migrateToLatest, openPostgres } from '@agentry/db';
+import { migrateToLatest } from '@agentry/db';
+import { openPostgres } from '@agentry/db/postgres';
 import { startLocalCluster, type LocalCluster } from './cluster.js';
 
 const cwd = process.cwd();

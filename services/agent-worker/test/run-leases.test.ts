@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { execFile } from 'node:child_process';
-import { createMemoryBus, createRedisBus, type Bus } from '@agentry/bus';
+import { createMemoryBus, type Bus } from '@agentry/bus';
+import { createRedisBus } from '@agentry/bus/redis';
 import { RunKeeps } from '@agentry/contracts';
 import { describeWithServers, redisUrl, uniqueRedisPrefix, waitFor } from '@agentry/testing';
 import { RunLeases } from '../src/run-leases.js';
