@@ -43,6 +43,8 @@ export function responsesLifecycleConformance(target: () => ResponsesTarget): vo
     t.fake.reset();
     t.fake.script({ text: 'stored answer', usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
     const created = await client().responses.create({ model: t.agentId, input: 'keep this', instructions: 'Be kind.', metadata: { k: 'v' }, temperature: 0.5 });
+    // Into the next second: retrieve must tell the completed_at the answer told, not the time it is asked.
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
     const got = await client().responses.retrieve(created.id);
     assertValid('Response', got);
     expect(got).toMatchObject({
@@ -61,6 +63,7 @@ export function responsesLifecycleConformance(target: () => ResponsesTarget): vo
     expect(got.output).toEqual(created.output);
     expect(got.usage).toMatchObject({ input_tokens: 5, output_tokens: 2, total_tokens: 7 });
     expect(got.created_at).toBe(created.created_at);
+    expect(got.completed_at).toBe(created.completed_at);
 
     expect(await statusOf(client(t.otherApiKey).responses.retrieve(created.id))).toBe(404);
     for (const id of [created.id, 'resp_nope']) {

@@ -38,6 +38,11 @@ export const RunEvent = Type.Union([
     ...base,
     type: Type.Literal('done'),
     finishReason: Type.String(),
+    /**
+     * When the run was finished (unix seconds), as stored: a resumed or replayed stream tells the
+     * same `completed_at` as the first. Absent from workers older than this field.
+     */
+    finishedAt: Type.Optional(Type.Integer()),
     /** With finishReason `tool_calls`: the calls of the client's tools the run ended with. */
     toolCalls: Type.Optional(Type.Array(Type.Object({ id: Type.String(), name: Type.String(), arguments: Type.String() }))),
     usage: Type.Optional(

@@ -95,7 +95,7 @@ function manualLease(runId: string) {
 }
 
 describe('RunRelay with a run lease', () => {
-  const running: RunOutcome = { status: 'running', output: null, error: null, usage: null };
+  const running: RunOutcome = { status: 'running', output: null, error: null, usage: null, finishedAt: null };
 
   it('a lapse after events: the run is handed off as streamed and the client gets the clean error at once', async () => {
     const queue = new RunEventQueue();
@@ -129,7 +129,7 @@ describe('RunRelay with a run lease', () => {
   it('a lapse of a run that ended meanwhile ends from its row, nothing handed off', async () => {
     const queue = new RunEventQueue();
     const { lease, handOffs, lapse } = manualLease('r3');
-    const done: RunOutcome = { status: 'succeeded', output: 'all of it', error: null, usage: null };
+    const done: RunOutcome = { status: 'succeeded', output: 'all of it', error: null, usage: null, finishedAt: new Date() };
     const relay = new RunRelay(queue, { readRun: async () => done, checkMs: () => 60_000, lease });
     const next = relay.next();
     lapse();

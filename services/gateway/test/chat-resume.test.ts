@@ -66,8 +66,9 @@ beforeAll(async () => {
           await emit(run, seq++, { type: 'tool_result', toolCallId: 'c1', toolName: 'echo', toolType: 'builtin', content: 'ok' });
         }
       }
-      await finishRun(runtime.db.db, run.id, { status: 'succeeded', output: text });
-      await emit(run, seq++, { type: 'done', finishReason: 'stop' });
+      const finishedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+      await finishRun(runtime.db.db, run.id, { status: 'succeeded', output: text, finishedAt });
+      await emit(run, seq++, { type: 'done', finishReason: 'stop', finishedAt: finishedAt.getTime() / 1000 });
     },
     { concurrency: 2 },
   );
@@ -141,6 +142,8 @@ describe('resuming a chat stream', () => {
     const ids = full.filter((e) => e.id).map((e) => e.id!);
     // The text deltas and the completion carry the run events' ids (the tool calls make no Responses event).
     expect(ids.map((id) => Number(id.split(':')[1]))).toEqual([0, 3, 4, 5]);
+    // Into the next second: a resumed response.completed must tell the run's completed_at, not the time of the resume.
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
     for (const id of ids.slice(0, -1)) {
       const again = await app.inject({ method: 'POST', url: '/api/v1/responses', payload: body, headers: { 'last-event-id': id } });
       expect(sse(again.body), `after ${id}`).toEqual(full.slice(full.findIndex((e) => e.id === id) + 1));

@@ -142,11 +142,11 @@ export async function deleteRun(db: Db, id: string): Promise<boolean> {
 }
 
 /** How a run stands or ended, without its request (a relay reads this while its events are silent). */
-export type RunOutcome = Pick<RunRecord, 'status' | 'output' | 'error' | 'usage'>;
+export type RunOutcome = Pick<RunRecord, 'status' | 'output' | 'error' | 'usage' | 'finishedAt'>;
 
 export async function getRunOutcome(db: Db, id: string): Promise<RunOutcome | undefined> {
-  const row = await db.selectFrom('runs').select(['status', 'output', 'error', 'usage']).where('id', '=', id).executeTakeFirst();
-  return row && { status: row.status, output: row.output, error: row.error, usage: row.usage };
+  const row = await db.selectFrom('runs').select(['status', 'output', 'error', 'usage', 'finished_at']).where('id', '=', id).executeTakeFirst();
+  return row && { status: row.status, output: row.output, error: row.error, usage: row.usage, finishedAt: row.finished_at };
 }
 
 /**
@@ -196,7 +196,7 @@ export async function markRunStreamed(db: Db, id: string): Promise<void> {
 export async function finishRun(
   db: Db,
   id: string,
-  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null; streamed?: boolean; steps?: JsonValue[] },
+  outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null; streamed?: boolean; steps?: JsonValue[]; finishedAt?: Date },
 ): Promise<boolean> {
   const result = await db
     .updateTable('runs')
@@ -205,7 +205,8 @@ export async function finishRun(
       output: outcome.output ?? null,
       error: outcome.error ?? null,
       usage: outcome.usage === undefined || outcome.usage === null ? null : JSON.stringify(outcome.usage),
-      finished_at: sql<Date>`now()`,
+      // The caller's time when it tells the time in an event too (the done event's finishedAt).
+      finished_at: outcome.finishedAt ?? sql<Date>`now()`,
       // The mark of a run that ended before its worker wrote it (folded into this one write).
       ...(outcome.streamed ? { streamed: true } : {}),
       // A chain's trace goes with the finish, so a final run never lacks the steps it had.

@@ -13,7 +13,7 @@ import { ResponseEvents, responseObject, type ResponseMeta } from './responses-e
  * is an HTTP error status in both; once a stream is open it ends with `response.failed`.
  */
 
-type Step = { kind: 'event'; event: RunEvent } | { kind: 'closed' } | { kind: 'ended'; rest: string; usage: DoneEvent['usage'] | null } | { kind: 'failed'; message: string; status: number };
+type Step = { kind: 'event'; event: RunEvent } | { kind: 'closed' } | { kind: 'ended'; rest: string; usage: DoneEvent['usage'] | null; completedAt?: number } | { kind: 'failed'; message: string; status: number };
 
 /** The relay's next step, with a gap (the run is cancelled) and a stored ending told as steps. */
 async function nextStep(run: RunControl, relay: RunRelay, sinceTool: string): Promise<Step> {
@@ -24,7 +24,8 @@ async function nextStep(run: RunControl, relay: RunRelay, sinceTool: string): Pr
     // Its last events were lost (see RunRelay): end from what is stored.
     const ending = storedEnding(next.run, sinceTool);
     if ('error' in ending) return { kind: 'failed', message: ending.error, status: ending.status };
-    return { kind: 'ended', rest: ending.rest, usage: (next.run?.usage ?? null) as DoneEvent['usage'] | null };
+    const finished = next.run?.finishedAt;
+    return { kind: 'ended', rest: ending.rest, usage: (next.run?.usage ?? null) as DoneEvent['usage'] | null, ...(finished ? { completedAt: Math.floor(finished.getTime() / 1000) } : {}) };
   } catch (err) {
     if (!(err instanceof EventGapError)) throw err;
     await run.cancel(`event stream gap: ${err.detail}`);
@@ -51,7 +52,7 @@ export async function awaitResponse(run: ChatRun, reply: FastifyReply, relay: Ru
     if (step.kind === 'ended') {
       run.settle();
       // Nothing was relayed since '' was passed: the stored output is the whole answer.
-      return responseObject(meta, { status: 'completed', text: step.rest, usage: step.usage });
+      return responseObject(meta, { status: 'completed', text: step.rest, usage: step.usage, ...(step.completedAt ? { completedAt: step.completedAt } : {}) });
     }
     const event = step.event;
     if (event.type === 'text') text += event.text;
@@ -60,7 +61,7 @@ export async function awaitResponse(run: ChatRun, reply: FastifyReply, relay: Ru
       throw runFailed(event.status, event.message);
     } else if (event.type === 'done') {
       run.settle();
-      return responseObject(meta, { status: 'completed', text, usage: event.usage, ...(event.toolCalls ? { calls: event.toolCalls } : {}) });
+      return responseObject(meta, { status: 'completed', text, usage: event.usage, ...(event.toolCalls ? { calls: event.toolCalls } : {}), ...(event.finishedAt ? { completedAt: event.finishedAt } : {}) });
     }
   }
 }
@@ -120,7 +121,7 @@ class ResponseStream {
   }
 
   /** Ends the message (begun now if nothing was said, unless the model only called the client's tools), then the calls. */
-  complete(usage: DoneEvent['usage'] | null | undefined, calls?: DoneEvent['toolCalls']): void {
+  complete(usage: DoneEvent['usage'] | null | undefined, calls?: DoneEvent['toolCalls'], completedAt?: number): void {
     this.openStream();
     const message = this.#messageBegun || !calls?.length;
     if (message) {
@@ -131,7 +132,7 @@ class ResponseStream {
     }
     // A message is begun by text only (text events are never empty), so it is in the final output too.
     (calls ?? []).forEach((call, i) => this.events.functionCall(call, i + (message ? 1 : 0)).forEach((e) => this.#send(e)));
-    this.#send(this.events.completed(this.text, usage, calls), this.#id);
+    this.#send(this.events.completed(this.text, usage, calls, completedAt), this.#id);
   }
 
   /** A provider retry as a comment line, once the stream is open (Responses clients skip comments). */
@@ -204,7 +205,7 @@ export async function streamResponse(run: RunControl, req: FastifyRequest, reply
         out.at(undefined, false);
         run.settle();
         out.delta(step.rest);
-        out.complete(step.usage);
+        out.complete(step.usage, undefined, step.completedAt);
         return reply;
       }
       const event = step.event;
@@ -227,7 +228,7 @@ export async function streamResponse(run: RunControl, req: FastifyRequest, reply
           return fail(event.message, event.status);
         case 'done':
           run.settle();
-          out.complete(event.usage, event.toolCalls);
+          out.complete(event.usage, event.toolCalls, event.finishedAt);
           return reply;
         default: {
           const never: never = event;

@@ -159,8 +159,8 @@ export class ResponseEvents {
     return this.#event('response.output_item.done', { output_index: 0, item: outputMessage(this.meta, text, 'completed') });
   }
 
-  completed(text: string, usage: DoneEvent['usage'] | null | undefined, calls?: ClientCall[]) {
-    return this.#event('response.completed', { response: responseObject(this.meta, { status: 'completed', text, usage, ...(calls ? { calls } : {}) }) });
+  completed(text: string, usage: DoneEvent['usage'] | null | undefined, calls?: ClientCall[], completedAt?: number) {
+    return this.#event('response.completed', { response: responseObject(this.meta, { status: 'completed', text, usage, ...(calls ? { calls } : {}), ...(completedAt ? { completedAt } : {}) }) });
   }
 
   /** The events of one call of the client's tools at `outputIndex`: added, its arguments (whole), done. */

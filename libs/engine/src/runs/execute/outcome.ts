@@ -36,7 +36,9 @@ export async function deliverAnswer(
   const reply = quiet ? undefined : asked.request.reply;
   let replyId: string | undefined;
   // The answering ai/agent node is still running (its entry comes when it returns): it is added here.
-  const finish = { status: 'succeeded' as const, output, usage, streamed: progress.streamed, ...stepsOf(progress, answering) };
+  // Whole seconds: the done event tells this time and GET /responses/{id} reads it back, equal.
+  const finishedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const finish = { status: 'succeeded' as const, output, usage, streamed: progress.streamed, finishedAt, ...stepsOf(progress, answering) };
   // All or nothing, retried while the database is away: a repeat after a lost commit finds
   // the run ended and writes nothing (the relay then reads the stored answer). One UPDATE is
   // atomic on its own: the transaction (two more round trips) only when rows go with it.
@@ -58,7 +60,7 @@ export async function deliverAnswer(
     return false;
   }
   const toolCalls = answer.clientCalls?.length ? { toolCalls: answer.clientCalls } : {};
-  await progress.emit({ type: 'done', finishReason: answer.finishReason, ...toolCalls, ...(usage ? { usage: usage as Usage } : {}) });
+  await progress.emit({ type: 'done', finishReason: answer.finishReason, finishedAt: finishedAt.getTime() / 1000, ...toolCalls, ...(usage ? { usage: usage as Usage } : {}) });
   deps.delivered();
   const tokens = usage as Partial<Usage> | null;
   progress.count('succeeded');
