@@ -48,8 +48,10 @@ import { Redis } from 'ioredis';
 import {
   cleanupRedisPrefix,
   startFakeModel,
+  startFakeTelegram,
   startLocalCluster,
   type FakeModel,
+  type FakePlatform,
   type FakeReply,
   type FakeRequest,
   type LocalCluster,
@@ -98,6 +100,25 @@ const SESSIONS = 8;
 const WORKSPACE_FILES = 20;
 const MAX_IN_FLIGHT = 100;
 const REQUEST_TIMEOUT_MS = 60_000;
+/**
+ * Whether a series' lowest and highest values both rise, from the first half of its minutes to
+ * the second, by more than `perHour` allows. A service's RSS is a sawtooth (the allocator gives
+ * pages back every several minutes: 180 -> 280 -> 180 MB in the 2026-11-29 run), and a slope fitted
+ * over a few of its teeth follows where the run happened to stop; a leak lifts the troughs and the
+ * peaks alike.
+ */
+function envelopeRises(points: ReadonlyArray<readonly [number, number]>, perHour: number): boolean {
+  const values = points.filter(([, v]) => Number.isFinite(v));
+  if (values.length < 4) return true;
+  const half = Math.floor(values.length / 2);
+  const [a, b] = [values.slice(0, half), values.slice(values.length - half)];
+  const hours = (b[0]![0] - a[0]![0]) / 60;
+  const allowed = perHour * hours;
+  const lo = (xs: typeof a) => Math.min(...xs.map(([, v]) => v));
+  const hi = (xs: typeof a) => Math.max(...xs.map(([, v]) => v));
+  return lo(b) - lo(a) > allowed && hi(b) - hi(a) > allowed;
+}
+
 /** Growth per hour above which a series is "grows" (see the verdict table's threshold column). */
 const RSS_MB_PER_HOUR = 20;
 const HEAP_MB_PER_HOUR = 20;
@@ -109,14 +130,15 @@ const CRON_MIN_SHARE = 0.8;
 
 /** Operation kinds and their share of the mix (percent). */
 const MIX = [
-  ['stream', 25],
-  ['non-stream', 15],
+  ['stream', 22],
+  ['non-stream', 13],
   ['session', 15],
   ['cancel', 8],
   ['tool', 7],
+  ['channel', 8],
   ['agent-crud', 8],
   ['workspace', 12],
-  ['invalid-key', 10],
+  ['invalid-key', 7],
 ] as const;
 type OpKind = (typeof MIX)[number][0];
 const MIX_TOTAL = MIX.reduce((s, [, w]) => s + w, 0);
@@ -155,6 +177,8 @@ const state: {
   db?: BenchDatabase;
   prefix?: string;
   fake?: FakeModel;
+  /** The chat platform the channel messages come from and the agent's answers go to. */
+  telegram?: FakePlatform;
   cluster?: LocalCluster;
   admin?: pg.Client;
   redis?: Redis;
@@ -177,6 +201,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   state.work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-soak-'));
   state.fake = await startFakeModel({ defaultReply: fakeReply });
+  state.telegram = await startFakeTelegram();
   const configPath = path.join(state.work, 'config.yaml');
   fs.writeFileSync(
     configPath,
@@ -293,6 +318,11 @@ async function setUp(base: string): Promise<void> {
   for (let i = 0; i < WORKSPACE_FILES; i++) {
     await expectStatus(`workspace file ${i}`, api(base, 'PUT', `/agents/soak/workspace/file?path=notes/${i}.md`, { content: noteContent(i) }), 200);
   }
+  await expectStatus(
+    'create channel account',
+    api(base, 'POST', '/channels/chat_d/accounts', { id: 'soak', name: 'Soak bot', dm_policy: 'allow', group_policy: 'disabled', ...state.telegram!.account, binding: { agentId: 'soak' } }),
+    201,
+  );
   await expectStatus(
     'create cron job',
     api(base, 'POST', '/cron', { name: 'soak tick', schedule: `*/${CRON_EVERY} * * * * *`, message: 'cron tick', target: 'soak' }),
@@ -429,6 +459,8 @@ async function runOp(base: string, kind: OpKind, n: number): Promise<void> {
       return chat(base, { model: 'soak-tools', content: `[tool] read the note ${n}`, stream: n % 2 === 0, expect: TOOL_ANSWER });
     case 'cancel':
       return cancelledChat(base, n);
+    case 'channel':
+      return channelMessage(base, n);
     case 'invalid-key': {
       const res = await fetch(`${base}/chat/completions`, {
         method: 'POST',
@@ -488,6 +520,29 @@ async function chat(base: string, o: { model: string; content: string; stream: b
   if (error) throw new Error(`chat stream: error event ${error.slice(0, 200)}`);
   if (!done) throw new Error('chat stream: ended without [DONE]');
   if (text.trim() !== o.expect.trim()) throw new Error(`chat stream: unexpected answer "${text.slice(0, 80)}"`);
+}
+
+/**
+ * A direct message posted by the platform to the account's webhook, as Telegram posts it; done
+ * when the agent's answer reached the platform through the connector. Each operation is its own
+ * sender, so the answer to wait for is the one sent to that chat.
+ */
+async function channelMessage(base: string, n: number): Promise<void> {
+  const tg = state.telegram!;
+  const chatId = `${700000 + n}`;
+  const { headers, body } = tg.inbound({ eventId: `soak-${n}`, chatId, chatType: 'dm', senderId: chatId, text: `channel ${n}` });
+  const res = await fetch(`${base}/channels/chat_d/accounts/soak/events`, { method: 'POST', headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  if (res.status !== 200) throw new Error(`channel event: ${res.status} ${(await res.text()).slice(0, 200)}`);
+  const deadline = Date.now() + REQUEST_TIMEOUT_MS;
+  for (;;) {
+    const sent = tg.sent.find((m) => m.chatId === chatId);
+    if (sent) {
+      if (sent.text?.trim() !== REPLY.trim()) throw new Error(`channel: unexpected answer "${(sent.text ?? '').slice(0, 80)}"`);
+      return;
+    }
+    if (Date.now() > deadline || state.fatal) throw new Error(`channel: no answer sent to chat ${chatId} within ${REQUEST_TIMEOUT_MS / 1000} s`);
+    await sleep(100);
+  }
 }
 
 /** A stream the client drops after its first token; the run is then cancelled on the worker. */
@@ -606,6 +661,7 @@ async function sample(minute: number, services: ServiceHandle[], cronBefore: { s
   rss.bench = rssMb(process.pid);
   await Promise.all(
     services.map(async (s) => {
+      const svc = s.svc;
       try {
         const m = await scrapeMetrics(s.metricsUrl);
         heapMb[s.name] = (m.first.get('nodejs_heap_size_used_bytes') ?? NaN) / 2 ** 20;
@@ -614,6 +670,8 @@ async function sample(minute: number, services: ServiceHandle[], cronBefore: { s
       } catch (err) {
         heapMb[s.name] = NaN;
         lagP99Ms[s.name] = NaN;
+        // The worker this soak has just SIGKILLed, its replacement not yet in its place: nothing to scrape.
+        if (killedOnPurpose.has(svc)) return;
         metricsMisses.push(`minute ${minute}: ${s.name}'s /metrics did not answer (${(err as Error).message})`);
       }
     }),
@@ -718,7 +776,7 @@ function analyse(samples: Sample[], services: ServiceHandle[], drained: { leftIn
     const points = fitted.map((s) => [s.minute, pick(s)] as const);
     const slopePerHour = theilSenSlope(points) * 60;
     const leastSquaresPerHour = linearFit(points).slope * 60;
-    const flat = threshold === undefined || !Number.isFinite(slopePerHour) ? undefined : slopePerHour <= threshold;
+    const flat = threshold === undefined || !Number.isFinite(slopePerHour) ? undefined : slopePerHour <= threshold || !envelopeRises(points, threshold);
     verdicts.push({ series, unit, first: pick(fitted[0] ?? samples[0]!), lastValue: pick(samples.at(-1)!), slopePerHour, leastSquaresPerHour, threshold, flat, gate });
     if (gate && flat === false) problems.push(`${series} grows ${slopePerHour.toFixed(1)} ${unit}/hour after the warm-up (threshold ${threshold})`);
   };
@@ -746,7 +804,7 @@ function render(samples: Sample[], services: ServiceHandle[], report: ReturnType
     '',
     `Machine: ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; commit ${gitCommit()}; command \`npm run soak${argv.length ? ` -- ${argv.join(' ')}` : ''}\`; ${Math.round((Date.now() - started) / 60_000)} min in all. The box is shared: the load generator, the fake model and the proxy run in the bench process, and other work (tests) may run on the same cores; that moves lag and CPU, not growth.`,
     '',
-    `Cluster: ${names.join(', ')} (each its main.ts under tsx, \`info\` logging), behind libs/testing's round-robin proxy; Postgres and Redis on 127.0.0.1. Load: ${RATE} operations/s started open-loop (at most ${MAX_IN_FLIGHT} in flight), mixed ${MIX.map(([k, w]) => `${k} ${w} %`).join(', ')}; a cron job \`*/${CRON_EVERY} * * * * *\`. A chat answers ${REPLY_WORDS} words (2 ms apart); sessions: ${SESSIONS} \`sessionId\`s used all run; cancel: a 40-word answer 50 ms apart dropped after its first token; tool: the model asks for \`read\`, then answers; agent-crud: create, get, update, list, delete (5 requests); workspace: write then read one of ${WORKSPACE_FILES} files of 2 KB (2 requests); invalid-key: a chat with a wrong key, 401 expected.`,
+    `Cluster: ${names.join(', ')} (each its main.ts under tsx, \`info\` logging), behind libs/testing's round-robin proxy; Postgres and Redis on 127.0.0.1. Load: ${RATE} operations/s started open-loop (at most ${MAX_IN_FLIGHT} in flight), mixed ${MIX.map(([k, w]) => `${k} ${w} %`).join(', ')}; a cron job \`*/${CRON_EVERY} * * * * *\`. A chat answers ${REPLY_WORDS} words (2 ms apart); sessions: ${SESSIONS} \`sessionId\`s used all run; cancel: a 40-word answer 50 ms apart dropped after its first token; tool: the model asks for \`read\`, then answers; agent-crud: create, get, update, list, delete (5 requests); workspace: write then read one of ${WORKSPACE_FILES} files of 2 KB (2 requests); invalid-key: a chat with a wrong key, 401 expected; channel: a direct message from a new sender posted to a Telegram account's webhook (the fake Telegram), done when the agent's answer reached the platform through the connector.`,
     '',
     `Worker kills: ${KILL_EVERY_S > 0 ? `one agent-worker SIGKILLed every ${KILL_EVERY_S} s and replaced at once (${kills.length} kills; replacements ready after ${kills.map((k) => `${(k.readyMs / 1000).toFixed(1)} s`).join(', ') || '-'}); ${counts.workerLost} operations ended with the clean "worker stopped" error (a run that had started answering on a killed worker), counted apart from the failures` : 'none (--kill-every=0)'}.`,
     '',
@@ -774,7 +832,7 @@ function render(samples: Sample[], services: ServiceHandle[], report: ReturnType
     '',
     `### Growth after the warm-up (fits over minutes ${WARMUP}..${samples.at(-1)!.minute})`,
     '',
-    'A series is flat when its Theil-Sen slope (the median of the slopes between every pair of minutes, robust to the odd sample taken just after a GC or after the allocator returned pages) is at most the threshold per hour; RSS over its threshold fails the run, the others are reported. The least-squares slope is shown beside it: where the two differ a lot, a few samples stand out and the table above tells which. Series without a threshold grow by design or are not ours alone (see the reading).',
+    'A series is flat when its Theil-Sen slope (the median of the slopes between every pair of minutes, robust to the odd sample taken just after a GC or after the allocator returned pages) is at most the threshold per hour, or when its lowest and its highest values do not both rise from the first half of the fitted minutes to the second by more than the threshold allows (RSS is a sawtooth of several minutes: a slope over a few teeth follows where the run stopped, a leak lifts troughs and peaks alike); RSS over its threshold fails the run, the others are reported. The least-squares slope is shown beside it: where the two differ a lot, a few samples stand out and the table above tells which. Series without a threshold grow by design or are not ours alone (see the reading).',
     '',
     `| series | at minute ${WARMUP} | at the end | slope per hour (Theil-Sen) | least squares | threshold per hour | verdict |`,
     '|---|---|---|---|---|---|---|',
@@ -810,6 +868,7 @@ function cleanup(): Promise<void> {
     await step('the cluster', async () => state.cluster?.stop('SIGTERM'));
     killChildren();
     await step('the fake model', async () => state.fake?.close());
+    await step('the fake chat platform', async () => state.telegram?.close());
     await step('the sampler connections', async () => {
       state.redis?.disconnect();
       await state.admin?.end();
