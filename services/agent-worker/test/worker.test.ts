@@ -215,10 +215,17 @@ describe('agent-worker', () => {
     const day = budgetCounter('tokensPerDay', principal);
     const session = await ensureSession(runtime.db.db, { agentId: 'w', sessionKey: `compact-${principal}`, owner: principal });
     for (let i = 1; i <= 8; i++) await appendMessages(runtime.db.db, session.id, `run-c${i}`, [{ role: 'user', content: `turn ${i}` }, { role: 'assistant', content: `re: turn ${i}` }]);
+    const usageRows = () => runtime.db.db.selectFrom('run_usage').selectAll().where('run_id', '=', `compaction:${session.id}`).execute();
+    // Read the moment the answer arrives, as a caller would read its usage then.
+    let rowsAtAnswer: ReturnType<typeof usageRows> | undefined;
     const compact = async (sessionId: string, opts: { listen?: boolean } = {}) => {
       const requestId = `req-${Math.random().toString(36).slice(2)}`;
       const outcomes: CompactionOutcomeMessage[] = [];
-      const unsub = opts.listen === false ? async () => undefined : await runtime.bus.pubsub.subscribe(PubSubChannels.compaction(requestId), (m) => outcomes.push(m));
+      const onOutcome = (m: CompactionOutcomeMessage) => {
+        rowsAtAnswer ??= usageRows();
+        outcomes.push(m);
+      };
+      const unsub = opts.listen === false ? async () => undefined : await runtime.bus.pubsub.subscribe(PubSubChannels.compaction(requestId), onOutcome);
       try {
         await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'session-compact', v: 1, sessionId, principal, requestId });
         if (opts.listen === false) await waitFor(async () => logs.some((l) => l.includes(requestId)), 5000, 10);
@@ -235,7 +242,7 @@ describe('agent-worker', () => {
     expect(outcome).toEqual({ ok: true, compacted: 6, summary: expect.stringMatching(/^echo: /) });
     expect(calls.slice(callsBefore).map((c) => c.purpose)).toEqual(['compaction']);
     // Written before the answer: the caller may read its usage at once.
-    const rows = await runtime.db.db.selectFrom('run_usage').selectAll().where('run_id', '=', `compaction:${session.id}`).execute();
+    const rows = (await rowsAtAnswer)!;
     expect(rows.map((r) => [r.agent_id, r.principal, r.kind, Number(r.prompt_tokens), Number(r.completion_tokens)])).toEqual([['w', principal, 'compaction', 1, 2]]);
     expect(await runtime.bus.count(day.key, 0, day.ttlMs)).toBe(3);
     expect((await listSessionMessages(runtime.db.db, session.id)).filter((m) => m.compactedAt)).toHaveLength(6);
