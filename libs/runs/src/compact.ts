@@ -35,7 +35,8 @@ export async function requestCompaction(
     const outcome = await Promise.race([answered, timedOut]);
     if (!outcome) {
       deps.logger.warn({ sessionId: req.sessionId, requestId, waitMs }, 'forced compaction: no worker answered in time');
-      throw new Errors.NOT_READY(`no agent worker compacted the session within ${Math.round(waitMs / 1000)} s; try again later`);
+      const waited = waitMs >= 1000 ? `${Math.round(waitMs / 1000)} s` : `${waitMs} ms`;
+      throw new Errors.NOT_READY(`no agent worker compacted the session within ${waited}; try again later`);
     }
     if (!outcome.ok) throw new AppError(outcome.code, Errors[outcome.code].status, outcome.message);
     return { compacted: outcome.compacted, summary: outcome.summary };
