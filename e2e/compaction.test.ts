@@ -85,6 +85,11 @@ type Msg = { role: string; content: string; compactedAt?: string };
 const messagesOf = async (t: Target, id: string) => (await (await fetch(`${t.baseURL}/sessions/${id}/messages`)).json()) as Msg[];
 /** The tokens the worker counted for a request (estimate: 4 characters a token, 4 per message, 3 to prime). */
 const tokensOf = (r: FakeRequest) => r.body.messages.reduce((n, m) => n + 4 + estimateTokens(String(m.content ?? '')), 3);
+/** Model calls recorded as kind `compaction` (`run_usage`). */
+async function compactionUsage(t: Target): Promise<number> {
+  const report = (await (await fetch(`${t.baseURL}/usage?groupBy=kind`)).json()) as { data: Array<{ key: string; requests: number }> };
+  return report.data.find((r) => r.key === 'compaction')?.requests ?? 0;
+}
 const question = (i: number) => `question ${i} ${'q'.repeat(1800)}`;
 
 function compactionConformance(target: () => Target): void {
@@ -111,11 +116,7 @@ function compactionConformance(target: () => Target): void {
     expect(stored[0]!.compactedAt).toEqual(expect.any(String));
     expect(stored.at(-1)!.compactedAt).toBeUndefined();
     // The summary calls spend and show in usage as what they were: kind compaction (issue 35 F).
-    const compactionUsage = async () => {
-      const report = (await (await fetch(`${t.baseURL}/usage?groupBy=kind`)).json()) as { data: Array<{ key: string; requests: number }> };
-      return report.data.find((r) => r.key === 'compaction')?.requests ?? 0;
-    };
-    await waitFor(async () => (await compactionUsage()) === summaryCalls.length, 5000, 20);
+    await waitFor(async () => (await compactionUsage(t)) === summaryCalls.length, 5000, 20);
   });
 
   it('a failed summary call leaves the session answering: the oldest turns are left out instead', async () => {
@@ -145,11 +146,14 @@ function compactionConformance(target: () => Target): void {
     for (let i = 1; i <= 3; i++) await chat(t, 'forced', `short ${i}`);
     const id = await sessionIdOf(t, 'forced');
     t.fake.reset();
+    const usageBefore = await compactionUsage(t);
     const res = await fetch(`${t.baseURL}/sessions/${id}/compact`, { method: 'POST' });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { compacted: number; summary: string };
     expect(body).toEqual({ compacted: 2, summary: expect.stringMatching(/^SUMMARY-\d+/) });
     expect(t.fake.requests.filter(isSummaryCall)).toHaveLength(1);
+    // The worker did it (in cluster mode the gateway has no model client): recorded before it answered.
+    expect(await compactionUsage(t)).toBe(usageBefore + 1);
     const stored = await messagesOf(t, id);
     expect(stored.map((m) => Boolean(m.compactedAt))).toEqual([true, true, false, false, false, false]);
     await chat(t, 'forced', 'short 4');

@@ -13,6 +13,8 @@ export function isPlatform(value: string): value is Platform {
 export type RunChannel = `run:${string}`;
 /** One gateway process's reply channel: the events of every run it waits for (`runId` tells them apart). */
 export type ReplyChannel = `replies:${string}`;
+/** Where the gateway that asked for a forced compaction waits for its outcome. */
+export type CompactionChannel = `compaction:${string}`;
 /** An outbound message's own channel. */
 export type OutboundChannel = `outbound:${string}`;
 
@@ -34,6 +36,8 @@ export const PubSubChannels = {
   runCancel: 'run-cancel',
   /** The outcome of one outbound message (the connector publishes it when the message ends). */
   outbound: (messageId: string): OutboundChannel => `outbound:${messageId}`,
+  /** The outcome of one forced compaction (`session-compact` job), for the gateway request that waits. */
+  compaction: (requestId: string): CompactionChannel => `compaction:${requestId}`,
 } as const;
 
 /**
@@ -99,6 +103,22 @@ export interface OutboundOutcomeMessage {
   status: 'sent' | 'failed';
 }
 
+/** The errors a forced compaction may end with, by their `@agentry/errors` code. */
+export const COMPACTION_ERRORS = ['NOT_FOUND', 'VALIDATION', 'RATE_LIMITED', 'UPSTREAM', 'INTERNAL'] as const;
+export type CompactionErrorCode = (typeof COMPACTION_ERRORS)[number];
+
+export function isCompactionErrorCode(code: string): code is CompactionErrorCode {
+  return (COMPACTION_ERRORS as readonly string[]).includes(code);
+}
+
+/**
+ * Payload on `compaction:<requestId>`: what was summarised, or the error the caller gets (its
+ * message is the one the client reads: human, never a secret).
+ */
+export type CompactionOutcomeMessage =
+  | { ok: true; compacted: number; summary: string | null }
+  | { ok: false; code: CompactionErrorCode; message: string };
+
 /**
  * Which message each pub/sub channel carries. The bus's `PubSub` port is typed by it, so that a
  * publisher and its subscribers cannot disagree without a compile error; per-id channels are
@@ -110,5 +130,6 @@ export interface PubSubMessages {
   [channel: RunChannel]: RunEvent;
   [channel: ReplyChannel]: RunEvent;
   [channel: OutboundChannel]: OutboundOutcomeMessage;
+  [channel: CompactionChannel]: CompactionOutcomeMessage;
 }
 export type PubSubChannel = keyof PubSubMessages & string;

@@ -31,6 +31,27 @@ export const AgentRunJob = Type.Union([
 ]);
 export type AgentRunJob = Static<typeof AgentRunJob>;
 
+/**
+ * `POST /sessions/{id}/compact`, done by a worker with its model client: ids only (the session's
+ * row is the truth; the principal is who asked and pays). The worker answers on
+ * `compaction:<requestId>`, where the gateway that asked waits.
+ */
+export const SessionCompactJob = Type.Object(
+  {
+    type: Type.Literal('session-compact'),
+    v: Type.Literal(1),
+    sessionId: Type.String({ minLength: 1 }),
+    principal: Type.String(),
+    requestId: Type.String({ minLength: 1 }),
+  },
+  { additionalProperties: false },
+);
+export type SessionCompactJob = Static<typeof SessionCompactJob>;
+
+/** What the `agent-run` queue carries: runs, and the forced compactions the agent workers do too. */
+export const AgentQueueJob = Type.Union([AgentRunJob, SessionCompactJob]);
+export type AgentQueueJob = Static<typeof AgentQueueJob>;
+
 /** `v: 2` adds the `traceparent` of the run (or send) that queued the message, as `agent-run`'s. */
 export const ChannelSendJob = Type.Union([
   Type.Object({ type: Type.Literal('channel-send'), v: Type.Literal(1), messageId: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
@@ -47,7 +68,7 @@ export const CronFireJob = Type.Object(
 );
 export type CronFireJob = Static<typeof CronFireJob>;
 
-export const JobPayload = Type.Union([AgentRunJob, ChannelSendJob, CronFireJob]);
+export const JobPayload = Type.Union([AgentRunJob, SessionCompactJob, ChannelSendJob, CronFireJob]);
 export type JobPayload = Static<typeof JobPayload>;
 
 /**
@@ -56,7 +77,7 @@ export type JobPayload = Static<typeof JobPayload>;
  * above: a job may come from an older or newer deploy.
  */
 export interface QueuePayloads {
-  [QueueNames.agentRun]: AgentRunJob;
+  [QueueNames.agentRun]: AgentQueueJob;
   [QueueNames.channelSend]: ChannelSendJob;
   [QueueNames.cronFire]: CronFireJob;
 }

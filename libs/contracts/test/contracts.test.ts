@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Value } from 'typebox/value';
-import { AgentRunJob, JobPayload, PubSubChannels, RunEvent, type RunEventType } from '@agentry/contracts';
+import { AgentQueueJob, AgentRunJob, JobPayload, PubSubChannels, RunEvent, SessionCompactJob, type RunEventType } from '@agentry/contracts';
 
 describe('job payloads', () => {
   it('accept ids only, with a version', () => {
@@ -16,6 +16,16 @@ describe('job payloads', () => {
     expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 2, runId: 'r1', traceparent: 'x' })).toBe(false);
     expect(Value.Check(JobPayload, { type: 'channel-send', v: 2, messageId: 'm1', traceparent })).toBe(true);
     expect(Value.Check(JobPayload, { type: 'channel-send', v: 2, messageId: 'm1' })).toBe(false);
+  });
+  it('session-compact v1 carries the session, the principal and the request id, nothing else; the agent-run queue takes it beside runs', () => {
+    const job = { type: 'session-compact', v: 1, sessionId: 's1', principal: 'user:carol', requestId: 'q1' };
+    expect(Value.Check(SessionCompactJob, job)).toBe(true);
+    expect(Value.Check(AgentQueueJob, job)).toBe(true);
+    expect(Value.Check(JobPayload, job)).toBe(true);
+    expect(Value.Check(SessionCompactJob, { ...job, v: 2 })).toBe(false);
+    expect(Value.Check(SessionCompactJob, { ...job, apiKey: 'sk-secret' })).toBe(false);
+    expect(Value.Check(SessionCompactJob, { ...job, requestId: '' })).toBe(false);
+    expect(PubSubChannels.compaction('q1')).toBe('compaction:q1');
   });
   it('form a union tagged by type', () => {
     expect(Value.Check(JobPayload, { type: 'cron-fire', v: 1, cronJobId: 'c' })).toBe(true);

@@ -1,5 +1,5 @@
 import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@agentry/contracts';
-import type { Consumer } from '@agentry/bus';
+import { UnrecoverableJobError, type Consumer, type Job } from '@agentry/bus';
 import type { Span } from '@opentelemetry/api';
 import { ChainRunner, ModelProviders, ScriptSandbox, builtinTools, estimateCallTokens, markSpanFailed, startChildSpan, modelInfoFromDb, type ModelCallRequest, type ModelEvent, type ModelInfo, type RunDeps, type RunMetrics, type ToolDefinition } from '@agentry/engine';
 import { AgentCache, SkillsCache, TokenBudgets } from '@agentry/runs';
@@ -11,6 +11,7 @@ import { RunLeases } from './run-leases.js';
 import { RunSweeper } from './run-sweeper.js';
 import { SessionTurnGate } from './session-turns.js';
 import { runJobHandler } from './run-job.js';
+import { compactJobHandler } from './compact-job.js';
 import { usageRecorder, type UsageRecorder, type UsageRun } from './usage.js';
 
 export interface AgentWorkerOptions {
@@ -66,7 +67,19 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     keep: () => ({ retainMs: reliability().resume_retain_ms, maxEvents: reliability().resume_max_events }),
     agent: sharedRunDeps(runtime, { ...shared, stream: models.stream, modelInfo: models.modelInfo, builtin: opts.builtin ?? builtinTools }),
   });
-  const consumer = consumeRuns(runtime, handleRun, concurrency);
+  const handleCompaction = compactJobHandler({
+    db: runtime.db.db,
+    bus,
+    logger,
+    stream: models.stream,
+    modelInfo: models.modelInfo,
+    drainUsage: () => usage.drain(),
+    settings: () => {
+      const { worker, agents } = runtime.config.current;
+      return { compaction: agents.defaults.session.compaction, maxMessages: agents.defaults.session.max_messages, maxRunMs: worker.max_run_ms };
+    },
+  });
+  const consumer = consumeRuns(runtime, agentQueueJobs(logger, handleRun, handleCompaction), concurrency);
 
   runtime.lifecycle.add('agent-worker', async (remainingMs) => {
     watchdog.stop();
@@ -120,8 +133,24 @@ function runSweeper(runtime: Runtime, running: Map<string, AbortController>): Ru
   });
 }
 
+type JobHandlerOf = (job: Job<unknown>, shutdownSignal: AbortSignal) => Promise<void>;
+
+/**
+ * The `agent-run` queue's jobs by kind: runs, and forced compactions. A kind this worker does
+ * not know (a newer deploy's) fails for good with a log line: no retry would teach it.
+ */
+function agentQueueJobs(logger: Runtime['logger'], handleRun: JobHandlerOf, handleCompaction: JobHandlerOf): JobHandlerOf {
+  return async (job, shutdownSignal) => {
+    const type = (job.data as { type?: unknown } | null)?.type;
+    if (type === 'agent-run') return handleRun(job, shutdownSignal);
+    if (type === 'session-compact') return handleCompaction(job, shutdownSignal);
+    logger.warn({ jobId: job.id, type }, 'agent-run queue: a job of a kind this worker does not know; dropped');
+    throw new UnrecoverableJobError(`unknown job kind on the agent-run queue: ${JSON.stringify(type)}`);
+  };
+}
+
 /** Consumes `agent-run`, measuring each job. */
-function consumeRuns(runtime: Runtime, handleRun: ReturnType<typeof runJobHandler>, concurrency: number): Consumer {
+function consumeRuns(runtime: Runtime, handleRun: JobHandlerOf, concurrency: number): Consumer {
   const { bus, logger } = runtime;
   const jobDuration = serviceMetrics.jobDuration(runtime.metrics);
   return bus.queue.consume(

@@ -4,9 +4,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { Errors } from '@agentry/errors';
-import { PubSubChannels, QueueNames, RunKeeps, budgetCounter, type RunEvent } from '@agentry/contracts';
+import { PubSubChannels, QueueNames, RunKeeps, budgetCounter, type CompactionOutcomeMessage, type RunEvent } from '@agentry/contracts';
 import { sql } from 'kysely';
 import {
+  appendMessages,
   claimRun,
   ensureSession,
   getCronJob,
@@ -207,6 +208,59 @@ describe('agent-worker', () => {
     const anonymous = await run('hi');
     await waitFor(async () => (await runtime.db.db.selectFrom('run_usage').select('principal').where('run_id', '=', anonymous.id).execute()).length === 1, 5000, 20);
     expect((await runtime.db.db.selectFrom('run_usage').select('principal').where('run_id', '=', anonymous.id).executeTakeFirst())?.principal).toBe('');
+  });
+
+  it("does a forced compaction (session-compact job) with its own model client: recorded as kind compaction under the caller, counted on the caller's day, answered on the reply channel", async () => {
+    const principal = `api:compact-${Math.random().toString(36).slice(2)}`;
+    const day = budgetCounter('tokensPerDay', principal);
+    const session = await ensureSession(runtime.db.db, { agentId: 'w', sessionKey: `compact-${principal}`, owner: principal });
+    for (let i = 1; i <= 8; i++) await appendMessages(runtime.db.db, session.id, `run-c${i}`, [{ role: 'user', content: `turn ${i}` }, { role: 'assistant', content: `re: turn ${i}` }]);
+    const usageRows = () => runtime.db.db.selectFrom('run_usage').selectAll().where('run_id', '=', `compaction:${session.id}`).execute();
+    // Read the moment the answer arrives, as a caller would read its usage then.
+    let rowsAtAnswer: ReturnType<typeof usageRows> | undefined;
+    const compact = async (sessionId: string, opts: { listen?: boolean } = {}) => {
+      const requestId = `req-${Math.random().toString(36).slice(2)}`;
+      const outcomes: CompactionOutcomeMessage[] = [];
+      const onOutcome = (m: CompactionOutcomeMessage) => {
+        rowsAtAnswer ??= usageRows();
+        outcomes.push(m);
+      };
+      const unsub = opts.listen === false ? async () => undefined : await runtime.bus.pubsub.subscribe(PubSubChannels.compaction(requestId), onOutcome);
+      try {
+        await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'session-compact', v: 1, sessionId, principal, requestId });
+        if (opts.listen === false) await waitFor(async () => logs.some((l) => l.includes(requestId)), 5000, 10);
+        else await waitFor(async () => outcomes.length > 0, 5000, 10);
+      } finally {
+        await unsub();
+      }
+      return outcomes[0];
+    };
+
+    const callsBefore = calls.length;
+    const outcome = await compact(session.id);
+    // The newest 10 messages are kept; the 6 before them are summarised (the fake echoes the transcript).
+    expect(outcome).toEqual({ ok: true, compacted: 6, summary: expect.stringMatching(/^echo: /) });
+    expect(calls.slice(callsBefore).map((c) => c.purpose)).toEqual(['compaction']);
+    // Written before the answer: the caller may read its usage at once.
+    const rows = (await rowsAtAnswer)!;
+    expect(rows.map((r) => [r.agent_id, r.principal, r.kind, Number(r.prompt_tokens), Number(r.completion_tokens)])).toEqual([['w', principal, 'compaction', 1, 2]]);
+    expect(await runtime.bus.count(day.key, 0, day.ttlMs)).toBe(3);
+    expect((await listSessionMessages(runtime.db.db, session.id)).filter((m) => m.compactedAt)).toHaveLength(6);
+
+    expect(await compact('no-such-session')).toEqual({ ok: false, code: 'NOT_FOUND', message: 'Not found: session "no-such-session"' });
+    // Nobody waits any more (the gateway answered 503 and left): skipped, the model never asked.
+    const callsThen = calls.length;
+    await compact(session.id, { listen: false });
+    expect(logs.some((l) => l.includes('nobody waits for it any more'))).toBe(true);
+    expect(calls.length).toBe(callsThen);
+  });
+
+  it('fails for good, with a log line, a session-compact job of another version and a job of a kind it does not know', async () => {
+    const queue = runtime.bus.queue as unknown as { enqueue(q: string, data: unknown): Promise<string> };
+    await queue.enqueue(QueueNames.agentRun, { type: 'session-compact', v: 2, sessionId: 's', principal: '', requestId: 'r-v2' });
+    await queue.enqueue(QueueNames.agentRun, { type: 'agent-retire', v: 1 });
+    await waitFor(async () => logs.some((l) => l.includes('session-compact job of an unknown version')) && logs.some((l) => l.includes('a job of a kind this worker does not know')), 5000, 10);
+    await waitFor(async () => logs.filter((l) => l.includes('agent-run job failed') && l.includes('"willRetry":false') && /malformed session-compact|unknown job kind/.test(l)).length === 2, 5000, 10);
   });
 
   it('a run whose usage cannot be written still succeeds, and the failure is logged', async () => {

@@ -61,21 +61,24 @@ beforeAll(async () => {
   runtime.bus.queue.consume(
     QueueNames.agentRun,
     async (job) => {
-      const run = await getRun(runtime.db.db, job.data.runId);
+      // The queue carries forced compactions too: this stand-in runs runs only.
+      if (job.data.type !== 'agent-run') throw new Error(`not a run: ${job.data.type}`);
+      const { runId } = job.data;
+      const run = await getRun(runtime.db.db, runId);
       const prompt = (run!.request as { messages: Array<{ content: string }> }).messages.at(-1)!.content;
       const [scenario, option] = prompt.split(':');
       let seq = 0;
       // A retry notice consumes no seq: it carries the next event's.
-      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId: job.data.runId, seq: e.type === 'retry' ? seq : seq++ } as RunEvent);
+      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId, seq: e.type === 'retry' ? seq : seq++ } as RunEvent);
       if (scenario === 'slow' || scenario === 'slowfail') await new Promise((r) => setTimeout(r, 800));
       // Events lost on the way (Redis away), the outcome committed all the same.
       if (scenario === 'lost') {
         await publish({ type: 'text', text: 'par' });
-        await finishRun(runtime.db.db, job.data.runId, { status: 'succeeded', output: option ?? 'partial answer', usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } });
+        await finishRun(runtime.db.db, runId, { status: 'succeeded', output: option ?? 'partial answer', usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } });
         return;
       }
       if (scenario === 'lostfail') {
-        await finishRun(runtime.db.db, job.data.runId, { status: 'failed', error: 'the provider broke' });
+        await finishRun(runtime.db.db, runId, { status: 'failed', error: 'the provider broke' });
         return;
       }
       // A provider retry, then the answer at once or (`retried:late`) after the headers' bound.

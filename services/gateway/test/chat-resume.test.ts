@@ -54,7 +54,10 @@ beforeAll(async () => {
   runtime.bus.queue.consume(
     QueueNames.agentRun,
     async (job) => {
-      const run = (await getRun(runtime.db.db, job.data.runId))!;
+      // The queue carries forced compactions too: this stand-in runs runs only.
+      if (job.data.type !== 'agent-run') throw new Error(`not a run: ${job.data.type}`);
+      const { runId } = job.data;
+      const run = (await getRun(runtime.db.db, runId))!;
       const n = Number((run.request as { messages: Array<{ content: string }> }).messages.at(-1)!.content.split(':')[1] ?? 3);
       let seq = 0;
       let text = '';

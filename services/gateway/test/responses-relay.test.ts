@@ -56,19 +56,22 @@ beforeAll(async () => {
   runtime.bus.queue.consume(
     QueueNames.agentRun,
     async (job) => {
-      const run = await getRun(runtime.db.db, job.data.runId);
+      // The queue carries forced compactions too: this stand-in runs runs only.
+      if (job.data.type !== 'agent-run') throw new Error(`not a run: ${job.data.type}`);
+      const { runId } = job.data;
+      const run = await getRun(runtime.db.db, runId);
       const [scenario, option] = (run!.request as { messages: Array<{ content: string }> }).messages.at(-1)!.content.split(':');
       let seq = 0;
-      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId: job.data.runId, seq: seq++ } as RunEvent);
+      const publish = (e: Body) => runtime.bus.pubsub.publish(runEventChannel(run!), { ...e, runId, seq: seq++ } as RunEvent);
       // Longer than the keep-alive bound (heartbeatMs 50) before anything happens.
       if (scenario === 'slow' || scenario === 'slowfail') await new Promise((r) => setTimeout(r, 300));
       if (scenario === 'slowfail') return void (await publish({ type: 'error', message: 'too late to be a status', status: 502 }));
       if (scenario === 'lost') {
         await publish({ type: 'text', text: 'par' });
-        await finishRun(runtime.db.db, job.data.runId, { status: 'succeeded', output: 'partial answer', usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } });
+        await finishRun(runtime.db.db, runId, { status: 'succeeded', output: 'partial answer', usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } });
         return;
       }
-      if (scenario === 'lostfail') return void (await finishRun(runtime.db.db, job.data.runId, { status: 'failed', error: 'the provider broke' }));
+      if (scenario === 'lostfail') return void (await finishRun(runtime.db.db, runId, { status: 'failed', error: 'the provider broke' }));
       const fallback: Body[] = [
         { type: 'text', text: option ?? 'ok' },
         { type: 'done', finishReason: 'stop' },

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
+import { PubSubChannels, QueueNames, type CompactionOutcomeMessage, type SessionCompactJob } from '@agentry/contracts';
 import { appendMessages, appendUnfinishedTurn, ensureSession, loadHistory, type DbHandle } from '@agentry/db';
 import { createTestDatabase, createTestPglite, describeWithPostgres, type TestDatabase } from '@agentry/testing';
 import { bearer, login, startHarness, type Harness } from './auth-harness.js';
@@ -12,7 +13,10 @@ import { agentDsl } from './resources-harness.js';
  */
 
 const ADMIN_PASSWORD = 'Adm1n-pass-word';
+// worker.max_run_ms: how long a forced compaction waits for a worker (its least, for the 503 test).
 const YAML = `
+worker:
+  max_run_ms: 1000
 security:
   requireAuth: true
   users:
@@ -40,8 +44,25 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
     return s.id;
   }
 
+  /**
+   * A stand-in for the agent worker (the gateway has none): it answers each forced compaction
+   * of a session with the outcome set for it, and never answers for a session without one.
+   */
+  const compactJobs: SessionCompactJob[] = [];
+  const workerAnswers = new Map<string, CompactionOutcomeMessage>();
+
   beforeAll(async () => {
     h = await startHarness(YAML, { db: await open() });
+    h.runtime.bus.queue.consume(
+      QueueNames.agentRun,
+      async (job) => {
+        if (job.data.type !== 'session-compact') throw new Error(`not a compaction: ${job.data.type}`);
+        compactJobs.push(job.data);
+        const answer = workerAnswers.get(job.data.sessionId);
+        if (answer) await h.runtime.bus.pubsub.publish(PubSubChannels.compaction(job.data.requestId), answer);
+      },
+      { concurrency: 2 },
+    );
     tokens.admin = await login(h.app, 'admin', ADMIN_PASSWORD);
     for (const name of ['carol', 'dave']) {
       const res = await call('POST', '/users', 'admin', { username: name, password: `${name}-pass-word`, role: 'user' });
@@ -56,24 +77,52 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
     await close();
   });
 
-  it('POST /sessions/{id}/compact: only the owner (or an admin) reaches the session; a model that cannot answer is a 502 that marks nothing', async () => {
+  it("POST /sessions/{id}/compact: only the owner (or an admin) reaches the session; a worker compacts it and its answer (or its 502) is the caller's", async () => {
     const id = await conversation('user:carol', 'long-chat', 'turn 1');
-    for (let i = 2; i <= 6; i++) await appendMessages(h.runtime.db.db, id, `run-${i}`, [{ role: 'user', content: `turn ${i}` }, { role: 'assistant', content: `re: turn ${i}` }]);
     const theirs = await call('POST', `/sessions/${id}/compact`, 'dave');
     expect(theirs.statusCode).toBe(404);
     expect(theirs.json()).toEqual({ error: `Not found: session "${id}"` });
-    // Nothing older than the 10 kept messages of a 2-message session: no model call needed.
+    // Refused before any worker is asked.
+    expect(compactJobs).toEqual([]);
+
     const small = await conversation('user:carol', 'short-chat', 'hi');
+    workerAnswers.set(small, { ok: true, compacted: 0, summary: null });
     const nothing = await call('POST', `/sessions/${small}/compact`, 'carol');
     expect(nothing.statusCode).toBe(200);
     expect(nothing.json()).toEqual({ compacted: 0, summary: null });
-    // p1 points at a closed port: the summary call fails, the session stays as it was.
+    // Ids only, the caller as the principal who pays: never a secret in a job.
+    expect(compactJobs).toEqual([{ type: 'session-compact', v: 1, sessionId: small, principal: 'user:carol', requestId: expect.any(String) }]);
+
+    workerAnswers.set(id, { ok: false, code: 'UPSTREAM', message: 'Upstream failure: the model could not summarise the session: connect ECONNREFUSED' });
     const failed = await call('POST', `/sessions/${id}/compact`, 'carol');
     expect(failed.statusCode).toBe(502);
     expect(failed.json()).toEqual({ error: expect.stringContaining('could not summarise') });
-    const messages = await call('GET', `/sessions/${id}/messages`, 'admin');
-    expect(messages.json()).toHaveLength(12);
-    expect(messages.json().filter((m: { compactedAt?: string }) => m.compactedAt)).toEqual([]);
+    workerAnswers.set(id, { ok: true, compacted: 4, summary: 'SUMMARY' });
+    const byAdmin = await call('POST', `/sessions/${id}/compact`, 'admin');
+    expect(byAdmin.json()).toEqual({ compacted: 4, summary: 'SUMMARY' });
+    expect(compactJobs.at(-1)).toMatchObject({ sessionId: id, principal: 'user:admin' });
+    // Each request waits on its own reply channel: none is left subscribed.
+    expect(new Set(compactJobs.map((j) => j.requestId)).size).toBe(compactJobs.length);
+    expect(await h.runtime.bus.pubsub.listeners(compactJobs.map((j) => PubSubChannels.compaction(j.requestId)))).toEqual(compactJobs.map(() => 0));
+  });
+
+  it("POST /sessions/{id}/compact: the worker's budget refusal is a 429 with Retry-After", async () => {
+    const id = await conversation('user:carol', 'spent-chat', 'hello');
+    workerAnswers.set(id, { ok: false, code: 'RATE_LIMITED', message: 'Too many requests: the tokensPerDay budget of user:carol (10 tokens per day) is spent' });
+    const refused = await call('POST', `/sessions/${id}/compact`, 'carol');
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toEqual({ error: expect.stringContaining('tokensPerDay budget of user:carol') });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('POST /sessions/{id}/compact: no worker answering within worker.max_run_ms is a clean 503', async () => {
+    const id = await conversation('user:carol', 'unanswered-chat', 'hello');
+    const res = await call('POST', `/sessions/${id}/compact`, 'carol');
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ error: 'Service not ready: no agent worker compacted the session within 1 s; try again later' });
+    const job = compactJobs.find((j) => j.sessionId === id)!;
+    // The gateway stopped waiting: a worker that picks the job up late sees nobody listening and skips it.
+    expect(await h.runtime.bus.pubsub.listeners([PubSubChannels.compaction(job.requestId)])).toEqual([0]);
   });
 
   it('GET /sessions/-/messages?agentId=&sessionKey= reads the caller\'s session by the key it chats with', async () => {

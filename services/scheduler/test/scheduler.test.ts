@@ -72,7 +72,10 @@ function harness(): () => Harness {
     worker = runtime.bus.queue.consume(
       QueueNames.agentRun,
       async (job) => {
-        const run = await claimRun(db, job.data.runId);
+        // The queue carries forced compactions too: this stand-in runs runs only.
+        if (job.data.type !== 'agent-run') throw new Error(`not a run: ${job.data.type}`);
+        const { runId } = job.data;
+        const run = await claimRun(db, runId);
         if (!run) return;
         processed.push(run.id);
         const message = (run.request as unknown as RunRequest).messages.at(-1)!.content;

@@ -15,16 +15,13 @@ import {
   SuccessBody,
   budgetCounter,
 } from '@agentry/contracts';
-import { agentNode, compactionSettings, compactSessionNow, estimateCallTokens, ModelProviders, type ModelCallRequest, type ModelEvent } from '@agentry/engine';
-import { TokenBudgets, cancelRun } from '@agentry/runs';
+import { cancelRun, requestCompaction } from '@agentry/runs';
 import {
   activeRunIdsOfSession,
   clearSessions as clearStoredSessions,
   deleteSession as deleteStoredSession,
   findSessionByKey,
-  getRuleChain,
   getSession,
-  insertRunUsage,
   listSessionMessages,
   listSessions as listStoredSessions,
   renameSession as renameStoredSession,
@@ -55,9 +52,7 @@ export function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   // Owner-only like every session route: another principal's session answers as a missing one.
   api.patch('/sessions/:id', { config: { access: 'user' }, schema: RenameSession }, renameSession(deps));
   api.delete('/sessions/:id', { config: { access: 'user' }, schema: DeleteSession }, deleteSession(deps));
-  const models = lazyModels(deps);
-  app.addHook('onClose', () => models.close());
-  api.post('/sessions/:id/compact', { config: { access: 'user' }, schema: CompactSession }, compactSession(deps, models));
+  api.post('/sessions/:id/compact', { config: { access: 'user' }, schema: CompactSession }, compactSession(deps));
 }
 
 /** The session `id` names if the caller may see it (its own; any for admins), else a 404. */
@@ -106,98 +101,19 @@ function deleteSession(deps: GatewayDeps) {
 }
 
 /**
- * The gateway's own model client, made on the first forced compaction: the summary is one
- * model call with no tools, so the route makes it itself and answers with the result, rather
- * than enqueueing a job for a worker and waiting for its answer on the bus.
+ * Compacts on request: the session is checked here (owner-only, as every session route), then
+ * an agent worker summarises it with its model client, budgeted and recorded under the caller
+ * (who asked pays, as for chat), and this waits for its answer up to `worker.max_run_ms`.
  */
-function lazyModels(deps: GatewayDeps): { get(): Promise<ModelProviders>; close(): Promise<void> } {
-  let started: Promise<ModelProviders> | undefined;
-  return {
-    get() {
-      started ??= (async () => {
-        const r = deps.config.current.reliability;
-        const providers = new ModelProviders({
-          db: deps.db.db,
-          secrets: deps.secrets,
-          config: () => deps.config.current,
-          bus: deps.bus,
-          logger: deps.logger,
-          timeouts: { connectMs: r.provider_connect_ms, firstTokenMs: r.provider_first_token_ms, totalMs: r.provider_total_ms, retries: r.provider_retries, backoffMs: r.provider_backoff_ms },
-        });
-        await providers.start();
-        return providers;
-      })();
-      return started;
-    },
-    async close() {
-      if (started) await (await started).close();
-    },
-  };
-}
-
-/**
- * The summary call of a forced compaction, as a run's calls are: its estimate reserved on the
- * caller's `tokensPerDay` first (refused with the budget's 429 and Retry-After when the day is
- * spent), settled to the reported usage, and recorded in `run_usage` as kind `compaction` under
- * the caller (who asked pays, as for chat), with run id `compaction:<session id>`.
- */
-function budgetedSummary(deps: GatewayDeps, budgets: TokenBudgets, providers: ModelProviders, req: TypedRequest<typeof CompactSession>, agentId: string, sessionId: string) {
-  const principal = sessionOwner(req.principal);
-  const limit = req.principal.kind === 'user' || req.principal.kind === 'account' ? req.principal.budget?.tokensPerDay : undefined;
-  return async function* (r: ModelCallRequest): AsyncIterable<ModelEvent> {
-    const reservation = await budgets.reserve(principal, estimateCallTokens(r, deps.config.current.security.budgetReserveTokens), limit);
-    let settled = false;
-    try {
-      for await (const ev of providers.stream(r)) {
-        if (ev.type === 'done') {
-          settled = true;
-          const promptTokens = Math.max(0, ev.usage?.promptTokens ?? 0) || 0;
-          const completionTokens = Math.max(0, ev.usage?.completionTokens ?? 0) || 0;
-          await reservation.settle(promptTokens + completionTokens);
-          await insertRunUsage(deps.db.db, { runId: `compaction:${sessionId}`, agentId, principal, provider: ev.provider, model: ev.model, promptTokens, completionTokens, kind: 'compaction' }).catch((err: unknown) =>
-            deps.logger.warn({ err, sessionId }, 'the usage of a forced compaction was not recorded'),
-          );
-        }
-        yield ev;
-      }
-    } finally {
-      if (!settled) await reservation.release();
-    }
-  };
-}
-
-function compactSession(deps: GatewayDeps, models: ReturnType<typeof lazyModels>) {
-  const budgets = new TokenBudgets({
-    db: deps.db.db,
-    counter: deps.bus,
-    logger: deps.logger,
-    channelPeerTokensPerDay: () => deps.config.current.security.budgets.channelPeerTokensPerDay,
-  });
+function compactSession(deps: GatewayDeps) {
   return async function compactSession(req: TypedRequest<typeof CompactSession>, reply: FastifyReply): Promise<SessionCompaction> {
     const session = await namedSession(deps, req.principal, req.params, {});
-    const agent = await getRuleChain(deps.db.db, session.agentId);
-    const config = agent?.kind === 'agent' ? agentNode(agent.dsl) : undefined;
-    if (!config) throw new Errors.VALIDATION(`agent "${session.agentId}" of the session has no ai/agent node to summarise with`);
-    const providers = await models.get();
-    const defaults = deps.config.current.agents.defaults.session;
-    // The provider's own timeouts bound the call; a client that goes away does not stop it (its summary is kept).
-    const signal = new AbortController().signal;
-    const stream = budgetedSummary(deps, budgets, providers, req, session.agentId, session.id);
+    const principal = sessionOwner(req.principal);
     try {
-      return await compactSessionNow(
-        { db: deps.db.db, logger: deps.logger, stream },
-        {
-          sessionId: session.id,
-          config,
-          settings: compactionSettings(defaults.compaction, config.compaction),
-          info: await providers.modelInfo({ provider: config.provider, model: config.model }),
-          limit: defaults.max_messages,
-          signal,
-        },
-      );
+      return await requestCompaction({ bus: deps.bus, logger: deps.logger }, { sessionId: session.id, principal }, deps.config.current.worker.max_run_ms);
     } catch (err) {
       if (hasCode(err, Errors.RATE_LIMITED)) {
-        const resetsAt = budgetCounter('tokensPerDay', sessionOwner(req.principal)).resetsAt;
+        const resetsAt = budgetCounter('tokensPerDay', principal).resetsAt;
         reply.header('retry-after', String(Math.max(1, Math.ceil((resetsAt.getTime() - Date.now()) / 1000))));
       }
       throw err;
