@@ -50,7 +50,7 @@ describe('problems by path', () => {
     const placed = placeProblems(DSL, [
       { text: 'Invalid input: metadata.nodes[1] ("r"), restApiCall: configuration.headers.x: must be number', severity: 'error' },
       { text: 'metadata.nodes[2] ("d"), delay: configuration: unknown field "period"', severity: 'warning' },
-      { text: 'Rest endpoint url pattern: required', severity: 'error', nodeId: 'r' },
+      { text: 'Rest endpoint URL pattern: required', severity: 'error', nodeId: 'r' },
       { text: 'ruleChain.name: too short', severity: 'error' },
       { text: 'no place at all', severity: 'error' },
     ]);

@@ -119,7 +119,7 @@ describe('code editors and drag onto a connection in Chromium', () => {
       await page.evaluate(() => document.addEventListener('securitypolicyviolation', (e) => console.error('CSPV', e.violatedDirective, e.sample, (e.target as Element)?.outerHTML?.slice(0, 300))));
       await flowNode('f').click();
       const form = page.getByRole('region', { name: 'Node f' });
-      const field = form.locator('.code-field').filter({ hasText: 'Js script' });
+      const field = form.locator('.code-field').filter({ hasText: 'JS script' });
       const content = field.locator('.cm-content');
       await content.waitFor();
       // Named by its label, with line numbers and JavaScript highlighting (CodeMirror's token classes).
@@ -192,19 +192,19 @@ describe('code editors and drag onto a connection in Chromium', () => {
       const bId = await lineWith('"id": "b"');
       await expect.poll(() => markedLines('error')).toEqual([bId]);
       await problems.getByRole('button', { name: `Line ${bId}`, exact: true }).waitFor();
-      expect(await problems.textContent()).toContain('Rest endpoint url pattern: required');
+      expect(await problems.textContent()).toContain('Rest endpoint URL pattern: required');
 
       // Save is blocked here as on the canvas, saying by what; the blocker puts the cursor on its node.
       const saveButton = page.getByRole('button', { name: 'Save', exact: true });
       const blockers = page.getByRole('list', { name: 'What blocks Save' });
-      await expect.poll(() => blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint url pattern: required']);
+      await expect.poll(() => blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint URL pattern: required']);
       expect(await saveButton.isDisabled()).toBe(true);
       await blockers.getByRole('button').click();
       expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).toBe(true);
       expect(await page.locator('.dsl-field .cm-activeLine').textContent()).toContain('"id": "b"');
       await page.getByRole('tab', { name: 'Canvas' }).click();
       await flowNode('b').locator('.issue-blocker').waitFor();
-      expect(await blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint url pattern: required']);
+      expect(await blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint URL pattern: required']);
       expect(await saveButton.isDisabled()).toBe(true);
       expect(t.problems).toEqual([]);
     }));

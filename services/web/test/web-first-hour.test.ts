@@ -244,7 +244,7 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     await page.goto(`${base}/channels`);
     const apiSection = page.locator('section[data-platform="api"]');
     await apiSection.getByRole('button', { name: 'Add account' }).click();
-    const form = page.getByRole('form', { name: 'New api account' });
+    const form = page.getByRole('form', { name: 'New API account' });
     await form.getByText('This makes chat key-only.').waitFor();
     await shot('channels-first-api-key-warning');
     await form.getByLabel('Account id').fill('app');
@@ -252,7 +252,7 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     await apiSection.locator('li[data-account="app"]').waitFor();
     // A second key changes nothing more: no warning.
     await apiSection.getByRole('button', { name: 'Add account' }).click();
-    await page.getByRole('form', { name: 'New api account' }).getByLabel('Account id').waitFor();
+    await page.getByRole('form', { name: 'New API account' }).getByLabel('Account id').waitFor();
     expect(await page.getByText('This makes chat key-only.').count()).toBe(0);
 
     await page.goto(`${base}/chat/helper`);
