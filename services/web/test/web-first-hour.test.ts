@@ -71,6 +71,9 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     expect(await done()).toEqual([]);
     expect(await steps.getByRole('link', { name: 'Model providers' }).getAttribute('href')).toBe('/providers');
     expect(await steps.getByRole('link', { name: 'New agent' }).getAttribute('href')).toBe('/agents/new');
+    // One column of marks, the step whose hint wraps included (measured at 1440x900).
+    const marks = await steps.locator('.first-steps-mark').evaluateAll((els) => els.map((e) => `${e.getBoundingClientRect().left} ${e.getBoundingClientRect().width}`));
+    expect(new Set(marks).size).toBe(1);
     await shot('first-steps-empty');
 
     // An open server: no login needed to add the provider and create the agent.
