@@ -177,7 +177,7 @@ function CanvasToolbar({ relation, onRelation, children }: { relation: string; o
       <RelationInput id="canvas-new-relation" label="Relation of new connections" value={relation} onValue={onRelation} />
       {children}
       <p className="hint">
-        Connect by dragging from a node&apos;s right handle to another&apos;s left one. Shift-click or Shift-drag a box selects several; Ctrl+C, Ctrl+V, Ctrl+D copy, paste, duplicate; Delete removes; Ctrl+Z undoes.
+        Drag from a right handle to a left one to connect. Shift-click or Shift-drag selects several; Ctrl+C, Ctrl+V, Ctrl+D copy, paste, duplicate; Delete removes; Ctrl+Z undoes.
       </p>
     </div>
   );
