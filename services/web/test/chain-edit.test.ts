@@ -111,7 +111,7 @@ describe('checks before Save', () => {
     const issues = chainIssues(g, forms).map((i) => `${i.nodeId} ${i.blocker ? 'blocker' : 'note'}: ${i.text}`);
     expect(issues).toEqual([
       'a blocker: Max steps (model calls per answer): a whole number, at least 1',
-      'restApiCall_1 blocker: Rest endpoint url pattern: required',
+      'restApiCall_1 blocker: Rest endpoint URL pattern: required',
       'restApiCall_1 note: Not reached from the start node: connect something to it',
     ]);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RuleChainDsl } from '@agentry/client';
-import { addNode, nextPosition, chainDsl, chainGraph, connect, editNode, layeredLayout, moveNodes, problemsByElement, removeElements, setRelation, LAYER_GAP, ROW_GAP } from '../app/lib/chain-graph.js';
+import { addNode, anchorProblems, nextPosition, chainDsl, chainGraph, connect, editNode, layeredLayout, moveNodes, problemsByElement, removeElements, setRelation, LAYER_GAP, ROW_GAP } from '../app/lib/chain-graph.js';
 import { fmtMs, parseSteps, replayOf, stepFailed, stepOfNode, type RunStep } from '../app/lib/chain-replay.js';
 
 /** A chain as RuleGo and TpClaw write them: keys the editor does not know at every level, some positions stored. */
@@ -118,7 +118,7 @@ describe('chain DSL <-> graph', () => {
   it('puts the gateway problems on the node or connection they name', () => {
     const g = chainGraph(sample());
     const p = problemsByElement(
-      ['Invalid input: metadata.nodes[1] ("s2"), ai/agent: configuration.maxStep: must be >= 1', 'metadata.nodes[2].configuration: bad', 'metadata.connections[2]: toId "zz" is not a node of this chain', 'ruleChain.name: must not be empty'],
+      anchorProblems(['Invalid input: metadata.nodes[1] ("s2"), ai/agent: configuration.maxStep: must be >= 1', 'metadata.nodes[2].configuration: bad', 'metadata.connections[2]: toId "zz" is not a node of this chain', 'ruleChain.name: must not be empty'], sample()),
       g,
     );
     expect(p).toEqual({
@@ -126,6 +126,17 @@ describe('chain DSL <-> graph', () => {
       edges: { c2: ['metadata.connections[2]: toId "zz" is not a node of this chain'] },
       other: ['ruleChain.name: must not be empty'],
     });
+  });
+
+  it('keeps a save\'s problems on the node and connection the indices named when it was sent, after edits move them', () => {
+    const sent = sample();
+    const anchored = anchorProblems(['metadata.nodes[2].configuration: bad', 'metadata.nodes[0] ("s1"), jsFilter: gone with its node', 'metadata.connections[2]: bad relation', 'metadata.nodes[9]: no such node'], sent);
+    expect(anchored.map((a) => a.nodeId ?? a.connection?.toId)).toEqual(['s3', 's1', 's4', undefined]);
+    // s1 deleted: s3 is nodes[1] and s2 -> s4 connections[0] now; what was said of s1 goes with it.
+    const after = removeElements(chainGraph(sent), ['s1'], []);
+    expect(problemsByElement(anchored, after)).toEqual({ nodes: { s3: ['metadata.nodes[2].configuration: bad'] }, edges: { c2: ['metadata.connections[2]: bad relation'] }, other: ['metadata.nodes[9]: no such node'] });
+    // The same chain read back from the DSL (edge ids renumbered): found by its ends and relation.
+    expect(problemsByElement(anchored, chainGraph(chainDsl(sent, after))).edges).toEqual({ c0: ['metadata.connections[2]: bad relation'] });
   });
 });
 

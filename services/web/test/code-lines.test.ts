@@ -50,7 +50,7 @@ describe('problems by path', () => {
     const placed = placeProblems(DSL, [
       { text: 'Invalid input: metadata.nodes[1] ("r"), restApiCall: configuration.headers.x: must be number', severity: 'error' },
       { text: 'metadata.nodes[2] ("d"), delay: configuration: unknown field "period"', severity: 'warning' },
-      { text: 'Rest endpoint url pattern: required', severity: 'error', nodeId: 'r' },
+      { text: 'Rest endpoint URL pattern: required', severity: 'error', nodeId: 'r' },
       { text: 'ruleChain.name: too short', severity: 'error' },
       { text: 'no place at all', severity: 'error' },
     ]);
@@ -70,5 +70,18 @@ describe('problems by path', () => {
     expect(only).toHaveLength(1);
     // The comma is missing after "delay": the next key, a line down, is where it shows.
     expect(lineOf(broken, only[0]!.from)).toBe(lineAt(broken, '"type": "delay"') + 1);
+  });
+
+  it('places a save\'s problem by the node or connection it was about, wherever that is now, and drops it when that is gone', () => {
+    // Sent with r at nodes[1] and d at nodes[2]; a, the first node, deleted since: r is nodes[0], d nodes[1].
+    const now = JSON.stringify({ ...JSON.parse(DSL), metadata: { nodes: (JSON.parse(DSL) as { metadata: { nodes: unknown[] } }).metadata.nodes.slice(1), connections: [{ fromId: 'r', toId: 'd', type: 'Success' }] } }, null, 2);
+    const placed = placeProblems(now, [
+      { text: 'metadata.nodes[1] ("r"), restApiCall: configuration.headers.x: must be number', severity: 'error', nodeId: 'r' },
+      { text: 'metadata.nodes[2] ("d"), delay: configuration: unknown field "period"', severity: 'warning', nodeId: 'd' },
+      { text: 'metadata.nodes[0] ("a"), ai/agent: configuration: bad', severity: 'error', nodeId: 'a' },
+      { text: 'metadata.connections[3]: bad', severity: 'error', connection: { fromId: 'r', toId: 'd', type: 'Success' } },
+      { text: 'metadata.connections[0]: bad', severity: 'error', connection: { fromId: 'a', toId: 'r', type: 'Success' } },
+    ]);
+    expect(placed.map((p) => lineOf(now, p.from))).toEqual([lineAt(now, '"x": "1"'), lineAt(now, '"period"'), lineAt(now, '"fromId": "r"') - 1]);
   });
 });

@@ -201,6 +201,8 @@ describe('schema to control', () => {
     expect(fieldOf('maxStep', { type: 'integer', title: 'Steps' }, false, { maxStep: { label: 'Max steps' } }).label).toBe('Steps');
     expect(fieldOf('maxStep', { type: 'integer' }, false, { maxStep: { label: 'Max steps' } }).label).toBe('Max steps');
     expect(['maxToolOutputLength', 'max_tokens', 'topP', 'URL', 'baseURL'].map(humanize)).toEqual(['Max tool output length', 'Max tokens', 'Top p', 'URL', 'Base URL']);
+    // Abbreviations spelt as words in camelCase are written as people write them.
+    expect(['restEndpointUrlPattern', 'jsScript', 'targetId', 'idle', 'jsonPath'].map(humanize)).toEqual(['Rest endpoint URL pattern', 'JS script', 'Target ID', 'Idle', 'JSON path']);
   });
 
   it('nests objects with their ids and required keys', () => {

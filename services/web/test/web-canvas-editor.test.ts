@@ -7,7 +7,7 @@ import { browserTarget, type BrowserTarget } from './browser-target.js';
  * full width, fullscreen, a resizable side panel and a minimap; dagre's layout on open and on
  * demand with no connection drawn under a node (measured on the DOM's paths and node boxes);
  * undo and redo over add, connect, delete, move and form edits. Screenshots go to
- * test-output/web/web-canvas-editor*.png.
+ * test-output/web/web-canvas-editor*.png (kept as docs/screenshots/canvas-editor*.png, looked at).
  */
 
 const ADMIN_PASSWORD = 'admin-password-for-web-canvas-editor';

@@ -192,12 +192,12 @@ describe('working on the canvas in Chromium', () => {
       await openCanvas('checks');
       const saveButton = page.getByRole('button', { name: 'Save', exact: true });
       await page.getByRole('button', { name: 'Add restApiCall node' }).click();
-      await flowNode('restApiCall_1').locator('.canvas-node-problem').filter({ hasText: 'Rest endpoint url pattern: required' }).waitFor();
+      await flowNode('restApiCall_1').locator('.canvas-node-problem').filter({ hasText: 'Rest endpoint URL pattern: required' }).waitFor();
       // Not connected yet: noted on the node, not a blocker.
       expect(await flowNode('restApiCall_1').locator('.issue-note').textContent()).toContain('Not reached from the start node');
       expect(await saveButton.isDisabled()).toBe(true);
       const blockers = page.getByRole('list', { name: 'What blocks Save' });
-      expect(await blockers.locator('li').allTextContents()).toEqual(['restApiCall_1: Rest endpoint url pattern: required']);
+      expect(await blockers.locator('li').allTextContents()).toEqual(['restApiCall_1: Rest endpoint URL pattern: required']);
       await t.shot('web-canvas-workflow-validation');
 
       // A blocker clicked selects its node (its form opens beside the canvas).
@@ -206,7 +206,7 @@ describe('working on the canvas in Chromium', () => {
       await blockers.getByRole('button').click();
       const form = page.getByRole('region', { name: 'Node restApiCall_1' });
       await form.waitFor();
-      await form.getByLabel(/Rest endpoint url pattern/).fill('https://example.test/hook');
+      await form.getByLabel(/Rest endpoint URL pattern/).fill('https://example.test/hook');
       await expect.poll(() => saveButton.isDisabled()).toBe(false);
       expect(await page.getByRole('list', { name: 'What blocks Save' }).count()).toBe(0);
       await form.getByLabel('To node').selectOption('a');

@@ -6,9 +6,11 @@ import { browserTarget, type BrowserTarget } from './browser-target.js';
 
 /**
  * Issue 41's code editors and drag-onto-a-connection, in Chromium at 1440x900 against an embedded
- * gateway: a script typed in the node form's CodeMirror reaches the DSL and the saved agent; the
- * DSL tab's syntax error, the canvas's checks and the gateway's 400 show on their line; a loose
- * node dragged onto a connection goes in between, and one undo takes it out again.
+ * gateway: a script typed in the node form's CodeMirror (over a selection of several lines too,
+ * with no CSP error) reaches the DSL and the saved agent; the DSL tab's syntax error and the
+ * canvas's checks show on their line and block Save as on the canvas; the gateway's 400 shows on
+ * its line and stays on its node when a node above it is deleted; a loose node dragged onto a
+ * connection goes in between, and one undo takes it out again.
  * Screenshots: docs/screenshots/script-editor.png, docs/screenshots/dsl-tab-error.png.
  */
 
@@ -44,6 +46,14 @@ function chain(id: string) {
   };
 }
 
+/** `chain(id)` with b a restApiCall that the canvas's checks pass, and no positions (the DSL tab draws the lines in sight only). */
+function restChain(id: string) {
+  const dsl = chain(id);
+  const nodes: Array<Record<string, unknown>> = dsl.metadata.nodes.map(({ additionalInfo: _, ...n }) => n);
+  nodes[2] = { id: 'b', type: 'restApiCall', configuration: { requestMethod: 'GET', restEndpointUrlPattern: 'https://example.test/x' } };
+  return { ...dsl, metadata: { ...dsl.metadata, nodes } };
+}
+
 async function openTab(id: string, tab: 'Canvas' | 'DSL (JSON)'): Promise<void> {
   await page.goto(`${t.base}/agents/${id}`);
   await page.getByRole('tab', { name: tab }).click();
@@ -66,6 +76,18 @@ async function lineWith(needle: string, nth = 0): Promise<number> {
   return hits[nth];
 }
 
+/** Types `text` over the last `count` characters of the value `needle` ends with (`"type": "log"`: its `log`), on the first DSL line with it. */
+async function typeOver(needle: string, count: number, text: string): Promise<void> {
+  const n = await lineWith(needle);
+  const line = (await dslLines())[n - 1] as string;
+  await page.locator('.dsl-field .cm-line').nth(n - 1).click();
+  await page.keyboard.press('End');
+  // Back over what follows the value's closing quote, and the quote.
+  for (let i = 0; i < line.length - (line.indexOf(needle) + needle.length) + 1; i++) await page.keyboard.press('ArrowLeft');
+  for (let i = 0; i < count; i++) await page.keyboard.press('Shift+ArrowLeft');
+  await page.keyboard.type(text);
+}
+
 /** The line numbers of the DSL tab that carry a lint marker of `severity` in the gutter (by their place on screen). */
 async function markedLines(severity: 'error' | 'warning'): Promise<number[]> {
   return page.evaluate((sev) => {
@@ -83,8 +105,8 @@ describe('code editors and drag onto a connection in Chromium', () => {
 
   beforeAll(async () => {
     ({ page } = t);
-    for (const id of ['script', 'dsl', 'splice']) {
-      const created = await t.api('POST', '/agents', chain(id));
+    for (const id of ['script', 'dsl', 'splice', 'moved']) {
+      const created = await t.api('POST', '/agents', id === 'moved' ? restChain(id) : chain(id));
       expect(created.status, created.text).toBe(201);
     }
     await t.signIn('admin', '/agents');
@@ -97,7 +119,7 @@ describe('code editors and drag onto a connection in Chromium', () => {
       await page.evaluate(() => document.addEventListener('securitypolicyviolation', (e) => console.error('CSPV', e.violatedDirective, e.sample, (e.target as Element)?.outerHTML?.slice(0, 300))));
       await flowNode('f').click();
       const form = page.getByRole('region', { name: 'Node f' });
-      const field = form.locator('.code-field').filter({ hasText: 'Js script' });
+      const field = form.locator('.code-field').filter({ hasText: 'JS script' });
       const content = field.locator('.cm-content');
       await content.waitFor();
       // Named by its label, with line numbers and JavaScript highlighting (CodeMirror's token classes).
@@ -107,9 +129,16 @@ describe('code editors and drag onto a connection in Chromium', () => {
 
       await field.locator('label').click();
       expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).toBe(true);
-      // Emptied first: Chromium's own typing over a selection of several lines writes a style attribute, which CSP refuses (harmless, but a console error).
       await page.keyboard.press('Control+a');
-      await page.keyboard.press('Backspace');
+      await page.keyboard.type('const n = msg.data.length;\nreturn n > 2;');
+      await expect.poll(() => content.locator('.cm-line').count()).toBe(2);
+      // Typed over both lines: one line, and no CSP refusal (Chromium's own edit writes a style attribute).
+      await page.keyboard.press('Control+a');
+      await page.keyboard.type('x');
+      await expect.poll(() => content.locator('.cm-line').allTextContents()).toEqual(['x']);
+      expect(t.problems).toEqual([]);
+      // And back, typed over one line.
+      await page.keyboard.press('Control+a');
       await page.keyboard.type('const n = msg.data.length;\nreturn n > 2;');
       await expect.poll(() => content.locator('.cm-line').count()).toBe(2);
       // Tab is not taken by the editor: it moves on, as in any field.
@@ -134,7 +163,7 @@ describe('code editors and drag onto a connection in Chromium', () => {
       expect(t.problems).toEqual([]);
     }));
 
-  it('shows a syntax error, the canvas\'s checks and the gateway\'s 400 on their line in the DSL tab', () =>
+  it('shows a syntax error and the canvas\'s checks on their line in the DSL tab, and blocks Save there as on the canvas', () =>
     step('dsl', async () => {
       await openTab('dsl', 'DSL (JSON)');
       await page.locator('.dsl-field .cm-content').waitFor();
@@ -158,30 +187,61 @@ describe('code editors and drag onto a connection in Chromium', () => {
       await page.keyboard.type(',');
       await expect.poll(() => markedLines('error')).toEqual([]);
 
-      // b made a restApiCall without its URL: the canvas's check on b's id line, the gateway's 400 on its configuration.
-      const bType = await lineWith('"type": "log"');
-      await page.locator('.dsl-field .cm-line').nth(bType - 1).click();
-      await page.keyboard.press('End');
-      // Over `log` of `"log",`: the closing quote and comma stay.
-      for (let i = 0; i < 2; i++) await page.keyboard.press('ArrowLeft');
-      await page.keyboard.press('Shift+ArrowLeft');
-      await page.keyboard.press('Shift+ArrowLeft');
-      await page.keyboard.press('Shift+ArrowLeft');
-      await page.keyboard.type('restApiCall');
+      // b made a restApiCall without its URL: the canvas's check on b's id line.
+      await typeOver('"type": "log"', 3, 'restApiCall');
       const bId = await lineWith('"id": "b"');
       await expect.poll(() => markedLines('error')).toEqual([bId]);
       await problems.getByRole('button', { name: `Line ${bId}`, exact: true }).waitFor();
-      expect(await problems.textContent()).toContain('Rest endpoint url pattern: required');
+      expect(await problems.textContent()).toContain('Rest endpoint URL pattern: required');
 
-      await page.getByRole('button', { name: 'Save', exact: true }).click();
-      const bConfig = await lineWith('"configuration"', 2);
-      await problems.getByRole('button', { name: `Line ${bConfig}`, exact: true }).waitFor();
-      expect(await problems.locator('li').filter({ has: page.getByRole('button', { name: `Line ${bConfig}`, exact: true }) }).textContent()).toMatch(/restApiCall: configuration: .*restEndpointUrlPattern/);
-      await expect.poll(async () => (await markedLines('error')).sort((p, q) => p - q)).toEqual([bId, bConfig]);
-      // A problem in the list puts the cursor on its line.
-      await problems.getByRole('button', { name: `Line ${bConfig}`, exact: true }).click();
+      // Save is blocked here as on the canvas, saying by what; the blocker puts the cursor on its node.
+      const saveButton = page.getByRole('button', { name: 'Save', exact: true });
+      const blockers = page.getByRole('list', { name: 'What blocks Save' });
+      await expect.poll(() => blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint URL pattern: required']);
+      expect(await saveButton.isDisabled()).toBe(true);
+      await blockers.getByRole('button').click();
       expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).toBe(true);
-      expect(await page.locator('.dsl-field .cm-activeLine').textContent()).toContain('"configuration"');
+      expect(await page.locator('.dsl-field .cm-activeLine').textContent()).toContain('"id": "b"');
+      await page.getByRole('tab', { name: 'Canvas' }).click();
+      await flowNode('b').locator('.issue-blocker').waitFor();
+      expect(await blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint URL pattern: required']);
+      expect(await saveButton.isDisabled()).toBe(true);
+      expect(t.problems).toEqual([]);
+    }));
+
+  it('shows the gateway\'s 400 on its line, and keeps it on its node when a node above it is deleted', () =>
+    step('moved', async () => {
+      await openTab('moved', 'DSL (JSON)');
+      await page.locator('.dsl-field .cm-content').waitFor();
+      const problems = page.getByRole('list', { name: 'Problems in the DSL' });
+      // The gateway names two things wrong with the method: both on its line.
+      const lineButton = (n: number) => problems.getByRole('button', { name: `Line ${n}`, exact: true }).first();
+      // A method only the gateway refuses (the canvas checks no enumerations): b is metadata.nodes[2] in the 400.
+      await typeOver('"requestMethod": "GET"', 3, 'NOPE');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      const method = await lineWith('"requestMethod"');
+      await lineButton(method).waitFor();
+      expect(await problems.locator('li').filter({ has: page.getByRole('button', { name: `Line ${method}`, exact: true }) }).first().textContent()).toMatch(/restApiCall: configuration.*requestMethod/);
+      await expect.poll(() => markedLines('error')).toEqual([method]);
+
+      // f, above b, deleted on the canvas: b is metadata.nodes[1] now and x the [2] the 400 named; the problem stays on b.
+      await page.getByRole('tab', { name: 'Canvas' }).click();
+      await flowNode('b').locator('.canvas-node-problem').filter({ hasText: 'requestMethod' }).waitFor();
+      await flowNode('f').click();
+      await page.keyboard.press('Delete');
+      await flowNode('f').waitFor({ state: 'detached' });
+      expect(await flowNode('b').locator('.canvas-node-problem').textContent()).toContain('requestMethod');
+      expect(await flowNode('x').textContent()).not.toContain('requestMethod');
+      await page.getByRole('tab', { name: 'DSL (JSON)' }).click();
+      await page.locator('.dsl-field .cm-content').waitFor();
+      const moved = await lineWith('"requestMethod"');
+      await lineButton(moved).waitFor();
+      await expect.poll(() => markedLines('error')).toEqual([moved]);
+
+      // A problem in the list puts the cursor on its line.
+      await lineButton(moved).click();
+      expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).toBe(true);
+      expect(await page.locator('.dsl-field .cm-activeLine').textContent()).toContain('"requestMethod"');
       // Escape leaves the editor for the next control (the first problem's button).
       await page.keyboard.press('Escape');
       expect(await page.evaluate(() => document.activeElement?.closest('.dsl-problems') !== null && document.activeElement?.tagName === 'BUTTON')).toBe(true);

@@ -71,6 +71,9 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     expect(await done()).toEqual([]);
     expect(await steps.getByRole('link', { name: 'Model providers' }).getAttribute('href')).toBe('/providers');
     expect(await steps.getByRole('link', { name: 'New agent' }).getAttribute('href')).toBe('/agents/new');
+    // One column of marks, the step whose hint wraps included (measured at 1440x900).
+    const marks = await steps.locator('.first-steps-mark').evaluateAll((els) => els.map((e) => `${e.getBoundingClientRect().left} ${e.getBoundingClientRect().width}`));
+    expect(new Set(marks).size).toBe(1);
     await shot('first-steps-empty');
 
     // An open server: no login needed to add the provider and create the agent.
@@ -244,7 +247,7 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     await page.goto(`${base}/channels`);
     const apiSection = page.locator('section[data-platform="api"]');
     await apiSection.getByRole('button', { name: 'Add account' }).click();
-    const form = page.getByRole('form', { name: 'New api account' });
+    const form = page.getByRole('form', { name: 'New API account' });
     await form.getByText('This makes chat key-only.').waitFor();
     await shot('channels-first-api-key-warning');
     await form.getByLabel('Account id').fill('app');
@@ -252,7 +255,7 @@ describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server
     await apiSection.locator('li[data-account="app"]').waitFor();
     // A second key changes nothing more: no warning.
     await apiSection.getByRole('button', { name: 'Add account' }).click();
-    await page.getByRole('form', { name: 'New api account' }).getByLabel('Account id').waitFor();
+    await page.getByRole('form', { name: 'New API account' }).getByLabel('Account id').waitFor();
     expect(await page.getByText('This makes chat key-only.').count()).toBe(0);
 
     await page.goto(`${base}/chat/helper`);

@@ -365,7 +365,7 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
       await nav('Channels').click();
       const telegram = page.locator('section[data-platform="chat_d"]');
       await telegram.getByRole('button', { name: 'Add account' }).click();
-      const form = page.getByRole('form', { name: 'New chat_d account' });
+      const form = page.getByRole('form', { name: 'New Telegram account' });
       await form.getByLabel('Account id').fill('team');
       await form.getByLabel('Name', { exact: true }).fill('Team bot');
       await form.getByLabel('Bot token').fill('123:very-secret-bot-token');

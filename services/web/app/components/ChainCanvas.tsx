@@ -3,7 +3,7 @@ import { Background, BaseEdge, Controls, Handle, MarkerType, MiniMap, Position, 
 import '@xyflow/react/dist/style.css';
 import './chain-canvas.css';
 import type { RuleChainDsl, ToolForms } from '@agentry/client';
-import { addNode, chainDsl, chainGraph, clipOf, connect, editNode, insertOnEdge, moveNodes, moveOntoEdge, nextPosition, pasteClip, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type GraphClip, type Point } from '../lib/chain-graph';
+import { addNode, chainDsl, chainGraph, clipOf, connect, editNode, insertOnEdge, moveNodes, moveOntoEdge, nextPosition, pasteClip, problemsByElement, removeElements, setRelation, storedPosition, type ChainGraph, type GraphClip, type Point, type SaveProblem } from '../lib/chain-graph';
 import { chainIssues, issuesByNode, type ChainIssue } from '../lib/chain-validate';
 import { NODE_SIZE, autoLayout, pathOf, routeEdge, type Box } from '../lib/chain-layout';
 import { fmtMs, replayOf, type NodeReplay, type Replay } from '../lib/chain-replay';
@@ -24,8 +24,8 @@ import { Tabs } from './ui';
 export interface ChainCanvasProps {
   dsl: RuleChainDsl;
   forms: ToolForms;
-  /** The last save's problems (the 400 split), or none. */
-  problems: readonly string[];
+  /** The last save's problems (the 400 split, or its warnings), each tied to the node it named, or none. */
+  problems: readonly SaveProblem[];
   onChange: (next: RuleChainDsl) => void;
   /** The agent the chain is (its recent runs can be replayed); none for a rule chain. */
   agentId?: string;
@@ -177,7 +177,7 @@ function CanvasToolbar({ relation, onRelation, children }: { relation: string; o
       <RelationInput id="canvas-new-relation" label="Relation of new connections" value={relation} onValue={onRelation} />
       {children}
       <p className="hint">
-        Connect by dragging from a node&apos;s right handle to another&apos;s left one. Shift-click or Shift-drag a box selects several; Ctrl+C, Ctrl+V, Ctrl+D copy, paste, duplicate; Delete removes; Ctrl+Z undoes.
+        Drag from a right handle to a left one to connect. Shift-click or Shift-drag selects several; Ctrl+C, Ctrl+V, Ctrl+D copy, paste, duplicate; Delete removes; Ctrl+Z undoes.
       </p>
     </div>
   );

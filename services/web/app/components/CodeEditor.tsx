@@ -53,6 +53,25 @@ const STYLE_ROOT: Document = new Proxy(document, {
   set: (target, key, value) => Reflect.set(target, key, value, target),
 });
 
+/**
+ * Text typed over a selection, put in by CodeMirror rather than by Chromium: Chromium's own edit
+ * keeps the look of the highlighted text it replaced by writing it onto the line as a `style`
+ * attribute, which the same CSP refuses (a console error at every keystroke that follows).
+ * The editor's input handlers (closing brackets) still see the text first.
+ */
+const TYPE_OVER_SELECTION = EditorView.domEventHandlers({
+  beforeinput(event, view) {
+    const { state } = view;
+    const text = event.data;
+    if (event.inputType !== 'insertText' || !text || event.isComposing || state.selection.ranges.every((r) => r.empty)) return false;
+    event.preventDefault();
+    const { from, to } = state.selection.main;
+    const insert = () => state.update(state.replaceSelection(text), { userEvent: 'input.type', scrollIntoView: true });
+    if (!state.facet(EditorView.inputHandler).some((handle) => handle(view, from, to, text, insert))) view.dispatch(insert());
+    return true;
+  },
+});
+
 const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [contenteditable="true"], [tabindex]:not([tabindex="-1"])';
 
 /** The first focusable element after `el` in the page (where Escape sends the focus). */
@@ -84,6 +103,7 @@ export default function CodeEditor({ labelId, describedBy, language, value, onVa
       language === 'json' ? json() : javascript(),
       lintGutter(),
       THEME,
+      TYPE_OVER_SELECTION,
       EditorView.lineWrapping,
       attributes.current.of(attributesOf({ labelId, describedBy, invalid })),
       EditorView.updateListener.of((u) => {

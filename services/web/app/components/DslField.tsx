@@ -1,7 +1,7 @@
-import { useMemo, useState } from 'react';
-import type { RuleChainDsl, ToolForms } from '@agentry/client';
-import { chainGraph } from '../lib/chain-graph';
-import { chainIssues } from '../lib/chain-validate';
+import { useEffect, useMemo, useState } from 'react';
+import type { ToolForms } from '@agentry/client';
+import type { SaveProblem } from '../lib/chain-graph';
+import { textIssues } from '../lib/chain-validate';
 import { lineOf, placeProblems, type PlacedProblem } from '../lib/code-lines';
 import { CodeField } from './CodeField';
 
@@ -9,20 +9,22 @@ import { CodeField } from './CodeField';
  * The DSL (JSON) tab's editor: the whole chain as JSON in CodeMirror, with every problem on its
  * line as you type (a syntax error; the canvas's checks from the node types' schemas; the last
  * save's problems or warnings, by the path the gateway names) and listed below by line, each a
- * button that puts the cursor there.
+ * button that puts the cursor there. `focusNode` (a blocker of Save clicked) puts it on that node.
  */
-export function DslField({ text, onText, forms, saveProblems, saveFailed, error }: { text: string; onText: (t: string) => void; forms: ToolForms; saveProblems: readonly string[]; saveFailed: boolean; error: string | null }) {
+export function DslField(props: { text: string; onText: (t: string) => void; forms: ToolForms; saveProblems: readonly SaveProblem[]; saveFailed: boolean; error: string | null; focusNode?: { id: string } | null }) {
+  const { text, onText, forms, saveProblems, saveFailed, error, focusNode } = props;
   const [reveal, setReveal] = useState<{ at: number } | null>(null);
   const problems = useMemo(() => {
-    const all: PlacedProblem[] = saveProblems.map((p) => ({ text: p, severity: saveFailed ? 'error' : 'warning' }));
-    try {
-      const dsl = JSON.parse(text) as RuleChainDsl;
-      if (Array.isArray(dsl?.metadata?.nodes)) for (const i of chainIssues(chainGraph(dsl), forms)) all.push({ text: i.text, severity: i.blocker ? 'error' : 'warning', nodeId: i.nodeId });
-    } catch {
-      // A syntax error: placeProblems shows it alone.
-    }
+    // A syntax error: placeProblems shows it alone.
+    const all: PlacedProblem[] = saveProblems.map((p) => ({ ...p, severity: saveFailed ? 'error' : 'warning' }));
+    for (const i of textIssues(text, forms)) all.push({ text: i.text, severity: i.blocker ? 'error' : 'warning', nodeId: i.nodeId });
     return placeProblems(text, all);
   }, [text, forms, saveProblems, saveFailed]);
+  useEffect(() => {
+    const at = focusNode ? placeProblems(text, [{ text: '', severity: 'error', nodeId: focusNode.id }])[0]?.from : undefined;
+    if (at !== undefined) setReveal({ at });
+    // Only a new request moves the cursor, not the typing that follows it.
+  }, [focusNode]);
   return (
     <>
       <CodeField

@@ -39,7 +39,7 @@ export function NodePalette({ forms, onAdd }: { forms: ToolForms; onAdd: (type: 
       {groups.map((g) => (
         <section key={g.family} className="palette-group" aria-label={g.family}>
           <h4>{g.family}</h4>
-          <ul>
+          <ul className="stack-list">
             {g.nodes.map((n) => (
               <li key={n.type}>
                 <button

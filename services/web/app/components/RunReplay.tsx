@@ -71,7 +71,7 @@ function RunList({ agentId, current, onRun }: { agentId: string; current: string
       {withSteps.length === 0 ? (
         <p className="hint">{runs.loading ? 'Loading…' : 'No run of this agent went through its chain yet: chat with it, then Refresh.'}</p>
       ) : (
-        <ul className="run-list" aria-labelledby="recent-runs">
+        <ul className="run-list stack-list" aria-labelledby="recent-runs">
           {withSteps.map((r) => (
             <li key={r.id}>
               <button type="button" className={`run-item status-${r.status}`} aria-current={r.id === current ? 'true' : undefined} disabled={busy !== null} onClick={() => void load(r)} title={r.error ?? undefined}>
@@ -94,7 +94,7 @@ function RunList({ agentId, current, onRun }: { agentId: string; current: string
 function StepList({ steps, shown, onChoose }: { steps: RunStep[]; shown: number | undefined; onChoose: (i: number) => void }) {
   const longest = Math.max(...steps.map((s) => s.ms), 0.001);
   return (
-    <ol className="replay-steps" aria-label="Steps of the run">
+    <ol className="replay-steps stack-list" aria-label="Steps of the run">
       {steps.map((s, i) => {
         const failed = stepFailed(s);
         return (

@@ -195,26 +195,54 @@ export interface GraphProblems {
   other: string[];
 }
 
+/**
+ * A save's problem (a 400's or a warning) tied to what it named when it was sent: the gateway
+ * names nodes and connections by their index in that DSL, and the indices move as soon as a node
+ * above is deleted or the text is edited, so the element is kept by its id (a connection by its
+ * ends and relation) instead.
+ */
+export interface SaveProblem {
+  /** As the gateway wrote it (`metadata.nodes[3] ("x"), restApiCall: configuration: ...`). */
+  text: string;
+  /** The node the path named in the DSL sent. */
+  nodeId?: string;
+  /** The connection the path named in the DSL sent. */
+  connection?: { fromId: string; toId: string; type: string };
+}
+
 // Not anchored: the gateway's message starts with a phrase of its own ("Invalid input: metadata.nodes[1] ...").
-const NODE_PATH = /\bmetadata\.nodes\[(\d+)\](?: \("((?:[^"\\]|\\.)*)"\))?/;
-const CONNECTION_PATH = /\bmetadata\.connections\[(\d+)\]/;
+export const NODE_PATH = /\bmetadata\.nodes\[(\d+)\]/;
+export const CONNECTION_PATH = /\bmetadata\.connections\[(\d+)\]/;
+
+/** `problems` (already split, see `splitProblems`) with the node or connection each names in `sent`, the DSL they are about. */
+export function anchorProblems(problems: readonly string[], sent: RuleChainDsl): SaveProblem[] {
+  return problems.map((text) => {
+    const node = NODE_PATH.exec(text);
+    if (node) {
+      const id = sent.metadata?.nodes?.[Number(node[1])]?.id;
+      return typeof id === 'string' ? { text, nodeId: id } : { text };
+    }
+    const conn = CONNECTION_PATH.exec(text);
+    const c = conn ? sent.metadata?.connections?.[Number(conn[1])] : undefined;
+    return c ? { text, connection: { fromId: c.fromId, toId: c.toId, type: c.type } } : { text };
+  });
+}
 
 /**
- * A 400's problems (already split, see `splitProblems`) by the graph element they name: a node by
- * the id in `metadata.nodes[2] ("n1")`, else by its index in the DSL that was sent (which the
- * canvas wrote in graph order); a connection by its index.
+ * A save's problems by the graph element they were about (see `SaveProblem`). One whose node or
+ * connection has since been deleted is dropped: what it complained of is gone.
  */
-export function problemsByElement(problems: readonly string[], graph: ChainGraph): GraphProblems {
+export function problemsByElement(problems: readonly SaveProblem[], graph: ChainGraph): GraphProblems {
   const out: GraphProblems = { nodes: {}, edges: {}, other: [] };
   const add = (into: Record<string, string[]>, key: string, p: string) => (into[key] = [...(into[key] ?? []), p]);
   for (const p of problems) {
-    const node = NODE_PATH.exec(p);
-    const conn = node ? null : CONNECTION_PATH.exec(p);
-    const nodeId = node ? (graph.nodes.some((n) => n.id === node[2]) ? node[2] : graph.nodes[Number(node[1])]?.id) : undefined;
-    const edgeId = conn ? graph.edges[Number(conn[1])]?.id : undefined;
-    if (nodeId !== undefined) add(out.nodes, nodeId, p);
-    else if (edgeId !== undefined) add(out.edges, edgeId, p);
-    else out.other.push(p);
+    if (p.nodeId !== undefined) {
+      if (graph.nodes.some((n) => n.id === p.nodeId)) add(out.nodes, p.nodeId, p.text);
+    } else if (p.connection) {
+      const { fromId, toId, type } = p.connection;
+      const edge = graph.edges.find((e) => e.source === fromId && e.target === toId && e.relation === type);
+      if (edge) add(out.edges, edge.id, p.text);
+    } else out.other.push(p.text);
   }
   return out;
 }

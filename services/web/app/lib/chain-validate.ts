@@ -1,6 +1,6 @@
-import type { ToolForms } from '@agentry/client';
+import type { RuleChainDsl, ToolForms } from '@agentry/client';
 import { AGENT_FIELD_HINTS, agentConfigSchema } from './agent-form';
-import type { ChainGraph } from './chain-graph';
+import { chainGraph, type ChainGraph } from './chain-graph';
 import { clientProblems, fieldsOf, getAt, type Field, type JsonSchema } from './schema-form';
 
 /**
@@ -98,4 +98,14 @@ export function issuesByNode(issues: readonly ChainIssue[]): Record<string, Chai
   const out: Record<string, ChainIssue[]> = {};
   for (const i of issues) (out[i.nodeId] ??= []).push(i);
   return out;
+}
+
+/** `chainIssues` of the DSL tab's text; none while it is not a chain yet (a syntax error is the editor's to show). */
+export function textIssues(text: string, forms: ToolForms): ChainIssue[] {
+  try {
+    const dsl = JSON.parse(text) as RuleChainDsl;
+    return Array.isArray(dsl?.metadata?.nodes) && Array.isArray(dsl.metadata.connections) ? chainIssues(chainGraph(dsl), forms) : [];
+  } catch {
+    return [];
+  }
 }

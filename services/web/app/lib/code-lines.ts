@@ -1,3 +1,5 @@
+import { CONNECTION_PATH, NODE_PATH, type SaveProblem } from './chain-graph';
+
 /**
  * Where in the DSL tab's text a problem is: a JSON syntax error at its offset, and a problem the
  * gateway or the canvas's checks name by path (`metadata.nodes[3] ("x"), restApiCall:
@@ -173,9 +175,7 @@ function deepest(root: Spot, path: readonly string[]): Spot {
   return at;
 }
 
-// As chain-graph.ts reads the gateway's problems; `configuration.a.b` / `unknown field "x"` narrow it down.
-const NODE_PATH = /\bmetadata\.nodes\[(\d+)\]/;
-const CONNECTION_PATH = /\bmetadata\.connections\[(\d+)\]/;
+// Read as chain-graph.ts reads the gateway's problems; `configuration.a.b` / `unknown field "x"` narrow it down.
 const CONFIG_PATH = /\bconfiguration((?:\.[A-Za-z_$][\w$]*|\[\d+\])*)/;
 const UNKNOWN_FIELD = /unknown (?:field|property) "([^"]+)"/;
 const CHAIN_PATH = /\bruleChain\.([A-Za-z_$][\w$]*)/;
@@ -206,14 +206,34 @@ export interface PlacedProblem {
   /** The gateway's text as it came (`metadata.nodes[3] ...`) or the canvas's issue. */
   text: string;
   severity: 'error' | 'warning';
-  /** The node it is on, when it names one (canvas checks). */
+  /** The node it is on: the canvas's checks', and a save's (see `SaveProblem`), whose index may have moved since. */
   nodeId?: string | undefined;
+  /** The connection a save's problem was about, by its ends and relation. */
+  connection?: SaveProblem['connection'];
+}
+
+/** Where `p` is in the chain as the text has it now: its path with today's index of its node or connection; null when that is gone. */
+function currentPath(p: PlacedProblem, dsl: { metadata?: { nodes?: unknown; connections?: unknown } }): string[] | null {
+  const path = problemPath(p.text);
+  const list = (key: 'nodes' | 'connections') => (Array.isArray(dsl?.metadata?.[key]) ? (dsl.metadata[key] as Array<Record<string, unknown> | null>) : []);
+  if (p.nodeId !== undefined) {
+    const i = list('nodes').findIndex((n) => n?.id === p.nodeId);
+    if (i < 0) return null;
+    return path[1] === 'nodes' ? ['metadata', 'nodes', String(i), ...path.slice(3)] : ['metadata', 'nodes', String(i), 'id'];
+  }
+  if (p.connection) {
+    const { fromId, toId, type } = p.connection;
+    const i = list('connections').findIndex((c) => c?.fromId === fromId && c?.toId === toId && c?.type === type);
+    return i < 0 ? null : ['metadata', 'connections', String(i)];
+  }
+  return path;
 }
 
 /**
- * Each problem of the DSL text at its place: by the path it names (the gateway's), else by the
- * node id it is on (the canvas's checks), else at the start. Text that does not parse: its syntax
- * error alone (nothing else can be placed).
+ * Each problem of the DSL text at its place: a node's or connection's by where that element is
+ * now (its id, its ends), else by the path it names, else at the start. One about an element
+ * since deleted is left out. Text that does not parse: its syntax error alone (nothing else can
+ * be placed).
  */
 export function placeProblems(text: string, problems: readonly PlacedProblem[]): CodeProblem[] {
   const syntax = jsonSyntaxProblem(text);
@@ -224,19 +244,15 @@ export function placeProblems(text: string, problems: readonly PlacedProblem[]):
   } catch {
     return [];
   }
-  const nodes = root.kids?.get('metadata')?.kids?.get('nodes')?.kids;
-  const nodeIndex = (id: string) => [...(nodes?.entries() ?? [])].find(([, n]) => n.kids?.get('id') && text.slice(n.kids.get('id')?.from, n.kids.get('id')?.to) === JSON.stringify(id))?.[0];
-  return problems.map((p) => {
-    let path = problemPath(p.text);
-    if (path.length === 0 && p.nodeId !== undefined) {
-      const i = nodeIndex(p.nodeId);
-      if (i !== undefined) path = ['metadata', 'nodes', i, 'id'];
-    }
+  const dsl = JSON.parse(text) as { metadata?: { nodes?: unknown; connections?: unknown } };
+  return problems.flatMap((p) => {
+    const path = currentPath(p, dsl);
+    if (!path) return [];
     const spot = path.length ? deepest(root, path) : undefined;
     const from = spot ? (spot.keyFrom ?? spot.from) : 0;
     // One line underlined: a whole node would be a block of red.
     const eol = text.indexOf('\n', from);
     const to = spot ? Math.min(spot.to, eol < 0 ? text.length : eol) : Math.min(text.length, 1);
-    return { from, to: Math.max(from + 1, to), severity: p.severity, message: withoutPath(p.text) };
+    return [{ from, to: Math.max(from + 1, to), severity: p.severity, message: withoutPath(p.text) }];
   });
 }

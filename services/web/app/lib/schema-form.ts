@@ -108,14 +108,17 @@ export function isScript(key: string, schema: JsonSchema): boolean {
   return key === 'jsScript';
 }
 
-/** `systemPrompt` -> "System prompt", `max_tokens` -> "Max tokens", `topP` -> "Top p". */
+// Abbreviations that camelCase keys spell as words (`restEndpointUrlPattern`, `jsScript`): a label says them as people write them.
+const ABBREVIATIONS = new Set(['api', 'http', 'id', 'ip', 'js', 'json', 'mcp', 'uri', 'url']);
+
+/** `systemPrompt` -> "System prompt", `max_tokens` -> "Max tokens", `topP` -> "Top p", `restEndpointUrlPattern` -> "Rest endpoint URL pattern". */
 export function humanize(key: string): string {
   const words = key
     .replace(/[_-]+/g, ' ')
     .replace(/([a-z\d])([A-Z])/g, '$1 $2')
     .trim()
     .split(/\s+/)
-    .map((w) => (/^[A-Z\d]+$/.test(w) && w.length > 1 ? w : w.toLowerCase()));
+    .map((w) => (/^[A-Z\d]+$/.test(w) && w.length > 1 ? w : ABBREVIATIONS.has(w.toLowerCase()) ? w.toUpperCase() : w.toLowerCase()));
   const text = words.join(' ');
   return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -3,8 +3,8 @@ import { AGENT_FIELD_HINTS, agentConfigSchema, fieldErrorsOf, isCheckboxTool, sp
 import { ApiError, api, fetchAll, takeWarnings } from '../lib/api';
 import { useAction, useLoad } from '../lib/hooks';
 import { Link, navigate, useLeaveGuard } from '../lib/router';
-import { chainGraph } from '../lib/chain-graph';
-import { chainIssues, type ChainIssue } from '../lib/chain-validate';
+import { anchorProblems, chainGraph, type SaveProblem } from '../lib/chain-graph';
+import { chainIssues, textIssues, type ChainIssue } from '../lib/chain-validate';
 import { clearProblemsAt, clientProblems, fieldIds, fieldsOf, type Field, type FieldHint, type JsonSchema } from '../lib/schema-form';
 import type { AgentListItem, Provider, RuleChainDsl, ToolForms } from '@agentry/client';
 import { notOwnerReason } from '../lib/permissions';
@@ -155,15 +155,21 @@ function useAgentEditor(agentId: string) {
   const [jsonError, setJsonError] = useState<string | null>(null);
   const [errors, setErrors] = useState<FieldErrors>(NO_ERRORS);
   const [formError, setFormError] = useState<string | null>(null);
-  const [saveProblems, setSaveProblems] = useState<string[]>([]);
+  const [saveProblems, setSaveProblems] = useState<SaveProblem[]>([]);
   const [dirty, setDirty] = useState(false);
   const [focusNode, setFocusNode] = useState<{ id: string } | null>(null);
   const action = useAction();
   useLeaveGuard(dirty ? 'This agent has unsaved changes. Leave without saving them?' : null);
-  // What the canvas finds from the node types' schemas: a blocker stops Save (the JSON tab's text is checked on Save).
-  const blockers = useMemo<ChainIssue[]>(() => (draft && data.forms && tab !== 'json' ? chainIssues(chainGraph(draft), data.forms).filter((i) => i.blocker) : []), [draft, data.forms, tab]);
+  // What the canvas finds from the node types' schemas: a blocker stops Save, in the DSL tab as
+  // on the canvas (its text as it is typed; one that does not parse is refused on Save, by line).
+  const blockers = useMemo<ChainIssue[]>(() => {
+    if (!data.forms) return [];
+    const found = tab === 'json' ? textIssues(jsonText, data.forms) : draft ? chainIssues(chainGraph(draft), data.forms) : [];
+    return found.filter((i) => i.blocker);
+  }, [draft, data.forms, tab, jsonText]);
+  // A blocker clicked: its node on the canvas, or its line in the DSL tab.
   const showNode = (id: string) => {
-    if (tab !== 'canvas') switchTab('canvas');
+    if (tab === 'settings') switchTab('canvas');
     setFocusNode({ id });
   };
   const form = useAgentFields(data.forms, data.providers, data.config, errors);
@@ -219,7 +225,7 @@ interface EditorSetters {
   setErrors: (e: FieldErrors) => void;
   setFormError: (e: string | null) => void;
   setDirty: (d: boolean) => void;
-  setSaveProblems: (p: string[]) => void;
+  setSaveProblems: (p: SaveProblem[]) => void;
 }
 
 /** Save (from either tab, the server's 400 spread over the fields), reload and delete. */
@@ -247,7 +253,7 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
           const problems = splitProblems(err.message);
           if (tab === 'json') set.setJsonError(`Save refused: ${problems.length === 1 ? 'one problem' : `${problems.length} problems`}, each marked on its line below.`);
           set.setErrors(fieldErrorsOf(err.message, agentNode?.id, ids));
-          set.setSaveProblems(problems);
+          set.setSaveProblems(anchorProblems(problems, body));
         }
         throw err;
       }
@@ -259,7 +265,7 @@ function useAgentButtons(agentId: string, draft: RuleChainDsl | null, state: Edi
       // Fields a node type does not name are kept (the server's fieldValidation=Warn): each shows
       // on its node, as a refused setting would, so that a misspelt one is seen.
       const warned = takeWarnings();
-      set.setSaveProblems(warned);
+      set.setSaveProblems(anchorProblems(warned, saved));
       notify(warned.length ? `Agent saved, with ${warned.length} warning${warned.length === 1 ? '' : 's'}: ${warned.join('; ')}` : 'Agent saved');
     }
   };
@@ -357,7 +363,7 @@ function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: Retur
           <ChainCanvas dsl={draft} forms={forms} problems={editor.saveProblems} onChange={editor.change} focusNode={editor.focusNode} {...(why === null ? { agentId } : {})} />
         </Suspense>
       ) : (
-        <DslField text={editor.jsonText} onText={editor.editJson} forms={forms} saveProblems={editor.saveProblems} saveFailed={action.error !== null} error={jsonError} />
+        <DslField text={editor.jsonText} onText={editor.editJson} forms={forms} saveProblems={editor.saveProblems} saveFailed={action.error !== null} error={jsonError} focusNode={editor.focusNode} />
       )}
       {errors.other.length && tab === 'settings' ? (
         <div className="error-text" role="alert">
@@ -381,7 +387,7 @@ function AgentEditorForm({ editor, draft, forms, agentId, why }: { editor: Retur
   );
 }
 
-/** What stops Save, each naming its node: a click selects that node on the canvas. */
+/** What stops Save, each naming its node: a click selects that node on the canvas (in the DSL tab, puts the cursor on it). */
 function SaveBlockers({ blockers, onShow }: { blockers: ChainIssue[]; onShow: (nodeId: string) => void }) {
   if (blockers.length === 0) return null;
   return (

@@ -27,7 +27,7 @@ export const PLATFORMS: Array<{ id: string; title: string; fields: FieldDef[] }>
     id: 'chat_a',
     title: 'Lark / Feishu app bot',
     fields: [
-      { key: 'app_id', label: 'App id' },
+      { key: 'app_id', label: 'App ID' },
       { key: 'app_secret', label: 'App secret', secret: true },
       { key: 'token', label: 'Verification token', secret: true },
       { key: 'encrypt_key', label: 'Encrypt key', secret: true },
@@ -54,7 +54,7 @@ export const PLATFORMS: Array<{ id: string; title: string; fields: FieldDef[] }>
     id: 'chat_c',
     title: 'WeCom app',
     fields: [
-      { key: 'app_id', label: 'Corp id' },
+      { key: 'app_id', label: 'Corp ID' },
       { key: 'app_secret', label: 'App secret', secret: true },
       { key: 'agent_id', label: 'Agent id (WeCom)' },
       { key: 'token', label: 'Callback token', secret: true },
@@ -310,7 +310,7 @@ function AccountForm({
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const idError = isNew ? idProblem(d.id, 'Account id') : null;
+    const idError = isNew ? idProblem(d.id, 'Account ID') : null;
     setErrors(idError ? { id: idError } : {});
     if (idError) return;
     const body = accountBody(platform, d, isNew);
@@ -333,7 +333,7 @@ function AccountForm({
 
   const anyError = Object.values(errors).some(Boolean);
   return (
-    <form className="form account-form" onSubmit={(e) => void submit(e)} aria-label={isNew ? `New ${platform.id} account` : `Edit ${platform.id} account ${account.id}`}>
+    <form className="form account-form" onSubmit={(e) => void submit(e)} aria-label={isNew ? `New ${platformName(platform.id)} account` : `Edit ${platformName(platform.id)} account ${account.id}`}>
       <h3>{isNew ? 'New account' : `Edit ${account.id}`}</h3>
       {firstApiKey && d.enabled ? (
         <Notice kind="warn">
@@ -360,7 +360,7 @@ function AccountFields({ platform, account, d, errors, agents }: { platform: Pla
   return (
     <>
       <div className="grid-2">
-        {isNew ? <TextField label="Account id" value={d.id} onValue={d.setId} error={errors.id} required autoFocus hint="Letters, digits, _ and -." /> : null}
+        {isNew ? <TextField label="Account ID" value={d.id} onValue={d.setId} error={errors.id} required autoFocus hint="Letters, digits, _ and -." /> : null}
         <TextField label="Name" value={d.name} onValue={d.setName} error={errors.name} />
       </div>
       <div className="grid-2">

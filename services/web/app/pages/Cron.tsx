@@ -324,8 +324,8 @@ function DeliverFields({ deliver, onDeliver, error }: { deliver: Deliver; onDeli
           onValue={(v) => onDeliver((d) => ({ ...d, platform: v }))}
           options={[{ value: '', label: 'No delivery' }, ...['chat_a', 'chat_a_webhook', 'chat_b', 'chat_c', 'chat_d', 'chat_e'].map((p) => ({ value: p, label: platformName(p) }))]}
         />
-        <TextField label="Account id" value={deliver.accountId} onValue={(v) => onDeliver((d) => ({ ...d, accountId: v }))} />
-        <TextField label="Chat id" value={deliver.chatId} onValue={(v) => onDeliver((d) => ({ ...d, chatId: v }))} />
+        <TextField label="Account ID" value={deliver.accountId} onValue={(v) => onDeliver((d) => ({ ...d, accountId: v }))} />
+        <TextField label="Chat ID" value={deliver.chatId} onValue={(v) => onDeliver((d) => ({ ...d, chatId: v }))} />
       </div>
       <ErrorText error={error} />
     </details>
