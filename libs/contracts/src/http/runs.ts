@@ -14,7 +14,7 @@ export const RunSummary = Type.Object({
   finishedAt: Type.Union([Type.String(), Type.Null()]),
   durationMs: Type.Union([Type.Integer(), Type.Null()], { description: 'created to finished; null while it runs' }),
   hasSteps: Type.Boolean({ description: 'the run ran as a rule chain and its steps were recorded' }),
-  error: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()], { description: "why the run failed; \"failed\" alone when the run is another principal's and the caller is not an admin (an error can quote the message)" }),
   firstWords: Type.Optional(
     Type.String({
       description:

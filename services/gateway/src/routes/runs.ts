@@ -18,7 +18,7 @@ const GetSteps = { params: RunParams, response: { 200: RunSteps } };
  * A run's record for the canvas (issue 23 item 14): an agent's runs, newest first, and the
  * steps of one (its chain's trace, stored by the worker with the run's finish). Both are for the
  * agent's owner or an admin. The list carries no request or answer: an owner sees that another
- * user's session ran, not what was said in it. The steps route names a run only: another user
+ * user's session ran (and failed), not what was said in it nor the error, which can quote it. The steps route names a run only: another user
  * gets the 404 an unknown run gets, so run ids cannot be probed.
  */
 export function runRoutes(app: FastifyInstance, deps: GatewayDeps, heartbeatMs: number): void {
@@ -94,7 +94,8 @@ function summaryView(r: RunSummary, readable: boolean) {
     finishedAt: r.finishedAt ? iso(r.finishedAt) : null,
     durationMs: r.finishedAt ? Math.max(0, r.finishedAt.getTime() - r.createdAt.getTime()) : null,
     hasSteps: r.hasSteps,
-    error: r.error,
+    // An error can quote what the run's principal sent: another principal's run only says it failed.
+    error: readable || r.error === null ? r.error : REDACTED_ERROR,
     ...(readable ? { firstWords: r.asked ?? '' } : {}),
   };
 }
