@@ -178,4 +178,19 @@ describe('GET /runs/{runId}/steps', () => {
       expect((await get(`/runs/${id}/steps`, 'admin')).json(), id).toMatchObject({ redacted: false, steps: STEPS });
     }
   });
+
+  it("keeps a refused tool's words for the agent's owner on another principal's run: they name her configuration, not the message", async () => {
+    const db = h.runtime.db.db;
+    const refused = { nodeId: '', type: 'tool refused', relations: [], ms: 0, error: 'tool "bash" of agent "runs_agent" was left out: the bash tool runs commands on the worker, so only an admin\'s definition may use it' };
+    await insertRun(db, { id: 'run_refused', agentId: 'runs_agent', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'x' }] }, principal: 'user:bob' });
+    await claimRun(db, 'run_refused');
+    await finishRun(db, 'run_refused', { status: 'succeeded', output: 'ok', steps: [refused, { nodeId: 'f', type: 'jsFilter', relations: ['Failure'], ms: 2, error: 'SyntaxError near "x"' }] });
+    try {
+      const steps = ((await get('/runs/run_refused/steps', 'alice')).json() as { redacted: boolean; steps: Array<{ type: string; error?: string }> });
+      expect(steps.redacted).toBe(true);
+      expect(steps.steps.map((s) => s.error)).toEqual([refused.error, 'failed']);
+    } finally {
+      await db.deleteFrom('runs').where('id', '=', 'run_refused').execute();
+    }
+  });
 });

@@ -27,7 +27,14 @@ export type RunSummary = Static<typeof RunSummary>;
 export const RunSummaryPage = PageOf(RunSummary);
 export type RunSummaryPage = Page<RunSummary>;
 
-/** One node execution of a run's chain (the engine's chain trace entry). */
+/**
+ * The `type` of the step a run notes for a tool the authority policy left out. Its `error` quotes
+ * only the agent owner's own configuration (another owner's sub-agent is only named), never what
+ * was sent, so the agent's owner reads it on anyone's run.
+ */
+export const REFUSED_TOOL_STEP = 'tool refused';
+
+/** One node execution of a run's chain (the engine's chain trace entry), or a noted refusal (`REFUSED_TOOL_STEP`). */
 export const RunStep = Type.Object({
   nodeId: Type.String(),
   type: Type.String(),

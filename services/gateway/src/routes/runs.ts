@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { AgentRunsParams, PageQuery, RunCancelResult, RunEventsQuery, RunParams, RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
+import { AgentRunsParams, PageQuery, REFUSED_TOOL_STEP, RunCancelResult, RunEventsQuery, RunParams, RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
 import { getRuleChain, getRunOutcome, getRunSteps, isFinalRunStatus, listRunsOfAgent, type RunSummary } from '@agentry/db';
 import { cancelRun } from '@agentry/runs';
 import type { Principal } from '../auth/credentials.js';
@@ -103,9 +103,13 @@ function summaryView(r: RunSummary, readable: boolean) {
 /** What another principal's step says in place of its error: a node's error text can quote the message it failed on. */
 const REDACTED_ERROR = 'failed';
 
-/** A step with its debug messages and error text left out (its node, relations and time stay; a failure still shows as one). */
+/**
+ * A step with its debug messages and error text left out (its node, relations and time stay; a
+ * failure still shows as one). A refused tool's step keeps its words: they name the owner's own
+ * configuration, not the message, and the owner is who can mend it.
+ */
 function withoutContents(step: RunStep): RunStep {
-  const out: RunStep = step.error === undefined ? step : { ...step, error: REDACTED_ERROR };
+  const out: RunStep = step.error === undefined || step.type === REFUSED_TOOL_STEP ? step : { ...step, error: REDACTED_ERROR };
   return out.debug === undefined ? out : { ...out, debug: { chainId: out.debug.chainId, redacted: true } };
 }
 

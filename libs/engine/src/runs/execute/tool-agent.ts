@@ -1,4 +1,4 @@
-import type { RunRequest } from '@agentry/contracts';
+import { REFUSED_TOOL_STEP, type RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import { DEFAULT_TOOL_TIMEOUT_MS, type AgentToolConfig, type AiAgentConfig, chainSharing, enter, subagentRefusal, timeOf } from '@agentry/definitions';
 import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult, type LoopTool } from '../../agent/loop.js';
@@ -50,9 +50,6 @@ export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise
     await resolved.close();
   }
 }
-
-/** What the run's steps say of a tool the policy left out (docs/reliability.md, "Authority"). */
-export const REFUSED_TOOL_STEP = 'tool refused';
 
 /**
  * The step of a refused tool. The agent's owner reads a run's steps: a definition of theirs
