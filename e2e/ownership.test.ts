@@ -39,7 +39,7 @@ describe('finding 1: no spelling of the API prefix reaches a guarded route witho
 describe('finding 2: a user cannot reach the host through an agent', { timeout: 30_000 }, () => {
   it('a user may not give an agent the bash tool, sandboxed or not', async () => {
     for (const config of [{}, { sandbox: 'none' }, { sandbox: 'bwrap' }]) {
-      expectStatus(await call('POST', '/agents', tokens.dave, agent(`dave_bash_${Object.keys(config).length}`, { tools: [{ type: 'builtin', name: 'bash', config }] })), 403, /only an admin may give an agent the bash tool/);
+      expectStatus(await call('POST', '/agents', tokens.dave, agent(`dave_bash_${Object.keys(config).length}`, { tools: [{ type: 'builtin', name: 'bash', config }] })), 403, /the bash tool runs commands on the worker, so only an admin's definition may use it; this definition belongs to "dave", who is not an admin/);
     }
     // Nor slip it into someone else's agent or into one of its own later.
     expectStatus(await call('POST', '/agents', tokens.dave, agent('dave_plain')), 201);

@@ -24,7 +24,7 @@ describe('usage and budgets through chat (embedded)', () => {
     users: { admin: 'admin-pass-word-1', dave: 'dave-pass-word-1', erin: { password: 'erin-pass-word-1', api_key: ERIN_KEY, budget: { requestsPerMinute: 1 } } },
     // erin's one request a minute is the test's to spend.
     login: ['admin', 'dave'],
-    security: ['  budgets: {channelPeerTokensPerDay: 20}'],
+    security: ['  budgets: {channelPeerTokensPerDay: 20, channelAccountTokensPerDay: 1000}'],
     config: ['channels:', '  api:', '    accounts:', `      metered: {api_key: "${METERED_KEY}", budget: {tokensPerDay: 20}}`, `      unmetered: {api_key: "${OPEN_KEY}"}`],
   });
   const { call, tokens } = stack;
@@ -114,7 +114,7 @@ describe('usage and budgets through chat (embedded)', () => {
     expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(86_400);
   });
 
-  it('each channel peer spends its own security.budgets.channelPeerTokensPerDay: past it, its runs fail naming the budget; other peers go on (issue 35)', async () => {
+  it('each channel peer spends its own security.budgets.channelPeerTokensPerDay, and all of an account together its channelAccountTokensPerDay: past either, runs fail naming the budget; other peers go on (issue 35)', async () => {
     const tg = await startFakeTelegram();
     try {
       const made = await call('POST', '/channels/chat_d/accounts', tokens.admin, { id: 'tg', dm_policy: 'allow', group_policy: 'disabled', ...tg.account, binding: { agentId: 'meter' } });
@@ -145,6 +145,17 @@ describe('usage and budgets through chat (embedded)', () => {
       expect(spent.error).toContain('the tokensPerDay budget of channel:chat_d:tg:7007 (20 tokens per day) is spent');
       // The budget is each peer's: another sender on the same account is answered.
       expect(await dm('8008', 'another peer')).toMatchObject({ status: 'succeeded', principal: 'channel:chat_d:tg:8008' });
+      // The account's day holds all its senders together: counted with each call, and once it is
+      // spent (here by many senders before), a sender who spent nothing is refused too, and told so in the chat.
+      const account = budgetCounter('tokensPerDay', 'channel-account:chat_d:tg');
+      const together = await stack.runtime.bus.count(account.key, 0, account.ttlMs);
+      expect(together).toBeGreaterThan(25);
+      await stack.runtime.bus.count(account.key, 1000 - together, account.ttlMs);
+      const flooded = await dm('9009', 'a new sender');
+      expect(flooded.status).toBe('failed');
+      expect(flooded.error).toMatch(/chat_d account "tg" has spent its tokens for today across all its senders \(security\.budgets\.channelAccountTokensPerDay: 1000 tokens per day\); it resets at /);
+      const notice = await stack.runtime.db.db.selectFrom('outbound_messages').select(['payload']).where('chat_id', '=', '9009').executeTakeFirst();
+      expect(JSON.stringify(notice?.payload)).toContain('Sorry, I could not answer that: Too many requests: chat_d account \\"tg\\" has spent its tokens for today');
     } finally {
       await tg.close();
     }

@@ -44,6 +44,13 @@ export function channelPeerPrincipal(platform: string, accountId: string, sender
   return `${CHANNEL_PEER_PREFIX}${platform}:${accountId}:${senderId}`;
 }
 
+/** The chat account a channel peer wrote through (`channelPeerPrincipal` read back), or undefined for any other principal. */
+export function channelAccountOfPeer(principal: string): { platform: string; accountId: string } | undefined {
+  if (!principal.startsWith(CHANNEL_PEER_PREFIX)) return undefined;
+  const [platform, accountId, ...sender] = principal.slice(CHANNEL_PEER_PREFIX.length).split(':');
+  return platform && accountId && sender.length > 0 ? { platform, accountId } : undefined;
+}
+
 /** Is this run principal a channel peer (`channelPeerPrincipal`)? */
 export function isChannelPeerPrincipal(principal: string): boolean {
   return principal.startsWith(CHANNEL_PEER_PREFIX) && principal.length > CHANNEL_PEER_PREFIX.length;

@@ -6,7 +6,7 @@
  */
 export { agentConfigProblems, agentUnknownFieldHint, AiAgentConfiguration, DEFAULT_TOOL_TIMEOUT_MS, McpToolConfig, MIN_TOOL_TIMEOUT_MS, toolCapability, toolTimeoutProblem, type AgentToolConfig, type AiAgentConfig, type HeartbeatConfig } from './agent-config.js';
 export { definitionReferences, definitionRefusals, templatedAuthorityFields, type DefinitionReference } from './authority/definition.js';
-export { assertAllowed, AUTHORITY, chainSharing, enter, networkOpener, ownerIsAdmin, principalRole, refusal, subagentRefusal, timeOf, toolPower, type Capability, type RunAuthority, type SubagentTarget } from './authority/policy.js';
+export { assertAllowed, AUTHORITY, chainSharing, enter, networkOpener, ownerIsAdmin, powerRefusal, principalRole, refusal, subagentRefusal, timeOf, toolPower, type Capability, type RunAuthority, type SubagentTarget } from './authority/policy.js';
 export { ChainCache, parseChain, type LoadResult, type ParsedChain, type StoredChain } from './chain-cache.js';
 export { chainVars, fillChainVars, toMetadataValue, type ChainVars } from './chain-vars.js';
 export { holdsSecrets, isSecretHeader, isSecretKey, isSecretUrl, redactDefinition, sealDefinition, SEALED_PREFIX, sealStoredPlaintext, SECRET_MARKER, unsealDefinition, type SecretSealer } from './definition-secrets.js';

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimRun, getRuleChain, getRun, insertRuleChain, insertRun, insertUser, updateRuleChain, type DbHandle, type JsonValue } from '@agentry/db';
+import { claimRun, getRuleChain, getRun, getRunSteps, insertRuleChain, insertRun, insertUser, updateRuleChain, type DbHandle, type JsonValue } from '@agentry/db';
 import { createTestPglite } from '@agentry/testing';
 import { builtinTools, runAgent, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
-import { refusal, validateRuleChain } from '@agentry/definitions';
+import { enter, refusal, validateRuleChain } from '@agentry/definitions';
 import { fakeRunDeps } from './fake-run-deps.js';
 
 /**
@@ -71,7 +71,9 @@ async function runOf(agentId: string, overrides: Partial<RunDeps> = {}) {
   const run = (await claimRun(handle.db, id))!;
   const { deps, record } = fakeRunDeps(handle.db, { stream: callsFirstTool, builtin: { bash }, ...overrides });
   await runAgent(deps, run, new AbortController().signal);
-  return { record, stored: await getRun(handle.db, id) };
+  // A run record leaves its steps out; the steps route reads them apart.
+  const stored = await getRun(handle.db, id);
+  return { record, stored: stored && { ...stored, steps: (await getRunSteps(handle.db, id))?.steps ?? null } };
 }
 
 beforeAll(async () => {
@@ -124,6 +126,9 @@ beforeAll(async () => {
   const sender = agentWith([{ type: 'builtin', name: 'send_message', config: { chatIds: ['9'] } }]);
   await store('alice-sender', 'agent', 'alice', [sender]);
   await store('root-sender', 'agent', 'root', [sender]);
+  // An admin's agent with bash, shared with alice: called by her agent, its bash is left out.
+  await insertRuleChain(handle.db, { id: 'root-bash-helper', kind: 'agent', agentId: null, name: 'h', category: null, dsl: { ruleChain: { id: 'root-bash-helper', name: 'h' }, metadata: { nodes: [agentWith([{ type: 'builtin', name: 'bash' }])], connections: [] } }, owner: 'root', audience: { everyone: false, users: ['alice'], roles: [], apiAccounts: [] } });
+  await store('alice-asks-bash', 'agent', 'alice', [agentWith([{ type: 'agent', name: 'helper', targetId: 'root-bash-helper' }])]);
   // Slow on a loaded machine: PGlite starts in it.
 }, 180_000);
 
@@ -146,13 +151,65 @@ describe('authority at the point of use (issue 35, finding 1)', () => {
     const { stored } = await runOf('alice-rest');
     expect(canaryHits).toEqual([]);
     expect(stored?.status).toBe('failed');
-    expect(stored?.error).toMatch(/only an admin's definition may set allowPrivateNetworks/);
+    expect(stored?.error).toMatch(/restApiCall.*allowPrivateNetworks lets tools and requests reach private and loopback addresses, so only an admin's definition may use it; this definition belongs to "alice", who is not an admin/);
   });
 
   it('an admin\'s own agent keeps the powers its owner has', async () => {
     bashCalls.length = 0;
     await runOf('root-agent');
     expect(bashCalls).toEqual(['id']);
+  });
+});
+
+describe('a refused tool is told to the run (issue 35 follow-up)', () => {
+  const steps = (stored: { steps: unknown } | undefined) => (stored?.steps ?? []) as Array<{ type: string; error?: string }>;
+
+  it("a lone agent's refused tool is a step on the run, in the policy's words", async () => {
+    const { stored } = await runOf('alice-literal');
+    expect(stored?.status).toBe('succeeded');
+    const refused = steps(stored).filter((s) => s.type === 'tool refused');
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.error).toBe(
+      'tool "bash" of agent "alice-literal" was left out: the bash tool runs commands on the worker, so only an admin\'s definition may use it; this definition belongs to "alice", who is not an admin (an admin may give it to an agent of their own, or to a chain of their own that lends its powers: ruleChain.configuration.lendPowers: true)',
+    );
+  });
+
+  it("another owner's sub-agent's refused tool is a step that names the agent, not its configuration", async () => {
+    bashCalls.length = 0;
+    const { stored, record } = await runOf('alice-asks-bash');
+    expect(bashCalls).toEqual([]);
+    expect(toolResult(record)).toContain('helper here');
+    const refused = steps(stored).filter((s) => s.type === 'tool refused');
+    expect(refused.map((s) => s.error)).toEqual(['a tool of agent "root-bash-helper" (owned by "root") was left out: this run does not have the powers it needs']);
+    expect(JSON.stringify(stored?.steps)).not.toContain('bash"');
+  });
+
+  it('a run without a refusal keeps no steps when it does not run as a chain', async () => {
+    const { stored } = await runOf('alice-asks-shared');
+    expect(stored?.steps).toBeNull();
+  });
+});
+
+describe('the refusal of an admin-only power says who, what and what would allow it', () => {
+  const alice = { principal: 'user:alice', agentOwner: 'alice', owner: 'alice', admin: false };
+  const bash = { kind: 'tool' as const, type: 'builtin', name: 'bash', config: {} };
+
+  it("names the definition's owner when it is not an admin", () => {
+    expect(refusal(alice, bash)).toMatch(/^the bash tool runs commands on the worker, so only an admin's definition may use it; this definition belongs to "alice", who is not an admin \(an admin may give it/);
+    expect(refusal(alice, { kind: 'tool', type: 'mcp', name: 'm', config: { allowHosts: ['10.0.0.1'] } })).toMatch(/^allowHosts lets tools and requests reach private and loopback addresses, so only an admin's definition may use it; this definition belongs to "alice"/);
+    expect(refusal(alice, { kind: 'tool', type: 'builtin', name: 'bash', config: {} })).not.toContain('is not an admin here');
+  });
+
+  it("names the caller whose lack of powers an admin's definition runs with, and the lending switch", async () => {
+    const inRoot = await enter(handle.db, alice, 'root');
+    expect(inRoot).toMatchObject({ owner: 'root', admin: false, narrowedBy: 'alice' });
+    expect(refusal(inRoot, bash)).toBe(
+      'the bash tool runs commands on the worker, so only an admin\'s definition may use it; this definition belongs to the admin "root" but runs for a definition of "alice", who is not an admin, and so has only their powers (its owner may lend its own: ruleChain.configuration.lendPowers: true)',
+    );
+    // Lent: the admin's powers, nothing to explain.
+    expect(await enter(handle.db, alice, 'root', true)).not.toHaveProperty('narrowedBy');
+    // Back in a user's definition: its own owner is named again.
+    expect(await enter(handle.db, inRoot, 'bob')).not.toHaveProperty('narrowedBy');
   });
 });
 

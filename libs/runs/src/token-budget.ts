@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { budgetCounter, isChannelPeerPrincipal } from '@agentry/contracts';
+import { budgetCounter, channelAccountOfPeer, isChannelPeerPrincipal } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import { tokensPerDayOf, type Db } from '@agentry/db';
 import type { Bus } from '@agentry/bus';
@@ -55,6 +55,12 @@ export class TokenBudgets {
       logger: Logger;
       /** `security.budgets.channelPeerTokensPerDay`, read at each call (0: none). */
       channelPeerTokensPerDay: () => number;
+      /**
+       * `security.budgets.channelAccountTokensPerDay`, read at each call (0: none): what all the
+       * senders of one chat account spend together. Absent: not held (the gateway's forced
+       * compaction, until it moves to the worker).
+       */
+      channelAccountTokensPerDay?: () => number;
     },
   ) {
     this.#limits = new DayLimits(deps.db);
@@ -82,13 +88,35 @@ export class TokenBudgets {
   /**
    * Reserves `estimate` tokens of the principal's day for one model call, or throws
    * RATE_LIMITED naming the budget and its reset when the day is spent. `limit` given: that
-   * limit (the gateway's credential index has it), else the stored one.
+   * limit (the gateway knows it), else the stored one. A channel peer's call is held by its chat
+   * account's day too (`channelAccountTokensPerDay`), so that many senders cannot spend without
+   * end by each staying under their own.
    */
   async reserve(principal: string, estimate: number, limit?: number): Promise<TokenReservation> {
     if (!principal) return NOTHING_RESERVED;
-    const max = limit ?? (await this.limitOf(principal));
+    const own = await this.#reserveDay(principal, estimate, limit ?? (await this.limitOf(principal)), budgetSpent);
+    const account = channelAccountOfPeer(principal);
+    const perAccount = this.deps.channelAccountTokensPerDay?.() ?? 0;
+    if (!account || perAccount <= 0) return own;
+    let shared: TokenReservation;
+    try {
+      const spent = (_: string, max: number, resetsAt: Date, now?: number) => accountSpent(account, max, resetsAt, now);
+      shared = await this.#reserveDay(`channel-account:${account.platform}:${account.accountId}`, estimate, perAccount, spent);
+    } catch (err) {
+      // The sender's own day gives back what this call will not spend.
+      await own.release();
+      throw err;
+    }
+    return {
+      settle: async (actual) => void (await Promise.all([own.settle(actual), shared.settle(actual)])),
+      release: async () => void (await Promise.all([own.release(), shared.release()])),
+    };
+  }
+
+  /** One day's reservation on `counter` (a principal, or a chat account's day) under `max`. */
+  async #reserveDay(counter: string, estimate: number, max: number | undefined, spent: typeof budgetSpent): Promise<TokenReservation> {
     const now = Date.now();
-    const day = budgetCounter('tokensPerDay', principal, now);
+    const day = budgetCounter('tokensPerDay', counter, now);
     // Without a limit nothing is reserved, but the day is still counted: a budget set later today starts from what was spent.
     if (!max || max <= 0) return { settle: (actual) => this.#add(day, Math.max(0, Math.round(actual) || 0)), release: async () => undefined };
     const reserved = Math.max(1, Math.ceil(estimate));
@@ -100,7 +128,7 @@ export class TokenBudgets {
       this.#warn(err);
       return NOTHING_RESERVED;
     }
-    if (!granted) throw budgetSpent(principal, max, day.resetsAt, now);
+    if (!granted) throw spent(counter, max, day.resetsAt, now);
     // The day the reservation was made in is the one it is settled in, even past midnight.
     let open = true;
     const once = (by: number) => {
@@ -132,4 +160,12 @@ export class TokenBudgets {
 export function budgetSpent(principal: string, limit: number, resetsAt: Date, now = Date.now()): InstanceType<typeof Errors.RATE_LIMITED> {
   const seconds = Math.max(1, Math.ceil((resetsAt.getTime() - now) / 1000));
   return new Errors.RATE_LIMITED(`the tokensPerDay budget of ${principal} (${limit} tokens per day) is spent; it resets at ${resetsAt.toISOString()} (in ${seconds} s)`);
+}
+
+/** The refusal a channel's sender reads when the whole chat account's day is spent (not theirs alone). */
+export function accountSpent(account: { platform: string; accountId: string }, limit: number, resetsAt: Date, now = Date.now()): InstanceType<typeof Errors.RATE_LIMITED> {
+  const seconds = Math.max(1, Math.ceil((resetsAt.getTime() - now) / 1000));
+  return new Errors.RATE_LIMITED(
+    `${account.platform} account "${account.accountId}" has spent its tokens for today across all its senders (security.budgets.channelAccountTokensPerDay: ${limit} tokens per day); it resets at ${resetsAt.toISOString()} (in ${seconds} s)`,
+  );
 }

@@ -20,6 +20,7 @@ describe('TokenBudgets', () => {
   let bus: Bus;
   let budgets: TokenBudgets;
   let perPeer = 30;
+  let perAccount = 0;
   const used = (principal: string) => {
     const day = budgetCounter('tokensPerDay', principal);
     return bus.count(day.key, 0, day.ttlMs);
@@ -31,7 +32,7 @@ describe('TokenBudgets', () => {
     await upsertSeededUser(handle.db, { username: 'amy', passwordHash: 'x', role: 'user', fileHmac: 'amy', budget: { tokensPerDay: 100 } });
     await upsertSeededUser(handle.db, { username: 'ben', passwordHash: 'x', role: 'user', fileHmac: 'ben', budget: null });
     await upsertChannelAccount(handle.db, { platform: 'api', id: 'app', name: 'app', enabled: true, settings: { budget: { tokensPerDay: 50 } }, secretsSealed: null, apiKeyHash: null, fileHmac: null });
-    budgets = new TokenBudgets({ db: handle.db, counter: bus, logger: log, channelPeerTokensPerDay: () => perPeer });
+    budgets = new TokenBudgets({ db: handle.db, counter: bus, logger: log, channelPeerTokensPerDay: () => perPeer, channelAccountTokensPerDay: () => perAccount });
   }, 400_000);
   afterAll(async () => {
     await bus?.close();
@@ -97,6 +98,36 @@ describe('TokenBudgets', () => {
     await (await budgets.reserve(mallory, 1)).settle(1);
     expect(await used(mallory)).toBe(41);
     perPeer = 30;
+  });
+
+  it('holds a whole chat account across its senders to channelAccountTokensPerDay, read at each call; 0 is none', async () => {
+    perPeer = 1000;
+    perAccount = 50;
+    try {
+      const peer = (n: number, account = 'busy') => `channel:chat_d:${account}:${n}`;
+      await (await budgets.reserve(peer(1), 10)).settle(30);
+      // Each sender is far below its own day, but together they reach the account's.
+      await (await budgets.reserve(peer(2), 10)).settle(25);
+      await expect(budgets.reserve(peer(3), 5)).rejects.toThrow(
+        /^Too many requests: chat_d account "busy" has spent its tokens for today across all its senders \(security\.budgets\.channelAccountTokensPerDay: 50 tokens per day\); it resets at .+ \(in \d+ s\)$/,
+      );
+      // The refused call holds nothing of its sender's own day.
+      expect(await used(peer(3))).toBe(0);
+      // Another account of the same platform has a day of its own.
+      await (await budgets.reserve(peer(3, 'quiet'), 5)).settle(5);
+      // A call under way holds both days; given back, both are freed.
+      const held = await budgets.reserve(peer(4, 'quiet'), 45);
+      await expect(budgets.reserve(peer(5, 'quiet'), 1)).rejects.toThrow(/chat_d account "quiet"/);
+      await held.release();
+      await (await budgets.reserve(peer(5, 'quiet'), 1)).settle(1);
+      expect(await used(peer(4, 'quiet'))).toBe(0);
+      perAccount = 0;
+      await (await budgets.reserve(peer(3), 5)).settle(5);
+      expect(await used(peer(3))).toBe(5);
+    } finally {
+      perPeer = 30;
+      perAccount = 0;
+    }
   });
 
   it('a counter that does not answer lets the call through', async () => {

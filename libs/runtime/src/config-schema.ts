@@ -238,6 +238,14 @@ export const ConfigSchema = Type.Object(
               description:
                 'tokens each channel peer (one sender on one chat account) may spend a UTC day through the agents bound to that account, reserved at every model call as for a user; 0: no limit',
             }),
+            // Per sender alone, many senders (or one with many ids) spend without end: the account's
+            // day holds them all together. Generous, so that it only stops a flood.
+            channelAccountTokensPerDay: Type.Integer({
+              minimum: 0,
+              default: 2_000_000,
+              description:
+                'tokens all the senders of one chat account may spend together a UTC day, reserved at every model call beside each sender\'s own day; past it every sender of that account is refused until midnight UTC; 0: no limit',
+            }),
           },
           { additionalProperties: false, default: {}, description: 'token budgets of principals without a user or api account entry' },
         ),

@@ -43,7 +43,13 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const running = new Map<string, AbortController>();
   registerQueueDepth(runtime.metrics, Object.values(QueueNames), (q) => bus.queue.counts(q));
   const usage = usageRecorder({ db: runtime.db.db, logger });
-  const budgets = new TokenBudgets({ db: runtime.db.db, counter: bus, logger, channelPeerTokensPerDay: () => runtime.config.current.security.budgets.channelPeerTokensPerDay });
+  const budgets = new TokenBudgets({
+    db: runtime.db.db,
+    counter: bus,
+    logger,
+    channelPeerTokensPerDay: () => runtime.config.current.security.budgets.channelPeerTokensPerDay,
+    channelAccountTokensPerDay: () => runtime.config.current.security.budgets.channelAccountTokensPerDay,
+  });
   const unfollowBudgets = await budgets.follow(bus.pubsub);
   const models = await modelClient(runtime, opts.stream, usage, budgets);
   const shared = await sharedParts(runtime);

@@ -136,6 +136,19 @@ describe('agent audience (requireAuth)', { timeout: 120_000 }, () => {
     expect((await req(tokens.admin, 'PUT', '/agents/shell/audience', AUDIENCE_EVERYONE)).headers['warning']).toContain('bash');
   });
 
+  it("warns when a save gives an agent a tool its owner may not use (runs leave it out), in the policy's words", async () => {
+    expect((await req(tokens.alice, 'POST', '/agents', agentDsl('alices_tools'))).statusCode).toBe(201);
+    const saved = await req(tokens.admin, 'PUT', '/agents/alices_tools', withBash('alices_tools'));
+    expect(saved.statusCode).toBe(200);
+    const warning = String(saved.headers['warning']);
+    expect(warning).toMatch(/^299 agentry "agent alices_tools is saved, but its owner may not use all of it, and its runs leave that out: /);
+    expect(warning).toContain("the bash tool runs commands on the worker, so only an admin's definition may use it; this definition belongs to alice, who is not an admin");
+    // Private to alice: no everyone-warning beside it.
+    expect(saved.headers['warning']).not.toContain('shared with everyone');
+    // Nothing refused, nothing said.
+    expect((await req(tokens.admin, 'PUT', '/agents/alices_tools', agentDsl('alices_tools'))).headers['warning']).toBeUndefined();
+  });
+
   it('names at start-up the agents shared with everyone that hold a dangerous power', async () => {
     const again = await startHarness(YAML, { db: h.runtime.db });
     try {

@@ -62,7 +62,8 @@ describe('GET /agents/{agentId}/runs', () => {
     const [queued, lone, chain] = ['run_queued', 'run_lone', 'run_chain'].map((id) => body.data.find((r) => r.id === id));
     expect(chain).toMatchObject({ status: 'succeeded', source: 'api', hasSteps: true, error: null });
     expect(typeof chain!.durationMs).toBe('number');
-    expect(lone).toMatchObject({ status: 'failed', source: 'cron', hasSteps: false, error: 'the model failed' });
+    // Nobody is named in it (a cron fire from before jobs had owners): not alice's run, so its error is not hers to read.
+    expect(lone).toMatchObject({ status: 'failed', source: 'cron', hasSteps: false, error: 'failed' });
     expect(queued).toMatchObject({ status: 'queued', finishedAt: null, durationMs: null, hasSteps: false });
     expect(Object.keys(chain!).sort()).toEqual(['createdAt', 'durationMs', 'error', 'finishedAt', 'firstWords', 'hasSteps', 'id', 'source', 'status']);
     // alice asked run_chain: she reads its first words; the others were asked by someone else.
@@ -87,6 +88,32 @@ describe('GET /agents/{agentId}/runs', () => {
       expect(words.run_of_channel).toBe('a secret question');
     } finally {
       await db.deleteFrom('runs').where('id', 'in', ['run_long', 'run_empty']).execute();
+    }
+  });
+
+  it("shows a failed run's error to its own principal and admins, and only \"failed\" to the owner of the agent when someone else asked it", async () => {
+    const db = h.runtime.db.db;
+    // The error of a run can quote what its principal sent (a node failing on the message).
+    const others = [['fail_of_bob', 'user:bob', 'api'], ['fail_of_account', 'api:acct1', 'api'], ['fail_of_channel', 'channel:chat_a:acc:peer9', 'chat_a'], ['fail_of_nobody', '', 'chat_a']] as const;
+    for (const [id, principal, source] of [...others, ['fail_of_alice', 'user:alice', 'cron'] as const]) {
+      await insertRun(db, { id, agentId: 'runs_agent', sessionId: null, source, request: { messages: [{ role: 'user', content: 'x' }] }, principal });
+      await claimRun(db, id);
+      await finishRun(db, id, { status: 'failed', error: `jsFilter failed on "private words of ${id}"` });
+    }
+    try {
+      const errors = async (who: keyof typeof tokens) => {
+        const body = (await get('/agents/runs_agent/runs?size=100', who)).json() as { data: Array<{ id: string; error: string | null }> };
+        return Object.fromEntries(body.data.map((r) => [r.id, r.error]));
+      };
+      const owner = await errors('alice');
+      for (const [id] of others) expect(owner[id], id).toBe('failed');
+      // Her own run (a fire of a cron job of hers) keeps its text; a run without an error stays null.
+      expect(owner.fail_of_alice).toBe('jsFilter failed on "private words of fail_of_alice"');
+      expect(owner.run_of_bob).toBeNull();
+      const admin = await errors('admin');
+      for (const [id] of others) expect(admin[id], id).toBe(`jsFilter failed on "private words of ${id}"`);
+    } finally {
+      await db.deleteFrom('runs').where('id', 'in', [...others.map(([id]) => id), 'fail_of_alice']).execute();
     }
   });
 
@@ -149,6 +176,21 @@ describe('GET /runs/{runId}/steps', () => {
       expect(res.body, id).not.toContain('"hi"');
       expect(res.body, id).not.toContain('HI');
       expect((await get(`/runs/${id}/steps`, 'admin')).json(), id).toMatchObject({ redacted: false, steps: STEPS });
+    }
+  });
+
+  it("keeps a refused tool's words for the agent's owner on another principal's run: they name her configuration, not the message", async () => {
+    const db = h.runtime.db.db;
+    const refused = { nodeId: '', type: 'tool refused', relations: [], ms: 0, error: 'tool "bash" of agent "runs_agent" was left out: the bash tool runs commands on the worker, so only an admin\'s definition may use it' };
+    await insertRun(db, { id: 'run_refused', agentId: 'runs_agent', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'x' }] }, principal: 'user:bob' });
+    await claimRun(db, 'run_refused');
+    await finishRun(db, 'run_refused', { status: 'succeeded', output: 'ok', steps: [refused, { nodeId: 'f', type: 'jsFilter', relations: ['Failure'], ms: 2, error: 'SyntaxError near "x"' }] });
+    try {
+      const steps = ((await get('/runs/run_refused/steps', 'alice')).json() as { redacted: boolean; steps: Array<{ type: string; error?: string }> });
+      expect(steps.redacted).toBe(true);
+      expect(steps.steps.map((s) => s.error)).toEqual([refused.error, 'failed']);
+    } finally {
+      await db.deleteFrom('runs').where('id', '=', 'run_refused').execute();
     }
   });
 });

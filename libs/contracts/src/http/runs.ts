@@ -14,7 +14,7 @@ export const RunSummary = Type.Object({
   finishedAt: Type.Union([Type.String(), Type.Null()]),
   durationMs: Type.Union([Type.Integer(), Type.Null()], { description: 'created to finished; null while it runs' }),
   hasSteps: Type.Boolean({ description: 'the run ran as a rule chain and its steps were recorded' }),
-  error: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()], { description: "why the run failed; \"failed\" alone when the run is another principal's and the caller is not an admin (an error can quote the message)" }),
   firstWords: Type.Optional(
     Type.String({
       description:
@@ -27,7 +27,14 @@ export type RunSummary = Static<typeof RunSummary>;
 export const RunSummaryPage = PageOf(RunSummary);
 export type RunSummaryPage = Page<RunSummary>;
 
-/** One node execution of a run's chain (the engine's chain trace entry). */
+/**
+ * The `type` of the step a run notes for a tool the authority policy left out. Its `error` quotes
+ * only the agent owner's own configuration (another owner's sub-agent is only named), never what
+ * was sent, so the agent's owner reads it on anyone's run.
+ */
+export const REFUSED_TOOL_STEP = 'tool refused';
+
+/** One node execution of a run's chain (the engine's chain trace entry), or a noted refusal (`REFUSED_TOOL_STEP`). */
 export const RunStep = Type.Object({
   nodeId: Type.String(),
   type: Type.String(),

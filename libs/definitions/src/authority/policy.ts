@@ -37,6 +37,11 @@ export interface RunAuthority {
    * someone else filled it), so it is refused until the author saves again.
    */
   savedAt?: number;
+  /**
+   * Set when the definition's owner is an admin but its powers were narrowed on the way in: the
+   * first owner without them whose definition called it (`enter`). Only the refusal's words use it.
+   */
+  narrowedBy?: string;
 }
 
 /** What an executing definition asks to build or use. */
@@ -90,14 +95,11 @@ export function refusal(authority: RunAuthority, cap: Capability): string | unde
     case 'tool': {
       const power = toolPower(cap);
       if (!power || authority.admin) return undefined;
-      return power === 'bash' || ADMIN_ONLY_BUILTINS.has(power.toLowerCase())
-        ? `only an admin's agent may use the ${power} tool: it runs commands on the worker (owner "${authority.owner}" is not an admin here)`
-        : `only an admin's definition may set ${power}: it lets tools reach private and loopback addresses (owner "${authority.owner}" is not an admin here)`;
+      return powerRefusal(authority, power);
     }
     case 'request': {
       if (authority.admin || (!cap.allowPrivateNetworks && cap.allowHosts.length === 0)) return undefined;
-      const key = cap.allowPrivateNetworks ? 'allowPrivateNetworks' : 'allowHosts';
-      return `${cap.via}: only an admin's definition may set ${key}: it lets requests reach private and loopback addresses (owner "${authority.owner}" is not an admin here)`;
+      return `${cap.via}: ${powerRefusal(authority, cap.allowPrivateNetworks ? 'allowPrivateNetworks' : 'allowHosts')}`;
     }
     case 'reference': {
       // Its own definitions, and anything an admin's definition names (admins do everything).
@@ -127,6 +129,28 @@ export function refusal(authority: RunAuthority, cap: Capability): string | unde
       return `unknown capability ${JSON.stringify(never)}`;
     }
   }
+}
+
+/** What an admin-only power does, as the first half of its refusal. */
+function powerEffect(power: string): string {
+  if (ADMIN_ONLY_BUILTINS.has(power.toLowerCase())) return `the ${power} tool runs commands on the worker`;
+  if (power === 'allowNetwork') return 'allowNetwork lets the commands of the bash tool reach the network';
+  return `${power} lets tools and requests reach private and loopback addresses`;
+}
+
+/**
+ * The one refusal of an admin-only power (`bash`, a network switch), whoever asks: the run, the
+ * save-time check of the definition, the gateway's scan of a body. It says who owns the
+ * definition, what the power does, and what would allow it: a definition of an admin's, or an
+ * admin's chain that lends its powers.
+ */
+export function powerRefusal(authority: Pick<RunAuthority, 'owner' | 'narrowedBy'>, power: string): string {
+  const head = `${powerEffect(power)}, so only an admin's definition may use it`;
+  const lend = 'ruleChain.configuration.lendPowers: true';
+  if (authority.narrowedBy !== undefined) {
+    return `${head}; this definition belongs to the admin "${authority.owner}" but runs for a definition of "${authority.narrowedBy}", who is not an admin, and so has only their powers (its owner may lend its own: ${lend})`;
+  }
+  return `${head}; this definition belongs to "${authority.owner}", who is not an admin (an admin may give it to an agent of their own, or to a chain of their own that lends its powers: ${lend})`;
 }
 
 /**
@@ -165,7 +189,11 @@ export async function enter(db: Db, caller: RunAuthority, owner: string, lends =
   const saved = savedAt === undefined ? {} : { savedAt };
   if (owner === caller.owner && !lends) return { ...caller, ...saved };
   const ownerAdmin = await ownerIsAdmin(db, owner);
-  return { ...caller, ...saved, owner, admin: lends ? ownerAdmin : caller.admin && ownerAdmin };
+  const admin = lends ? ownerAdmin : caller.admin && ownerAdmin;
+  const { narrowedBy: _before, ...rest } = caller;
+  // An admin's definition without its powers has them from its caller: the refusal names who.
+  const narrowed = !admin && ownerAdmin ? { narrowedBy: caller.narrowedBy ?? caller.owner } : {};
+  return { ...rest, ...saved, owner, admin, ...narrowed };
 }
 
 /** A row's timestamp as ms, or undefined when it is not one (a cached row may carry it as text). */

@@ -16,6 +16,8 @@ interface ResolveToolsDeps {
   runSubagent(agentId: string, message: string, signal: AbortSignal): Promise<string>;
   /** Runs a rule chain with the arguments (and the entry's `config`: msgType, metadata, dataField) as its message; answers the final message (`chain/tool.ts`). */
   runChain(chainId: string, args: Record<string, unknown>, signal: AbortSignal, config: Record<string, unknown>): Promise<string>;
+  /** A tool the policy refused: told to the run (a step), so that its people learn why the agent lacks it. */
+  onRefused?(tool: string, why: string): void;
 }
 
 interface ResolvedTools {
@@ -72,7 +74,11 @@ export async function resolveTools(configs: AgentToolConfig[], deps: ResolveTool
 async function resolveOne(cfg: AgentToolConfig, deps: ResolveToolsDeps): Promise<{ tools: LoopTool[]; close?: () => Promise<void> } | string> {
   // Asked on the entry as it runs (templates filled), whatever the definition looked like when saved.
   const refused = refusal(deps.authority, toolCapability(cfg));
-  if (refused !== undefined) return `tool "${cfg.name ?? cfg.targetId ?? ''}" refused: ${refused}; left out`;
+  if (refused !== undefined) {
+    const tool = cfg.name ?? cfg.targetId ?? '';
+    deps.onRefused?.(tool, refused);
+    return `tool "${tool}" refused: ${refused}; left out`;
+  }
   const type = cfg.type ?? 'builtin';
   switch (type) {
     case 'builtin':

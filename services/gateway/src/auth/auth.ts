@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { definitionRefusals as engineRefusals, validateRuleChain, type RuleChainDsl, type RunAuthority } from '@agentry/definitions';
+import { definitionRefusals as engineRefusals, powerRefusal, validateRuleChain, type RuleChainDsl, type RunAuthority } from '@agentry/definitions';
 import type { GatewayDeps } from '../deps.js';
 import { CredentialIndex, type Principal } from './credentials.js';
 import { hasDefaultPassword } from './passwords.js';
@@ -299,8 +299,8 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
     if (access !== 'user' && access !== 'owner') return;
     const key = findAdminOnlySetting(req.body);
     if (key === 'too complex') throw new Errors.FORBIDDEN(`this body nests more than ${MAX_NODES_CHECKED} objects and arrays; only an admin may send one`);
-    if (key === 'bash') throw new Errors.FORBIDDEN('only an admin may give an agent the bash tool: it runs commands on the worker');
-    if (key) throw new Errors.FORBIDDEN(`only an admin may set ${key}: it lets tools reach private and loopback addresses`);
+    // The words the run and the save-time check use for the same refusal.
+    if (key) throw new Errors.FORBIDDEN(powerRefusal({ owner: p.username }, key));
     // The same policy the run asks, on the definition resolved as the runner resolves it.
     const refused = definitionRefusals(req.body, { principal: sessionOwner(p), agentOwner: p.username, owner: p.username, admin: false }, deps.config.current.worker.chain_globals);
     if (refused.length > 0) throw new Errors.FORBIDDEN(refused.join('; '));

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles } from '@agentry/definitions';
+import { Id, RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles, definitionRefusals, ownerIsAdmin } from '@agentry/definitions';
 import {
   cancelRun,
   heartbeatOfDsl,
@@ -88,17 +88,35 @@ function putAudience(deps: GatewayDeps, chains: ChainRoutes) {
   };
 }
 
+type WarningReply = { header(name: string, value: string | string[]): unknown; getHeader(name: string): unknown };
+
 /** The `Warning` header of a save (the spec's answer is the DSL itself, so a body field would change its shape). */
-function warnIfShared(
-  reply: { header(name: string, value: string | string[]): unknown; getHeader(name: string): unknown },
-  row: { id: string; audience: unknown; dsl: unknown },
-): void {
+function warnIfShared(reply: WarningReply, row: { id: string; audience: unknown; dsl: unknown }): void {
   const warning = everyoneWarning(row);
-  if (!warning) return;
-  // Added to the field-validation warnings already set, not in their place.
+  if (warning) addWarnings(reply, [warning]);
+}
+
+/** Adds `Warning` headers to those already set (the field-validation ones), not in their place. */
+function addWarnings(reply: WarningReply, warnings: readonly string[]): void {
+  if (warnings.length === 0) return;
   const prior = reply.getHeader('warning');
   const list = prior === undefined ? [] : Array.isArray(prior) ? prior.map(String) : [String(prior)];
-  reply.header('warning', list.length === 0 ? warning : [...list, warning]);
+  const all = [...list, ...warnings];
+  reply.header('warning', all.length === 1 ? all[0]! : all);
+}
+
+/**
+ * What the agent's owner may not use, as `Warning` headers: saved by an admin into a user's agent,
+ * a power the policy refuses its owner is left out of every run (a step on the run says so too),
+ * so the save says it first, in the policy's words. Only the owner and admins save an agent, and
+ * the words name only this agent's own configuration.
+ */
+async function warnOwnerRefusals(deps: GatewayDeps, reply: WarningReply, agent: { id: string; dsl: RuleChainDsl; owner: string }): Promise<void> {
+  if (await ownerIsAdmin(deps.db.db, agent.owner)) return;
+  const authority = { principal: `user:${agent.owner}`, agentOwner: agent.owner, owner: agent.owner, admin: false };
+  const refused = definitionRefusals(agent.dsl, authority, deps.config.current.worker.chain_globals);
+  const text = (why: string) => `agent "${agent.id}" is saved, but its owner may not use all of it, and its runs leave that out: ${why}`;
+  addWarnings(reply, refused.map((why) => `299 agentry "${text(why).replace(/["\\]/g, '').replace(/[^\x20-\x7e]/g, '?')}"`));
 }
 
 function listAgents(deps: GatewayDeps) {
@@ -175,6 +193,7 @@ function updateAgent(deps: GatewayDeps, chains: ChainRoutes) {
     await chains.changed([agentId]);
     sendWarnings(reply, warnings);
     warnIfShared(reply, row);
+    await warnOwnerRefusals(deps, reply, { id: agentId, dsl, owner: row.owner });
     return redacted(row.dsl) as RuleChainDocument;
   };
 }

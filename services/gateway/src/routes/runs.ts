@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Errors } from '@agentry/errors';
-import { AgentRunsParams, PageQuery, RunCancelResult, RunEventsQuery, RunParams, RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
+import { AgentRunsParams, PageQuery, REFUSED_TOOL_STEP, RunCancelResult, RunEventsQuery, RunParams, RunSteps, RunSummaryPage, type RunStep } from '@agentry/contracts';
 import { getRuleChain, getRunOutcome, getRunSteps, isFinalRunStatus, listRunsOfAgent, type RunSummary } from '@agentry/db';
 import { cancelRun } from '@agentry/runs';
 import type { Principal } from '../auth/credentials.js';
@@ -18,7 +18,7 @@ const GetSteps = { params: RunParams, response: { 200: RunSteps } };
  * A run's record for the canvas (issue 23 item 14): an agent's runs, newest first, and the
  * steps of one (its chain's trace, stored by the worker with the run's finish). Both are for the
  * agent's owner or an admin. The list carries no request or answer: an owner sees that another
- * user's session ran, not what was said in it. The steps route names a run only: another user
+ * user's session ran (and failed), not what was said in it nor the error, which can quote it. The steps route names a run only: another user
  * gets the 404 an unknown run gets, so run ids cannot be probed.
  */
 export function runRoutes(app: FastifyInstance, deps: GatewayDeps, heartbeatMs: number): void {
@@ -94,7 +94,8 @@ function summaryView(r: RunSummary, readable: boolean) {
     finishedAt: r.finishedAt ? iso(r.finishedAt) : null,
     durationMs: r.finishedAt ? Math.max(0, r.finishedAt.getTime() - r.createdAt.getTime()) : null,
     hasSteps: r.hasSteps,
-    error: r.error,
+    // An error can quote what the run's principal sent: another principal's run only says it failed.
+    error: readable || r.error === null ? r.error : REDACTED_ERROR,
     ...(readable ? { firstWords: r.asked ?? '' } : {}),
   };
 }
@@ -102,9 +103,13 @@ function summaryView(r: RunSummary, readable: boolean) {
 /** What another principal's step says in place of its error: a node's error text can quote the message it failed on. */
 const REDACTED_ERROR = 'failed';
 
-/** A step with its debug messages and error text left out (its node, relations and time stay; a failure still shows as one). */
+/**
+ * A step with its debug messages and error text left out (its node, relations and time stay; a
+ * failure still shows as one). A refused tool's step keeps its words: they name the owner's own
+ * configuration, not the message, and the owner is who can mend it.
+ */
 function withoutContents(step: RunStep): RunStep {
-  const out: RunStep = step.error === undefined ? step : { ...step, error: REDACTED_ERROR };
+  const out: RunStep = step.error === undefined || step.type === REFUSED_TOOL_STEP ? step : { ...step, error: REDACTED_ERROR };
   return out.debug === undefined ? out : { ...out, debug: { chainId: out.debug.chainId, redacted: true } };
 }
 

@@ -4,7 +4,7 @@ import type { Db, FinalRunStatus, RuleChainRow, RunRecord, RunSource, SkillRow }
 import type { LoopEvent } from '../../agent/loop.js';
 import { type RunAuthority, type SecretSealer } from '@agentry/definitions';
 import type { CompactionSettings, ModelInfo } from '../../compaction/compaction.js';
-import type { ChainRunner } from '../../chain/runner.js';
+import type { ChainRunner, ChainTraceEntry } from '../../chain/runner.js';
 import type { ModelCallRequest, ModelEvent } from '../../models/types.js';
 import type { ScriptSandbox } from '../../sandbox/sandbox.js';
 import type { ToolContext, ToolDefinition } from '../../tools/types.js';
@@ -97,6 +97,8 @@ export interface AgentRun {
   limits: RunLimits;
   /** Chain and agent ids entered from the run's agent down to the one executing: one depth bound and cycle check for chain tools, `flow` and sub-agents. */
   calls: readonly string[];
+  /** Adds an entry to the run's steps (a tool the policy left out), whether or not the agent runs as a chain. */
+  note(entry: ChainTraceEntry): void;
 }
 
 /** A silent agent's events go nowhere: its answer is its caller's result, not the client's. */

@@ -68,11 +68,12 @@ export async function deliverAnswer(
   return true;
 }
 
-/** The run's steps for its finish: none unless the agent runs as a chain. */
+/** The run's steps for its finish: the chain's trace, or what a lone agent noted (refused tools); none without either. */
 function stepsOf(progress: RunProgress, pending?: ChainTraceEntry): { steps?: JsonValue[] } {
-  // A chain that failed to load ran no node: nothing to replay.
-  if (!progress.chainTrace || (progress.chainTrace.length === 0 && !pending)) return {};
-  return { steps: boundSteps(progress.chainTrace, pending ? [pending] : []) };
+  // A chain that failed to load ran no node, and a lone agent notes only refusals: nothing else to replay.
+  const trace = progress.chainTrace ?? progress.notes;
+  if (trace.length === 0 && !pending) return {};
+  return { steps: boundSteps(trace, pending ? [pending] : []) };
 }
 
 function sessionMessage(m: Answer['added'][number]): SessionMessage {

@@ -25,6 +25,8 @@ export class RunProgress {
   output = '';
   /** The chain's trace as it grows, when the agent runs as a chain (stored as the run's steps). */
   chainTrace: ChainTraceEntry[] | undefined;
+  /** Steps of a run that does not run as a chain (a tool the policy left out): stored as its steps all the same. */
+  readonly notes: ChainTraceEntry[] = [];
   readonly #events: RunEventPublisher;
   readonly #started = Date.now();
   #ttftMs: number | undefined;
@@ -42,6 +44,11 @@ export class RunProgress {
 
   started(): void {
     this.log.info({ source: this.run.source, attempt: this.run.attempts, queuedMs: this.#started - this.run.createdAt.getTime() }, 'run started');
+  }
+
+  /** A step told to the run's people: in the chain's trace where it grows, else kept beside it. */
+  note(entry: ChainTraceEntry): void {
+    (this.chainTrace ?? this.notes).push(entry);
   }
 
   emit(event: EventBody): Promise<void> {

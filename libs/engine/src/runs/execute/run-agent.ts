@@ -4,6 +4,7 @@ import { AppError } from '@agentry/errors';
 import type { RuleChainRow, RunRecord } from '@agentry/db';
 import { type AiAgentConfig, ownerIsAdmin, timeOf } from '@agentry/definitions';
 import type { LoopEvent } from '../../agent/loop.js';
+import type { ChainTraceEntry } from '../../chain/runner.js';
 import { runAgentChain, type ClientTurn } from './chain-run.js';
 import { agentNode, buildConversation, nodesOf } from './conversation.js';
 import type { AgentRun, RunDeps } from './deps.js';
@@ -30,7 +31,7 @@ export async function runAgent(outer: RunDeps, run: RunRecord, signal: AbortSign
   const progress = new RunProgress(deps, run);
   // No powers until the agent's owner is known (prepare reads the row).
   const unknownOwner = { principal: run.principal, agentOwner: '', owner: '', admin: false };
-  const base = { deps, run, log: progress.log, emit: (ev: LoopEvent) => progress.onLoopEvent(ev), stack: [run.agentId], calls: [run.agentId], limits };
+  const base = { deps, run, log: progress.log, emit: (ev: LoopEvent) => progress.onLoopEvent(ev), stack: [run.agentId], calls: [run.agentId], limits, note: (entry: ChainTraceEntry) => progress.note(entry) };
   let ctx: AgentRun = { ...base, signal: limits.signal, authority: unknownOwner };
   progress.started();
   try {

@@ -1,8 +1,9 @@
-import type { RunRequest } from '@agentry/contracts';
+import { REFUSED_TOOL_STEP, type RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import { DEFAULT_TOOL_TIMEOUT_MS, type AgentToolConfig, type AiAgentConfig, chainSharing, enter, subagentRefusal, timeOf } from '@agentry/definitions';
 import { runAgentLoop, type AgentLoopOptions, type AgentLoopResult, type LoopTool } from '../../agent/loop.js';
 import { resolveTools } from '../../agent/tools.js';
+import type { ChainTraceEntry } from '../../chain/runner.js';
 import { chainToolFailure, chainToolInput, chainToolResult, type ChainToolConfig, type ChainToolResult } from '../../chain/tool.js';
 import type { ChatMessage } from '../../models/types.js';
 import type { ToolContext } from '../../tools/types.js';
@@ -40,6 +41,7 @@ export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise
     context: toolContext(ctx),
     runSubagent: (agentId, message, signal) => runSubagent(silent(ctx, { signal }), agentId, message),
     runChain: (chainId, args, signal, config) => runChainTool({ ...ctx, signal }, chainId, args, config),
+    onRefused: (tool, why) => ctx.note(refusedToolStep(ctx, tool, why)),
   });
   try {
     refuseClashes(resolved.tools, turn.request?.clientTools);
@@ -47,6 +49,20 @@ export async function runAgentWithTools(ctx: AgentRun, turn: AgentTurn): Promise
   } finally {
     await resolved.close();
   }
+}
+
+/**
+ * The step of a refused tool. The agent's owner reads a run's steps: a definition of theirs
+ * gets the policy's full words; another owner's (a shared sub-agent) is only named, since its
+ * tools are its owner's configuration, not theirs to read.
+ */
+function refusedToolStep({ authority, stack }: AgentRun, tool: string, why: string): ChainTraceEntry {
+  const agentId = stack.at(-1) ?? '';
+  const error =
+    authority.owner === authority.agentOwner
+      ? `tool "${tool}" of agent "${agentId}" was left out: ${why}`
+      : `a tool of agent "${agentId}" (owned by "${authority.owner}") was left out: this run does not have the powers it needs`;
+  return { nodeId: '', type: REFUSED_TOOL_STEP, relations: [], ms: 0, error };
 }
 
 /**
