@@ -14,6 +14,7 @@ import {
   type FakePlatform,
   type TestCluster,
 } from '@agentry/testing';
+import { fakeModelConfig } from './harness.js';
 
 const PROVIDER_KEY = 'sk-channels-provider-key-0123456789';
 
@@ -58,7 +59,7 @@ describeWithServers('channels end to end (cluster mode)', () => {
     cluster = await startTestCluster({
       workers: 1,
       connectors: 1,
-      configLines: ['data:', `  root_dir: "${dataDir}"`, 'models:', '  default_provider: fake', `  providers: {fake: {base_url: "${model.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`],
+      configLines: ['data:', `  root_dir: "${dataDir}"`, ...fakeModelConfig(model, PROVIDER_KEY)],
     });
     base = cluster.baseURL;
     db = cluster.db.handle.db;

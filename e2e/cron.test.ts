@@ -2,14 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus, type Bus } from '@agentry/bus';
+import type { Bus } from '@agentry/bus';
 import { createRedisBus } from '@agentry/bus/redis';
 import type { Db } from '@agentry/db';
-import { bootstrap, createLogger, type Runtime } from '@agentry/runtime';
+import { createLogger, type Runtime } from '@agentry/runtime';
 import {
   cleanupRedisPrefix,
   createTestDatabase,
-  createTestPglite,
   describeWithServers,
   freePort,
   redisUrl,
@@ -23,6 +22,7 @@ import {
 } from '@agentry/testing';
 import { startStandalone } from '@agentry/standalone';
 import { PROVIDER_KEY, agentDsl } from './chat-conformance.js';
+import { bootEmbedded, fakeModelConfig, type EmbeddedRuntime } from './harness.js';
 
 /**
  * Cron jobs end to end: a job's ticks become runs of its agent through the real worker and a
@@ -40,8 +40,6 @@ interface CronRunRow {
   error: string | null;
   output_excerpt: string | null;
 }
-
-const providerConfig = (fake: FakeModel) => ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
 async function api(baseURL: string, method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -79,33 +77,23 @@ function expectEveryTickOnce(rows: CronRunRow[]): void {
 
 describe('cron jobs, embedded mode (PGlite, croner, the real worker)', () => {
   let runtime: Runtime;
+  let embedded: EmbeddedRuntime | undefined;
   let fake: FakeModel;
   let baseURL: string;
   const logs: string[] = [];
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-cron-'));
 
   beforeAll(async () => {
     fake = await startFakeModel({ apiKey: PROVIDER_KEY });
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['server: {host: 127.0.0.1, port: 0}', ...providerConfig(fake)].join('\n'));
-    runtime = await bootstrap({
-      service: 'standalone',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'cron-embedded-master-key-0123456789' },
-      cwd,
-      logDestination: { write: (line: string) => void logs.push(line) },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
+    embedded = await bootEmbedded('cron', ['server: {host: 127.0.0.1, port: 0}', ...fakeModelConfig(fake, PROVIDER_KEY)], { service: 'standalone', log: (line) => void logs.push(line) });
+    runtime = embedded.runtime;
     const { port } = await startStandalone(runtime);
     baseURL = `http://127.0.0.1:${port}/api/v1`;
     expect((await api(baseURL, 'POST', '/agents', agentDsl('ticker'))).status).toBe(201);
   }, 60_000);
 
   afterAll(async () => {
-    await runtime?.lifecycle.shutdown('test');
+    await embedded?.stop();
     await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
   });
 
   it('a */1 job fires every second into one session; a failed fire is recorded and logged and later fires go on; toggle and delete take effect', async () => {
@@ -202,7 +190,7 @@ describeWithServers('cron jobs, cluster mode (3 schedulers, 2 workers, 1 gateway
     fake = await startFakeModel({ apiKey: PROVIDER_KEY });
     db = await createTestDatabase();
     const config = path.join(cwd, 'config.yaml');
-    fs.writeFileSync(config, providerConfig(fake).join('\n'));
+    fs.writeFileSync(config, fakeModelConfig(fake, PROVIDER_KEY).join('\n'));
     const port = await freePort();
     const env = {
       DATABASE_URL: db.url,

@@ -6,7 +6,7 @@ import { SECRET_MARKER } from '@agentry/definitions';
 import { answerMcp, describeWithServers, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
 import { startGateway } from '@agentry/gateway';
-import { bootEmbedded, type EmbeddedRuntime } from './harness.js';
+import { bootEmbedded, fakeModelConfig, type EmbeddedRuntime } from './harness.js';
 
 /**
  * Sealed secrets still authenticate (issue 20, finding 3): an MCP server and an HTTP endpoint
@@ -84,10 +84,7 @@ async function chat(target: Target, model: string, content: string) {
 }
 
 const configLines = () => [
-  'models:',
-  '  default_provider: fake',
-  '  providers:',
-  `    fake: {base_url: "${fake.url}", model: fake-model}`,
+  ...fakeModelConfig(fake),
   `channels: {api: {accounts: {secrets: {api_key: "${API_KEY}"}}}}`,
 ];
 

@@ -1,13 +1,8 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
 import type { Db } from '@agentry/db';
-import { bootstrap, type Runtime } from '@agentry/runtime';
+import type { Runtime } from '@agentry/runtime';
 import { startStandalone } from '@agentry/standalone';
 import {
-  createTestPglite,
   describeWithServers,
   startFakeModel,
   startFakeTelegram,
@@ -17,6 +12,7 @@ import {
   type FakePlatform,
   type TestCluster,
 } from '@agentry/testing';
+import { bootEmbedded, fakeModelConfig, type EmbeddedRuntime } from './harness.js';
 
 const PROVIDER_KEY = 'sk-heartbeat-provider-key-0123456789';
 const JOB = 'heartbeat:beater';
@@ -150,35 +146,24 @@ describeWithServers('heartbeat (cluster mode: 2 schedulers, Postgres, Redis, fak
 
 describe('heartbeat (embedded mode: PGlite, croner, the real worker)', () => {
   let runtime: Runtime;
+  let embedded: EmbeddedRuntime | undefined;
   let model: FakeModel;
   let base: string;
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-heartbeat-'));
 
   beforeAll(async () => {
     model = await startFakeModel({
       apiKey: PROVIDER_KEY,
       defaultReply: (req) => ({ text: [...req.body.messages].reverse().find((m) => m.role === 'user')?.content === 'quiet' ? 'HEARTBEAT_OK' : 'Something needs you.' }),
     });
-    const config = ['server: {host: 127.0.0.1, port: 0}', 'models:', '  default_provider: fake', `  providers: {fake: {base_url: "${model.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`];
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), config.join('\n'));
-    runtime = await bootstrap({
-      service: 'standalone',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: 'heartbeat-embedded-master-key-0123456789' },
-      cwd,
-      logDestination: { write: () => undefined },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    });
+    embedded = await bootEmbedded('heartbeat', ['server: {host: 127.0.0.1, port: 0}', ...fakeModelConfig(model, PROVIDER_KEY)], { service: 'standalone' });
+    runtime = embedded.runtime;
     const { port } = await startStandalone(runtime);
     base = `http://127.0.0.1:${port}/api/v1`;
   }, 60_000);
 
   afterAll(async () => {
-    await runtime?.lifecycle.shutdown('test');
+    await embedded?.stop();
     await model?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
   });
 
   it('a heartbeat in the DSL fires every second; quiet answers are not kept, the others are', async () => {

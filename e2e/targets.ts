@@ -1,14 +1,10 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { createMemoryBus } from '@agentry/bus';
 import { getRun } from '@agentry/db';
-import { bootstrap, type Runtime } from '@agentry/runtime';
-import { createTestPglite, startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
+import { startFakeModel, startTestCluster, type FakeModel, type TestCluster } from '@agentry/testing';
 import { startStandalone } from '@agentry/standalone';
 import { API_KEY, PROVIDER_KEY, agentDsl } from './chat-conformance.js';
 import { OTHER_API_KEY, type ResponsesTarget } from './responses-conformance.js';
+import { bootEmbedded, fakeModelConfig, type EmbeddedRuntime } from './harness.js';
 
 /**
  * The Agentry a conformance suite talks to, started once per test file in either mode: the fake
@@ -17,9 +13,7 @@ import { OTHER_API_KEY, type ResponsesTarget } from './responses-conformance.js'
  */
 const configLines = (fake: FakeModel): string[] => [
   'reliability: {relay_check_ms: 1000, resume_grace_ms: 500}',
-  'models:',
-  '  default_provider: fake',
-  `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
+  ...fakeModelConfig(fake, PROVIDER_KEY),
   `channels: {api: {accounts: {conformance: {name: Conformance, api_key: "${API_KEY}"}, other: {name: Other, api_key: "${OTHER_API_KEY}"}}}}`,
 ];
 
@@ -39,35 +33,24 @@ const targetOf = (baseURL: string, fake: FakeModel, runStatus: ResponsesTarget['
 
 /** Embedded mode (one process, PGlite, the in-process bus) for the enclosing describe. */
 export function embeddedTarget(name: string): () => ResponsesTarget {
-  let runtime: Runtime | undefined;
+  let embedded: EmbeddedRuntime | undefined;
   let fake: FakeModel | undefined;
   let target: ResponsesTarget | undefined;
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${name}-`));
   beforeAll(async () => {
     fake = await startFakeModel({ apiKey: PROVIDER_KEY });
     // 2 s, not 1: this server shares the test's event loop with PGlite's synchronous queries, and
     // under a loaded CI a request that arrived could be judged late (a 408 on a replay GET, twice).
     // The "not cut" test's stream (3 s) still outlasts it.
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), ['server: {host: 127.0.0.1, port: 0, request_timeout_ms: 2000}', ...configLines(fake)].join('\n'));
-    const rt = (runtime = await bootstrap({
-      service: 'standalone',
-      mode: 'embedded',
-      argv: [],
-      env: { AGENTRY_SECRET_KEY: `${name}-embedded-master-key-0123456789` },
-      cwd,
-      logDestination: { write: () => {} },
-      openDb: () => createTestPglite(),
-      openBus: (logger) => createMemoryBus({ logger }),
-    }));
+    embedded = await bootEmbedded(name, ['server: {host: 127.0.0.1, port: 0, request_timeout_ms: 2000}', ...configLines(fake)], { service: 'standalone' });
+    const rt = embedded.runtime;
     const { port } = await startStandalone(rt);
     const baseURL = `http://127.0.0.1:${port}/api/v1`;
     await createAgent(baseURL);
     target = targetOf(baseURL, fake, async (id) => (await getRun(rt.db.db, id))?.status);
   }, 180_000);
   afterAll(async () => {
-    await runtime?.lifecycle.shutdown('test');
+    await embedded?.stop();
     await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
   });
   return () => target!;
 }

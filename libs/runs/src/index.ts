@@ -3,7 +3,7 @@
  * one by one. Inside the package, modules import each other directly.
  */
 export { AgentCache, SkillsCache } from './agent-cache.js';
-export { TokenBudgets, budgetSpent, type TokenReservation } from './token-budget.js';
+export { TokenBudgets } from './token-budget.js';
 export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './agent-enabled.js';
 export { cancelRun } from './cancel.js';
 export { requestCompaction, type CompactionRequest } from './compact.js';
@@ -13,11 +13,10 @@ export { completeCronRun, deliveryOf, recordCronRun, type CronRunOutcome } from 
 export { RunEventPublisher, type EventBody } from './events/publisher.js';
 export { EventGapError, RunEventQueue } from './events/queue.js';
 export { RunRelay, storedEnding } from './events/relay.js';
-export { RunLeaseWatch, WORKER_LOST_MESSAGE, handOffRun, relayLease, type RelayLease, type WatchedLease } from './events/lease.js';
+export { RunLeaseWatch, WORKER_LOST_MESSAGE, relayLease, type RelayLease, type WatchedLease } from './events/lease.js';
 export { GatewayReplies, runEventChannel } from './events/replies.js';
-export { resumeRunEvents, type ResumedEvents } from './events/resume.js';
+export { resumeRunEvents } from './events/resume.js';
 export {
-  DEFAULT_HEARTBEAT_PROMPT,
   HEARTBEAT_OK,
   HEARTBEAT_SESSION,
   heartbeatOfDsl,

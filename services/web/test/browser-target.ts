@@ -11,11 +11,13 @@ const OUT_DIR = path.join(repoRoot, 'test-output', 'web');
 
 /**
  * What a browser suite works with: an embedded Agentry (gateway and worker in one spawned
- * process, the built UI, login required) on the fake model, and one Chromium page. Filled in by
- * the `beforeAll` that `browserTarget` registers.
+ * process, the built UI, login required unless `bare`) on the fake model, and one Chromium page.
+ * Filled in by the `beforeAll` that `browserTarget` registers.
  */
 export interface BrowserTarget {
   base: string;
+  /** For a second login beside `page` (its own context or page). */
+  browser: Browser;
   page: Page;
   context: BrowserContext;
   fake: FakeModel;
@@ -33,13 +35,19 @@ export interface BrowserTarget {
 }
 
 /**
- * Registers the hooks that start (and stop) a browser target for the enclosing describe.
- * `users` become `security.users` (password by name); their screenshots are named `<name>*.png`
- * and an earlier run's are removed first, so none can mislead.
+ * Registers the hooks that start (and stop) a browser target for the enclosing describe. Its
+ * screenshots are named `<name>*.png` and an earlier run's are removed first, so none can
+ * mislead; after a failed `step`, the server's last output is printed.
  */
 export function browserTarget(opts: {
   name: string;
-  users: Record<string, string>;
+  /**
+   * `security.users` (password by name). Without it the file names none, and the server seeds
+   * admin/admin as `npm start` does (the suite sees the default-password warning).
+   */
+  users?: Record<string, string>;
+  /** No config.yaml at all, as a fresh `npm start`: an open server with no provider; `fake` is started for the suite to add. */
+  bare?: boolean;
   viewport?: { width: number; height: number };
   timeoutMs?: number;
   /** More lines of config.yaml (top-level keys the base does not set, such as `server`). */
@@ -47,12 +55,14 @@ export function browserTarget(opts: {
 }): BrowserTarget {
   const t = { problems: [] as string[], requested: [] as string[] } as unknown as BrowserTarget;
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), `agentry-${opts.name}-`));
-  const [firstUser] = Object.keys(opts.users);
+  const logins = opts.users ?? { admin: 'admin' };
+  const [firstUser] = Object.keys(logins);
+  let failed = false;
   let service: SpawnedService | undefined;
   let browser: Browser | undefined;
 
   const token = async (username: string) => {
-    const res = await fetch(`${t.base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password: opts.users[username] }) });
+    const res = await fetch(`${t.base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password: logins[username] }) });
     return ((await res.json()) as { token: string }).token;
   };
   t.api = async (method, url, body, username = firstUser!) => {
@@ -68,7 +78,7 @@ export function browserTarget(opts: {
     await t.page.evaluate(() => localStorage.clear());
     await t.page.goto(`${t.base}/login?next=${next}`);
     await t.page.getByLabel('Username').fill(username);
-    await t.page.getByLabel('Password').fill(opts.users[username]!);
+    await t.page.getByLabel('Password').fill(logins[username]!);
     await t.page.getByRole('button', { name: 'Sign in' }).click();
     await t.page.waitForURL(`${t.base}${next}`);
   };
@@ -80,6 +90,7 @@ export function browserTarget(opts: {
     try {
       await fn();
     } catch (err) {
+      failed = true;
       await t.shot(`${opts.name}-${name}`).catch(() => {});
       throw err;
     }
@@ -90,18 +101,21 @@ export function browserTarget(opts: {
     for (const f of fs.existsSync(OUT_DIR) ? fs.readdirSync(OUT_DIR) : []) if (f.startsWith(opts.name)) fs.rmSync(path.join(OUT_DIR, f));
     execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
     const providerKey = `sk-fake-key-${opts.name}`;
-    t.fake = await startFakeModel({ apiKey: providerKey });
+    t.fake = await startFakeModel(opts.bare ? {} : { apiKey: providerKey });
     const port = await freePort();
     t.base = `http://127.0.0.1:${port}`;
-    const users = Object.entries(opts.users).map(([name, password]) => `    ${name}: "${password}"`);
-    const config = ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${t.fake.url}", api_key: "${providerKey}", model: fake-model}}`, 'security:', '  requireAuth: true', '  users:', ...users, ...(opts.config ?? [])];
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), config.join('\n'));
+    if (!opts.bare) {
+      const users = opts.users ? ['  users:', ...Object.entries(opts.users).map(([name, password]) => `    ${name}: "${password}"`)] : [];
+      const config = ['models:', '  default_provider: fake', `  providers: {fake: {base_url: "${t.fake.url}", api_key: "${providerKey}", model: fake-model}}`, 'security:', '  requireAuth: true', ...users, ...(opts.config ?? [])];
+      fs.writeFileSync(path.join(cwd, 'config.yaml'), config.join('\n'));
+    }
     service = spawnService('services/standalone/src/main.ts', { cwd, env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: `${opts.name}-master-key-0123456789abcdef` } });
     const [launched] = await Promise.all([
       chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
       service.waitForLine(/gateway listening/, 150_000),
     ]);
     browser = launched;
+    t.browser = launched;
     t.context = await browser.newContext({ viewport: opts.viewport ?? { width: 1400, height: 900 } });
     t.context.setDefaultTimeout(opts.timeoutMs ?? 15_000);
     t.context.on('request', (r) => t.requested.push(r.url()));
@@ -113,6 +127,7 @@ export function browserTarget(opts: {
   }, 240_000);
 
   afterAll(async () => {
+    if (failed) console.error(`[${opts.name}] the server's last output:\n${service?.output().slice(-6000)}`);
     await browser?.close();
     await service?.stop();
     await t.fake?.close();

@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import JSZip from 'jszip';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
+import type { Page } from 'playwright-core';
+import { repoRoot, type FakeModel } from '@agentry/testing';
+import { browserTarget } from './browser-target.js';
 
 /**
  * The first hour on an open server (requireAuth false, admin/admin, as `npm start` comes), in
@@ -23,44 +22,21 @@ if (!haveChromium && !ci) console.warn(`[web-first-hour] SKIPPED: ${CHROMIUM} is
 const shots = path.join(repoRoot, 'docs', 'screenshots');
 const upstream500 = { status: 500, body: { error: { message: 'fake upstream exploded', type: 'server_error', param: null, code: null } } };
 
+// Set from the browser target once it is up, for the helpers below.
 let fake: FakeModel;
-let service: SpawnedService | undefined;
-let browser: Browser | undefined;
 let page: Page;
 let base: string;
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-web-first-'));
 
 const shot = (name: string) => page.screenshot({ path: path.join(shots, `${name}.png`) });
 const userTexts = () => fake.requests.at(-1)!.body.messages.filter((m) => m.role === 'user').map((m) => m.content);
 
 describe.skipIf(!haveChromium && !ci)('the first hour in the web UI (open server)', () => {
-  beforeAll(async () => {
-    if (!haveChromium) throw new Error(`CI=true: ${CHROMIUM} is required for the browser tests (apt-get install chromium)`);
-    execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    fake = await startFakeModel();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    // Nothing configured, as a fresh `npm start`: no provider, no agent.
-    service = spawnService('services/standalone/src/main.ts', {
-      cwd,
-      env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-first-hour-test-master-key-0123456789' },
-    });
-    const [launched] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
-    ]);
-    browser = launched;
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    context.setDefaultTimeout(15_000);
-    page = await context.newPage();
-    fs.mkdirSync(shots, { recursive: true });
-  }, 180_000);
+  // Nothing configured, as a fresh `npm start`: no config file, no provider, no agent.
+  const t = browserTarget({ name: 'web-first-hour', bare: true, viewport: { width: 1440, height: 900 }, timeoutMs: 15_000 });
 
-  afterAll(async () => {
-    await browser?.close();
-    await service?.stop();
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
+  beforeAll(() => {
+    ({ fake, page, base } = t);
+    fs.mkdirSync(shots, { recursive: true });
   });
 
   it('shows the first steps on an empty server and ticks each one as it is done', async () => {

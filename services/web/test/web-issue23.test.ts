@@ -1,11 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import JSZip from 'jszip';
-import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
-import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
+import type { BrowserContext, Page, Route } from 'playwright-core';
+import { repoRoot, type FakeModel } from '@agentry/testing';
+import { browserTarget } from './browser-target.js';
 
 /**
  * Issue 23, web items 8 to 13, in Debian's Chromium against a real embedded gateway (requireAuth
@@ -16,14 +14,10 @@ import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type 
  * owners and disabled controls with the reason. Each test ends in test-output/web/issue23-*.png.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN_PASSWORD = 'admin-password-for-issue-23';
-const PROVIDER_KEY = 'sk-fake-provider-key-issue-23';
 const outDir = path.join(repoRoot, 'test-output', 'web');
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-web-23-'));
+// Set from the browser target once it is up, for the helpers below.
 let fake: FakeModel;
-let service: SpawnedService | undefined;
-let browser: Browser | undefined;
 let context: BrowserContext;
 let page: Page;
 let base: string;
@@ -86,45 +80,17 @@ const sessionMessages = async (agentId: string) => {
 };
 
 describe('issue 23, web items 8-13, in Chromium', () => {
+  // Screenshots are issue23-*.png: the target's name, so an earlier run's are removed first.
+  const t = browserTarget({ name: 'issue23', users: { admin: ADMIN_PASSWORD }, viewport: { width: 1280, height: 900 }, timeoutMs: 15_000 });
+
   beforeAll(async () => {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is required for the browser tests (apt-get install chromium)`);
-    fs.mkdirSync(outDir, { recursive: true });
-    for (const f of fs.readdirSync(outDir)) if (f.startsWith('issue23-')) fs.rmSync(path.join(outDir, f));
-    execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    fake = await startFakeModel({ apiKey: PROVIDER_KEY });
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    fs.writeFileSync(
-      path.join(cwd, 'config.yaml'),
-      [
-        'models:',
-        '  default_provider: fake',
-        `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
-        `security: {requireAuth: true, users: {admin: "${ADMIN_PASSWORD}"}}`,
-      ].join('\n'),
-    );
-    service = spawnService('services/standalone/src/main.ts', { cwd, env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-23-test-master-key-0123456789abcdef' } });
-    const [launched] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
-    ]);
-    browser = launched;
+    ({ fake, context, page, base } = t);
     await createAgent('helper');
     expect((await api('POST', '/users', { username: 'carol', password: 'carol-password-23', role: 'user' })).status).toBe(201);
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(15_000);
-    page = await context.newPage();
     page.on('pageerror', (err) => pageErrors.push(err.message));
     page.on('dialog', (d) => void d.accept());
     await signIn(page, 'admin', ADMIN_PASSWORD);
-  }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await service?.stop();
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   it('8: a failed and a stopped turn stay visible after a reload, marked, and never go to the model', () =>
     step('8', async () => {

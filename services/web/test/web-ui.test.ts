@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import JSZip from 'jszip';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { freePort, repoRoot, spawnService, startFakeModel, type FakeModel, type SpawnedService } from '@agentry/testing';
+import type { Page } from 'playwright-core';
+import { repoRoot, type FakeModel } from '@agentry/testing';
+import { browserTarget } from './browser-target.js';
 
 /**
  * The web UI in Debian's Chromium (playwright-core, headless) against a real embedded gateway
@@ -21,36 +20,10 @@ const haveChromium = fs.existsSync(CHROMIUM);
 const ci = process.env.CI === 'true';
 if (!haveChromium && !ci) console.warn(`[web-ui] SKIPPED: ${CHROMIUM} is missing (apt-get install chromium); under CI=true this fails.`);
 
-const outDir = path.join(repoRoot, 'test-output', 'web');
-const PROVIDER_KEY = 'sk-fake-provider-key-for-web-ui';
-
+// Set from the browser target once it is up, for the helpers below.
 let fake: FakeModel;
-let service: SpawnedService | undefined;
-let browser: Browser | undefined;
-let context: BrowserContext;
 let page: Page;
 let base: string;
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-web-ui-'));
-const requested: string[] = [];
-/** Script errors and console errors (a CSP violation is one); failed requests are expected (401, 400). */
-const consoleErrors: string[] = [];
-let failed = false;
-
-/** Runs a step; on failure saves a screenshot named after it, then fails as it would have. */
-async function step(name: string, fn: () => Promise<void>, on: () => Page = () => page): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    failed = true;
-    fs.mkdirSync(outDir, { recursive: true });
-    const file = path.join(outDir, `web-ui-${name.replace(/[^A-Za-z0-9_-]+/g, '-')}.png`);
-    await on()
-      .screenshot({ path: file, fullPage: true })
-      .then(() => console.error(`[web-ui] screenshot of the failure: ${path.relative(repoRoot, file)}`))
-      .catch(() => {});
-    throw err;
-  }
-}
 
 async function apiAs(method: string, url: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'admin' }) });
@@ -66,50 +39,13 @@ async function apiAs(method: string, url: string, body?: unknown): Promise<{ sta
 const nav = (name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
 
 describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
-  beforeAll(async () => {
-    if (!haveChromium) throw new Error(`CI=true: ${CHROMIUM} is required for the browser tests (apt-get install chromium)`);
-    // Screenshots of an earlier run's failures would mislead.
-    for (const f of fs.existsSync(outDir) ? fs.readdirSync(outDir) : []) if (f.startsWith('web-ui-')) fs.rmSync(path.join(outDir, f));
-    // The UI the gateway serves: built now when missing or older than its sources.
-    execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
+  // No users in the file: the server seeds admin/admin, as `npm start` comes. A failing step
+  // leaves test-output/web/web-ui-<step>.png.
+  const t = browserTarget({ name: 'web-ui', viewport: { width: 1280, height: 800 }, timeoutMs: 10_000 });
+  const step = t.step;
 
-    fake = await startFakeModel({ apiKey: PROVIDER_KEY });
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    fs.writeFileSync(
-      path.join(cwd, 'config.yaml'),
-      [
-        'models:',
-        '  default_provider: fake',
-        `  providers: {fake: {base_url: "${fake.url}", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
-        'security: {requireAuth: true}',
-      ].join('\n'),
-    );
-    service = spawnService('services/standalone/src/main.ts', {
-      cwd,
-      env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-ui-test-master-key-0123456789abcdef' },
-    });
-    const [launched] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 150_000),
-    ]);
-    browser = launched;
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.on('request', (r) => requested.push(r.url()));
-    context.setDefaultTimeout(10_000);
-    page = await context.newPage();
-    page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) consoleErrors.push(m.text());
-    });
-  }, 240_000);
-
-  afterAll(async () => {
-    if (failed) console.error(`[web-ui] the gateway's last output:\n${service?.output().slice(-6000)}`);
-    await browser?.close();
-    await service?.stop();
-    await fake?.close();
-    fs.rmSync(cwd, { recursive: true, force: true });
+  beforeAll(() => {
+    ({ fake, page, base } = t);
   });
 
   it('logs in with the keyboard and warns about the default password', () =>
@@ -433,13 +369,12 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
     }));
 
   it('is usable on a 390-pixel phone screen', async () => {
-    const phone = await browser!.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
-    phone.on('request', (r) => requested.push(r.url()));
+    const phone = await t.browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    phone.on('request', (r) => t.requested.push(r.url()));
     const small = await phone.newPage();
     try {
-      await step(
-        'phone',
-        async () => {
+      await step('phone', async () => {
+        try {
           // A fresh tab: log in again (the token lives in this tab's sessionStorage).
           await small.goto(`${base}/agents`);
           await small.getByLabel('Password').fill('admin');
@@ -463,18 +398,21 @@ describe.skipIf(!haveChromium && !ci)('web UI in Chromium', () => {
           await small.goto(`${base}/agents/helper`);
           await small.getByRole('group', { name: 'Model parameters' }).waitFor();
           expect(await overflow()).toBeLessThanOrEqual(0);
-        },
-        () => small,
-      );
+        } catch (err) {
+          // The step's own screenshot is of the desktop page: this one shows the phone.
+          await small.screenshot({ path: path.join(repoRoot, 'test-output', 'web', 'web-ui-phone-small.png'), fullPage: true }).catch(() => {});
+          throw err;
+        }
+      });
     } finally {
       await phone.close();
     }
   });
 
   it('never sends a request to a host other than the gateway, and logs no script or CSP error', async () => {
-    expect(consoleErrors).toEqual([]);
-    expect(requested.length).toBeGreaterThan(10);
-    const elsewhere = requested.filter((u) => !u.startsWith(`${base}/`) && !u.startsWith('data:') && !u.startsWith('blob:'));
+    expect(t.problems).toEqual([]);
+    expect(t.requested.length).toBeGreaterThan(10);
+    const elsewhere = t.requested.filter((u) => !u.startsWith(`${base}/`) && !u.startsWith('data:') && !u.startsWith('blob:'));
     expect(elsewhere).toEqual([]);
   });
 });

@@ -1,10 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { freePort, repoRoot, spawnService, type SpawnedService } from '@agentry/testing';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { browserTarget } from './browser-target.js';
 
 /**
  * The Users page in Chromium against a real embedded gateway that requires authentication: an
@@ -13,90 +9,46 @@ import { freePort, repoRoot, spawnService, type SpawnedService } from '@agentry/
  * page did through the API. A failing step leaves test-output/web/web-users-<step>.png.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN_PASSWORD = 'admin-password-for-web-users';
-const outDir = path.join(repoRoot, 'test-output', 'web');
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-web-users-'));
-let service: SpawnedService | undefined;
-let browser: Browser | undefined;
-let page: Page;
-let base: string;
-const consoleErrors: string[] = [];
-
-async function step(name: string, on: () => Page, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    fs.mkdirSync(outDir, { recursive: true });
-    await on()
-      .screenshot({ path: path.join(outDir, `web-users-${name}.png`), fullPage: true })
-      .catch(() => {});
-    throw err;
-  }
-}
-
-async function api(method: string, url: string, body?: unknown, as = { username: 'admin', password: ADMIN_PASSWORD }) {
-  const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(as) });
-  if (!login.ok) return { status: login.status, json: (await login.json()) as unknown };
-  const { token } = (await login.json()) as { token: string };
-  const res = await fetch(`${base}/api/v1${url}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, json: (await res.json()) as unknown };
-}
-const userNamed = async (name: string) => ((await api('GET', '/users')).json as { users: Array<{ username: string; disabled: boolean; role: string }> }).users.find((u) => u.username === name);
-const loginStatus = async (username: string, password: string) => (await api('GET', '/auth/api-key', undefined, { username, password })).status;
-
-async function signIn(p: Page, username: string, password: string): Promise<void> {
-  await p.goto(`${base}/login`);
-  await p.getByLabel('Username').fill(username);
-  await p.getByLabel('Password').fill(password);
-  await p.getByRole('button', { name: 'Sign in' }).click();
-  await p.waitForURL(`${base}/chat`);
-}
-
-const row = (name: string) => page.locator(`tr[data-user="${name}"]`);
 
 describe('the Users page in Chromium', () => {
-  beforeAll(async () => {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is required for the browser tests`);
-    execFileSync(process.execPath, [path.join(repoRoot, 'services/web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    fs.writeFileSync(path.join(cwd, 'config.yaml'), `security:\n  requireAuth: true\n  users:\n    admin: "${ADMIN_PASSWORD}"\n`);
-    service = spawnService('services/standalone/src/main.ts', {
-      cwd,
-      env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: 'web-users-test-master-key-0123456789abcdef' },
-    });
-    const [launched] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
-      service.waitForLine(/gateway listening/, 60_000),
-    ]);
-    browser = launched;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(10_000);
-    page = await context.newPage();
-    page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
-  }, 180_000);
+  const t = browserTarget({ name: 'web-users', users: { admin: ADMIN_PASSWORD }, viewport: { width: 1280, height: 800 }, timeoutMs: 10_000 });
 
-  afterAll(async () => {
-    await browser?.close();
-    await service?.stop();
-    fs.rmSync(cwd, { recursive: true, force: true });
-  });
+  async function api(method: string, url: string, body?: unknown, as = { username: 'admin', password: ADMIN_PASSWORD }) {
+    const login = await fetch(`${t.base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(as) });
+    if (!login.ok) return { status: login.status, json: (await login.json()) as unknown };
+    const { token } = (await login.json()) as { token: string };
+    const res = await fetch(`${t.base}/api/v1${url}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: res.status, json: (await res.json()) as unknown };
+  }
+  const userNamed = async (name: string) => ((await api('GET', '/users')).json as { users: Array<{ username: string; disabled: boolean; role: string }> }).users.find((u) => u.username === name);
+  const loginStatus = async (username: string, password: string) => (await api('GET', '/auth/api-key', undefined, { username, password })).status;
+
+  /** Signs in from the login page as any user (alice is made by the suite, not the target). */
+  async function signIn(p: Page, username: string, password: string): Promise<void> {
+    await p.goto(`${t.base}/login`);
+    await p.getByLabel('Username').fill(username);
+    await p.getByLabel('Password').fill(password);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.waitForURL(`${t.base}/chat`);
+  }
+
+  const row = (name: string) => t.page.locator(`tr[data-user="${name}"]`);
 
   it('an admin creates a user with a role from the Users page', () =>
-    step('create', () => page, async () => {
-      await signIn(page, 'admin', ADMIN_PASSWORD);
-      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users', exact: true }).click();
-      await page.waitForURL(`${base}/users`);
+    t.step('create', async () => {
+      await signIn(t.page, 'admin', ADMIN_PASSWORD);
+      await t.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users', exact: true }).click();
+      await t.page.waitForURL(`${t.base}/users`);
       await row('admin').waitFor();
       expect(await row('admin').textContent()).toMatch(/file/);
 
-      await page.getByRole('button', { name: 'New user' }).click();
-      const form = page.getByRole('form', { name: 'New user' });
+      await t.page.getByRole('button', { name: 'New user' }).click();
+      const form = t.page.getByRole('form', { name: 'New user' });
       await form.getByLabel('Username').fill('alice');
       await form.getByLabel('Role').selectOption('admin');
       await form.getByLabel('Password').fill('short');
@@ -112,7 +64,7 @@ describe('the Users page in Chromium', () => {
     }));
 
   it('disables and enables a user, changes its role, and resets its password', () =>
-    step('change', () => page, async () => {
+    t.step('change', async () => {
       // The switch follows the server's answer, so it is clicked and its state awaited.
       const enabled = row('alice').getByRole('checkbox', { name: 'Enable alice' });
       await enabled.click();
@@ -127,7 +79,7 @@ describe('the Users page in Chromium', () => {
       await expect.poll(async () => (await userNamed('alice'))?.role).toBe('user');
 
       await row('alice').getByRole('button', { name: 'Reset password' }).click();
-      const reset = page.getByRole('form', { name: 'New password for alice' });
+      const reset = t.page.getByRole('form', { name: 'New password for alice' });
       await reset.getByLabel('New password for alice').fill('alice-new-password');
       await reset.getByRole('button', { name: 'Set password' }).click();
       await reset.waitFor({ state: 'detached' });
@@ -136,10 +88,10 @@ describe('the Users page in Chromium', () => {
     }));
 
   it('shows the last-admin refusal and keeps the admin enabled', () =>
-    step('last-admin', () => page, async () => {
+    t.step('last-admin', async () => {
       const enabled = row('admin').getByRole('checkbox', { name: 'Enable admin' });
       await enabled.click();
-      await page.getByRole('alert').filter({ hasText: 'At least one enabled admin must remain' }).waitFor();
+      await t.page.getByRole('alert').filter({ hasText: 'At least one enabled admin must remain' }).waitFor();
       expect(await enabled.isChecked()).toBe(true);
       expect(await userNamed('admin')).toMatchObject({ disabled: false });
       // A file user has no Delete: the configuration file is where it is removed.
@@ -147,15 +99,15 @@ describe('the Users page in Chromium', () => {
     }));
 
   it('a user-role login sees no Users link and no list', () =>
-    step('non-admin', () => page, async () => {
-      const other = await browser!.newPage();
+    t.step('non-admin', async () => {
+      const other = await t.browser.newPage();
       other.setDefaultTimeout(10_000);
       try {
         await signIn(other, 'alice', 'alice-new-password');
         const main = other.getByRole('navigation', { name: 'Main' });
         await main.getByRole('link', { name: 'Agents', exact: true }).waitFor();
         expect(await main.getByRole('link', { name: 'Users', exact: true }).count()).toBe(0);
-        await other.goto(`${base}/users`);
+        await other.goto(`${t.base}/users`);
         await other.getByText('Only an admin manages users.').waitFor();
         expect(await other.locator('tr[data-user]').count()).toBe(0);
       } finally {
@@ -164,12 +116,12 @@ describe('the Users page in Chromium', () => {
     }));
 
   it('deletes a user after confirming', () =>
-    step('delete', () => page, async () => {
-      page.once('dialog', (d) => void d.accept());
+    t.step('delete', async () => {
+      t.page.once('dialog', (d) => void d.accept());
       await row('alice').getByRole('button', { name: 'Delete' }).click();
       await row('alice').waitFor({ state: 'detached' });
       expect(await userNamed('alice')).toBeUndefined();
       expect(await loginStatus('alice', 'alice-new-password')).toBe(401);
-      expect(consoleErrors).toEqual([]);
+      expect(t.problems).toEqual([]);
     }));
 });

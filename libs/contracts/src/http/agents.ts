@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { PageOf, SuccessBody } from './common.js';
+import { Closed, PageOf, ResourceId, SuccessBody } from './common.js';
 import { AgentAudience } from '../audience.js';
 
 /**
@@ -103,3 +103,49 @@ export type RuleList = Static<typeof RuleList>;
  */
 export const ReloadResult = Type.Object({ ...SuccessBody.properties, warnings: Type.Optional(Type.Array(Type.String())) });
 export type ReloadResult = Static<typeof ReloadResult>;
+
+// Requests. The DSL bodies themselves are the definitions' (`RuleChainDsl`, `RuleChainInput`):
+// what is here is everything around them.
+
+/**
+ * `?fieldValidation=` of every route that takes a chain DSL, as Kubernetes names it: what an
+ * unknown node-configuration field is (`Strict` a 400, `Warn` kept and reported, `Ignore` kept).
+ */
+export const FieldValidationQueryFields = {
+  fieldValidation: Type.Optional(
+    Type.Union([Type.Literal('Strict'), Type.Literal('Warn'), Type.Literal('Ignore')], {
+      description: 'unknown node-configuration fields: Strict refuses them (400), Warn (default) keeps them and reports them in Warning headers, Ignore keeps them silently',
+    }),
+  ),
+};
+/** `PUT /agents/{id}`, `POST /agents`, `PUT /rules/{id}` and the agent-level rule update. */
+export const ChainWriteQuery = Type.Object(FieldValidationQueryFields);
+export type ChainWriteQuery = Static<typeof ChainWriteQuery>;
+/** A rule create: `?id=` names a chain whose DSL has no `ruleChain.id` (RuleGo files often have none). */
+export const RuleCreateQuery = Type.Object({ id: Type.Optional(ResourceId), ...FieldValidationQueryFields });
+export type RuleCreateQuery = Static<typeof RuleCreateQuery>;
+
+/**
+ * What `POST /agents` takes beside the DSL: the `workspaceFiles` of `GET /agent-template`, so
+ * the template posts as it is (they are not stored: the workspace is seeded from the DSL).
+ */
+export const AgentCreateFields = {
+  workspaceFiles: Type.Optional(Type.Array(Type.Object(WorkspaceSeedFile.properties, Closed), { maxItems: 100 })),
+};
+
+export const RuleParams = Type.Object({ id: ResourceId });
+export type RuleParams = Static<typeof RuleParams>;
+export const AgentRuleParams = Type.Object({ agentId: ResourceId, id: ResourceId });
+export type AgentRuleParams = Static<typeof AgentRuleParams>;
+
+const RuleFilterFields = {
+  category: Type.Optional(Type.String({ maxLength: 200 })),
+  /** true: only chains that loaded; false: only chains that failed to load. */
+  loaded: Type.Optional(Type.Boolean()),
+};
+/** `GET /agents/{agentId}/rules` */
+export const AgentRuleListQuery = Type.Object(RuleFilterFields);
+export type AgentRuleListQuery = Static<typeof AgentRuleListQuery>;
+/** `GET /rules`: the agent-level filters, and `agentId` to list one agent's chains. */
+export const RuleListQuery = Type.Object({ agentId: Type.Optional(ResourceId), ...RuleFilterFields });
+export type RuleListQuery = Static<typeof RuleListQuery>;

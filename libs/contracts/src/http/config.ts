@@ -1,4 +1,6 @@
 import Type, { type Static } from 'typebox';
+import { Closed, ResourceId } from './common.js';
+import { ProviderUpdateBody } from './providers.js';
 
 /**
  * `GET /config` (and `PUT /config`'s answer): the live configuration, secrets hidden. The spec's
@@ -38,3 +40,20 @@ export const ConfigDocument = Type.Object(
   Open,
 );
 export type ConfigDocument = Static<typeof ConfigDocument>;
+
+/**
+ * The `models` section of `PUT /config` as the OpenAPI document shows it: the settings, and the
+ * providers the route writes to their own table. The rest of the patch is the configuration
+ * schema's (`ConfigPatch`, @agentry/runtime), which checks it with messages that name the key.
+ */
+export const ConfigModelsPatch = Type.Object(
+  {
+    default_provider: Type.Optional(Type.String()),
+    providers: Type.Optional(
+      Type.Record(ResourceId, ProviderUpdateBody, {
+        description: 'providers to add (base_url required) or change, keyed by id; api_key is write-only',
+      }),
+    ),
+  },
+  Closed,
+);

@@ -1,12 +1,13 @@
 import { parse as parseYaml } from 'yaml';
+import { MAX_SKILL_BYTES } from '@agentry/contracts';
 import { ID_PATTERN } from '../dsl.js';
 
 /** Skill names: letters, digits, `_` and `-`, 1 to 64 of them (the same rule as ids). */
 export const SKILL_NAME_PATTERN = ID_PATTERN;
 export const SKILL_NAME_REGEX = new RegExp(SKILL_NAME_PATTERN);
 
-/** The largest skill body kept, in bytes (UTF-8). */
-export const MAX_SKILL_BYTES = 1024 * 1024;
+// The HTTP contract states the limit (a route refuses a larger body before it gets here).
+export { MAX_SKILL_BYTES };
 
 interface ParsedSkill {
   name?: string;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles, definitionRefusals, ownerIsAdmin } from '@agentry/definitions';
+import { RuleChainDsl, RuleChainUpdate, chainCategory, defaultWorkspaceFiles, definitionRefusals, ownerIsAdmin } from '@agentry/definitions';
 import {
   cancelRun,
   heartbeatOfDsl,
@@ -24,30 +24,39 @@ import {
   writeWorkspaceFile,
   type JsonValue,
 } from '@agentry/db';
-import { AgentAudience, AgentList, ReloadResult, RuleChainDocument, SuccessBody, WorkspaceSeedFile, audienceOf } from '@agentry/contracts';
+import {
+  AgentAudience,
+  AgentCreateFields,
+  AgentList,
+  AgentParams,
+  ChainWriteQuery,
+  Closed,
+  PageQuery,
+  ReloadResult,
+  RuleChainDocument,
+  SuccessBody,
+  audienceOf,
+} from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from '../auth/credentials.js';
 import { mayChange, ownerName } from '../auth/ownership.js';
 import { assertAgentQuota } from '../auth/quotas.js';
 import { everyoneWarning, newAgentAudience } from '../auth/audience.js';
-import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
-import { PageQuery, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
+import { checkChain, reloadAnswer, sendWarnings, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
+import { pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 import { checkDeliver } from './cron.js';
 import { assertUnreferenced, checkReferences } from './references.js';
 
-const AgentParams = Type.Object({ agentId: Id });
-
-const ListAgents = { querystring: Type.Object(PageQuery), response: { 200: AgentList } };
+const ListAgents = { querystring: PageQuery, response: { 200: AgentList } };
 const GetAgent = { params: AgentParams, response: { 200: RuleChainDocument } };
 /**
- * `POST /agents` takes the DSL, and the `workspaceFiles` of `GET /agent-template` so the template
- * posts as it is; they are not stored (the workspace is seeded from the DSL, which gives the same
- * files). Any other unknown field is a 400 naming it.
+ * `POST /agents` takes the DSL (the definitions' schema), and what the template adds to it; any
+ * other unknown field is a 400 naming it.
  */
-const NewAgent = Type.Object({ ...RuleChainDsl.properties, workspaceFiles: Type.Optional(Type.Array(Type.Object(WorkspaceSeedFile.properties, { additionalProperties: false }), { maxItems: 100 })) }, { additionalProperties: false });
-const CreateAgent = { querystring: Type.Object(FieldValidationQuery), body: NewAgent, response: { 201: RuleChainDocument } };
-const UpdateAgent = { params: AgentParams, querystring: Type.Object(FieldValidationQuery), body: RuleChainUpdate, response: { 200: RuleChainDocument } };
+const NewAgent = Type.Object({ ...RuleChainDsl.properties, ...AgentCreateFields }, Closed);
+const CreateAgent = { querystring: ChainWriteQuery, body: NewAgent, response: { 201: RuleChainDocument } };
+const UpdateAgent = { params: AgentParams, querystring: ChainWriteQuery, body: RuleChainUpdate, response: { 200: RuleChainDocument } };
 const DeleteAgent = { params: AgentParams, response: { 200: SuccessBody } };
 const ReloadAgent = { params: AgentParams, response: { 200: ReloadResult } };
 const GetAudience = { params: AgentParams, response: { 200: AgentAudience } };

@@ -1,21 +1,8 @@
 import type { FastifyReply } from 'fastify';
-import Type from 'typebox';
 import type { ReloadResult } from '@agentry/contracts';
 import { Errors } from '@agentry/errors';
 import { validateRuleChain, type ChainCache, type FieldValidation, type LoadResult, type RuleChainDsl, type StoredChain } from '@agentry/definitions';
 import type { RuleChainRow } from '@agentry/db';
-
-/**
- * `?fieldValidation=` of every route that takes a chain DSL, as Kubernetes names it: what an
- * unknown node-configuration field is (`Strict` a 400, `Warn` kept and reported, `Ignore` kept).
- */
-export const FieldValidationQuery = {
-  fieldValidation: Type.Optional(
-    Type.Union([Type.Literal('Strict'), Type.Literal('Warn'), Type.Literal('Ignore')], {
-      description: 'unknown node-configuration fields: Strict refuses them (400), Warn (default) keeps them and reports them in Warning headers, Ignore keeps them silently',
-    }),
-  ),
-};
 
 /** What the agent and rule routes share: this replica's chain cache and change notification. */
 export interface ChainRoutes {

@@ -7,13 +7,14 @@ import { isAgentDisabled } from '@agentry/runs';
 import { serviceMetrics, tracedRoute } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
 import { ChatRun } from '../chat/chat-run.js';
-import { agentLookup } from '../chat/agent-lookup.js';
+import { agentLookup, type RequireAgent } from '../chat/agent-lookup.js';
 import { awaitCompletion, streamCompletion } from '../chat/openai-answer.js';
 import { assertAgentTakesClientTools, chatClientTools, toolCallsOf } from '../chat/client-tools.js';
 import { sessionOwner } from '../auth/ownership.js';
 import { mayChatWith } from '../auth/audience.js';
 import { enforceBudget } from '../auth/budget.js';
 import { resumeChatStream, resumeRequested, resumptionRequested } from '../chat/resume.js';
+import { typed, type TypedReply, type TypedRequest } from './common.js';
 
 type ChatBody = ChatCompletionBody;
 
@@ -83,9 +84,10 @@ function toRunRequest(body: ChatBody): RunRequest {
 
 const ListModels = { response: { 200: ModelList } };
 const GetModel = { params: ModelParams, response: { 200: ModelInfo } };
+const CreateCompletion = { body: ChatCompletionBody };
 
 /** Whether the caller may see (and chat with) an agent: shared with it, and an API account bound to agents sees those only. */
-function visibleTo(req: FastifyRequest): (agent: RuleChainRow) => boolean {
+function visibleTo(req: Pick<FastifyRequest, 'principal'>): (agent: RuleChainRow) => boolean {
   const principal = req.principal;
   const bound = principal.kind === 'account' ? principal.agents : undefined;
   return (agent) => (!bound || bound.includes(agent.id)) && mayChatWith(principal, agent);
@@ -97,7 +99,7 @@ function modelOf(agent: { id: string; createdAt: Date }): ModelInfo {
 
 /** OpenAI's model list: every enabled agent the caller may chat with. */
 function listModels(deps: GatewayDeps) {
-  return async function listModels(req: FastifyRequest): Promise<ModelList> {
+  return async function listModels(req: TypedRequest<typeof ListModels>): Promise<ModelList> {
     const visible = visibleTo(req);
     const agents = (await listRuleChains(deps.db.db, { kind: 'agent' })).filter((a) => visible(a) && !isAgentDisabled(a.dsl));
     return { object: 'list', data: agents.map(modelOf) };
@@ -109,7 +111,7 @@ function listModels(deps: GatewayDeps) {
  * not see is not found, as it is missing from the list, rather than forbidden.
  */
 function getModel(deps: GatewayDeps) {
-  return async function getModel(req: FastifyRequest<{ Params: ModelParams }>): Promise<ModelInfo> {
+  return async function getModel(req: TypedRequest<typeof GetModel>): Promise<ModelInfo> {
     const row = await getRuleChain(deps.db.db, req.params.id);
     if (!row || row.kind !== 'agent' || !visibleTo(req)(row) || isAgentDisabled(row.dsl)) throw new Errors.NOT_FOUND(`model "${req.params.id}"`);
     return modelOf(row);
@@ -124,16 +126,26 @@ function getModel(deps: GatewayDeps) {
 export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
   const requireAgent = agentLookup(app, deps, 'chat');
 
-  app.get('/models', { config: { access: 'chat', errors: 'openai' }, schema: ListModels }, listModels(deps));
-  app.get('/models/:id', { config: { access: 'chat', errors: 'openai' }, schema: GetModel }, getModel(deps));
+  const api = typed(app);
+  api.get('/models', { config: { access: 'chat', errors: 'openai' }, schema: ListModels }, listModels(deps));
+  api.get('/models/:id', { config: { access: 'chat', errors: 'openai' }, schema: GetModel }, getModel(deps));
 
-  app.post<{ Body: ChatBody }>('/chat/completions', { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ChatCompletionBody } }, tracedRoute('/api/v1/chat/completions', async (req, reply) => {
+  api.post(
+    '/chat/completions',
+    { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: CreateCompletion },
+    tracedRoute('/api/v1/chat/completions', createCompletion(deps, requireAgent, opts.heartbeatMs)),
+  );
+}
+
+/** `POST /chat/completions`: places the run, then answers as one body or as SSE chunks (AG-UI events on request). */
+function createCompletion(deps: GatewayDeps, requireAgent: RequireAgent, heartbeatMs: number) {
+  return async function createCompletion(req: TypedRequest<typeof CreateCompletion>, reply: TypedReply<typeof CreateCompletion>): Promise<unknown> {
     const body = req.body;
     const agui = String(req.headers['x-stream-protocol'] ?? '').toLowerCase() === 'agui';
     const includeUsage = body.stream_options?.include_usage === true;
     // A client that lost its stream sends the same request again with the last event id it got: it resumes that run.
     const resume = await resumeRequested(deps, req, body);
-    if (resume) return resumeChatStream(deps, req, reply, resume.run, resume.after, { agui, includeUsage, heartbeatMs: opts.heartbeatMs });
+    if (resume) return resumeChatStream(deps, req, reply, resume.run, resume.after, { agui, includeUsage, heartbeatMs });
     await enforceBudget(deps.bus, deps.logger, req, reply);
     const request = toRunRequest(body);
     const principal = req.principal;
@@ -166,7 +178,7 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
       await streamCompletion(run, req, reply, run.relay(), meta, {
         agui,
         includeUsage,
-        heartbeatMs: opts.heartbeatMs,
+        heartbeatMs,
         headersAfterMs: deps.config.current.server.stream_headers_after_ms,
         openOnRetry: resumptionRequested(req),
       });
@@ -174,5 +186,5 @@ export function chatRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { hear
     } finally {
       await run.close().catch((err: unknown) => req.log.warn({ err }, 'unsubscribe failed'));
     }
-  }));
+  };
 }

@@ -37,6 +37,16 @@ export type TypedReply<S extends FastifySchema> = FastifyReply<
   TypeBoxTypeProvider
 >;
 
+/**
+ * The schema of a route whose handler may answer by itself (an SSE stream, a hijacked reply) and
+ * then returns the reply, as fastify asks of async handlers. Fastify still serializes its JSON
+ * answers with `response`; only the types leave the handler's return open, since the type
+ * provider cannot say "the response, or the reply".
+ */
+export function answersItself<S extends FastifySchema>(schema: S): Omit<S, 'response'> {
+  return schema;
+}
+
 /** The fields of `PageQuery` (contracts), for a query that has more. */
 export const PageQuery = PageQueryFields;
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { ConfigDocument, ProviderCreateFields, ProviderUpdateBody, ResourceId } from '@agentry/contracts';
+import { Closed, ConfigDocument, ConfigModelsPatch, ProviderCreateFields, ProviderUpdateBody } from '@agentry/contracts';
 import { getProvider, listUsers } from '@agentry/db';
 import { ConfigPatch, assertConfigPatch, describeErrors } from '@agentry/runtime';
 import type { GatewayDeps } from '../deps.js';
@@ -21,25 +21,7 @@ import { typed } from './common.js';
 const GetConfig = { response: { 200: ConfigDocument } };
 
 /** What the OpenAPI document shows of the patch: ConfigPatch, plus the providers this route writes. */
-const DocumentedPatch = Type.Object(
-  {
-    ...ConfigPatch.properties,
-    models: Type.Optional(
-      Type.Object(
-        {
-          default_provider: Type.Optional(Type.String()),
-          providers: Type.Optional(
-            Type.Record(ResourceId, ProviderUpdateBody, {
-              description: 'providers to add (base_url required) or change, keyed by id; api_key is write-only',
-            }),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
+const DocumentedPatch = Type.Object({ ...ConfigPatch.properties, models: Type.Optional(ConfigModelsPatch) }, Closed);
 
 /** GET/PUT /config: the live configuration, secrets hidden; PUT persists and reaches every replica. */
 export function configRoutes(app: FastifyInstance, deps: GatewayDeps): void {

@@ -1,16 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, chainCategory, type HeartbeatConfig } from '@agentry/definitions';
+import { chainCategory, type HeartbeatConfig } from '@agentry/definitions';
 import { heartbeatJobId, heartbeatOfDsl, nextTick } from '@agentry/runs';
 import { getCronJob, updateRuleChain, type JsonValue } from '@agentry/db';
-import { AgentHeartbeat, HeartbeatSettings, SuccessBody } from '@agentry/contracts';
+import { AgentHeartbeat, AgentParams, HeartbeatSettings, SuccessBody } from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { assertValidChain, type ChainRoutes } from './chain-support.js';
 import { requireAgent, typed, type TypedRequest } from './common.js';
 import { checkHeartbeatTarget, syncHeartbeat } from './agents.js';
-
-const AgentParams = Type.Object({ agentId: Id });
 
 const HeartbeatView = AgentHeartbeat;
 const GetHeartbeat = { params: AgentParams, response: { 200: HeartbeatView } };

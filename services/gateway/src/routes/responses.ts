@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Value } from 'typebox/value';
 import { Errors } from '@agentry/errors';
 import {
@@ -30,6 +30,7 @@ import { awaitResponse, streamResponse } from '../chat/responses-answer.js';
 import { responseIdOf, responseObject, runIdOfResponse, type ResponseMeta } from '../chat/responses-events.js';
 import { resumeRequested, resumeStream, resumptionRequested } from '../chat/resume.js';
 import type { DoneEvent } from '../chat/openai-chunks.js';
+import { answersItself, typed, type TypedReply, type TypedRequest } from './common.js';
 
 type ResponsesBody = ResponseCreateBody;
 
@@ -315,9 +316,15 @@ function metaOf(body: ResponsesBody, runId: string, store: boolean, createdAt = 
 }
 
 
+const CreateResponse = answersItself({ body: ResponseCreateBody, response: { 200: ResponseObject } });
+const RetrieveResponse = answersItself({ params: ResponseParams, querystring: ResponseRetrieveQuery, response: { 200: ResponseObject } });
+const DeleteResponse = { params: ResponseParams, response: { 200: ResponseDeleted } };
+const CancelResponse = { params: ResponseParams, response: { 200: ResponseObject } };
+const ListInputItems = { params: ResponseParams, querystring: ResponseInputItemsQuery, response: { 200: ResponseItemList } };
+
 /** `POST /responses`: checks as chat completions do, places the turn, then answers as JSON or SSE. */
 function createResponse(deps: GatewayDeps, requireAgent: RequireAgent, heartbeatMs: number) {
-  return async function createResponse(req: FastifyRequest<{ Body: ResponsesBody }>, reply: FastifyReply): Promise<unknown> {
+  return async function createResponse(req: TypedRequest<typeof CreateResponse>, reply: TypedReply<typeof CreateResponse>): Promise<unknown> {
     const body = req.body;
     // A client that lost its stream sends the same request again with the last event id it got:
     // the response's events after it (the body gives back what the response object repeats).
@@ -379,7 +386,7 @@ interface Stored {
  * The caller's own stored response. Another caller's, a chat completion's run, a `store: false`
  * response, a deleted one and an unknown id are the same 404: ids cannot be probed.
  */
-async function storedResponse(deps: GatewayDeps, req: FastifyRequest, id: string): Promise<Stored> {
+async function storedResponse(deps: GatewayDeps, req: Pick<FastifyRequest, 'principal'>, id: string): Promise<Stored> {
   const notFound = () => new Errors.NOT_FOUND(`response "${id}"`);
   const runId = runIdOfResponse(id);
   if (!runId) throw notFound();
@@ -435,7 +442,7 @@ function responseOfRun({ run, meta }: Stored): ResponseObject {
  * stream had them (reuses the resume of chat/resume.ts, so any gateway can serve it).
  */
 function retrieveResponse(deps: GatewayDeps, heartbeatMs: number) {
-  return async function retrieveResponse(req: FastifyRequest<{ Params: ResponseParams; Querystring: ResponseRetrieveQuery }>, reply: FastifyReply): Promise<unknown> {
+  return async function retrieveResponse(req: TypedRequest<typeof RetrieveResponse>, reply: TypedReply<typeof RetrieveResponse>): Promise<unknown> {
     const found = await storedResponse(deps, req, req.params.id);
     if (req.query.stream !== true) {
       if (req.query.starting_after !== undefined) throw new Errors.VALIDATION('starting_after needs stream=true');
@@ -453,7 +460,7 @@ function retrieveResponse(deps: GatewayDeps, heartbeatMs: number) {
 
 /** `DELETE /responses/{id}`: a running response is cancelled first; later GETs find nothing. */
 function deleteResponse(deps: GatewayDeps) {
-  return async function deleteResponse(req: FastifyRequest<{ Params: ResponseParams }>): Promise<ResponseDeleted> {
+  return async function deleteResponse(req: TypedRequest<typeof DeleteResponse>): Promise<ResponseDeleted> {
     const { run, meta } = await storedResponse(deps, req, req.params.id);
     if (!isFinalRunStatus(run.status)) await cancelRun({ db: deps.db.db, pubsub: deps.bus.pubsub }, run.id, 'the response was deleted');
     await deleteRun(deps.db.db, run.id);
@@ -468,7 +475,7 @@ function deleteResponse(deps: GatewayDeps) {
  * cancelled, as with OpenAI: a plain one ends when its client goes.
  */
 function cancelResponse(deps: GatewayDeps) {
-  return async function cancelResponse(req: FastifyRequest<{ Params: ResponseParams }>): Promise<ResponseObject> {
+  return async function cancelResponse(req: TypedRequest<typeof CancelResponse>): Promise<ResponseObject> {
     const found = await storedResponse(deps, req, req.params.id);
     if (!found.meta.background) throw new Errors.VALIDATION(`response "${found.meta.id}" is not a background response: only those can be cancelled (a plain one ends when its client goes)`);
     if (!isFinalRunStatus(found.run.status)) {
@@ -503,7 +510,7 @@ function inputItemsOf({ run, stored }: Stored): ResponseInputItem[] {
 
 /** `GET /responses/{id}/input_items`: OpenAI's list, newest first unless `order=asc`, paged by `after`. */
 function listInputItems(deps: GatewayDeps) {
-  return async function listInputItems(req: FastifyRequest<{ Params: ResponseParams; Querystring: ResponseInputItemsQuery }>): Promise<ResponseItemList> {
+  return async function listInputItems(req: TypedRequest<typeof ListInputItems>): Promise<ResponseItemList> {
     const found = await storedResponse(deps, req, req.params.id);
     const { limit = 20, order = 'desc', after } = req.query;
     const all = inputItemsOf(found);
@@ -526,30 +533,11 @@ function listInputItems(deps: GatewayDeps) {
  */
 export function responsesRoutes(app: FastifyInstance, deps: GatewayDeps, opts: { heartbeatMs: number }): void {
   const requireAgent = agentLookup(app, deps, 'responses');
-  app.post<{ Body: ResponsesBody }>(
-    '/responses',
-    { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: { body: ResponseCreateBody, response: { 200: ResponseObject } } },
-    tracedRoute('/api/v1/responses', createResponse(deps, requireAgent, opts.heartbeatMs)),
-  );
+  const api = typed(app);
+  api.post('/responses', { config: { access: 'chat', rateLimit: 'chat', errors: 'openai' }, schema: CreateResponse }, tracedRoute('/api/v1/responses', createResponse(deps, requireAgent, opts.heartbeatMs)));
   const config = { access: 'chat', errors: 'openai' } as const;
-  app.get<{ Params: ResponseParams; Querystring: ResponseRetrieveQuery }>(
-    '/responses/:id',
-    { config, schema: { params: ResponseParams, querystring: ResponseRetrieveQuery, response: { 200: ResponseObject } } },
-    tracedRoute('/api/v1/responses/:id', retrieveResponse(deps, opts.heartbeatMs)),
-  );
-  app.delete<{ Params: ResponseParams }>(
-    '/responses/:id',
-    { config, schema: { params: ResponseParams, response: { 200: ResponseDeleted } } },
-    tracedRoute('/api/v1/responses/:id', deleteResponse(deps)),
-  );
-  app.post<{ Params: ResponseParams }>(
-    '/responses/:id/cancel',
-    { config: { ...config, bodyless: true }, schema: { params: ResponseParams, response: { 200: ResponseObject } } },
-    tracedRoute('/api/v1/responses/:id/cancel', cancelResponse(deps)),
-  );
-  app.get<{ Params: ResponseParams; Querystring: ResponseInputItemsQuery }>(
-    '/responses/:id/input_items',
-    { config, schema: { params: ResponseParams, querystring: ResponseInputItemsQuery, response: { 200: ResponseItemList } } },
-    tracedRoute('/api/v1/responses/:id/input_items', listInputItems(deps)),
-  );
+  api.get('/responses/:id', { config, schema: RetrieveResponse }, tracedRoute('/api/v1/responses/:id', retrieveResponse(deps, opts.heartbeatMs)));
+  api.delete('/responses/:id', { config, schema: DeleteResponse }, tracedRoute('/api/v1/responses/:id', deleteResponse(deps)));
+  api.post('/responses/:id/cancel', { config: { ...config, bodyless: true }, schema: CancelResponse }, tracedRoute('/api/v1/responses/:id/cancel', cancelResponse(deps)));
+  api.get('/responses/:id/input_items', { config, schema: ListInputItems }, tracedRoute('/api/v1/responses/:id/input_items', listInputItems(deps)));
 }

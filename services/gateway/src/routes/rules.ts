@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import Type from 'typebox';
 import { Errors } from '@agentry/errors';
-import { Id, RuleChainInput, type FieldValidation, type RuleChainDsl, chainCategory, normalizeRuleChain } from '@agentry/definitions';
+import { RuleChainInput, type FieldValidation, type RuleChainDsl, chainCategory, normalizeRuleChain } from '@agentry/definitions';
 import {
   deleteRuleChain,
   getRuleChain,
@@ -14,35 +13,39 @@ import {
   type RuleChainFilter,
   type RuleChainRow,
 } from '@agentry/db';
-import { ReloadResult, RuleChainDocument, RuleList, SuccessBody, type RuleListItem } from '@agentry/contracts';
+import {
+  AgentParams,
+  AgentRuleListQuery,
+  AgentRuleParams,
+  ChainWriteQuery,
+  ReloadResult,
+  RuleChainDocument,
+  RuleCreateQuery,
+  RuleList,
+  RuleListQuery,
+  RuleParams,
+  SuccessBody,
+  type RuleListItem,
+} from '@agentry/contracts';
 import type { GatewayDeps } from '../deps.js';
 import { ownerName } from '../auth/ownership.js';
 import { assertAgentUnreferenced, deleteAgent } from './agents.js';
 import { assertUnreferenced, checkReferences } from './references.js';
 import type { Principal } from '../auth/credentials.js';
-import { FieldValidationQuery, checkChain, reloadAnswer, sendWarnings, storedChain, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
+import { checkChain, reloadAnswer, sendWarnings, storedChain, withPathId, serializeAsWritten, type ChainRoutes } from './chain-support.js';
 import { requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 import { redacted, sealIncoming } from '../definition-secrets.js';
 
-const RuleParams = Type.Object({ id: Id });
-const AgentRuleParams = Type.Object({ agentId: Id, id: Id });
-const RuleFilters = {
-  category: Type.Optional(Type.String({ maxLength: 200 })),
-  /** true: only chains that loaded; false: only chains that failed to load. */
-  loaded: Type.Optional(Type.Boolean()),
-};
-
-const ListRules = { querystring: Type.Object({ agentId: Type.Optional(Id), ...RuleFilters }), response: { 200: RuleList } };
+const ListRules = { querystring: RuleListQuery, response: { 200: RuleList } };
 const GetRule = { params: RuleParams, response: { 200: RuleChainDocument } };
-/** `?id=` names a chain whose DSL has no `ruleChain.id` (RuleGo files often have none). */
-const CreateRule = { querystring: Type.Object({ id: Type.Optional(Id), ...FieldValidationQuery }), body: RuleChainInput, response: { 201: RuleChainDocument } };
-const UpdateRule = { params: RuleParams, querystring: Type.Object(FieldValidationQuery), body: RuleChainInput, response: { 200: RuleChainDocument } };
+const CreateRule = { querystring: RuleCreateQuery, body: RuleChainInput, response: { 201: RuleChainDocument } };
+const UpdateRule = { params: RuleParams, querystring: ChainWriteQuery, body: RuleChainInput, response: { 200: RuleChainDocument } };
 const DeleteRule = { params: RuleParams, response: { 200: SuccessBody } };
 const ReloadRule = { params: RuleParams, response: { 200: ReloadResult } };
-const ListAgentRules = { params: Type.Object({ agentId: Id }), querystring: Type.Object(RuleFilters), response: { 200: RuleList } };
-const CreateAgentRule = { params: Type.Object({ agentId: Id }), querystring: Type.Object({ id: Type.Optional(Id), ...FieldValidationQuery }), body: RuleChainInput, response: { 201: RuleChainDocument } };
+const ListAgentRules = { params: AgentParams, querystring: AgentRuleListQuery, response: { 200: RuleList } };
+const CreateAgentRule = { params: AgentParams, querystring: RuleCreateQuery, body: RuleChainInput, response: { 201: RuleChainDocument } };
 const GetAgentRule = { params: AgentRuleParams, response: { 200: RuleChainDocument } };
-const UpdateAgentRule = { params: AgentRuleParams, querystring: Type.Object(FieldValidationQuery), body: RuleChainInput, response: { 200: RuleChainDocument } };
+const UpdateAgentRule = { params: AgentRuleParams, querystring: ChainWriteQuery, body: RuleChainInput, response: { 200: RuleChainDocument } };
 const DeleteAgentRule = { params: AgentRuleParams, response: { 200: SuccessBody } };
 const ReloadAgentRule = { params: AgentRuleParams, response: { 200: ReloadResult } };
 

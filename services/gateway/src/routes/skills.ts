@@ -1,8 +1,27 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import Type, { type Static } from 'typebox';
 import { Errors, isAppError } from '@agentry/errors';
-import { Skill, SkillPage, SkillUploadResult, SuccessBody, announceChange } from '@agentry/contracts';
-import { Id, MAX_SKILL_BYTES, SKILL_NAME_PATTERN, SkillFormatError, parseSkillMarkdown, readSkillArchive } from '@agentry/definitions';
+import {
+  AgentParams,
+  AgentSkillCreateBody,
+  AgentSkillParams,
+  AgentSkillUpdateBody,
+  AgentSkillUploadForm,
+  MAX_SKILL_BYTES,
+  PageQuery,
+  Skill,
+  SkillCopyBody,
+  SkillCreateBody,
+  SkillListQuery,
+  SkillPage,
+  SkillParams,
+  SkillSelectorQuery,
+  SkillUpdateBody,
+  SkillUploadForm,
+  SkillUploadResult,
+  SuccessBody,
+  announceChange,
+} from '@agentry/contracts';
+import { SkillFormatError, parseSkillMarkdown, readSkillArchive } from '@agentry/definitions';
 import {
   countSkills,
   deleteSkill,
@@ -20,37 +39,14 @@ import {
 import type { GatewayDeps } from '../deps.js';
 import { assertOwner, isAdmin } from '../auth/ownership.js';
 import { documentBody } from '../openapi.js';
-import { PageQuery, iso, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
+import { iso, pageOf, requireAgent, typed, type TypedReply, type TypedRequest } from './common.js';
 
 /** Largest skill archive accepted, before anything is read from it. */
 export const MAX_ARCHIVE_BYTES = 50 * 1024 * 1024;
 
-const SkillName = Type.String({ pattern: SKILL_NAME_PATTERN, description: 'letters, digits, _ and -, 1 to 64 characters' });
-const Status = Type.Union([Type.Literal('active'), Type.Literal('draft')]);
-const Scope = Type.Union([Type.Literal('global'), Type.Literal('local')]);
-const Content = Type.String({ maxLength: MAX_SKILL_BYTES });
-const Description = Type.String({ maxLength: 4096 });
-
-const SkillFields = {
-  description: Type.Optional(Description),
-  content: Type.Optional(Content),
-  status: Type.Optional(Status),
-};
-const NewSkill = { name: SkillName, description: Type.Optional(Description), content: Content, status: Type.Optional(Status) };
-const Selector = { scope: Type.Optional(Scope), agentId: Type.Optional(Id) };
-
-/** The `file` part of an upload: a zip of skill folders (each with a SKILL.md), at most 50 MB. */
-const ArchivePart = Type.String({ format: 'binary', description: 'a zip archive of skills (folders with a SKILL.md), at most 50 MB' });
 // Multipart bodies are read as a stream by the handler (readUpload): described, not validated.
-const AgentUploadDoc = documentBody(Type.Object({ file: ArchivePart }), ['multipart/form-data']);
-const UploadDoc = documentBody(
-  Type.Object({
-    file: ArchivePart,
-    scope: Type.Optional(Scope),
-    agentId: Type.Optional(Type.String({ description: 'the agent whose local skills receive the archive (scope local)' })),
-  }),
-  ['multipart/form-data'],
-);
+const AgentUploadDoc = documentBody(AgentSkillUploadForm, ['multipart/form-data']);
+const UploadDoc = documentBody(SkillUploadForm, ['multipart/form-data']);
 
 type Db = GatewayDeps['db']['db'];
 type Upload<P = unknown> = Pick<FastifyRequest, 'isMultipart' | 'parts'> & { params: P };
@@ -173,42 +169,23 @@ async function upload(deps: GatewayDeps, req: Upload, target: (fields: Record<st
   return { created, updated, skipped: archive.skipped };
 }
 
-const AgentParams = Type.Object({ agentId: Id });
-const AgentSkillParams = Type.Object({ agentId: Id, name: SkillName });
-const NameParams = Type.Object({ name: SkillName });
-/** A body field the route does not name is a 400 naming it, not stored and ignored. */
-const Closed = { additionalProperties: false } as const;
-
-const ListQuery = Type.Object({
-  ...PageQuery,
-  scope: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('global'), Type.Literal('local')])),
-  agentId: Type.Optional(Id),
-});
-const CopyBody = Type.Object({
-  name: SkillName,
-  targetScope: Scope,
-  newName: Type.Optional(SkillName),
-  /** The agent on the local side: the target for targetScope local, the source for global; none copies global -> global. */
-  agentId: Type.Optional(Id),
-}, Closed);
-
 const one = { 200: Skill };
 const created = { 201: Skill };
 const deleted = { 200: SuccessBody };
 const uploaded = { 200: SkillUploadResult };
-const ListAgentSkills = { params: AgentParams, querystring: Type.Object(PageQuery), response: { 200: SkillPage } };
+const ListAgentSkills = { params: AgentParams, querystring: PageQuery, response: { 200: SkillPage } };
 const GetAgentSkill = { params: AgentSkillParams, response: one };
-const CreateAgentSkill = { params: AgentParams, body: Type.Object(NewSkill, Closed), response: created };
-const UpdateAgentSkill = { params: AgentSkillParams, body: Type.Object(SkillFields, Closed), response: one };
+const CreateAgentSkill = { params: AgentParams, body: AgentSkillCreateBody, response: created };
+const UpdateAgentSkill = { params: AgentSkillParams, body: AgentSkillUpdateBody, response: one };
 const DeleteAgentSkill = { params: AgentSkillParams, response: deleted };
 const UploadAgentSkills = { params: AgentParams, response: uploaded };
-const ListSkills = { querystring: ListQuery, response: { 200: SkillPage } };
-const GetSkill = { params: NameParams, querystring: Type.Object(Selector), response: one };
-const CreateSkill = { body: Type.Object({ ...NewSkill, ...Selector }, Closed), response: created };
-const UpdateSkill = { params: NameParams, body: Type.Object({ ...SkillFields, ...Selector }, Closed), response: one };
-const DeleteSkill = { params: NameParams, querystring: Type.Object(Selector), response: deleted };
+const ListSkills = { querystring: SkillListQuery, response: { 200: SkillPage } };
+const GetSkill = { params: SkillParams, querystring: SkillSelectorQuery, response: one };
+const CreateSkill = { body: SkillCreateBody, response: created };
+const UpdateSkill = { params: SkillParams, body: SkillUpdateBody, response: one };
+const DeleteSkill = { params: SkillParams, querystring: SkillSelectorQuery, response: deleted };
 const UploadSkills = { response: uploaded };
-const CopySkill = { body: CopyBody, response: created };
+const CopySkill = { body: SkillCopyBody, response: created };
 
 // Agent-private skills.
 
@@ -243,7 +220,7 @@ function deleteAgentSkill(deps: GatewayDeps) {
 }
 
 function uploadAgentSkills(deps: GatewayDeps) {
-  return async (req: Upload<Static<typeof AgentParams>>): Promise<SkillUploadResult> => {
+  return async (req: Upload<AgentParams>): Promise<SkillUploadResult> => {
     const { agentId } = req.params;
     return upload(deps, req, async () => {
       await requireAgent(deps.db.db, agentId);
@@ -317,7 +294,7 @@ function uploadSkills(deps: GatewayDeps) {
  * global -> global (under `newName`); with it, the other side of the copy is that agent's local
  * skills (global -> local for targetScope local, local -> global for global).
  */
-function copyKeys(body: Static<typeof CopyBody>): { source: SkillKey; target: SkillKey; agentId?: string } {
+function copyKeys(body: SkillCopyBody): { source: SkillKey; target: SkillKey; agentId?: string } {
   const { name, targetScope, agentId } = body;
   const newName = body.newName ?? name;
   if (targetScope === 'local') {
