@@ -178,9 +178,9 @@ export interface Bus<Q extends PayloadMap = QueuePayloads, C extends PayloadMap 
   reserve(key: string, by: number, max: number, ttlMs: number): Promise<{ granted: boolean; value: number }>;
   /**
    * Takes or renews the lease `key` for `owner` for `ttlMs`: true when `owner` holds it now
-   * (it was free, lapsed or already `owner`'s), false when someone else holds it. One command,
-   * atomic on the backend, shared by every bus on the same backend and prefix. Throws when the
-   * backend is unreachable.
+   * (it was free, lapsed or already `owner`'s), false when someone else holds it. Atomic on the
+   * backend (Redis: one SET NX when free, else one script), shared by every bus on the same
+   * backend and prefix. Throws when the backend is unreachable.
    */
   lease(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** Who holds each lease, in the order asked (null: nobody, or it lapsed). One command however many. */

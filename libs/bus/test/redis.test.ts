@@ -7,6 +7,9 @@ import { createRedisBus } from '../src/redis/bus.js';
 import { runBusContract, type TestBus, type TestChannels, type TestQueues } from './contract.js';
 import { captureLogger, sleep, waitFor } from './helpers.js';
 
+/** Redis commands one job's life may cost (docs/benchmarks.md, "Issue 39: per-run budgets"). */
+const JOB_LIFE_BUDGET = 70;
+
 describeWithRedis('redis bus', () => {
   const prefixes: string[] = [];
   const buses: TestBus[] = [];
@@ -85,6 +88,68 @@ describeWithRedis('redis bus', () => {
       await waitFor('the second handler', () => heard.length === 1);
       const line = lines.find((l) => l.msg === 'pub/sub handler threw');
       expect(line).toMatchObject({ runId: 'run-42', err: { message: 'handler bug' } });
+    });
+
+    describe("issue 39's per-run budget of Redis commands (counted under MONITOR, never timed)", () => {
+      /**
+       * The commands whose arguments name `prefix` (BullMQ's and our scripts' inner commands
+       * included, as INFO commandstats counts them) while `fn` runs. A marker command ends the
+       * window: MONITOR reports in execution order, so once it shows, everything before it has.
+       */
+      async function commandsOf(prefix: string, fn: () => Promise<void>): Promise<string[]> {
+        const monitor = await new Redis(redisUrl()).monitor();
+        const marker = `${prefix}:end-of-window`;
+        const lines: string[] = [];
+        let ended = false;
+        monitor.on('monitor', (_time: string, args: string[]) => {
+          if (args.includes(marker)) ended = true;
+          else if (!ended && args.some((a) => a.includes(prefix))) lines.push(args.join(' '));
+        });
+        try {
+          await fn();
+          const probe = new Redis(redisUrl());
+          await probe.echo(marker);
+          probe.disconnect();
+          await waitFor('the end of the window', () => ended);
+        } finally {
+          monitor.disconnect();
+        }
+        return lines;
+      }
+
+      it("a run's claim of its lease is one command and a token count three (the script, not MULTI/EXEC)", async () => {
+        const prefix = uniqueRedisPrefix();
+        const bus = open(prefix);
+        await bus.ping();
+        const claim = await commandsOf(prefix, async () => void expect(await bus.lease('run-1', 'me', 3_000)).toBe(true));
+        expect(claim).toEqual([expect.stringMatching(/^set \S+lease:run-1 me PX 3000 NX$/i)]);
+        const counted = await commandsOf(prefix, async () => void expect(await bus.count('tokens', 58, 60_000)).toBe(58));
+        expect(counted).toHaveLength(3);
+        // What the fast path must not break: a renewal by the holder, a refusal to anyone else.
+        expect(await bus.lease('run-1', 'me', 3_000)).toBe(true);
+        expect(await bus.lease('run-1', 'other', 3_000)).toBe(false);
+      });
+
+      it("one job's whole life (enqueue with a job id, pickup, completion) stays within its budget", async () => {
+        const prefix = uniqueRedisPrefix();
+        const bus = open(prefix);
+        let done = 0;
+        // As the agent-worker consumes: several at once, already blocked waiting when the job comes.
+        bus.queue.consume('q', async () => void done++, { concurrency: 4 });
+        await bus.queue.enqueue('q', { n: 0 });
+        await waitFor('the warm-up job', () => done === 1);
+        await sleep(300);
+        const lines = await commandsOf(prefix, async () => {
+          await bus.queue.enqueue('q', { n: 1 }, { jobId: 'run-1' });
+          await waitFor('the job', () => done === 2);
+          // The completion (and BullMQ's look for a next job) is written after the handler returns.
+          await sleep(300);
+        });
+        // 68 at the time of writing (BullMQ 6.7: add 10, three pickups and a block 23, completion
+        // with its look for a next job 31, one more pickup and block 8), all BullMQ's; the slack
+        // is one more blocking wait. Past it is an extra round of BullMQ work per run.
+        expect(lines.length, lines.join('\n')).toBeLessThanOrEqual(JOB_LIFE_BUDGET);
+      });
     });
 
     it('keeps prefixes apart: channels, queues and schedules', async () => {

@@ -17,14 +17,14 @@ export class RedisRateLimiter {
     await this.ctx.command(this.ctx.producer, () => this.ctx.producer.del(this.#key(key)));
   }
 
-  /** `Bus.count`: SET NX gives the window its lifetime once; INCRBY in the same MULTI counts. */
+  /**
+   * `Bus.count`: one script (SET NX gives the window its lifetime once, INCRBY counts), three
+   * commands a call where MULTI/EXEC around the same two cost four (issue 39's budget).
+   */
   async count(key: string, by: number, ttlMs: number): Promise<number> {
     const k = `${this.ctx.prefix}:count:${key}`;
     const conn = this.ctx.producer;
-    const res = await this.ctx.command(conn, () => conn.multi().set(k, 0, 'PX', Math.max(1, Math.round(ttlMs)), 'NX').incrby(k, Math.round(by)).exec());
-    const [err, value] = res?.[1] ?? [new Error('the counter transaction was discarded'), 0];
-    if (err) throw err;
-    return Number(value);
+    return Number(await this.ctx.command(conn, () => conn.agentryCount(k, Math.max(1, Math.round(ttlMs)), Math.round(by))));
   }
 
   /** `Bus.reserve`: one script, so that no other caller adds between the read and the add. */
@@ -35,11 +35,17 @@ export class RedisRateLimiter {
     return { granted: granted === 1, value: Number(value) };
   }
 
-  /** `Bus.lease`: one script, so that taking a lease someone else holds is impossible between a read and a write. */
+  /**
+   * `Bus.lease`: a free key is taken with one SET NX (the claim of every run: one command where
+   * the script costs three); only a key already held, by this owner (a renewal) or another, goes
+   * to the script, which cannot take it from another between its read and its write.
+   */
   async lease(key: string, owner: string, ttlMs: number): Promise<boolean> {
     const conn = this.ctx.producer;
-    const held = await this.ctx.command(conn, () => conn.agentryLease(this.leaseKey(key), owner, Math.max(1, Math.round(ttlMs))));
-    return held === 1;
+    const k = this.leaseKey(key);
+    const ms = Math.max(1, Math.round(ttlMs));
+    if ((await this.ctx.command(conn, () => conn.set(k, owner, 'PX', ms, 'NX'))) === 'OK') return true;
+    return (await this.ctx.command(conn, () => conn.agentryLease(k, owner, ms))) === 1;
   }
 
   async leaseHolders(keys: readonly string[]): Promise<Array<string | null>> {

@@ -65,12 +65,19 @@ if cur + by > tonumber(ARGV[3]) then return {0, cur} end
 return {1, redis.call('INCRBY', KEYS[1], by)}
 `;
 
+/** `Bus.count`: the counter's lifetime set once (SET NX), then the add; answers the value now. */
+const COUNT = `
+redis.call('SET', KEYS[1], 0, 'PX', ARGV[1], 'NX')
+return redis.call('INCRBY', KEYS[1], ARGV[2])
+`;
+
 /** The commands as they are called: (key, ...args). */
 export interface ScriptCommands {
   agentryLease(key: string, owner: string, ttlMs: number): Promise<number>;
   agentryPublishKept(log: string, channel: string, payload: string, maxLen: number, ttlMs: number): Promise<number>;
   agentryRateLimit(key: string, intervalMs: number, burst: number, peek: 0 | 1): Promise<[number, number, number]>;
   agentryReserve(key: string, ttlMs: number, by: number, max: number): Promise<[number, number]>;
+  agentryCount(key: string, ttlMs: number, by: number): Promise<number>;
 }
 
 const SCRIPTS: Record<keyof ScriptCommands, string> = {
@@ -78,6 +85,7 @@ const SCRIPTS: Record<keyof ScriptCommands, string> = {
   agentryRateLimit: RATE_LIMIT,
   agentryLease: LEASE_SCRIPT,
   agentryReserve: RESERVE,
+  agentryCount: COUNT,
 };
 
 /** Called once, right after `new Redis(...)`, before any command can be issued on the connection. */
