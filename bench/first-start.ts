@@ -8,9 +8,9 @@
  * from this checkout (what `npm install` leaves, without the network), then `npm start` there
  * (prestart and start, as a newcomer types it) with a new HOME, polled every 100 ms. Phases are
  * read from the launcher's own lines (web UI, transpile) and the server's log file (timestamps).
- * Memory: every process under `npm start` is sampled every 50 ms; `peak` is the highest VmHWM any
- * one of them reached (each process's own high-water mark, read while it lives), `sum` the highest
- * sum of the RSS of those alive at once. With --restart the same clone is started a second time
+ * Memory: every process under `npm start` is sampled every 50 ms: the server's own VmHWM (the
+ * process running bin/start.mjs), the highest VmHWM of any of them (a child's, read while it
+ * lives) and the highest sum of the RSS of those alive at once (sampled: a lower bound). With --restart the same clone is started a second time
  * (the start a user makes every day). Times move 2-3x with the box's load; counts and memory hold.
  */
 import fs from 'node:fs';
@@ -33,6 +33,7 @@ interface Sample {
   start: 'first' | 'restart';
   healthS: number;
   readyS: number;
+  serverMb: number;
   peakMb: number;
   sumMb: number;
   phases: string;
@@ -80,6 +81,15 @@ function statusKb(pid: number, field: string): number {
   }
 }
 
+/** The process `npm start` runs the server in (the launcher imports the compiled standalone). */
+function isServer(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('standalone/bin/start.mjs');
+  } catch {
+    return false;
+  }
+}
+
 async function probe(url: string): Promise<boolean> {
   try {
     const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
@@ -108,11 +118,14 @@ async function startOnce(dir: string, home: string, commit: string, start: Sampl
   proc.stdout.on('data', note);
   proc.stderr.on('data', note);
   const hwm = new Map<number, number>();
+  let server = 0;
   let sum = 0;
   const sampler = setInterval(() => {
     let s = 0;
     for (const pid of descendants(proc.pid!)) {
-      hwm.set(pid, Math.max(hwm.get(pid) ?? 0, statusKb(pid, 'VmHWM')));
+      const high = statusKb(pid, 'VmHWM');
+      hwm.set(pid, Math.max(hwm.get(pid) ?? 0, high));
+      if (isServer(pid)) server = Math.max(server, high);
       s += statusKb(pid, 'VmRSS');
     }
     sum = Math.max(sum, s);
@@ -136,7 +149,7 @@ async function startOnce(dir: string, home: string, commit: string, start: Sampl
     await new Promise((r) => proc.once('exit', r));
   }
   const phases = lines.filter((l) => /web UI|transpil|initdb|PGlite|migrat|listening|starting/i.test(l)).map((l) => l.slice(0, 160));
-  return { commit, start, healthS, readyS, peakMb: Math.max(0, ...hwm.values()) / 1024, sumMb: sum / 1024, phases: phases.join('\n    ') };
+  return { commit, start, healthS, readyS, serverMb: server / 1024, peakMb: Math.max(0, ...hwm.values()) / 1024, sumMb: sum / 1024, phases: phases.join('\n    ') };
 }
 
 function freshClone(commit: string): { dir: string; home: string } {
@@ -165,7 +178,7 @@ for (let round = 0; round < ROUNDS; round++) {
         const s = await startOnce(dir, home, commit, start);
         samples.push(s);
         const load = os.loadavg()[0]!.toFixed(1);
-        console.log(`${commit} ${start}: /health ${s.healthS.toFixed(1)} s, /ready ${s.readyS.toFixed(1)} s, peak VmHWM ${s.peakMb.toFixed(0)} MB, RSS sum ${s.sumMb.toFixed(0)} MB (load ${load})\n    ${s.phases}`);
+        console.log(`${commit} ${start}: /health ${s.healthS.toFixed(1)} s, /ready ${s.readyS.toFixed(1)} s, server VmHWM ${s.serverMb.toFixed(0)} MB, highest VmHWM ${s.peakMb.toFixed(0)} MB, RSS sum ${s.sumMb.toFixed(0)} MB (load ${load})\n    ${s.phases}`);
       }
     } finally {
       fs.rmSync(base, { recursive: true, force: true });
@@ -173,11 +186,11 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-console.log('\nmedians (commit, start: /health s, /ready s, peak MB, sum MB)');
+console.log('\nmedians | commit | start | /health s | /ready s | server VmHWM MB | highest VmHWM of any process MB | highest RSS sum MB |');
 for (const commit of resolved) {
   for (const start of ['first', 'restart'] as const) {
     const ss = samples.filter((s) => s.commit === commit && s.start === start);
     if (ss.length === 0) continue;
-    console.log(`| ${commit} | ${start} | ${median(ss.map((s) => s.healthS)).toFixed(1)} | ${median(ss.map((s) => s.readyS)).toFixed(1)} | ${median(ss.map((s) => s.peakMb)).toFixed(0)} | ${median(ss.map((s) => s.sumMb)).toFixed(0)} |`);
+    console.log(`| ${commit} | ${start} | ${median(ss.map((s) => s.healthS)).toFixed(1)} | ${median(ss.map((s) => s.readyS)).toFixed(1)} | ${median(ss.map((s) => s.serverMb)).toFixed(0)} | ${median(ss.map((s) => s.peakMb)).toFixed(0)} | ${median(ss.map((s) => s.sumMb)).toFixed(0)} |`);
   }
 }

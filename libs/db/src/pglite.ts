@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Kysely, sql } from 'kysely';
 import { Errors } from '@agentry/errors';
@@ -64,6 +64,10 @@ await pg.close();
  * renamed into place, so that a start stopped half-way leaves no half-made database behind.
  */
 async function initdbInChild(dataDir: string, logger: DbLogger | undefined): Promise<void> {
+  // Files but no database: a start from before this one stopped half-way, or the wrong folder.
+  if ((await readdir(dataDir)).length > 0) {
+    throw new Errors.CONFIG(`could not create the embedded database in ${dataDir}: the folder is not empty but holds no database (move it away)`);
+  }
   const started = performance.now();
   const making = `${dataDir}.initdb-${process.pid}`;
   await rm(making, { recursive: true, force: true });
@@ -83,15 +87,8 @@ async function initdbInChild(dataDir: string, logger: DbLogger | undefined): Pro
       const why = stderr.trim().split('\n').slice(-3).join(' ') || `it exited with ${code}`;
       throw new Errors.CONFIG(`could not create the embedded database in ${dataDir}: ${why}`);
     }
-    try {
-      // Replaces the empty folder made for it (rename(2) does so for an empty directory).
-      await rename(making, dataDir);
-    } catch (err) {
-      throw new Errors.CONFIG(
-        `could not create the embedded database in ${dataDir}: the folder is not empty but holds no database (move it away)`,
-        { cause: err },
-      );
-    }
+    // Replaces the empty folder made for it (rename(2) does so for an empty directory).
+    await rename(making, dataDir);
   } finally {
     await rm(making, { recursive: true, force: true });
   }
