@@ -6,7 +6,7 @@
  *
  * One sample: `git clone --shared` of the commit into a new directory, `node_modules` hard-linked
  * from this checkout (what `npm install` leaves, without the network), then `npm start` there
- * (prestart and start, as a newcomer types it) with a new HOME, polled every 100 ms. Phases are
+ * (as a newcomer types it; an older commit's `prestart` with it) with a new HOME, polled every 100 ms. Phases are
  * read from the launcher's own lines (web UI, transpile) and the server's log file (timestamps).
  * Memory: every process under `npm start` is sampled every 50 ms: the server's own VmHWM (the
  * process running bin/start.mjs), the highest VmHWM of any of them (a child's, read while it
