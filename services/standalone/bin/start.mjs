@@ -51,12 +51,11 @@ const dataDir = defaultDataDir();
 if (dataDir && !existsSync(path.join(dataDir, 'PG_VERSION')) && (!existsSync(dataDir) || readdirSync(dataDir).length === 0)) {
   const making = `${dataDir}.initdb-${process.pid}`;
   rmSync(making, { recursive: true, force: true });
+  // PGlite makes the folder it is given, not its parents.
+  mkdirSync(path.dirname(dataDir), { recursive: true });
   const done = child(['--liftoff-only', '--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), making], 'initdb').then((code) => {
     try {
-      if (code === 0) {
-        mkdirSync(path.dirname(dataDir), { recursive: true });
-        renameSync(making, dataDir);
-      }
+      if (code === 0) renameSync(making, dataDir);
     } catch {
       // The standalone finds no database and makes it itself, saying why if it cannot.
     } finally {
