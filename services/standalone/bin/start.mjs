@@ -2,9 +2,10 @@
 // clone, edited sources) and runs the compiled JavaScript, as the image does; the sources under
 // tsx only when no build can be made (it says why). Kept as the standalone's own entry.
 //
-// A first start's three slow steps overlap here instead of following each other (docs/benchmarks.md,
-// "Issue 39: first `npm start`"): the web UI's build and the new database's initdb run in child
-// processes while scripts/start.mjs transpiles; the standalone waits for each where it needs it.
+// A first start's slow steps overlap here instead of following each other (docs/benchmarks.md,
+// "Issue 39: first `npm start`"): the new database's initdb runs in a child process while
+// scripts/start.mjs transpiles and the standalone loads, the web UI's build in another while the
+// standalone opens the database; the standalone waits for each where it needs it.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -21,10 +22,6 @@ function child(args, what) {
     proc.once('exit', (code) => resolve(code));
   });
 }
-
-// The web UI (Vite, when missing or stale; milliseconds otherwise): main.ts waits for it before
-// the gateway, which serves the build it finds when it starts.
-globalThis[Symbol.for('agentry.webUiBuild')] = child([fileURLToPath(new URL('../../web/scripts/ensure-build.mjs', import.meta.url)), '--soft'], 'web UI build');
 
 /**
  * The folder the standalone will open when nothing configures another (no --config, no
@@ -64,6 +61,13 @@ if (dataDir && !existsSync(path.join(dataDir, 'PG_VERSION')) && (!existsSync(dat
   });
   globalThis[Symbol.for('agentry.initdb')] = { dataDir, done };
 }
+
+// The web UI (Vite, when missing or stale; milliseconds otherwise), after the initdb: the two
+// together held ~900 MB at once, one after the other ~650 (initdb's ~550 MB, then Vite's while
+// the standalone opens the database). main.ts waits for it before the gateway, which serves the
+// build it finds when it starts.
+const webUi = () => child([fileURLToPath(new URL('../../web/scripts/ensure-build.mjs', import.meta.url)), '--soft'], 'web UI build');
+globalThis[Symbol.for('agentry.webUiBuild')] = (globalThis[Symbol.for('agentry.initdb')]?.done ?? Promise.resolve()).then(webUi);
 
 process.argv.splice(2, 0, 'services/standalone/src/main.ts');
 await import('../../../scripts/start.mjs');
