@@ -95,16 +95,6 @@ async function initdbInChild(dataDir: string, logger: DbLogger | undefined): Pro
   logger?.info({ dataDir, ms: Math.round(performance.now() - started) }, 'embedded database created (initdb in a child process)');
 }
 
-/**
- * The initdb `npm start` (services/standalone/bin/start.mjs) began for its default folder before
- * the transpile and the web UI's build, so that the three overlap; it resolves once the folder is
- * in place or the attempt is over (this then makes it itself, and says why it could not).
- */
-function earlyInitdb(dataDir: string): Promise<void> | undefined {
-  const early = (globalThis as Record<symbol, { dataDir: string; done: Promise<void> } | undefined>)[Symbol.for('agentry.initdb')];
-  return early && path.resolve(early.dataDir) === dataDir ? early.done : undefined;
-}
-
 export async function openPglite(opts: OpenPgliteOptions): Promise<DbHandle> {
   // Imported here so that cluster mode never loads the WASM build.
   const pgliteModule = import('@electric-sql/pglite');
@@ -112,9 +102,7 @@ export async function openPglite(opts: OpenPgliteOptions): Promise<DbHandle> {
   if (opts.dataDir !== null) {
     dataDir = path.resolve(opts.dataDir);
     await mkdir(dataDir, { recursive: true });
-    const made = () => existsSync(path.join(dataDir!, 'PG_VERSION'));
-    if (!opts.loadDataDir && !made()) await earlyInitdb(dataDir);
-    if (!opts.loadDataDir && !made()) await initdbInChild(dataDir, opts.logger);
+    if (!opts.loadDataDir && !existsSync(path.join(dataDir, 'PG_VERSION'))) await initdbInChild(dataDir, opts.logger);
   }
   const { PGlite } = await pgliteModule;
   const started = performance.now();
