@@ -1,5 +1,5 @@
 // Builds the web UI (Vite, into services/web/build/) when it is missing or older than its
-// sources; otherwise exits in a few milliseconds. `npm start` runs it first (prestart) and the
+// sources; otherwise exits in a few milliseconds. `npm start` runs it beside its start and the
 // browser tests run it before they start; `--force` always builds. Plain JavaScript so that the
 // up-to-date check costs only a bare `node` start. Concurrent callers (parallel test files)
 // serialise on a lock directory: the first builds, the others wait and then find it fresh.

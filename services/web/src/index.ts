@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * `@agentry/web` is an asset package: the web UI is built by Vite into `services/web/build/`
- * (`npm run build`, or `npm start`'s prestart when missing or stale), and the gateway serves that
+ * (`npm run build`, or `npm start` when missing or stale), and the gateway serves that
  * directory. This module only says where it is; it never builds anything.
  */
 const here = path.dirname(fileURLToPath(import.meta.url));
