@@ -64,6 +64,17 @@ function testFilesUnder(dir: string): string[] {
     .map((f) => path.join(dir, f));
 }
 
+/**
+ * What a file does to module state for itself alone: a module mock (hoisted above its imports) or a
+ * stubbed global only takes hold in modules loaded after it, so such a file needs fresh modules.
+ */
+export const OWN_MODULES_MARKERS = /\bvi\.(mock|doMock|unmock|stubGlobal|stubEnv|resetModules)\b/;
+
+/** Whether the file mocks modules or globals (`OWN_MODULES_MARKERS`), so that it must not share a module cache. */
+export function needsOwnModules(file: string): boolean {
+  return OWN_MODULES_MARKERS.test(fs.readFileSync(file, 'utf8'));
+}
+
 /** The fast tier's files, relative to `root`, sorted. */
 export function fastTierFiles(root: string): string[] {
   const files: string[] = [];
@@ -76,4 +87,13 @@ export function fastTierFiles(root: string): string[] {
     }
   }
   return files.sort();
+}
+
+/**
+ * The files that share one module cache per worker (vitest `isolate: false`), relative to `root`,
+ * sorted: the fast tier's files less those that mock modules or globals. In-process e2e files
+ * stay isolated: sharing halved their import time but measured no shorter run (docs/conventions.md).
+ */
+export function sharedModuleFiles(root: string): string[] {
+  return fastTierFiles(root).filter((f) => !needsOwnModules(path.join(root, f)));
 }

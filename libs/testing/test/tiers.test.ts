@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { assertNotFastTier, fastTierFiles, needsFullTier, repoRoot, spawnService, TIER_ENV } from '@agentry/testing';
+import { assertNotFastTier, fastTierFiles, needsFullTier, needsOwnModules, repoRoot, sharedModuleFiles, spawnService, TIER_ENV } from '@agentry/testing';
 import path from 'node:path';
 
 const at = (file: string) => path.join(repoRoot, file);
@@ -25,6 +25,16 @@ describe('test tiers', () => {
     expect(fast).toContain('libs/engine/test/engine.test.ts');
     expect(fast.some((f) => f.startsWith('e2e/'))).toBe(false);
     expect(fast).not.toContain('libs/bus/test/redis.test.ts');
+  });
+
+  it('shares modules only among in-process files that mock nothing', () => {
+    expect(needsOwnModules(at('libs/engine/test/mcp-policy.test.ts'))).toBe(true); // vi.mock('node:dns')
+    expect(needsOwnModules(at('libs/engine/test/engine.test.ts'))).toBe(false);
+    const shared = sharedModuleFiles(repoRoot);
+    expect(shared).toContain('libs/engine/test/engine.test.ts');
+    expect(shared).not.toContain('libs/engine/test/mcp-policy.test.ts');
+    expect(shared).not.toContain('libs/bus/test/redis.test.ts');
+    expect(shared.every((f) => fastTierFiles(repoRoot).includes(f))).toBe(true);
   });
 
   it('makes a server or process helper fail loudly in the fast tier', () => {
