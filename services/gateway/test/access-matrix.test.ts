@@ -6,6 +6,7 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryBus, type Bus } from '@agentry/bus';
 import { createRedisBus } from '@agentry/bus/redis';
+import { PubSubChannels, QueueNames } from '@agentry/contracts';
 import { ensureSession, insertRun, type DbHandle } from '@agentry/db';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { cleanupRedisPrefix, createTestDatabase, createTestPglite, describeWithServers, redisUrl, uniqueRedisPrefix, type TestDatabase } from '@agentry/testing';
@@ -231,6 +232,16 @@ function matrix(open: () => Promise<{ db: () => Promise<DbHandle>; bus: (logger:
     const backends = await open();
     closeBackends = backends.close;
     const runtime = await matrixRuntime(cwd, backends.db, backends.bus);
+    // A stand-in for the agent worker, which this gateway-only world has none of: a forced
+    // compaction the guard lets through is answered at once (without one it would wait out
+    // worker.max_run_ms). Other jobs are left alone: no route here runs an agent.
+    runtime.bus.queue.consume(
+      QueueNames.agentRun,
+      async (job) => {
+        if (job.data.type === 'session-compact') await runtime.bus.pubsub.publish(PubSubChannels.compaction(job.data.requestId), { ok: true, compacted: 0, summary: null });
+      },
+      { concurrency: 2 },
+    );
     await seedGateway(runtime);
     const app = await buildGateway(runtime);
     await app.ready();
