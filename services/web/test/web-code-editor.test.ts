@@ -200,8 +200,9 @@ describe('code editors and drag onto a connection in Chromium', () => {
       await expect.poll(() => blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint URL pattern: required']);
       expect(await saveButton.isDisabled()).toBe(true);
       await blockers.getByRole('button').click();
-      expect(await page.evaluate(() => document.activeElement?.classList.contains('cm-content'))).toBe(true);
-      expect(await page.locator('.dsl-field .cm-activeLine').textContent()).toContain('"id": "b"');
+      // The editor takes focus and moves its cursor after the click's own render: wait for both.
+      await expect.poll(() => page.evaluate(() => document.activeElement?.classList.contains('cm-content') ?? false)).toBe(true);
+      await expect.poll(() => page.locator('.dsl-field .cm-activeLine').textContent()).toContain('"id": "b"');
       await page.getByRole('tab', { name: 'Canvas' }).click();
       await flowNode('b').locator('.issue-blocker').waitFor();
       expect(await blockers.locator('li').allTextContents()).toEqual(['b: Rest endpoint URL pattern: required']);
