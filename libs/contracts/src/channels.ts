@@ -112,10 +112,12 @@ export function isCompactionErrorCode(code: string): code is CompactionErrorCode
 }
 
 /**
- * Payload on `compaction:<requestId>`: what was summarised, or the error the caller gets (its
- * message is the one the client reads: human, never a secret).
+ * Payload on `compaction:<requestId>`: a worker took the job (`started`: the gateway then waits
+ * for the summary call, up to `worker.max_run_ms`), then what was summarised, or the error the
+ * caller gets (its message is the one the client reads: human, never a secret).
  */
 export type CompactionOutcomeMessage =
+  | { started: true }
   | { ok: true; compacted: number; summary: string | null }
   | { ok: false; code: CompactionErrorCode; message: string };
 

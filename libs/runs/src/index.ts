@@ -6,7 +6,7 @@ export { AgentCache, SkillsCache } from './agent-cache.js';
 export { TokenBudgets } from './token-budget.js';
 export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './agent-enabled.js';
 export { cancelRun } from './cancel.js';
-export { requestCompaction, type CompactionRequest } from './compact.js';
+export { COMPACTION_PICKUP_MS, requestCompaction, type CompactionRequest } from './compact.js';
 export { createCronJob } from './create-cron-job.js';
 export { cronJobView } from './cron-job-view.js';
 export { completeCronRun, deliveryOf, recordCronRun, type CronRunOutcome } from './cron-run.js';

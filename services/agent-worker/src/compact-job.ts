@@ -43,12 +43,14 @@ export function compactJobHandler(ctx: CompactJobContext): (job: Job<unknown>, s
       ctx.logger.info({ sessionId, requestId }, 'forced compaction: nobody waits for it any more (the request timed out); skipped');
       return;
     }
+    // The gateway waits `worker.max_run_ms` from here, not only until its pickup bound.
+    await ctx.bus.pubsub.publish(channel, { started: true });
     const outcome = await compactionOutcome(ctx, { sessionId, principal }, shutdownSignal);
     await ctx.bus.pubsub.publish(channel, outcome);
   };
 }
 
-async function compactionOutcome(ctx: CompactJobContext, req: { sessionId: string; principal: string }, shutdownSignal: AbortSignal): Promise<CompactionOutcomeMessage> {
+async function compactionOutcome(ctx: CompactJobContext, req: { sessionId: string; principal: string }, shutdownSignal: AbortSignal): Promise<Exclude<CompactionOutcomeMessage, { started: true }>> {
   try {
     const session = await getSession(ctx.db, req.sessionId);
     // Deleted since the gateway checked it.

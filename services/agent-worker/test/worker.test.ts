@@ -222,18 +222,22 @@ describe('agent-worker', () => {
       const requestId = `req-${Math.random().toString(36).slice(2)}`;
       const outcomes: CompactionOutcomeMessage[] = [];
       const onOutcome = (m: CompactionOutcomeMessage) => {
-        rowsAtAnswer ??= usageRows();
+        if (!('started' in m)) rowsAtAnswer ??= usageRows();
         outcomes.push(m);
       };
       const unsub = opts.listen === false ? async () => undefined : await runtime.bus.pubsub.subscribe(PubSubChannels.compaction(requestId), onOutcome);
       try {
         await runtime.bus.queue.enqueue(QueueNames.agentRun, { type: 'session-compact', v: 1, sessionId, principal, requestId });
         if (opts.listen === false) await waitFor(async () => logs.some((l) => l.includes(requestId)), 5000, 10);
-        else await waitFor(async () => outcomes.length > 0, 5000, 10);
+        else await waitFor(async () => outcomes.length > 1, 5000, 10);
       } finally {
         await unsub();
       }
-      return outcomes[0];
+      if (opts.listen === false) return undefined;
+      // The worker says it took the job first (the gateway's pickup bound ends there), then answers once.
+      expect(outcomes[0]).toEqual({ started: true });
+      expect(outcomes).toHaveLength(2);
+      return outcomes[1];
     };
 
     const callsBefore = calls.length;

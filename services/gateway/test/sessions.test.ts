@@ -45,11 +45,13 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
   }
 
   /**
-   * A stand-in for the agent worker (the gateway has none): it answers each forced compaction
-   * of a session with the outcome set for it, and never answers for a session without one.
+   * A stand-in for the agent worker (the gateway has none): it says it took each forced
+   * compaction (except a session's in `workerBusy`), answers it with the outcome set for its
+   * session, and never answers for a session without one.
    */
   const compactJobs: SessionCompactJob[] = [];
   const workerAnswers = new Map<string, CompactionOutcomeMessage>();
+  const workerBusy = new Set<string>();
 
   beforeAll(async () => {
     h = await startHarness(YAML, { db: await open() });
@@ -58,6 +60,8 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
       async (job) => {
         if (job.data.type !== 'session-compact') throw new Error(`not a compaction: ${job.data.type}`);
         compactJobs.push(job.data);
+        if (workerBusy.has(job.data.sessionId)) return;
+        await h.runtime.bus.pubsub.publish(PubSubChannels.compaction(job.data.requestId), { started: true });
         const answer = workerAnswers.get(job.data.sessionId);
         if (answer) await h.runtime.bus.pubsub.publish(PubSubChannels.compaction(job.data.requestId), answer);
       },
@@ -123,6 +127,14 @@ function suite(open: () => Promise<DbHandle>, close: () => Promise<void>): void 
     const job = compactJobs.find((j) => j.sessionId === id)!;
     // The gateway stopped waiting: a worker that picks the job up late sees nobody listening and skips it.
     expect(await h.runtime.bus.pubsub.listeners([PubSubChannels.compaction(job.requestId)])).toEqual([0]);
+  });
+
+  it('POST /sessions/{id}/compact: no worker taking the job is a 503 at the pickup bound, saying so', async () => {
+    const id = await conversation('user:carol', 'busy-chat', 'hello');
+    workerBusy.add(id);
+    const res = await call('POST', `/sessions/${id}/compact`, 'carol');
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ error: 'Service not ready: no agent worker was free to compact the session within 1 s; try again later' });
   });
 
   it('GET /sessions/-/messages?agentId=&sessionKey= reads the caller\'s session by the key it chats with', async () => {

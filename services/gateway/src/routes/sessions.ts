@@ -103,14 +103,15 @@ function deleteSession(deps: GatewayDeps) {
 /**
  * Compacts on request: the session is checked here (owner-only, as every session route), then
  * an agent worker summarises it with its model client, budgeted and recorded under the caller
- * (who asked pays, as for chat), and this waits for its answer up to `worker.max_run_ms`.
+ * (who asked pays, as for chat), and this waits for its answer up to `worker.max_run_ms` once a
+ * worker has taken the job (and 30 s for one to take it).
  */
 function compactSession(deps: GatewayDeps) {
   return async function compactSession(req: TypedRequest<typeof CompactSession>, reply: FastifyReply): Promise<SessionCompaction> {
     const session = await namedSession(deps, req.principal, req.params, {});
     const principal = sessionOwner(req.principal);
     try {
-      return await requestCompaction({ bus: deps.bus, logger: deps.logger }, { sessionId: session.id, principal }, deps.config.current.worker.max_run_ms);
+      return await requestCompaction({ bus: deps.bus, logger: deps.logger }, { sessionId: session.id, principal }, { waitMs: deps.config.current.worker.max_run_ms });
     } catch (err) {
       if (hasCode(err, Errors.RATE_LIMITED)) {
         const resetsAt = budgetCounter('tokensPerDay', principal).resetsAt;
