@@ -90,8 +90,13 @@ export class SseWriter {
    * do: an `EventSource` listening for a type only sees events so named.
    */
   send(data: unknown, id?: string, event?: string): void {
+    this.sendJson(JSON.stringify(data), id, event);
+  }
+
+  /** `send` of data already serialised (one JSON text, no line break outside its strings). */
+  sendJson(json: string, id?: string, event?: string): void {
     this.open();
-    this.#write(`${event === undefined ? '' : `event: ${event}\n`}${idLine(id)}data: ${JSON.stringify(data)}\n\n`);
+    this.#write(`${event === undefined ? '' : `event: ${event}\n`}${idLine(id)}data: ${json}\n\n`);
   }
 
   /**
