@@ -153,6 +153,13 @@ async function redisStats(url: string): Promise<{ commands: number; netIn: numbe
   }
 }
 
+/** read(2)- and write(2)-family calls of a process so far (/proc/<pid>/io: syscr + syscw; writev and readv included). */
+function ioCalls(pid: number): { r: number; w: number } {
+  const text = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
+  const num = (k: string) => Number(new RegExp(`^${k}: (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { r: num('syscr'), w: num('syscw') };
+}
+
 interface Window {
   tokens: number;
   streams: number;
@@ -160,6 +167,8 @@ interface Window {
   bad: number;
   /** CPU ms in the window: gateway, worker, Redis. */
   cpu: { gateway: number; worker: number; redis: number };
+  /** Writes and reads of the gateway and the worker in the window. */
+  io: { gatewayW: number; gatewayR: number; workerW: number; workerR: number };
   commands: number;
   netIn: number;
   netOut: number;
@@ -208,6 +217,7 @@ async function measure(side: Side, redis: { url: string; pid: number }): Promise
   const r0 = await redisStats(redis.url);
   const c0 = [cpuTicks(side.gateway.pid), cpuTicks(side.worker.pid), cpuTicks(redis.pid)];
   const b0 = boxTicks();
+  const io0 = [ioCalls(side.gateway.pid), ioCalls(side.worker.pid)];
   win.t0 = performance.now();
   phase = 'measure';
   await sleep(SECONDS * 1000);
@@ -215,6 +225,7 @@ async function measure(side: Side, redis: { url: string; pid: number }): Promise
   phase = 'stop';
   const c1 = [cpuTicks(side.gateway.pid), cpuTicks(side.worker.pid), cpuTicks(redis.pid)];
   const b1 = boxTicks();
+  const io1 = [ioCalls(side.gateway.pid), ioCalls(side.worker.pid)];
   const r1 = await redisStats(redis.url);
   await Promise.all(users);
   if (firstError) console.log(`    ${side.name}: first error: ${firstError}`);
@@ -226,6 +237,7 @@ async function measure(side: Side, redis: { url: string; pid: number }): Promise
     errors,
     bad,
     cpu: { gateway: ms(0), worker: ms(1), redis: ms(2) },
+    io: { gatewayW: io1[0]!.w - io0[0]!.w, gatewayR: io1[0]!.r - io0[0]!.r, workerW: io1[1]!.w - io0[1]!.w, workerR: io1[1]!.r - io0[1]!.r },
     // The stats reads themselves (two INFOs and a connection each side) are a handful of commands against thousands.
     commands: r1.commands - r0.commands,
     netIn: r1.netIn - r0.netIn,
@@ -255,7 +267,7 @@ async function main(): Promise<void> {
       results.get(s.name)!.push(w);
       console.log(
         `round ${r + 1} ${s.name}: ${w.streams} streams ${w.tokens} tokens (${w.errors} err, ${w.bad} bad tokens) | CPU us/token gateway ${((1000 * w.cpu.gateway) / w.tokens).toFixed(1)} worker ${((1000 * w.cpu.worker) / w.tokens).toFixed(1)} redis ${((1000 * w.cpu.redis) / w.tokens).toFixed(1)}` +
-          ` | redis cmds/token ${(w.commands / w.tokens).toFixed(2)} | TTFT p50 ${w.ttft50.toFixed(0)} p99 ${w.ttft99.toFixed(0)} gap p99 ${w.gap99.toFixed(0)} | box ${w.box.toFixed(0)} %`,
+          ` | writes/token gateway ${(w.io.gatewayW / w.tokens).toFixed(2)} worker ${(w.io.workerW / w.tokens).toFixed(2)} | redis cmds/token ${(w.commands / w.tokens).toFixed(2)} | TTFT p50 ${w.ttft50.toFixed(0)} p99 ${w.ttft99.toFixed(0)} gap p99 ${w.gap99.toFixed(0)} | box ${w.box.toFixed(0)} %`,
       );
     }
   }
@@ -267,6 +279,10 @@ async function main(): Promise<void> {
     ['worker CPU us per token', (w) => (1000 * w.cpu.worker) / w.tokens, 1],
     ['Redis CPU us per token', (w) => (1000 * w.cpu.redis) / w.tokens, 1],
     ['gateway + worker CPU ms per stream', (w) => (w.cpu.gateway + w.cpu.worker) / Math.max(1, w.streams), 2],
+    ['gateway writes / reads per token (syscalls)', (w) => w.io.gatewayW / w.tokens, 2],
+    ['', (w) => w.io.gatewayR / w.tokens, 2],
+    ['worker writes / reads per token (syscalls)', (w) => w.io.workerW / w.tokens, 2],
+    ['', (w) => w.io.workerR / w.tokens, 2],
     ['Redis commands per token', (w) => w.commands / w.tokens, 2],
     ['Redis bytes in / out per token', (w) => w.netIn / w.tokens, 0],
     ['', (w) => w.netOut / w.tokens, 0],
