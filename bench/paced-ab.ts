@@ -8,6 +8,7 @@
  * redis-server of the bench's own).
  *
  *   npx tsx --conditions=@agentry/source bench/paced-ab.ts --base=<commit> [--head=<commit>] [--streams=200] [--rounds=3] [--seconds=4]
+ *   npx tsx --conditions=@agentry/source bench/paced-ab.ts --commits=<c1>,<c2>,<c3>,...   # a chain of levers, each beside the one before
  *
  * Both sides run as a cluster (gateway + one agent-worker, compiled, `worker.concurrency: 500`)
  * on a database each of the local Postgres and the same private Redis (one side idles while the
@@ -50,11 +51,13 @@ import {
 const argv = process.argv.slice(2);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const BASE = option('base');
-if (!BASE) {
-  console.error('usage: bench/paced-ab.ts --base=<commit> [--head=<commit>] [--streams=200] [--rounds=3] [--seconds=4]');
+const HEAD = option('head');
+/** Every side: `--commits`, else base and head (the working tree when no head is given). */
+const COMMITS: Array<string | undefined> = option('commits')?.split(',') ?? (BASE ? [BASE, HEAD] : []);
+if (COMMITS.length < 2) {
+  console.error('usage: bench/paced-ab.ts --base=<commit> [--head=<commit>] | --commits=<c1>,<c2>,... [--streams=200] [--rounds=3] [--seconds=4]');
   process.exit(2);
 }
-const HEAD = option('head');
 const STREAMS = Number(option('streams') ?? 200);
 const ROUNDS = Number(option('rounds') ?? 3);
 const SECONDS = Number(option('seconds') ?? 4);
@@ -252,14 +255,15 @@ async function measure(side: Side, redis: { url: string; pid: number }): Promise
 async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-paced-ab-'));
   onCleanup('work', async () => fs.rmSync(work, { recursive: true, force: true }));
-  const baseRoot = prepare(BASE!);
-  const headRoot = HEAD ? prepare(HEAD) : ROOT;
+  const roots = COMMITS.map((c) => (c ? prepare(c) : ROOT));
   const fakePort = await freePort();
   const fake = spawnEntry('fake', 'bench/fake-model.ts', { runtime: 'tsx', args: [`--port=${fakePort}`, '--ttft-ms=0', '--tokens-per-second=50', `--tokens=${TOKENS}`], cwd: work });
   onCleanup('fake', () => fake.stop());
   await fake.waitForLog(/fake model listening/, 60_000);
   const redis = await startPrivateRedis(await freePort());
-  const sides = [await startSide('base', baseRoot, fakePort, redis.url, work), await startSide('head', headRoot, fakePort, redis.url, work)];
+  const names = COMMITS.map((c) => c ?? `${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim()}+tree`);
+  const sides: Side[] = [];
+  for (const [i, root] of roots.entries()) sides.push(await startSide(names[i]!, root, fakePort, redis.url, work));
   const results = new Map<string, Window[]>(sides.map((s) => [s.name, []]));
   for (let r = 0; r < ROUNDS; r++) {
     for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
@@ -291,9 +295,8 @@ async function main(): Promise<void> {
     ['token gap p99 ms (box-bound; 20 at the fake)', (w) => w.gap99, 0],
     ['box busy %', (w) => w.box, 0],
   ];
-  const head = HEAD ?? `${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim()} (working tree)`;
   console.log(`\n${new Date().toISOString()} ${machineLine()}; ${STREAMS} paced streams, ${ROUNDS} rounds x ${SECONDS} s, medians\n`);
-  console.log(`| figure | base ${BASE} | head ${head} |\n|---|---:|---:|`);
+  console.log(`| figure | ${names.join(' | ')} |\n|---|${names.map(() => '---:|').join('')}`);
   const cell = (name: string, i: number) => {
     const [label, f, digits] = rows[i]!;
     const v = med(results.get(name)!.map(f)).toFixed(digits);
@@ -301,7 +304,7 @@ async function main(): Promise<void> {
     return next && next[0] === '' && label !== '' ? `${v} / ${med(results.get(name)!.map(next[1])).toFixed(next[2])}` : v;
   };
   rows.forEach(([label], i) => {
-    if (label !== '') console.log(`| ${label} | ${cell('base', i)} | ${cell('head', i)} |`);
+    if (label !== '') console.log(`| ${label} | ${names.map((n) => cell(n, i)).join(' | ')} |`);
   });
   const sum = (name: string, f: (w: Window) => number) => results.get(name)!.reduce((s, w) => s + f(w), 0);
   for (const s of sides) console.log(`${s.name}: errors ${sum(s.name, (w) => w.errors)}, lost+duplicated+reordered tokens ${sum(s.name, (w) => w.bad)} (every stream, warm-up included)`);
