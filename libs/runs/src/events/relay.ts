@@ -22,6 +22,19 @@ export class RunRelay {
   #pending: Promise<RelayNext> | undefined;
   /** Resolves when the client goes away (one listener for the whole relay). */
   readonly #gone: Promise<RelayNext> | undefined;
+  /** The lease's lapse as a wait outcome, made once per lapse promise (a hand-off re-arms it). */
+  #lapse: { of: Promise<void>; as: Promise<'lapsed'> } | undefined;
+  /**
+   * The silence check without a timer per event: one timer per relay, armed for `checkMs` from
+   * the start of the wait in progress; when it fires during a later wait it re-arms for what is
+   * left of that one, and once no wait is in progress it stops. `#silence` is the promise the
+   * waits race, resolved when a wait has lasted `checkMs`.
+   */
+  #silence: { promise: Promise<'silence'>; resolve: (v: 'silence') => void } | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #waitStarted = 0;
+  #waitMs = 0;
+  #waiting = false;
 
   constructor(
     private readonly queue: RunEventQueue,
@@ -60,13 +73,9 @@ export class RunRelay {
       // One pending read of the queue across silences: a new read would leave an event that
       // arrives meanwhile to the abandoned one.
       this.#pending ??= this.queue.next().then((event) => ({ type: 'event', event }));
-      let timer: NodeJS.Timeout | undefined;
-      const silence = new Promise<'silence'>((resolve) => {
-        timer = setTimeout(() => resolve('silence'), this.opts.checkMs());
-      });
-      const waits: Array<Promise<RelayNext | 'silence' | 'lapsed'>> = [this.#pending, silence];
+      const waits: Array<Promise<RelayNext | 'silence' | 'lapsed'>> = [this.#pending, this.#silenceFor(this.opts.checkMs())];
       if (gone) waits.push(gone);
-      if (lease) waits.push(lease.watch.lapsed().then(() => 'lapsed' as const));
+      if (lease) waits.push(this.#lapsed(lease));
       let got: RelayNext | 'silence' | 'lapsed';
       try {
         got = await Promise.race(waits);
@@ -74,15 +83,16 @@ export class RunRelay {
         this.#pending = undefined;
         throw err;
       } finally {
-        clearTimeout(timer);
+        this.#waiting = false;
       }
       if (got === 'lapsed' && lease) {
-        const after = await this.#lapsed(lease);
+        const after = await this.#onLapse(lease);
         if (after) return after;
         continue;
       }
       if (got !== 'silence' && got !== 'lapsed') {
         if (got.type !== 'closed') this.#pending = undefined;
+        else this.#stopTimer();
         return got;
       }
       if (this.opts.closed?.aborted) return { type: 'closed' };
@@ -96,6 +106,50 @@ export class RunRelay {
     }
   }
 
+  /** The silence of the wait starting now: resolves once it has lasted `ms` (see `#silence`). */
+  #silenceFor(ms: number): Promise<'silence'> {
+    this.#waiting = true;
+    this.#waitStarted = Date.now();
+    this.#waitMs = ms;
+    if (!this.#silence) {
+      let resolve!: (v: 'silence') => void;
+      const promise = new Promise<'silence'>((r) => (resolve = r));
+      this.#silence = { promise, resolve };
+    }
+    if (!this.#timer) this.#arm(ms);
+    return this.#silence.promise;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => this.#onTimer(), ms);
+    // A relay that has ended leaves it to fire once more and stop: it must not hold the process.
+    this.#timer.unref();
+  }
+
+  #onTimer(): void {
+    this.#timer = undefined;
+    if (!this.#waiting) return;
+    const left = this.#waitStarted + this.#waitMs - Date.now();
+    if (left > 0) {
+      this.#arm(left);
+      return;
+    }
+    const silence = this.#silence;
+    this.#silence = undefined;
+    silence?.resolve('silence');
+  }
+
+  #stopTimer(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #lapsed(lease: RelayLease): Promise<'lapsed'> {
+    const of = lease.watch.lapsed();
+    if (this.#lapse?.of !== of) this.#lapse = { of, as: of.then(() => 'lapsed' as const) };
+    return this.#lapse.as;
+  }
+
   /**
    * The worker stopped renewing the run's lease. A run that ended meanwhile (its worker gave the
    * lease up with its last event, which may still be on its way) ends from its row; otherwise the
@@ -103,7 +157,7 @@ export class RunRelay {
    * or keeps waiting for the re-run (it had none). A database that cannot answer is taken as
    * "not ended": the worker is gone either way.
    */
-  async #lapsed(lease: RelayLease): Promise<RelayNext | undefined> {
+  async #onLapse(lease: RelayLease): Promise<RelayNext | undefined> {
     let run: RunOutcome | undefined | 'unknown';
     try {
       run = await this.opts.readRun();
