@@ -141,7 +141,7 @@ describeWithRedis('redis bus', () => {
         const keep = (run: number) => ({ log: `run-${run}`, maxLen: 4, ttlMs: 60_000 });
         const sent = Array.from({ length: 31 }, (_, i) => ({ run: i % 3, i }));
         // Both scripts loaded first: a script's first call on a server is an EVAL, not an EVALSHA.
-        await Promise.all([0, 1, 2].map((i) => worker.pubsub.publish('warm', i, keep(9))));
+        await Promise.all([0, 1, 2].map((i) => worker.pubsub.publish('silent', i, keep(9))));
         const lines = await commandsOf(prefix, async () => {
           // The first finds the channel idle and goes at once; the other 30 come while it is in flight.
           await Promise.all(sent.map((m) => worker.pubsub.publish('ch', m, m.run === 2 ? undefined : keep(m.run))));
