@@ -243,6 +243,8 @@ describe('RunRelay silence', () => {
     expect(reads).toBe(2);
     queue.push({ type: 'done', runId: 'r', seq: 1, finishReason: 'stop' } as never);
     expect(await first).toMatchObject({ type: 'event', event: { type: 'done' } });
+    // Nothing is left armed after the last event: a timer would hold the request and its response for checkMs more.
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('ends from the stored row when the events went quiet and the run has ended', async () => {
@@ -251,5 +253,6 @@ describe('RunRelay silence', () => {
     const next = relay.next();
     await vi.advanceTimersByTimeAsync(100);
     expect(await next).toMatchObject({ type: 'ended', run: { status: 'succeeded' } });
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -65,7 +65,7 @@ export class RunRelay {
     // An event already waiting needs no timer and no race (the common case mid-answer).
     if (this.#pending === undefined) {
       const ready = this.queue.poll();
-      if (ready) return { type: 'event', event: ready };
+      if (ready) return this.#event(ready);
     }
     const gone = this.#gone;
     const lease = this.opts.lease;
@@ -81,18 +81,23 @@ export class RunRelay {
         got = await Promise.race(waits);
       } catch (err) {
         this.#pending = undefined;
+        this.#stopTimer();
         throw err;
       } finally {
         this.#waiting = false;
       }
       if (got === 'lapsed' && lease) {
         const after = await this.#onLapse(lease);
+        if (after?.type === 'ended') this.#stopTimer();
         if (after) return after;
         continue;
       }
       if (got !== 'silence' && got !== 'lapsed') {
-        if (got.type !== 'closed') this.#pending = undefined;
-        else this.#stopTimer();
+        if (got.type === 'event') {
+          this.#pending = undefined;
+          return this.#event(got.event);
+        }
+        this.#stopTimer();
         return got;
       }
       if (this.opts.closed?.aborted) return { type: 'closed' };
@@ -102,8 +107,21 @@ export class RunRelay {
       } catch {
         continue;
       }
-      if (!run || isFinalRunStatus(run.status)) return { type: 'ended', run };
+      if (!run || isFinalRunStatus(run.status)) {
+        this.#stopTimer();
+        return { type: 'ended', run };
+      }
     }
+  }
+
+  /**
+   * An event for the caller. After the last one (done, or a failure) the timer goes too: left to
+   * fire, it would hold the relay, and through its callbacks the request and the response, for
+   * up to `checkMs` after the answer ended.
+   */
+  #event(event: RunEvent): RelayNext {
+    if (event.type === 'done' || event.type === 'error') this.#stopTimer();
+    return { type: 'event', event };
   }
 
   /** The silence of the wait starting now: resolves once it has lasted `ms` (see `#silence`). */
@@ -122,7 +140,7 @@ export class RunRelay {
 
   #arm(ms: number): void {
     this.#timer = setTimeout(() => this.#onTimer(), ms);
-    // A relay that has ended leaves it to fire once more and stop: it must not hold the process.
+    // A relay its caller left without an end (it stopped asking) leaves it to fire once and stop: it must not hold the process.
     this.#timer.unref();
   }
 
@@ -173,7 +191,7 @@ export class RunRelay {
       return undefined;
     }
     this.#pending = undefined;
-    return { type: 'event', event: { type: 'error', runId: lease.runId, seq: this.queue.expected, message: WORKER_LOST_MESSAGE, status: 503 } };
+    return this.#event({ type: 'error', runId: lease.runId, seq: this.queue.expected, message: WORKER_LOST_MESSAGE, status: 503 });
   }
 }
 
