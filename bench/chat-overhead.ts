@@ -9,6 +9,7 @@
  *   npm run bench:chat -- --quick --no-write    # fewer requests, print only
  *   npm run bench:chat -- --runtime=tsx         # Agentry from its sources under tsx (the default is compiled, as every start path runs it)
  *   npm run bench:chat -- --resume-only         # only the resume table (dropped streams resumed), printed, not written
+ *   npm run bench:chat -- --levels=paced:200    # only these levels (scenario:N, comma-separated), printed, not written; no resume or per-run part
  *
  * After the levels of each target, streams are dropped mid-answer and resumed with
  * `GET /runs/{id}/events` and `Last-Event-ID` (issue 27 item 1): the time to the first resumed
@@ -60,15 +61,17 @@ import {
 const argv = process.argv.slice(2);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
-  if (!/^--(quick|no-write|resume-only|targets=.+|runtime=(tsx|node))$/.test(a)) {
-    console.error(`unknown argument ${a}; use --targets=embedded,cluster,embedded-c100,cluster-c100 --quick --no-write --resume-only --runtime=tsx|node`);
+  if (!/^--(quick|no-write|resume-only|targets=.+|levels=.+|runtime=(tsx|node))$/.test(a)) {
+    console.error(`unknown argument ${a}; use --targets=embedded,cluster,embedded-c100,cluster-c100 --levels=burst:1,paced:200 --quick --no-write --resume-only --runtime=tsx|node`);
     process.exit(2);
   }
 }
 const QUICK = argv.includes('--quick');
 const RESUME_ONLY = argv.includes('--resume-only');
-// The section is written whole: a run of the resume part alone only prints.
-const WRITE = !argv.includes('--no-write') && !RESUME_ONLY;
+/** `--levels=paced:200,burst:1`: only these levels (a profile of one load needs nothing else). */
+const LEVELS = option('levels')?.split(',');
+// The section is written whole: a run of the resume part or of some levels alone only prints.
+const WRITE = !argv.includes('--no-write') && !RESUME_ONLY && !LEVELS;
 const RUNTIME = option('runtime') === 'tsx' ? 'tsx' : 'node';
 
 const POSTGRES_URL = BENCH_POSTGRES_URL;
@@ -811,14 +814,14 @@ async function main(): Promise<void> {
     console.log(`\n== ${t.id}: starting`);
     const system = await startSystem(t, fakes, work);
     try {
-      for (const s of RESUME_ONLY ? [] : SCENARIOS) {
+      for (const s of RESUME_ONLY ? [] : SCENARIOS.filter((x) => !LEVELS || x.levels.some((l) => LEVELS.includes(`${x.id}:${l.n}`)))) {
         const ep = endpoints(s, fakes, system.port, agents);
         // Smoke test: one request each way must work before anything is measured.
         for (const [name, e] of [['direct', ep.direct], ['agentry', ep.agentry]] as const) {
           const smoke = await streamOnce(e, EXPECT);
           if (!smoke.ok) throw new Error(`${t.id}/${s.id}: the ${name} smoke request failed: ${smoke.error}`);
         }
-        for (const plan of s.levels) {
+        for (const plan of s.levels.filter((l) => !LEVELS || LEVELS.includes(`${s.id}:${l.n}`))) {
           const before = await waitForQuiet();
           const direct = await runLevel(ep.direct, plan);
           const agentry = await runLevel(ep.agentry, plan, () => startProbe(system.processes, fakes[s.provider]!.child));
@@ -835,7 +838,7 @@ async function main(): Promise<void> {
       }
       const paced = SCENARIOS.find((x) => x.tokensPerSecond > 0)!;
       const pacedEp = endpoints(paced, fakes, system.port, agents).agentry;
-      for (const delayMs of RESUME_DELAYS_MS) {
+      for (const delayMs of LEVELS ? [] : RESUME_DELAYS_MS) {
         await waitForQuiet();
         const r = await runResume(t, pacedEp, delayMs);
         resumes.push(r);
@@ -844,7 +847,7 @@ async function main(): Promise<void> {
         );
         for (const e of r.errorSamples) console.log(`    error: ${e}`);
       }
-      if (system.backends && !RESUME_ONLY) {
+      if (system.backends && !RESUME_ONLY && !LEVELS) {
         // The burst scenario's request, COST_RUNS times over 8 connections (bench/lib.ts measureRunCost).
         const ep = endpoints(SCENARIOS[0]!, fakes, system.port, agents).agentry;
         const send = async (runs: number) => {

@@ -130,6 +130,34 @@ describeWithRedis('redis bus', () => {
         expect(await bus.lease('run-1', 'other', 3_000)).toBe(false);
       });
 
+      it('publishes that come while one is in flight on their channel leave together: one script, one PUBLISH', async () => {
+        // What a worker relaying many paced streams to one gateway does: every run's next token
+        // on the gateway's reply channel, most of them kept for a resume.
+        const prefix = uniqueRedisPrefix();
+        const worker = open(prefix);
+        const gateway = open(prefix);
+        const heard: unknown[] = [];
+        await gateway.pubsub.subscribe('ch', (m) => heard.push(m));
+        const keep = (run: number) => ({ log: `run-${run}`, maxLen: 4, ttlMs: 60_000 });
+        const sent = Array.from({ length: 31 }, (_, i) => ({ run: i % 3, i }));
+        // Both scripts loaded first: a script's first call on a server is an EVAL, not an EVALSHA.
+        await Promise.all([0, 1, 2].map((i) => worker.pubsub.publish('silent', i, keep(9))));
+        const lines = await commandsOf(prefix, async () => {
+          // The first finds the channel idle and goes at once; the other 30 come while it is in flight.
+          await Promise.all(sent.map((m) => worker.pubsub.publish('ch', m, m.run === 2 ? undefined : keep(m.run))));
+          await waitFor('every message', () => heard.length === sent.length);
+        });
+        // One by one, these were 31 scripts or PUBLISHes, each its own message to the gateway.
+        expect(lines.filter((l) => /^publish /i.test(l))).toHaveLength(2);
+        expect(lines.filter((l) => /^evalsha /i.test(l))).toHaveLength(2);
+        expect(heard).toEqual(sent);
+        // Each log has its own messages, capped, with its lifetime set (once per batch).
+        expect(await worker.pubsub.kept('run-0')).toEqual(sent.filter((m) => m.run === 0).slice(-4));
+        expect(await worker.pubsub.kept('run-1')).toEqual(sent.filter((m) => m.run === 1).slice(-4));
+        expect(await worker.pubsub.kept('run-2')).toEqual([]);
+        expect(lines.filter((l) => /^pexpire /i.test(l))).toHaveLength(3);
+      });
+
       it("one job's whole life (enqueue with a job id, pickup, completion) stays within its budget", async () => {
         const prefix = uniqueRedisPrefix();
         const bus = open(prefix);

@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '@agentry/contracts';
-import { EventGapError, GatewayReplies, RunEventPublisher, RunEventQueue, runEventChannel } from '@agentry/runs';
+import { EventGapError, GatewayReplies, RunEventPublisher, RunEventQueue, RunRelay, runEventChannel } from '@agentry/runs';
 
 /** A publish whose completion the test controls. */
 function gatedPublish() {
@@ -213,5 +213,46 @@ describe('GatewayReplies: one reply channel per gateway process', () => {
     await pubsub.publish(`replies:${replies.id}`, { type: 'text', text: 'hi', runId: 'y', seq: 0 });
     expect(got).toHaveLength(1);
     expect(pubsub.subscribes).toBe(2);
+  });
+});
+
+describe('RunRelay silence', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('reads the run after checkMs of silence counted from the start of each wait, not from the first', async () => {
+    vi.useFakeTimers();
+    const queue = new RunEventQueue();
+    let reads = 0;
+    const relay = new RunRelay(queue, { readRun: async () => (reads++, { status: 'running' }) as never, checkMs: () => 100 });
+    let first = relay.next();
+    await vi.advanceTimersByTimeAsync(60);
+    queue.push({ type: 'text', runId: 'r', seq: 0, text: 'a' });
+    expect(await first).toMatchObject({ type: 'event', event: { seq: 0 } });
+    // A second wait from t=60: the relay's one timer fires at t=100 and must wait on to t=160.
+    first = relay.next();
+    await vi.advanceTimersByTimeAsync(90);
+    expect(reads).toBe(0);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(reads).toBe(1);
+    // The run is still going: the next silence is a whole checkMs after the first (t=260), and an event still ends the wait.
+    await vi.advanceTimersByTimeAsync(80);
+    expect(reads).toBe(1);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(reads).toBe(2);
+    queue.push({ type: 'done', runId: 'r', seq: 1, finishReason: 'stop' } as never);
+    expect(await first).toMatchObject({ type: 'event', event: { type: 'done' } });
+    // Nothing is left armed after the last event: a timer would hold the request and its response for checkMs more.
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('ends from the stored row when the events went quiet and the run has ended', async () => {
+    vi.useFakeTimers();
+    const relay = new RunRelay(new RunEventQueue(), { readRun: async () => ({ status: 'succeeded', output: 'x' }) as never, checkMs: () => 100 });
+    const next = relay.next();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await next).toMatchObject({ type: 'ended', run: { status: 'succeeded' } });
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { aguiToolResult, aguiToolStart, chunk, completion, streamError, usageChunk } from '../src/chat/openai-chunks.js';
+import { aguiToolResult, aguiToolStart, chunk, completion, contentChunkJson, streamError, usageChunk } from '../src/chat/openai-chunks.js';
 
 const meta = { id: 'chatcmpl-1', created: 1700000000, model: 'agent' };
 
@@ -29,5 +29,16 @@ describe('OpenAI chunk encoders', () => {
     expect((ok.tool_calls as Array<Record<string, unknown>>)[0]).not.toHaveProperty('isError');
     const failed = aguiToolResult({ type: 'tool_result', toolCallId: 'c1', toolName: 'read', content: 'no', toolType: 'builtin', isError: true } as never);
     expect((failed.tool_calls as Array<Record<string, unknown>>)[0]).toMatchObject({ type: 'TOOL_CALL_RESULT', isError: true });
+  });
+
+  it('write a text chunk from its template exactly as JSON.stringify writes the chunk', () => {
+    // A model name that looks like the template's split point, and contents JSON must escape.
+    const tricky = { id: 'chatcmpl-2', created: 1, model: 'a "content":"" b\u2028' };
+    for (const m of [meta, tricky]) {
+      const json = contentChunkJson(m);
+      for (const content of ['', 'tok1 ', 'say "hi"\n', '\\ \u0000 \u2028 é 😀', '"content":""']) {
+        expect(json(content)).toBe(JSON.stringify(chunk(m, { content })));
+      }
+    }
   });
 });

@@ -17,6 +17,8 @@ interface Served {
   body: Promise<{ body: string; terminated: boolean; after: string }>;
   /** `writableCorked` of the response at each `end()` call. */
   corkedAtEnd: number[];
+  /** Writes the response's socket has handed to the kernel so far (`_write` and `_writev` calls). */
+  socketWrites: () => number;
 }
 
 const servers: http.Server[] = [];
@@ -27,7 +29,17 @@ afterEach(async () => {
 /** Serves one request with `handle`, asks it over a raw socket, and decodes the chunked body. */
 async function serve(handle: (sse: SseWriter, later: (fn: () => void) => void) => void): Promise<Served> {
   const corkedAtEnd: number[] = [];
+  let writes = 0;
   const server = http.createServer((req, res) => {
+    // Each call is one write(2) (or writev(2)) of the socket: what a stream costs in syscalls.
+    const socket = res.socket as net.Socket & { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+    for (const name of ['_write', '_writev'] as const) {
+      const original = socket[name].bind(socket);
+      socket[name] = (...args: unknown[]) => {
+        writes++;
+        original(...args);
+      };
+    }
     const end = res.end.bind(res);
     res.end = ((...args: Parameters<typeof res.end>) => {
       corkedAtEnd.push(res.writableCorked);
@@ -50,7 +62,7 @@ async function serve(handle: (sse: SseWriter, later: (fn: () => void) => void) =
       resolve(dechunk(raw.slice(raw.indexOf('\r\n\r\n') + 4)));
     }, 300);
   });
-  return { body, corkedAtEnd };
+  return { body, corkedAtEnd, socketWrites: () => writes };
 }
 
 function dechunk(raw: string): { body: string; terminated: boolean; after: string } {
@@ -95,5 +107,29 @@ describe('SseWriter', () => {
     expect(terminated).toBe(true);
     expect(after).toBe('');
     expect(served.corkedAtEnd).toEqual([0]);
+  });
+
+  it('sends the events of one turn in one write of the socket', async () => {
+    const perTurn: number[] = [];
+    const served = await serve((sse, later) => {
+      sse.send({ n: 1 });
+      later(() => {
+        const before = served.socketWrites();
+        // Three runs' worth of output in one turn: a Redis message carrying several events.
+        sse.send({ n: 2 }, 'r:2');
+        sse.comment('retry {"attempt":2}');
+        sse.send({ n: 3 }, 'r:3');
+        setImmediate(() => {
+          perTurn.push(served.socketWrites() - before);
+          sse.done();
+          sse.end();
+        });
+      });
+    });
+    const { body, terminated } = await served.body;
+    expect(body).toBe('data: {"n":1}\n\nid: r:2\ndata: {"n":2}\n\n: retry {"attempt":2}\n\nid: r:3\ndata: {"n":3}\n\ndata: [DONE]\n\n');
+    expect(terminated).toBe(true);
+    // Node 24's corked response wrote the chunk's length, its CRLF, each piece and the closing CRLF apart: 6 writes.
+    expect(perTurn).toEqual([1]);
   });
 });

@@ -23,6 +23,28 @@ return redis.call('PUBLISH', ARGV[1], ARGV[2])
 `;
 
 /**
+ * Several messages of one channel in one step, as one pub/sub message (a batch frame: each
+ * message's JSON after a 0x1E byte, which JSON text never holds unescaped): each kept one is
+ * appended to its log (KEYS[k]) and trimmed, each log's lifetime restarted once, then the frame
+ * published. ARGV: channel, then per message its key index (0: not kept), cap, lifetime, JSON.
+ */
+const PUBLISH_BATCH = `
+local frame = {}
+local ttl = {}
+for i = 2, #ARGV, 4 do
+  local k = tonumber(ARGV[i])
+  if k > 0 then
+    local n = redis.call('RPUSH', KEYS[k], ARGV[i + 3])
+    if n > tonumber(ARGV[i + 1]) then redis.call('LTRIM', KEYS[k], -tonumber(ARGV[i + 1]), -1) end
+    ttl[k] = ARGV[i + 2]
+  end
+  frame[#frame + 1] = ARGV[i + 3]
+end
+for k, ms in pairs(ttl) do redis.call('PEXPIRE', KEYS[k], ms) end
+return redis.call('PUBLISH', ARGV[1], '\\30' .. table.concat(frame, '\\30'))
+`;
+
+/**
  * `gcraHit` (../rate-limit.ts) as one script, on the server's clock so that replicas with
  * skewed clocks still share one budget. The key expires when its bucket would be full again.
  */
@@ -75,12 +97,14 @@ return redis.call('INCRBY', KEYS[1], ARGV[2])
 export interface ScriptCommands {
   agentryLease(key: string, owner: string, ttlMs: number): Promise<number>;
   agentryPublishKept(log: string, channel: string, payload: string, maxLen: number, ttlMs: number): Promise<number>;
+  /** (number of keys, ...keys, channel, ...[key index, cap, lifetime, JSON] per message). */
+  agentryPublishBatch(...args: Array<string | number>): Promise<number>;
   agentryRateLimit(key: string, intervalMs: number, burst: number, peek: 0 | 1): Promise<[number, number, number]>;
   agentryReserve(key: string, ttlMs: number, by: number, max: number): Promise<[number, number]>;
   agentryCount(key: string, ttlMs: number, by: number): Promise<number>;
 }
 
-const SCRIPTS: Record<keyof ScriptCommands, string> = {
+const SCRIPTS: Record<Exclude<keyof ScriptCommands, 'agentryPublishBatch'>, string> = {
   agentryPublishKept: PUBLISH_KEPT,
   agentryRateLimit: RATE_LIMIT,
   agentryLease: LEASE_SCRIPT,
@@ -91,5 +115,7 @@ const SCRIPTS: Record<keyof ScriptCommands, string> = {
 /** Called once, right after `new Redis(...)`, before any command can be issued on the connection. */
 export function defineScripts(conn: Redis): Redis & ScriptCommands {
   for (const [name, lua] of Object.entries(SCRIPTS)) conn.defineCommand(name, { numberOfKeys: 1, lua });
+  // Its number of keys varies: the first argument gives it.
+  conn.defineCommand('agentryPublishBatch', { lua: PUBLISH_BATCH });
   return conn as Redis & ScriptCommands;
 }

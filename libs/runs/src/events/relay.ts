@@ -22,6 +22,19 @@ export class RunRelay {
   #pending: Promise<RelayNext> | undefined;
   /** Resolves when the client goes away (one listener for the whole relay). */
   readonly #gone: Promise<RelayNext> | undefined;
+  /** The lease's lapse as a wait outcome, made once per lapse promise (a hand-off re-arms it). */
+  #lapse: { of: Promise<void>; as: Promise<'lapsed'> } | undefined;
+  /**
+   * The silence check without a timer per event: one timer per relay, armed for `checkMs` from
+   * the start of the wait in progress; when it fires during a later wait it re-arms for what is
+   * left of that one, and once no wait is in progress it stops. `#silence` is the promise the
+   * waits race, resolved when a wait has lasted `checkMs`.
+   */
+  #silence: { promise: Promise<'silence'>; resolve: (v: 'silence') => void } | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #waitStarted = 0;
+  #waitMs = 0;
+  #waiting = false;
 
   constructor(
     private readonly queue: RunEventQueue,
@@ -52,7 +65,7 @@ export class RunRelay {
     // An event already waiting needs no timer and no race (the common case mid-answer).
     if (this.#pending === undefined) {
       const ready = this.queue.poll();
-      if (ready) return { type: 'event', event: ready };
+      if (ready) return this.#event(ready);
     }
     const gone = this.#gone;
     const lease = this.opts.lease;
@@ -60,29 +73,31 @@ export class RunRelay {
       // One pending read of the queue across silences: a new read would leave an event that
       // arrives meanwhile to the abandoned one.
       this.#pending ??= this.queue.next().then((event) => ({ type: 'event', event }));
-      let timer: NodeJS.Timeout | undefined;
-      const silence = new Promise<'silence'>((resolve) => {
-        timer = setTimeout(() => resolve('silence'), this.opts.checkMs());
-      });
-      const waits: Array<Promise<RelayNext | 'silence' | 'lapsed'>> = [this.#pending, silence];
+      const waits: Array<Promise<RelayNext | 'silence' | 'lapsed'>> = [this.#pending, this.#silenceFor(this.opts.checkMs())];
       if (gone) waits.push(gone);
-      if (lease) waits.push(lease.watch.lapsed().then(() => 'lapsed' as const));
+      if (lease) waits.push(this.#lapsed(lease));
       let got: RelayNext | 'silence' | 'lapsed';
       try {
         got = await Promise.race(waits);
       } catch (err) {
         this.#pending = undefined;
+        this.#stopTimer();
         throw err;
       } finally {
-        clearTimeout(timer);
+        this.#waiting = false;
       }
       if (got === 'lapsed' && lease) {
-        const after = await this.#lapsed(lease);
+        const after = await this.#onLapse(lease);
+        if (after?.type === 'ended') this.#stopTimer();
         if (after) return after;
         continue;
       }
       if (got !== 'silence' && got !== 'lapsed') {
-        if (got.type !== 'closed') this.#pending = undefined;
+        if (got.type === 'event') {
+          this.#pending = undefined;
+          return this.#event(got.event);
+        }
+        this.#stopTimer();
         return got;
       }
       if (this.opts.closed?.aborted) return { type: 'closed' };
@@ -92,8 +107,65 @@ export class RunRelay {
       } catch {
         continue;
       }
-      if (!run || isFinalRunStatus(run.status)) return { type: 'ended', run };
+      if (!run || isFinalRunStatus(run.status)) {
+        this.#stopTimer();
+        return { type: 'ended', run };
+      }
     }
+  }
+
+  /**
+   * An event for the caller. After the last one (done, or a failure) the timer goes too: left to
+   * fire, it would hold the relay, and through its callbacks the request and the response, for
+   * up to `checkMs` after the answer ended.
+   */
+  #event(event: RunEvent): RelayNext {
+    if (event.type === 'done' || event.type === 'error') this.#stopTimer();
+    return { type: 'event', event };
+  }
+
+  /** The silence of the wait starting now: resolves once it has lasted `ms` (see `#silence`). */
+  #silenceFor(ms: number): Promise<'silence'> {
+    this.#waiting = true;
+    this.#waitStarted = Date.now();
+    this.#waitMs = ms;
+    if (!this.#silence) {
+      let resolve!: (v: 'silence') => void;
+      const promise = new Promise<'silence'>((r) => (resolve = r));
+      this.#silence = { promise, resolve };
+    }
+    if (!this.#timer) this.#arm(ms);
+    return this.#silence.promise;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => this.#onTimer(), ms);
+    // A relay its caller left without an end (it stopped asking) leaves it to fire once and stop: it must not hold the process.
+    this.#timer.unref();
+  }
+
+  #onTimer(): void {
+    this.#timer = undefined;
+    if (!this.#waiting) return;
+    const left = this.#waitStarted + this.#waitMs - Date.now();
+    if (left > 0) {
+      this.#arm(left);
+      return;
+    }
+    const silence = this.#silence;
+    this.#silence = undefined;
+    silence?.resolve('silence');
+  }
+
+  #stopTimer(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #lapsed(lease: RelayLease): Promise<'lapsed'> {
+    const of = lease.watch.lapsed();
+    if (this.#lapse?.of !== of) this.#lapse = { of, as: of.then(() => 'lapsed' as const) };
+    return this.#lapse.as;
   }
 
   /**
@@ -103,7 +175,7 @@ export class RunRelay {
    * or keeps waiting for the re-run (it had none). A database that cannot answer is taken as
    * "not ended": the worker is gone either way.
    */
-  async #lapsed(lease: RelayLease): Promise<RelayNext | undefined> {
+  async #onLapse(lease: RelayLease): Promise<RelayNext | undefined> {
     let run: RunOutcome | undefined | 'unknown';
     try {
       run = await this.opts.readRun();
@@ -119,7 +191,7 @@ export class RunRelay {
       return undefined;
     }
     this.#pending = undefined;
-    return { type: 'event', event: { type: 'error', runId: lease.runId, seq: this.queue.expected, message: WORKER_LOST_MESSAGE, status: 503 } };
+    return this.#event({ type: 'error', runId: lease.runId, seq: this.queue.expected, message: WORKER_LOST_MESSAGE, status: 503 });
   }
 }
 

@@ -5,7 +5,7 @@ import type { RunOutcome } from '@agentry/db';
 import type { ChatRun, RunControl } from './chat-run.js';
 import { EventGapError, storedEnding, type RunRelay } from '@agentry/runs';
 import { retryComment, SseWriter } from './sse-writer.js';
-import { aguiToolResult, aguiToolStart, chunk, completion, streamError, toolCallDelta, usageChunk, type CompletionMeta, type DoneEvent } from './openai-chunks.js';
+import { aguiToolResult, aguiToolStart, chunk, completion, contentChunkJson, streamError, toolCallDelta, usageChunk, type CompletionMeta, type DoneEvent } from './openai-chunks.js';
 
 /**
  * The two shapes of a chat completion answer, read from a run's relay: one JSON body, or SSE
@@ -82,12 +82,15 @@ class ChunkStream {
   #muted = false;
   /** The last retry notice that came while the headers were held back, for when they go out. */
   #notice: string | undefined;
+  readonly #contentJson: (content: string) => string;
   constructor(
     private readonly run: RunControl,
     readonly sse: SseWriter,
     private readonly meta: CompletionMeta,
     private readonly includeUsage: boolean,
-  ) {}
+  ) {
+    this.#contentJson = contentChunkJson(meta);
+  }
 
   /**
    * A provider retry, as a comment line. `openNow` (Agentry's own clients, which read it) opens
@@ -129,6 +132,13 @@ class ChunkStream {
     this.#notice = undefined;
     this.begin();
     if (!this.#muted) this.sse.send(chunk(this.meta, delta), this.#id);
+  }
+
+  /** A text delta: the one chunk every relayed token makes, written from its template. */
+  text(content: string): void {
+    this.#notice = undefined;
+    this.begin();
+    if (!this.#muted) this.sse.sendJson(this.#contentJson(content), this.#id);
   }
 
   finish(finishReason: string, usage: DoneEvent['usage'] | null, toolCalls?: DoneEvent['toolCalls']): void {
@@ -209,7 +219,7 @@ export async function streamCompletion(
         out.at(undefined, false);
         const ending = storedEnding(next.run, sinceTool);
         if ('error' in ending) return out.fail(new AppError('RUN_FAILED', ending.status, ending.error), ending.status);
-        if (ending.rest) out.delta({ content: ending.rest });
+        if (ending.rest) out.text(ending.rest);
         return out.finish('stop', (next.run?.usage ?? null) as DoneEvent['usage'] | null);
       }
       const event: RunEvent = next.event;
@@ -219,7 +229,7 @@ export async function streamCompletion(
       switch (event.type) {
         case 'text':
           sinceTool += event.text;
-          out.delta({ content: event.text });
+          out.text(event.text);
           break;
         case 'tool_start':
           if (opts.agui) out.delta(aguiToolStart(event));

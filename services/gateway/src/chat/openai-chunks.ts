@@ -56,6 +56,20 @@ export function chunk(meta: CompletionMeta, delta: Record<string, unknown>, fini
   return { ...meta, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] };
 }
 
+/**
+ * `JSON.stringify(chunk(meta, { content }))` from a template made once per answer: every relayed
+ * text event of a stream is this chunk, and only its content changes. The content is the last
+ * string of the chunk (the meta's strings come first, and a `"content":""` inside one of them
+ * would be escaped), so the template splits there.
+ */
+export function contentChunkJson(meta: CompletionMeta): (content: string) => string {
+  const sample = JSON.stringify(chunk(meta, { content: '' }));
+  const at = sample.lastIndexOf('"content":""') + '"content":'.length;
+  const head = sample.slice(0, at);
+  const tail = sample.slice(at + 2);
+  return (content) => head + JSON.stringify(content) + tail;
+}
+
 /** The closing usage chunk of `stream_options.include_usage`. */
 export function usageChunk(meta: CompletionMeta, usage: DoneEvent['usage'] | null | undefined) {
   return { ...meta, object: 'chat.completion.chunk', choices: [], usage: usageOf({ usage: usage ?? undefined }) };
