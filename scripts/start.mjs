@@ -252,7 +252,9 @@ async function makeBundle(entry) {
     files = Object.keys(result.metafile.inputs)
       .map((f) => fileURLToPath(new URL(f, pathToFileURL(`${process.cwd()}/`))))
       .filter((f) => f.startsWith(rootPath) && !f.includes('/node_modules/'))
-      .map(relToRoot);
+      .map(relToRoot)
+      // This file decides how the bundle is made: an edit to it makes a new one.
+      .concat(relToRoot(fileURLToPath(import.meta.url)));
   } catch {
     failed = true;
     files = readdirSync(new URL('dist/src/', locate(entry).pkgDir), { recursive: true }).map((f) => relToRoot(fileURLToPath(new URL(`dist/src/${f}`, locate(entry).pkgDir))));
