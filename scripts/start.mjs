@@ -17,8 +17,8 @@
 // With --bundle (`npm start`), the entry runs from one esbuild bundle of its compiled files and
 // their dependencies once one is up to date: a restart then loads one file instead of ~2,000
 // modules (docs/benchmarks.md, "Issue 39: start-up phases"). A start that finds none runs dist/
-// as before and leaves a low-priority child making it for the next one, so that a first start
-// does not wait for it. AGENTRY_NO_BUNDLE=1 runs dist/ (stack traces with its source maps). The
+// as before and, once it serves, leaves a low-priority child making it for the next one, so that
+// a first start does not wait for it. AGENTRY_NO_BUNDLE=1 runs dist/ (stack traces with its source maps). The
 // image does not come here: it runs dist/ as tsc -b built it.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
@@ -312,7 +312,10 @@ if (failed === null) {
   // eslint-disable-next-line no-restricted-syntax -- the launcher is the entry that reads it
   const useBundle = bundled && !process.env.AGENTRY_NO_BUNDLE;
   const bundle = useBundle ? freshBundle(entry) : null;
-  if (useBundle && bundle === null) bundleInBackground(entry);
+  // Made once the entry says it is serving (the standalone's main.ts calls this after listen):
+  // begun at once, it competed with a first start's initdb and web UI build, and its ~100 MB
+  // added to that start's peak.
+  if (useBundle && bundle === null) globalThis[Symbol.for('agentry.started')] = () => bundleInBackground(entry);
   await import((bundle ?? dist).href);
 } else {
   console.error(`agentry: starting from the TypeScript sources under tsx (${failed}); \`npm run build\` makes starts compiled`);
