@@ -126,11 +126,13 @@ function startServer(name: string, dir: string, config: string, port: number): C
   if (BUNDLED) {
     for (const step of ['--build-only', '--bundle-only']) execFileSync(process.execPath, [path.join(ROOT, 'scripts/start.mjs'), step, ENTRY], { cwd: ROOT, stdio: 'inherit' });
   }
-  return spawnEntry(name, BUNDLED ? 'services/standalone/dist/bundle/main.mjs' : ENTRY, {
-    args: ['--config', config],
+  // Bundled: through the launcher as `npm start` (its compile cache included), less the web UI's check.
+  return spawnEntry(name, BUNDLED ? 'scripts/start.mjs' : ENTRY, {
+    args: [...(BUNDLED ? ['--bundle', ENTRY] : []), '--config', config],
     env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: SECRET_KEY },
     cwd: dir,
     nodeArgs: NODE_ARGS,
+    runtime: 'node',
   });
 }
 
