@@ -204,17 +204,33 @@ const keepOwnUrl = {
 };
 
 /**
+ * The Postgres and Redis halves of our packages, which only a server given DATABASE_URL or
+ * REDIS_URL loads (on demand). Bundled, esbuild hoists their imports of node-postgres, BullMQ and
+ * ioredis (left out, see makeBundle) to the bundle's top, and every embedded start loaded them.
+ * Left out, a bundle would load them as separate copies of our packages beside its own: so such a
+ * server runs dist/ instead (usesBundle).
+ */
+const CLUSTER_ONLY = ['@agentry/db/postgres', '@agentry/bus/redis'];
+
+/**
  * Leaves packages that are only imported on demand (`import('pkg')`: tiktoken's rank tables, the
  * MCP client, the OpenTelemetry SDK) to load from node_modules when they are asked for: bundled,
  * their source (4.5 MB of rank tables alone) would be read and held at every start. Our own
- * packages stay in, so that no module of ours exists twice.
+ * packages stay in, so that no module of ours exists twice, but for CLUSTER_ONLY.
  */
 const onDemandStaysOut = {
   name: 'on-demand-stays-out',
   setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, (args) => (args.kind === 'dynamic-import' && !args.path.startsWith('@agentry/') ? { path: args.path, external: true } : undefined));
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.kind === 'dynamic-import' && (!args.path.startsWith('@agentry/') || CLUSTER_ONLY.includes(args.path)) ? { path: args.path, external: true } : undefined,
+    );
   },
 };
+
+/** The bundle is for the embedded database and bus; with either URL set (or read from a file) the server runs dist/. */
+function usesBundle(env) {
+  return !env.AGENTRY_NO_BUNDLE && !['DATABASE_URL', 'DATABASE_URL_FILE', 'REDIS_URL', 'REDIS_URL_FILE'].some((k) => env[k]);
+}
 
 /**
  * Bundles the entry's compiled file with everything it imports into one ES module. Left out:
@@ -310,7 +326,7 @@ process.argv.splice(2, 1);
 const failed = await ensureBuilt(entry);
 if (failed === null) {
   // eslint-disable-next-line no-restricted-syntax -- the launcher is the entry that reads it
-  const useBundle = bundled && !process.env.AGENTRY_NO_BUNDLE;
+  const useBundle = bundled && usesBundle(process.env);
   const bundle = useBundle ? freshBundle(entry) : null;
   // Made once the entry says it is serving (the standalone's main.ts calls this after listen):
   // begun at once, it competed with a first start's initdb and web UI build, and its ~100 MB
