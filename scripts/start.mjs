@@ -18,8 +18,8 @@
 // their dependencies once one is up to date: a restart then loads one file instead of ~2,000
 // modules (docs/benchmarks.md, "Issue 39: start-up phases"). A start that finds none runs dist/
 // as before and, once it serves, leaves a low-priority child making it for the next one, so that
-// a first start does not wait for it. AGENTRY_NO_BUNDLE=1 runs dist/ (stack traces with its source maps). The
-// image does not come here: it runs dist/ as tsc -b built it.
+// a first start does not wait for it. AGENTRY_NO_BUNDLE=1 runs dist/ (stack traces through its
+// source maps). The image does not come here: it runs dist/ as tsc -b built it.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
@@ -233,10 +233,11 @@ function usesBundle(env) {
 }
 
 /**
- * Bundles the entry's compiled file with everything it imports into one ES module. Left out:
- * packages that load files beside themselves at run time (PGlite's and quickjs' WebAssembly),
- * native ones, and those only cluster mode loads (BullMQ, ioredis, node-postgres), which stay
- * ordinary imports from node_modules. Written beside and renamed into place; its mtime is set to
+ * Bundles the entry's compiled file with everything it imports into one ES module. Left out, as
+ * ordinary imports from node_modules: packages that load files beside themselves at run time
+ * (PGlite's and quickjs' WebAssembly), native ones, the on-demand and cluster-only ones above, and
+ * what only those import (BullMQ, ioredis, node-postgres; listed too, so that a static import of
+ * one added elsewhere stays out). Written beside and renamed into place; its mtime is set to
  * when it began, so that a file edited meanwhile makes it stale.
  */
 async function makeBundle(entry) {
