@@ -196,6 +196,8 @@ function freshClone(commit: string): { dir: string; home: string } {
   execFileSync('git', ['-C', dir, 'checkout', '-q', '--detach', commit]);
   // What `npm install` leaves: the packages (hard links: no copy, no network) and the workspace links.
   execFileSync('cp', ['-al', path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules')]);
+  // Not what `npm install` leaves: this checkout's caches (Node's compile cache, since 2026-11-29).
+  fs.rmSync(path.join(dir, 'node_modules/.cache'), { recursive: true, force: true });
   for (const nm of ['services/cli/node_modules']) {
     if (fs.existsSync(path.join(ROOT, nm))) execFileSync('cp', ['-al', path.join(ROOT, nm), path.join(dir, nm)]);
   }
