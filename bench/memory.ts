@@ -20,6 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { freePort } from '@agentry/testing';
 import { fakeAnswer } from './fake-model.js';
 import { START_TIMEOUT_MS, agentryRequest, benchKeys, createBenchAgent, sendN, writeBenchConfig } from './cluster.js';
@@ -28,8 +29,8 @@ import { CLK_TCK, ROOT, commandLine, cpuTicks, machineLine, onCleanup, runBench,
 const argv = process.argv.slice(2);
 const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
-  if (!/^--(no-write|requests=\d+|concurrency=\d+|settle=\d+|label=.+|node-args=.+)$/.test(a)) {
-    console.error(`unknown argument ${a}; use --no-write --requests=N --concurrency=N --settle=S --label=TEXT --node-args="FLAGS"`);
+  if (!/^--(no-write|dist|requests=\d+|concurrency=\d+|settle=\d+|label=.+|node-args=.+)$/.test(a)) {
+    console.error(`unknown argument ${a}; use --no-write --dist --requests=N --concurrency=N --settle=S --label=TEXT --node-args="FLAGS"`);
     process.exit(2);
   }
 }
@@ -42,6 +43,12 @@ const START_FLAGS = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'),
 const VARIANT_FLAGS = flag('node-args')?.split(/\s+/).filter(Boolean) ?? [];
 const NODE_ARGS = [...START_FLAGS, ...VARIANT_FLAGS];
 const LABEL = flag('label');
+/**
+ * `npm start` runs the standalone's bundle once one is up to date (scripts/start.mjs, --bundle):
+ * made here first and measured, unless --dist (the compiled files one by one, as the image runs them).
+ */
+const ENTRY = 'services/standalone/src/main.ts';
+const BUNDLED = !argv.includes('--dist');
 const TOKENS = 50;
 const ANSWER = fakeAnswer(TOKENS);
 const MB = 1024 * 1024;
@@ -116,11 +123,16 @@ function row(what: string, s: Sample): string {
 const SECRET_KEY = randomBytes(32).toString('base64');
 
 function startServer(name: string, dir: string, config: string, port: number): Child {
-  return spawnEntry(name, 'services/standalone/src/main.ts', {
-    args: ['--config', config],
+  if (BUNDLED) {
+    for (const step of ['--build-only', '--bundle-only']) execFileSync(process.execPath, [path.join(ROOT, 'scripts/start.mjs'), step, ENTRY], { cwd: ROOT, stdio: 'inherit' });
+  }
+  // Bundled: through the launcher as `npm start` (its compile cache included), less the web UI's check.
+  return spawnEntry(name, BUNDLED ? 'scripts/start.mjs' : ENTRY, {
+    args: [...(BUNDLED ? ['--bundle', ENTRY] : []), '--config', config],
     env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: SECRET_KEY },
     cwd: dir,
     nodeArgs: NODE_ARGS,
+    runtime: 'node',
   });
 }
 
@@ -180,7 +192,7 @@ async function main(): Promise<number> {
     '',
     `Machine: ${machineLine()}; command \`${commandLine('bench:memory')}\`${variant ? ` (variant: ${variant})` : ''}; ${Math.round((Date.now() - started) / 1000)} s; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} at the end. Written by the script; re-running replaces it.`,
     '',
-    `The standalone compiled, as \`npm start\` runs it (node ${NODE_ARGS.join(' ') || 'without flags'}; PGlite, in-process bus), the fake model in its own process. Rows: the first start on a new data directory (initdb and migrations; its peak is initdb's), ${SETTLE_S} s after \`/ready\`; a second start on that directory ${SETTLE_S} s after \`/ready\` (idle); the same process ${SETTLE_S} s after ${REQUESTS} non-streamed chats at ${CONCURRENCY} concurrent (after load; RSS at the end of the load: ${f0(peak)} MB; the server's CPU: ${cpuMsPerChat.toFixed(2)} ms per chat, a figure the busy box moves). MB throughout. PGlite: the resident part of its WebAssembly memory (from /proc/<pid>/smaps) of its size (\`agentry_pglite_memory_bytes\`); V8 heap: used / total; external: V8's external memory (PGlite's WebAssembly memory counts in it at its full size, plus buffers); rest: RSS less PGlite's resident part, V8's heap and mapped files (malloc arenas, compiled WebAssembly and JavaScript code, thread stacks).`,
+    `The standalone ${BUNDLED ? 'bundled' : 'compiled (dist/, not bundled)'}, as \`npm start\` runs it (node ${NODE_ARGS.join(' ') || 'without flags'}; PGlite, in-process bus), the fake model in its own process. Rows: the first start on a new data directory (initdb and migrations; its peak is initdb's), ${SETTLE_S} s after \`/ready\`; a second start on that directory ${SETTLE_S} s after \`/ready\` (idle); the same process ${SETTLE_S} s after ${REQUESTS} non-streamed chats at ${CONCURRENCY} concurrent (after load; RSS at the end of the load: ${f0(peak)} MB; the server's CPU: ${cpuMsPerChat.toFixed(2)} ms per chat, a figure the busy box moves). MB throughout. PGlite: the resident part of its WebAssembly memory (from /proc/<pid>/smaps) of its size (\`agentry_pglite_memory_bytes\`); V8 heap: used / total; external: V8's external memory (PGlite's WebAssembly memory counts in it at its full size, plus buffers); rest: RSS less PGlite's resident part, V8's heap and mapped files (malloc arenas, compiled WebAssembly and JavaScript code, thread stacks).`,
     '',
     '| process | RSS | peak RSS (VmHWM) | PGlite resident of size | V8 heap used / total | external | mapped files | rest |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',

@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { describeError } from './describe-error.js';
 import type { Db } from './handle.js';
 import type { DbLogger } from './logger.js';
@@ -40,12 +40,27 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
   return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
+/** The migrations this database has applied (kysely's own table), or null before its first. */
+async function appliedNames(db: Kysely<unknown> | Db): Promise<string[] | null> {
+  const { rows } = await sql<{ table: string | null }>`select to_regclass('kysely_migration')::text as table`.execute(db);
+  if (rows[0]?.table == null) return null;
+  return (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name);
+}
+
 /** migrateToLatest over a given set; exists so tests can feed it a failing migration. */
 export async function runMigrations(
   db: Kysely<unknown> | Db,
   set: Record<string, Migration>,
   logger?: DbLogger,
 ): Promise<{ applied: string[] }> {
+  // Every start of the embedded server comes here, nearly always with nothing to apply. Two reads
+  // say so; kysely's Migrator first makes sure of its tables and takes its lock, ~10 statements
+  // that cost an embedded restart 50-200 ms on PGlite's cold catalog (docs/benchmarks.md, "Issue
+  // 39: start-up phases"). Anything else (a pending migration, or one applied that this code does
+  // not know, which the Migrator refuses) goes to the Migrator as before.
+  const done = await appliedNames(db);
+  const names = Object.keys(set);
+  if (done !== null && done.length === names.length && names.every((n) => done.includes(n))) return { applied: [] };
   const provider: MigrationProvider = { getMigrations: () => Promise.resolve(set) };
   const migrator = new Migrator({ db: db as Kysely<unknown>, provider });
   const { error, results = [] } = await migrator.migrateToLatest();

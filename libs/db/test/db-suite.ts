@@ -151,6 +151,29 @@ export function defineDbSuite(get: () => DbHandle): void {
       expect(rows.map((r) => r.name)).toEqual(migrationNames());
     });
 
+    it('are checked with reads only when all are applied: no lock taken, no table made', async () => {
+      const { db } = get();
+      // The Migrator makes its lock table whenever it runs; a check that only reads leaves it gone.
+      await sql`drop table kysely_migration_lock`.execute(db);
+      expect(await migrateToLatest(db)).toEqual({ applied: [] });
+      const { rows } = await sql<{ lock: string | null }>`select to_regclass('kysely_migration_lock')::text as lock`.execute(db);
+      expect(rows[0]!.lock).toBeNull();
+      // One pending migration goes to the Migrator again (which makes its lock table back).
+      expect(await runMigrations(db, { ...migrations, '29991231T000000_later': { up: async () => undefined } })).toEqual({ applied: ['29991231T000000_later'] });
+      await sql`delete from kysely_migration where name = '29991231T000000_later'`.execute(db);
+      expect((await sql<{ lock: string | null }>`select to_regclass('kysely_migration_lock')::text as lock`.execute(db)).rows[0]!.lock).not.toBeNull();
+    });
+
+    it('refuse a database that applied a migration this code does not know', async () => {
+      const { db } = get();
+      await sql`insert into kysely_migration (name, timestamp) values ('29991231T000000_from_a_newer_version', '2999-12-31T00:00:00Z')`.execute(db);
+      try {
+        await expect(migrateToLatest(db)).rejects.toThrow(/29991231T000000_from_a_newer_version/);
+      } finally {
+        await sql`delete from kysely_migration where name = '29991231T000000_from_a_newer_version'`.execute(db);
+      }
+    });
+
     it('fail with the migration named, leaving nothing of the failed run behind', async () => {
       const { db } = get();
       const broken: Migration = {

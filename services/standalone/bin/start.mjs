@@ -1,5 +1,6 @@
 // `npm start`: the standalone through scripts/start.mjs, which builds what is stale (a fresh
-// clone, edited sources) and runs the compiled JavaScript, as the image does; the sources under
+// clone, edited sources) and runs the compiled JavaScript, as the image does (bundled into one
+// file once a background child has made the bundle); the sources under
 // tsx only when no build can be made (it says why). Kept as the standalone's own entry.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -17,5 +18,6 @@ const webBuild = new Promise((resolve) => {
 });
 globalThis[Symbol.for('agentry.webUiBuild')] = webBuild;
 
-process.argv.splice(2, 0, 'services/standalone/src/main.ts');
+// --bundle: from one file once a bundle is up to date (a restart loads one module, not ~2,000).
+process.argv.splice(2, 0, '--bundle', 'services/standalone/src/main.ts');
 await import('../../../scripts/start.mjs');

@@ -16,6 +16,8 @@ await runMain('standalone', async () => {
   const runtime = await bootstrap({ service: 'standalone', mode: 'embedded', argv: process.argv.slice(2), env: process.env, cwd: process.cwd() });
   await webUiBuild;
   const { port } = await startStandalone(runtime, { uiDir: webBuildDir });
+  // Serving: scripts/start.mjs may now make the bundle the next `npm start` runs (set only then).
+  (globalThis as Record<symbol, (() => void) | undefined>)[Symbol.for('agentry.started')]?.();
   // A person at a terminal: where to go and how the door stands, then quiet (the log file keeps the rest).
   if (runtime.terminal) {
     runtime.terminal.print(`\n${(await startupBanner(runtime, port)).join('\n')}\n`);
