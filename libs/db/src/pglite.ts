@@ -36,13 +36,7 @@ export async function dumpPglite(handle: DbHandle): Promise<Blob> {
  * shrinks. 128 MB of shared buffers made PGlite hold ~150 MB after any start; the files behind it
  * sit in the kernel's page cache anyway (docs/benchmarks.md, "Memory of the embedded server").
  */
-/**
- * `track_counts` and `track_activities` off: the statistics and activity reports Postgres keeps
- * per statement and per transaction feed autovacuum and `pg_stat_*` views, and PGlite (one
- * backend in single-user mode) runs no autovacuum and nothing here reads those views; the
- * planner's row estimates come from `pg_class`, which ANALYZE and VACUUM keep either way.
- */
-const PGLITE_SETTINGS = ['shared_buffers=16MB', 'track_counts=off', 'track_activities=off'];
+const PGLITE_SETTINGS = ['shared_buffers=16MB'];
 
 /** `mod` is PGlite's Emscripten module (protected in its types); 0 once closed. */
 function pgliteMemory(pglite: object): number {
