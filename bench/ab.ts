@@ -4,7 +4,7 @@
  * agent-worker, compiled) on the local Postgres (a database each) and a Redis of the bench's
  * own (so that `INFO commandstats` counts only them), against one zero-latency fake model.
  *
- *   npm run bench:ab -- --base=<commit> [--head=<commit>] [--rounds=3] [--seconds=6] [--base-runtime=tsx]
+ *   npm run bench:ab -- --base=<commit> [--head=<commit>] [--rounds=3] [--seconds=6] [--base-runtime=tsx] [--mode=cluster|embedded|both]
  *
  * `--head` (default: this working tree) takes a commit too, so that work can go on meanwhile.
  * `--base-runtime=tsx` runs the base from its sources under tsx (how `npm run start:*` ran them
@@ -16,6 +16,12 @@
  * over 200 runs after idle windows that let Postgres report its counters, less what the idle
  * processes send meanwhile. Prints a table; compare the two columns only (absolute numbers move
  * with whatever else the box runs).
+ *
+ * `--mode=embedded` (issue 39) runs the same alternating rounds on the standalone instead (one
+ * process: PGlite, the in-process bus), compiled and started with the node flags of each side's own
+ * `npm start` (its package.json), a new data directory each; CPU is that one process's. No backend
+ * counts there (PGlite is inside the process). `--mode=both`: embedded first, then the cluster.
+ * Default: cluster.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -56,6 +62,11 @@ if (!BASE) {
 const ROUNDS = Number(option('rounds') ?? 3);
 const SECONDS = Number(option('seconds') ?? 6);
 const HEAD = option('head');
+const MODE = option('mode') ?? 'cluster';
+if (!['cluster', 'embedded', 'both'].includes(MODE)) {
+  console.error('--mode is cluster, embedded or both');
+  process.exit(2);
+}
 const BASE_RUNTIME = option('base-runtime') === 'tsx' ? 'tsx' : 'node';
 const TOKENS = 50;
 const ANSWER = fakeAnswer(TOKENS);
@@ -168,7 +179,7 @@ interface Load {
 }
 
 /** C users back to back for `seconds` (after one second of warm-up), or `count` requests in all. */
-async function load(side: Side, c: number, stream: boolean, limit: { seconds?: number; count?: number }): Promise<Load> {
+async function load(side: Pick<Side, 'name' | 'port' | 'processes'>, c: number, stream: boolean, limit: { seconds?: number; count?: number }): Promise<Load> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: c });
   let phase: 'warm' | 'measure' | 'stop' = limit.count ? 'measure' : 'warm';
   const lat: number[] = [];
@@ -232,6 +243,10 @@ function cost(side: Side, redisUrl: string, stream: boolean): Promise<RunCost> {
 }
 
 async function main(): Promise<void> {
+  if (MODE !== 'cluster') {
+    await embedded();
+    if (MODE === 'embedded') return;
+  }
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ab-run-'));
   onCleanup('work', async () => fs.rmSync(work, { recursive: true, force: true }));
   const baseRoot = prepareBase(BASE!);
@@ -296,6 +311,132 @@ async function main(): Promise<void> {
   console.log(`| figure | base ${BASE}${BASE_RUNTIME === 'tsx' ? ' (tsx)' : ''} | head ${head} |\n|---|---:|---:|`);
   labels.forEach((l, i) => console.log(`| ${l} | ${b[i]} | ${h[i]} |`));
   for (const s of sides) console.log(`Redis per run, ${s.name}: non-streamed ${costs.get(s.name)!.plain.top}; streamed ${costs.get(s.name)!.stream.top}`);
+}
+
+/** `prepareBase`'s tree with the standalone built too (its own folder: a cluster A/B may be building the other meanwhile). */
+function prepareEmbedded(commit: string): string {
+  const sha = execFileSync('git', ['rev-parse', '--short', commit], { cwd: ROOT }).toString().trim();
+  const dir = path.join(os.tmpdir(), `agentry-ab-embedded-${sha}`);
+  if (!fs.existsSync(path.join(dir, 'services/standalone/dist/src/main.js'))) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir, { recursive: true });
+    execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${dir}`], { cwd: ROOT });
+    const nm = path.join(dir, 'node_modules');
+    fs.mkdirSync(path.join(nm, '@agentry'), { recursive: true });
+    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
+      if (e !== '@agentry') fs.symlinkSync(path.join(ROOT, 'node_modules', e), path.join(nm, e));
+    }
+    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules/@agentry'))) {
+      fs.symlinkSync(fs.readlinkSync(path.join(ROOT, 'node_modules/@agentry', e)), path.join(nm, '@agentry', e));
+    }
+    console.log(`ab: building ${sha}'s standalone in ${dir}`);
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'services/standalone'], { cwd: dir, stdio: 'inherit' });
+  }
+  return dir;
+}
+
+/** The node flags of a tree's `npm start` (`node --liftoff-only ... start.mjs` -> the flags). */
+function startFlags(root: string): string[] {
+  const start = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
+  return start.split(/\s+/).filter((w) => w.startsWith('--'));
+}
+
+async function startEmbeddedSide(name: string, root: string, fakePort: number, work: string): Promise<Pick<Side, 'name' | 'port' | 'processes'>> {
+  const dir = fs.mkdtempSync(path.join(work, `${name}-embedded-`));
+  const config = path.join(dir, 'config.yaml');
+  fs.writeFileSync(
+    config,
+    [
+      'logging: {level: warn}',
+      'server: {host: 127.0.0.1, max_connections_per_address: 0}',
+      `data: {root_dir: "${path.join(dir, 'data')}"}`,
+      'models:',
+      '  default_provider: fake',
+      `  providers: {fake: {base_url: "http://127.0.0.1:${fakePort}/v1", api_key: "${PROVIDER_KEY}", model: fake-model}}`,
+      `channels: {api: {accounts: {bench: {name: Bench, api_key: "${ACCOUNT_KEY}"}}}}`,
+      'security: {rateLimit: {chat: {requests: 0}}}',
+      '',
+    ].join('\n'),
+  );
+  const port = await freePort();
+  const flags = startFlags(root);
+  const server = spawnEntry(`${name}-standalone`, 'services/standalone/src/main.ts', {
+    root,
+    args: ['--config', config],
+    env: { PORT: String(port), HOST: '127.0.0.1', AGENTRY_SECRET_KEY: randomBytes(32).toString('base64') },
+    cwd: dir,
+    nodeArgs: flags,
+  });
+  onCleanup(`${name} standalone`, () => server.stop());
+  // A new data directory: initdb first, which a loaded box makes slow.
+  await waitForHttp(`http://127.0.0.1:${port}/ready`, 5 * 60_000, server);
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ruleChain: { id: 'bench', name: 'Bench' },
+      metadata: { nodes: [{ id: 'agent', type: 'ai/agent', name: 'agent', configuration: { provider: 'fake', model: 'fake-model' } }], connections: [] },
+    }),
+  });
+  if (res.status !== 201) throw new Error(`${name}: creating the agent: HTTP ${res.status} ${await res.text()}`);
+  console.log(`ab: ${name} standalone ready (node ${flags.join(' ') || 'without flags'})`);
+  return { name, port, processes: [server] };
+}
+
+/** The rounds of `main`, on the standalone: CPU is the one process's, PGlite included. */
+async function embedded(): Promise<void> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ab-embedded-run-'));
+  onCleanup('embedded work', async () => fs.rmSync(work, { recursive: true, force: true }));
+  const baseRoot = prepareEmbedded(BASE!);
+  const headRoot = HEAD ? prepareEmbedded(HEAD) : ROOT;
+  const fakePort = await freePort();
+  const fake = spawnEntry('embedded-fake', 'bench/fake-model.ts', { runtime: 'tsx', args: [`--port=${fakePort}`, '--ttft-ms=0', '--tokens-per-second=0', `--tokens=${TOKENS}`], cwd: work });
+  onCleanup('embedded fake', () => fake.stop());
+  await fake.waitForLog(/fake model listening/, 60_000);
+  const sides = [await startEmbeddedSide('base', baseRoot, fakePort, work), await startEmbeddedSide('head', headRoot, fakePort, work)];
+  const results = new Map<string, { plain: Load[]; stream: Load[]; one: Load[] }>(sides.map((s) => [s.name, { plain: [], stream: [], one: [] }]));
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? sides : [...sides].reverse();
+    for (const s of order) {
+      const box0 = boxTicks();
+      const res = results.get(s.name)!;
+      res.plain.push(await load(s, 16, false, { seconds: SECONDS }));
+      res.stream.push(await load(s, 16, true, { seconds: SECONDS }));
+      res.one.push(await load(s, 1, true, { seconds: SECONDS / 2 }));
+      const box1 = boxTicks();
+      const busy = (100 * (box1.busy - box0.busy)) / Math.max(1, box1.total - box0.total);
+      const [p, st, o] = [res.plain.at(-1)!, res.stream.at(-1)!, res.one.at(-1)!];
+      console.log(
+        `embedded round ${r + 1} ${s.name}: plain ${p.rps.toFixed(0)} req/s ${p.cpuMs.toFixed(2)} ms CPU/req (${p.errors} err); stream ${st.rps.toFixed(0)}/s ${st.cpuMs.toFixed(2)} ms CPU/stream (${st.errors} err); one stream TTFT p50 ${o.ttft50.toFixed(2)} p99 ${o.ttft99.toFixed(2)}; box ${busy.toFixed(0)} %`,
+      );
+    }
+  }
+  for (const s of sides) await s.processes[0]!.stop();
+  const med = (xs: number[]) => pct(sortNum(xs), 50);
+  const col = (name: string) => {
+    const r = results.get(name)!;
+    return [
+      med(r.plain.map((x) => x.rps)).toFixed(0),
+      med(r.plain.map((x) => x.cpuMs)).toFixed(2),
+      med(r.stream.map((x) => x.rps)).toFixed(0),
+      med(r.stream.map((x) => x.cpuMs)).toFixed(2),
+      med(r.one.map((x) => x.ttft50)).toFixed(2),
+      med(r.one.map((x) => x.ttft99)).toFixed(2),
+    ];
+  };
+  const labels = [
+    'non-streamed req/s (C=16)',
+    'standalone CPU ms per non-streamed request',
+    '50-token streams/s (C=16)',
+    'standalone CPU ms per stream',
+    'TTFT p50 ms, one stream (fake: 0)',
+    'TTFT p99 ms, one stream',
+  ];
+  const [b, h] = [col('base'), col('head')];
+  const head = HEAD ?? `${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim()} (working tree)`;
+  console.log(`\nembedded (standalone, PGlite, in-process bus): ${new Date().toISOString()} ${machineLine()}; ${ROUNDS} rounds x ${SECONDS} s, medians\n`);
+  console.log(`| figure | base ${BASE} | head ${head} | head / base |\n|---|---:|---:|---:|`);
+  labels.forEach((l, i) => console.log(`| ${l} | ${b[i]} | ${h[i]} | ${(Number(h[i]) / Number(b[i])).toFixed(2)}x |`));
 }
 
 runBench(main, 30 * 60_000);

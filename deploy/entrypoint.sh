@@ -44,11 +44,12 @@ case "$service" in
 esac
 
 # Embedded mode, with the flags of `npm start` (package.json): PGlite's WebAssembly baseline-compiled
-# only (optimising it cost a 500 MB peak at every start, no CPU saved measurably), and a 2 MB young
-# generation (V8 grew it to 16 MB a half at start-up and kept it: 60 MB of heap for nothing idle).
-# docs/benchmarks.md, "Memory of the embedded server".
+# only (optimising it cost a 500 MB peak at every start, no CPU saved measurably), and a 4 MB young
+# generation (V8 grew it to 16 MB a half at start-up and kept it: 60 MB of heap for nothing idle;
+# 2 MB cost 7-15 % more CPU per run in scavenges for 3-6 MB less idle RSS).
+# docs/benchmarks.md, "Memory of the embedded server" and "Issue 39: embedded mode CPU per run".
 flags=""
-if [ "$service" = standalone ]; then flags="--liftoff-only --max-semi-space-size=2"; fi
+if [ "$service" = standalone ]; then flags="--liftoff-only --max-semi-space-size=4"; fi
 
 # exec: node becomes the process the container's init (tini) signals, so SIGTERM reaches the
 # service's own graceful shutdown.

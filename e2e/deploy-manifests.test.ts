@@ -655,7 +655,7 @@ describe('deployment files', () => {
             name: s.name,
             status: 0,
             // The standalone's node flags are npm start's (the test above).
-            stdout: `node ${s.name === 'standalone' ? '--liftoff-only --max-semi-space-size=2 ' : ''}/app/${s.entry} --config /etc/agentry/config.yaml`,
+            stdout: `node ${s.name === 'standalone' ? '--liftoff-only --max-semi-space-size=4 ' : ''}/app/${s.entry} --config /etc/agentry/config.yaml`,
           });
         }
         const unknown = run('gatewy');

@@ -1,4 +1,4 @@
-import type { PGlite } from '@electric-sql/pglite';
+import type { PGlite, parse, protocol } from '@electric-sql/pglite';
 import {
   CompiledQuery,
   PostgresAdapter,
@@ -15,6 +15,16 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type { DbLogger } from './logger.js';
+
+type BackendMessage = Awaited<ReturnType<PGlite['execProtocolStream']>>[number];
+/**
+ * PGlite's protocol writer and result parser, handed in by openPglite from the module it imports
+ * when a PGlite database is opened (never imported here: cluster mode does not load PGlite).
+ */
+export interface PgliteProtocol {
+  parse: typeof parse;
+  protocol: typeof protocol;
+}
 
 /** FIFO lock: PGlite is a single backend, so a kysely "connection" is the whole database. */
 class Mutex {
@@ -33,24 +43,97 @@ class Mutex {
 
 const AFFECTING_COMMANDS = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
 
+/** Named statements the connection keeps at most; past that, statements run unnamed (as postgres.ts). */
+const MAX_PREPARED = 200;
+/**
+ * A `*` other than `count(*)`: its result columns a migration can change, after which Postgres
+ * refuses a prepared statement ("cached plan must not change result type"); never prepared, as
+ * on the Postgres path (postgres.ts).
+ */
+const STAR = /(?<!\()\*/;
+
+/** A statement parsed under a name: its parameters' types, which the serializers go by. */
+interface Prepared {
+  name: string;
+  paramTypes: number[];
+}
+
+/**
+ * One query in at most two calls into PGlite instead of its `query()`'s six (parse, describe,
+ * bind, describe, execute, sync: each a pass through the WebAssembly backend and a parse of its
+ * output), and with parameters under a name: parsed and planned once (a generic plan after a
+ * few executions), then each execution one call of bind, describe, execute and sync. Every call
+ * into PGlite's backend costs more than a socket round trip costs pg (docs/benchmarks.md, "Issue
+ * 39: embedded mode CPU per run"). Values are serialized, and rows parsed, by PGlite's own
+ * serializers and parsers, by the types the backend describes, as its `query()` does.
+ */
 class PgliteConnection implements DatabaseConnection {
   readonly #pglite: PGlite;
+  readonly #parse: PgliteProtocol['parse'];
+  readonly #serialize: PgliteProtocol['protocol']['serialize'];
+  readonly #prepared = new Map<string, Prepared>();
 
-  constructor(pglite: PGlite) {
+  constructor(pglite: PGlite, protocol: PgliteProtocol) {
     this.#pglite = pglite;
+    this.#parse = protocol.parse;
+    this.#serialize = protocol.protocol.serialize;
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    const result = await this.#pglite.query<R>(compiledQuery.sql, [...compiledQuery.parameters], {
-      rowMode: 'object',
+    const text = compiledQuery.sql;
+    const parameters = compiledQuery.parameters;
+    const pglite = this.#pglite;
+    const result = await pglite.runExclusive(async () => {
+      let messages: BackendMessage[];
+      try {
+        messages = await this.#run(text, parameters);
+      } catch (err) {
+        // As PGlite's query() reports a failed statement: what ran, beside Postgres' error.
+        if (err instanceof Error && 'code' in err) Object.assign(err, { query: text, params: parameters, queryOptions: { rowMode: 'object' } });
+        throw err;
+      }
+      // What PGlite's query() does after each statement (a no-op on a folder; IndexedDB and
+      // OPFS builds persist here).
+      await pglite.syncToFs();
+      return this.#parse.parseResults(messages, pglite.parsers, { rowMode: 'object' })[0];
     });
-    const command = result.command?.toUpperCase();
+    const command = result?.command?.toUpperCase();
     return {
-      rows: result.rows,
+      rows: (result?.rows ?? []) as R[],
       ...(command && AFFECTING_COMMANDS.has(command)
-        ? { numAffectedRows: BigInt(result.rowCount ?? result.affectedRows ?? 0) }
+        ? { numAffectedRows: BigInt(result?.affectedRows ?? 0) }
         : {}),
     };
+  }
+
+  /** The backend's messages for one statement; a Postgres error thrown once the backend is ready again. */
+  async #run(text: string, parameters: readonly unknown[]): Promise<BackendMessage[]> {
+    const pglite = this.#pglite;
+    const serialize = this.#serialize;
+    const exec = (message: Uint8Array) => pglite.execProtocolStream(message, { syncToFs: false });
+    if (parameters.length === 0) {
+      return exec(concat([serialize.parse({ text }), serialize.bind({}), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]));
+    }
+    let statement = this.#prepared.get(text);
+    if (!statement) {
+      const name = STAR.test(text) || this.#prepared.size >= MAX_PREPARED ? '' : `s${this.#prepared.size}`;
+      let described: BackendMessage[];
+      try {
+        described = await exec(concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name })]));
+      } catch (err) {
+        // The backend skips everything up to a sync after an error.
+        await exec(serialize.sync());
+        throw err;
+      }
+      statement = { name, paramTypes: this.#parse.parseDescribeStatementResults(described) };
+      if (name) this.#prepared.set(text, statement);
+    }
+    const values = parameters.map((value, i) => {
+      if (value === null || value === undefined) return null;
+      const serializer = pglite.serializers[statement.paramTypes[i]!];
+      return serializer ? serializer(value) : String(value);
+    });
+    return exec(concat([serialize.bind({ statement: statement.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]));
   }
 
   // Not worth it: pg has no cursor configured either (pg-cursor is not installed), so code that
@@ -58,6 +141,16 @@ class PgliteConnection implements DatabaseConnection {
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported by the PGlite dialect; page with limit/offset or keyset instead');
   }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 function quoteIdent(name: string): string {
@@ -74,10 +167,10 @@ class PgliteDriver implements Driver {
   #release: (() => void) | undefined;
   #destroyed = false;
 
-  constructor(pglite: PGlite, logger: DbLogger | undefined) {
+  constructor(pglite: PGlite, protocol: PgliteProtocol, logger: DbLogger | undefined) {
     this.#pglite = pglite;
     this.#logger = logger;
-    this.#connection = new PgliteConnection(pglite);
+    this.#connection = new PgliteConnection(pglite, protocol);
   }
 
   async init(): Promise<void> {
@@ -164,6 +257,7 @@ class PgliteDriver implements Driver {
 
 export interface PgliteDialectConfig {
   pglite: PGlite;
+  protocol: PgliteProtocol;
   logger?: DbLogger;
 }
 
@@ -176,7 +270,7 @@ export class PgliteDialect implements Dialect {
   }
 
   createDriver(): Driver {
-    return new PgliteDriver(this.#config.pglite, this.#config.logger);
+    return new PgliteDriver(this.#config.pglite, this.#config.protocol, this.#config.logger);
   }
 
   createQueryCompiler(): QueryCompiler {

@@ -104,7 +104,7 @@ export async function openPglite(opts: OpenPgliteOptions): Promise<DbHandle> {
     await mkdir(dataDir, { recursive: true });
     if (!opts.loadDataDir && !existsSync(path.join(dataDir, 'PG_VERSION'))) await initdbInChild(dataDir, opts.logger);
   }
-  const { PGlite } = await pgliteModule;
+  const { PGlite, parse, protocol } = await pgliteModule;
   const started = performance.now();
   const pglite = await PGlite.create(dataDir, {
     startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])],
@@ -114,7 +114,7 @@ export async function openPglite(opts: OpenPgliteOptions): Promise<DbHandle> {
     { dataDir: dataDir ?? 'memory', ms: Math.round(performance.now() - started) },
     'PGlite started',
   );
-  const db = new Kysely<Database>({ dialect: new PgliteDialect({ pglite, logger: opts.logger }) });
+  const db = new Kysely<Database>({ dialect: new PgliteDialect({ pglite, protocol: { parse, protocol }, logger: opts.logger }) });
   let closing: Promise<void> | undefined;
   handles.set(db, pglite);
   return {

@@ -66,6 +66,27 @@ describe('PGlite (in memory)', () => {
       expect(events).toEqual(['commit', 'read']);
     });
 
+    it('leaves the database usable after a statement fails at its parse, its bind or its execution, with Postgres\' error', async () => {
+      // The dialect sends a statement's protocol messages in one call and keeps it under a name:
+      // a failure at any step must end with the backend ready, and a named statement reusable.
+      await expect(sql`selec 1`.execute(handle.db)).rejects.toMatchObject({ code: '42601', query: 'selec 1' });
+      const asInt = (v: string) => sql<{ n: number }>`select ${v}::int as n`.execute(handle.db);
+      await expect(asInt('x')).rejects.toMatchObject({ code: '22P02', params: ['x'] });
+      expect((await asInt('5')).rows).toEqual([{ n: 5 }]);
+      expect((await asInt('6')).rows).toEqual([{ n: 6 }]);
+      await sql`create temp table dialect_errors (id int primary key)`.execute(handle.db);
+      const insert = (db: Parameters<typeof setSetting>[0], id: number) => sql`insert into dialect_errors (id) values (${id})`.execute(db);
+      await expect(
+        handle.db.transaction().execute(async (trx) => {
+          await insert(trx, 1);
+          await insert(trx, 1);
+        }),
+      ).rejects.toMatchObject({ code: '23505' });
+      const { numAffectedRows } = await insert(handle.db, 2);
+      expect(numAffectedRows).toBe(1n);
+      expect((await sql<{ id: number }>`select id from dialect_errors order by id`.execute(handle.db)).rows).toEqual([{ id: 2 }]);
+    });
+
     it('rolls back a transaction a raw connection left open', async () => {
       await handle.db.connection().execute(async (conn) => {
         await sql`begin`.execute(conn);

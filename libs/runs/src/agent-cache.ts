@@ -121,3 +121,24 @@ export class SkillsCache extends InvalidatedCache<SkillRow[]> {
     super({ areas: ['skills', 'agents'], load: (agentId) => listSkills(db, { scope: 'all', agentId }), ttlMs: opts.ttlMs ?? 30_000 });
   }
 }
+
+/**
+ * Whether an agent's owner holds admin powers (the worker passes `ownerIsAdmin` of
+ * @agentry/definitions as `load`), by owner, read once per process instead of once per run.
+ * Dropped whole on any `invalidate {area: users|config}` (a role, a disabled flag or the
+ * configured users changed; the message may name an account rather than the owner) and after
+ * 5 s should a message be missed: the same window the gateway's key cache gives a demoted user.
+ */
+export class OwnerAdminCache extends InvalidatedCache<{ admin: boolean }> {
+  constructor(load: (owner: string) => Promise<boolean>, opts: { ttlMs?: number; now?: () => number } = {}) {
+    super({ areas: ['users', 'config'], load: async (owner) => ({ admin: await load(owner) }), ...opts });
+  }
+
+  override async follow(pubsub: InvalidateSource): Promise<() => Promise<void>> {
+    return super.follow({ subscribe: (channel, handler) => pubsub.subscribe(channel, (m) => handler({ area: m.area })) });
+  }
+
+  async isAdmin(owner: string): Promise<boolean> {
+    return (await this.get(owner))?.admin ?? false;
+  }
+}

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryBus } from '@agentry/bus';
 import { PubSubChannels } from '@agentry/contracts';
 import type { Db, RuleChainRow } from '@agentry/db';
-import { AgentCache } from '@agentry/runs';
+import { AgentCache, OwnerAdminCache } from '@agentry/runs';
 import { waitFor } from '@agentry/testing';
 
 function rows() {
@@ -95,6 +95,32 @@ describe('AgentCache', () => {
     await bus.pubsub.publish(PubSubChannels.invalidate, { area: 'agents', id: 'd' });
     await waitFor(async () => cache.size === 1, 2000, 5);
     await bus.pubsub.publish(PubSubChannels.invalidate, { area: 'agents' });
+    await waitFor(async () => cache.size === 0, 2000, 5);
+    await unfollow();
+    await bus.close();
+  });
+});
+
+describe('OwnerAdminCache', () => {
+  it('reads an owner once per run burst, and forgets every owner on any users or config change, whatever id it names', async () => {
+    const roles = new Map([['alice', true], ['bob', false]]);
+    const reads: string[] = [];
+    const cache = new OwnerAdminCache(async (owner) => {
+      reads.push(owner);
+      return roles.get(owner) ?? false;
+    });
+    const bus = createMemoryBus({ logger: pino({ level: 'silent' }) });
+    const unfollow = await cache.follow(bus.pubsub);
+    expect([await cache.isAdmin('alice'), await cache.isAdmin('alice'), await cache.isAdmin('bob')]).toEqual([true, true, false]);
+    expect(reads).toEqual(['alice', 'bob']);
+    // Alice demoted: the route announces the users area (here naming someone else's account).
+    roles.set('alice', false);
+    await bus.pubsub.publish(PubSubChannels.invalidate, { area: 'agents' });
+    await bus.pubsub.publish(PubSubChannels.invalidate, { area: 'users', id: 'carol' });
+    await waitFor(async () => cache.size === 0, 2000, 5);
+    expect(await cache.isAdmin('alice')).toBe(false);
+    await cache.isAdmin('bob');
+    await bus.pubsub.publish(PubSubChannels.invalidate, { area: 'config' });
     await waitFor(async () => cache.size === 0, 2000, 5);
     await unfollow();
     await bus.close();
