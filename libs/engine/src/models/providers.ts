@@ -337,7 +337,12 @@ class AttemptTimers {
 
   /** A chunk arrived: one with content starts the silence timer over, and once started any chunk does. */
   chunk(hasContent: boolean): void {
-    if (!hasContent && !this.#started) return;
+    if (this.#started) {
+      // Per token: the same timer moved, not a new one made (a paced stream's worker did both per chunk).
+      this.#silence.refresh();
+      return;
+    }
+    if (!hasContent) return;
     this.#started = true;
     clearTimeout(this.#silence);
     this.#silence = setTimeout(() => this.#fail(`no data for ${this.t.firstTokenMs} ms`), this.t.firstTokenMs);
