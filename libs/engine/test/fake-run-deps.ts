@@ -1,6 +1,7 @@
 import pino from 'pino';
 import type { RunEvent } from '@agentry/contracts';
 import { getRuleChain, listSkills, type Db, type FinalRunStatus } from '@agentry/db';
+import { ownerIsAdmin } from '@agentry/definitions';
 import { ChainRunner, type ModelCallRequest, type ModelEvent, type RunDeps } from '../src/index.js';
 
 /** What the fakes of `fakeRunDeps` saw, for assertions. */
@@ -31,6 +32,7 @@ export function fakeRunDeps(db: Db, overrides: Partial<RunDeps> = {}): { deps: R
     logger: pino({ level: 'silent' }),
     publish: async (event) => void record.events.push(event),
     agent: (agentId) => getRuleChain(db, agentId),
+    ownerIsAdmin: (owner) => ownerIsAdmin(db, owner),
     loadSkills: (agentId) => listSkills(db, { scope: 'all', agentId }),
     secrets: { seal: (plain) => plain, open: (sealed) => sealed },
     maxMessages: 50,

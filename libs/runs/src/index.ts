@@ -2,7 +2,7 @@
  * The run protocol's public surface: what the gateway, scheduler, worker and engine import, named
  * one by one. Inside the package, modules import each other directly.
  */
-export { AgentCache, SkillsCache } from './agent-cache.js';
+export { AgentCache, InvalidatedCache, SkillsCache } from './agent-cache.js';
 export { TokenBudgets } from './token-budget.js';
 export { agentDisabledError, assertAgentEnabled, isAgentDisabled } from './agent-enabled.js';
 export { cancelRun } from './cancel.js';

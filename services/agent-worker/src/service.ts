@@ -2,7 +2,8 @@ import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@a
 import { UnrecoverableJobError, type Consumer, type Job } from '@agentry/bus';
 import type { Span } from '@opentelemetry/api';
 import { ChainRunner, ModelProviders, ScriptSandbox, builtinTools, estimateCallTokens, markSpanFailed, startChildSpan, modelInfoFromDb, type ModelCallRequest, type ModelEvent, type ModelInfo, type RunDeps, type RunMetrics, type ToolDefinition } from '@agentry/engine';
-import { AgentCache, SkillsCache, TokenBudgets } from '@agentry/runs';
+import { AgentCache, InvalidatedCache, SkillsCache, TokenBudgets } from '@agentry/runs';
+import { ownerIsAdmin } from '@agentry/definitions';
 import { FINAL_RUN_STATUSES, getUser, type RunRecord } from '@agentry/db';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
 import { channelSender, outboxReplies } from './reply.js';
@@ -108,7 +109,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
 }
 
 /** What the runs of this process share: the chain runner and script sandbox, and the caches of agents and skills. */
-async function sharedParts(runtime: Runtime): Promise<{ chains: { runner: ChainRunner; sandbox: ScriptSandbox }; agents: AgentCache; skills: SkillsCache; unfollow: () => Promise<void> }> {
+async function sharedParts(runtime: Runtime): Promise<{ chains: { runner: ChainRunner; sandbox: ScriptSandbox }; agents: AgentCache; owners: InvalidatedCache<boolean>; skills: SkillsCache; unfollow: () => Promise<void> }> {
   const { db, bus } = runtime;
   // One script sandbox (a small pool of worker threads) per process, for rule-chain tools.
   const chains = { runner: new ChainRunner({ globals: () => runtime.config.current.worker.chain_globals, maxFlowDepth: runtime.config.current.worker.max_call_depth }), sandbox: new ScriptSandbox({ workers: runtime.config.current.worker.script_workers }) };
@@ -116,10 +117,13 @@ async function sharedParts(runtime: Runtime): Promise<{ chains: { runner: ChainR
   const agents = new AgentCache(db.db);
   // The skills of each agent for its system prompt, until the gateway announces a skill change.
   const skills = new SkillsCache(db.db);
-  const unfollow = await Promise.all([agents.follow(bus.pubsub), skills.follow(bus.pubsub)]).then(
+  // Whether an agent's owner is an admin (its user row), read before each run's model call: kept
+  // as agents are, until a user change is announced (`invalidate {area:'users'}`) or 5 s pass.
+  const owners = new InvalidatedCache<boolean>({ areas: ['users'], load: (owner) => ownerIsAdmin(db.db, owner) });
+  const unfollow = await Promise.all([agents.follow(bus.pubsub), skills.follow(bus.pubsub), owners.follow(bus.pubsub)]).then(
     (stops) => () => Promise.all(stops.map((stop) => stop())).then(() => undefined),
   );
-  return { chains, agents, skills, unfollow };
+  return { chains, agents, owners, skills, unfollow };
 }
 
 /** `run-cancel`: a run in hand here whose client went away is aborted. */
@@ -189,6 +193,7 @@ function sharedRunDeps(
     modelInfo: RunDeps['modelInfo'];
     chains: RunDeps['chains'];
     agents: AgentCache;
+    owners: InvalidatedCache<boolean>;
     skills: SkillsCache;
     builtin: Record<string, ToolDefinition>;
   },
@@ -203,6 +208,7 @@ function sharedRunDeps(
     // Every model call of the run (sub-agents and chain nodes included) counts its tokens for the run's agent and principal.
     stream: (req) => parts.stream(req, run),
     agent: (agentId) => parts.agents.get(agentId),
+    ownerIsAdmin: async (owner) => (await parts.owners.get(owner)) === true,
     loadSkills: (agentId) => parts.skills.get(agentId),
     secrets: runtime.secrets,
     maxMessages: runtime.config.current.agents.defaults.session.max_messages,

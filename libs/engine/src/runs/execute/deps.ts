@@ -23,6 +23,11 @@ export interface RunDeps {
   publish(event: RunEvent): Promise<void>;
   /** An agent's row, secrets still sealed (the worker passes its cache). */
   agent(agentId: string): Promise<RuleChainRow | undefined>;
+  /**
+   * Whether an agent's owner holds admin powers (`ownerIsAdmin`: its user row), for the run's
+   * authority; read before every run's model call (the worker passes its cache).
+   */
+  ownerIsAdmin(owner: string): Promise<boolean>;
   /** An agent's and the global skills, every status, for its system prompt (the worker passes its SkillsCache). */
   loadSkills(agentId: string): Promise<SkillRow[] | undefined>;
   /** Opens the secrets sealed inside definitions (the gateway seals them with the same key). */

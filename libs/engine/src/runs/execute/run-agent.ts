@@ -2,7 +2,7 @@ import { Compile } from 'typebox/compile';
 import { RunRequest } from '@agentry/contracts';
 import { AppError } from '@agentry/errors';
 import type { RuleChainRow, RunRecord } from '@agentry/db';
-import { type AiAgentConfig, ownerIsAdmin, timeOf } from '@agentry/definitions';
+import { type AiAgentConfig, timeOf } from '@agentry/definitions';
 import type { LoopEvent } from '../../agent/loop.js';
 import type { ChainTraceEntry } from '../../chain/runner.js';
 import { runAgentChain, type ClientTurn } from './chain-run.js';
@@ -37,7 +37,7 @@ export async function runAgent(outer: RunDeps, run: RunRecord, signal: AbortSign
   try {
     const { agent, config, client } = await prepare(ctx, progress);
     const savedAt = timeOf(agent.updatedAt);
-    ctx = { ...ctx, authority: { ...unknownOwner, agentOwner: agent.owner, owner: agent.owner, admin: await ownerIsAdmin(deps.db, agent.owner), ...(savedAt === undefined ? {} : { savedAt }) } };
+    ctx = { ...ctx, authority: { ...unknownOwner, agentOwner: agent.owner, owner: agent.owner, admin: await deps.ownerIsAdmin(agent.owner), ...(savedAt === undefined ? {} : { savedAt }) } };
     if (nodesOf(agent.dsl).length > 1) await runAgentChain(ctx, agent.dsl, client, (progress.chainTrace = []));
     else await client.deliver(await runAgentWithTools(ctx, { config, messages: client.messages, request: client.request }));
   } catch (err) {
