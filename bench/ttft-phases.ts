@@ -19,7 +19,10 @@
  * command is copied to it. The phases without Redis are not touched. `--async-commit` runs the same after `ALTER DATABASE ... SET synchronous_commit = off`
  * (the backends reconnected), which tells what the two WAL flushes before the first token cost.
  *
- *   npx tsx --conditions=@agentry/source bench/ttft-phases.ts [--runs=40] [--async-commit] [--raw]
+ * `--root=<dir>` runs the services of another built tree (one bench/ab.ts prepared:
+ * /tmp/agentry-ab-<commit>), so that two commits can be timed one after the other.
+ *
+ *   npx tsx --conditions=@agentry/source bench/ttft-phases.ts [--runs=40] [--async-commit] [--root=<dir>] [--raw]
  */
 import dc from 'node:diagnostics_channel';
 import fs from 'node:fs';
@@ -37,6 +40,7 @@ const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.s
 const RUNS = Number(option('runs') ?? 40);
 const ASYNC_COMMIT = argv.includes('--async-commit');
 const RAW = argv.includes('--raw');
+const ROOT_DIR = option('root');
 
 /** Wall-clock milliseconds with the monotonic clock's resolution. */
 const now = () => performance.timeOrigin + performance.now();
@@ -71,7 +75,7 @@ async function main(): Promise<void> {
     if (request.url === '/v1/chat/completions') modelSeen.push(now());
   });
   const keys = benchKeys();
-  const cluster = await startCluster({ gateways: 1, workers: 1, fakePort: fake.port, keys, work, name: 'ttft', runtime: 'node' });
+  const cluster = await startCluster({ gateways: 1, workers: 1, fakePort: fake.port, keys, work, name: 'ttft', runtime: 'node', ...(ROOT_DIR ? { root: ROOT_DIR } : {}) });
   try {
     if (ASYNC_COMMIT) {
       const c = new pg.Client({ connectionString: BENCH_POSTGRES_URL });
@@ -139,7 +143,7 @@ async function main(): Promise<void> {
     const p50 = (i: number) => pct(sortNum(rows.map((r) => r[i]!)), 50);
     const p90 = (i: number) => pct(sortNum(rows.map((r) => r[i]!)), 90);
     const total = rows.map((r) => r.reduce((a, b) => a + b, 0));
-    console.log(`\n${new Date().toISOString()} ${machineLine()}; ${rows.length} streams (${failed} not parsed), synchronous_commit ${ASYNC_COMMIT ? 'off' : 'on'}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
+    console.log(`\n${new Date().toISOString()} ${machineLine()}${ROOT_DIR ? `; services from ${ROOT_DIR}` : ''}; ${rows.length} streams (${failed} not parsed), synchronous_commit ${ASYNC_COMMIT ? 'off' : 'on'}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
     console.log('| phase | p50 ms | p90 ms |\n|---|---:|---:|');
     PHASES.forEach((name, i) => console.log(`| ${name} | ${p50(i).toFixed(2)} | ${p90(i).toFixed(2)} |`));
     console.log(`| **time to first token** | **${pct(sortNum(total), 50).toFixed(2)}** | ${pct(sortNum(total), 90).toFixed(2)} |`);
