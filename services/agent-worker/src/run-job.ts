@@ -4,7 +4,7 @@ import { Compile } from 'typebox/compile';
 import { AgentRunJob, RunKeeps, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
-import { claimRun, claimRunOutsideSessionUncommitted, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
+import { claimRun, finishRun, getRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
 import { retryWhileDbDown, runAgent, type RunDeps } from '@agentry/engine';
 import { WORKER_LOST_MESSAGE, completeCronRun, runEventChannel } from '@agentry/runs';
 import { contextFromTraceparent, inSpan, tracingEnabled, TRACER_NAME } from '@agentry/runtime';
@@ -57,11 +57,9 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
       return;
     }
     try {
-      // Outside a session the run is claimed at once, its commit under way (FirstStep); a
-      // session's turn is only read here and claimed once the earlier turns have ended.
-      const started = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSessionUncommitted(db, runId));
-      if (!started) throw new UnrecoverableJobError(`run ${runId} does not exist`);
-      const first: FirstStep = started.claimed ? { run: started.run, claimed: true, committed: started.committed } : { run: started.run, claimed: false };
+      const read = await retryWhileDbDown(logger, 'read run', () => getRun(db, runId));
+      if (!read) throw new UnrecoverableJobError(`run ${runId} does not exist`);
+      const first = startClaim(ctx, read);
       const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
       try {
         if (!parent) return await handleClaimed(ctx, first, shutdownSignal, ctl);
@@ -88,22 +86,28 @@ function tracedRun(parent: Context, queued: RunRecord, attemptsMade: number, bod
   return inSpan('agent run', { attributes, parent: trace.setSpan(parent, wait) }, body);
 }
 
-/**
- * The run as the worker's first statement found it: claimed, its commit still under way
- * (`committed`), or (`claimed: false`) read only, to be claimed once its session's turn comes.
- *
- * Issue 39: the claim is a synchronous commit (a WAL flush: 0.5-3 ms on this disk), and it must be
- * durable before anything of the run is seen, since a retry after this worker's death tells a
- * first try from a second by the `attempts` it counts (and the same commit flushes the run row,
- * which the gateway committed without waiting). So the run's start (the listener check, the
- * agent, the model request) goes on while the COMMIT is under way, and its first event waits for
- * it (`handleClaimed`). Nothing else of the run can overtake the claim: the lease, taken before,
- * keeps other workers off it, and the row stays locked until the commit (a cancel waits for it).
- */
+/** A run as read, and its claim: under way (`claim`), or to be made once its session's turn comes (`claimed: false`). */
 interface FirstStep {
   run: RunRecord;
   claimed: boolean;
-  committed?: Promise<void>;
+  /** The claim's commit, still under way: `run` is what it will return (the lease, taken first, keeps any other worker from claiming it meanwhile). */
+  claim?: Promise<RunRecord | undefined>;
+}
+
+/**
+ * Issue 39: a run outside a session is claimed without the run waiting for it. The claim is a
+ * synchronous commit (a WAL flush: 0.5-3 ms on this disk), and it must be durable before anything
+ * of the run is seen, since a retry after this worker's death tells a first try from a second by
+ * the `attempts` it counts (and the same commit flushes the run row, which the gateway committed
+ * without waiting). So the claim goes out here, the run's start (the listener check, the agent,
+ * the model request) goes on beside it, and its first event waits for the commit
+ * (`handleClaimed`). The lease, taken before, is what keeps another worker from running the run
+ * meanwhile. A session's turn is claimed once the earlier turns have ended, as before.
+ */
+function startClaim(ctx: RunJobContext, read: RunRecord): FirstStep {
+  if (read.sessionId !== null || !isActiveRunStatus(read.status) || read.streamed) return { run: read, claimed: false };
+  const claim = retryWhileDbDown(ctx.logger, 'claim run', () => claimRun(ctx.db, read.id));
+  return { run: { ...read, status: 'running', attempts: read.attempts + 1, startedAt: read.startedAt ?? new Date() }, claimed: true, claim };
 }
 
 /** The claimed (or, in a session, read) run, carried on to its end. */
@@ -118,11 +122,17 @@ async function handleClaimed(ctx: RunJobContext, first: FirstStep, shutdownSigna
   // A background response lives without its client: nobody listening is no reason to stop it.
   const watched = queued.source === 'api' && (queued.request as { background?: unknown } | null)?.background !== true;
   const keep = streamed ? { log: RunKeeps.events(runId), maxLen: maxEvents, ttlMs: retainMs } : undefined;
-  // No event before the claim's commit; a commit that failed fails the first publish (and so the
-  // run, whose job is tried again). A re-run's kept events go first (see runClaimed).
-  const claimed = first.committed?.then(async () => {
-    if (keep && queued.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
+  // The claim under way decides whether the run's events go out at all: none before it committed,
+  // none when the run had ended meanwhile (a cancel won: it is aborted here).
+  const claimed = first.claim?.then(async (row) => {
+    if (!row) {
+      ctl.abort(new Error('the run ended before this worker claimed it'));
+      return false;
+    }
+    if (keep && row.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
+    return true;
   });
+  // Awaited by the first publish or at the end; a failed claim fails that publish (and the run).
   claimed?.catch(() => undefined);
   const publish = gatedPublisher(eventPublisher(ctx.bus, channel, keep), claimed);
   if (!isActiveRunStatus(queued.status)) return;
@@ -165,7 +175,7 @@ async function runClaimed(
   // Run again (its first worker died before it streamed): its seq starts at 0 again, so what the
   // first try kept must go, or a resume would take both tries' events for one answer (a claim
   // still under way does this before the first event).
-  if (keep && !first.committed && run.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
+  if (keep && !first.claim && run.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
   if (ctl.signal.aborted) {
     await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'cancelled' }));
     return;
@@ -174,12 +184,11 @@ async function runClaimed(
   await runAgent({ ...ctx.agent(run), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
 }
 
-/** `publish`, each event once the claim (when one is under way) has committed. */
-function gatedPublisher(publish: (event: RunEvent) => Promise<void>, claimed: Promise<void> | undefined): (event: RunEvent) => Promise<void> {
+/** `publish`, each event once `claimed` (when given) says the run is this worker's; dropped when it says not. */
+function gatedPublisher(publish: (event: RunEvent) => Promise<void>, claimed: Promise<boolean> | undefined): (event: RunEvent) => Promise<void> {
   if (!claimed) return publish;
   return async (event) => {
-    await claimed;
-    await publish(event);
+    if (await claimed) await publish(event);
   };
 }
 

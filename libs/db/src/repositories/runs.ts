@@ -221,31 +221,6 @@ export async function claimRunOutsideSession(db: Db, id: string): Promise<{ run:
   return row && { run: toRecord(row), claimed: row.claimed === true };
 }
 
-/**
- * `claimRunOutsideSession` with its answer before its commit: the statement runs in a transaction
- * of its own, whose COMMIT (a synchronous commit: a WAL flush) is sent at once and not awaited
- * here. `committed` settles with it; until then the row stays locked, so a finish or a cancel of
- * the run waits for the claim and never overtakes it. A rejected `committed` leaves the run
- * unclaimed (rolled back, or unknown when the connection broke). Undefined: no such run.
- */
-export async function claimRunOutsideSessionUncommitted(
-  db: Db,
-  id: string,
-): Promise<{ run: RunRecord; claimed: boolean; committed: Promise<void> } | undefined> {
-  const trx = await db.startTransaction().execute();
-  let first: Awaited<ReturnType<typeof claimRunOutsideSession>>;
-  try {
-    first = await claimRunOutsideSession(trx, id);
-  } catch (err) {
-    await trx.rollback().execute().catch(() => undefined);
-    throw err;
-  }
-  const committed = trx.commit().execute();
-  // Awaited by the caller when it needs the claim; unobserved here, a failure must not crash the process.
-  committed.catch(() => undefined);
-  return first && { ...first, committed };
-}
-
 /** Recorded at the first token: a run that streamed is never retried (the client saw output). */
 export async function markRunStreamed(db: Db, id: string): Promise<void> {
   await db.updateTable('runs').set({ streamed: true }).where('id', '=', id).where('streamed', '=', false).execute();
