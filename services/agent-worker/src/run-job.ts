@@ -4,7 +4,7 @@ import { Compile } from 'typebox/compile';
 import { AgentRunJob, RunKeeps, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
-import { claimRun, finishRun, getRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
+import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
 import { retryWhileDbDown, runAgent, type RunDeps } from '@agentry/engine';
 import { WORKER_LOST_MESSAGE, completeCronRun, runEventChannel } from '@agentry/runs';
 import { contextFromTraceparent, inSpan, tracingEnabled, TRACER_NAME } from '@agentry/runtime';
@@ -57,9 +57,10 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
       return;
     }
     try {
-      const read = await retryWhileDbDown(logger, 'read run', () => getRun(db, runId));
-      if (!read) throw new UnrecoverableJobError(`run ${runId} does not exist`);
-      const first = startClaim(ctx, read);
+      // Outside a session the run is claimed at once (one round trip); a session's turn is only
+      // read here and claimed once the earlier turns have ended.
+      const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
+      if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
       const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
       try {
         if (!parent) return await handleClaimed(ctx, first, shutdownSignal, ctl);
@@ -86,32 +87,9 @@ function tracedRun(parent: Context, queued: RunRecord, attemptsMade: number, bod
   return inSpan('agent run', { attributes, parent: trace.setSpan(parent, wait) }, body);
 }
 
-/** A run as read, and its claim: under way (`claim`), or to be made once its session's turn comes (`claimed: false`). */
-interface FirstStep {
-  run: RunRecord;
-  claimed: boolean;
-  /** The claim's commit, still under way: `run` is what it will return (the lease, taken first, keeps any other worker from claiming it meanwhile). */
-  claim?: Promise<RunRecord | undefined>;
-}
-
-/**
- * Issue 39: a run outside a session is claimed without the run waiting for it. The claim is a
- * synchronous commit (a WAL flush: 0.5-3 ms on this disk), and it must be durable before anything
- * of the run is seen, since a retry after this worker's death tells a first try from a second by
- * the `attempts` it counts (and the same commit flushes the run row, which the gateway committed
- * without waiting). So the claim goes out here, the run's start (the listener check, the agent,
- * the model request) goes on beside it, and its first event waits for the commit
- * (`handleClaimed`). The lease, taken before, is what keeps another worker from running the run
- * meanwhile. A session's turn is claimed once the earlier turns have ended, as before.
- */
-function startClaim(ctx: RunJobContext, read: RunRecord): FirstStep {
-  if (read.sessionId !== null || !isActiveRunStatus(read.status) || read.streamed) return { run: read, claimed: false };
-  const claim = retryWhileDbDown(ctx.logger, 'claim run', () => claimRun(ctx.db, read.id));
-  return { run: { ...read, status: 'running', attempts: read.attempts + 1, startedAt: read.startedAt ?? new Date() }, claimed: true, claim };
-}
-
 /** The claimed (or, in a session, read) run, carried on to its end. */
-async function handleClaimed(ctx: RunJobContext, first: FirstStep, shutdownSignal: AbortSignal, ctl: AbortController): Promise<void> {
+async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claimed: boolean }, shutdownSignal: AbortSignal, ctl: AbortController): Promise<void> {
+  const { db, logger } = ctx;
   const runId = first.run.id;
   const queued = first.run;
   // The waiting gateway's reply channel (the row says which), else the run's own.
@@ -122,74 +100,37 @@ async function handleClaimed(ctx: RunJobContext, first: FirstStep, shutdownSigna
   // A background response lives without its client: nobody listening is no reason to stop it.
   const watched = queued.source === 'api' && (queued.request as { background?: unknown } | null)?.background !== true;
   const keep = streamed ? { log: RunKeeps.events(runId), maxLen: maxEvents, ttlMs: retainMs } : undefined;
-  // The claim under way decides whether the run's events go out at all: none before it committed,
-  // none when the run had ended meanwhile (a cancel won: it is aborted here).
-  const claimed = first.claim?.then(async (row) => {
-    if (!row) {
-      ctl.abort(new Error('the run ended before this worker claimed it'));
-      return false;
-    }
-    if (keep && row.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
-    return true;
-  });
-  // Awaited by the first publish or at the end; a failed claim fails that publish (and the run).
-  claimed?.catch(() => undefined);
-  const publish = gatedPublisher(eventPublisher(ctx.bus, channel, keep), claimed);
+  const publish = eventPublisher(ctx.bus, channel, keep);
   if (!isActiveRunStatus(queued.status)) return;
   if (queued.streamed) return failTakenOver(ctx, queued, publish);
   ctx.running.set(runId, ctl);
   const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
   shutdownSignal.addEventListener('abort', onShutdown);
   try {
-    return await runClaimed(ctx, first, { channel, keep, watched, publish }, ctl);
+    if (watched && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
+      logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
+      await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
+      return;
+    }
+    if (watched) ctx.watchdog.watch(runId, channel, ctl);
+    if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
+    const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
+    if (!run) return;
+    // Run again (its first worker died before it streamed): its seq starts at 0 again, so what the
+    // first try kept must go, or a resume would take both tries' events for one answer.
+    if (keep && run.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
+    if (ctl.signal.aborted) {
+      await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'cancelled' }));
+      return;
+    }
+    // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
+    await runAgent({ ...ctx.agent(run), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
   } finally {
     shutdownSignal.removeEventListener('abort', onShutdown);
     ctx.running.delete(runId);
     ctx.watchdog.unwatch(runId);
     ctx.turns.runEnded();
-    // A run that ended before its first event still leaves its claim committed (or failed) before the job ends.
-    await claimed?.catch(() => undefined);
   }
-}
-
-/** From the listener check to the run's end (handleClaimed holds the run's bookkeeping around it). */
-async function runClaimed(
-  ctx: RunJobContext,
-  first: FirstStep,
-  r: { channel: ReturnType<typeof runEventChannel>; keep: KeepOptions | undefined; watched: boolean; publish: (event: RunEvent) => Promise<void> },
-  ctl: AbortController,
-): Promise<void> {
-  const { db, logger } = ctx;
-  const queued = first.run;
-  const runId = queued.id;
-  const { channel, keep, watched, publish } = r;
-  if (watched && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
-    logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
-    await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
-    return;
-  }
-  if (watched) ctx.watchdog.watch(runId, channel, ctl);
-  if (queued.sessionId) await ctx.turns.waitForTurn(queued.sessionId, queued.seq, ctl.signal);
-  const run = first.claimed ? queued : await retryWhileDbDown(logger, 'claim run', () => claimRun(db, runId));
-  if (!run) return;
-  // Run again (its first worker died before it streamed): its seq starts at 0 again, so what the
-  // first try kept must go, or a resume would take both tries' events for one answer (a claim
-  // still under way does this before the first event).
-  if (keep && !first.claim && run.attempts > 1) await forgetFirstTry(ctx, runId, keep.log);
-  if (ctl.signal.aborted) {
-    await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'cancelled' }));
-    return;
-  }
-  // The client has its answer and goes: nodes after the ai/agent node must not be cancelled for that.
-  await runAgent({ ...ctx.agent(run), publish, delivered: () => ctx.watchdog.unwatch(runId) }, run, ctl.signal);
-}
-
-/** `publish`, each event once `claimed` (when given) says the run is this worker's; dropped when it says not. */
-function gatedPublisher(publish: (event: RunEvent) => Promise<void>, claimed: Promise<boolean> | undefined): (event: RunEvent) => Promise<void> {
-  if (!claimed) return publish;
-  return async (event) => {
-    if (await claimed) await publish(event);
-  };
 }
 
 /**
