@@ -91,10 +91,19 @@ export class ChatRun implements RunControl {
       });
     }
     // The row's commit does not wait for its WAL flush: the worker's claim, a synchronous commit
-    // made before the run's first event, flushes it (RunCommit says what a crash loses).
+    // made before the run's first event, flushes it (RunCommit says what a crash loses: runs no
+    // worker had claimed, whose waiting clients are told). A background response is acknowledged
+    // to its client before any worker has it, so its row is durable first.
     const { session, cancelled } = await submitRun(
       { db: this.deps.db.db, queue: this.deps.bus.queue },
-      { ...input, runId: this.runId, replyTo: this.#replies.id, beforeEnqueue: this.#subscribed, signal: this.#clientGone.signal, commit: 'deferred' },
+      {
+        ...input,
+        runId: this.runId,
+        replyTo: this.#replies.id,
+        beforeEnqueue: this.#subscribed,
+        signal: this.#clientGone.signal,
+        commit: opts.detached ? 'durable' : 'deferred',
+      },
     );
     if (cancelled) {
       this.#settled = true;
