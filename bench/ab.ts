@@ -291,6 +291,7 @@ async function main(): Promise<void> {
       `${c.stream.xacts.toFixed(1)} / ${c.stream.written.toFixed(1)}`,
       c.plain.redis.toFixed(1),
       c.stream.redis.toFixed(1),
+      `${c.plain.walSyncs.toFixed(2)} / ${c.stream.walSyncs.toFixed(2)}`,
     ];
   };
   const labels = [
@@ -304,6 +305,7 @@ async function main(): Promise<void> {
     'Postgres transactions / rows written per streamed run',
     'Redis commands per non-streamed run',
     'Redis commands per streamed run',
+    'WAL flushes per run, non-streamed / streamed (server-wide pg_stat_wal.wal_sync, idle rate taken out)',
   ];
   const [b, h] = [col('base'), col('head')];
   const head = HEAD ?? `${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim()} (working tree)`;

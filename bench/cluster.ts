@@ -113,6 +113,8 @@ export interface ClusterOptions {
   /** Prefix of the processes' names (log files, RSS columns). */
   name: string;
   runtime: 'node' | 'tsx';
+  /** Another built tree to run the services from (bench/ab.ts's prepared commits); default this one. */
+  root?: string;
 }
 
 /**
@@ -158,7 +160,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     for (let i = 0; i < o.gateways; i++) {
       const port = await freePort();
       const name = o.gateways === 1 ? `${o.name}-gateway` : `${o.name}-gateway${i + 1}`;
-      const g = spawnEntry(name, 'services/gateway/src/main.ts', { args: ['--config', config], env: { ...env, PORT: String(port) }, cwd: dir, runtime: o.runtime });
+      const g = spawnEntry(name, 'services/gateway/src/main.ts', { args: ['--config', config], env: { ...env, PORT: String(port) }, cwd: dir, runtime: o.runtime, ...(o.root ? { root: o.root } : {}) });
       local.push(() => g.stop());
       gateways.push(g);
       gatewayPorts.push(port);
@@ -167,7 +169,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     for (let i = 0; i < o.workers; i++) {
       const health = await freePort();
       const name = o.workers === 1 ? `${o.name}-worker` : `${o.name}-worker${i + 1}`;
-      const w = spawnEntry(name, 'services/agent-worker/src/main.ts', { args: ['--config', config], env: { ...env, HEALTH_PORT: String(health) }, cwd: dir, runtime: o.runtime });
+      const w = spawnEntry(name, 'services/agent-worker/src/main.ts', { args: ['--config', config], env: { ...env, HEALTH_PORT: String(health) }, cwd: dir, runtime: o.runtime, ...(o.root ? { root: o.root } : {}) });
       local.push(() => w.stop());
       workers.push(w);
       ready.push(waitForHttp(`http://127.0.0.1:${health}/ready`, START_TIMEOUT_MS, w));

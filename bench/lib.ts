@@ -466,6 +466,22 @@ export async function pgCounters(serverUrl: string, database: string): Promise<P
   }
 }
 
+/**
+ * WAL flushes (`fsync`s of the WAL: `pg_stat_wal.wal_sync`) of the whole server: Postgres 15
+ * counts them per server, not per database, so whatever else the server runs counts too (the
+ * idle window's rate is taken out, as for the other counters). Reported like the database's.
+ */
+export async function walSyncs(serverUrl: string): Promise<number> {
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  try {
+    const { rows } = await c.query<{ wal_sync: string }>('select wal_sync from pg_stat_wal');
+    return Number(rows[0]?.wal_sync ?? 0);
+  } finally {
+    await c.end();
+  }
+}
+
 /** Postgres 15 reports an idle backend's counters within 10 s. */
 const PG_REPORT_MS = 11_000;
 
@@ -476,6 +492,8 @@ export interface RunCost {
   written: number;
   /** Redis commands per run (commands inside scripts counted too). */
   redis: number;
+  /** WAL flushes per run (server-wide: see walSyncs). */
+  walSyncs: number;
   /** The most frequent Redis commands per run. */
   top: string;
 }
@@ -492,25 +510,30 @@ export async function measureRunCost(opts: { send: (runs: number) => Promise<num
   const t0 = performance.now();
   const r0 = await redisCommandCounts(opts.redisUrl);
   const p0 = await pgCounters(opts.postgresUrl, opts.database);
+  const w0 = await walSyncs(opts.postgresUrl);
   await sleep(PG_REPORT_MS);
   const p1 = await pgCounters(opts.postgresUrl, opts.database);
+  const w1 = await walSyncs(opts.postgresUrl);
   const r1 = await redisCommandCounts(opts.redisUrl);
   const idleMs = performance.now() - t0;
   const ok = await opts.send(opts.runs);
   await sleep(PG_REPORT_MS);
   const p2 = await pgCounters(opts.postgresUrl, opts.database);
+  const w2 = await walSyncs(opts.postgresUrl);
   const r2 = await redisCommandCounts(opts.redisUrl);
   const busyMs = performance.now() - t0 - idleMs;
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   // Each counter query is one transaction, each INFO one command: take them out too.
   const idleRedis = (sum(r1) - sum(r0) - 1) / idleMs;
   const idleXacts = (p1.xacts - p0.xacts - 1) / idleMs;
+  const idleWal = (w1 - w0) / idleMs;
   const per = (x: number) => x / Math.max(1, ok);
   const delta = [...r2].map(([k, v]) => [k, v - (r1.get(k) ?? 0) - (k === 'info' ? 1 : 0)] as const).filter(([, v]) => v > 0);
   return {
     xacts: per(p2.xacts - p1.xacts - 1 - idleXacts * busyMs),
     written: per(p2.written - p1.written),
     redis: per(sum(r2) - sum(r1) - 1 - idleRedis * busyMs),
+    walSyncs: per(Math.max(0, w2 - w1 - idleWal * busyMs)),
     top: delta
       .sort((a, b) => b[1] - a[1])
       .slice(0, 14)

@@ -281,6 +281,26 @@ export function defineDbSuite(get: () => DbHandle): void {
       expect(await db.selectFrom('sessions').select('id').where('agent_id', '=', agent).where('session_key', '=', 'k2').executeTakeFirst()).toBeUndefined();
     });
 
+    it('a deferred commit stores the same run (alone or in a session) and leaves the connection synchronous afterwards', async () => {
+      const { db } = get();
+      const agent = `deferred-${Math.random().toString(36).slice(2, 8)}`;
+      await insertRuleChain(db, { id: agent, kind: 'agent', agentId: null, name: agent, category: null, dsl: {} });
+      const request = { messages: [{ role: 'user', content: 'hi' }], stream: true };
+      const alone = await insertRun(db, { id: `${agent}-1`, agentId: agent, sessionId: null, source: 'api', request, replyTo: 'gw-1', principal: 'api:acct' }, { commit: 'deferred' });
+      expect(alone).toMatchObject({ id: `${agent}-1`, agentId: agent, sessionId: null, status: 'queued', request, replyTo: 'gw-1', principal: 'api:acct', attempts: 0 });
+      expect(await getRun(db, `${agent}-1`)).toEqual(alone);
+      const key = { agentId: agent, sessionKey: 'k', channel: 'api', owner: 'user:ann' };
+      const inSession = await insertRunInSession(db, key, { id: `${agent}-2`, source: 'api', request }, { commit: 'deferred' });
+      expect(inSession.run).toMatchObject({ id: `${agent}-2`, sessionId: inSession.session.id });
+      expect((await insertRunInSession(db, key, { id: `${agent}-3`, source: 'api', request: {} })).session.id).toBe(inSession.session.id);
+      // set_config(..., true) is local to the statement's transaction: the next one commits synchronously again.
+      await db.transaction().execute(async (trx) => {
+        await insertRun(trx, { id: `${agent}-4`, agentId: agent, sessionId: null, source: 'api', request: {} }, { commit: 'deferred' });
+        expect((await sql<{ s: string }>`select current_setting('synchronous_commit') as s`.execute(trx)).rows[0]?.s).toBe('off');
+      });
+      expect((await sql<{ s: string }>`select current_setting('synchronous_commit') as s`.execute(db)).rows[0]?.s).toBe('on');
+    });
+
     it("stores a run's steps with its finish, lists runs with hasSteps only, and replaces steps only on a final run", async () => {
       const { db } = get();
       const agent = `steps-${Math.random().toString(36).slice(2, 8)}`;

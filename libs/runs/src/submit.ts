@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Errors } from '@agentry/errors';
 import { activeTraceparent, QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
-import { finishRun, inTransaction, insertRun, insertRunInSession, type Db, type JsonValue, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
+import { finishRun, inTransaction, insertRun, insertRunInSession, type Db, type JsonValue, type RunCommit, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
 interface RunQueue {
@@ -43,6 +43,12 @@ export interface SubmitRunInput {
    * no worker can answer a question nobody waits for.
    */
   signal?: AbortSignal;
+  /**
+   * `deferred`: the run row (and a new session's) is committed without waiting for its WAL flush
+   * (RunCommit in @agentry/db says what a crash can lose), for a caller whose client is told when
+   * a run it waits for has no row: a chat. Ignored with `withRun` (those rows stay durable).
+   */
+  commit?: RunCommit;
 }
 
 interface SubmittedRun {
@@ -81,11 +87,12 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
   const wanted = input.session;
   // The session (if any) and the run in one statement; one INSERT is atomic on its own, so the
   // transaction (three round trips more) only when rows go with it.
+  const withRun = input.withRun;
+  const commit = withRun ? 'durable' : (input.commit ?? 'durable');
   const create = async (db: Db): Promise<{ run: RunRecord; session: SessionRecord | null }> =>
     wanted
-      ? insertRunInSession(db, { agentId: input.agentId, sessionKey: wanted.key, channel: wanted.channel, scope: wanted.scope, owner: wanted.owner }, row)
-      : { run: await insertRun(db, { ...row, agentId: input.agentId, sessionId: null }), session: null };
-  const withRun = input.withRun;
+      ? insertRunInSession(db, { agentId: input.agentId, sessionKey: wanted.key, channel: wanted.channel, scope: wanted.scope, owner: wanted.owner }, row, { commit })
+      : { run: await insertRun(db, { ...row, agentId: input.agentId, sessionId: null }, { commit }), session: null };
   const { run, session } = withRun
     ? await inTransaction(deps.db, async (trx) => {
         const created = await create(trx);

@@ -71,10 +71,41 @@ function toRecord(r: Row): RunRecord {
   };
 }
 
+/**
+ * How a new run row is committed. `durable` (the default): a synchronous commit, the row is on
+ * disk when the call returns. `deferred`: an asynchronous commit (`synchronous_commit = off` for
+ * this one statement's transaction), which does not wait for its WAL flush. The row becomes
+ * durable when the WAL writer flushes it (`wal_writer_delay`, 200 ms; three of them at worst) or
+ * as soon as any later synchronous commit on the server flushes past it: the worker's claim of
+ * the same run is one, and it commits before the run publishes anything. So a Postgres (or
+ * machine) crash loses only runs that no worker had claimed yet: their clients saw no token, and
+ * get an error (the relay finds no row); their jobs find no row and end (`does not exist`).
+ */
+export type RunCommit = 'durable' | 'deferred';
+
+/**
+ * Turns synchronous commit off for the statement's own transaction (`set_config(..., true)`:
+ * local to it, read at its commit): one round trip, where `SET LOCAL` would need BEGIN and COMMIT
+ * around it. Referenced by the statement so that Postgres evaluates it.
+ */
+const DEFERRED_COMMIT = sql`select set_config('synchronous_commit', 'off', true) as deferred`;
+
 export async function insertRun(
   db: Db,
   run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue; replyTo?: string | null; principal?: string },
+  opts: { commit?: RunCommit } = {},
 ): Promise<RunRecord> {
+  if (opts.commit === 'deferred') {
+    const { rows } = await sql<Row>`
+      with c as (${DEFERRED_COMMIT})
+      insert into runs (id, agent_id, session_id, source, request, reply_to, principal)
+      select ${run.id}, ${run.agentId}, ${run.sessionId}::text, ${run.source}, ${JSON.stringify(run.request)}::jsonb, ${run.replyTo ?? null}::text, ${run.principal ?? ''} from c
+      returning ${sql.join(COLUMNS.map((col) => sql.ref(col)))}
+    `.execute(db);
+    const row = rows[0];
+    if (!row) throw new Error('insertRun: the statement returned no row');
+    return toRecord(row);
+  }
   const row = await db
     .insertInto('runs')
     .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request), reply_to: run.replyTo ?? null, principal: run.principal ?? '' })
@@ -91,19 +122,22 @@ export async function insertRunInSession(
   db: Db,
   session: { agentId: string; sessionKey: string; channel?: string; scope?: string; owner?: string },
   run: { id: string; source: RunSource; request: JsonValue; replyTo?: string | null; principal?: string },
+  opts: { commit?: RunCommit } = {},
 ): Promise<{ run: RunRecord; session: SessionRecord }> {
   const runCols = sql.join(COLUMNS.map((c) => sql.ref(`r.${c}`)));
   // The session's columns come back prefixed: both tables have id, agent_id and the timestamps.
   const sessionCols = sql.join(SESSION_COLUMNS.map((c) => sql`${sql.ref(`s.${c}`)} as ${sql.ref(`s_${c}`)}`));
+  // A new session's row is committed as its run's is (RunCommit), in the same transaction.
+  const deferred = opts.commit === 'deferred';
   const { rows } = await sql<Row & { [K in (typeof SESSION_COLUMNS)[number] as `s_${K}`]: Parameters<typeof toSession>[0][K] }>`
-    with s as (
+    with ${deferred ? sql`c as (${DEFERRED_COMMIT}), ` : sql``}s as (
       insert into sessions (id, agent_id, session_key, channel, scope, owner)
       values (${randomUUID()}, ${session.agentId}, ${session.sessionKey}, ${session.channel ?? 'api'}, ${session.scope ?? ''}, ${session.owner ?? ''})
       on conflict (agent_id, channel, owner, session_key) do update set updated_at = sessions.updated_at
       returning ${sql.join(SESSION_COLUMNS.map((c) => sql.ref(c)))}
     ), r as (
       insert into runs (id, agent_id, session_id, source, request, reply_to, principal)
-      select ${run.id}, ${session.agentId}, s.id, ${run.source}, ${JSON.stringify(run.request)}::jsonb, ${run.replyTo ?? null}::text, ${run.principal ?? ''} from s
+      select ${run.id}, ${session.agentId}, s.id, ${run.source}, ${JSON.stringify(run.request)}::jsonb, ${run.replyTo ?? null}::text, ${run.principal ?? ''} from s${deferred ? sql`, c` : sql``}
       returning ${sql.join(COLUMNS.map((c) => sql.ref(c)))}
     )
     select ${runCols}, ${sessionCols} from r, s

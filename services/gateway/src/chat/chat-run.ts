@@ -75,7 +75,7 @@ export class ChatRun implements RunControl {
 
   /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
   async start(
-    input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal'>,
+    input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal' | 'commit'>,
     opts: {
       resumable?: boolean;
       /** A background response: the run lives without its client, whose leaving cancels nothing. */
@@ -90,9 +90,20 @@ export class ChatRun implements RunControl {
         channel: input.session.channel,
       });
     }
+    // The row's commit does not wait for its WAL flush: the worker's claim, a synchronous commit
+    // made before the run's first event, flushes it (RunCommit says what a crash loses: runs no
+    // worker had claimed, whose waiting clients are told). A background response is acknowledged
+    // to its client before any worker has it, so its row is durable first.
     const { session, cancelled } = await submitRun(
       { db: this.deps.db.db, queue: this.deps.bus.queue },
-      { ...input, runId: this.runId, replyTo: this.#replies.id, beforeEnqueue: this.#subscribed, signal: this.#clientGone.signal },
+      {
+        ...input,
+        runId: this.runId,
+        replyTo: this.#replies.id,
+        beforeEnqueue: this.#subscribed,
+        signal: this.#clientGone.signal,
+        commit: opts.detached ? 'durable' : 'deferred',
+      },
     );
     if (cancelled) {
       this.#settled = true;
