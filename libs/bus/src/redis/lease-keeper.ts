@@ -13,9 +13,7 @@ import { LEASE_SCRIPT } from './scripts.js';
  * The main thread beats into shared memory; past `maxStallMs` without a beat (a loop stuck for
  * good) the thread stops renewing, and the run goes to another worker.
  *
- * Messages in: {type:'batch', messages: ({type:'hold', key, ttlMs} | {type:'release', key})[]} | {type:'stop'}
- * (holds and releases of one event-loop turn travel together: a message to the thread is a
- * structured clone and a wake-up of its loop, 6 % of a busy worker's CPU when sent one per run start and end).
+ * Messages in: {type:'hold', key, ttlMs} | {type:'release', key} | {type:'stop'}.
  * Messages out: {type:'ready'} (connected) | {type:'lost', key} (another holder has it) | {type:'error', message} (at most one per failure streak).
  */
 const THREAD_SOURCE = `
@@ -71,7 +69,7 @@ function schedule(gen) {
   period = periodNow();
   timer = setTimeout(() => renew().finally(() => schedule(gen)), period);
 }
-function onMessage(m) {
+parentPort.on('message', (m) => {
   if (m.type === 'hold') {
     held.set(m.key, m.ttlMs);
     if (periodNow() < period) {
@@ -87,10 +85,6 @@ function onMessage(m) {
     clearTimeout(timer);
     conn.quit().catch(() => conn.disconnect()).finally(() => parentPort.close());
   }
-}
-parentPort.on('message', (m) => {
-  if (m.type === 'batch') for (const one of m.messages) onMessage(one);
-  else onMessage(m);
 });
 schedule(generation);
 `;
@@ -140,32 +134,21 @@ export function startLeaseKeeper(url: string, leaseKey: (key: string) => string,
   });
   worker.on('exit', () => (ready = false));
   let closed: Promise<void> | undefined;
-  // Sent once per event-loop turn, in order: a release after its hold stays after it.
-  let pending: Array<{ type: 'hold'; key: string; ttlMs: number } | { type: 'release'; key: string }> = [];
-  const flush = () => {
-    const messages = pending;
-    pending = [];
-    if (messages.length > 0) worker.postMessage({ type: 'batch', messages });
-  };
-  const send = (m: (typeof pending)[number]) => {
-    if (pending.push(m) === 1) setImmediate(flush);
-  };
   return {
     get ready() {
       return ready;
     },
     hold(key, ttlMs, lost) {
       onLost.set(leaseKey(key), lost);
-      send({ type: 'hold', key: leaseKey(key), ttlMs: Math.max(1, Math.round(ttlMs)) });
+      worker.postMessage({ type: 'hold', key: leaseKey(key), ttlMs: Math.max(1, Math.round(ttlMs)) });
     },
     release(key) {
       onLost.delete(leaseKey(key));
-      send({ type: 'release', key: leaseKey(key) });
+      worker.postMessage({ type: 'release', key: leaseKey(key) });
     },
     close() {
       closed ??= (async () => {
         clearInterval(beater);
-        flush();
         const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
         worker.postMessage({ type: 'stop' });
         const timer = setTimeout(() => void worker.terminate(), 2_000);
