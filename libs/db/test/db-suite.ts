@@ -18,6 +18,10 @@ import {
   insertRun,
   insertRunInSession,
   insertRunUsage,
+  insertRunUsages,
+  markRunStreamed,
+  claimRun,
+  claimRunOutsideSession,
   getRun,
   usageTotals,
   isForeignKeyViolation,
@@ -423,6 +427,61 @@ export function defineDbSuite(get: () => DbHandle): void {
       expect((await deleteExpired(db, { runs: cutoff }, { batch: 1, maxBatches: 2 })).runs).toBe(2);
       expect((await deleteExpired(db, { runs: cutoff }, { batch: 1, maxBatches: 2 })).runs).toBe(1);
       expect(await deleteExpired(db, {})).toEqual({ sessions: 0, runs: 0, cronRuns: 0, outbound: 0, inbound: 0 });
+    });
+  });
+
+  describe('precompiled run statements (compiled once, run with each call\'s values)', () => {
+    it('claims, marks and finishes each run with its own values, in every finish shape', async () => {
+      const { db } = get();
+      const agent = `pre-${Math.random().toString(36).slice(2, 8)}`;
+      await insertRuleChain(db, { id: agent, kind: 'agent', agentId: null, name: agent, category: null, dsl: {} });
+      const ids = ['a', 'b', 'c', 'd'].map((x) => `${agent}-${x}`);
+      for (const id of ids) await insertRun(db, { id, agentId: agent, sessionId: null, source: 'api', request: { id } });
+      const claimed = await claimRunOutsideSession(db, ids[0]!);
+      expect(claimed).toMatchObject({ claimed: true, run: { id: ids[0], status: 'running', attempts: 1, request: { id: ids[0] } } });
+      expect((await claimRun(db, ids[1]!))?.attempts).toBe(1);
+      expect((await claimRun(db, ids[1]!))?.attempts).toBe(2);
+      expect(await claimRunOutsideSession(db, `${agent}-none`)).toBeUndefined();
+      await markRunStreamed(db, ids[0]!);
+      const at = new Date('2026-01-02T03:04:05.678Z');
+      expect(await finishRun(db, ids[0]!, { status: 'succeeded', output: 'one', usage: { total: 1 } })).toBe(true);
+      expect(await finishRun(db, ids[1]!, { status: 'failed', error: 'two', finishedAt: at, streamed: true })).toBe(true);
+      expect(await finishRun(db, ids[2]!, { status: 'cancelled', steps: [{ nodeId: 'n' }], finishedAt: at })).toBe(true);
+      expect(await finishRun(db, ids[3]!, { status: 'succeeded', output: 'four', streamed: true, steps: [] })).toBe(true);
+      // A run already final keeps its first outcome.
+      expect(await finishRun(db, ids[0]!, { status: 'failed', error: 'late' })).toBe(false);
+      const runs = await Promise.all(ids.map((id) => getRun(db, id)));
+      expect(runs.map((r) => [r?.status, r?.output, r?.error, r?.usage, r?.streamed])).toEqual([
+        ['succeeded', 'one', null, { total: 1 }, true],
+        ['failed', null, 'two', null, true],
+        ['cancelled', null, null, null, false],
+        ['succeeded', 'four', null, null, true],
+      ]);
+      expect(runs[1]?.finishedAt?.toISOString()).toBe(at.toISOString());
+      expect(runs[2]?.finishedAt?.toISOString()).toBe(at.toISOString());
+      expect(runs[0]!.finishedAt!.getTime()).toBeGreaterThan(at.getTime());
+      expect((await getRunSteps(db, ids[2]!))?.steps).toEqual([{ nodeId: 'n' }]);
+      expect((await getRunSteps(db, ids[3]!))?.steps).toEqual([]);
+      expect((await getRunSteps(db, ids[0]!))?.steps).toBeNull();
+    });
+
+    it('writes a batch of usage rows, each row with its own values, whatever the batch size', async () => {
+      const { db } = get();
+      await db.deleteFrom('run_usage').execute();
+      await insertRuleChain(db, { id: 'batch-agent', kind: 'agent', agentId: null, name: 'b', category: null, dsl: {} });
+      await insertRun(db, { id: 'batch-run', agentId: 'batch-agent', sessionId: null, source: 'api', request: {} });
+      const row = (i: number) => ({ runId: 'batch-run', agentId: 'batch-agent', principal: `user:u${i}`, provider: `p${i}`, model: `m${i}`, promptTokens: i, completionTokens: 2 * i });
+      // 3 rows, 3 again (the statement of 3 compiled once), then 40 (past the precompiled sizes).
+      await insertRunUsages(db, [1, 2, 3].map(row));
+      await insertRunUsages(db, [4, 5, 6].map(row));
+      await insertRunUsages(db, Array.from({ length: 40 }, (_, i) => row(10 + i)));
+      await insertRunUsages(db, [{ ...row(7), kind: 'compaction' }]);
+      const rows = await db.selectFrom('run_usage').select(['principal', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'kind']).orderBy('prompt_tokens').execute();
+      expect(rows).toHaveLength(47);
+      for (const r of rows) {
+        const i = Number(r.prompt_tokens);
+        expect([r.principal, r.provider, r.model, Number(r.completion_tokens), r.kind]).toEqual([`user:u${i}`, `p${i}`, `m${i}`, 2 * i, i === 7 ? 'compaction' : 'chat']);
+      }
     });
   });
 

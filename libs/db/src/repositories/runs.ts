@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../handle.js';
+import { precompiled } from '../precompiled.js';
 import { SESSION_COLUMNS, toSession, type SessionRecord } from './sessions.js';
 import { ACTIVE_RUN_STATUSES, type FinalRunStatus, type JsonValue, type RunSource, type RunStatus, type RunsTable } from '../tables.js';
 
@@ -90,29 +91,94 @@ export type RunCommit = 'durable' | 'deferred';
  */
 const DEFERRED_COMMIT = sql`select set_config('synchronous_commit', 'off', true) as deferred`;
 
+interface NewRunArgs {
+  id: string;
+  agentId: string;
+  sessionId: string | null;
+  source: RunSource;
+  /** The request as JSON text. */
+  request: string;
+  replyTo: string | null;
+  principal: string;
+}
+
+// Built and compiled once (precompiled.ts), one statement per commit mode.
+const INSERT_RUN = {
+  durable: precompiled<NewRunArgs, Row>((qb, a) =>
+    qb
+      .insertInto('runs')
+      .values({ id: a('id'), agent_id: a('agentId'), session_id: a('sessionId'), source: a('source'), request: a('request'), reply_to: a('replyTo'), principal: a('principal') })
+      .returning(COLUMNS),
+  ),
+  deferred: precompiled<NewRunArgs, Row>(
+    (_qb, a) => sql<Row>`
+      with c as (${DEFERRED_COMMIT})
+      insert into runs (id, agent_id, session_id, source, request, reply_to, principal)
+      select ${a('id')}, ${a('agentId')}, ${a('sessionId')}::text, ${a('source')}, ${a('request')}::jsonb, ${a('replyTo')}::text, ${a('principal')} from c
+      returning ${sql.join(COLUMNS.map((col) => sql.ref(col)))}
+    `,
+  ),
+};
+
 export async function insertRun(
   db: Db,
   run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue; replyTo?: string | null; principal?: string },
   opts: { commit?: RunCommit } = {},
 ): Promise<RunRecord> {
-  if (opts.commit === 'deferred') {
-    const { rows } = await sql<Row>`
-      with c as (${DEFERRED_COMMIT})
-      insert into runs (id, agent_id, session_id, source, request, reply_to, principal)
-      select ${run.id}, ${run.agentId}, ${run.sessionId}::text, ${run.source}, ${JSON.stringify(run.request)}::jsonb, ${run.replyTo ?? null}::text, ${run.principal ?? ''} from c
-      returning ${sql.join(COLUMNS.map((col) => sql.ref(col)))}
-    `.execute(db);
-    const row = rows[0];
-    if (!row) throw new Error('insertRun: the statement returned no row');
-    return toRecord(row);
-  }
-  const row = await db
-    .insertInto('runs')
-    .values({ id: run.id, agent_id: run.agentId, session_id: run.sessionId, source: run.source, request: JSON.stringify(run.request), reply_to: run.replyTo ?? null, principal: run.principal ?? '' })
-    .returning(COLUMNS)
-    .executeTakeFirstOrThrow();
+  const { rows } = await INSERT_RUN[opts.commit ?? 'durable'](db, {
+    id: run.id,
+    agentId: run.agentId,
+    sessionId: run.sessionId,
+    source: run.source,
+    request: JSON.stringify(run.request),
+    replyTo: run.replyTo ?? null,
+    principal: run.principal ?? '',
+  });
+  const row = rows[0];
+  if (!row) throw new Error('insertRun: the statement returned no row');
   return toRecord(row);
 }
+
+interface NewRunInSessionArgs {
+  sessionId: string;
+  agentId: string;
+  sessionKey: string;
+  channel: string;
+  scope: string;
+  owner: string;
+  runId: string;
+  source: RunSource;
+  /** The request as JSON text. */
+  request: string;
+  replyTo: string | null;
+  principal: string;
+}
+
+type RunInSessionRow = Row & { [K in (typeof SESSION_COLUMNS)[number] as `s_${K}`]: Parameters<typeof toSession>[0][K] };
+
+function insertRunInSessionStatement(deferred: boolean) {
+  return precompiled<NewRunInSessionArgs, RunInSessionRow>((_qb, a) => {
+    const runCols = sql.join(COLUMNS.map((c) => sql.ref(`r.${c}`)));
+    // The session's columns come back prefixed: both tables have id, agent_id and the timestamps.
+    const sessionCols = sql.join(SESSION_COLUMNS.map((c) => sql`${sql.ref(`s.${c}`)} as ${sql.ref(`s_${c}`)}`));
+    // A new session's row is committed as its run's is (RunCommit), in the same transaction.
+    return sql<RunInSessionRow>`
+    with ${deferred ? sql`c as (${DEFERRED_COMMIT}), ` : sql``}s as (
+      insert into sessions (id, agent_id, session_key, channel, scope, owner)
+      values (${a('sessionId')}, ${a('agentId')}, ${a('sessionKey')}, ${a('channel')}, ${a('scope')}, ${a('owner')})
+      on conflict (agent_id, channel, owner, session_key) do update set updated_at = sessions.updated_at
+      returning ${sql.join(SESSION_COLUMNS.map((c) => sql.ref(c)))}
+    ), r as (
+      insert into runs (id, agent_id, session_id, source, request, reply_to, principal)
+      select ${a('runId')}, ${a('agentId')}, s.id, ${a('source')}, ${a('request')}::jsonb, ${a('replyTo')}::text, ${a('principal')} from s${deferred ? sql`, c` : sql``}
+      returning ${sql.join(COLUMNS.map((c) => sql.ref(c)))}
+    )
+    select ${runCols}, ${sessionCols} from r, s
+  `;
+  });
+}
+
+const INSERT_RUN_IN_SESSION = { durable: insertRunInSessionStatement(false), deferred: insertRunInSessionStatement(true) };
 
 /**
  * `ensureSession` and `insertRun` in one statement (one round trip instead of two): the session of
@@ -124,24 +190,19 @@ export async function insertRunInSession(
   run: { id: string; source: RunSource; request: JsonValue; replyTo?: string | null; principal?: string },
   opts: { commit?: RunCommit } = {},
 ): Promise<{ run: RunRecord; session: SessionRecord }> {
-  const runCols = sql.join(COLUMNS.map((c) => sql.ref(`r.${c}`)));
-  // The session's columns come back prefixed: both tables have id, agent_id and the timestamps.
-  const sessionCols = sql.join(SESSION_COLUMNS.map((c) => sql`${sql.ref(`s.${c}`)} as ${sql.ref(`s_${c}`)}`));
-  // A new session's row is committed as its run's is (RunCommit), in the same transaction.
-  const deferred = opts.commit === 'deferred';
-  const { rows } = await sql<Row & { [K in (typeof SESSION_COLUMNS)[number] as `s_${K}`]: Parameters<typeof toSession>[0][K] }>`
-    with ${deferred ? sql`c as (${DEFERRED_COMMIT}), ` : sql``}s as (
-      insert into sessions (id, agent_id, session_key, channel, scope, owner)
-      values (${randomUUID()}, ${session.agentId}, ${session.sessionKey}, ${session.channel ?? 'api'}, ${session.scope ?? ''}, ${session.owner ?? ''})
-      on conflict (agent_id, channel, owner, session_key) do update set updated_at = sessions.updated_at
-      returning ${sql.join(SESSION_COLUMNS.map((c) => sql.ref(c)))}
-    ), r as (
-      insert into runs (id, agent_id, session_id, source, request, reply_to, principal)
-      select ${run.id}, ${session.agentId}, s.id, ${run.source}, ${JSON.stringify(run.request)}::jsonb, ${run.replyTo ?? null}::text, ${run.principal ?? ''} from s${deferred ? sql`, c` : sql``}
-      returning ${sql.join(COLUMNS.map((c) => sql.ref(c)))}
-    )
-    select ${runCols}, ${sessionCols} from r, s
-  `.execute(db);
+  const { rows } = await INSERT_RUN_IN_SESSION[opts.commit ?? 'durable'](db, {
+    sessionId: randomUUID(),
+    agentId: session.agentId,
+    sessionKey: session.sessionKey,
+    channel: session.channel ?? 'api',
+    scope: session.scope ?? '',
+    owner: session.owner ?? '',
+    runId: run.id,
+    source: run.source,
+    request: JSON.stringify(run.request),
+    replyTo: run.replyTo ?? null,
+    principal: run.principal ?? '',
+  });
   const row = rows[0];
   if (!row) throw new Error('insertRunInSession: the statement returned no row');
   return {
@@ -187,14 +248,17 @@ export async function getRunOutcome(db: Db, id: string): Promise<RunOutcome | un
  * Marks the run running and counts the attempt. A run already running is claimed again: that is
  * a retry after its worker died. Finished or cancelled runs are not claimed (undefined).
  */
-export async function claimRun(db: Db, id: string): Promise<RunRecord | undefined> {
-  const row = await db
+const CLAIM_RUN = precompiled<{ id: string }, Row>((qb, a) =>
+  qb
     .updateTable('runs')
     .set({ status: 'running', attempts: sql<number>`attempts + 1`, started_at: sql<Date>`coalesce(started_at, now())` })
-    .where('id', '=', id)
+    .where('id', '=', a('id'))
     .where('status', 'in', ACTIVE_RUN_STATUSES)
-    .returning(COLUMNS)
-    .executeTakeFirst();
+    .returning(COLUMNS),
+);
+
+export async function claimRun(db: Db, id: string): Promise<RunRecord | undefined> {
+  const row = (await CLAIM_RUN(db, { id })).rows[0];
   return row && toRecord(row);
 }
 
@@ -203,28 +267,70 @@ export async function claimRun(db: Db, id: string): Promise<RunRecord | undefine
  * claimed as `claimRun` would; a run of a session, or one that has ended, is only read
  * (`claimed: false`; claim it with `claimRun` once its turn has come). Undefined: no such run.
  */
-export async function claimRunOutsideSession(db: Db, id: string): Promise<{ run: RunRecord; claimed: boolean } | undefined> {
+const CLAIM_RUN_OUTSIDE_SESSION = precompiled<{ id: string }, Row & { claimed: boolean }>((_qb, a) => {
   const cols = sql.join(COLUMNS.map((c) => sql.ref(c)));
   // Literals, not parameters: the SQL text stays exactly what it was before the list was shared.
   const active = sql.join(ACTIVE_RUN_STATUSES.map((s) => sql.lit(s)));
-  const { rows } = await sql<Row & { claimed: boolean }>`
+  return sql<Row & { claimed: boolean }>`
     with claimed as (
       update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
-      where id = ${id} and status in (${active}) and session_id is null
+      where id = ${a('id')} and status in (${active}) and session_id is null
       returning ${cols}
     )
     select ${cols}, true as claimed from claimed
     union all
-    select ${cols}, false as claimed from runs where id = ${id} and not exists (select 1 from claimed)
-  `.execute(db);
-  const row = rows[0];
+    select ${cols}, false as claimed from runs where id = ${a('id')} and not exists (select 1 from claimed)
+  `;
+});
+
+export async function claimRunOutsideSession(db: Db, id: string): Promise<{ run: RunRecord; claimed: boolean } | undefined> {
+  const row = (await CLAIM_RUN_OUTSIDE_SESSION(db, { id })).rows[0];
   return row && { run: toRecord(row), claimed: row.claimed === true };
 }
 
 /** Recorded at the first token: a run that streamed is never retried (the client saw output). */
 export async function markRunStreamed(db: Db, id: string): Promise<void> {
-  await db.updateTable('runs').set({ streamed: true }).where('id', '=', id).where('streamed', '=', false).execute();
+  await MARK_RUN_STREAMED(db, { id });
 }
+
+const MARK_RUN_STREAMED = precompiled<{ id: string }, never>((qb, a) => qb.updateTable('runs').set({ streamed: true }).where('id', '=', a('id')).where('streamed', '=', false));
+
+interface FinishArgs {
+  id: string;
+  status: FinalRunStatus;
+  output: string | null;
+  error: string | null;
+  /** JSON text. */
+  usage: string | null;
+  finishedAt: Date;
+  /** JSON text. */
+  steps: string;
+}
+
+/**
+ * One statement per shape (the caller's time or now(), the streamed mark, the steps), each
+ * compiled on its first use: index `finishedAt | streamed << 1 | steps << 2`.
+ */
+const FINISH_RUN = Array.from({ length: 8 }, (_, shape) =>
+  precompiled<FinishArgs, never>((qb, a) =>
+    qb
+      .updateTable('runs')
+      .set({
+        status: a('status'),
+        output: a('output'),
+        error: a('error'),
+        usage: a('usage'),
+        // The caller's time when it tells the time in an event too (the done event's finishedAt).
+        finished_at: shape & 1 ? a('finishedAt') : sql<Date>`now()`,
+        // The mark of a run that ended before its worker wrote it (folded into this one write).
+        ...(shape & 2 ? { streamed: true } : {}),
+        // A chain's trace goes with the finish, so a final run never lacks the steps it had.
+        ...(shape & 4 ? { steps: a('steps') } : {}),
+      })
+      .where('id', '=', a('id'))
+      .where('status', 'in', ACTIVE_RUN_STATUSES),
+  ),
+);
 
 /** Sets the final state unless the run already ended (a cancel that raced a finish keeps the first). */
 export async function finishRun(
@@ -232,24 +338,17 @@ export async function finishRun(
   id: string,
   outcome: { status: FinalRunStatus; output?: string | null; error?: string | null; usage?: JsonValue | null; streamed?: boolean; steps?: JsonValue[]; finishedAt?: Date },
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('runs')
-    .set({
-      status: outcome.status,
-      output: outcome.output ?? null,
-      error: outcome.error ?? null,
-      usage: outcome.usage === undefined || outcome.usage === null ? null : JSON.stringify(outcome.usage),
-      // The caller's time when it tells the time in an event too (the done event's finishedAt).
-      finished_at: outcome.finishedAt ?? sql<Date>`now()`,
-      // The mark of a run that ended before its worker wrote it (folded into this one write).
-      ...(outcome.streamed ? { streamed: true } : {}),
-      // A chain's trace goes with the finish, so a final run never lacks the steps it had.
-      ...(outcome.steps ? { steps: JSON.stringify(outcome.steps) } : {}),
-    })
-    .where('id', '=', id)
-    .where('status', 'in', ACTIVE_RUN_STATUSES)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  const shape = (outcome.finishedAt ? 1 : 0) | (outcome.streamed ? 2 : 0) | (outcome.steps ? 4 : 0);
+  const result = await FINISH_RUN[shape]!(db, {
+    id,
+    status: outcome.status,
+    output: outcome.output ?? null,
+    error: outcome.error ?? null,
+    usage: outcome.usage === undefined || outcome.usage === null ? null : JSON.stringify(outcome.usage),
+    finishedAt: outcome.finishedAt as Date,
+    steps: JSON.stringify(outcome.steps),
+  });
+  return Number(result.numAffectedRows ?? 0) > 0;
 }
 
 /**

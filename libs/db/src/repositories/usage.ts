@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import type { Db } from '../handle.js';
-import type { UsageKind } from '../tables.js';
+import { precompiled } from '../precompiled.js';
+import type { RunUsageTable, UsageKind } from '../tables.js';
 
 /** One model call's usage, as the worker records it. */
 export interface RunUsageInput {
@@ -20,25 +21,41 @@ export async function insertRunUsage(db: Db, usage: RunUsageInput): Promise<void
   await insertRunUsages(db, [usage]);
 }
 
+const USAGE_COLUMNS = ['run_id', 'agent_id', 'principal', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'kind'] as const;
+
+/** The INSERT of `n` rows, built and compiled once per `n`; its arguments row after row, in USAGE_COLUMNS order. */
+function insertUsageStatement(n: number) {
+  return precompiled<unknown[], never>((qb, a) =>
+    qb
+      .insertInto('run_usage')
+      .values(Array.from({ length: n }, (_, i) => Object.fromEntries(USAGE_COLUMNS.map((col, j) => [col, a(i * USAGE_COLUMNS.length + j)])) as unknown as Insertable<RunUsageTable>)),
+  );
+}
+
+/** Larger batches are compiled on each call (rare: a batch is the model calls of 25 ms). */
+const MAX_PRECOMPILED_USAGE_ROWS = 32;
+const insertUsage: Array<ReturnType<typeof insertUsageStatement> | undefined> = [];
+
 /** Several model calls' usage in one INSERT (all or none). */
 export async function insertRunUsages(db: Db, rows: readonly RunUsageInput[]): Promise<void> {
   if (rows.length === 0) return;
-  await db
-    .insertInto('run_usage')
-    .values(
-      rows.map((usage) => ({
-        run_id: usage.runId,
-        agent_id: usage.agentId,
-        principal: usage.principal,
-        provider: usage.provider,
-        model: usage.model,
-        // A provider's count is read off its wire: a missing or negative one counts as none.
-        prompt_tokens: Math.max(0, Math.round(usage.promptTokens) || 0),
-        completion_tokens: Math.max(0, Math.round(usage.completionTokens) || 0),
-        kind: usage.kind ?? 'chat',
-      })),
-    )
-    .execute();
+  const n = rows.length;
+  const statement = n <= MAX_PRECOMPILED_USAGE_ROWS ? (insertUsage[n] ??= insertUsageStatement(n)) : insertUsageStatement(n);
+  const args: unknown[] = [];
+  for (const usage of rows) {
+    args.push(
+      usage.runId,
+      usage.agentId,
+      usage.principal,
+      usage.provider,
+      usage.model,
+      // A provider's count is read off its wire: a missing or negative one counts as none.
+      Math.max(0, Math.round(usage.promptTokens) || 0),
+      Math.max(0, Math.round(usage.completionTokens) || 0),
+      usage.kind ?? 'chat',
+    );
+  }
+  await statement(db, args);
 }
 
 export const USAGE_GROUPS = ['agent', 'principal', 'provider', 'day', 'kind'] as const;
