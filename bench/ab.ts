@@ -4,9 +4,10 @@
  * agent-worker, compiled) on the local Postgres (a database each) and a Redis of the bench's
  * own (so that `INFO commandstats` counts only them), against one zero-latency fake model.
  *
- *   npm run bench:ab -- --base=<commit> [--head=<commit>] [--rounds=3] [--seconds=6] [--base-runtime=tsx] [--mode=cluster|embedded|both]
+ *   npm run bench:ab -- --base=<commit> [--head=<commit>] [--rounds=3] [--seconds=6] [--base-runtime=tsx] [--mode=cluster|embedded|both] [--log-level=warn|info]
  *
  * `--head` (default: this working tree) takes a commit too, so that work can go on meanwhile.
+ * `--log-level=info` (default warn): both sides log a line per request, as a default install does.
  * `--base-runtime=tsx` runs the base from its sources under tsx (how `npm run start:*` ran them
  * before issue 24), the head always compiled.
  * Per round and side: non-streamed closed loop (C=16), 50-token streams closed loop (C=16),
@@ -68,6 +69,12 @@ if (!['cluster', 'embedded', 'both'].includes(MODE)) {
   process.exit(2);
 }
 const BASE_RUNTIME = option('base-runtime') === 'tsx' ? 'tsx' : 'node';
+/** `--log-level=info`: both sides log as a default install does (a line per request, into a file); warn by default. */
+const LOG_LEVEL = option('log-level') ?? 'warn';
+if (!['warn', 'info', 'debug'].includes(LOG_LEVEL)) {
+  console.error('--log-level is warn, info or debug');
+  process.exit(2);
+}
 const TOKENS = 50;
 const ANSWER = fakeAnswer(TOKENS);
 const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
@@ -110,7 +117,7 @@ async function startSide(name: string, root: string, fakePort: number, redisUrl:
   fs.writeFileSync(
     config,
     [
-      'logging: {level: warn}',
+      `logging: {level: ${LOG_LEVEL}}`,
       'server: {host: 127.0.0.1, max_connections_per_address: 0}',
       `data: {root_dir: "${path.join(dir, 'data')}"}`,
       'models:',
@@ -349,7 +356,7 @@ async function startEmbeddedSide(name: string, root: string, fakePort: number, w
   fs.writeFileSync(
     config,
     [
-      'logging: {level: warn}',
+      `logging: {level: ${LOG_LEVEL}}`,
       'server: {host: 127.0.0.1, max_connections_per_address: 0}',
       `data: {root_dir: "${path.join(dir, 'data')}"}`,
       'models:',

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PrettyDestination, createLogger, formatPretty, loadConfig, resolveLogFormat } from '@agentry/runtime';
+import { PrettyDestination, SECRET_FIELDS, createLogger, formatPretty, loadConfig, redactLine, resolveLogFormat } from '@agentry/runtime';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-logger-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -58,5 +58,67 @@ describe('log lines for a person (logging.format)', () => {
     dest.write('not json\n');
     logger.flush();
     expect(s.out.join('')).toMatch(/INFO  before\nAgentry is ready\n\d\d:\d\d:\d\d WARN  after, shown\nnot json\n$/);
+  });
+});
+
+describe('secrets never reach a log line', () => {
+  // A parsed line, read field by field: its shape is what the test asserts.
+  type Entry = { [key: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** JSON lines as the logger writes them. */
+  function capture() {
+    const lines: string[] = [];
+    const logger = createLogger({ service: 'gateway', level: 'info', destination: { write: (l: string) => void lines.push(l) } });
+    return { lines, logger };
+  }
+
+  it('blanks every field named like a secret at any depth, whatever its type, and keeps the rest', () => {
+    const { lines, logger } = capture();
+    logger.info(
+      {
+        password: 'hunter2',
+        req: { method: 'POST', headers: { authorization: 'Bearer sk-live-1', cookie: 's=sk-live-2', 'x-api-key': 'sk-live-3', host: 'h' } },
+        account: { api_key: 'sk-live-4', nested: { deeper: { token: { value: 'sk-live-5', list: ['sk-live-6', { a: '}' }] } } } },
+        list: [{ secret: 42 }, { appSecret: null }, { jwtSecret: true }],
+        note: 'a "token": "not a key" in a value stays',
+        after: 'kept',
+      },
+      'hello',
+    );
+    const line = lines.join('');
+    expect(line).not.toMatch(/hunter2|sk-live/);
+    const entry = JSON.parse(line) as Entry;
+    expect(entry.password).toBe('[redacted]');
+    expect(entry.req.headers).toEqual({ authorization: '[redacted]', cookie: '[redacted]', 'x-api-key': '[redacted]', host: 'h' });
+    expect(entry.account).toEqual({ api_key: '[redacted]', nested: { deeper: { token: '[redacted]' } } });
+    expect(entry.list).toEqual([{ secret: '[redacted]' }, { appSecret: '[redacted]' }, { jwtSecret: '[redacted]' }]);
+    expect(entry.note).toBe('a "token": "not a key" in a value stays');
+    expect(entry.after).toBe('kept');
+    expect(entry.msg).toBe('hello');
+  });
+
+  it("covers a child logger's bindings and an error's own fields", () => {
+    const { lines, logger } = capture();
+    const err = Object.assign(new Error('boom'), { token: 'sk-live-7', response: { headers: { authorization: 'Bearer sk-live-8' } } });
+    logger.child({ reqId: 'r1', newPassword: 'sk-live-9' }).error({ err }, 'failed');
+    const entry = JSON.parse(lines.join('')) as Entry;
+    expect(lines.join('')).not.toContain('sk-live');
+    expect(entry.newPassword).toBe('[redacted]');
+    expect(entry.reqId).toBe('r1');
+    expect(entry.err.token).toBe('[redacted]');
+    expect(entry.err.response.headers.authorization).toBe('[redacted]');
+    expect(entry.err.message).toBe('boom');
+  });
+
+  it('leaves a line without secrets as it is, and every name of SECRET_FIELDS is blanked', () => {
+    const plain = '{"level":30,"msg":"password and token in a message","n":1}\n';
+    expect(redactLine(plain)).toBe(plain);
+    for (const name of SECRET_FIELDS) {
+      const line = `${JSON.stringify({ a: 1, [name]: 'sk-x', b: { [name]: [1, { c: 'sk-y' }] }, z: 2 })}\n`;
+      expect(JSON.parse(redactLine(line))).toEqual({ a: 1, [name]: '[redacted]', b: { [name]: '[redacted]' }, z: 2 });
+    }
+  });
+
+  it('a value it cannot find the end of is blanked to the end of the line', () => {
+    expect(redactLine('{"token":"sk-unterminated\n')).toBe('{"token":"[redacted]"\n');
   });
 });

@@ -123,14 +123,17 @@ function registerRequestHooks(app: FastifyInstance, deps: GatewayDeps): void {
       registers: [deps.metrics],
     });
 
-  app.addHook('onRequest', async (req, reply) => {
+  // Callbacks, not async hooks: neither waits, and an async hook costs every request a promise.
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    done();
   });
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     httpDuration.observe(
       { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 }
 

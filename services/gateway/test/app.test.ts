@@ -209,3 +209,20 @@ describe('request ids and logs', () => {
     expect(all).not.toMatch(/sk-very-secret|adminpw|sk-admin-key|bobpassword|sk-header-secret/);
   });
 });
+
+describe('CORS with no origin listed (the default)', () => {
+  it('answers no origin: no Access-Control-Allow-Origin, no Vary, and a preflight is refused', async () => {
+    const read = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://app.example' } });
+    expect(read.statusCode).toBe(200);
+    expect(read.headers['access-control-allow-origin']).toBeUndefined();
+    expect(read.headers['vary']).toBeUndefined();
+    const preflight = await app.inject({
+      method: 'OPTIONS',
+      url: '/api/v1/chat/completions',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.statusCode).toBeGreaterThanOrEqual(400);
+    expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
+    expect(preflight.headers['access-control-allow-methods']).toBeUndefined();
+  });
+});

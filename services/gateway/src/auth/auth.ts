@@ -287,16 +287,13 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
   });
   // Before validation, so a non-owner learns nothing from a 400 about a row it may not touch:
   // one query for the owner of the row the path names.
-  app.addHook('preValidation', async (req) => {
-    if (req.is404 || req.routeOptions.config.access !== 'owner') return;
+  const ownerCheck = async (req: FastifyRequest) => {
     await assertOwner(deps.db.db, req.principal, req.routeOptions.config.owns, req.params);
-  });
+  };
   // The body is parsed by now (it is not at onRequest). Admins and open (no-auth) setups pass.
-  app.addHook('preValidation', async (req) => {
+  const adminOnlySettings = async (req: FastifyRequest) => {
     const p = req.principal;
-    if (req.is404 || isAdmin(p) || p.kind !== 'user' || req.method === 'GET' || req.method === 'HEAD') return;
-    const access = req.routeOptions.config.access;
-    if (access !== 'user' && access !== 'owner') return;
+    if (isAdmin(p) || p.kind !== 'user' || req.method === 'GET' || req.method === 'HEAD') return;
     const key = findAdminOnlySetting(req.body);
     if (key === 'too complex') throw new Errors.FORBIDDEN(`this body nests more than ${MAX_NODES_CHECKED} objects and arrays; only an admin may send one`);
     // The words the run and the save-time check use for the same refusal.
@@ -304,6 +301,13 @@ export function registerAuthHook(app: FastifyInstance, deps: GatewayDeps, auth: 
     // The same policy the run asks, on the definition resolved as the runner resolves it.
     const refused = definitionRefusals(req.body, { principal: sessionOwner(p), agentOwner: p.username, owner: p.username, admin: false }, deps.config.current.worker.chain_globals);
     if (refused.length > 0) throw new Errors.FORBIDDEN(refused.join('; '));
+  };
+  // On the routes that need them only (user and owner routes), not as global hooks: the chat
+  // routes, which carry most requests, would pay two promises each for checks that never apply.
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access;
+    if (access !== 'user' && access !== 'owner') return;
+    route.preValidation = [...[route.preValidation ?? []].flat(), ...(access === 'owner' ? [ownerCheck] : []), adminOnlySettings];
   });
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '@agentry/errors';
 import type { GatewayDeps } from '../deps.js';
 import type { Principal } from './credentials.js';
@@ -35,8 +35,8 @@ export function budgetKey(principal: Principal, ip: string): string {
  */
 export function registerChatRateLimit(app: FastifyInstance, deps: Pick<GatewayDeps, 'bus' | 'config' | 'logger'>): void {
   let lastWarning = 0;
-  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
-    const name = req.routeOptions.config?.rateLimit;
+  const limit = async (req: FastifyRequest, reply: FastifyReply) => {
+    const name = req.routeOptions.config.rateLimit;
     if (name === undefined) return;
     const rule = deps.config.current.security.rateLimit[name];
     if (rule.requests === 0) return;
@@ -56,5 +56,11 @@ export function registerChatRateLimit(app: FastifyInstance, deps: Pick<GatewayDe
     reply.header('retry-after', String(seconds));
     req.log.info({ limit: name, retryAfterSeconds: seconds }, 'rate limited');
     throw new Errors.RATE_LIMITED(`this credential sent more than ${rule.requests} ${name} requests in ${rule.windowSeconds} s; try again in ${seconds} s`);
+  };
+  // A route-level hook of the tagged routes only: fastify runs it after the global ones (the
+  // auth hook has set the principal by then), and the other routes do not pay for it.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.rateLimit === undefined) return;
+    route.onRequest = [...[route.onRequest ?? []].flat(), limit];
   });
 }

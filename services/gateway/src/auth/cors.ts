@@ -13,7 +13,9 @@ export async function registerCors(app: FastifyInstance, origins: readonly strin
   const any = origins.includes('*');
   const allowed = new Set(origins.map((o) => o.toLowerCase()));
   await app.register(cors, {
-    origin: any ? '*' : (origin, cb) => cb(null, origin !== undefined && allowed.has(origin.toLowerCase()) ? origin : false),
+    // No origin listed (the default): `false` skips @fastify/cors's per-request origin callback
+    // and its `Vary: Origin`, since no answer then depends on the origin.
+    origin: any ? '*' : allowed.size === 0 ? false : (origin, cb) => cb(null, origin !== undefined && allowed.has(origin.toLowerCase()) ? origin : false),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     exposedHeaders: ['retry-after', 'x-request-id', 'content-disposition', 'x-should-retry'],
     credentials: false,
