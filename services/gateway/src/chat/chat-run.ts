@@ -102,7 +102,9 @@ export class ChatRun implements RunControl {
         replyTo: this.#replies.id,
         beforeEnqueue: this.#subscribed,
         signal: this.#clientGone.signal,
-        commit: opts.detached ? 'durable' : 'deferred',
+        // PGlite has no WAL writer: a deferred commit stays unwritten until the next synchronous
+        // one, so chats queued behind busy run slots would vanish, not be cancelled, if the process died.
+        commit: opts.detached || this.deps.db.dialect === 'pglite' ? 'durable' : 'deferred',
       },
     );
     if (cancelled) {
