@@ -80,7 +80,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
   const gatewayUrls: string[] = [];
   const readyUrls = new Map<SpawnedService, string>();
 
-  const start = async (role: ClusterRole): Promise<SpawnedService> => {
+  const start = async (role: ClusterRole, attempt = 1): Promise<SpawnedService> => {
     const port = role === 'gateway' ? await freePort() : undefined;
     const name = `${role}-${byRole[role].length + 1}`;
     let partial = '';
@@ -99,7 +99,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
     });
     processes.push(svc);
     byRole[role].push(svc);
-    await svc.waitForLine(ENTRY[role].ready, 60_000);
+    if (!(await readyOrPortTaken(svc, ENTRY[role].ready, attempt, [processes, byRole[role]]))) return start(role, attempt + 1);
     if (port) {
       gatewayUrls.push(`http://127.0.0.1:${port}`);
       readyUrls.set(svc, `http://127.0.0.1:${port}/ready`);
@@ -235,4 +235,20 @@ export async function startTestCluster(opts: {
 export function buildEntries(entries: string[]): void {
   const res = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/start.mjs'), '--build-only', ...entries], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
   if (res.status !== 0) throw new Error(`building ${entries.join(', ')} failed (exit ${res.status ?? res.signal})`);
+}
+
+/**
+ * Waits for the service's ready line. A port free a moment ago can be taken before the gateway
+ * binds it (another test file's server on a busy box): that gateway exits with EADDRINUSE, is
+ * dropped from `lists` and `false` says to start it again on another port (3 tries in all).
+ */
+async function readyOrPortTaken(svc: SpawnedService, ready: RegExp, attempt: number, lists: SpawnedService[][]): Promise<boolean> {
+  try {
+    await svc.waitForLine(ready, 60_000);
+    return true;
+  } catch (err) {
+    if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+    for (const list of lists) list.splice(list.indexOf(svc), 1);
+    return false;
+  }
 }
