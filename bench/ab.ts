@@ -34,6 +34,7 @@ import { fakeAnswer } from './fake-model.js';
 import { freePort } from '@agentry/testing';
 import {
   BENCH_POSTGRES_URL,
+  commitTree,
   CLK_TCK,
   boxTicks,
   cpuTicks,
@@ -81,28 +82,12 @@ const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
 const PROVIDER_KEY = `sk-bench-provider-${randomBytes(8).toString('hex')}`;
 const COUNT_RUNS = 200;
 
-/** A commit as a tree of its own beside this one, its node_modules linked to ours, built. */
-function prepareBase(commit: string): string {
-  const sha = execFileSync('git', ['rev-parse', '--short', commit], { cwd: ROOT }).toString().trim();
-  const dir = path.join(os.tmpdir(), `agentry-ab-${sha}`);
-  if (!fs.existsSync(path.join(dir, 'services/agent-worker/dist/src/main.js'))) {
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.mkdirSync(dir, { recursive: true });
-    execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${dir}`], { cwd: ROOT });
-    // Every dependency is ours except the workspace packages, which must be the base's own.
-    const nm = path.join(dir, 'node_modules');
-    fs.mkdirSync(path.join(nm, '@agentry'), { recursive: true });
-    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
-      if (e !== '@agentry') fs.symlinkSync(path.join(ROOT, 'node_modules', e), path.join(nm, e));
-    }
-    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules/@agentry'))) {
-      fs.symlinkSync(fs.readlinkSync(path.join(ROOT, 'node_modules/@agentry', e)), path.join(nm, '@agentry', e));
-    }
-    console.log(`ab: building ${sha} in ${dir}`);
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'services/gateway', 'services/agent-worker'], { cwd: dir, stdio: 'inherit' });
-  }
-  return dir;
-}
+const prepareBase = (commit: string) =>
+  commitTree(commit, { folder: 'ab', projects: ['services/gateway', 'services/agent-worker'], built: 'services/agent-worker/dist/src/main.js', label: 'ab' });
+/** Its own folder: a cluster A/B may be building the other meanwhile. */
+const prepareEmbedded = (commit: string) =>
+  commitTree(commit, { folder: 'ab-embedded', projects: ['services/standalone'], built: 'services/standalone/dist/src/main.js', label: 'ab' });
+
 
 interface Side {
   name: string;
@@ -322,27 +307,6 @@ async function main(): Promise<void> {
   for (const s of sides) console.log(`Redis per run, ${s.name}: non-streamed ${costs.get(s.name)!.plain.top}; streamed ${costs.get(s.name)!.stream.top}`);
 }
 
-/** `prepareBase`'s tree with the standalone built too (its own folder: a cluster A/B may be building the other meanwhile). */
-function prepareEmbedded(commit: string): string {
-  const sha = execFileSync('git', ['rev-parse', '--short', commit], { cwd: ROOT }).toString().trim();
-  const dir = path.join(os.tmpdir(), `agentry-ab-embedded-${sha}`);
-  if (!fs.existsSync(path.join(dir, 'services/standalone/dist/src/main.js'))) {
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.mkdirSync(dir, { recursive: true });
-    execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${dir}`], { cwd: ROOT });
-    const nm = path.join(dir, 'node_modules');
-    fs.mkdirSync(path.join(nm, '@agentry'), { recursive: true });
-    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
-      if (e !== '@agentry') fs.symlinkSync(path.join(ROOT, 'node_modules', e), path.join(nm, e));
-    }
-    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules/@agentry'))) {
-      fs.symlinkSync(fs.readlinkSync(path.join(ROOT, 'node_modules/@agentry', e)), path.join(nm, '@agentry', e));
-    }
-    console.log(`ab: building ${sha}'s standalone in ${dir}`);
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'services/standalone'], { cwd: dir, stdio: 'inherit' });
-  }
-  return dir;
-}
 
 /** The node flags of a tree's `npm start` (`node --liftoff-only ... start.mjs` -> the flags). */
 function startFlags(root: string): string[] {

@@ -689,3 +689,28 @@ export function linearFit(points: ReadonlyArray<readonly [number, number]>): { s
   const slope = sxx === 0 ? NaN : sxy / sxx;
   return { slope, intercept: my - slope * mx, n };
 }
+
+/**
+ * A commit as a tree of its own in the temp folder (`agentry-<folder>-<sha>`), its node_modules
+ * linked to ours but for the workspace packages (which must be the commit's own), with
+ * `projects` built by tsc; kept for the next run while `built` (a file in it) exists.
+ */
+export function commitTree(commit: string, opts: { folder: string; projects: string[]; built: string; label: string }): string {
+  const sha = execFileSync('git', ['rev-parse', '--short', commit], { cwd: ROOT }).toString().trim();
+  const dir = path.join(os.tmpdir(), `agentry-${opts.folder}-${sha}`);
+  if (fs.existsSync(path.join(dir, opts.built))) return dir;
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${dir}`], { cwd: ROOT });
+  const nm = path.join(dir, 'node_modules');
+  fs.mkdirSync(path.join(nm, '@agentry'), { recursive: true });
+  for (const e of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
+    if (e !== '@agentry') fs.symlinkSync(path.join(ROOT, 'node_modules', e), path.join(nm, e));
+  }
+  for (const e of fs.readdirSync(path.join(ROOT, 'node_modules/@agentry'))) {
+    fs.symlinkSync(fs.readlinkSync(path.join(ROOT, 'node_modules/@agentry', e)), path.join(nm, '@agentry', e));
+  }
+  console.log(`${opts.label}: building ${sha} (${opts.projects.join(', ')}) in ${dir}`);
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', ...opts.projects], { cwd: dir, stdio: 'inherit' });
+  return dir;
+}

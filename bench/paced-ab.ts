@@ -29,6 +29,7 @@ import { fakeAnswer } from './fake-model.js';
 import { streamOnce, type Endpoint } from './sse-client.js';
 import { freePort } from '@agentry/testing';
 import {
+  commitTree,
   BENCH_POSTGRES_URL,
   CLK_TCK,
   boxTicks,
@@ -67,27 +68,10 @@ const ACCOUNT_KEY = `sk-bench-${randomBytes(16).toString('hex')}`;
 const PROVIDER_KEY = `sk-bench-provider-${randomBytes(8).toString('hex')}`;
 const EXPECT = { tokens: TOKENS, text: fakeAnswer(TOKENS), timeoutMs: 60_000 };
 
-/** A commit as a tree of its own, its node_modules linked to ours, built (as bench/ab.ts). */
-function prepare(commit: string): string {
-  const sha = execFileSync('git', ['rev-parse', '--short', commit], { cwd: ROOT }).toString().trim();
-  const dir = path.join(os.tmpdir(), `agentry-ab-${sha}`);
-  if (!fs.existsSync(path.join(dir, 'services/agent-worker/dist/src/main.js'))) {
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.mkdirSync(dir, { recursive: true });
-    execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${dir}`], { cwd: ROOT });
-    const nm = path.join(dir, 'node_modules');
-    fs.mkdirSync(path.join(nm, '@agentry'), { recursive: true });
-    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
-      if (e !== '@agentry') fs.symlinkSync(path.join(ROOT, 'node_modules', e), path.join(nm, e));
-    }
-    for (const e of fs.readdirSync(path.join(ROOT, 'node_modules/@agentry'))) {
-      fs.symlinkSync(fs.readlinkSync(path.join(ROOT, 'node_modules/@agentry', e)), path.join(nm, '@agentry', e));
-    }
-    console.log(`paced-ab: building ${sha} in ${dir}`);
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'services/gateway', 'services/agent-worker'], { cwd: dir, stdio: 'inherit' });
-  }
-  return dir;
-}
+/** The same trees as bench/ab.ts's cluster side. */
+const prepare = (commit: string) =>
+  commitTree(commit, { folder: 'ab', projects: ['services/gateway', 'services/agent-worker'], built: 'services/agent-worker/dist/src/main.js', label: 'paced-ab' });
+
 
 interface Side {
   name: string;
