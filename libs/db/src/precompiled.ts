@@ -31,7 +31,6 @@ const compiler = new Kysely<Database>({
   },
 });
 
-/** Stands for the argument `name` while a statement is built; the builder takes it as any value. */
 /** A query builder, or an `sql` template (which compiles with an executor provider). */
 export interface Statement<R> {
   compile(provider: QueryExecutorProvider): CompiledQuery<R>;
@@ -61,7 +60,7 @@ export function precompiled<A extends object, R>(build: (qb: Kysely<Database>, a
   let names: Array<string | number | undefined> = [];
   let constants: unknown[] = [];
   const compile = (): CompiledQuery<R> => {
-        const query = build(compiler, ((name: string | number) => new Slot(name)) as Arg<A>).compile(compiler);
+    const query = build(compiler, ((name: string | number) => new Slot(name)) as Arg<A>).compile(compiler);
     names = query.parameters.map((p) => (p instanceof Slot ? p.name : undefined));
     constants = query.parameters.map((p) => (p instanceof Slot ? undefined : p));
     // A Slot inside a value (an array or object parameter) would be sent as is: refuse the shape.
