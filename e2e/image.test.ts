@@ -540,7 +540,7 @@ function manifestSuite(engine: Engine, overlay: 'dev' | 'prod'): void {
   async function probe(w: Workload, running: Container, kind: string, p: Obj, ports: Map<string | number, number>): Promise<void> {
     const timeoutMs = Number(p.timeoutSeconds ?? 1) * 1000;
     // Kubernetes' own budget for a probe to pass: the delay, then failureThreshold tries a period apart.
-    const budgetMs = (Number(p.initialDelaySeconds ?? 0) + Number(p.periodSeconds ?? 10) * Number(p.failureThreshold ?? 3)) * 1000;
+    const budgetMs = probeBudgetMs(kind, p);
     const where = `${w.kind}/${w.name} ${kind}`;
     if (isObj(p.httpGet)) {
       const declared = p.httpGet.port as string | number;
@@ -616,6 +616,18 @@ function manifestSuite(engine: Engine, overlay: 'dev' | 'prod'): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/**
+ * How long a probe may take to pass in this test. Startup and liveness: Kubernetes' own budget
+ * (the delay, then failureThreshold tries a period apart), past which it restarts the container.
+ * Readiness: a failing readiness probe restarts nothing (the pod only stays out of its Service
+ * and Kubernetes keeps probing), so its threshold is no deadline; a loaded CI box once took over
+ * its 10 s for the channel-connector's `/ready`, so it gets the startup probe's order of time.
+ */
+function probeBudgetMs(kind: string, p: Obj): number {
+  const k8sMs = (Number(p.initialDelaySeconds ?? 0) + Number(p.periodSeconds ?? 10) * Number(p.failureThreshold ?? 3)) * 1000;
+  return kind === 'readinessProbe' ? Math.max(k8sMs, 90_000) : k8sMs;
+}
 
 function nginxSuite(): void {
   it('accepts deploy/nginx.conf (nginx -t)', () => {
