@@ -45,7 +45,7 @@ describe('embedded mode killed with chats queued', () => {
     const start = async () => {
       const svc = spawnService('services/standalone/src/main.ts', { cwd, env: {} });
       running.push(svc);
-      await svc.waitForLine(/gateway listening/, 30_000);
+      await svc.waitForLine(/gateway listening/, 120_000);
       return svc;
     };
     const base = `http://127.0.0.1:${port}/api/v1`;
@@ -87,7 +87,7 @@ describe('embedded mode killed with chats queued', () => {
       ['user', 'second question'],
       ['assistant', expect.stringContaining('second question')],
     ]);
-  }, 120_000);
+  }, 240_000);
 });
 
 /** Waits until `count` lines of the service's output match. */

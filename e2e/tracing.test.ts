@@ -279,7 +279,8 @@ describe('traces in embedded mode (one process)', () => {
     const config = ['server: {host: 127.0.0.1, port: ' + String(port) + '}', 'models:', '  default_provider: fake', `  providers: {fake: {base_url: "${fake.url}", model: fake-model}}`];
     fs.writeFileSync(path.join(cwd, 'config.yaml'), config.join('\n'));
     svc = spawnService('services/standalone/src/main.ts', { cwd, env: otelEnv(receiver) });
-    await svc.waitForLine(/gateway listening/, 60_000);
+    // A first start makes its database (PGlite's initdb: ~10 s quiet, 34 s seen under CI load).
+    await svc.waitForLine(/gateway listening/, 120_000);
     const base = `http://127.0.0.1:${port}/api/v1`;
     expect((await fetch(`${base}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl('tracer')) })).status).toBe(201);
     const traceId = hex(32);
@@ -289,5 +290,5 @@ describe('traces in embedded mode (one process)', () => {
     const run = one(spans, 'agent run');
     expect(ancestors(spans, run)).toEqual(['queue wait agent-run', 'POST /api/v1/chat/completions']);
     expect(ancestors(spans, one(spans, 'chat '))).toContain('agent run');
-  }, 90_000);
+  }, 150_000);
 });
