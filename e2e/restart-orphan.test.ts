@@ -46,7 +46,8 @@ describe('embedded mode killed with chats queued', () => {
     const start = async () => {
       const svc = spawnService('services/standalone/src/main.ts', { cwd, env: {} });
       running.push(svc);
-      await svc.waitForLine(/gateway listening/, 30_000);
+      // The first start runs initdb (a child process: 13-15 s on a box at load 13).
+      await svc.waitForLine(/gateway listening/, 90_000);
       return svc;
     };
     const base = `http://127.0.0.1:${port}/api/v1`;
@@ -91,7 +92,7 @@ describe('embedded mode killed with chats queued', () => {
       ['user', 'second question'],
       ['assistant', expect.stringContaining('second question')],
     ]);
-  }, 120_000);
+  }, 300_000);
 });
 
 /** Waits until `count` lines of the service's output match. */
