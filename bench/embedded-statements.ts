@@ -68,7 +68,7 @@ fs.writeFileSync(
     'server: {host: 127.0.0.1, max_connections_per_address: 0}',
     'models:',
     '  default_provider: fake',
-    `  providers: {fake: {base_url: "${fake.url}/v1", api_key: "k", model: fake-model}}`,
+    `  providers: {fake: {base_url: "${fake.url}", api_key: "k", model: fake-model}}`,
     `channels: {api: {accounts: {bench: {name: Bench, api_key: "${KEY}"}}}}`,
     'security: {rateLimit: {chat: {requests: 0}}}',
   ].join('\n'),
