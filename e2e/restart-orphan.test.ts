@@ -9,7 +9,8 @@ import { agentDsl } from './chat-conformance.js';
  * Issue 20 finding 11 as it was found: embedded mode, a chat in a session waiting behind another
  * turn, the server killed with SIGKILL and started again. The runs come back through the sweep;
  * their clients are gone, so they must be cancelled, not answered into the session, and the
- * user's retry must be the only turn.
+ * user's retry must be the only turn. A chat outside a session, which its insert claimed
+ * (running, attempt 1) and which was at the provider, comes back the same way.
  */
 const running: SpawnedService[] = [];
 let cwd: string;
@@ -45,27 +46,31 @@ describe('embedded mode killed with chats queued', () => {
     const start = async () => {
       const svc = spawnService('services/standalone/src/main.ts', { cwd, env: {} });
       running.push(svc);
+      // The first start runs initdb (a child process: 13-15 s at load 13, 34 s seen at load 14).
       await svc.waitForLine(/gateway listening/, 120_000);
       return svc;
     };
     const base = `http://127.0.0.1:${port}/api/v1`;
-    const chat = (content: string, signal?: AbortSignal) =>
+    const chat = (content: string, signal?: AbortSignal, inSession = true) =>
       fetch(`${base}/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'helper', sessionId: 'the-user', messages: [{ role: 'user', content }] }),
+        body: JSON.stringify({ model: 'helper', ...(inSession ? { sessionId: 'the-user' } : {}), messages: [{ role: 'user', content }] }),
         ...(signal ? { signal } : {}),
       });
 
     let svc = await start();
     expect((await fetch(`${base}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agentDsl('helper')) })).status).toBe(201);
-    // The first turn is at the provider (which never answers), the second waits for its turn.
-    fake.script({ hang: true });
+    // The first turn is at the provider (which never answers), the second waits for its turn;
+    // the chat outside the session is at the provider too.
+    fake.script({ hang: true }, { hang: true });
     const gone = new AbortController();
     void chat('first question', gone.signal).catch(() => undefined);
     await fake.waitForRequest(1, 10_000);
     void chat('second question', gone.signal).catch(() => undefined);
-    await waitForLines(svc, /"msg":"run enqueued"/, 2);
+    void chat('a question alone', gone.signal, false).catch(() => undefined);
+    await fake.waitForRequest(2, 10_000);
+    await waitForLines(svc, /"msg":"run enqueued"/, 3);
     await svc.stop('SIGKILL');
     running.splice(running.indexOf(svc), 1);
     gone.abort();
@@ -74,11 +79,11 @@ describe('embedded mode killed with chats queued', () => {
     const sessions = (await (await fetch(`${base}/sessions?agentId=helper`)).json()) as { data: Array<{ id: string }> };
     expect(sessions.data).toHaveLength(1);
     const messages = async () => (await (await fetch(`${base}/sessions/${sessions.data[0]!.id}/messages`)).json()) as Array<{ role: string; content: string }>;
-    // Until both runs are dealt with: cancelled (logged), or answered into the session.
+    // Until the three runs are dealt with: cancelled (logged), or answered.
     const cancelled = () => svc.output().split('\n').filter((l) => l.includes('its client left before it started')).length;
-    await waitFor(async () => cancelled() === 2 || (await messages()).length > 0, 30_000, 100);
+    await waitFor(async () => cancelled() === 3 || (await messages()).length > 0, 30_000, 100);
     expect(await messages()).toEqual([]);
-    expect(fake.requests).toHaveLength(1);
+    expect(fake.requests).toHaveLength(2);
 
     // The user asks again: one answer, one turn.
     const retry = await chat('second question');
@@ -87,7 +92,7 @@ describe('embedded mode killed with chats queued', () => {
       ['user', 'second question'],
       ['assistant', expect.stringContaining('second question')],
     ]);
-  }, 240_000);
+  }, 300_000);
 });
 
 /** Waits until `count` lines of the service's output match. */

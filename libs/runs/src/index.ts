@@ -27,5 +27,6 @@ export {
   withinActiveHours,
 } from './heartbeat.js';
 export { heartbeatJobId, isHeartbeatJob, syncHeartbeatJob } from './heartbeat-job.js';
+export { LocalClaims } from './local-claims.js';
 export { checkSchedule, nextTick, shortestGapSeconds } from './schedule.js';
 export { enqueueRun, newRunId, submitRun, type SubmitRunInput } from './submit.js';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Errors } from '@agentry/errors';
 import { activeTraceparent, QueueNames, type AgentRunJob, type RunRequest } from '@agentry/contracts';
 import { finishRun, inTransaction, insertRun, insertRunInSession, type Db, type JsonValue, type RunCommit, type RunRecord, type RunSource, type SessionRecord } from '@agentry/db';
+import { LocalClaims } from './local-claims.js';
 
 /** The job-queue side of runtime's `Bus` as this needs it. */
 interface RunQueue {
@@ -49,6 +50,13 @@ export interface SubmitRunInput {
    * a run it waits for has no row: a chat. Ignored with `withRun` (those rows stay durable).
    */
   commit?: RunCommit;
+  /**
+   * The run may be inserted claimed (`insertRun`'s `claimed`: one statement instead of the
+   * worker's insert-then-claim) when a worker of this process takes it at once: an in-process
+   * queue whose worker has a free run slot (LocalClaims). Only outside a session and without
+   * `withRun`; the row is then committed durably, whatever `commit` says.
+   */
+  claimHere?: boolean;
 }
 
 interface SubmittedRun {
@@ -89,10 +97,12 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
   // transaction (three round trips more) only when rows go with it.
   const withRun = input.withRun;
   const commit = withRun ? 'durable' : (input.commit ?? 'durable');
+  const claims = input.claimHere && !wanted && !withRun ? LocalClaims.of(deps.queue) : undefined;
+  const claimed = claims?.hasRoom() === true;
   const create = async (db: Db): Promise<{ run: RunRecord; session: SessionRecord | null }> =>
     wanted
       ? insertRunInSession(db, { agentId: input.agentId, sessionKey: wanted.key, channel: wanted.channel, scope: wanted.scope, owner: wanted.owner }, row, { commit })
-      : { run: await insertRun(db, { ...row, agentId: input.agentId, sessionId: null }, { commit }), session: null };
+      : { run: await insertRun(db, { ...row, agentId: input.agentId, sessionId: null }, { commit, claimed }), session: null };
   const { run, session } = withRun
     ? await inTransaction(deps.db, async (trx) => {
         const created = await create(trx);
@@ -112,9 +122,12 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
     await finishRun(deps.db, runId, { status: 'cancelled', error: 'the client went away before the run started' });
     return { run, session, cancelled: true };
   }
+  // Handed over only now: a run that is not enqueued (failed or cancelled above) leaves nothing behind.
+  if (claimed) claims!.hand(run);
   try {
     await enqueueRun(deps.queue, runId);
   } catch (err) {
+    claims?.drop(runId);
     await finishRun(deps.db, runId, { status: 'failed', error: 'could not enqueue the run' });
     throw new Errors.NOT_READY('the run queue is unavailable; try again', { cause: err });
   }

@@ -6,7 +6,7 @@ import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@ag
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
 import { retryWhileDbDown, runAgent, type RunDeps } from '@agentry/engine';
-import { WORKER_LOST_MESSAGE, completeCronRun, runEventChannel } from '@agentry/runs';
+import { WORKER_LOST_MESSAGE, completeCronRun, runEventChannel, type LocalClaims } from '@agentry/runs';
 import { contextFromTraceparent, inSpan, tracingEnabled, TRACER_NAME } from '@agentry/runtime';
 import type { ListenerWatchdog } from './listener-watchdog.js';
 import type { RunLeases } from './run-leases.js';
@@ -31,6 +31,8 @@ export interface RunJobContext {
   keep: () => { retainMs: number; maxEvents: number };
   /** Runs in hand in this process, by id: `run-cancel` and the sweep look here. */
   running: Map<string, AbortController>;
+  /** Runs whose insert claimed them for this process (in-process queue only): taken instead of claimed. */
+  claims?: Pick<LocalClaims, 'take'>;
   /** What every run of this process shares, read per run (configuration is live; the run labels its token counts); the job adds its own publish and delivery hook. */
   agent: (run: RunRecord) => Omit<RunDeps, 'publish' | 'delivered'>;
 }
@@ -50,6 +52,8 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
     if (!agentRunJob.Check(job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
     const { runId } = job.data;
     const ctl = new AbortController();
+    // Taken first, whatever happens next: a later try of this job claims from the row.
+    const handed = ctx.claims?.take(runId);
     // Before the claim: a run whose lease another live worker holds is being run there (this job
     // is a stalled one's redelivery, or a gateway's hand-off that raced it), and is left alone.
     if (!(await ctx.leases.take(runId, ctl))) {
@@ -57,9 +61,10 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
       return;
     }
     try {
-      // Outside a session the run is claimed at once (one round trip); a session's turn is only
-      // read here and claimed once the earlier turns have ended.
-      const first = await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
+      // Outside a session the run is claimed at once (one round trip), unless its insert in this
+      // process claimed it already; a session's turn is only read here and claimed once the
+      // earlier turns have ended.
+      const first = handed ? { run: handed, claimed: true } : await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
       if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
       const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
       try {

@@ -2,7 +2,7 @@ import { PLATFORMS, PubSubChannels, QueueNames, type RunCancelMessage } from '@a
 import { UnrecoverableJobError, type Consumer, type Job } from '@agentry/bus';
 import type { Span } from '@opentelemetry/api';
 import { ChainRunner, ModelProviders, ScriptSandbox, builtinTools, estimateCallTokens, markSpanFailed, startChildSpan, modelInfoFromDb, type ModelCallRequest, type ModelEvent, type ModelInfo, type RunDeps, type RunMetrics, type ToolDefinition } from '@agentry/engine';
-import { AgentCache, OwnerAdminCache, SkillsCache, TokenBudgets } from '@agentry/runs';
+import { AgentCache, LocalClaims, OwnerAdminCache, SkillsCache, TokenBudgets } from '@agentry/runs';
 import { FINAL_RUN_STATUSES, getUser, type RunRecord } from '@agentry/db';
 import { ownerIsAdmin } from '@agentry/definitions';
 import { registerQueueDepth, serviceMetrics, type Registry, type Runtime } from '@agentry/runtime';
@@ -54,7 +54,9 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
   const unfollowBudgets = await budgets.follow(bus.pubsub);
   const models = await modelClient(runtime, opts.stream, usage, budgets);
   const shared = await sharedParts(runtime);
-  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => cancelRunningHere(running, msg));
+  // In-process queue: a chat run's insert may claim it for this worker (LocalClaims).
+  const claims = bus.kind === 'memory' ? LocalClaims.of(bus.queue) : undefined;
+  const unsubscribe = await bus.pubsub.subscribe(PubSubChannels.runCancel, (msg) => cancelRunningHere(running, claims, msg));
   const reliability = () => runtime.config.current.reliability;
   const watchdog = new ListenerWatchdog(bus, logger, () => reliability().listener_check_ms, () => reliability().resume_grace_ms);
   watchdog.start();
@@ -71,6 +73,7 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
     leases,
     turns: new SessionTurnGate(runtime.db.db, logger, opts.sessionPollMs ?? 100),
     running,
+    claims,
     keep: () => ({ retainMs: reliability().resume_retain_ms, maxEvents: reliability().resume_max_events }),
     agent: sharedRunDeps(runtime, { ...shared, stream: models.stream, modelInfo: models.modelInfo, builtin: opts.builtin ?? builtinTools }),
   });
@@ -86,9 +89,12 @@ export async function startAgentWorker(runtime: Runtime, opts: AgentWorkerOption
       return { compaction: agents.defaults.session.compaction, maxMessages: agents.defaults.session.max_messages, maxRunMs: worker.max_run_ms };
     },
   });
-  const consumer = consumeRuns(runtime, agentQueueJobs(logger, handleRun, handleCompaction), concurrency);
+  const slots = { busy: 0 };
+  const consumer = consumeRuns(runtime, agentQueueJobs(logger, handleRun, handleCompaction), concurrency, slots);
+  const unserve = claims?.serve(() => concurrency - slots.busy);
 
   runtime.lifecycle.add('agent-worker', async (remainingMs) => {
+    unserve?.();
     watchdog.stop();
     await sweeper.stop();
     await consumer.close(Math.max(0, remainingMs - 500));
@@ -126,8 +132,13 @@ async function sharedParts(runtime: Runtime): Promise<{ chains: { runner: ChainR
   return { chains, agents, skills, owners, unfollow };
 }
 
-/** `run-cancel`: a run in hand here whose client went away is aborted. */
-function cancelRunningHere(running: Map<string, AbortController>, { runId }: RunCancelMessage): void {
+/**
+ * `run-cancel`: a run in hand here whose client went away is aborted; one its insert claimed for
+ * this worker and whose job has not started is forgotten, so that its job claims from the row
+ * (cancelled by then: not run).
+ */
+function cancelRunningHere(running: Map<string, AbortController>, claims: LocalClaims | undefined, { runId }: RunCancelMessage): void {
+  if (runId) claims?.drop(runId);
   const ctl = runId ? running.get(runId) : undefined;
   if (ctl && !ctl.signal.aborted) ctl.abort(new Error('the client went away'));
 }
@@ -159,8 +170,8 @@ function agentQueueJobs(logger: Runtime['logger'], handleRun: JobHandlerOf, hand
   };
 }
 
-/** Consumes `agent-run`, measuring each job. */
-function consumeRuns(runtime: Runtime, handleRun: JobHandlerOf, concurrency: number): Consumer {
+/** Consumes `agent-run`, measuring each job; `slots.busy` counts the jobs in hand. */
+function consumeRuns(runtime: Runtime, handleRun: JobHandlerOf, concurrency: number, slots: { busy: number }): Consumer {
   const { bus, logger } = runtime;
   const jobDuration = serviceMetrics.jobDuration(runtime.metrics);
   return bus.queue.consume(
@@ -168,12 +179,14 @@ function consumeRuns(runtime: Runtime, handleRun: JobHandlerOf, concurrency: num
     async (job, shutdownSignal) => {
       const jobStarted = Date.now();
       let outcome = 'ok';
+      slots.busy += 1;
       try {
         await handleRun(job, shutdownSignal);
       } catch (err) {
         outcome = 'error';
         throw err;
       } finally {
+        slots.busy -= 1;
         jobDuration.observe({ queue: QueueNames.agentRun, outcome }, (Date.now() - jobStarted) / 1000);
       }
     },

@@ -24,7 +24,7 @@ import {
   type JsonValue,
 } from '@agentry/db';
 import { type ModelCallRequest, type ModelEvent } from '@agentry/engine';
-import { cancelRun } from '@agentry/runs';
+import { LocalClaims, cancelRun, enqueueRun, newRunId, submitRun } from '@agentry/runs';
 import { bootstrap, type Runtime } from '@agentry/runtime';
 import { createTestPglite, waitFor } from '@agentry/testing';
 import { startAgentWorker } from '@agentry/agent-worker';
@@ -465,6 +465,38 @@ describe('agent-worker', () => {
     // Not before the resume grace: its client may be resuming on another gateway.
     expect(Date.now() - gone).toBeGreaterThanOrEqual(1000);
     expect(calls.at(-1)!.signal.aborted).toBe(true);
+  });
+
+  it('runs a chat run its insert claimed for this worker without claiming it again (its first attempt)', async () => {
+    const id = newRunId();
+    const events: RunEvent[] = [];
+    const unsub = await runtime.bus.pubsub.subscribe(PubSubChannels.run(id), (e) => events.push(e));
+    try {
+      const request = { messages: [{ role: 'user' as const, content: 'claimed at its insert' }] };
+      await submitRun({ db: runtime.db.db, queue: runtime.bus.queue }, { agentId: 'w', source: 'api', request, runId: id, claimHere: true });
+      await waitFor(async () => events.some((e) => e.type === 'done'), 5000, 10);
+      // A claim from the row would have counted a second attempt.
+      expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: 'echo: claimed at its insert', attempts: 1 });
+      expect(LocalClaims.of(runtime.bus.queue).size).toBe(0);
+    } finally {
+      await unsub();
+    }
+  });
+
+  it('does not run a chat run its insert claimed once it is cancelled before its job starts: the job claims from the row', async () => {
+    const id = newRunId();
+    const claims = LocalClaims.of(runtime.bus.queue);
+    const before = calls.length;
+    await insertRun(runtime.db.db, { id, agentId: 'w', sessionId: null, source: 'api', request: { messages: [{ role: 'user', content: 'cancelled before its job' }] } }, { claimed: true });
+    claims.hand((await getRun(runtime.db.db, id))!);
+    await cancelRun({ db: runtime.db.db, pubsub: runtime.bus.pubsub }, id, 'the client went away');
+    // The worker heard the cancel and forgot the handed row.
+    await waitFor(async () => claims.size === 0, 5000, 5);
+    const done = (await runtime.bus.queue.counts(QueueNames.agentRun)).completed;
+    await enqueueRun(runtime.bus.queue, id);
+    await waitFor(async () => (await runtime.bus.queue.counts(QueueNames.agentRun)).completed > done, 5000, 10);
+    expect(calls.slice(before).map((c) => c.messages.at(-1)?.content)).not.toContain('cancelled before its job');
+    expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'cancelled', error: 'the client went away', output: null });
   });
 
   it('sweeps a run whose job was lost: enqueued again, it runs to its end', async () => {

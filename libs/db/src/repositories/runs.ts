@@ -110,6 +110,24 @@ const INSERT_RUN = {
       .values({ id: a('id'), agent_id: a('agentId'), session_id: a('sessionId'), source: a('source'), request: a('request'), reply_to: a('replyTo'), principal: a('principal') })
       .returning(COLUMNS),
   ),
+  // Inserted as claimed by its first attempt (see insertRun's `claimed`); committed durably.
+  claimed: precompiled<NewRunArgs, Row>((qb, a) =>
+    qb
+      .insertInto('runs')
+      .values({
+        id: a('id'),
+        agent_id: a('agentId'),
+        session_id: a('sessionId'),
+        source: a('source'),
+        request: a('request'),
+        reply_to: a('replyTo'),
+        principal: a('principal'),
+        status: 'running',
+        attempts: 1,
+        started_at: sql<Date>`now()`,
+      })
+      .returning(COLUMNS),
+  ),
   deferred: precompiled<NewRunArgs, Row>(
     (_qb, a) => sql<Row>`
       with c as (${DEFERRED_COMMIT})
@@ -120,12 +138,19 @@ const INSERT_RUN = {
   ),
 };
 
+/**
+ * A new run. `claimed`: the row is written as `claimRun` would leave it (running, attempt 1,
+ * started now), for a caller whose own process runs it at once (an in-process queue: the claim
+ * is then one statement fewer); always a durable commit. Not for a session's run, whose turn is
+ * claimed when the earlier turns have ended.
+ */
 export async function insertRun(
   db: Db,
   run: { id: string; agentId: string; sessionId: string | null; source: RunSource; request: JsonValue; replyTo?: string | null; principal?: string },
-  opts: { commit?: RunCommit } = {},
+  opts: { commit?: RunCommit; claimed?: boolean } = {},
 ): Promise<RunRecord> {
-  const { rows } = await INSERT_RUN[opts.commit ?? 'durable'](db, {
+  if (opts.claimed && run.sessionId !== null) throw new Error('insertRun: a run of a session is claimed at its turn, not at its insert');
+  const { rows } = await INSERT_RUN[opts.claimed ? 'claimed' : (opts.commit ?? 'durable')](db, {
     id: run.id,
     agentId: run.agentId,
     sessionId: run.sessionId,

@@ -75,7 +75,7 @@ export class ChatRun implements RunControl {
 
   /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
   async start(
-    input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal' | 'commit'>,
+    input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal' | 'commit' | 'claimHere'>,
     opts: {
       resumable?: boolean;
       /** A background response: the run lives without its client, whose leaving cancels nothing. */
@@ -105,6 +105,9 @@ export class ChatRun implements RunControl {
         // PGlite has no WAL writer: a deferred commit stays unwritten until the next synchronous
         // one, so chats queued behind busy run slots would vanish, not be cancelled, if the process died.
         commit: opts.detached || this.deps.db.dialect === 'pglite' ? 'durable' : 'deferred',
+        // Embedded mode: the worker of this process takes the run at once, so the insert claims
+        // it (a statement fewer); a session's turn is still claimed at its turn.
+        claimHere: true,
       },
     );
     if (cancelled) {
