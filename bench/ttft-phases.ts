@@ -65,7 +65,7 @@ function parseMonitor(text: string): Command[] {
   return out;
 }
 
-const PHASES = ['HTTP, auth, run insert + commit', 'queue pickup (enqueue -> moveToActive)', 'moveToActive + lease', 'claim + commit', 'watchdog, agent config, provider request', 'model answers, first delta parsed and published', 'relay to the client'] as const;
+const PHASES = ['HTTP, auth, run insert + commit', 'queue pickup (enqueue -> moveToActive)', 'moveToActive + lease', 'lease -> listener check (the claim + commit before agent-run v3)', 'listener check -> provider request (agent config; the claim + commit since v3)', 'model answers, first delta parsed and published', 'relay to the client'] as const;
 
 async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ttft-'));
@@ -168,10 +168,12 @@ function phasesOf(r: { sent: number; first: number }, cmds: Command[], modelSeen
   const enqueue = from(r.sent, (c) => c.name === 'evalsha');
   const pickup = from(enqueue?.at, (c) => c.source !== enqueue!.source && c.source !== 'lua' && c.name === 'evalsha');
   const lease = from(pickup?.at, (c) => c.name === 'set' && c.line.includes('"NX"') && c.line.includes('run-lease'));
-  const numsub = from(lease?.at, (c) => c.name === 'pubsub');
-  const publish = from(numsub?.at, (c) => c.source !== 'lua' && (c.name === 'publish' || c.name === 'evalsha') && c.line.includes('tok'));
+  // Since agent-run v3 the check leaves in the lease's write (either may come first there).
+  const numsub = from(pickup?.at, (c) => c.name === 'pubsub');
+  const publish = from(modelSeen, (c) => c.source !== 'lua' && (c.name === 'publish' || c.name === 'evalsha') && c.line.includes('tok'));
   if (!enqueue || !pickup || !lease || !numsub || !publish || modelSeen === undefined || Number.isNaN(r.first)) return undefined;
-  return [enqueue.at - r.sent, pickup.at - enqueue.at, lease.at - pickup.at, numsub.at - lease.at, modelSeen - numsub.at, publish.at - modelSeen, r.first - publish.at];
+  const checked = Math.max(numsub.at, lease.at);
+  return [enqueue.at - r.sent, pickup.at - enqueue.at, lease.at - pickup.at, checked - lease.at, modelSeen - checked, publish.at - modelSeen, r.first - publish.at];
 }
 
 runBench(main, 10 * 60_000);

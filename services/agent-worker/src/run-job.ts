@@ -50,15 +50,16 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
     if (!agentRunJob.Check(job.data)) throw new UnrecoverableJobError(`malformed agent-run payload: ${JSON.stringify(job.data)}`);
     const { runId } = job.data;
     const ctl = new AbortController();
-    // A job that names its gateway's reply channel (v3) has that gateway's listeners asked for in
-    // the same Redis write as the lease below (the producer pipelines a tick's commands), not one
-    // round trip after the claim. Asked a claim earlier: a gateway dying meanwhile is the watch's
-    // to notice, as one dying just after a check made after the claim always was.
-    const replyChannel = job.data.v === 3 ? PubSubChannels.replies(job.data.replyTo) : undefined;
-    const early = replyChannel && { channel: replyChannel, listeners: ctx.watchdog.probe(replyChannel) };
     // Before the claim: a run whose lease another live worker holds is being run there (this job
     // is a stalled one's redelivery, or a gateway's hand-off that raced it), and is left alone.
-    if (!(await ctx.leases.take(runId, ctl))) {
+    const taken = ctx.leases.take(runId, ctl);
+    // A job that names its gateway's reply channel (v3) has that gateway's listeners asked for in
+    // the same Redis write as the lease (the producer pipelines a tick's commands), not one round
+    // trip after the claim. Asked a claim earlier: a gateway dying meanwhile is the watch's to
+    // notice, as one dying just after a check made after the claim always was.
+    const replyChannel = job.data.v === 3 ? PubSubChannels.replies(job.data.replyTo) : undefined;
+    const early = replyChannel && { channel: replyChannel, listeners: ctx.watchdog.probe(replyChannel) };
+    if (!(await taken)) {
       logger.info({ runId, jobId: job.id }, 'another worker holds this run (its lease is live): this job leaves it alone');
       return;
     }
