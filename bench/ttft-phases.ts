@@ -10,7 +10,8 @@
  *   sent -> enqueue (the gateway's BullMQ add: HTTP, auth, the run insert and its commit are before it)
  *        -> moveToActive (the worker's blocking pop woke up; it takes the job)
  *        -> lease SET NX (the job is in hand)
- *        -> PUBSUB NUMSUB (the watchdog's `clientWaiting`: the claim and its commit are before it)
+ *        -> PUBSUB NUMSUB (the watchdog's `clientWaiting`: the claim and its commit are before it; since
+ *           agent-run v3 it leaves in the lease's write, and the claim is in the next phase)
  *        -> provider request (agent configuration, the HTTP request to the model)
  *        -> first publish (the first delta parsed and published)
  *        -> first token at the client (the gateway's relay and SSE write).
@@ -64,7 +65,7 @@ function parseMonitor(text: string): Command[] {
   return out;
 }
 
-const PHASES = ['HTTP, auth, run insert + commit', 'queue pickup (enqueue -> moveToActive)', 'moveToActive + lease', 'claim + commit', 'watchdog, agent config, provider request', 'model answers, first delta parsed and published', 'relay to the client'] as const;
+const PHASES = ['HTTP, auth, run insert + commit', 'queue pickup (enqueue -> moveToActive)', 'moveToActive + lease', 'lease -> listener check (the claim + commit before agent-run v3)', 'listener check -> provider request (agent config; the claim + commit since v3)', 'model answers, first delta parsed and published', 'relay to the client'] as const;
 
 async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ttft-'));
@@ -146,6 +147,10 @@ async function main(): Promise<void> {
     console.log(`\n${new Date().toISOString()} ${machineLine()}${ROOT_DIR ? `; services from ${ROOT_DIR}` : ''}; ${rows.length} streams (${failed} not parsed), synchronous_commit ${ASYNC_COMMIT ? 'off' : 'on'}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
     console.log('| phase | p50 ms | p90 ms |\n|---|---:|---:|');
     PHASES.forEach((name, i) => console.log(`| ${name} | ${p50(i).toFixed(2)} | ${p90(i).toFixed(2)} |`));
+    // Since agent-run v3 the listener check leaves with the lease, before the claim: the two rows
+    // above then split at the lease's write, not after the claim. Their sum compares across trees.
+    const leaseToModel = sortNum(rows.map((r) => r[3]! + r[4]!));
+    console.log(`| (lease -> provider request: claim, listener check, agent, request) | ${pct(leaseToModel, 50).toFixed(2)} | ${pct(leaseToModel, 90).toFixed(2)} |`);
     console.log(`| **time to first token** | **${pct(sortNum(total), 50).toFixed(2)}** | ${pct(sortNum(total), 90).toFixed(2)} |`);
   } finally {
     await cluster.stop();
@@ -163,10 +168,12 @@ function phasesOf(r: { sent: number; first: number }, cmds: Command[], modelSeen
   const enqueue = from(r.sent, (c) => c.name === 'evalsha');
   const pickup = from(enqueue?.at, (c) => c.source !== enqueue!.source && c.source !== 'lua' && c.name === 'evalsha');
   const lease = from(pickup?.at, (c) => c.name === 'set' && c.line.includes('"NX"') && c.line.includes('run-lease'));
-  const numsub = from(lease?.at, (c) => c.name === 'pubsub');
-  const publish = from(numsub?.at, (c) => c.source !== 'lua' && (c.name === 'publish' || c.name === 'evalsha') && c.line.includes('tok'));
+  // Since agent-run v3 the check leaves in the lease's write (either may come first there).
+  const numsub = from(pickup?.at, (c) => c.name === 'pubsub');
+  const publish = from(modelSeen, (c) => c.source !== 'lua' && (c.name === 'publish' || c.name === 'evalsha') && c.line.includes('tok'));
   if (!enqueue || !pickup || !lease || !numsub || !publish || modelSeen === undefined || Number.isNaN(r.first)) return undefined;
-  return [enqueue.at - r.sent, pickup.at - enqueue.at, lease.at - pickup.at, numsub.at - lease.at, modelSeen - numsub.at, publish.at - modelSeen, r.first - publish.at];
+  const checked = Math.max(numsub.at, lease.at);
+  return [enqueue.at - r.sent, pickup.at - enqueue.at, lease.at - pickup.at, checked - lease.at, modelSeen - checked, publish.at - modelSeen, r.first - publish.at];
 }
 
 runBench(main, 10 * 60_000);

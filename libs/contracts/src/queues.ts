@@ -16,6 +16,13 @@ export type QueueName = (typeof QueueNames)[keyof typeof QueueNames];
 /**
  * `v: 2` adds the W3C `traceparent` of the request that made the run (tracing on only: with
  * tracing off producers still write `v: 1`, which every deployed worker reads).
+ *
+ * `v: 3` adds `replyTo`, the id of the reply channel the run's gateway waits on (the row's
+ * `reply_to`, which never changes), and the `traceparent` when tracing is on: the worker asks
+ * whether that gateway still listens in the same Redis write as its run lease, before the claim
+ * has read the row (one round trip fewer before the first token). Written for every run with a
+ * reply channel (a gateway's chat), so workers must be deployed before gateways: a worker older
+ * than `v: 3` refuses the job as malformed.
  */
 export const AgentRunJob = Type.Union([
   Type.Object({ type: Type.Literal('agent-run'), v: Type.Literal(1), runId: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
@@ -25,6 +32,16 @@ export const AgentRunJob = Type.Union([
       v: Type.Literal(2),
       runId: Type.String({ minLength: 1 }),
       traceparent: Type.String({ pattern: TRACEPARENT_PATTERN }),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      type: Type.Literal('agent-run'),
+      v: Type.Literal(3),
+      runId: Type.String({ minLength: 1 }),
+      replyTo: Type.String({ minLength: 1 }),
+      traceparent: Type.Optional(Type.String({ pattern: TRACEPARENT_PATTERN })),
     },
     { additionalProperties: false },
   ),

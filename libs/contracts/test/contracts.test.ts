@@ -17,6 +17,16 @@ describe('job payloads', () => {
     expect(Value.Check(JobPayload, { type: 'channel-send', v: 2, messageId: 'm1', traceparent })).toBe(true);
     expect(Value.Check(JobPayload, { type: 'channel-send', v: 2, messageId: 'm1' })).toBe(false);
   });
+  it('v3 adds the reply channel id, the traceparent optional, nothing else', () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 3, runId: 'r1', replyTo: 'g1' })).toBe(true);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 3, runId: 'r1', replyTo: 'g1', traceparent })).toBe(true);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 3, runId: 'r1' })).toBe(false);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 3, runId: 'r1', replyTo: '' })).toBe(false);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 3, runId: 'r1', replyTo: 'g1', traceparent: 'x' })).toBe(false);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 3, runId: 'r1', replyTo: 'g1', request: {} })).toBe(false);
+    expect(Value.Check(AgentRunJob, { type: 'agent-run', v: 1, runId: 'r1', replyTo: 'g1' })).toBe(false);
+  });
   it('session-compact v1 carries the session, the principal and the request id, nothing else; the agent-run queue takes it beside runs', () => {
     const job = { type: 'session-compact', v: 1, sessionId: 's1', principal: 'user:carol', requestId: 'q1' };
     expect(Value.Check(SessionCompactJob, job)).toBe(true);

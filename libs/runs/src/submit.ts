@@ -74,11 +74,17 @@ export function newRunId(): string {
 /**
  * The `agent-run` job of a run. Its job id is the run id, so enqueueing a run twice adds one job;
  * a hand-off after its worker died (`handOffRun`) names another, since the dead worker's job is still there.
+ * `replyTo` is the run row's (`SubmitRunInput.replyTo`); without it the worker reads it from the row.
  */
-export async function enqueueRun(queue: RunQueue, runId: string, opts: { jobId?: string } = {}): Promise<void> {
-  // A traced request's context goes with the job (v2); untraced, the job stays v1.
+export async function enqueueRun(queue: RunQueue, runId: string, opts: { jobId?: string; replyTo?: string | null } = {}): Promise<void> {
+  // A traced request's context goes with the job (v2); untraced, the job stays v1. A run with a
+  // reply channel names it (v3): its worker asks whether the gateway listens beside its lease.
   const traceparent = activeTraceparent();
-  const job: AgentRunJob = traceparent ? { type: 'agent-run', v: 2, runId, traceparent } : { type: 'agent-run', v: 1, runId };
+  const job: AgentRunJob = opts.replyTo
+    ? { type: 'agent-run', v: 3, runId, replyTo: opts.replyTo, ...(traceparent ? { traceparent } : {}) }
+    : traceparent
+      ? { type: 'agent-run', v: 2, runId, traceparent }
+      : { type: 'agent-run', v: 1, runId };
   await queue.enqueue(QueueNames.agentRun, job, { jobId: opts.jobId ?? runId, attempts: 3, backoffMs: 500 });
 }
 
@@ -125,7 +131,7 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
   // Handed over only now: a run that is not enqueued (failed or cancelled above) leaves nothing behind.
   if (claimed) claims!.hand(run);
   try {
-    await enqueueRun(deps.queue, runId);
+    await enqueueRun(deps.queue, runId, { replyTo: input.replyTo });
   } catch (err) {
     claims?.drop(runId);
     await finishRun(deps.db, runId, { status: 'failed', error: 'could not enqueue the run' });

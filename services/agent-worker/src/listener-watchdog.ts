@@ -76,23 +76,33 @@ export class ListenerWatchdog {
    * restart comes back through the sweep or a surviving job, and an answer now would only be
    * committed into the session under the user's retry. False only after LISTENER_MISSES checks
    * in a row (and, over Redis, START_GRACE_MS) found nobody; a check that fails, or checks
-   * switched off, count as someone waiting.
+   * switched off, count as someone waiting. `first`: the first check's answer, asked already (`probe`).
    */
-  async clientWaiting(channel: RunChannel | ReplyChannel, signal: AbortSignal): Promise<boolean> {
+  async clientWaiting(channel: RunChannel | ReplyChannel, signal: AbortSignal, first?: Promise<number | undefined>): Promise<boolean> {
     const graceUntil = Date.now() + (this.bus.kind === 'redis' ? START_GRACE_MS : 0);
     for (let misses = 0; ; ) {
       const everyMs = this.checkMs();
       if (everyMs <= 0 || signal.aborted) return true;
-      let count: number;
-      try {
-        [count = 0] = await this.bus.pubsub.listeners([channel]);
-      } catch {
-        return true;
-      }
-      if (count > 0) return true;
+      const count = misses === 0 && first ? await first : await this.probe(channel);
+      if (count === undefined || count > 0) return true;
       misses += 1;
       if (misses >= LISTENER_MISSES && Date.now() >= graceUntil) return false;
       await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  }
+
+  /**
+   * One look at how many listen on `channel` (undefined: checks are off, or the broker did not
+   * answer), for `clientWaiting`'s first check. Asked for before the run is claimed, it leaves in
+   * the same Redis write as the run's lease (the producer pipelines a tick's commands); never rejects.
+   */
+  async probe(channel: RunChannel | ReplyChannel): Promise<number | undefined> {
+    if (this.checkMs() <= 0) return undefined;
+    try {
+      const [count = 0] = await this.bus.pubsub.listeners([channel]);
+      return count;
+    } catch {
+      return undefined;
     }
   }
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { trace, SpanKind, type Context } from '@opentelemetry/api';
 import { Compile } from 'typebox/compile';
-import { AgentRunJob, RunKeeps, type RunEvent } from '@agentry/contracts';
+import { AgentRunJob, PubSubChannels, RunKeeps, type ReplyChannel, type RunEvent } from '@agentry/contracts';
 import { UnrecoverableJobError, type Bus, type Job, type KeepOptions } from '@agentry/bus';
 import { Errors, hasCode } from '@agentry/errors';
 import { claimRun, claimRunOutsideSession, finishRun, isActiveRunStatus, type Db, type RunRecord } from '@agentry/db';
@@ -56,7 +56,14 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
     const handed = ctx.claims?.take(runId);
     // Before the claim: a run whose lease another live worker holds is being run there (this job
     // is a stalled one's redelivery, or a gateway's hand-off that raced it), and is left alone.
-    if (!(await ctx.leases.take(runId, ctl))) {
+    const taken = ctx.leases.take(runId, ctl);
+    // A job that names its gateway's reply channel (v3) has that gateway's listeners asked for in
+    // the same Redis write as the lease (the producer pipelines a tick's commands), not one round
+    // trip after the claim. Asked a claim earlier: a gateway dying meanwhile is the watch's to
+    // notice, as one dying just after a check made after the claim always was.
+    const replyChannel = job.data.v === 3 ? PubSubChannels.replies(job.data.replyTo) : undefined;
+    const early = replyChannel && { channel: replyChannel, listeners: ctx.watchdog.probe(replyChannel) };
+    if (!(await taken)) {
       logger.info({ runId, jobId: job.id }, 'another worker holds this run (its lease is live): this job leaves it alone');
       return;
     }
@@ -66,10 +73,11 @@ export function runJobHandler(ctx: RunJobContext): (job: Job<unknown>, shutdownS
       // earlier turns have ended.
       const first = handed ? { run: handed, claimed: true } : await retryWhileDbDown(logger, 'claim run', () => claimRunOutsideSession(db, runId));
       if (!first) throw new UnrecoverableJobError(`run ${runId} does not exist`);
-      const parent = job.data.v === 2 && tracingEnabled() ? contextFromTraceparent(job.data.traceparent) : undefined;
+      const traceparent = job.data.v === 1 ? undefined : job.data.traceparent;
+      const parent = traceparent && tracingEnabled() ? contextFromTraceparent(traceparent) : undefined;
       try {
-        if (!parent) return await handleClaimed(ctx, first, shutdownSignal, ctl);
-        return await tracedRun(parent, first.run, job.attemptsMade, () => handleClaimed(ctx, first, shutdownSignal, ctl));
+        if (!parent) return await handleClaimed(ctx, first, shutdownSignal, ctl, early);
+        return await tracedRun(parent, first.run, job.attemptsMade, () => handleClaimed(ctx, first, shutdownSignal, ctl, early));
       } finally {
         if (first.run.source === 'cron' || first.run.source === 'heartbeat') await completeFire(ctx, runId);
       }
@@ -92,13 +100,21 @@ function tracedRun(parent: Context, queued: RunRecord, attemptsMade: number, bod
   return inSpan('agent run', { attributes, parent: trace.setSpan(parent, wait) }, body);
 }
 
+/** The listener count of the reply channel a job named, asked for as the job started. */
+interface EarlyProbe {
+  channel: ReplyChannel;
+  listeners: Promise<number | undefined>;
+}
+
 /** The claimed (or, in a session, read) run, carried on to its end. */
-async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claimed: boolean }, shutdownSignal: AbortSignal, ctl: AbortController): Promise<void> {
+async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claimed: boolean }, shutdownSignal: AbortSignal, ctl: AbortController, early?: EarlyProbe): Promise<void> {
   const { db, logger } = ctx;
   const runId = first.run.id;
   const queued = first.run;
   // The waiting gateway's reply channel (the row says which), else the run's own.
   const channel = runEventChannel(queued);
+  // The job's channel is taken only when the row agrees (the row is the truth).
+  const firstCheck = early?.channel === channel ? early.listeners : undefined;
   // A streamed chat's events are kept as well as published: its client may resume the stream on any gateway.
   const { retainMs, maxEvents } = ctx.keep();
   const streamed = queued.source === 'api' && (queued.request as { stream?: unknown } | null)?.stream === true;
@@ -112,7 +128,7 @@ async function handleClaimed(ctx: RunJobContext, first: { run: RunRecord; claime
   const onShutdown = () => ctl.abort(new Error('the worker is shutting down'));
   shutdownSignal.addEventListener('abort', onShutdown);
   try {
-    if (watched && !(await ctx.watchdog.clientWaiting(channel, ctl.signal))) {
+    if (watched && !(await ctx.watchdog.clientWaiting(channel, ctl.signal, firstCheck))) {
       logger.info({ runId }, 'nobody waits for this chat run any more (its client left before it started): cancelled, not answered');
       await retryWhileDbDown(logger, 'cancel run', () => finishRun(db, runId, { status: 'cancelled', error: 'the client was gone before the run started' }));
       return;

@@ -39,16 +39,21 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
     yield { type: 'text', text: `answer to ${question}` };
     yield { type: 'done', finishReason: 'stop', provider: 'p', model: 'm' };
   }
-  const runs: Record<'orphan' | 'orphanNoSession' | 'waited' | 'cron' | 'channel' | 'background', string> = {
+  const runs: Record<'orphan' | 'orphanNoSession' | 'orphanReply' | 'waited' | 'waitedReply' | 'cron' | 'channel' | 'background', string> = {
     orphan: 'orphan-chat-in-session',
+    orphanReply: 'orphan-chat-of-a-dead-gateway',
+    waitedReply: 'chat-its-gateway-still-waits-for',
     orphanNoSession: 'orphan-chat-alone',
     waited: 'chat-still-waited-for',
     cron: 'cron-fire-before-restart',
     channel: 'channel-message-before-restart',
     background: 'background-response-nobody-reads',
   };
+  /** The reply channels of the chats a gateway submitted (the row's `reply_to`, and the job's in cluster mode: agent-run v3). */
+  const replyTo: Partial<Record<string, string>> = { [runs.orphanReply]: 'dead-gateway', [runs.waitedReply]: 'live-gateway' };
   let sessionId: string;
   let unlisten: () => Promise<void>;
+  let unlistenReplies: () => Promise<void>;
 
   beforeAll(async () => {
     fs.writeFileSync(path.join(cwd, 'config.yaml'), 'worker: {stall_timeout_ms: 1000}\nreliability: {listener_check_ms: 50, run_sweep_ms: 500}\n');
@@ -74,10 +79,12 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
     sessionId = (await ensureSession(db, { agentId: 'w', sessionKey: 'the-user', channel: 'api' })).id;
     // Every run streamed (the waited one's events are then kept for a resume; only a chat's are).
     const add = (id: string, source: RunSource, inSession: boolean) =>
-      insertRun(db, { id, agentId: 'w', sessionId: inSession ? sessionId : null, source, request: { messages: [{ role: 'user', content: id }], stream: true } });
+      insertRun(db, { id, agentId: 'w', sessionId: inSession ? sessionId : null, source, request: { messages: [{ role: 'user', content: id }], stream: true }, replyTo: replyTo[id] ?? null });
     await add(runs.orphan, 'api', true);
     await add(runs.orphanNoSession, 'api', false);
+    await add(runs.orphanReply, 'api', false);
     await add(runs.waited, 'api', false);
+    await add(runs.waitedReply, 'api', false);
     await add(runs.cron, 'cron', false);
     await add(runs.channel, 'chat_d', false);
     // A Responses `background: true` run: it lives without its client, whose gateway died too.
@@ -86,7 +93,8 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
     await sql`update runs set created_at = now() - interval '1 hour'`.execute(db);
     // One client is still there (another gateway's): its run must be answered.
     unlisten = await runtime.bus.pubsub.subscribe(PubSubChannels.run(runs.waited), () => {});
-    if (open.enqueue) for (const id of Object.values(runs)) await enqueueRun(runtime.bus.queue, id);
+    unlistenReplies = await runtime.bus.pubsub.subscribe(PubSubChannels.replies('live-gateway'), () => {});
+    if (open.enqueue) for (const id of Object.values(runs)) await enqueueRun(runtime.bus.queue, id, { replyTo: replyTo[id] });
     await startAgentWorker(runtime, { stream: fakeStream });
     await waitFor(
       async () => {
@@ -99,17 +107,19 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
   }, 60_000);
   afterAll(async () => {
     await unlisten?.();
+    await unlistenReplies?.();
     await runtime?.lifecycle.shutdown('test');
     await open.cleanup?.();
     fs.rmSync(cwd, { recursive: true, force: true });
   });
 
   it('a chat run whose client left before it started is cancelled, never answered', async () => {
-    for (const id of [runs.orphan, runs.orphanNoSession]) {
+    for (const id of [runs.orphan, runs.orphanNoSession, runs.orphanReply]) {
       expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'cancelled', error: 'the client was gone before the run started', output: null });
     }
     expect(asked).not.toContain(runs.orphan);
     expect(asked).not.toContain(runs.orphanNoSession);
+    expect(asked).not.toContain(runs.orphanReply);
   });
 
   it('nothing is committed into the session: a retry is the only turn', async () => {
@@ -117,7 +127,7 @@ function orphanSuite(open: { bus: (logger: Logger) => Bus; db: () => Promise<DbH
   });
 
   it('a chat run someone still waits for, cron fires and channel messages run after the restart', async () => {
-    for (const id of [runs.waited, runs.cron, runs.channel]) {
+    for (const id of [runs.waited, runs.waitedReply, runs.cron, runs.channel]) {
       expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'succeeded', output: `answer to ${id}` });
     }
   });
