@@ -15,9 +15,9 @@ describeWithRedis('redis bus', () => {
   const buses: TestBus[] = [];
 
   /** Every test gets its own prefix; `prefix` lets a test open a second bus on the same one. */
-  function open(prefix = uniqueRedisPrefix()): TestBus {
+  function open(prefix = uniqueRedisPrefix(), batchFrames?: boolean): TestBus {
     prefixes.push(prefix);
-    const bus = createRedisBus<TestQueues, TestChannels>({ url: redisUrl(), prefix, logger: captureLogger().logger });
+    const bus = createRedisBus<TestQueues, TestChannels>({ url: redisUrl(), prefix, logger: captureLogger().logger, ...(batchFrames === undefined ? {} : { batchFrames }) });
     buses.push(bus);
     return bus;
   }
@@ -156,6 +156,31 @@ describeWithRedis('redis bus', () => {
         expect(await worker.pubsub.kept('run-1')).toEqual(sent.filter((m) => m.run === 1).slice(-4));
         expect(await worker.pubsub.kept('run-2')).toEqual([]);
         expect(lines.filter((l) => /^pexpire /i.test(l))).toHaveLength(3);
+      });
+
+      it('with batchFrames off (reliability.rolling_upgrade) every message is its own PUBLISH or script, in order', async () => {
+        // What a gateway of a release before the frames can read: one message a PUBLISH.
+        const prefix = uniqueRedisPrefix();
+        const worker = open(prefix, false);
+        const gateway = open(prefix);
+        const raw: string[] = [];
+        await gateway.pubsub.subscribe('ch', () => undefined);
+        const reader = new Redis(redisUrl());
+        try {
+          await reader.subscribe(`${prefix}:ch`);
+          reader.on('message', (_channel: string, text: string) => raw.push(text));
+          const sent = Array.from({ length: 12 }, (_, i) => ({ i }));
+          await worker.pubsub.publish('silent', 0, { log: 'run-9', maxLen: 4, ttlMs: 60_000 });
+          const lines = await commandsOf(prefix, async () => {
+            await Promise.all(sent.map((m) => worker.pubsub.publish('ch', m, m.i % 2 === 0 ? { log: 'run-0', maxLen: 20, ttlMs: 60_000 } : undefined)));
+            await waitFor('every message', () => raw.length === sent.length);
+          });
+          expect(lines.filter((l) => /^publish /i.test(l))).toHaveLength(12);
+          expect(raw.map((t) => JSON.parse(t) as unknown)).toEqual(sent);
+          expect(await worker.pubsub.kept('run-0')).toEqual(sent.filter((m) => m.i % 2 === 0));
+        } finally {
+          reader.disconnect();
+        }
       });
 
       it("one job's whole life (enqueue with a job id, pickup, completion) stays within its budget", async () => {

@@ -28,6 +28,11 @@ export interface SubmitRunInput {
   /** The caller's reply channel id (`GatewayReplies.id`): the run's events go there, not on `run:<id>`. */
   replyTo?: string;
   /**
+   * The job leaves `replyTo` out (`agent-run` v1/v2, which workers of releases before v3 read):
+   * `reliability.rolling_upgrade`. The row still names it; the worker then reads it there.
+   */
+  replyNotInJob?: boolean;
+  /**
    * Runs in the transaction that inserts the run, before the job is enqueued: rows that must
    * exist exactly when the run does (a cron fire's record). Throwing rolls the run back.
    */
@@ -131,7 +136,7 @@ export async function submitRun(deps: SubmitRunDeps, input: SubmitRunInput): Pro
   // Handed over only now: a run that is not enqueued (failed or cancelled above) leaves nothing behind.
   if (claimed) claims!.hand(run);
   try {
-    await enqueueRun(deps.queue, runId, { replyTo: input.replyTo });
+    await enqueueRun(deps.queue, runId, { replyTo: input.replyNotInJob ? undefined : input.replyTo });
   } catch (err) {
     claims?.drop(runId);
     await finishRun(deps.db, runId, { status: 'failed', error: 'could not enqueue the run' });

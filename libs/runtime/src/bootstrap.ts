@@ -114,7 +114,7 @@ export async function bootstrap(given: BootstrapOptions): Promise<Runtime> {
       ? opts.openBus(logger)
       : redisUrl
         ? // Imported here so that embedded mode never loads BullMQ and ioredis.
-          (await import('@agentry/bus/redis')).createRedisBus({ url: redisUrl, prefix: opts.env.REDIS_PREFIX || 'agentry', logger })
+          (await import('@agentry/bus/redis')).createRedisBus({ url: redisUrl, prefix: opts.env.REDIS_PREFIX || 'agentry', logger, batchFrames: !config.reliability.rolling_upgrade })
       : createMemoryBus({ logger });
     lifecycle.add('bus', () => bus.close());
     if (bus.kind === 'redis') health.register('redis', () => bus.ping());

@@ -417,6 +417,11 @@ export const ConfigSchema = Type.Object(
           default: 10_000,
           description: 'gateway: after this long without an event, a chat relay reads its run and ends with the stored outcome if the run has ended',
         }),
+        rolling_upgrade: Type.Boolean({
+          default: false,
+          description:
+            'cluster mode, only while this release rolls out over pods of a release from before 2026-11-29: gateways write agent-run jobs without their reply channel (v1/v2, which older workers read) and workers publish run events one message a PUBLISH (older gateways read no batched frames); unset it once every pod runs this release (restart to change)',
+        }),
         run_lease_ms: Type.Integer({
           minimum: 0,
           default: 3_000,

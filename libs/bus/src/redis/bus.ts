@@ -22,6 +22,12 @@ export interface RedisBusOptions {
   connectTimeoutMs?: number;
   /** How long close() lets running jobs finish before aborting them (default 10 s). */
   closeDeadlineMs?: number;
+  /**
+   * Publishes that come while one is in flight on their channel leave together as one frame
+   * (default true). False during a rolling upgrade from a release whose subscribers read only
+   * one message a PUBLISH (`reliability.rolling_upgrade`).
+   */
+  batchFrames?: boolean;
 }
 
 /**
@@ -36,7 +42,7 @@ export function createRedisBus<Q extends PayloadMap = QueuePayloads, C extends P
   const ctx = new RedisContext(opts.url, prefix, logger, opts.connectTimeoutMs);
   const consumers = new Set<RedisConsumer>();
   const queue = new RedisJobQueue<Q>(ctx, consumers);
-  const pubsub = new RedisPubSub<C>(ctx);
+  const pubsub = new RedisPubSub<C>(ctx, opts.batchFrames ?? true);
   const scheduler = new RedisCronScheduler(ctx, consumers);
   const limiter = new RedisRateLimiter(ctx);
   let closing: Promise<void> | undefined;

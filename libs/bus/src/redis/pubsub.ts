@@ -37,7 +37,11 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
   /** Channels with a publish in flight (see `publish`). */
   private readonly outboxes = new Map<string, Outbox>();
 
-  constructor(private readonly ctx: RedisContext) {
+  constructor(
+    private readonly ctx: RedisContext,
+    /** False: every message its own PUBLISH, as subscribers of releases before the frames read them (`RedisBusOptions.batchFrames`). */
+    private readonly batchFrames = true,
+  ) {
     ctx.subscriber.on('message', (channel: string, text: string) => this.deliver(channel, text));
   }
 
@@ -56,6 +60,8 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
       return Promise.reject(err);
     }
     const full = this.ctx.channel(channel);
+    // One connection keeps the order of the commands sent on it: no outbox needed.
+    if (!this.batchFrames) return this.#one(full, payload, keep);
     let found = this.outboxes.get(full);
     if (!found) {
       found = { busy: false, queued: [] };
@@ -78,7 +84,7 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
       return;
     }
     box.busy = true;
-    const sent = batch.length === 1 ? this.#one(full, batch[0]!) : this.#many(full, batch);
+    const sent = batch.length === 1 ? this.#one(full, batch[0]!.payload, batch[0]!.keep) : this.#many(full, batch);
     sent.then(
       () => {
         for (const q of batch) q.resolve();
@@ -92,16 +98,15 @@ export class RedisPubSub<M extends PayloadMap> implements PubSub<M> {
   }
 
   /** One message as it always went: PUBLISH, or the kept publish's script. */
-  async #one(full: string, q: Queued): Promise<void> {
+  async #one(full: string, payload: string, keep: KeepOptions | undefined): Promise<void> {
     const conn = this.ctx.producer;
-    const keep = q.keep;
     if (!keep) {
-      await this.ctx.command(conn, () => conn.publish(full, q.payload));
+      await this.ctx.command(conn, () => conn.publish(full, payload));
       return;
     }
     const maxLen = Math.max(1, Math.floor(keep.maxLen));
     const ttlMs = Math.max(1, Math.round(keep.ttlMs));
-    await this.ctx.command(conn, () => conn.agentryPublishKept(this.#logKey(keep.log), full, q.payload, maxLen, ttlMs));
+    await this.ctx.command(conn, () => conn.agentryPublishKept(this.#logKey(keep.log), full, payload, maxLen, ttlMs));
   }
 
   /** Several messages as one frame, their logs appended in the same script. */

@@ -75,7 +75,7 @@ export class ChatRun implements RunControl {
 
   /** Commits and enqueues the run; `started: false` when the client left first (nothing was enqueued). */
   async start(
-    input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'beforeEnqueue' | 'signal' | 'commit' | 'claimHere'>,
+    input: Omit<SubmitRunInput, 'runId' | 'replyTo' | 'replyNotInJob' | 'beforeEnqueue' | 'signal' | 'commit' | 'claimHere'>,
     opts: {
       resumable?: boolean;
       /** A background response: the run lives without its client, whose leaving cancels nothing. */
@@ -100,6 +100,7 @@ export class ChatRun implements RunControl {
         ...input,
         runId: this.runId,
         replyTo: this.#replies.id,
+        replyNotInJob: this.deps.config.current.reliability.rolling_upgrade,
         beforeEnqueue: this.#subscribed,
         signal: this.#clientGone.signal,
         // PGlite has no WAL writer: a deferred commit stays unwritten until the next synchronous
