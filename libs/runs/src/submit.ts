@@ -64,8 +64,10 @@ export function newRunId(): string {
 }
 
 /**
- * The `agent-run` job of a run. Its job id is the run id, so enqueueing a run twice adds one job;
- * a hand-off after its worker died (`handOffRun`) names another, since the dead worker's job is still there.
+ * The `agent-run` job of a run. Its job id is the run id, so enqueueing a run while its job waits
+ * or runs adds nothing (once the job has finished, even failed for good, it is gone and a new one
+ * is added: the sweep relies on that); a hand-off after its worker died (`handOffRun`) names
+ * another, since the dead worker's job is still there.
  */
 export async function enqueueRun(queue: RunQueue, runId: string, opts: { jobId?: string } = {}): Promise<void> {
   // A traced request's context goes with the job (v2); untraced, the job stays v1.
