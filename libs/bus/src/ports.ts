@@ -17,7 +17,12 @@ export type PayloadMap = object;
 export type NameOf<M extends PayloadMap> = keyof M & string;
 
 export interface JobOptions {
-  /** Deduplication id: enqueueing an id that is still waiting or running adds nothing. */
+  /**
+   * The job's id (`enqueue` answers it): enqueueing an id that is still waiting, delayed or
+   * running adds nothing. A job with an id is forgotten once it finishes (not kept, not counted as
+   * completed or failed), so the id is free again at once: a run enqueued again after its job
+   * failed for good gets a new job. Not a decimal integer (the queue's own ids) and no `:`.
+   */
   jobId?: string;
   /** Total tries including the first (default 1: no retry). */
   attempts?: number;
@@ -63,7 +68,7 @@ export interface Consumer {
 export interface JobQueue<M extends PayloadMap = QueuePayloads> {
   enqueue<Q extends NameOf<M>>(queue: Q, data: M[Q], opts?: JobOptions): Promise<string>;
   consume<Q extends NameOf<M>>(queue: Q, handler: JobHandler<M[Q]>, opts: ConsumerOptions): Consumer;
-  /** Jobs waiting, delayed or running (for health, metrics and tests). */
+  /** Jobs waiting, delayed or running, and the finished ones kept (jobs enqueued without an id; for health, metrics and tests). */
   counts(queue: NameOf<M>): Promise<{ waiting: number; active: number; delayed: number; failed: number; completed: number }>;
 }
 

@@ -34,6 +34,17 @@ export function encodeJson(value: unknown, what: string): string {
   return text;
 }
 
+/**
+ * Refuses a job id BullMQ would refuse (its own ids are decimal integers; `:` separates its keys),
+ * in both adapters, so that an id accepted in embedded mode is accepted in cluster mode too.
+ */
+export function checkJobId(id: string): string {
+  if (id === '' || id.includes(':') || String(parseInt(id, 10)) === id) {
+    throw new TypeError(`job id ${JSON.stringify(id)}: must not be empty, a decimal integer or contain ':'`);
+  }
+  return id;
+}
+
 export function normaliseAttempts(attempts: number | undefined): number {
   return Math.max(1, Math.floor(attempts ?? 1));
 }

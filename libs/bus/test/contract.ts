@@ -134,33 +134,68 @@ export function runBusContract(name: string, makeBus: MakeBus): void {
         expect(ranAt - enqueuedAt).toBeLessThan(2_000);
       });
 
-      it('deduplicates by jobId while the job waits or runs, not after', async () => {
+      it('deduplicates by jobId while the job waits or runs; once finished it is forgotten and the id is free', async () => {
         const first = await bus.queue.enqueue('q', { n: 1 }, { jobId: 'k' });
-        expect(await bus.queue.enqueue('q', { n: 2 }, { jobId: 'k' })).toBe(first);
+        expect(first).toBe('k');
+        expect(await bus.queue.enqueue('q', { n: 2 }, { jobId: 'k' })).toBe('k');
         expect((await bus.queue.counts('q')).waiting).toBe(1);
 
         const seen: unknown[] = [];
         const started = deferred();
         const release = deferred();
+        let finished = 0;
         bus.queue.consume(
           'q',
           async (job) => {
             seen.push(job.data);
-            started.resolve();
-            await release.promise;
+            if (seen.length === 1) {
+              started.resolve();
+              await release.promise;
+            }
+            finished++;
           },
           { concurrency: 1 },
         );
         await started.promise;
-        expect(await bus.queue.enqueue('q', { n: 3 }, { jobId: 'k' })).toBe(first);
+        expect(await bus.queue.enqueue('q', { n: 3 }, { jobId: 'k' })).toBe('k');
         expect(await bus.queue.counts('q')).toMatchObject({ waiting: 0, active: 1, delayed: 0 });
 
         release.resolve();
-        await waitFor('completion', async () => (await bus.queue.counts('q')).completed === 1);
-        const again = await bus.queue.enqueue('q', { n: 4 }, { jobId: 'k' });
-        expect(again).not.toBe(first);
-        await waitFor('second job', () => seen.length === 2);
+        await waitFor('the first job gone', async () => finished === 1 && (await bus.queue.counts('q')).active === 0);
+        // Not kept, so not counted: the id holds nothing any more.
+        expect(await bus.queue.counts('q')).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0, completed: 0 });
+        expect(await bus.queue.enqueue('q', { n: 4 }, { jobId: 'k' })).toBe('k');
+        await waitFor('second job', () => finished === 2);
         expect(seen).toEqual([{ n: 1 }, { n: 4 }]);
+      });
+
+      it('frees the id of a job that failed for good, so that the same id enqueued again runs (a run re-enqueued by the sweep)', async () => {
+        const tries: unknown[] = [];
+        const failures: boolean[] = [];
+        bus.queue.consume(
+          'q',
+          async (job) => {
+            tries.push(job.data);
+            if (tries.length <= 2) throw new Error(`boom ${tries.length}`);
+          },
+          { concurrency: 1, onFailed: (_job, _err, willRetry) => failures.push(willRetry) },
+        );
+        await bus.queue.enqueue('q', { n: 1 }, { jobId: 'run-1', attempts: 2, backoffMs: 10 });
+        await waitFor('both tries failed', () => failures.length === 2);
+        expect(failures).toEqual([true, false]);
+        await waitFor('the failed job gone', async () => (await bus.queue.counts('q')).active === 0);
+        expect((await bus.queue.counts('q')).failed).toBe(0);
+        expect(await bus.queue.enqueue('q', { n: 2 }, { jobId: 'run-1' })).toBe('run-1');
+        await waitFor('the job enqueued again', () => tries.length === 3);
+        expect(tries).toEqual([{ n: 1 }, { n: 1 }, { n: 2 }]);
+      });
+
+      it("refuses a job id BullMQ would take for its own (a decimal integer) or cut at ':'", async () => {
+        for (const jobId of ['', '42', 'run:1', 'a:b:c']) {
+          await expect(bus.queue.enqueue('q', { n: 1 }, { jobId })).rejects.toThrow(/job id/);
+        }
+        expect((await bus.queue.counts('q')).waiting).toBe(0);
+        expect(await bus.queue.enqueue('q', { n: 1 }, { jobId: '042' })).toBe('042');
       });
 
       it('close waits for a job that finishes within the deadline', async () => {

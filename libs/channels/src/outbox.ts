@@ -28,8 +28,8 @@ export function newOutboundId(): string {
 }
 
 /**
- * The `channel-send` job of a message. Each try has its own job id (BullMQ ignores an id that is
- * still known, and a retry is enqueued while the failing try's job is still active).
+ * The `channel-send` job of a message. Each try has its own job id (an id whose job still waits or
+ * runs adds nothing, and a retry is enqueued while the failing try's job is still active).
  */
 export async function enqueueOutbound(queue: OutboxQueue, messageId: string, opts: { attempt?: number; delayMs?: number } = {}): Promise<void> {
   // Queued inside a traced run (or a traced send's retry), the send joins that trace (v2).

@@ -46,7 +46,7 @@ export async function requestCompaction(
     const job: SessionCompactJob = { type: 'session-compact', v: 1, sessionId: req.sessionId, principal: req.principal, requestId };
     timer = setTimeout(() => answer('pickup'), pickupMs);
     // One try: a retry after the caller's answer would compact behind its back.
-    await deps.bus.queue.enqueue(QueueNames.agentRun, job, { jobId: `compact:${requestId}`, attempts: 1 });
+    await deps.bus.queue.enqueue(QueueNames.agentRun, job, { jobId: `compact-${requestId}`, attempts: 1 });
     const outcome = await answered;
     if (outcome === 'pickup') {
       deps.logger.warn({ sessionId: req.sessionId, requestId, pickupMs }, 'forced compaction: no worker took the job in time');

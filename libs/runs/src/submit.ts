@@ -77,8 +77,10 @@ export function newRunId(): string {
 }
 
 /**
- * The `agent-run` job of a run. Its job id is the run id, so enqueueing a run twice adds one job;
- * a hand-off after its worker died (`handOffRun`) names another, since the dead worker's job is still there.
+ * The `agent-run` job of a run. Its job id is the run id, so enqueueing a run while its job waits
+ * or runs adds nothing (once the job has finished, even failed for good, it is gone and a new one
+ * is added: the sweep relies on that); a hand-off after its worker died (`handOffRun`) names
+ * another, since the dead worker's job is still there.
  * `replyTo` is the run row's (`SubmitRunInput.replyTo`); without it the worker reads it from the row.
  */
 export async function enqueueRun(queue: RunQueue, runId: string, opts: { jobId?: string; replyTo?: string | null } = {}): Promise<void> {

@@ -10,7 +10,8 @@ const SWEEP_BATCH = 100;
 /**
  * Enqueues again, every `reliability.run_sweep_ms`, runs still queued or running long after they
  * were created: a job lost or given up while a backend was away. The job id is the run id, so a
- * run whose job still exists is left alone, and so is one running in this process.
+ * run whose job still waits or runs is left alone, and so is one running in this process (a job
+ * that failed for good is not kept, so it cannot hold the id).
  */
 export class RunSweeper {
   #pass: PeriodicPass | undefined;

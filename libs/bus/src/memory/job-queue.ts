@@ -8,6 +8,7 @@ import {
   DEFAULT_CLOSE_DEADLINE_MS,
   LongTimer,
   backoffDelay,
+  checkJobId,
   encodeJson,
   isUnrecoverable,
   normaliseAttempts,
@@ -24,15 +25,16 @@ interface StoredJob {
   attemptsMade: number;
   attempts: number;
   backoffMs: number;
-  dedupId: string | undefined;
+  /** Enqueued with an id (the port's jobId): deduplicated while live, forgotten once finished. */
+  named: boolean;
 }
 
 class QueueState {
   readonly waiting: StoredJob[] = [];
   readonly delayed = new Map<string, LongTimer>();
   readonly active = new Map<string, StoredJob>();
-  /** Deduplication id -> id of the job holding it while waiting, delayed or running. */
-  readonly dedup = new Map<string, string>();
+  /** Ids given by the caller of jobs waiting, delayed or running. */
+  readonly named = new Set<string>();
   readonly consumers = new Set<MemoryConsumer>();
   completed = 0;
   failed = 0;
@@ -53,20 +55,18 @@ export class MemoryJobQueue<M extends PayloadMap> implements JobQueue<M> {
     this.assertOpen();
     const payload = encodeJson(data, 'job data');
     const st = this.state(queue);
-    if (opts.jobId !== undefined) {
-      const holder = st.dedup.get(opts.jobId);
-      if (holder !== undefined) return holder;
-    }
+    const jobId = opts.jobId === undefined ? undefined : checkJobId(opts.jobId);
+    if (jobId !== undefined && st.named.has(jobId)) return jobId;
     const job: StoredJob = {
-      id: String(++this.seq),
+      id: jobId ?? String(++this.seq),
       queue,
       payload,
       attemptsMade: 0,
       attempts: normaliseAttempts(opts.attempts),
       backoffMs: opts.backoffMs ?? DEFAULT_BACKOFF_MS,
-      dedupId: opts.jobId,
+      named: jobId !== undefined,
     };
-    if (job.dedupId !== undefined) st.dedup.set(job.dedupId, job.id);
+    if (job.named) st.named.add(job.id);
     this.schedule(st, job, opts.delayMs ?? 0);
     return job.id;
   }
@@ -116,7 +116,11 @@ export class MemoryJobQueue<M extends PayloadMap> implements JobQueue<M> {
 
   finish(st: QueueState, job: StoredJob, outcome: 'completed' | 'failed'): void {
     st.active.delete(job.id);
-    if (job.dedupId !== undefined && st.dedup.get(job.dedupId) === job.id) st.dedup.delete(job.dedupId);
+    // As in Redis, where a job with an id is removed when it finishes so that the id is free again.
+    if (job.named) {
+      st.named.delete(job.id);
+      return;
+    }
     if (outcome === 'completed') st.completed++;
     else st.failed++;
   }

@@ -7,6 +7,7 @@ import {
   ConsumerClosingError,
   DEFAULT_BACKOFF_MS,
   DEFAULT_CLOSE_DEADLINE_MS,
+  checkJobId,
   isUnrecoverable,
   normaliseAttempts,
   safeCall,
@@ -22,14 +23,17 @@ export class RedisJobQueue<M extends PayloadMap> implements JobQueue<M> {
   ) {}
 
   async enqueue<Q extends NameOf<M>>(queue: Q, data: M[Q], opts: JobOptions = {}): Promise<string> {
+    const jobId = opts.jobId === undefined ? undefined : checkJobId(opts.jobId);
     const q = await this.ctx.queue(queue);
     const job = await this.ctx.command(this.ctx.producer, () => q.add(queue, data, {
       attempts: normaliseAttempts(opts.attempts),
       backoff: { type: 'exponential', delay: opts.backoffMs ?? DEFAULT_BACKOFF_MS },
       ...(opts.delayMs ? { delay: opts.delayMs } : {}),
-      // Deduplication rather than a custom BullMQ job id: a job id stays taken for as long as the
-      // finished job is kept, while the port promises dedup only while waiting or running.
-      ...(opts.jobId !== undefined ? { deduplication: { id: opts.jobId } } : {}),
+      // BullMQ's own job id, removed when the job finishes: a kept job would hold its id (a run's
+      // re-enqueue after a final failure would add nothing), and the port dedups only while a job
+      // waits or runs. Cheaper than BullMQ's deduplication key (its SET, and PTTL, GET and DEL at
+      // the finish) and than keeping the job (the finished set's ZADD and its trims).
+      ...(jobId !== undefined ? { jobId, removeOnComplete: true, removeOnFail: true } : {}),
     }));
     if (!job.id) throw new Error(`BullMQ returned no id for a job of ${queue}`);
     return job.id;

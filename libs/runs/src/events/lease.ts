@@ -155,7 +155,7 @@ export async function handOffRun(deps: { db: Db; queue: Parameters<typeof enqueu
   if (streamed) {
     await markRunStreamed(deps.db, runId).catch((err: unknown) => deps.logger.warn({ err, runId }, 'could not mark the run streamed'));
   }
-  await enqueueRun(deps.queue, runId, { jobId: `${runId}:handoff:${randomUUID().slice(0, 8)}` }).catch((err: unknown) =>
+  await enqueueRun(deps.queue, runId, { jobId: `${runId}-handoff-${randomUUID().slice(0, 8)}` }).catch((err: unknown) =>
     deps.logger.warn({ err, runId }, 'could not enqueue the run for another worker; the stall timeout will'),
   );
 }
