@@ -4,6 +4,15 @@ import { CRON_QUEUE, validateCronSpec } from '../shared.js';
 import { KEEP_COMPLETED, KEEP_FAILED, type RedisContext } from './context.js';
 import { RedisConsumer } from './job-queue.js';
 
+/** Upserts of one id that collide with another replica's (below) are tried this often in all. */
+const UPSERT_TRIES = 5;
+
+/** BullMQ's SchedulerJobIdCollision (-10) and SchedulerJobSlotsBusy (-11): the tick's job exists in a state it cannot replace. */
+function isSchedulerCollision(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === -10 || code === -11;
+}
+
 /**
  * BullMQ job schedulers on one dedicated queue. BullMQ keeps one scheduler per id and one job
  * per tick (its id is `repeat:<id>:<tick ms>`), so several replicas upserting the same id and
@@ -18,12 +27,22 @@ export class RedisCronScheduler implements CronScheduler {
   async upsert<T>(id: string, spec: CronSpec, data: T): Promise<void> {
     const { pattern, timezone } = validateCronSpec(spec);
     const q = await this.ctx.queue(CRON_QUEUE);
-    await q.upsertJobScheduler(
-      id,
-      { pattern, tz: timezone },
-      // The template is replaced as a whole on every upsert, so its options are always restated.
-      { name: id, data, opts: { attempts: 1, removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED } },
-    );
+    for (let tries = 1; ; tries++) {
+      try {
+        await q.upsertJobScheduler(
+          id,
+          { pattern, tz: timezone },
+          // The template is replaced as a whole on every upsert, so its options are always restated.
+          { name: id, data, opts: { attempts: 1, removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED } },
+        );
+        return;
+      } catch (err) {
+        // Two replicas upserting one id at once: BullMQ could not replace the tick job the other
+        // made (it was being run) and stored nothing. Once that run ends the upsert goes through.
+        if (!isSchedulerCollision(err) || tries >= UPSERT_TRIES) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** tries));
+      }
+    }
   }
 
   async remove(id: string): Promise<void> {
