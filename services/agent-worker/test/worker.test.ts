@@ -492,9 +492,12 @@ describe('agent-worker', () => {
     await cancelRun({ db: runtime.db.db, pubsub: runtime.bus.pubsub }, id, 'the client went away');
     // The worker heard the cancel and forgot the handed row.
     await waitFor(async () => claims.size === 0, 5000, 5);
-    const done = (await runtime.bus.queue.counts(QueueNames.agentRun)).completed;
     await enqueueRun(runtime.bus.queue, id);
-    await waitFor(async () => (await runtime.bus.queue.counts(QueueNames.agentRun)).completed > done, 5000, 10);
+    // A job with an id is removed when it ends (not counted as completed): wait for the queue to empty.
+    await waitFor(async () => {
+      const n = await runtime.bus.queue.counts(QueueNames.agentRun);
+      return n.waiting + n.active + n.delayed === 0;
+    }, 5000, 10);
     expect(calls.slice(before).map((c) => c.messages.at(-1)?.content)).not.toContain('cancelled before its job');
     expect(await getRun(runtime.db.db, id)).toMatchObject({ status: 'cancelled', error: 'the client went away', output: null });
   });
