@@ -18,6 +18,7 @@ import { createMemoryBus } from '@agentry/bus';
 import { openPglite } from '@agentry/db';
 import { bootstrap } from '@agentry/runtime';
 import { startStandalone } from '@agentry/standalone';
+import { tracePgliteStatements } from '@agentry/testing';
 import { startBenchFake } from './fake-model.js';
 
 const argv = process.argv.slice(2);
@@ -29,35 +30,11 @@ const KEY = 'bench-account-key-0123456789abcdef';
 /** Statements by their first words (or the named statement's), as Execute messages reach PGlite. */
 const seen = new Map<string, number>();
 let counting = false;
-const named = new Map<string, string>();
-const proto = PGlite.prototype as unknown as { execProtocolStream: (message: Uint8Array, options?: unknown) => Promise<unknown> };
-const original = proto.execProtocolStream;
-const cstring = (bytes: Uint8Array, at: number): [string, number] => {
-  const end = bytes.indexOf(0, at);
-  return [Buffer.from(bytes.subarray(at, end)).toString('utf8'), end + 1];
-};
-proto.execProtocolStream = function (this: unknown, message, options) {
-  const view = new DataView(message.buffer, message.byteOffset, message.byteLength);
-  let current = '';
-  for (let at = 0; at < message.length; ) {
-    const type = String.fromCharCode(message[at]!);
-    const body = at + 5;
-    if (type === 'P') {
-      const [name, next] = cstring(message, body);
-      [current] = cstring(message, next);
-      if (name) named.set(name, current);
-    } else if (type === 'B') {
-      const [, next] = cstring(message, body);
-      const [statement] = cstring(message, next);
-      if (statement) current = named.get(statement) ?? current;
-    } else if (type === 'E' && counting) {
-      const kind = current.replace(/\s+/g, ' ').trim().slice(0, 60);
-      seen.set(kind, (seen.get(kind) ?? 0) + 1);
-    }
-    at += 1 + view.getInt32(at + 1);
-  }
-  return original.call(this, message, options);
-};
+tracePgliteStatements(PGlite, (sql) => {
+  if (!counting) return;
+  const kind = sql.slice(0, 60);
+  seen.set(kind, (seen.get(kind) ?? 0) + 1);
+});
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-embedded-statements-'));
 const fake = await startBenchFake({ tokens: 50 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '@agentry/testing';
+import { tracePgliteStatements, waitFor } from '@agentry/testing';
 import { agentDsl, inProcessStack } from './harness.js';
 
 /**
@@ -14,53 +14,12 @@ const BUDGET = {
   statements: 3,
 };
 
-type ExecProtocolStream = (message: Uint8Array, options?: unknown) => Promise<unknown>;
-
-/**
- * Counts the statements PGlite executes (each Execute message), with the SQL each ran, by
- * wrapping its protocol entry point for the duration of the file: the dialect sends every
- * statement there (libs/db/src/pglite-dialect.ts), named ones as a Bind of an earlier Parse.
- */
+/** Every statement PGlite executes while the file runs, with its SQL (tracePgliteStatements). */
 async function countPgliteStatements(): Promise<{ statements: string[]; restore: () => void }> {
   const { PGlite } = await import('@electric-sql/pglite');
-  const proto = PGlite.prototype as unknown as { execProtocolStream: ExecProtocolStream };
-  const own = Object.getOwnPropertyDescriptor(proto, 'execProtocolStream');
-  const original = proto.execProtocolStream;
-  const named = new Map<string, string>();
-  const state = {
-    statements: [] as string[],
-    restore: () => {
-      if (own) Object.defineProperty(proto, 'execProtocolStream', own);
-      else delete (proto as Partial<typeof proto>).execProtocolStream;
-    },
-  };
-  const cstring = (bytes: Uint8Array, at: number): [string, number] => {
-    const end = bytes.indexOf(0, at);
-    return [Buffer.from(bytes.subarray(at, end)).toString('utf8'), end + 1];
-  };
-  proto.execProtocolStream = function (this: unknown, message, options) {
-    const view = new DataView(message.buffer, message.byteOffset, message.byteLength);
-    let current = '';
-    for (let at = 0; at < message.length; ) {
-      const type = String.fromCharCode(message[at]!);
-      const length = view.getInt32(at + 1);
-      const body = at + 5;
-      if (type === 'P') {
-        const [name, next] = cstring(message, body);
-        [current] = cstring(message, next);
-        if (name) named.set(name, current);
-      } else if (type === 'B') {
-        const [, next] = cstring(message, body);
-        const [statement] = cstring(message, next);
-        if (statement) current = named.get(statement) ?? `(statement ${statement})`;
-      } else if (type === 'E') {
-        state.statements.push(current.replace(/\s+/g, ' ').trim().slice(0, 90));
-      }
-      at += 1 + length;
-    }
-    return original.call(this, message, options);
-  };
-  return state;
+  const statements: string[] = [];
+  const restore = tracePgliteStatements(PGlite, (sql) => statements.push(sql.slice(0, 90)));
+  return { statements, restore };
 }
 
 describe("issue 39's statements per embedded chat run (counted where they enter PGlite, never timed)", () => {

@@ -12,3 +12,4 @@ export * from './archives.js';
 export * from './mcp.js';
 export * from './cutting-proxy.js';
 export * from './tiers.js';
+export * from './pglite-statements.js';
